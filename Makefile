@@ -1,0 +1,33 @@
+# Thin wrapper over CMake. `make test` and `make demo` work on a fresh Debian machine.
+JOBS ?= 2
+RELEASE := build/release
+TEST := build/test
+
+.PHONY: all build test demo bench install clean bootstrap
+
+all: build
+
+bootstrap:
+	@scripts/bootstrap
+
+build: bootstrap
+	@cmake -S . -B $(RELEASE) -DCMAKE_BUILD_TYPE=Release -DCHASH_WERROR=ON >/dev/null
+	@cmake --build $(RELEASE) -j $(JOBS)
+
+# Debug build with ASan + UBSan and -Werror; every test kind runs under ctest.
+test: bootstrap
+	@cmake -S . -B $(TEST) -DCMAKE_BUILD_TYPE=Debug -DCHASH_SANITIZE=ON -DCHASH_WERROR=ON >/dev/null
+	@cmake --build $(TEST) -j $(JOBS)
+	cd $(TEST) && ctest --output-on-failure -j $(JOBS)
+
+demo: build
+	@$(RELEASE)/examples/route_demo
+
+bench: build
+	@$(RELEASE)/bench/bench_place
+
+install: build
+	cmake --install $(RELEASE) $(if $(PREFIX),--prefix $(PREFIX))
+
+clean:
+	rm -rf build

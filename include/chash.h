@@ -1,0 +1,268 @@
+/*
+ * chash.h — libchash, the pure placement core of chash.
+ *
+ * libchash maps keys to nodes. It offers a registry of hash functions and a set of placement
+ * tables (modulo, hash ring, rendezvous, jump, maglev), each built once from a node list and then
+ * immutable. The library does no I/O, reads no clock, keeps no global mutable state, never prints
+ * and never aborts.
+ *
+ * Thread-safety: every function is reentrant. A built ch_table is immutable, so any number of
+ * threads may look keys up in one table at the same time without locks. A membership change builds
+ * a new table; the caller swaps the pointer and frees the old table once no reader uses it.
+ *
+ * Errors: functions that can fail return an int status, CH_OK (0) on success and a negative
+ * CH_E* code otherwise; results go to out-parameters, which are left untouched on failure.
+ */
+#ifndef CHASH_H
+#define CHASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CH_VERSION_MAJOR 0
+#define CH_VERSION_MINOR 1
+#define CH_VERSION_PATCH 0
+
+/* ---------------------------------------------------------------------------------------------
+ * Status codes. One list; it yields the enum and ch_strerror().
+ * X(name, value, message)
+ * ------------------------------------------------------------------------------------------- */
+#define CH_STATUS_LIST(X)                                                                \
+    X(CH_OK, 0, "success")                                                               \
+    X(CH_EINVAL, -1, "invalid argument")                                                 \
+    X(CH_ENOMEM, -2, "out of memory")                                                    \
+    X(CH_EEMPTY, -3, "empty node list")                                                  \
+    X(CH_EUNKNOWN, -4, "unknown name")                                                   \
+    X(CH_EDUPID, -5, "duplicate node id")                                                \
+    X(CH_EBADID, -6, "node id is empty or NULL")                                         \
+    X(CH_EWEIGHT, -7, "node weight must be a finite number > 0")                         \
+    X(CH_EUNSUPPORTED, -8, "operation not supported by this algorithm")                  \
+    X(CH_ETOOBIG, -9, "size limit exceeded")
+
+typedef enum ch_status {
+#define CH__STATUS_ENUM(name, value, msg) name = value,
+    CH_STATUS_LIST(CH__STATUS_ENUM)
+#undef CH__STATUS_ENUM
+} ch_status;
+
+/* Returns a static, human-readable message for a status code; "unknown status" for any value
+ * not in CH_STATUS_LIST. Never NULL. Cost: O(number of codes). */
+const char *ch_strerror(int status);
+
+/* ---------------------------------------------------------------------------------------------
+ * Hash functions. One registry list; it yields the enum, the names used by the CLI and config,
+ * and the test tables. Adding a hash is one line here plus its function.
+ * X(ENUM_SUFFIX, name, native_bits): the name token is both the registry name ("name") and,
+ * inside the library, the implementing function.
+ *
+ * Every hash gives a 32-bit ring position, and a 64-bit value that is the hash's native 64-bit
+ * output where it has one. For every hash, (uint32_t)ch_hash64(...) == ch_hash32(...).
+ *   fnv1a32_fmix  FNV-1a 32-bit followed by the murmur3 fmix32 finalizer. THE DEFAULT.
+ *   fnv1a32       raw FNV-1a 32-bit; kept to show why the finalizer matters (it clusters).
+ *   murmur3_32    MurmurHash3 x86_32, seed 0.
+ *   xxh3          XXH3 64-bit (libxxhash), seed 0; 32-bit value = low 32 bits.
+ *   md5           MD5 (libmd); 64-bit value = digest bytes 0..7 read little-endian,
+ *                 32-bit value = bytes 0..3 little-endian (ketama's convention).
+ * ------------------------------------------------------------------------------------------- */
+#define CH_HASH_LIST(X)              \
+    X(FNV1A32_FMIX, fnv1a32_fmix, 32) \
+    X(FNV1A32, fnv1a32, 32)           \
+    X(MURMUR3_32, murmur3_32, 32)     \
+    X(XXH3, xxh3, 64)                 \
+    X(MD5, md5, 64)
+
+typedef enum ch_hash_id {
+#define CH__HASH_ENUM(id, name, bits) CH_HASH_##id,
+    CH_HASH_LIST(CH__HASH_ENUM)
+#undef CH__HASH_ENUM
+    CH_HASH_COUNT_ /* number of hashes; not a hash */
+} ch_hash_id;
+
+#define CH_HASH_DEFAULT CH_HASH_FNV1A32_FMIX
+
+/* Parses a registry name (exact, case-sensitive) into *out.
+ * Returns CH_OK, CH_EINVAL if name or out is NULL, CH_EUNKNOWN if no hash has that name. */
+int ch_hash_from_name(const char *name, ch_hash_id *out);
+
+/* Returns the registry name of a hash, or NULL if id is out of range. */
+const char *ch_hash_name(ch_hash_id id);
+
+/* Returns the native width of a hash in bits (32 or 64), or 0 if id is out of range. */
+unsigned ch_hash_bits(ch_hash_id id);
+
+/* Hashes len bytes at key (key may be NULL when len is 0) into *out.
+ * Returns CH_OK, or CH_EINVAL for an unknown id, a NULL out, or a NULL key with len > 0.
+ * Cost: O(len). */
+int ch_hash32(ch_hash_id id, const void *key, size_t len, uint32_t *out);
+int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
+
+/* ---------------------------------------------------------------------------------------------
+ * Placement algorithms. One registry list, like the hashes.
+ * X(ENUM_SUFFIX, name), as for hashes.
+ *   modulo      hash32(key) % N. The baseline: a change of N moves almost every key.
+ *   ring        consistent-hash ring with virtual nodes: node i has max(1, round(vnodes * w_i))
+ *               points at hash32("<id>#<j>"), j from 0; a key belongs to the first point at or
+ *               after hash32(key), wrapping to the first point. Weighted. Replicas: the first R
+ *               distinct nodes clockwise.
+ *   rendezvous  highest random weight; weighted by the logarithmic method (score = -w / ln(u)).
+ *               Replicas: the R highest scores. Independent of node order.
+ *   jump        Lamping & Veach's jump consistent hash over node indexes 0..N-1. Only appending or
+ *               removing the LAST node keeps other keys in place; removing any other node
+ *               renumbers the ones after it and remaps their keys. No weights, no replicas (R > 1)
+ *               and no bounded loads: jump has no notion of a second choice.
+ *   maglev      Eisenbud et al.'s lookup table of prime size M (default 65537), filled from per-node
+ *               permutations; O(1) lookup; weights by share of the filling turns. Replicas: the
+ *               first R distinct nodes in table order from the key's slot.
+ * ------------------------------------------------------------------------------------------- */
+#define CH_ALGO_LIST(X)        \
+    X(MODULO, modulo)          \
+    X(RING, ring)              \
+    X(RENDEZVOUS, rendezvous)  \
+    X(JUMP, jump)              \
+    X(MAGLEV, maglev)
+
+typedef enum ch_algo_id {
+#define CH__ALGO_ENUM(id, name) CH_ALGO_##id,
+    CH_ALGO_LIST(CH__ALGO_ENUM)
+#undef CH__ALGO_ENUM
+    CH_ALGO_COUNT_ /* number of algorithms; not an algorithm */
+} ch_algo_id;
+
+/* Parses an algorithm name; same contract as ch_hash_from_name(). */
+int ch_algo_from_name(const char *name, ch_algo_id *out);
+
+/* Returns the registry name of an algorithm, or NULL if id is out of range. */
+const char *ch_algo_name(ch_algo_id id);
+
+/* ---------------------------------------------------------------------------------------------
+ * Building tables.
+ * ------------------------------------------------------------------------------------------- */
+
+/* A node as given to ch_table_build(). The id is copied into the table; the caller keeps
+ * ownership of the array and the strings. Ids must be non-empty and unique within a table. */
+typedef struct ch_node {
+    const char *id;
+    double weight; /* finite and > 0; 1.0 is one unit */
+} ch_node;
+
+/* Optional per-table allocator. alloc returns NULL on failure; free receives the size that was
+ * asked for. The struct is copied into the table; ctx must outlive the table. */
+typedef struct ch_allocator {
+    void *(*alloc)(void *ctx, size_t size);
+    void (*free)(void *ctx, void *ptr, size_t size);
+    void *ctx;
+} ch_allocator;
+
+#define CH_DEFAULT_VNODES 160u
+#define CH_DEFAULT_MAGLEV_SIZE 65537u
+#define CH_MAX_NODES 1000000u
+#define CH_MAX_POINTS (64u * 1024u * 1024u) /* ring points and maglev slots, each */
+
+/* Table options. The first field is the struct's own size, so the struct can grow: always start
+ * from ch_options_init(). Fields a caller's (older, smaller) struct does not reach take their
+ * defaults. */
+typedef struct ch_options {
+    size_t size;                   /* sizeof(ch_options), set by ch_options_init() */
+    ch_algo_id algo;               /* default CH_ALGO_RING */
+    ch_hash_id hash;               /* default CH_HASH_DEFAULT, for keys and for points */
+    uint32_t vnodes;               /* ring points per unit weight, > 0; default 160 */
+    uint32_t table_size;           /* maglev table size M: a prime > N; default 65537 */
+    const ch_allocator *allocator; /* NULL: malloc/free */
+} ch_options;
+
+/* Fills *opt with the defaults above. opt must not be NULL. Cost: O(1). */
+void ch_options_init(ch_options *opt);
+
+typedef struct ch_table ch_table;
+
+/* Builds a placement table from nodes[0..n-1] and opt (NULL means the defaults). Node i of the
+ * list is node index i in every lookup result.
+ * Returns CH_OK and *out, or:
+ *   CH_EINVAL      out or nodes NULL, opt->size unusable, vnodes 0, table_size not a prime > n,
+ *                  or an unknown algo/hash id;
+ *   CH_EEMPTY      n == 0;  CH_EBADID  an empty or NULL id;  CH_EDUPID  two equal ids;
+ *   CH_EWEIGHT     a weight that is not finite and > 0;
+ *   CH_EUNSUPPORTED unequal weights for modulo or jump, which have no weights;
+ *   CH_ETOOBIG     n > CH_MAX_NODES, or more than CH_MAX_POINTS points or slots;
+ *   CH_ENOMEM      an allocation failed; nothing is leaked.
+ * Cost: ring O(P) hashing + O(P) radix sort for P points (1000 nodes x 160 points: a few ms);
+ * maglev O(M log M); rendezvous, jump and modulo O(n). Memory: see ch_table_info(). */
+int ch_table_build(const ch_node *nodes, size_t n, const ch_options *opt, ch_table **out);
+
+/* Frees a table and everything it owns, with the allocator it was built with. NULL is a no-op.
+ * The caller must ensure no other thread still uses it. */
+void ch_table_free(ch_table *t);
+
+/* A description of a built table. */
+typedef struct ch_table_info {
+    size_t size;         /* sizeof(ch_table_info); set by the caller */
+    ch_algo_id algo;
+    ch_hash_id hash;
+    size_t nodes;        /* N */
+    size_t points;       /* ring points, maglev slots; N for the others */
+    size_t bytes;        /* heap bytes owned by the table, ids included */
+    uint32_t vnodes;     /* as built (ring) */
+    uint32_t table_size; /* as built (maglev) */
+} ch_table_info;
+
+/* Fills *info (info->size must be set; fields beyond it are not written).
+ * Returns CH_OK or CH_EINVAL. Cost: O(1). */
+int ch_table_info_get(const ch_table *t, ch_table_info *info);
+
+/* Node i's id as copied at build time (NUL-terminated, owned by the table), or NULL if i >= N. */
+const char *ch_table_node_id(const ch_table *t, size_t i);
+
+/* Node i's weight, or 0.0 if i >= N. */
+double ch_table_node_weight(const ch_table *t, size_t i);
+
+/* ---------------------------------------------------------------------------------------------
+ * Lookups. All take a const table and are safe from many threads at once. A built table always
+ * has at least one node, so single lookups cannot fail; preconditions: t != NULL and
+ * (key != NULL or len == 0).
+ * ------------------------------------------------------------------------------------------- */
+
+/* The table's hash of a key: ch_hash64(table hash, key, len). Cost: O(len). */
+uint64_t ch_key_hash(const ch_table *t, const void *key, size_t len);
+
+/* The owner of the key whose ch_key_hash() is h: a node index in [0, N).
+ * Cost: ring O(1) expected (bucket index over the sorted points, then a search of one bucket);
+ * maglev, modulo O(1); jump O(log N); rendezvous O(N). */
+size_t ch_lookup_hash(const ch_table *t, uint64_t h);
+
+/* The owner of a key: ch_lookup_hash(t, ch_key_hash(t, key, len)). */
+size_t ch_lookup(const ch_table *t, const void *key, size_t len);
+
+/* Writes the first min(r, N) distinct nodes of the key's walk to out[] (owner first, then the
+ * failover order) and their number to *count.
+ * Walks: ring, clockwise from the key's point, at most one turn; rendezvous, decreasing score;
+ * maglev, table slots forward from the key's slot, at most one turn (a node with no slot is
+ * never listed); modulo, (h % N) + 0, 1, 2, ...  jump: only r <= 1.
+ * Returns CH_OK, CH_EINVAL (NULL out/count with r > 0), CH_EUNSUPPORTED (jump with r > 1).
+ * Cost: ring O(points walked x r); rendezvous O(N x r); maglev O(slots walked x r). */
+int ch_replicas(const ch_table *t, const void *key, size_t len, size_t r, size_t *out,
+                size_t *count);
+int ch_replicas_hash(const ch_table *t, uint64_t h, size_t r, size_t *out, size_t *count);
+
+/* Consistent hashing with bounded loads (Mirrokni, Thorup, Zadimoghaddam 2016).
+ * loads[0..N-1] are the caller's current loads (e.g. keys or connections placed so far) and
+ * total is their sum. The capacity of node i for the item being placed is
+ *     cap_i = ceil(c * (total + 1) * w_i / W)      (W = sum of weights)
+ * and the result is the first node on the key's walk (as ch_replicas) with loads[i] < cap_i.
+ * Such a node always exists for c >= 1, so after placing items one by one, each at the returned
+ * node, no node ever exceeds ceil(c * total * w_i / W). The table itself is not modified.
+ * Returns CH_OK and *out, CH_EINVAL (NULL loads/out, c < 1 or not finite), CH_EUNSUPPORTED (jump).
+ * Cost: as a walk until the first node under capacity; O(N) worst case for rendezvous. */
+int ch_lookup_bounded(const ch_table *t, const void *key, size_t len, const uint64_t *loads,
+                      uint64_t total, double c, size_t *out);
+int ch_lookup_bounded_hash(const ch_table *t, uint64_t h, const uint64_t *loads, uint64_t total,
+                           double c, size_t *out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CHASH_H */

@@ -1,0 +1,117 @@
+/*
+ * internal.h — shared internals of libchash. Not installed; names are ch__ and never exported
+ * from the shared library (see CMakeLists: hidden visibility).
+ */
+#ifndef CHASH_INTERNAL_H
+#define CHASH_INTERNAL_H
+
+#include "chash.h"
+
+#include <stdbool.h>
+
+/* A registry hash: the native value, 32-bit hashes zero-extended to 64 bits. */
+typedef uint64_t (*ch__hash_fn)(const void *key, size_t len);
+
+#define CH__HASH_DECL(id, name, bits) uint64_t ch__hash_##name(const void *key, size_t len);
+CH_HASH_LIST(CH__HASH_DECL)
+#undef CH__HASH_DECL
+
+/* The registry function of a valid hash id. */
+ch__hash_fn ch__hash_fn_of(ch_hash_id id);
+
+/* Building blocks exposed for tests against published vectors. */
+uint32_t ch__murmur3_32(const void *key, size_t len, uint32_t seed);
+uint32_t ch__fmix32(uint32_t h);
+
+/* The murmur3 64-bit finalizer: a bijection with full avalanche. Used to derive independent
+ * pseudo-random values from a hash (rendezvous scores, maglev permutations). */
+static inline uint64_t ch__fmix64(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= UINT64_C(0xff51afd7ed558ccd);
+    k ^= k >> 33;
+    k *= UINT64_C(0xc4ceb9fe1a85ec53);
+    k ^= k >> 33;
+    return k;
+}
+
+/* ---- tables ------------------------------------------------------------------------------ */
+
+/* One ring point. Position and owner side by side, so a lookup touches one cache line. */
+typedef struct ch__point {
+    uint32_t pos;
+    uint32_t node;
+} ch__point;
+
+/* A walk over a key's candidate nodes, in the algorithm's failover order. Candidates may repeat
+ * (a ring passes several points of one node); callers deduplicate where they need to. */
+typedef struct ch__walk {
+    uint64_t h;        /* the key hash */
+    size_t next;       /* algorithm-specific cursor */
+    size_t left;       /* steps left before the walk has made one full turn */
+    double last_score; /* rendezvous: the score of the candidate returned last */
+    size_t last;       /* rendezvous: its node index */
+} ch__walk;
+
+#define CH__WALK_END SIZE_MAX
+
+typedef struct ch__algo {
+    /* Builds the algorithm's part of t from t->n validated nodes (ids, weights, id hashes set).
+     * Allocates only through ch__alloc; on failure frees what it allocated and returns status. */
+    int (*build)(ch_table *t);
+    void (*destroy)(ch_table *t);
+    size_t (*lookup)(const ch_table *t, uint64_t h);
+    /* Optional (NULL for jump): starts a walk; walk_next returns a node or CH__WALK_END. */
+    void (*walk_start)(const ch_table *t, uint64_t h, ch__walk *w);
+    size_t (*walk_next)(const ch_table *t, ch__walk *w);
+} ch__algo;
+
+#define CH__ALGO_DECL(id, name) extern const ch__algo ch__algo_##name;
+CH_ALGO_LIST(CH__ALGO_DECL)
+#undef CH__ALGO_DECL
+
+struct ch_table {
+    const ch__algo *algo;
+    ch__hash_fn hash;
+    ch_options opt;        /* as built; opt.allocator points at alloc below */
+    ch_allocator alloc;
+    size_t bytes;          /* heap bytes owned, kept by ch__alloc/ch__free */
+
+    size_t n;
+    const char **ids;      /* n pointers into id_block */
+    char *id_block;
+    size_t id_block_len;
+    double *weights;
+    uint64_t *id_hash;     /* ch__fmix64(hash64(id)): a per-node seed for rendezvous and maglev */
+    uint32_t *by_id;       /* node indexes sorted by id (strcmp): an order that does not depend on
+                              the order of the caller's list */
+    double weight_sum;
+    bool uniform;          /* all weights equal */
+
+    union {
+        struct {
+            ch__point *points; /* sorted by (pos, node id, vnode index) */
+            size_t npoints;
+            uint32_t *bucket;  /* nbuckets + 1 entries: bucket[b] = first point with pos >= b << shift */
+            unsigned shift;    /* 32 - log2(nbuckets) */
+        } ring;
+        struct {
+            uint32_t *slot;    /* M entries, each a node index; every slot is filled */
+            uint32_t m;
+        } maglev;
+    } u;
+};
+
+void *ch__alloc(ch_table *t, size_t size);
+void ch__free(ch_table *t, void *p, size_t size);
+
+/* Overflow-checked n * size; returns false on overflow. */
+static inline bool ch__mul(size_t n, size_t size, size_t *out)
+{
+    if (size != 0 && n > SIZE_MAX / size)
+        return false;
+    *out = n * size;
+    return true;
+}
+
+#endif /* CHASH_INTERNAL_H */

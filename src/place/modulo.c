@@ -1,0 +1,45 @@
+/*
+ * modulo.c — the baseline: hash32(key) % N. Every change of N moves about N/(N+1) of the keys;
+ * it is here to be measured against. No weights. Walk (failover order): h % N, then the next
+ * indexes, wrapping.
+ */
+#include "../internal.h"
+
+static int modulo_build(ch_table *t)
+{
+    return t->uniform ? CH_OK : CH_EUNSUPPORTED;
+}
+
+static void modulo_destroy(ch_table *t)
+{
+    (void)t;
+}
+
+static size_t modulo_lookup(const ch_table *t, uint64_t h)
+{
+    return (uint32_t)h % t->n;
+}
+
+static void modulo_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
+{
+    w->next = modulo_lookup(t, h);
+    w->left = t->n;
+}
+
+static size_t modulo_walk_next(const ch_table *t, ch__walk *w)
+{
+    if (w->left == 0)
+        return CH__WALK_END;
+    size_t node = w->next;
+    w->next = node + 1 == t->n ? 0 : node + 1;
+    w->left--;
+    return node;
+}
+
+const ch__algo ch__algo_modulo = {
+    .build = modulo_build,
+    .destroy = modulo_destroy,
+    .lookup = modulo_lookup,
+    .walk_start = modulo_walk_start,
+    .walk_next = modulo_walk_next,
+};

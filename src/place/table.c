@@ -1,0 +1,369 @@
+/*
+ * table.c — what all placement tables share: the algorithm registry, option handling, node
+ * validation, the allocator, and the lookup entry points that dispatch to one algorithm.
+ */
+#include "../internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *ch_strerror(int status)
+{
+    switch (status) {
+#define CASE(name, value, msg) \
+    case value:                \
+        return msg;
+        CH_STATUS_LIST(CASE)
+#undef CASE
+    }
+    return "unknown status";
+}
+
+static const struct {
+    const char *name;
+    const ch__algo *ops;
+} algos[CH_ALGO_COUNT_] = {
+#define ENTRY(id, name) [CH_ALGO_##id] = {#name, &ch__algo_##name},
+    CH_ALGO_LIST(ENTRY)
+#undef ENTRY
+};
+
+int ch_algo_from_name(const char *name, ch_algo_id *out)
+{
+    if (name == NULL || out == NULL)
+        return CH_EINVAL;
+    for (unsigned i = 0; i < CH_ALGO_COUNT_; i++) {
+        if (strcmp(name, algos[i].name) == 0) {
+            *out = (ch_algo_id)i;
+            return CH_OK;
+        }
+    }
+    return CH_EUNKNOWN;
+}
+
+const char *ch_algo_name(ch_algo_id id)
+{
+    return (unsigned)id < CH_ALGO_COUNT_ ? algos[id].name : NULL;
+}
+
+void ch_options_init(ch_options *opt)
+{
+    *opt = (ch_options){
+        .size = sizeof(ch_options),
+        .algo = CH_ALGO_RING,
+        .hash = CH_HASH_DEFAULT,
+        .vnodes = CH_DEFAULT_VNODES,
+        .table_size = CH_DEFAULT_MAGLEV_SIZE,
+        .allocator = NULL,
+    };
+}
+
+/* ---- allocation -------------------------------------------------------------------------- */
+
+static void *default_alloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    return malloc(size);
+}
+
+static void default_free(void *ctx, void *p, size_t size)
+{
+    (void)ctx;
+    (void)size;
+    free(p);
+}
+
+void *ch__alloc(ch_table *t, size_t size)
+{
+    void *p = t->alloc.alloc(t->alloc.ctx, size == 0 ? 1 : size);
+    if (p != NULL)
+        t->bytes += size;
+    return p;
+}
+
+void ch__free(ch_table *t, void *p, size_t size)
+{
+    if (p == NULL)
+        return;
+    t->bytes -= size;
+    t->alloc.free(t->alloc.ctx, p, size == 0 ? 1 : size);
+}
+
+/* ---- building ---------------------------------------------------------------------------- */
+
+/* Copies the caller's options over the defaults, as far as the caller's struct reaches. */
+static int read_options(const ch_options *opt, ch_options *o)
+{
+    ch_options_init(o);
+    if (opt == NULL)
+        return CH_OK;
+    if (opt->size < offsetof(ch_options, algo) + sizeof(opt->algo) || opt->size > sizeof(*o))
+        return CH_EINVAL;
+    memcpy(o, opt, opt->size);
+    o->size = sizeof(*o);
+    if ((unsigned)o->algo >= CH_ALGO_COUNT_ || (unsigned)o->hash >= CH_HASH_COUNT_ ||
+        o->vnodes == 0)
+        return CH_EINVAL;
+    return CH_OK;
+}
+
+static int check_nodes(const ch_node *nodes, size_t n)
+{
+    if (n == 0)
+        return CH_EEMPTY;
+    if (nodes == NULL)
+        return CH_EINVAL;
+    if (n > CH_MAX_NODES)
+        return CH_ETOOBIG;
+    for (size_t i = 0; i < n; i++) {
+        if (nodes[i].id == NULL || nodes[i].id[0] == '\0')
+            return CH_EBADID;
+        if (!isfinite(nodes[i].weight) || !(nodes[i].weight > 0.0))
+            return CH_EWEIGHT;
+    }
+    return CH_OK;
+}
+
+/* A stable merge sort of node indexes by id: C11's qsort takes no context argument, and
+ * n log n strcmp calls are small next to any algorithm's build. */
+static void merge_sort(uint32_t *a, uint32_t *tmp, size_t n, const char *const *ids)
+{
+    if (n < 2)
+        return;
+    size_t h = n / 2;
+    merge_sort(a, tmp, h, ids);
+    merge_sort(a + h, tmp, n - h, ids);
+    size_t i = 0, j = h, k = 0;
+    while (i < h && j < n)
+        tmp[k++] = strcmp(ids[a[j]], ids[a[i]]) < 0 ? a[j++] : a[i++];
+    while (i < h)
+        tmp[k++] = a[i++];
+    while (j < n)
+        tmp[k++] = a[j++];
+    memcpy(a, tmp, n * sizeof(*a));
+}
+
+/* Copies ids and weights into the table, computes per-node hashes, sorts the nodes by id and
+ * rejects duplicate ids (adjacent once sorted). */
+static int copy_nodes(ch_table *t, const ch_node *nodes)
+{
+    size_t n = t->n, block = 0, sz;
+    for (size_t i = 0; i < n; i++)
+        block += strlen(nodes[i].id) + 1;
+
+    if (!ch__mul(n, sizeof(*t->ids), &sz) || (t->ids = ch__alloc(t, sz)) == NULL ||
+        (t->id_block = ch__alloc(t, block)) == NULL ||
+        (t->weights = ch__alloc(t, n * sizeof(*t->weights))) == NULL ||
+        (t->id_hash = ch__alloc(t, n * sizeof(*t->id_hash))) == NULL)
+        return CH_ENOMEM;
+    t->id_block_len = block;
+
+    char *p = t->id_block;
+    t->weight_sum = 0.0;
+    t->uniform = true;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strlen(nodes[i].id);
+        memcpy(p, nodes[i].id, len + 1);
+        t->ids[i] = p;
+        p += len + 1;
+        t->weights[i] = nodes[i].weight;
+        t->weight_sum += nodes[i].weight;
+        if (nodes[i].weight != nodes[0].weight)
+            t->uniform = false;
+        t->id_hash[i] = ch__fmix64(t->hash(nodes[i].id, len));
+    }
+
+    uint32_t *tmp = ch__alloc(t, n * sizeof(*tmp));
+    if (tmp == NULL || (t->by_id = ch__alloc(t, n * sizeof(*t->by_id))) == NULL) {
+        ch__free(t, tmp, n * sizeof(*tmp));
+        return CH_ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++)
+        t->by_id[i] = (uint32_t)i;
+    merge_sort(t->by_id, tmp, n, t->ids);
+    ch__free(t, tmp, n * sizeof(*tmp));
+    for (size_t i = 1; i < n; i++)
+        if (strcmp(t->ids[t->by_id[i - 1]], t->ids[t->by_id[i]]) == 0)
+            return CH_EDUPID;
+    return CH_OK;
+}
+
+static void free_nodes(ch_table *t)
+{
+    ch__free(t, t->ids, t->n * sizeof(*t->ids));
+    ch__free(t, t->id_block, t->id_block_len);
+    ch__free(t, t->weights, t->n * sizeof(*t->weights));
+    ch__free(t, t->id_hash, t->n * sizeof(*t->id_hash));
+    ch__free(t, t->by_id, t->n * sizeof(*t->by_id));
+}
+
+int ch_table_build(const ch_node *nodes, size_t n, const ch_options *opt, ch_table **out)
+{
+    ch_options o;
+    int rc;
+    if (out == NULL)
+        return CH_EINVAL;
+    if ((rc = read_options(opt, &o)) != CH_OK || (rc = check_nodes(nodes, n)) != CH_OK)
+        return rc;
+
+    ch_allocator alloc = {default_alloc, default_free, NULL};
+    if (o.allocator != NULL) {
+        if (o.allocator->alloc == NULL || o.allocator->free == NULL)
+            return CH_EINVAL;
+        alloc = *o.allocator;
+    }
+    ch_table *t = alloc.alloc(alloc.ctx, sizeof(*t));
+    if (t == NULL)
+        return CH_ENOMEM;
+    memset(t, 0, sizeof(*t));
+    t->alloc = alloc;
+    t->opt = o;
+    t->opt.allocator = &t->alloc;
+    t->algo = algos[o.algo].ops;
+    t->hash = ch__hash_fn_of(o.hash);
+    t->n = n;
+
+    if ((rc = copy_nodes(t, nodes)) == CH_OK && (rc = t->algo->build(t)) == CH_OK) {
+        *out = t;
+        return CH_OK;
+    }
+    free_nodes(t);
+    alloc.free(alloc.ctx, t, sizeof(*t));
+    return rc;
+}
+
+void ch_table_free(ch_table *t)
+{
+    if (t == NULL)
+        return;
+    t->algo->destroy(t);
+    free_nodes(t);
+    ch_allocator alloc = t->alloc;
+    alloc.free(alloc.ctx, t, sizeof(*t));
+}
+
+int ch_table_info_get(const ch_table *t, ch_table_info *info)
+{
+    if (t == NULL || info == NULL || info->size < offsetof(ch_table_info, algo))
+        return CH_EINVAL;
+    ch_table_info full = {
+        .size = info->size,
+        .algo = t->opt.algo,
+        .hash = t->opt.hash,
+        .nodes = t->n,
+        .points = t->opt.algo == CH_ALGO_RING     ? t->u.ring.npoints
+                  : t->opt.algo == CH_ALGO_MAGLEV ? t->u.maglev.m
+                                                  : t->n,
+        .bytes = t->bytes + sizeof(*t),
+        .vnodes = t->opt.vnodes,
+        .table_size = t->opt.table_size,
+    };
+    size_t len = info->size < sizeof(full) ? info->size : sizeof(full);
+    memcpy(info, &full, len);
+    return CH_OK;
+}
+
+const char *ch_table_node_id(const ch_table *t, size_t i)
+{
+    return i < t->n ? t->ids[i] : NULL;
+}
+
+double ch_table_node_weight(const ch_table *t, size_t i)
+{
+    return i < t->n ? t->weights[i] : 0.0;
+}
+
+/* ---- lookups ----------------------------------------------------------------------------- */
+
+uint64_t ch_key_hash(const ch_table *t, const void *key, size_t len)
+{
+    return t->hash(key, len);
+}
+
+size_t ch_lookup_hash(const ch_table *t, uint64_t h)
+{
+    return t->algo->lookup(t, h);
+}
+
+size_t ch_lookup(const ch_table *t, const void *key, size_t len)
+{
+    return t->algo->lookup(t, t->hash(key, len));
+}
+
+static bool listed(const size_t *out, size_t count, size_t node)
+{
+    for (size_t i = 0; i < count; i++)
+        if (out[i] == node)
+            return true;
+    return false;
+}
+
+int ch_replicas_hash(const ch_table *t, uint64_t h, size_t r, size_t *out, size_t *count)
+{
+    if (t == NULL || (r > 0 && out == NULL) || count == NULL)
+        return CH_EINVAL;
+    if (r > t->n)
+        r = t->n;
+    if (r == 0) {
+        *count = 0;
+        return CH_OK;
+    }
+    if (t->algo->walk_start == NULL) {
+        if (r > 1)
+            return CH_EUNSUPPORTED;
+        out[0] = t->algo->lookup(t, h);
+        *count = 1;
+        return CH_OK;
+    }
+    /* The walk ends after one turn, so this loop is bounded even when a node has no point. */
+    ch__walk w;
+    size_t c = 0, node;
+    t->algo->walk_start(t, h, &w);
+    while (c < r && (node = t->algo->walk_next(t, &w)) != CH__WALK_END)
+        if (!listed(out, c, node))
+            out[c++] = node;
+    *count = c;
+    return CH_OK;
+}
+
+int ch_replicas(const ch_table *t, const void *key, size_t len, size_t r, size_t *out,
+                size_t *count)
+{
+    if (t == NULL || (key == NULL && len > 0))
+        return CH_EINVAL;
+    return ch_replicas_hash(t, t->hash(key, len), r, out, count);
+}
+
+int ch_lookup_bounded_hash(const ch_table *t, uint64_t h, const uint64_t *loads, uint64_t total,
+                           double c, size_t *out)
+{
+    if (t == NULL || loads == NULL || out == NULL || !isfinite(c) || c < 1.0)
+        return CH_EINVAL;
+    if (t->algo->walk_start == NULL)
+        return CH_EUNSUPPORTED;
+    /* cap_i = ceil(c * (total + 1) * w_i / W). Some node is under its cap: if every node had
+     * loads[i] >= cap_i, the loads would sum to >= c * (total + 1) > total. */
+    double scale = c * ((double)total + 1.0) / t->weight_sum;
+    ch__walk w;
+    size_t node;
+    t->algo->walk_start(t, h, &w);
+    while ((node = t->algo->walk_next(t, &w)) != CH__WALK_END) {
+        if ((double)loads[node] < ceil(scale * t->weights[node])) {
+            *out = node;
+            return CH_OK;
+        }
+    }
+    /* Reached only when loads[] disagrees with total (the caller's bug) or, for maglev, when
+     * every node under its cap owns no slot. Fall back to the owner rather than fail. */
+    *out = t->algo->lookup(t, h);
+    return CH_OK;
+}
+
+int ch_lookup_bounded(const ch_table *t, const void *key, size_t len, const uint64_t *loads,
+                      uint64_t total, double c, size_t *out)
+{
+    if (t == NULL || (key == NULL && len > 0))
+        return CH_EINVAL;
+    return ch_lookup_bounded_hash(t, t->hash(key, len), loads, total, c, out);
+}
