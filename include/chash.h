@@ -219,6 +219,13 @@ const char *ch_table_node_id(const ch_table *t, size_t i);
 /* Node i's weight, or 0.0 if i >= N. */
 double ch_table_node_weight(const ch_table *t, size_t i);
 
+/* Writes to shares[0..N-1] the fraction of the key-hash space each node owns (they sum to 1):
+ * exact for ring (the lengths of the arcs ending at each node's points), maglev (slots / M),
+ * modulo (residues of 2^32) and jump (1/N); for rendezvous w_i / W, the probability that a
+ * random key hash goes to node i. A key set's actual split differs from these by sampling.
+ * Returns CH_OK or CH_EINVAL. Cost: ring O(P), maglev O(M), others O(N). */
+int ch_table_shares(const ch_table *t, double *shares);
+
 /* ---------------------------------------------------------------------------------------------
  * Lookups. All take a const table and are safe from many threads at once. A built table always
  * has at least one node, so single lookups cannot fail; preconditions: t != NULL and

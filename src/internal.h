@@ -61,6 +61,8 @@ typedef struct ch__algo {
     int (*build)(ch_table *t);
     void (*destroy)(ch_table *t);
     size_t (*lookup)(const ch_table *t, uint64_t h);
+    /* Fraction of the hash space per node, as ch_table_shares() documents. */
+    void (*shares)(const ch_table *t, double *shares);
     /* Optional (NULL for jump): starts a walk; walk_next returns a node or CH__WALK_END. */
     void (*walk_start)(const ch_table *t, uint64_t h, ch__walk *w);
     size_t (*walk_next)(const ch_table *t, ch__walk *w);
@@ -104,14 +106,5 @@ struct ch_table {
 
 void *ch__alloc(ch_table *t, size_t size);
 void ch__free(ch_table *t, void *p, size_t size);
-
-/* Overflow-checked n * size; returns false on overflow. */
-static inline bool ch__mul(size_t n, size_t size, size_t *out)
-{
-    if (size != 0 && n > SIZE_MAX / size)
-        return false;
-    *out = n * size;
-    return true;
-}
 
 #endif /* CHASH_INTERNAL_H */

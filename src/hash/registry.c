@@ -59,6 +59,8 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out)
 int ch_hash32(ch_hash_id id, const void *key, size_t len, uint32_t *out)
 {
     uint64_t v;
+    if (out == NULL)
+        return CH_EINVAL;
     int rc = ch_hash64(id, key, len, &v);
     if (rc == CH_OK)
         *out = (uint32_t)v;

@@ -33,10 +33,17 @@ static size_t jump_lookup(const ch_table *t, uint64_t key)
     return (size_t)b;
 }
 
+static void jump_shares(const ch_table *t, double *shares)
+{
+    for (size_t i = 0; i < t->n; i++)
+        shares[i] = 1.0 / (double)t->n;
+}
+
 const ch__algo ch__algo_jump = {
     .build = jump_build,
     .destroy = jump_destroy,
     .lookup = jump_lookup,
+    .shares = jump_shares,
     .walk_start = NULL,
     .walk_next = NULL,
 };

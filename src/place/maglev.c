@@ -116,10 +116,21 @@ static size_t maglev_walk_next(const ch_table *t, ch__walk *w)
     return node;
 }
 
+static void maglev_shares(const ch_table *t, double *shares)
+{
+    for (size_t i = 0; i < t->n; i++)
+        shares[i] = 0.0;
+    for (uint32_t s = 0; s < t->u.maglev.m; s++)
+        shares[t->u.maglev.slot[s]] += 1.0;
+    for (size_t i = 0; i < t->n; i++)
+        shares[i] /= (double)t->u.maglev.m;
+}
+
 const ch__algo ch__algo_maglev = {
     .build = maglev_build,
     .destroy = maglev_destroy,
     .lookup = maglev_lookup,
+    .shares = maglev_shares,
     .walk_start = maglev_walk_start,
     .walk_next = maglev_walk_next,
 };

@@ -36,10 +36,18 @@ static size_t modulo_walk_next(const ch_table *t, ch__walk *w)
     return node;
 }
 
+/* Residue i of N has floor((2^32 - 1 - i) / N) + 1 of the 2^32 hashes. */
+static void modulo_shares(const ch_table *t, double *shares)
+{
+    for (size_t i = 0; i < t->n; i++)
+        shares[i] = (double)((UINT64_C(0xffffffff) - i) / t->n + 1) * 0x1p-32;
+}
+
 const ch__algo ch__algo_modulo = {
     .build = modulo_build,
     .destroy = modulo_destroy,
     .lookup = modulo_lookup,
+    .shares = modulo_shares,
     .walk_start = modulo_walk_start,
     .walk_next = modulo_walk_next,
 };

@@ -82,10 +82,17 @@ static size_t rdv_walk_next(const ch_table *t, ch__walk *w)
     return best;
 }
 
+static void rdv_shares(const ch_table *t, double *shares)
+{
+    for (size_t i = 0; i < t->n; i++)
+        shares[i] = t->weights[i] / t->weight_sum;
+}
+
 const ch__algo ch__algo_rendezvous = {
     .build = rdv_build,
     .destroy = rdv_destroy,
     .lookup = rdv_lookup,
+    .shares = rdv_shares,
     .walk_start = rdv_walk_start,
     .walk_next = rdv_walk_next,
 };

@@ -173,10 +173,26 @@ static size_t ring_walk_next(const ch_table *t, ch__walk *w)
     return node;
 }
 
+/* Point i owns the hashes in (pos[i-1], pos[i]]; point 0 also the wrap above the last point.
+ * Points sharing a position own nothing beyond the first of them. */
+static void ring_shares(const ch_table *t, double *shares)
+{
+    const ch__point *pts = t->u.ring.points;
+    size_t np = t->u.ring.npoints;
+    for (size_t i = 0; i < t->n; i++)
+        shares[i] = 0.0;
+    shares[pts[0].node] += (double)((UINT64_C(1) << 32) + pts[0].pos - pts[np - 1].pos);
+    for (size_t i = 1; i < np; i++)
+        shares[pts[i].node] += (double)(pts[i].pos - pts[i - 1].pos);
+    for (size_t i = 0; i < t->n; i++)
+        shares[i] *= 0x1p-32;
+}
+
 const ch__algo ch__algo_ring = {
     .build = ring_build,
     .destroy = ring_destroy,
     .lookup = ring_lookup,
+    .shares = ring_shares,
     .walk_start = ring_walk_start,
     .walk_next = ring_walk_next,
 };

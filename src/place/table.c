@@ -148,16 +148,18 @@ static void merge_sort(uint32_t *a, uint32_t *tmp, size_t n, const char *const *
  * rejects duplicate ids (adjacent once sorted). */
 static int copy_nodes(ch_table *t, const ch_node *nodes)
 {
-    size_t n = t->n, block = 0, sz;
+    size_t n = t->n, block = 0;
     for (size_t i = 0; i < n; i++)
         block += strlen(nodes[i].id) + 1;
 
-    if (!ch__mul(n, sizeof(*t->ids), &sz) || (t->ids = ch__alloc(t, sz)) == NULL ||
+    /* n <= CH_MAX_NODES, so the array sizes cannot overflow. free_nodes() releases what was
+     * allocated, so id_block_len is set before anything can fail after it. */
+    t->id_block_len = block;
+    if ((t->ids = ch__alloc(t, n * sizeof(*t->ids))) == NULL ||
         (t->id_block = ch__alloc(t, block)) == NULL ||
         (t->weights = ch__alloc(t, n * sizeof(*t->weights))) == NULL ||
         (t->id_hash = ch__alloc(t, n * sizeof(*t->id_hash))) == NULL)
         return CH_ENOMEM;
-    t->id_block_len = block;
 
     char *p = t->id_block;
     t->weight_sum = 0.0;
@@ -272,6 +274,14 @@ const char *ch_table_node_id(const ch_table *t, size_t i)
 double ch_table_node_weight(const ch_table *t, size_t i)
 {
     return i < t->n ? t->weights[i] : 0.0;
+}
+
+int ch_table_shares(const ch_table *t, double *shares)
+{
+    if (t == NULL || shares == NULL)
+        return CH_EINVAL;
+    t->algo->shares(t, shares);
+    return CH_OK;
 }
 
 /* ---- lookups ----------------------------------------------------------------------------- */
