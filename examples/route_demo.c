@@ -12,7 +12,7 @@
 
 static ch_table *build(ch_algo_id algo, size_t n)
 {
-    static char ids[16][16];
+    static char ids[16][32];
     ch_node nodes[16];
     for (size_t i = 0; i < n; i++) {
         snprintf(ids[i], sizeof(ids[i]), "cache-%02zu", i + 1);

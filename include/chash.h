@@ -60,7 +60,8 @@ const char *ch_strerror(int status);
  * inside the library, the implementing function.
  *
  * Every hash gives a 32-bit ring position, and a 64-bit value that is the hash's native 64-bit
- * output where it has one. For every hash, (uint32_t)ch_hash64(...) == ch_hash32(...).
+ * output where it has one; for the 32-bit hashes the 64-bit value is the 32-bit one with zero
+ * high bits. For every hash, (uint32_t)ch_hash64(...) == ch_hash32(...).
  *   fnv1a32_fmix  FNV-1a 32-bit followed by the murmur3 fmix32 finalizer. THE DEFAULT.
  *   fnv1a32       raw FNV-1a 32-bit; kept to show why the finalizer matters (it clusters).
  *   murmur3_32    MurmurHash3 x86_32, seed 0.
