@@ -1,0 +1,89 @@
+/*
+ * chash_config.h — twemproxy-style YAML configuration (libyaml), loaded into plain structs.
+ *
+ * A file holds one or more pools (the top-level mapping's keys). Each pool has twemproxy's keys
+ * (listen, hash, hash_tag, distribution, timeout, backlog, client_connections, redis,
+ * tcpkeepalive, reuseport, redis_auth, redis_db, preconnect, auto_eject_hosts,
+ * server_connections, server_retry_timeout, server_failure_limit, servers) with twemproxy's
+ * defaults, plus chash's own keys, documented in docs/CONFIG.md. Unknown keys are errors.
+ * Servers are "host:port:weight [name]" or "/path/to/socket:weight [name]".
+ *
+ * This is an edge module (it reads files); the pure core (chash.h) does not depend on it.
+ * Thread-safety: a loaded ch_config is immutable; ch_config_load is reentrant.
+ */
+#ifndef CHASH_CONFIG_H
+#define CHASH_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct ch_conf_server {
+    char *addr;    /* "host:port" or "/path" (unix socket), as written, without the weight */
+    char *host;    /* host part, or the socket path */
+    int port;      /* 0 for a unix socket */
+    double weight; /* > 0 */
+    char *name;    /* the optional name after the weight, or NULL */
+    unsigned line; /* 1-based line of the server entry in the file */
+} ch_conf_server;
+
+typedef struct ch_conf_pool {
+    char *name;                 /* the pool's key */
+    unsigned line;              /* 1-based line of the pool's key */
+    char *listen;               /* "host:port" or "/path[ permissions]"; NULL if absent */
+    char *hash;                 /* as written; default "fnv1a_64" (twemproxy's default) */
+    char *hash_tag;             /* two characters, or NULL */
+    char *distribution;         /* as written; default "ketama" */
+    int timeout_ms;             /* default -1: no timeout */
+    int backlog;                /* default 512 */
+    int client_connections;     /* default 0: unlimited */
+    bool redis;                 /* default false (memcached) */
+    bool tcpkeepalive;          /* default false */
+    bool reuseport;             /* default false */
+    char *redis_auth;           /* NULL if absent */
+    int redis_db;               /* default 0 */
+    bool preconnect;            /* default false */
+    bool auto_eject_hosts;      /* default false */
+    int server_connections;     /* default 1 */
+    int server_retry_timeout_ms;/* default 30000 */
+    int server_failure_limit;   /* default 2 */
+    ch_conf_server *servers;
+    size_t nservers;
+} ch_conf_pool;
+
+typedef struct ch_config {
+    char *path;
+    ch_conf_pool *pools;
+    size_t npools;
+} ch_config;
+
+/* Where and why loading failed: "file:line:column: message". line and column are 1-based,
+ * 0 when not known (e.g. the file cannot be opened). */
+typedef struct ch_config_error {
+    char file[256];
+    unsigned line;
+    unsigned column;
+    char message[256];
+} ch_config_error;
+
+/* Loads and validates the file. Returns 0 and *out, or a negative chash status (CH_EINVAL for a
+ * syntax or validation error, CH_ENOMEM) with *err filled; nothing is half-loaded. */
+int ch_config_load(const char *path, ch_config **out, ch_config_error *err);
+
+/* Formats err as "file:line:column: message" into buf. Returns buf. */
+const char *ch_config_error_str(const ch_config_error *err, char *buf, size_t len);
+
+/* The pool with that name, or, when name is NULL and the file has exactly one pool, that pool.
+ * NULL otherwise. */
+const ch_conf_pool *ch_config_pool(const ch_config *cfg, const char *name);
+
+void ch_config_free(ch_config *cfg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CHASH_CONFIG_H */
