@@ -227,6 +227,16 @@ double ch_table_node_weight(const ch_table *t, size_t i);
  * Returns CH_OK or CH_EINVAL. Cost: ring O(P), maglev O(M), others O(N). */
 int ch_table_shares(const ch_table *t, double *shares);
 
+/* What changes between two tables: matrix[i * Nb + j] receives the fraction of the key-hash space
+ * owned by a's node i and by b's node j (Na x Nb entries, written in full; they sum to 1). The
+ * diagonal of a plan: keys that stay, and which node hands which share to which.
+ * Exact for two rings with the same hash (the boundaries of both rings merged: O(Pa + Pb)) and
+ * for two maglev tables with the same hash and size (slot by slot: O(M)).
+ * Returns CH_OK, CH_EINVAL (a NULL argument), or CH_EUNSUPPORTED for any other pair of tables
+ * (different algorithms or hashes, or algorithms without a finite description of their
+ * partition): sample keys instead. */
+int ch_table_transfer(const ch_table *a, const ch_table *b, double *matrix);
+
 /* ---------------------------------------------------------------------------------------------
  * Lookups. All take a const table and are safe from many threads at once. A built table always
  * has at least one node, so single lookups cannot fail; preconditions: t != NULL and
