@@ -52,6 +52,10 @@ typedef struct ch_conf_pool {
     int server_failure_limit;   /* default 2 */
     ch_conf_server *servers;
     size_t nservers;
+    /* Additions: the listen address taken apart, so a proxy need not parse it again. */
+    char *listen_host;          /* host (IPv6 without brackets) or socket path; NULL if absent */
+    int listen_port;            /* 1..65535; 0 for a unix socket or when listen is absent */
+    int listen_perm;            /* unix socket mode from "/path 0666"; -1 when not given */
 } ch_conf_pool;
 
 typedef struct ch_config {
@@ -69,17 +73,27 @@ typedef struct ch_config_error {
     char message[256];
 } ch_config_error;
 
+/* Largest file ch_config_load() reads (an addition): larger files are rejected with CH_ETOOBIG. */
+#define CH_CONFIG_MAX_BYTES (16u * 1024u * 1024u)
+
 /* Loads and validates the file. Returns 0 and *out, or a negative chash status (CH_EINVAL for a
  * syntax or validation error, CH_ENOMEM) with *err filled; nothing is half-loaded. */
+/* Details (additions): CH_EINVAL also when path or out is NULL or the file cannot be read (then
+ * line and column are 0 and the message is strerror's); CH_ETOOBIG for a file larger than
+ * CH_CONFIG_MAX_BYTES. err may be NULL. *out is left untouched on failure. The first error in
+ * file order is reported (checks that need a whole pool, such as a missing "servers", at the
+ * pool's end). Cost: O(file size), expected; memory O(file size). Thread-safe. */
 int ch_config_load(const char *path, ch_config **out, ch_config_error *err);
 
-/* Formats err as "file:line:column: message" into buf. Returns buf. */
+/* Formats err as "file:line:column: message" into buf (truncated to len, always terminated when
+ * len > 0). Returns buf. */
 const char *ch_config_error_str(const ch_config_error *err, char *buf, size_t len);
 
 /* The pool with that name, or, when name is NULL and the file has exactly one pool, that pool.
  * NULL otherwise. */
 const ch_conf_pool *ch_config_pool(const ch_config *cfg, const char *name);
 
+/* Frees cfg and everything it owns. NULL is a no-op. */
 void ch_config_free(ch_config *cfg);
 
 #ifdef __cplusplus

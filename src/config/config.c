@@ -1,0 +1,1020 @@
+/*
+ * config.c — loads twemproxy (nutcracker) YAML pools with libyaml's event parser.
+ *
+ * Two passes over libyaml events. The first only checks the YAML itself: syntax, and the
+ * features twemproxy refuses (document markers, directives, anchors, aliases, tags, flow style).
+ * So a syntax error is reported as such, not as whatever it made of the pool before it (an
+ * indentation slip would otherwise read as "pool has no servers"), as twemproxy, which also
+ * validates the stream before reading it. The second pass is a recursive descent: stream > one
+ * document > a mapping of pool names > a mapping of keys > scalar values, or the "servers"
+ * sequence of scalars. Each pass stops at its first problem and reports it with the 1-based line
+ * and column of the offending node (libyaml's marks are 0-based). The file is read into memory first, at most
+ * CH_CONFIG_MAX_BYTES, so that neither a device nor a huge file can keep the loader reading, and
+ * so that reader errors, which libyaml reports as a byte offset, can be given a line and column.
+ *
+ * Ownership: every string hangs off the ch_config being built. A pool or a server is counted
+ * (npools, nservers) before its strings are allocated and all its pointers start NULL, so
+ * ch_config_free() can release a half-built configuration; on failure it does, and *out is not
+ * touched.
+ *
+ * Duplicate pool names, listen addresses and server names are found with hash sets keyed by the
+ * strings themselves, so a file with many pools or servers loads in expected linear time, and the
+ * first duplicate in file order is the one reported.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "chash_config.h"
+#include "config_internal.h"
+
+#include <chash.h>
+#include <yaml.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+#define QB (CH__QUOTE_MAX + 4) /* a buffer for ch__conf_quote() */
+
+/* ---- allocation ----------------------------------------------------------------------------
+ * Every allocation of the loader goes through these, so a test build can fail each one in turn
+ * (CH_CONFIG_FAILPOINTS) and check that nothing leaks. */
+#ifdef CH_CONFIG_FAILPOINTS
+static bool fail_now(void)
+{
+    return ch__config_allocs++ == ch__config_fail_at;
+}
+static void *xmalloc(size_t n)
+{
+    void *p = fail_now() ? NULL : malloc(n);
+    if (p != NULL)
+        ch__config_live++;
+    return p;
+}
+static void *xrealloc(void *old, size_t n)
+{
+    void *p = fail_now() ? NULL : realloc(old, n);
+    if (p != NULL && old == NULL)
+        ch__config_live++;
+    return p;
+}
+static void xfree(void *p)
+{
+    if (p != NULL)
+        ch__config_live--;
+    free(p);
+}
+#else
+static void *xmalloc(size_t n)
+{
+    return malloc(n);
+}
+static void *xrealloc(void *old, size_t n)
+{
+    return realloc(old, n);
+}
+static void xfree(void *p)
+{
+    free(p);
+}
+#endif
+
+/* A NUL-terminated copy of s[0..len), or NULL when out of memory. */
+static char *dupn(const char *s, size_t len)
+{
+    char *d = xmalloc(len + 1);
+    if (d != NULL) {
+        memcpy(d, s, len);
+        d[len] = '\0';
+    }
+    return d;
+}
+
+/* ---- the keys of a pool -------------------------------------------------------------------- */
+
+enum kind { K_STR, K_INT, K_BOOL, K_SERVERS };
+
+/* X(ID, name, kind, what the value must be, for "expected ... got" messages) */
+#define POOL_KEYS(X)                                                                        \
+    X(LISTEN, listen, K_STR, "\"host:port\" or \"/path/to/socket [permissions]\"")         \
+    X(HASH, hash, K_STR, "a hash name")                                                     \
+    X(HASH_TAG, hash_tag, K_STR, "a 2-character string")                                    \
+    X(DISTRIBUTION, distribution, K_STR, "a distribution name")                             \
+    X(TIMEOUT, timeout, K_INT, "an integer")                                                \
+    X(BACKLOG, backlog, K_INT, "an integer")                                                \
+    X(CLIENT_CONNECTIONS, client_connections, K_INT, "an integer")                          \
+    X(REDIS, redis, K_BOOL, "true or false")                                                \
+    X(TCPKEEPALIVE, tcpkeepalive, K_BOOL, "true or false")                                  \
+    X(REUSEPORT, reuseport, K_BOOL, "true or false")                                        \
+    X(REDIS_AUTH, redis_auth, K_STR, "a string")                                            \
+    X(REDIS_DB, redis_db, K_INT, "an integer")                                              \
+    X(PRECONNECT, preconnect, K_BOOL, "true or false")                                      \
+    X(AUTO_EJECT_HOSTS, auto_eject_hosts, K_BOOL, "true or false")                          \
+    X(SERVER_CONNECTIONS, server_connections, K_INT, "an integer")                          \
+    X(SERVER_RETRY_TIMEOUT, server_retry_timeout, K_INT, "an integer")                      \
+    X(SERVER_FAILURE_LIMIT, server_failure_limit, K_INT, "an integer")                      \
+    X(SERVERS, servers, K_SERVERS, "a sequence of servers")
+
+enum key_id {
+#define KEY_ENUM(id, name, kind, expect) KEY_##id,
+    POOL_KEYS(KEY_ENUM)
+#undef KEY_ENUM
+    KEY_COUNT
+};
+
+static const struct {
+    const char *name;
+    enum kind kind;
+    const char *expect;
+} keys[KEY_COUNT] = {
+#define KEY_ENTRY(id, name, kind, expect) [KEY_##id] = {#name, kind, expect},
+    POOL_KEYS(KEY_ENTRY)
+#undef KEY_ENTRY
+};
+
+static int key_lookup(const char *s, size_t len)
+{
+    for (int i = 0; i < KEY_COUNT; i++)
+        if (strlen(keys[i].name) == len && memcmp(keys[i].name, s, len) == 0)
+            return i;
+    return -1;
+}
+
+static int *int_field(ch_conf_pool *p, int id)
+{
+    switch (id) {
+    case KEY_TIMEOUT: return &p->timeout_ms;
+    case KEY_BACKLOG: return &p->backlog;
+    case KEY_CLIENT_CONNECTIONS: return &p->client_connections;
+    case KEY_REDIS_DB: return &p->redis_db;
+    case KEY_SERVER_CONNECTIONS: return &p->server_connections;
+    case KEY_SERVER_RETRY_TIMEOUT: return &p->server_retry_timeout_ms;
+    default: return &p->server_failure_limit;
+    }
+}
+
+static bool *bool_field(ch_conf_pool *p, int id)
+{
+    switch (id) {
+    case KEY_REDIS: return &p->redis;
+    case KEY_TCPKEEPALIVE: return &p->tcpkeepalive;
+    case KEY_REUSEPORT: return &p->reuseport;
+    case KEY_PRECONNECT: return &p->preconnect;
+    default: return &p->auto_eject_hosts;
+    }
+}
+
+/* ---- hash and distribution names ----------------------------------------------------------- */
+
+static const char *const twemproxy_hashes[] = {
+    "one_at_a_time", "md5",      "crc16",   "crc32",    "crc32a", "fnv1_64",
+    "fnv1a_64",      "fnv1_32",  "fnv1a_32", "hsieh",   "murmur", "jenkins",
+};
+static const char *const twemproxy_dists[] = {"ketama", "modula", "random"};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+static bool in_list(const char *const *list, size_t n, const char *s)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i], s) == 0)
+            return true;
+    return false;
+}
+
+static bool hash_known(const char *s)
+{
+    ch_hash_id id;
+    return in_list(twemproxy_hashes, COUNT(twemproxy_hashes), s) ||
+           ch_hash_from_name(s, &id) == CH_OK;
+}
+
+static bool dist_known(const char *s)
+{
+    ch_algo_id id;
+    return in_list(twemproxy_dists, COUNT(twemproxy_dists), s) ||
+           ch_algo_from_name(s, &id) == CH_OK;
+}
+
+static void append(char *buf, size_t cap, size_t *at, const char *word)
+{
+    if (*at >= cap)
+        return;
+    int n = snprintf(buf + *at, cap - *at, "%s%s", *at > 0 ? " " : "", word);
+    if (n > 0)
+        *at += (size_t)n;
+}
+
+/* twemproxy's names, then libchash's registry names that twemproxy lacks. */
+static const char *hash_names(char *buf, size_t cap)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < COUNT(twemproxy_hashes); i++)
+        append(buf, cap, &at, twemproxy_hashes[i]);
+    for (int i = 0; i < CH_HASH_COUNT_; i++)
+        if (!in_list(twemproxy_hashes, COUNT(twemproxy_hashes), ch_hash_name((ch_hash_id)i)))
+            append(buf, cap, &at, ch_hash_name((ch_hash_id)i));
+    return buf;
+}
+
+static const char *dist_names(char *buf, size_t cap)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < COUNT(twemproxy_dists); i++)
+        append(buf, cap, &at, twemproxy_dists[i]);
+    for (int i = 0; i < CH_ALGO_COUNT_; i++)
+        if (!in_list(twemproxy_dists, COUNT(twemproxy_dists), ch_algo_name((ch_algo_id)i)))
+            append(buf, cap, &at, ch_algo_name((ch_algo_id)i));
+    return buf;
+}
+
+/* ---- a set of strings, for duplicates ------------------------------------------------------
+ * Open addressing with linear probing; the load factor stays <= 1/2. Keys are not copied: they
+ * point at strings owned by the configuration, which do not move while it is built. */
+typedef struct slot {
+    const char *key; /* NULL: empty slot */
+    size_t len;
+    size_t idx;
+} slot;
+
+typedef struct strset {
+    slot *slots;
+    size_t cap; /* 0 or a power of two */
+    size_t n;
+} strset;
+
+static size_t key_hash(const char *key, size_t len)
+{
+    uint64_t h = 0;
+    (void)ch_hash64(CH_HASH_XXH3, key, len, &h);
+    return (size_t)h;
+}
+
+static void strset_put(slot *slots, size_t cap, slot s)
+{
+    size_t i = key_hash(s.key, s.len) & (cap - 1);
+    while (slots[i].key != NULL)
+        i = (i + 1) & (cap - 1);
+    slots[i] = s;
+}
+
+/* Adds key -> idx. *found is the idx of an equal key already present (the set is then
+ * unchanged), or SIZE_MAX. Returns CH_OK or CH_ENOMEM. */
+static int strset_add(strset *s, const char *key, size_t len, size_t idx, size_t *found)
+{
+    if ((s->n + 1) * 2 > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        slot *slots = xmalloc(cap * sizeof *slots);
+        if (slots == NULL)
+            return CH_ENOMEM;
+        memset(slots, 0, cap * sizeof *slots);
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->slots[i].key != NULL)
+                strset_put(slots, cap, s->slots[i]);
+        xfree(s->slots);
+        s->slots = slots;
+        s->cap = cap;
+    }
+    for (size_t i = key_hash(key, len) & (s->cap - 1);; i = (i + 1) & (s->cap - 1)) {
+        const slot *t = &s->slots[i];
+        if (t->key == NULL)
+            break;
+        if (t->len == len && memcmp(t->key, key, len) == 0) {
+            *found = t->idx;
+            return CH_OK;
+        }
+    }
+    strset_put(s->slots, s->cap, (slot){key, len, idx});
+    s->n++;
+    *found = SIZE_MAX;
+    return CH_OK;
+}
+
+static void strset_free(strset *s)
+{
+    xfree(s->slots);
+    *s = (strset){0};
+}
+
+/* ---- the loader ---------------------------------------------------------------------------- */
+
+typedef struct loader {
+    const char *path;
+    ch_config_error *err; /* may be NULL */
+    const unsigned char *buf;
+    size_t len;
+    yaml_parser_t parser;
+    yaml_event_t ev; /* the current event, valid when have_ev */
+    bool have_ev;
+    unsigned documents;
+    ch_config *cfg;
+    size_t pools_cap;
+    size_t servers_cap; /* capacity of the servers array of the pool being loaded */
+    strset pool_names;  /* pool name -> pool index */
+    strset listens;     /* listen value -> pool index */
+    strset servers;     /* twemproxy's server name -> server index, in the current pool */
+} loader;
+
+/* Per-pool bookkeeping while its keys are read. */
+typedef struct pool_state {
+    uint32_t seen; /* bit i: key i was given */
+    yaml_mark_t mark[KEY_COUNT];
+} pool_state;
+
+static int failv(loader *ld, int status, size_t line, size_t col, const char *fmt, va_list ap)
+{
+    if (ld->err != NULL) {
+        snprintf(ld->err->file, sizeof ld->err->file, "%s", ld->path);
+        ld->err->line = line > UINT_MAX ? UINT_MAX : (unsigned)line;
+        ld->err->column = col > UINT_MAX ? UINT_MAX : (unsigned)col;
+        vsnprintf(ld->err->message, sizeof ld->err->message, fmt, ap);
+    }
+    return status;
+}
+
+/* Records an error at 1-based line and column (0: unknown) and returns status. */
+PRINTF_LIKE(5, 6)
+static int fail_at(loader *ld, int status, size_t line, size_t col, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    failv(ld, status, line, col, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+/* Records a validation error at a libyaml mark and returns CH_EINVAL. */
+PRINTF_LIKE(3, 4)
+static int fail(loader *ld, yaml_mark_t m, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    failv(ld, CH_EINVAL, m.line + 1, m.column + 1, fmt, ap);
+    va_end(ap);
+    return CH_EINVAL;
+}
+
+static int nomem(loader *ld)
+{
+    return fail_at(ld, CH_ENOMEM, 0, 0, "%s", ch_strerror(CH_ENOMEM));
+}
+
+static int fail_errno(loader *ld, int e)
+{
+    char msg[200];
+    if (strerror_r(e, msg, sizeof msg) != 0)
+        snprintf(msg, sizeof msg, "error %d", e);
+    return fail_at(ld, CH_EINVAL, 0, 0, "%s", msg);
+}
+
+/* The 1-based line and column of byte offset off of the input; columns count characters. */
+static void offset_pos(const loader *ld, size_t off, size_t *line, size_t *col)
+{
+    *line = 1;
+    *col = 1;
+    for (size_t i = 0; i < off && i < ld->len; i++) {
+        if (ld->buf[i] == '\n')
+            ++*line, *col = 1;
+        else if ((ld->buf[i] & 0xC0) != 0x80)
+            ++*col;
+    }
+}
+
+static int yaml_fail(loader *ld)
+{
+    const yaml_parser_t *p = &ld->parser;
+    const char *problem = p->problem != NULL ? p->problem : "unknown error";
+    size_t line, col;
+    switch (p->error) {
+    case YAML_MEMORY_ERROR:
+        return nomem(ld);
+    case YAML_READER_ERROR:
+        offset_pos(ld, p->problem_offset, &line, &col);
+        if (p->problem_value >= 0)
+            return fail_at(ld, CH_EINVAL, line, col, "invalid input: %s (0x%02X)", problem,
+                           (unsigned)p->problem_value);
+        return fail_at(ld, CH_EINVAL, line, col, "invalid input: %s", problem);
+    default:
+        if (p->context != NULL)
+            return fail(ld, p->problem_mark, "YAML syntax error: %s (%s at line %zu, column %zu)",
+                        problem, p->context, p->context_mark.line + 1,
+                        p->context_mark.column + 1);
+        return fail(ld, p->problem_mark, "YAML syntax error: %s", problem);
+    }
+}
+
+/* Anchors and tags are refused on every node, as twemproxy does. */
+static int check_props(loader *ld, const yaml_char_t *anchor, const yaml_char_t *tag)
+{
+    char q[QB];
+    if (anchor != NULL)
+        return fail(ld, ld->ev.start_mark,
+                    "anchors (&%s) are not allowed in a config (twemproxy rejects them)",
+                    ch__conf_quote(q, sizeof q, (const char *)anchor, strlen((const char *)anchor)));
+    if (tag != NULL)
+        return fail(ld, ld->ev.start_mark,
+                    "tags (%s) are not allowed in a config (twemproxy rejects them)",
+                    ch__conf_quote(q, sizeof q, (const char *)tag, strlen((const char *)tag)));
+    return CH_OK;
+}
+
+/* Moves to the next event and refuses the YAML features twemproxy's loader refuses: document
+ * markers and directives, a second document, anchors, aliases, tags and flow collections. */
+static int next(loader *ld)
+{
+    if (ld->have_ev) {
+        yaml_event_delete(&ld->ev);
+        ld->have_ev = false;
+    }
+    if (!yaml_parser_parse(&ld->parser, &ld->ev))
+        return yaml_fail(ld);
+    ld->have_ev = true;
+
+    const yaml_event_t *e = &ld->ev;
+    char q[QB];
+    switch (e->type) {
+    case YAML_DOCUMENT_START_EVENT:
+        if (++ld->documents > 1)
+            return fail(ld, e->start_mark, "a second YAML document: a config holds exactly one");
+        if (e->data.document_start.version_directive != NULL ||
+            e->data.document_start.tag_directives.start != e->data.document_start.tag_directives.end)
+            return fail(ld, e->start_mark,
+                        "directives (%%YAML, %%TAG) are not allowed (twemproxy rejects them)");
+        if (!e->data.document_start.implicit)
+            return fail(ld, e->start_mark,
+                        "the document marker \"---\" is not allowed (twemproxy rejects it)");
+        return CH_OK;
+    case YAML_DOCUMENT_END_EVENT:
+        if (!e->data.document_end.implicit)
+            return fail(ld, e->start_mark,
+                        "the document marker \"...\" is not allowed (twemproxy rejects it)");
+        return CH_OK;
+    case YAML_ALIAS_EVENT:
+        return fail(ld, e->start_mark,
+                    "aliases (*%s) are not allowed in a config (twemproxy rejects them)",
+                    ch__conf_quote(q, sizeof q, (const char *)e->data.alias.anchor,
+                                   strlen((const char *)e->data.alias.anchor)));
+    case YAML_SCALAR_EVENT:
+        return check_props(ld, e->data.scalar.anchor, e->data.scalar.tag);
+    case YAML_SEQUENCE_START_EVENT:
+        if (e->data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE)
+            return fail(ld, e->start_mark,
+                        "flow sequences [...] are not allowed (twemproxy rejects them); write one "
+                        "\"- item\" per line, or quote a value that starts with '['");
+        return check_props(ld, e->data.sequence_start.anchor, e->data.sequence_start.tag);
+    case YAML_MAPPING_START_EVENT:
+        if (e->data.mapping_start.style == YAML_FLOW_MAPPING_STYLE)
+            return fail(ld, e->start_mark,
+                        "flow mappings {...} are not allowed (twemproxy rejects them); quote a "
+                        "value that starts with '{', e.g. hash_tag: \"{}\"");
+        return check_props(ld, e->data.mapping_start.anchor, e->data.mapping_start.tag);
+    default:
+        return CH_OK;
+    }
+}
+
+static bool is_empty_scalar(const yaml_event_t *e)
+{
+    return e->type == YAML_SCALAR_EVENT && e->data.scalar.length == 0;
+}
+
+/* What the current event is, for "expected ..., got X" messages. */
+static const char *got(const loader *ld, char *buf, size_t cap)
+{
+    const yaml_event_t *e = &ld->ev;
+    switch (e->type) {
+    case YAML_MAPPING_START_EVENT:
+        return "a mapping";
+    case YAML_SEQUENCE_START_EVENT:
+        return "a sequence";
+    case YAML_SCALAR_EVENT:
+        if (e->data.scalar.length == 0)
+            return "an empty value";
+        buf[0] = '"';
+        ch__conf_quote(buf + 1, cap - 2, (const char *)e->data.scalar.value, e->data.scalar.length);
+        strcat(buf, "\"");
+        return buf;
+    default:
+        return "nothing";
+    }
+}
+
+/* Where to report a bad value: the value itself, or its key when the value is an empty plain
+ * scalar (libyaml places those after the colon or on the next line). */
+static yaml_mark_t value_mark(const loader *ld, yaml_mark_t key_mark)
+{
+    const yaml_event_t *e = &ld->ev;
+    if (is_empty_scalar(e) && e->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+        return key_mark;
+    return e->start_mark;
+}
+
+/* Appends a pool with twemproxy's defaults; it is counted before anything is allocated. */
+static int pool_new(loader *ld, ch_conf_pool **out)
+{
+    ch_config *c = ld->cfg;
+    if (c->npools == ld->pools_cap) {
+        size_t cap = ld->pools_cap ? ld->pools_cap * 2 : 4;
+        ch_conf_pool *pools = xrealloc(c->pools, cap * sizeof *pools);
+        if (pools == NULL)
+            return nomem(ld);
+        c->pools = pools;
+        ld->pools_cap = cap;
+    }
+    ch_conf_pool *p = &c->pools[c->npools++];
+    memset(p, 0, sizeof *p);
+    p->timeout_ms = -1;
+    p->backlog = 512;
+    p->client_connections = 0;
+    p->redis_db = 0;
+    p->server_connections = 1;
+    p->server_retry_timeout_ms = 30000;
+    p->server_failure_limit = 2;
+    p->listen_perm = -1;
+    ld->servers_cap = 0;
+    p->hash = dupn("fnv1a_64", 8);
+    p->distribution = dupn("ketama", 6);
+    if (p->hash == NULL || p->distribution == NULL)
+        return nomem(ld);
+    *out = p;
+    return CH_OK;
+}
+
+static int load_listen(loader *ld, ch_conf_pool *p, const char *v, size_t len)
+{
+    char why[160], q[QB], q2[QB], q3[QB];
+    ch__conf_addr a;
+    yaml_mark_t m = ld->ev.start_mark;
+    if (!ch__conf_parse_listen(v, len, &a, why, sizeof why))
+        return fail(ld, m, "invalid listen address \"%s\" in pool \"%s\": %s",
+                    ch__conf_quote(q, sizeof q, v, len),
+                    ch__conf_quote(q2, sizeof q2, p->name, strlen(p->name)), why);
+    p->listen = dupn(v, len);
+    p->listen_host = dupn(a.host, a.host_len);
+    if (p->listen == NULL || p->listen_host == NULL)
+        return nomem(ld);
+    p->listen_port = a.port;
+    p->listen_perm = a.perm;
+    size_t first;
+    if (strset_add(&ld->listens, p->listen, len, (size_t)(p - ld->cfg->pools), &first) != CH_OK)
+        return nomem(ld);
+    if (first != SIZE_MAX) {
+        const char *other = ld->cfg->pools[first].name;
+        return fail(ld, m, "pools \"%s\" and \"%s\" have the same listen address \"%s\"",
+                    ch__conf_quote(q, sizeof q, other, strlen(other)),
+                    ch__conf_quote(q2, sizeof q2, p->name, strlen(p->name)),
+                    ch__conf_quote(q3, sizeof q3, v, len));
+    }
+    return CH_OK;
+}
+
+/* A scalar value of a key other than "servers"; the value is not empty and holds no NUL. */
+static int load_value(loader *ld, ch_conf_pool *p, int id)
+{
+    const yaml_event_t *e = &ld->ev;
+    const char *v = (const char *)e->data.scalar.value;
+    size_t len = e->data.scalar.length;
+    const char *k = keys[id].name;
+    yaml_mark_t m = e->start_mark;
+    char q[QB], names[256];
+    int n, rc;
+
+    switch (keys[id].kind) {
+    case K_INT: {
+        int min = id == KEY_SERVER_CONNECTIONS ? 1 : 0;
+        rc = ch__conf_parse_int(v, len, &n);
+        if (rc == CH__NUM_BAD)
+            return fail(ld, m, "expected an integer for \"%s\", got \"%s\"", k,
+                        ch__conf_quote(q, sizeof q, v, len));
+        if (rc == CH__NUM_NEG || (rc == CH__NUM_OK && n < min))
+            return fail(ld, m, "expected an integer >= %d for \"%s\", got \"%s\"", min, k,
+                        ch__conf_quote(q, sizeof q, v, len));
+        if (rc == CH__NUM_RANGE)
+            return fail(ld, m, "expected an integer <= %d for \"%s\", got \"%s\"", INT_MAX, k,
+                        ch__conf_quote(q, sizeof q, v, len));
+        *int_field(p, id) = n;
+        return CH_OK;
+    }
+    case K_BOOL:
+        if (len == 4 && memcmp(v, "true", 4) == 0)
+            *bool_field(p, id) = true;
+        else if (len == 5 && memcmp(v, "false", 5) == 0)
+            *bool_field(p, id) = false;
+        else
+            return fail(ld, m, "expected true or false for \"%s\", got \"%s\"", k,
+                        ch__conf_quote(q, sizeof q, v, len));
+        return CH_OK;
+    default:
+        break;
+    }
+
+    switch (id) {
+    case KEY_LISTEN:
+        return load_listen(ld, p, v, len);
+    case KEY_HASH:
+        xfree(p->hash);
+        if ((p->hash = dupn(v, len)) == NULL)
+            return nomem(ld);
+        if (!hash_known(p->hash))
+            return fail(ld, m, "unknown hash \"%s\"; expected one of: %s",
+                        ch__conf_quote(q, sizeof q, v, len), hash_names(names, sizeof names));
+        return CH_OK;
+    case KEY_DISTRIBUTION:
+        xfree(p->distribution);
+        if ((p->distribution = dupn(v, len)) == NULL)
+            return nomem(ld);
+        if (!dist_known(p->distribution))
+            return fail(ld, m, "unknown distribution \"%s\"; expected one of: %s",
+                        ch__conf_quote(q, sizeof q, v, len), dist_names(names, sizeof names));
+        return CH_OK;
+    case KEY_HASH_TAG:
+        if (len != 2)
+            return fail(ld, m, "expected 2 characters for \"hash_tag\" (e.g. \"{}\"), got \"%s\"",
+                        ch__conf_quote(q, sizeof q, v, len));
+        return (p->hash_tag = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
+    default: /* KEY_REDIS_AUTH */
+        return (p->redis_auth = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
+    }
+}
+
+/* One entry of "servers": the current event, a non-empty scalar. */
+static int load_server(loader *ld, ch_conf_pool *p)
+{
+    const yaml_event_t *e = &ld->ev;
+    const char *v = (const char *)e->data.scalar.value;
+    size_t len = e->data.scalar.length;
+    yaml_mark_t m = e->start_mark;
+    char why[160], q[QB], q2[QB], q3[QB];
+    ch__conf_addr a;
+
+    if (!ch__conf_parse_server(v, len, &a, why, sizeof why))
+        return fail(ld, m, "invalid server \"%s\" in pool \"%s\": %s",
+                    ch__conf_quote(q, sizeof q, v, len),
+                    ch__conf_quote(q2, sizeof q2, p->name, strlen(p->name)), why);
+    if (p->nservers == ld->servers_cap) {
+        size_t cap = ld->servers_cap ? ld->servers_cap * 2 : 8;
+        ch_conf_server *s = xrealloc(p->servers, cap * sizeof *s);
+        if (s == NULL)
+            return nomem(ld);
+        p->servers = s;
+        ld->servers_cap = cap;
+    }
+    size_t idx = p->nservers++;
+    ch_conf_server *s = &p->servers[idx];
+    memset(s, 0, sizeof *s);
+    s->port = a.port;
+    s->weight = a.weight;
+    s->line = (unsigned)(m.line + 1);
+    s->addr = dupn(v, a.addr_len);
+    s->host = dupn(a.host, a.host_len);
+    if (a.name != NULL)
+        s->name = dupn(a.name, a.name_len);
+    if (s->addr == NULL || s->host == NULL || (a.name != NULL && s->name == NULL))
+        return nomem(ld);
+
+    /* twemproxy names an unnamed server by "host:port" as written, or by "host" alone when the
+     * port is 11211 (libmemcached's ketama), and refuses two servers with the same name. */
+    const char *key = s->name != NULL ? s->name : s->addr;
+    size_t klen = s->name != NULL ? a.name_len : a.addr_len;
+    if (s->name == NULL && a.port == 11211)
+        klen = (size_t)(strrchr(s->addr, ':') - s->addr);
+    size_t first;
+    if (strset_add(&ld->servers, key, klen, idx, &first) != CH_OK)
+        return nomem(ld);
+    if (first == SIZE_MAX)
+        return CH_OK;
+
+    const ch_conf_server *f = &p->servers[first];
+    const char *pool = ch__conf_quote(q2, sizeof q2, p->name, strlen(p->name));
+    if (s->name != NULL && f->name != NULL)
+        return fail(ld, m, "duplicate server name \"%s\" in pool \"%s\" (first on line %u)",
+                    ch__conf_quote(q, sizeof q, key, klen), pool, f->line);
+    if (s->name == NULL && f->name == NULL)
+        return fail(ld, m, "duplicate server \"%s\" in pool \"%s\" (first on line %u)",
+                    ch__conf_quote(q, sizeof q, s->addr, a.addr_len), pool, f->line);
+    if (s->name != NULL)
+        return fail(ld, m,
+                    "server name \"%s\" in pool \"%s\" is the name twemproxy gives the unnamed "
+                    "server on line %u",
+                    ch__conf_quote(q, sizeof q, key, klen), pool, f->line);
+    return fail(ld, m,
+                "unnamed server \"%s\" in pool \"%s\" is named \"%s\" by twemproxy, as is the "
+                "server on line %u",
+                ch__conf_quote(q, sizeof q, s->addr, a.addr_len), pool,
+                ch__conf_quote(q3, sizeof q3, key, klen), f->line);
+}
+
+/* The value of "servers" (the current event): a block sequence of non-empty scalars. */
+static int load_servers(loader *ld, ch_conf_pool *p, yaml_mark_t key_mark)
+{
+    char g[QB + 2], q[QB];
+    int rc;
+    if (ld->ev.type != YAML_SEQUENCE_START_EVENT)
+        return fail(ld, value_mark(ld, key_mark),
+                    "expected a sequence of servers for \"servers\", got %s", got(ld, g, sizeof g));
+    strset_free(&ld->servers);
+    for (;;) {
+        if ((rc = next(ld)) != CH_OK)
+            return rc;
+        if (ld->ev.type == YAML_SEQUENCE_END_EVENT)
+            return CH_OK;
+        if (ld->ev.type != YAML_SCALAR_EVENT || is_empty_scalar(&ld->ev))
+            return fail(ld, ld->ev.start_mark,
+                        "expected a server \"host:port:weight [name]\" in pool \"%s\", got %s",
+                        ch__conf_quote(q, sizeof q, p->name, strlen(p->name)),
+                        got(ld, g, sizeof g));
+        if ((rc = load_server(ld, p)) != CH_OK)
+            return rc;
+    }
+}
+
+/* A key of pool p (the current event, a scalar) and its value. */
+static int load_key(loader *ld, ch_conf_pool *p, pool_state *st)
+{
+    const yaml_event_t *e = &ld->ev;
+    const char *k = (const char *)e->data.scalar.value;
+    size_t klen = e->data.scalar.length;
+    yaml_mark_t km = e->start_mark;
+    char q[QB], q2[QB], g[QB + 2];
+    int rc;
+
+    int id = key_lookup(k, klen);
+    if (id < 0)
+        return fail(ld, km, "unknown key \"%s\" in pool \"%s\"", ch__conf_quote(q, sizeof q, k, klen),
+                    ch__conf_quote(q2, sizeof q2, p->name, strlen(p->name)));
+    if (st->seen & (UINT32_C(1) << id))
+        return fail(ld, km, "duplicate key \"%s\" in pool \"%s\" (first on line %zu)", keys[id].name,
+                    ch__conf_quote(q2, sizeof q2, p->name, strlen(p->name)),
+                    st->mark[id].line + 1);
+    st->seen |= UINT32_C(1) << id;
+    st->mark[id] = km;
+
+    if ((rc = next(ld)) != CH_OK)
+        return rc;
+    if (id == KEY_SERVERS)
+        return load_servers(ld, p, km);
+    if (e->type != YAML_SCALAR_EVENT || e->data.scalar.length == 0)
+        return fail(ld, value_mark(ld, km), "expected %s for \"%s\", got %s", keys[id].expect,
+                    keys[id].name, got(ld, g, sizeof g));
+    if (memchr(e->data.scalar.value, '\0', e->data.scalar.length) != NULL)
+        return fail(ld, e->start_mark, "the value of \"%s\" contains a NUL character",
+                    keys[id].name);
+    return load_value(ld, p, id);
+}
+
+/* A pool: the current event is its name, a scalar. */
+static int load_pool(loader *ld)
+{
+    const yaml_event_t *e = &ld->ev;
+    const char *v = (const char *)e->data.scalar.value;
+    size_t len = e->data.scalar.length;
+    yaml_mark_t pm = e->start_mark;
+    char q[QB], g[QB + 2];
+    ch_conf_pool *p = NULL;
+    int rc;
+
+    if (len == 0)
+        return fail(ld, pm, "a pool name is empty");
+    if (memchr(v, '\0', len) != NULL)
+        return fail(ld, pm, "the pool name \"%s\" contains a NUL character",
+                    ch__conf_quote(q, sizeof q, v, len));
+    if ((rc = pool_new(ld, &p)) != CH_OK)
+        return rc;
+    if ((p->name = dupn(v, len)) == NULL)
+        return nomem(ld);
+    p->line = (unsigned)(pm.line + 1);
+    size_t first;
+    if (strset_add(&ld->pool_names, p->name, len, ld->cfg->npools - 1, &first) != CH_OK)
+        return nomem(ld);
+    if (first != SIZE_MAX)
+        return fail(ld, pm, "duplicate pool \"%s\" (first on line %u)",
+                    ch__conf_quote(q, sizeof q, v, len), ld->cfg->pools[first].line);
+    const char *name = ch__conf_quote(q, sizeof q, p->name, len);
+
+    if ((rc = next(ld)) != CH_OK)
+        return rc;
+    if (e->type != YAML_MAPPING_START_EVENT)
+        return fail(ld, value_mark(ld, pm), "expected a mapping of settings for pool \"%s\", got %s",
+                    name, got(ld, g, sizeof g));
+    pool_state st = {0};
+    for (;;) {
+        if ((rc = next(ld)) != CH_OK)
+            return rc;
+        if (e->type == YAML_MAPPING_END_EVENT)
+            break;
+        if (e->type != YAML_SCALAR_EVENT)
+            return fail(ld, e->start_mark, "expected a key in pool \"%s\", got %s", name,
+                        got(ld, g, sizeof g));
+        if ((rc = load_key(ld, p, &st)) != CH_OK)
+            return rc;
+    }
+    if (p->nservers == 0)
+        return fail(ld, pm, "pool \"%s\" has no servers", name);
+    if (p->redis_auth != NULL && !p->redis)
+        return fail(ld, st.mark[KEY_REDIS_AUTH],
+                    "\"redis_auth\" is only valid in a redis pool (redis: true), as in twemproxy");
+    return CH_OK;
+}
+
+static int load_stream(loader *ld)
+{
+    const yaml_event_t *e = &ld->ev;
+    char g[QB + 2];
+    int rc;
+
+    if ((rc = next(ld)) != CH_OK) /* stream start */
+        return rc;
+    if ((rc = next(ld)) != CH_OK)
+        return rc;
+    if (e->type == YAML_STREAM_END_EVENT)
+        return fail(ld, e->start_mark, "no pools: the file holds no YAML document");
+    if ((rc = next(ld)) != CH_OK) /* after the document start, which next() checked */
+        return rc;
+    if (e->type != YAML_MAPPING_START_EVENT)
+        return fail(ld, e->start_mark, "expected a mapping of pool names to pools, got %s",
+                    got(ld, g, sizeof g));
+    for (;;) {
+        if ((rc = next(ld)) != CH_OK)
+            return rc;
+        if (e->type == YAML_MAPPING_END_EVENT)
+            break;
+        if (e->type != YAML_SCALAR_EVENT)
+            return fail(ld, e->start_mark, "expected a pool name, got %s", got(ld, g, sizeof g));
+        if ((rc = load_pool(ld)) != CH_OK)
+            return rc;
+    }
+    if ((rc = next(ld)) != CH_OK) /* document end */
+        return rc;
+    return next(ld); /* stream end; a second document is refused by next() */
+}
+
+/* The first pass: every event of the stream, for the checks next() makes. */
+static int scan_stream(loader *ld)
+{
+    int rc;
+    do {
+        if ((rc = next(ld)) != CH_OK)
+            return rc;
+    } while (ld->ev.type != YAML_STREAM_END_EVENT);
+    return CH_OK;
+}
+
+/* Runs one pass with a fresh parser over the whole input. */
+static int run_pass(loader *ld, int (*pass)(loader *))
+{
+    if (!yaml_parser_initialize(&ld->parser))
+        return nomem(ld);
+    yaml_parser_set_input_string(&ld->parser, ld->len > 0 ? ld->buf : (const unsigned char *)"",
+                                 ld->len);
+    ld->documents = 0;
+    int rc = pass(ld);
+    if (ld->have_ev) {
+        yaml_event_delete(&ld->ev);
+        ld->have_ev = false;
+    }
+    yaml_parser_delete(&ld->parser);
+    return rc;
+}
+
+/* Reads the whole file into *out (xfree it), refusing more than CH_CONFIG_MAX_BYTES. */
+static int read_all(loader *ld, unsigned char **out, size_t *outlen)
+{
+    FILE *f = fopen(ld->path, "rb");
+    if (f == NULL)
+        return fail_errno(ld, errno);
+    unsigned char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int rc = CH_OK;
+    for (;;) {
+        if (len == cap) {
+            if (cap > CH_CONFIG_MAX_BYTES) {
+                rc = fail_at(ld, CH_ETOOBIG, 0, 0,
+                             "the file is larger than %u bytes, the limit (CH_CONFIG_MAX_BYTES)",
+                             CH_CONFIG_MAX_BYTES);
+                break;
+            }
+            size_t ncap = cap ? cap * 2 : 65536;
+            if (ncap > (size_t)CH_CONFIG_MAX_BYTES + 1)
+                ncap = (size_t)CH_CONFIG_MAX_BYTES + 1;
+            unsigned char *nb = xrealloc(buf, ncap);
+            if (nb == NULL) {
+                rc = nomem(ld);
+                break;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t want = cap - len;
+        errno = 0;
+        size_t n = fread(buf + len, 1, want, f);
+        len += n;
+        if (n < want) {
+            if (ferror(f))
+                rc = fail_errno(ld, errno != 0 ? errno : EIO);
+            break;
+        }
+    }
+    fclose(f);
+    if (rc != CH_OK) {
+        xfree(buf);
+        return rc;
+    }
+    *out = buf;
+    *outlen = len;
+    return CH_OK;
+}
+
+int ch_config_load(const char *path, ch_config **out, ch_config_error *err)
+{
+    loader ld = {.path = path != NULL ? path : "(null)", .err = err};
+    if (path == NULL || out == NULL)
+        return fail_at(&ld, CH_EINVAL, 0, 0, "%s", ch_strerror(CH_EINVAL));
+
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    int rc = read_all(&ld, &buf, &len);
+    if (rc != CH_OK)
+        return rc;
+    ld.buf = buf;
+    ld.len = len;
+
+    ld.cfg = xmalloc(sizeof *ld.cfg);
+    if (ld.cfg == NULL) {
+        rc = nomem(&ld);
+        goto done;
+    }
+    memset(ld.cfg, 0, sizeof *ld.cfg);
+    if ((ld.cfg->path = dupn(path, strlen(path))) == NULL) {
+        rc = nomem(&ld);
+        goto done;
+    }
+    rc = run_pass(&ld, scan_stream);
+    if (rc == CH_OK)
+        rc = run_pass(&ld, load_stream);
+
+done:
+    strset_free(&ld.pool_names);
+    strset_free(&ld.listens);
+    strset_free(&ld.servers);
+    xfree(buf);
+    if (rc != CH_OK) {
+        ch_config_free(ld.cfg);
+        return rc;
+    }
+    *out = ld.cfg;
+    return CH_OK;
+}
+
+const char *ch_config_error_str(const ch_config_error *err, char *buf, size_t len)
+{
+    if (buf == NULL || len == 0)
+        return buf;
+    if (err == NULL)
+        snprintf(buf, len, "(no error)");
+    else
+        snprintf(buf, len, "%s:%u:%u: %s", err->file, err->line, err->column, err->message);
+    return buf;
+}
+
+const ch_conf_pool *ch_config_pool(const ch_config *cfg, const char *name)
+{
+    if (cfg == NULL)
+        return NULL;
+    if (name == NULL)
+        return cfg->npools == 1 ? &cfg->pools[0] : NULL;
+    for (size_t i = 0; i < cfg->npools; i++)
+        if (strcmp(cfg->pools[i].name, name) == 0)
+            return &cfg->pools[i];
+    return NULL;
+}
+
+void ch_config_free(ch_config *cfg)
+{
+    if (cfg == NULL)
+        return;
+    for (size_t i = 0; i < cfg->npools; i++) {
+        ch_conf_pool *p = &cfg->pools[i];
+        for (size_t j = 0; j < p->nservers; j++) {
+            xfree(p->servers[j].addr);
+            xfree(p->servers[j].host);
+            xfree(p->servers[j].name);
+        }
+        xfree(p->servers);
+        xfree(p->name);
+        xfree(p->listen);
+        xfree(p->listen_host);
+        xfree(p->hash);
+        xfree(p->hash_tag);
+        xfree(p->distribution);
+        xfree(p->redis_auth);
+    }
+    xfree(cfg->pools);
+    xfree(cfg->path);
+    xfree(cfg);
+}

@@ -1,0 +1,852 @@
+/*
+ * test_config.c — the twemproxy YAML loader: valid files with every key, defaults, several pools,
+ * unix sockets and names; every kind of error with its exact "file:line:column: message"
+ * (expected values read off the fixtures by hand); unreadable, huge, garbage and mutated input;
+ * and the string parsers for server entries, listen addresses and integers.
+ * Run under ASan, which also fails the test on any leak on any of these paths.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "testutil.h"
+#include "config/config_internal.h"
+
+#include <chash_config.h>
+
+#include <stdarg.h>
+#include <setjmp.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#define FIX(name) CH_CONFIG_FIXTURES "/" name
+
+/* ---- helpers ------------------------------------------------------------------------------- */
+
+static ch_config *load_ok(const char *path)
+{
+    ch_config *cfg = NULL;
+    ch_config_error err;
+    int rc = ch_config_load(path, &cfg, &err);
+    if (rc != CH_OK) {
+        char buf[700];
+        fail_msg("%s: status %d: %s", path, rc, ch_config_error_str(&err, buf, sizeof buf));
+    }
+    assert_non_null(cfg);
+    return cfg;
+}
+
+/* Loads path, which must fail with status and exactly "path:line:column: msg". *out must stay
+ * untouched. Returns false (after printing both lines) on a mismatch, so a table test can report
+ * every mismatch before failing. */
+static bool check_error(const char *path, int status, unsigned line, unsigned col, const char *msg)
+{
+    ch_config *sentinel = (ch_config *)&sentinel, *cfg = sentinel;
+    ch_config_error err;
+    memset(&err, 0x5a, sizeof err);
+    int rc = ch_config_load(path, &cfg, &err);
+    char got[700], want[700];
+    snprintf(want, sizeof want, "%s:%u:%u: %s", path, line, col, msg);
+    ch_config_error_str(&err, got, sizeof got);
+    bool ok = rc == status && cfg == sentinel && strcmp(got, want) == 0 && err.line == line &&
+              err.column == col && strcmp(err.file, path) == 0;
+    if (!ok)
+        print_error("mismatch (status %d, want %d)\n  want: %s\n  got:  %s\n", rc, status, want,
+                    got);
+    if (rc == CH_OK && cfg != sentinel)
+        ch_config_free(cfg);
+    return ok;
+}
+
+/* Writes len bytes to a fresh file in the working directory; the path goes to path[64]. */
+static void write_tmp(char path[64], const void *data, size_t len)
+{
+    static unsigned counter;
+    snprintf(path, 64, "config_test_%ld_%u.yml", (long)getpid(), counter++);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, len, f), len);
+    assert_int_equal(fclose(f), 0);
+}
+
+static const ch_conf_server *server(const ch_conf_pool *p, size_t i)
+{
+    assert_true(i < p->nservers);
+    return &p->servers[i];
+}
+
+/* ---- valid files --------------------------------------------------------------------------- */
+
+static void test_all_keys(void **state)
+{
+    (void)state;
+    ch_config *cfg = load_ok(FIX("valid_all_keys.yml"));
+    assert_string_equal(cfg->path, FIX("valid_all_keys.yml"));
+    assert_int_equal(cfg->npools, 1);
+    const ch_conf_pool *p = ch_config_pool(cfg, "alpha");
+    assert_ptr_equal(p, ch_config_pool(cfg, NULL));
+    assert_string_equal(p->name, "alpha");
+    assert_int_equal(p->line, 2);
+    assert_string_equal(p->listen, "127.0.0.1:22121");
+    assert_string_equal(p->listen_host, "127.0.0.1");
+    assert_int_equal(p->listen_port, 22121);
+    assert_int_equal(p->listen_perm, -1);
+    assert_string_equal(p->hash, "murmur");
+    assert_string_equal(p->hash_tag, "{}");
+    assert_string_equal(p->distribution, "modula");
+    assert_int_equal(p->timeout_ms, 400);
+    assert_int_equal(p->backlog, 1024);
+    assert_int_equal(p->client_connections, 100);
+    assert_true(p->redis);
+    assert_true(p->tcpkeepalive);
+    assert_true(p->reuseport);
+    assert_string_equal(p->redis_auth, "s3cret");
+    assert_int_equal(p->redis_db, 3);
+    assert_true(p->preconnect);
+    assert_true(p->auto_eject_hosts);
+    assert_int_equal(p->server_connections, 2);
+    assert_int_equal(p->server_retry_timeout_ms, 2000);
+    assert_int_equal(p->server_failure_limit, 3);
+
+    assert_int_equal(p->nservers, 3);
+    const ch_conf_server *s = server(p, 0);
+    assert_string_equal(s->addr, "127.0.0.1:6379");
+    assert_string_equal(s->host, "127.0.0.1");
+    assert_int_equal(s->port, 6379);
+    assert_true(s->weight == 1.0);
+    assert_string_equal(s->name, "server1");
+    assert_int_equal(s->line, 21);
+    s = server(p, 1);
+    assert_string_equal(s->addr, "127.0.0.1:6380");
+    assert_true(s->weight == 2.0);
+    assert_string_equal(s->name, "server2");
+    assert_int_equal(s->line, 22);
+    s = server(p, 2);
+    assert_string_equal(s->addr, "cache-3.example.com:6381");
+    assert_string_equal(s->host, "cache-3.example.com");
+    assert_int_equal(s->port, 6381);
+    assert_true(s->weight == 10.0);
+    assert_string_equal(s->name, "server3");
+    assert_int_equal(s->line, 23);
+    ch_config_free(cfg);
+}
+
+/* A pool with only servers gets twemproxy's defaults for everything else. */
+static void test_defaults(void **state)
+{
+    (void)state;
+    ch_config *cfg = load_ok(FIX("valid_defaults.yml"));
+    const ch_conf_pool *p = ch_config_pool(cfg, NULL);
+    assert_non_null(p);
+    assert_string_equal(p->name, "cache");
+    assert_null(p->listen);
+    assert_null(p->listen_host);
+    assert_int_equal(p->listen_port, 0);
+    assert_int_equal(p->listen_perm, -1);
+    assert_string_equal(p->hash, "fnv1a_64");
+    assert_null(p->hash_tag);
+    assert_string_equal(p->distribution, "ketama");
+    assert_int_equal(p->timeout_ms, -1);
+    assert_int_equal(p->backlog, 512);
+    assert_int_equal(p->client_connections, 0);
+    assert_false(p->redis);
+    assert_false(p->tcpkeepalive);
+    assert_false(p->reuseport);
+    assert_null(p->redis_auth);
+    assert_int_equal(p->redis_db, 0);
+    assert_false(p->preconnect);
+    assert_false(p->auto_eject_hosts);
+    assert_int_equal(p->server_connections, 1);
+    assert_int_equal(p->server_retry_timeout_ms, 30000);
+    assert_int_equal(p->server_failure_limit, 2);
+    assert_int_equal(p->nservers, 1);
+    assert_string_equal(server(p, 0)->addr, "127.0.0.1:11211");
+    assert_null(server(p, 0)->name);
+    assert_int_equal(server(p, 0)->line, 3);
+    ch_config_free(cfg);
+}
+
+/* twemproxy's README example: five pools, kept in file order. */
+static void test_readme_pools(void **state)
+{
+    (void)state;
+    ch_config *cfg = load_ok(FIX("valid_readme.yml"));
+    const char *names[] = {"alpha", "beta", "gamma", "delta", "omega"};
+    const unsigned lines[] = {1, 12, 26, 40, 60};
+    const size_t nservers[] = {1, 4, 2, 10, 2};
+    assert_int_equal(cfg->npools, 5);
+    for (size_t i = 0; i < 5; i++) {
+        assert_string_equal(cfg->pools[i].name, names[i]);
+        assert_int_equal(cfg->pools[i].line, lines[i]);
+        assert_int_equal(cfg->pools[i].nservers, nservers[i]);
+        assert_ptr_equal(ch_config_pool(cfg, names[i]), &cfg->pools[i]);
+    }
+    assert_null(ch_config_pool(cfg, NULL)); /* more than one pool */
+    assert_null(ch_config_pool(cfg, "epsilon"));
+    assert_null(ch_config_pool(NULL, "alpha"));
+    assert_null(ch_config_pool(NULL, NULL));
+
+    const ch_conf_pool *beta = ch_config_pool(cfg, "beta");
+    assert_string_equal(beta->hash_tag, "{}");
+    assert_int_equal(beta->timeout_ms, 400);
+    assert_true(beta->redis);
+    assert_false(beta->auto_eject_hosts);
+    assert_string_equal(server(beta, 3)->name, "server4");
+    assert_string_equal(server(beta, 3)->addr, "127.0.0.1:6383");
+
+    const ch_conf_pool *alpha = ch_config_pool(cfg, "alpha");
+    assert_int_equal(alpha->server_failure_limit, 1);
+    assert_int_equal(alpha->server_retry_timeout_ms, 2000);
+    assert_int_equal(alpha->timeout_ms, -1);
+
+    const ch_conf_pool *gamma = ch_config_pool(cfg, "gamma");
+    assert_int_equal(gamma->backlog, 1024);
+    assert_true(gamma->preconnect);
+    assert_false(gamma->redis);
+
+    const ch_conf_pool *delta = ch_config_pool(cfg, "delta");
+    assert_string_equal(server(delta, 9)->addr, "127.0.0.1:11223");
+    assert_int_equal(server(delta, 9)->line, 58);
+
+    const ch_conf_pool *omega = ch_config_pool(cfg, "omega");
+    assert_string_equal(omega->listen, "/tmp/gamma 0666");
+    assert_string_equal(omega->listen_host, "/tmp/gamma");
+    assert_int_equal(omega->listen_port, 0);
+    assert_int_equal(omega->listen_perm, 0666);
+    assert_string_equal(omega->hash, "hsieh");
+    assert_true(server(omega, 0)->weight == 100000.0);
+    ch_config_free(cfg);
+}
+
+static void test_sockets_and_names(void **state)
+{
+    (void)state;
+    ch_config *cfg = load_ok(FIX("valid_sockets.yml"));
+    const ch_conf_pool *p = ch_config_pool(cfg, NULL);
+    assert_non_null(p);
+    assert_string_equal(p->listen_host, "/var/run/nutcracker.sock");
+    assert_int_equal(p->listen_perm, -1);
+    assert_string_equal(p->hash, "xxh3");       /* libchash registry names */
+    assert_string_equal(p->distribution, "ring");
+    assert_int_equal(p->nservers, 7);
+
+    const struct {
+        const char *addr, *host;
+        int port;
+        double weight;
+        const char *name;
+    } want[] = {
+        {"/var/run/redis-0.sock", "/var/run/redis-0.sock", 0, 1, NULL},
+        {"/var/run/redis-1.sock", "/var/run/redis-1.sock", 0, 2, "r1"},
+        {"[::1]:6379", "::1", 6379, 1, "v6"},
+        {"::1:6380", "::1", 6380, 1, NULL},
+        {"localhost:6381", "localhost", 6381, 3, NULL},
+        {"10.0.0.1:6379", "10.0.0.1", 6379, 1, "same-addr-a"},
+        {"10.0.0.1:6379", "10.0.0.1", 6379, 1, "same-addr-b"},
+    };
+    for (size_t i = 0; i < 7; i++) {
+        const ch_conf_server *s = server(p, i);
+        assert_string_equal(s->addr, want[i].addr);
+        assert_string_equal(s->host, want[i].host);
+        assert_int_equal(s->port, want[i].port);
+        assert_true(s->weight == want[i].weight);
+        if (want[i].name == NULL)
+            assert_null(s->name);
+        else
+            assert_string_equal(s->name, want[i].name);
+        assert_int_equal(s->line, 7 + i);
+    }
+    ch_config_free(cfg);
+}
+
+/* What twemproxy accepts: decimal with leading zeros, quoted numbers and booleans, and a named
+ * server whose name is another server's address when that one's twemproxy name differs (port
+ * 11211 servers are named by host alone). */
+static void test_twemproxy_quirks(void **state)
+{
+    (void)state;
+    ch_config *cfg = load_ok(FIX("valid_quirks.yml"));
+    const ch_conf_pool *p = ch_config_pool(cfg, "alpha");
+    assert_non_null(p);
+    assert_string_equal(p->listen_host, "::1");
+    assert_int_equal(p->listen_port, 22121);
+    assert_int_equal(p->timeout_ms, 400);
+    assert_int_equal(p->backlog, 1024);
+    assert_true(p->redis);
+    assert_int_equal(p->nservers, 3);
+    assert_string_equal(server(p, 2)->name, "10.0.0.1:11211");
+    ch_config_free(cfg);
+}
+
+/* ---- errors -------------------------------------------------------------------------------- */
+
+static const struct {
+    const char *file;
+    unsigned line, col;
+    const char *msg;
+} error_cases[] = {
+    {"err_unknown_key.yml", 3, 3, "unknown key \"hashh\" in pool \"alpha\""},
+    {"err_int.yml", 2, 12, "expected an integer for \"timeout\", got \"abc\""},
+    {"err_int_negative.yml", 4, 12, "expected an integer >= 0 for \"backlog\", got \"-1\""},
+    {"err_int_range.yml", 2, 13,
+     "expected an integer <= 2147483647 for \"redis_db\", got \"2147483648\""},
+    {"err_server_connections_zero.yml", 2, 23,
+     "expected an integer >= 1 for \"server_connections\", got \"0\""},
+    {"err_bool.yml", 2, 10, "expected true or false for \"redis\", got \"yes\""},
+    {"err_type_sequence.yml", 3, 5,
+     "expected \"host:port\" or \"/path/to/socket [permissions]\" for \"listen\", got a sequence"},
+    {"err_type_mapping.yml", 3, 5, "expected an integer for \"timeout\", got a mapping"},
+    {"err_empty_value.yml", 2, 3, "expected a hash name for \"hash\", got an empty value"},
+    {"err_hash.yml", 2, 9,
+     "unknown hash \"sha1\"; expected one of: one_at_a_time md5 crc16 crc32 crc32a fnv1_64 "
+     "fnv1a_64 fnv1_32 fnv1a_32 hsieh murmur jenkins fnv1a32_fmix fnv1a32 murmur3_32 xxh3"},
+    {"err_distribution.yml", 2, 17,
+     "unknown distribution \"consistent\"; expected one of: ketama modula random modulo ring "
+     "rendezvous jump maglev"},
+    {"err_hash_tag.yml", 2, 13, "expected 2 characters for \"hash_tag\" (e.g. \"{}\"), got \"{\""},
+    {"err_flow_mapping.yml", 2, 13,
+     "flow mappings {...} are not allowed (twemproxy rejects them); quote a value that starts "
+     "with '{', e.g. hash_tag: \"{}\""},
+    {"err_flow_sequence.yml", 2, 12,
+     "flow sequences [...] are not allowed (twemproxy rejects them); write one \"- item\" per "
+     "line, or quote a value that starts with '['"},
+    {"err_server_format.yml", 4, 7,
+     "invalid server \"127.0.0.1:6380\" in pool \"alpha\": expected \"host:port:weight [name]\" "
+     "or \"/path/to/socket:weight [name]\""},
+    {"err_weight_zero.yml", 3, 7,
+     "invalid server \"127.0.0.1:6379:0\" in pool \"alpha\": the weight \"0\" is not an integer "
+     "> 0"},
+    {"err_weight_float.yml", 3, 7,
+     "invalid server \"127.0.0.1:6379:1.5 cache-a\" in pool \"alpha\": the weight \"1.5\" is not "
+     "an integer > 0"},
+    {"err_port.yml", 3, 7,
+     "invalid server \"cache-1.example.com:70000:1\" in pool \"alpha\": the port \"70000\" is not "
+     "an integer in 1..65535"},
+    {"err_host.yml", 3, 7,
+     "invalid server \"cache!1:6379:1\" in pool \"alpha\": the host \"cache!1\" is not a hostname, "
+     "IPv4 or IPv6 address"},
+    {"err_server_name.yml", 3, 7,
+     "invalid server \"127.0.0.1:6379:1 two words\" in pool \"alpha\": only one name may follow "
+     "the weight, after a single space"},
+    {"err_server_empty.yml", 3, 6,
+     "expected a server \"host:port:weight [name]\" in pool \"alpha\", got an empty value"},
+    {"err_server_mapping.yml", 3, 7,
+     "expected a server \"host:port:weight [name]\" in pool \"alpha\", got a mapping"},
+    {"err_servers_scalar.yml", 2, 12,
+     "expected a sequence of servers for \"servers\", got \"127.0.0.1:6379:1\""},
+    {"err_dup_server_name.yml", 6, 7,
+     "duplicate server name \"server1\" in pool \"beta\" (first on line 4)"},
+    {"err_dup_server_addr.yml", 5, 7,
+     "duplicate server \"10.0.0.1:6379\" in pool \"alpha\" (first on line 3)"},
+    {"err_dup_server_11211.yml", 4, 7,
+     "server name \"10.0.0.1\" in pool \"gamma\" is the name twemproxy gives the unnamed server on "
+     "line 3"},
+    {"err_dup_server_mixed.yml", 4, 7,
+     "unnamed server \"10.0.0.1:6379\" in pool \"delta\" is named \"10.0.0.1:6379\" by twemproxy, "
+     "as is the server on line 3"},
+    {"err_dup_key.yml", 5, 3, "duplicate key \"timeout\" in pool \"alpha\" (first on line 2)"},
+    {"err_dup_pool.yml", 7, 1, "duplicate pool \"alpha\" (first on line 1)"},
+    {"err_dup_listen.yml", 6, 11,
+     "pools \"alpha\" and \"beta\" have the same listen address \"127.0.0.1:22121\""},
+    {"err_listen.yml", 2, 11,
+     "invalid listen address \"127.0.0.1\" in pool \"alpha\": expected \"host:port\" or "
+     "\"/path/to/socket [permissions]\""},
+    {"err_listen_brackets.yml", 2, 11,
+     "invalid listen address \"[::1]:22121\" in pool \"alpha\": twemproxy takes no brackets "
+     "here; write the IPv6 address bare, e.g. \"::1:22121\""},
+    {"err_listen_perm.yml", 2, 11,
+     "invalid listen address \"/tmp/omega.sock 0999\" in pool \"omega\": the permissions "
+     "\"0999\" are not an octal mode <= 0777"},
+    {"err_no_servers.yml", 1, 1, "pool \"alpha\" has no servers"},
+    {"err_redis_auth.yml", 3, 3,
+     "\"redis_auth\" is only valid in a redis pool (redis: true), as in twemproxy"},
+    {"err_nul.yml", 3, 15, "the value of \"redis_auth\" contains a NUL character"},
+    {"err_pool_scalar.yml", 1, 8,
+     "expected a mapping of settings for pool \"alpha\", got \"127.0.0.1:6379:1\""},
+    {"err_pool_empty_value.yml", 1, 1,
+     "expected a mapping of settings for pool \"alpha\", got an empty value"},
+    {"err_pool_name_empty.yml", 1, 1, "a pool name is empty"},
+    {"err_pool_name_sequence.yml", 1, 3, "expected a pool name, got a sequence"},
+    {"err_top_sequence.yml", 1, 1, "expected a mapping of pool names to pools, got a sequence"},
+    {"err_syntax_indent.yml", 3, 2,
+     "YAML syntax error: did not find expected key (while parsing a block mapping at line 1, "
+     "column 1)"},
+    {"err_syntax_quote.yml", 5, 1,
+     "YAML syntax error: found unexpected end of stream (while scanning a quoted scalar at line "
+     "2, column 11)"},
+    {"err_document_marker.yml", 1, 1,
+     "the document marker \"---\" is not allowed (twemproxy rejects it)"},
+    {"err_two_documents.yml", 4, 1, "a second YAML document: a config holds exactly one"},
+    {"err_anchor.yml", 2, 12, "anchors (&s) are not allowed in a config (twemproxy rejects them)"},
+    {"err_alias.yml", 2, 12, "aliases (*s) are not allowed in a config (twemproxy rejects them)"},
+    {"err_tag.yml", 2, 12,
+     "tags (tag:yaml.org,2002:int) are not allowed in a config (twemproxy rejects them)"},
+    {"err_empty.yml", 1, 1, "no pools: the file holds no YAML document"},
+    {"err_comments_only.yml", 2, 1, "no pools: the file holds no YAML document"},
+};
+
+static void test_error_fixtures(void **state)
+{
+    (void)state;
+    size_t bad = 0;
+    for (size_t i = 0; i < sizeof error_cases / sizeof error_cases[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", CH_CONFIG_FIXTURES, error_cases[i].file);
+        if (!check_error(path, CH_EINVAL, error_cases[i].line, error_cases[i].col,
+                         error_cases[i].msg))
+            bad++;
+    }
+    assert_int_equal(bad, 0);
+}
+
+/* Reader errors come as a byte offset; they get a line and column too. */
+static void test_bad_bytes(void **state)
+{
+    (void)state;
+    char path[64];
+    static const char utf8[] = "alpha:\n  servers:\n    - 127.0.0.1:6379:1 caf\xff\n";
+    write_tmp(path, utf8, sizeof utf8 - 1);
+    assert_true(check_error(path, CH_EINVAL, 3, 27,
+                            "invalid input: invalid leading UTF-8 octet (0xFF)"));
+    remove(path);
+
+    static const char ctrl[] = "alpha:\n  servers:\n    - 127.0.0.1:6379:1\x01\n";
+    write_tmp(path, ctrl, sizeof ctrl - 1);
+    assert_true(check_error(path, CH_EINVAL, 3, 23,
+                            "invalid input: control characters are not allowed (0x01)"));
+    remove(path);
+
+    /* A tab inside a server entry (in quotes, so YAML keeps it). */
+    static const char tab[] = "alpha:\n  servers:\n    - \"127.0.0.1:6379:1\\tx\"\n";
+    write_tmp(path, tab, sizeof tab - 1);
+    assert_true(check_error(path, CH_EINVAL, 3, 7,
+                            "invalid server \"127.0.0.1:6379:1?x\" in pool \"alpha\": it contains "
+                            "a control character (tab, newline, ...)"));
+    remove(path);
+}
+
+static void test_unreadable(void **state)
+{
+    (void)state;
+    assert_true(check_error(FIX("no_such_file.yml"), CH_EINVAL, 0, 0,
+                            "No such file or directory"));
+    assert_true(check_error(CH_CONFIG_FIXTURES, CH_EINVAL, 0, 0, "Is a directory"));
+
+    /* A path longer than the error's file field is cut, not overflowed. */
+    char longpath[400];
+    memset(longpath, 'x', sizeof longpath - 1);
+    longpath[0] = '/';
+    longpath[sizeof longpath - 1] = '\0';
+    ch_config *cfg = NULL;
+    ch_config_error err;
+    assert_int_equal(ch_config_load(longpath, &cfg, &err), CH_EINVAL);
+    assert_null(cfg);
+    assert_int_equal(strlen(err.file), sizeof err.file - 1);
+    assert_memory_equal(err.file, longpath, sizeof err.file - 1);
+    assert_int_equal(err.line, 0);
+    assert_string_equal(err.message, "File name too long");
+}
+
+static void test_bad_arguments(void **state)
+{
+    (void)state;
+    ch_config *cfg = NULL;
+    ch_config_error err;
+    assert_int_equal(ch_config_load(NULL, &cfg, &err), CH_EINVAL);
+    assert_string_equal(err.message, "invalid argument");
+    assert_int_equal(ch_config_load(FIX("valid_defaults.yml"), NULL, &err), CH_EINVAL);
+    assert_string_equal(err.file, FIX("valid_defaults.yml"));
+    /* err may be NULL, on success and on failure. */
+    assert_int_equal(ch_config_load(FIX("err_int.yml"), &cfg, NULL), CH_EINVAL);
+    assert_null(cfg);
+    assert_int_equal(ch_config_load(FIX("valid_defaults.yml"), &cfg, NULL), CH_OK);
+    ch_config_free(cfg);
+    ch_config_free(NULL);
+}
+
+static void test_error_str(void **state)
+{
+    (void)state;
+    ch_config_error err = {.file = "pools.yml", .line = 7, .column = 5};
+    snprintf(err.message, sizeof err.message, "unknown key \"hashh\" in pool \"alpha\"");
+    char buf[128];
+    assert_ptr_equal(ch_config_error_str(&err, buf, sizeof buf), buf);
+    assert_string_equal(buf, "pools.yml:7:5: unknown key \"hashh\" in pool \"alpha\"");
+    char small[12];
+    ch_config_error_str(&err, small, sizeof small);
+    assert_string_equal(small, "pools.yml:7");
+    assert_null(ch_config_error_str(&err, NULL, 10));
+    assert_ptr_equal(ch_config_error_str(&err, buf, 0), buf);
+    ch_config_error_str(NULL, buf, sizeof buf);
+    assert_string_equal(buf, "(no error)");
+}
+
+/* ---- size, garbage, depth ------------------------------------------------------------------ */
+
+static const char base[] = "alpha:\n  servers:\n    - 127.0.0.1:6379:1\n";
+
+static void test_size_limit(void **state)
+{
+    (void)state;
+    size_t max = CH_CONFIG_MAX_BYTES;
+    char *big = malloc(max + 1);
+    assert_non_null(big);
+    /* Exactly the limit: a valid file padded with one long comment line. */
+    memcpy(big, base, sizeof base - 1);
+    memset(big + sizeof base - 1, '#', max - (sizeof base - 1) - 1);
+    big[max - 1] = '\n';
+    char path[64];
+    write_tmp(path, big, max);
+    ch_config *cfg = load_ok(path);
+    assert_int_equal(cfg->npools, 1);
+    ch_config_free(cfg);
+    remove(path);
+
+    /* One byte more is refused before any parsing. */
+    big[max - 1] = '#';
+    big[max] = '\n';
+    write_tmp(path, big, max + 1);
+    free(big);
+    assert_true(check_error(path, CH_ETOOBIG, 0, 0,
+                            "the file is larger than 16777216 bytes, the limit "
+                            "(CH_CONFIG_MAX_BYTES)"));
+    remove(path);
+}
+
+/* Random bytes and random printable text are refused cleanly (or, for text, possibly loaded);
+ * every error has a position inside the file. */
+static void test_garbage(void **state)
+{
+    (void)state;
+    uint64_t rng = 42;
+    size_t len = 64 * 1024;
+    unsigned char *buf = malloc(len);
+    assert_non_null(buf);
+    static const char alphabet[] = "ab:- \n\"'{}[]&*!#|>%@`,?0123456789\t";
+    for (int round = 0; round < 40; round++) {
+        bool printable = round % 2 == 1;
+        for (size_t i = 0; i < len; i++)
+            buf[i] = printable ? (unsigned char)alphabet[tu_below(&rng, sizeof alphabet - 1)]
+                               : (unsigned char)tu_rand(&rng);
+        char path[64];
+        write_tmp(path, buf, len);
+        ch_config *cfg = NULL;
+        ch_config_error err;
+        int rc = ch_config_load(path, &cfg, &err);
+        remove(path);
+        if (rc == CH_OK) {
+            ch_config_free(cfg);
+            continue;
+        }
+        assert_int_equal(rc, CH_EINVAL);
+        assert_null(cfg);
+        assert_true(err.line >= 1 && err.column >= 1);
+        assert_true(err.line <= len + 1);
+        assert_true(err.message[0] != '\0');
+    }
+    free(buf);
+}
+
+/* Small edits of a real config: the loader never crashes or leaks, and errors point inside. */
+static void test_mutations(void **state)
+{
+    (void)state;
+    FILE *f = fopen(FIX("valid_readme.yml"), "rb");
+    assert_non_null(f);
+    char orig[4096];
+    size_t n = fread(orig, 1, sizeof orig, f);
+    fclose(f);
+    assert_true(n > 0 && n < sizeof orig);
+
+    static const char pokes[] = ":- \n\"'{}[]&*!#|>%\t0a\xff";
+    uint64_t rng = 7;
+    size_t failed = 0, loaded = 0;
+    for (int round = 0; round < 400; round++) {
+        char buf[4096];
+        memcpy(buf, orig, n);
+        size_t edits = 1 + tu_below(&rng, 4);
+        for (size_t e = 0; e < edits; e++)
+            buf[tu_below(&rng, n)] = pokes[tu_below(&rng, sizeof pokes - 1)];
+        size_t lines = 0; /* of the edited text: an edit may add a newline */
+        for (size_t i = 0; i < n; i++)
+            lines += buf[i] == '\n';
+        char path[64];
+        write_tmp(path, buf, n);
+        ch_config *cfg = NULL;
+        ch_config_error err;
+        int rc = ch_config_load(path, &cfg, &err);
+        remove(path);
+        if (rc == CH_OK) {
+            assert_true(cfg->npools >= 1);
+            ch_config_free(cfg);
+            loaded++;
+            continue;
+        }
+        failed++;
+        assert_int_equal(rc, CH_EINVAL);
+        if (!(err.line >= 1 && err.line <= lines + 1)) {
+            char msg[700];
+            fail_msg("round %d: %s", round, ch_config_error_str(&err, msg, sizeof msg));
+        }
+        assert_true(err.column >= 1);
+    }
+    assert_true(failed > 0 && loaded > 0);
+}
+
+static void test_deep_nesting(void **state)
+{
+    (void)state;
+    /* 2000 levels of block mappings: refused at the first level twemproxy does not have. */
+    size_t depth = 2000, cap = 8 + depth * (2 * depth + 4);
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    size_t len = (size_t)sprintf(buf, "alpha:\n");
+    for (size_t d = 1; d <= depth; d++) {
+        memset(buf + len, ' ', 2 * d);
+        len += 2 * d;
+        memcpy(buf + len, "k:\n", 3);
+        len += 3;
+    }
+    char path[64];
+    write_tmp(path, buf, len);
+    assert_true(check_error(path, CH_EINVAL, 2, 3, "unknown key \"k\" in pool \"alpha\""));
+    remove(path);
+
+    /* 100000 nested flow sequences: refused at the first bracket. */
+    len = 100000;
+    memset(buf, '[', len);
+    write_tmp(path, buf, len);
+    assert_true(check_error(path, CH_EINVAL, 1, 1,
+                            "flow sequences [...] are not allowed (twemproxy rejects them); write "
+                            "one \"- item\" per line, or quote a value that starts with '['"));
+    remove(path);
+    free(buf);
+}
+
+/* Many servers and pools load in expected linear time; the first duplicate in file order is
+ * the one reported. Long names are cut in messages. */
+static void test_many(void **state)
+{
+    (void)state;
+    size_t n = 100000, cap = 64 + n * 40;
+    char *buf = malloc(cap);
+    assert_non_null(buf);
+    size_t len = (size_t)sprintf(buf, "big:\n  servers:\n");
+    for (size_t i = 0; i < n; i++)
+        len += (size_t)sprintf(buf + len, "    - 10.%zu.%zu.%zu:6379:1\n", i >> 16, (i >> 8) & 255,
+                               i & 255);
+    char path[64];
+    write_tmp(path, buf, len);
+    ch_config *cfg = load_ok(path);
+    assert_int_equal(cfg->pools[0].nservers, n);
+    assert_string_equal(cfg->pools[0].servers[n - 1].host, "10.1.134.159");
+    assert_int_equal(cfg->pools[0].servers[n - 1].line, n + 2);
+    ch_config_free(cfg);
+    remove(path);
+
+    /* Append two duplicates: the earlier one in the file is reported. */
+    len += (size_t)sprintf(buf + len, "    - 10.0.0.7:6379:1\n    - 10.0.0.3:6379:1\n");
+    write_tmp(path, buf, len);
+    assert_true(check_error(path, CH_EINVAL, (unsigned)n + 3, 7,
+                            "duplicate server \"10.0.0.7:6379\" in pool \"big\" (first on line 10)"));
+    remove(path);
+
+    /* 20000 pools. */
+    len = 0;
+    for (size_t i = 0; i < 20000; i++)
+        len += (size_t)sprintf(buf + len, "p%zu:\n  listen: 127.0.0.1:%zu\n  servers:\n    - h:1:1\n",
+                               i, 1000 + i);
+    write_tmp(path, buf, len);
+    cfg = load_ok(path);
+    assert_int_equal(cfg->npools, 20000);
+    assert_ptr_equal(ch_config_pool(cfg, "p19999"), &cfg->pools[19999]);
+    ch_config_free(cfg);
+    remove(path);
+
+    /* A 1000-character pool name is cut to 48 bytes and "..." in the message. */
+    len = 0;
+    memset(buf, 'a', 1000);
+    len = 1000 + (size_t)sprintf(buf + 1000, ":\n  hash: md5\n");
+    write_tmp(path, buf, len);
+    char msg[128];
+    snprintf(msg, sizeof msg, "pool \"%.48s...\" has no servers", buf);
+    assert_true(check_error(path, CH_EINVAL, 1, 1, msg));
+    remove(path);
+    free(buf);
+}
+
+/* ---- the string parsers -------------------------------------------------------------------- */
+
+static void test_parse_int(void **state)
+{
+    (void)state;
+    int v = -7;
+    assert_int_equal(ch__conf_parse_int("0", 1, &v), CH__NUM_OK);
+    assert_int_equal(v, 0);
+    assert_int_equal(ch__conf_parse_int("0400", 4, &v), CH__NUM_OK);
+    assert_int_equal(v, 400);
+    assert_int_equal(ch__conf_parse_int("2147483647", 10, &v), CH__NUM_OK);
+    assert_int_equal(v, INT_MAX);
+    assert_int_equal(ch__conf_parse_int("2147483648", 10, &v), CH__NUM_RANGE);
+    assert_int_equal(ch__conf_parse_int("99999999999999999999999", 23, &v), CH__NUM_RANGE);
+    assert_int_equal(ch__conf_parse_int("-1", 2, &v), CH__NUM_NEG);
+    assert_int_equal(ch__conf_parse_int("-", 1, &v), CH__NUM_BAD);
+    assert_int_equal(ch__conf_parse_int("", 0, &v), CH__NUM_BAD);
+    assert_int_equal(ch__conf_parse_int("+1", 2, &v), CH__NUM_BAD);
+    assert_int_equal(ch__conf_parse_int(" 1", 2, &v), CH__NUM_BAD);
+    assert_int_equal(ch__conf_parse_int("1_000", 5, &v), CH__NUM_BAD);
+    assert_int_equal(ch__conf_parse_int("0x10", 4, &v), CH__NUM_BAD);
+    assert_int_equal(ch__conf_parse_int("1.0", 3, &v), CH__NUM_BAD);
+    assert_int_equal(v, INT_MAX); /* untouched by failures */
+}
+
+static void test_parse_server(void **state)
+{
+    (void)state;
+    const struct {
+        const char *in, *addr, *host;
+        int port, weight;
+        const char *name;
+    } good[] = {
+        {"127.0.0.1:6379:1", "127.0.0.1:6379", "127.0.0.1", 6379, 1, NULL},
+        {"127.0.0.1:6379:1 server1", "127.0.0.1:6379", "127.0.0.1", 6379, 1, "server1"},
+        {"cache-01.example.com:11211:100000", "cache-01.example.com:11211",
+         "cache-01.example.com", 11211, 100000, NULL},
+        {"/tmp/redis.sock:3", "/tmp/redis.sock", "/tmp/redis.sock", 0, 3, NULL},
+        {"/tmp/a:b.sock:3 s", "/tmp/a:b.sock", "/tmp/a:b.sock", 0, 3, "s"},
+        {"[::1]:6379:2", "[::1]:6379", "::1", 6379, 2, NULL},
+        {"fe80::1%eth0:1:1", "fe80::1%eth0:1", "fe80::1%eth0", 1, 1, NULL},
+        {"::ffff:10.0.0.1:65535:1 n:1", "::ffff:10.0.0.1:65535", "::ffff:10.0.0.1", 65535, 1,
+         "n:1"},
+        {"h:1:1 \xc3\xa9t\xc3\xa9", "h:1", "h", 1, 1, "\xc3\xa9t\xc3\xa9"},
+    };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        ch__conf_addr a;
+        char why[160] = "";
+        if (!ch__conf_parse_server(good[i].in, strlen(good[i].in), &a, why, sizeof why))
+            fail_msg("%s: %s", good[i].in, why);
+        assert_int_equal(a.addr_len, strlen(good[i].addr));
+        assert_memory_equal(good[i].in, good[i].addr, a.addr_len);
+        assert_int_equal(a.host_len, strlen(good[i].host));
+        assert_memory_equal(a.host, good[i].host, a.host_len);
+        assert_int_equal(a.port, good[i].port);
+        assert_int_equal(a.weight, good[i].weight);
+        if (good[i].name == NULL) {
+            assert_null(a.name);
+        } else {
+            assert_int_equal(a.name_len, strlen(good[i].name));
+            assert_memory_equal(a.name, good[i].name, a.name_len);
+        }
+    }
+
+    const struct {
+        const char *in, *why;
+    } bad[] = {
+        {"", "expected \"host:port:weight [name]\" or \"/path/to/socket:weight [name]\""},
+        {"127.0.0.1", "expected \"host:port:weight [name]\" or \"/path/to/socket:weight [name]\""},
+        {"/tmp/sock", "expected \"host:port:weight [name]\" or \"/path/to/socket:weight [name]\""},
+        {":6379:1", "the host is empty"},
+        {"a b:1:1", "expected \"host:port:weight [name]\" or \"/path/to/socket:weight [name]\""},
+        {"h:0:1", "the port \"0\" is not an integer in 1..65535"},
+        {"h:65536:1", "the port \"65536\" is not an integer in 1..65535"},
+        {"h::1", "the port \"\" is not an integer in 1..65535"},
+        {"h:1:", "the weight \"\" is not an integer > 0"},
+        {"h:1:-1", "the weight \"-1\" is not an integer > 0"},
+        {"h:1:0 n", "the weight \"0\" is not an integer > 0"},
+        {"h:1:2147483648", "the weight \"2147483648\" is out of range (maximum 2147483647)"},
+        {"/tmp/s:x", "the weight \"x\" is not an integer > 0"},
+        {"h:1:1 ", "the name after the space is empty"},
+        {"h:1:1  n", "only one name may follow the weight, after a single space"},
+        {"[::1:6379:1", "the host \"[::1\" is not a valid [IPv6] address"},
+        {"[]:6379:1", "the host \"[]\" is not a valid [IPv6] address"},
+        {"[h]:6379:1", "the host \"[h]\" is not a valid [IPv6] address"},
+        {"a_b.c-d/e:1:1", "the host \"a_b.c-d/e\" is not a hostname, IPv4 or IPv6 address"},
+        {"h:1:1\tn", "it contains a control character (tab, newline, ...)"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ch__conf_addr a;
+        char why[160] = "";
+        if (ch__conf_parse_server(bad[i].in, strlen(bad[i].in), &a, why, sizeof why))
+            fail_msg("accepted \"%s\"", bad[i].in);
+        if (strcmp(why, bad[i].why) != 0)
+            fail_msg("\"%s\": want \"%s\", got \"%s\"", bad[i].in, bad[i].why, why);
+    }
+}
+
+static void test_parse_listen(void **state)
+{
+    (void)state;
+    ch__conf_addr a;
+    char why[160];
+    assert_true(ch__conf_parse_listen("0.0.0.0:22121", 13, &a, why, sizeof why));
+    assert_int_equal(a.port, 22121);
+    assert_int_equal(a.host_len, 7);
+    assert_int_equal(a.perm, -1);
+    assert_true(ch__conf_parse_listen("/var/run/n.sock 0600", 20, &a, why, sizeof why));
+    assert_int_equal(a.host_len, 15);
+    assert_int_equal(a.perm, 0600);
+    assert_int_equal(a.port, 0);
+    assert_true(ch__conf_parse_listen("/var/run/n.sock", 15, &a, why, sizeof why));
+    assert_int_equal(a.perm, -1);
+    assert_true(ch__conf_parse_listen(":::22121", 8, &a, why, sizeof why));
+    assert_int_equal(a.host_len, 2);
+    assert_int_equal(a.port, 22121);
+    assert_false(ch__conf_parse_listen("[::]:22121", 10, &a, why, sizeof why));
+    assert_false(ch__conf_parse_listen("/s 08", 5, &a, why, sizeof why));
+    assert_string_equal(why, "the permissions \"08\" are not an octal mode <= 0777");
+    assert_false(ch__conf_parse_listen("/s 01000", 8, &a, why, sizeof why));
+    assert_false(ch__conf_parse_listen("/s ", 3, &a, why, sizeof why));
+    assert_false(ch__conf_parse_listen("localhost:0", 11, &a, why, sizeof why));
+    assert_string_equal(why, "the port \"0\" is not an integer in 1..65535");
+    assert_false(ch__conf_parse_listen("", 0, &a, why, sizeof why));
+    assert_string_equal(why, "expected \"host:port\" or \"/path/to/socket [permissions]\"");
+}
+
+static void test_quote(void **state)
+{
+    (void)state;
+    char buf[CH__QUOTE_MAX + 4];
+    assert_string_equal(ch__conf_quote(buf, sizeof buf, "a\tb\n", 4), "a?b?");
+    char in[100];
+    memset(in, 'x', sizeof in);
+    ch__conf_quote(buf, sizeof buf, in, sizeof in);
+    assert_int_equal(strlen(buf), CH__QUOTE_MAX + 3);
+    assert_string_equal(buf + CH__QUOTE_MAX, "...");
+    /* A 2-byte character straddling the cut is dropped whole. */
+    memset(in, 'x', sizeof in);
+    in[CH__QUOTE_MAX - 1] = '\xc3';
+    in[CH__QUOTE_MAX] = '\xa9';
+    ch__conf_quote(buf, sizeof buf, in, sizeof in);
+    assert_int_equal(strlen(buf), CH__QUOTE_MAX - 1 + 3);
+    /* A tiny buffer is never overrun. */
+    char tiny[3];
+    assert_string_equal(ch__conf_quote(tiny, sizeof tiny, "abcdef", 6), "ab");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_all_keys),
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_readme_pools),
+        cmocka_unit_test(test_sockets_and_names),
+        cmocka_unit_test(test_twemproxy_quirks),
+        cmocka_unit_test(test_error_fixtures),
+        cmocka_unit_test(test_bad_bytes),
+        cmocka_unit_test(test_unreadable),
+        cmocka_unit_test(test_bad_arguments),
+        cmocka_unit_test(test_error_str),
+        cmocka_unit_test(test_size_limit),
+        cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_mutations),
+        cmocka_unit_test(test_deep_nesting),
+        cmocka_unit_test(test_many),
+        cmocka_unit_test(test_parse_int),
+        cmocka_unit_test(test_parse_server),
+        cmocka_unit_test(test_parse_listen),
+        cmocka_unit_test(test_quote),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
