@@ -20,8 +20,10 @@ test: bootstrap
 	@cmake --build $(TEST) -j $(JOBS)
 	cd $(TEST) && ctest --output-on-failure -j $(JOBS)
 
+# The library from C (examples/route_demo.c), then the story through the CLI (tools/chash/demo.sh).
 demo: build
 	@$(RELEASE)/examples/route_demo
+	@tools/chash/demo.sh $(RELEASE)
 
 bench: build
 	@$(RELEASE)/bench/bench_place

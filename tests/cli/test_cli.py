@@ -1,0 +1,523 @@
+#!/usr/bin/python3
+"""
+test_cli.py -- tests of the chash CLI against the library's properties.
+
+usage: test_cli.py PATH/TO/chash GROUP      (GROUP: one of GROUPS below; ctest runs each)
+
+Every tolerance below is derived from the spread of the quantity it bounds, and the comment next
+to it says how. Two spreads recur:
+  - sampling: a fraction p measured on n keys has standard deviation sqrt(p (1 - p) / n); at
+    n = 1,000,000 and p = 1/9 that is 0.031 percentage points;
+  - ring randomness: a node holding k of the ring's P points owns a Beta(k, P - k) share, whose
+    standard deviation relative to its mean is sqrt((P - k) / (k (P + 1))): about 8% at 160
+    points per node. This is a property of the node names, not noise of the measurement; it is
+    why a ring's moved fraction is compared with the exact share from `chash plan` (and with
+    1/(N+1) only at 10,000 points per node).
+"""
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+CHASH = sys.argv[1] if len(sys.argv) > 1 else "chash"
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
+MILLION = 1000000
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def run(*args, stdin=None, rc=0):
+    """Runs chash; checks the exit status; returns (stdout, stderr)."""
+    p = subprocess.run([CHASH, *args], input=stdin, capture_output=True, text=True)
+    if p.returncode != rc:
+        raise Fail("chash %s: exit %d, wanted %d\nstdout: %s\nstderr: %s"
+                   % (" ".join(args), p.returncode, rc, p.stdout[:2000], p.stderr[:2000]))
+    return p.stdout, p.stderr
+
+
+def run_json(*args):
+    out, err = run(*args, "--json")
+    try:
+        return json.loads(out), err
+    except json.JSONDecodeError as e:
+        raise Fail("chash %s --json: not JSON (%s):\n%s" % (" ".join(args), e, out[:2000]))
+
+
+def near(x, want, tol, what):
+    check(abs(x - want) <= tol, "%s: %.6f, wanted %.6f +- %.6f" % (what, x, want, tol))
+
+
+def sampling_sd(p, n):
+    return math.sqrt(p * (1 - p) / n)
+
+
+def by_algo(doc):
+    return {r["algo"]: r for r in doc["results"]}
+
+
+def is_num(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def check_fields(obj, fields, what):
+    """fields: name -> a type or a predicate, for exactly the keys obj must have."""
+    check(isinstance(obj, dict), "%s: not an object: %r" % (what, obj))
+    check(set(obj) == set(fields), "%s: keys %s, wanted %s" % (what, sorted(obj), sorted(fields)))
+    for k, ok in fields.items():
+        good = isinstance(obj[k], ok) if isinstance(ok, type) else ok(obj[k])
+        check(good, "%s: bad %s: %r" % (what, k, obj[k]))
+
+
+# ---- help -------------------------------------------------------------------------------------
+
+COMMANDS = ["lookup", "simulate", "sweep", "hashcheck", "bench", "plan", "report"]
+
+
+def test_help():
+    out, _ = run("--help")
+    for c in COMMANDS:
+        check(re.search(r"^  %s " % c, out, re.M), "chash --help does not list %s" % c)
+    for c in COMMANDS:
+        out, err = run(c, "--help")
+        check(out.startswith("usage: chash %s" % c), "%s --help: no usage line" % c)
+        check("\nexample:\n  chash %s " % c in out, "%s --help: no example" % c)
+        check(err == "", "%s --help wrote to stderr" % c)
+        # The example in the help must itself be a valid command line (here: its options parse).
+        example = out.split("example:\n  ")[1].split("\n")[0].split()
+        check(example[:2] == ["chash", c], "%s --help: odd example %r" % (c, example))
+
+
+# ---- lookup -----------------------------------------------------------------------------------
+
+def test_lookup():
+    out, err = run("lookup", "--nodes", "cache-01,cache-02,cache-03:2", "user:42", "user:43")
+    lines = out.splitlines()
+    check(len(lines) == 2 and err == "", "lookup: %r %r" % (out, err))
+    for line, key in zip(lines, ["user:42", "user:43"]):
+        k, owner = line.split("\t")
+        check(k == key and owner in ("cache-01", "cache-02", "cache-03"), "lookup line %r" % line)
+
+    # '-' reads stdin, one key per line, and gives what the same keys as arguments give.
+    # Replicas: min(R, N) distinct nodes, the owner first (jump has no replicas).
+    keys = ["key:%d" % i for i in range(300)] + ["", "with space", "tab-less:\u00fc"]
+    for algo in ("ring", "modulo", "rendezvous", "jump", "maglev"):
+        a, _ = run("lookup", "--nodes", "5", "--algo", algo, *keys)
+        b, _ = run("lookup", "--nodes", "5", "--algo", algo, "-", stdin="\n".join(keys) + "\n")
+        check(a == b, "lookup %s: stdin and arguments differ" % algo)
+        check([l.split("\t")[0] for l in b.split("\n")[:-1]] == keys, "lookup %s: keys" % algo)
+        if algo == "jump":
+            continue
+        rep, _ = run("lookup", "--nodes", "5", "--algo", algo, "--replicas", "3", *keys)
+        for r, o in zip(rep.splitlines(), a.splitlines()):
+            f = r.split("\t")
+            check(len(f) == 4 and len(set(f[1:])) == 3, "replicas %s: %r" % (algo, r))
+            check(f[1] == o.split("\t")[1], "replicas %s: owner first: %r vs %r" % (algo, r, o))
+    rep, _ = run("lookup", "--nodes", "3", "--replicas", "10", "k")
+    check(len(rep.rstrip("\n").split("\t")) == 4, "replicas > N: %r" % rep)
+
+    # Streaming: with stdin still open, answers for the first keys arrive (a lookup does not
+    # wait for the end of its input, so it never holds millions of keys).
+    p = subprocess.Popen([CHASH, "lookup", "--nodes", "4", "-"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    done = threading.Event()
+
+    def feed():  # a writer of its own, so neither side can block the other
+        p.stdin.write("".join("stream:%d\n" % i for i in range(20000)))
+        p.stdin.flush()
+        done.wait()
+        p.stdin.close()
+
+    writer = threading.Thread(target=feed)
+    writer.start()
+    first = p.stdout.readline()  # blocks until output; the ctest timeout ends a hang
+    check(first.startswith("stream:0\tnode-"), "streaming: first line %r" % first)
+    done.set()
+    rest = p.stdout.read()
+    writer.join()
+    check(p.wait() == 0 and rest.count("\n") == 19999, "streaming: output incomplete")
+
+    # --config: owners as host:port, then the server's name when the pool names its servers.
+    # The ids are the names (else host:port) and the weights come from the file, so the owners
+    # must be those of the equivalent --nodes list.
+    pools = os.path.join(FIXTURES, "pools.yml")
+    addr = {"cache-a": "127.0.0.1:6379", "cache-b": "127.0.0.1:6380", "cache-c": "127.0.0.1:6381"}
+    keys = ["user:%d" % i for i in range(200)]
+    named, _ = run("lookup", "--config", pools, "--pool", "named", "--replicas", "2", *keys)
+    same, _ = run("lookup", "--nodes", "cache-a:1,cache-b:1,cache-c:2", "--replicas", "2", *keys)
+    for n, s in zip(named.splitlines(), same.splitlines()):
+        k, a1, n1, a2, n2 = n.split("\t")
+        _, s1, s2 = s.split("\t")
+        check((n1, n2) == (s1, s2) and addr[n1] == a1 and addr[n2] == a2,
+              "lookup --config named: %r vs %r" % (n, s))
+    plain, _ = run("lookup", "--config", pools, "--pool", "plain", *keys)
+    same, _ = run("lookup", "--nodes", "10.0.0.1:11211:1,10.0.0.2:11211:1,10.0.0.3:11211:1", *keys)
+    check(plain == same, "lookup --config plain: ids must be host:port")
+    check(len(plain.splitlines()[0].split("\t")) == 2, "lookup --config plain: one column")
+    out, err = run("lookup", "--config", pools, "k", rc=2)
+    check("--pool" in err and "named" in err and "plain" in err, "two pools: %r" % err)
+
+
+# ---- simulate: moved fractions at 1M keys -----------------------------------------------------
+
+def test_simulate():
+    doc, _ = run_json("simulate", "--nodes", "8", "--add", "node-9", "--keys", str(MILLION))
+    r = by_algo(doc)
+    check(set(r) == {"modulo", "ring", "rendezvous", "jump", "maglev"}, "algos %s" % sorted(r))
+    check(doc["keys"] == MILLION and doc["old_nodes"] == 8 and doc["new_nodes"] == 9, "header")
+    for a in r.values():
+        near(a["theory"], 1 / 9, 1e-6, "theory 8 -> 9")
+    # Rendezvous and jump move exactly the new node's share, 1/(N+1), in expectation: the only
+    # spread is sampling (0.031 pp), so +-0.5 pp is 16 standard deviations.
+    for algo in ("rendezvous", "jump"):
+        near(r[algo]["moved_fraction"], 1 / 9, 0.005, "%s moved 8 -> 9" % algo)
+    # Modulo keeps a key only when h % 8 == h % 9, i.e. h mod 72 < 8: it moves 8/9 = N/(N+1).
+    near(r["modulo"]["moved_fraction"], 8 / 9, 0.005, "modulo moved 8 -> 9")
+    # The ring moves exactly the new node's arcs, whose size is Beta-distributed around 1/9
+    # (sd ~0.9 pp at 160 points per node): compare with the exact share from the plan, up to
+    # 5 sampling standard deviations ...
+    plan, _ = run_json("plan", "8", "9")
+    check(plan["method"] == "exact", "ring plan not exact")
+    tol = 5 * sampling_sd(plan["moved_fraction"], MILLION)
+    near(r["ring"]["moved_fraction"], plan["moved_fraction"], tol, "ring moved vs exact plan")
+    # ... and with 1/(N+1) itself at 10,000 points per node, where the Beta sd is 0.105 pp and
+    # +-0.5 pp is 4.8 of it.
+    doc, _ = run_json("simulate", "--nodes", "8", "--add", "node-9", "--keys", str(MILLION),
+                      "--algo", "ring", "--vnodes", "10000")
+    near(doc["results"][0]["moved_fraction"], 1 / 9, 0.005, "ring (10000 vnodes) moved 8 -> 9")
+
+    # A node lost, 8 -> 7: the last one, so jump keeps its promise; modulo keeps h mod 56 < 7.
+    doc, _ = run_json("simulate", "--nodes", "8", "--remove", "node-8", "--keys", str(MILLION),
+                      "--algo", "modulo,rendezvous,jump")
+    r = by_algo(doc)
+    for algo in ("rendezvous", "jump"):
+        near(r[algo]["moved_fraction"], 1 / 8, 0.005, "%s moved 8 -> 7" % algo)
+    near(r["modulo"]["moved_fraction"], 7 / 8, 0.005, "modulo moved 8 -> 7")
+    # Removing a node from the middle renumbers jump's buckets after it: far more than 1/8
+    # moves (documented in ALGORITHMS.md), while rendezvous still moves 1/8.
+    doc, _ = run_json("simulate", "--nodes", "8", "--remove", "node-3", "--keys", "100000",
+                      "--algo", "rendezvous,jump")
+    r = by_algo(doc)
+    check(r["jump"]["moved_fraction"] > 0.5, "jump, middle node removed: %r" % r["jump"])
+    near(r["rendezvous"]["moved_fraction"], 1 / 8, 0.01, "rendezvous, middle node removed")
+
+    # Without a change: loads only.
+    doc, _ = run_json("simulate", "--nodes", "5", "--keys", "50000")
+    for a in doc["results"]:
+        check(a["moved_fraction"] is None and a["theory"] is None, "no change: %r" % a)
+        check(len(a["loads"]) == 5, "no change: loads")
+    # --to and --add N give the same fleet as the list; --key-file reads keys from a file.
+    a, _ = run_json("simulate", "--nodes", "4", "--add", "2", "--keys", "20000")
+    b, _ = run_json("simulate", "--nodes", "4", "--to", "6", "--keys", "20000")
+    check(a["results"] == b["results"], "--add 2 and --to 6 differ")
+    with tempfile.NamedTemporaryFile("w", suffix=".keys") as f:
+        f.write("".join("key:0:%d\n" % i for i in range(20000)))
+        f.flush()
+        c, _ = run_json("simulate", "--nodes", "4", "--to", "6", "--key-file", f.name)
+    check(c["results"] == b["results"], "--key-file of the generated keys differs")
+    out, _ = run("simulate", "--nodes", "8", "--add", "node-9", "--keys", "20000")
+    check(re.search(r"^ring +\d+\.\d\d% +11\.11% ", out, re.M), "text output:\n" + out)
+
+
+def test_weights():
+    w = {"a": 4, "b": 4, "c": 1, "d": 1}
+    W = sum(w.values())
+    doc, err = run_json("simulate", "--nodes", "a:4,b:4,c:1,d:1", "--keys", str(MILLION))
+    r = by_algo(doc)
+    check(doc["skipped"] == ["modulo", "jump"] and set(r) == {"ring", "rendezvous", "maglev"},
+          "weights: modulo and jump must be skipped: %r" % doc["skipped"])
+    check("modulo skipped" in err and "jump skipped" in err, "no skip note: %r" % err)
+    for node, wi in w.items():
+        p = wi / W
+        # A load is keys / (n p): its sampling sd is sqrt((1 - p) / (n p)), 0.3% for p = 0.1.
+        samp = math.sqrt((1 - p) / (MILLION * p))
+        # Rendezvous gives node i the probability w_i / W exactly (logarithmic method).
+        near(r["rendezvous"]["loads"][node], 1.0, 5 * samp, "rendezvous load of %s" % node)
+        # Maglev's shares are whole slots of 65537 taken in turns of w_i / w_max: off by at most
+        # a few slots (N / (M p) < 0.1%), plus sampling.
+        near(r["maglev"]["loads"][node], 1.0, 5 * samp + 0.001, "maglev load of %s" % node)
+        # The ring: k = 160 w points of P = 1600; Beta sd sqrt((P - k) / (k (P + 1))) is 7.5%
+        # for the light nodes and 3.1% for the heavy ones; 4.5 sd of it plus sampling.
+        P, k = 160 * W, 160 * wi
+        beta = math.sqrt((P - k) / (k * (P + 1)))
+        near(r["ring"]["loads"][node], 1.0, 4.5 * math.hypot(beta, samp),
+             "ring load of %s" % node)
+    # Asking for an algorithm without weights by name is an error, not a skip.
+    _, err = run("simulate", "--nodes", "a:4,b:1", "--algo", "jump", "--keys", "10", rc=1)
+    check("no weights" in err, err)
+
+
+# ---- JSON of every subcommand -----------------------------------------------------------------
+
+ODD = ['quote"d', "back\\slash", "tab\there", "ctl\x01", "utf8-\u00e9"]
+
+
+def test_json():
+    ids = ",".join(ODD)
+    num, s, n, nul = is_num, (lambda x: isinstance(x, str)), (lambda x: isinstance(x, int)), \
+        (lambda x: x is None)
+    # simulate, with ids that need escaping.
+    doc, _ = run_json("simulate", "--nodes", ids, "--add", "new", "--keys", "20000")
+    check_fields(doc, {"keys": n, "hash": s, "vnodes": n, "old_nodes": n, "new_nodes": n,
+                       "results": lambda x: isinstance(x, list) and len(x) == 5,
+                       "skipped": lambda x: x == []}, "simulate")
+    for r in doc["results"]:
+        check_fields(r, {"algo": s, "moved_fraction": num, "theory": num, "min_load": num,
+                         "max_load": num, "stddev_load": num,
+                         "loads": lambda x: sorted(x) == sorted(ODD + ["new"])}, "simulate result")
+        check(r["min_load"] <= 1 <= r["max_load"] or r["min_load"] == r["max_load"], "min/max")
+        check(all(is_num(v) for v in r["loads"].values()), "loads")
+
+    # sweep: stddev against vnodes follows the 1/sqrt(vnodes) theory within 3x at each point
+    # (the ratio of a sample stddev over 8 nodes to its expectation rarely leaves [1/3, 3]).
+    doc, _ = run_json("sweep", "--nodes", "8", "--vnodes", "1,10,100,1000")
+    check_fields(doc, {"algo": s, "hash": s, "nodes": n, "results": list}, "sweep")
+    for r in doc["results"]:
+        check_fields(r, {"vnodes": n, "points": n, "bytes": n, "min_load": num, "max_load": num,
+                         "stddev_load": num, "theory_stddev": num}, "sweep result")
+        check(r["points"] == 8 * r["vnodes"] and r["bytes"] > 8 * r["points"], "sweep points")
+        if r["vnodes"] >= 10:
+            check(1 / 3 < r["stddev_load"] / r["theory_stddev"] < 3, "sweep vs theory: %r" % r)
+        # 8 nodes of v points: sqrt((P - k) / (k (P + 1))) = sqrt(7 / (8 v + 1)).
+        near(r["theory_stddev"], math.sqrt(7 / (8 * r["vnodes"] + 1)), 1e-4, "sweep theory")
+    sd = [r["stddev_load"] for r in doc["results"]]
+    check(sd[0] > sd[-1] * 5, "balance must improve with vnodes: %r" % sd)
+
+    # hashcheck
+    doc, _ = run_json("hashcheck", "--keys", "20000")
+    check_fields(doc, {"nodes": n, "vnodes": n, "keys": n, "alpha": num, "results": list},
+                 "hashcheck")
+    pnum = lambda x: is_num(x) and 0 <= x <= 1
+    for r in doc["results"]:
+        check_fields(r, {"hash": s, "verdict": lambda x: x in ("pass", "fail"), "failed": list,
+                         "spread": dict, "balance": dict, "keys": dict}, "hashcheck result")
+        check_fields(r["spread"], {"p": pnum, "nodes_tested": n, "worst_node": s,
+                                   "worst_node_p": pnum, "max_gap": num, "expected_gap": num},
+                     "hashcheck spread")
+        check_fields(r["balance"], {"p": pnum, "min_load": num, "max_load": num,
+                                    "stddev_load": num, "theory_stddev": num}, "hashcheck balance")
+        check_fields(r["keys"], {"p": pnum, "chi2": num, "buckets": n}, "hashcheck keys")
+        check((r["verdict"] == "pass") == (r["failed"] == []), "verdict vs failed")
+
+    # bench
+    doc, _ = run_json("bench", "--algo", "ring,jump", "--hash", "fnv1a32_fmix,xxh3", "--keys",
+                      "2000")
+    check_fields(doc, {"keys": n, "results": lambda x: len(x) == 4}, "bench")
+    for r in doc["results"]:
+        check_fields(r, {"algo": s, "hash": s, "nodes": n, "points": n, "ns_per_lookup": num,
+                         "hash_ns": num, "ratio": num}, "bench result")
+        check(r["ns_per_lookup"] > 0 and r["hash_ns"] > 0, "bench times")
+        near(r["ratio"], r["ns_per_lookup"] / r["hash_ns"], 1e-4 * r["ratio"], "bench ratio")
+        check(r["nodes"] == 8 and r["points"] == (1280 if r["algo"] == "ring" else 8), "points")
+
+    # plan, exact and sampled, with odd ids.
+    for algo, method in (("ring", "exact"), ("rendezvous", "sampled")):
+        doc, _ = run_json("plan", ids, ids + ",new", "--algo", algo, "--keys", "20000")
+        side = {"source": s, "nodes": n, "hash": s, "vnodes": n}
+        check_fields(doc, {"algo": s, "old": dict, "new": dict, "method": lambda x: x == method,
+                           "sample_keys": (nul if method == "exact" else n),
+                           "moved_fraction": num, "theory": num, "flows": list,
+                           "warnings": lambda x: x == []}, "plan")
+        check_fields(doc["old"], side, "plan old")
+        for f in doc["flows"]:
+            check_fields(f, {"from": lambda x: x in ODD, "to": lambda x: x == "new",
+                             "fraction": num}, "plan flow")
+        near(sum(f["fraction"] for f in doc["flows"]), doc["moved_fraction"], 1e-5, "flows sum")
+
+
+# ---- usage and runtime errors -----------------------------------------------------------------
+
+USAGE = [  # exit 2, one line naming the problem, nothing on stdout
+    ([], "missing command"),
+    (["frob"], "unknown command"),
+    (["simulate", "--bogus"], "unknown option '--bogus'"),
+    (["simulate", "--keys"], "needs a value"),
+    (["simulate", "--keys", "0"], "--keys"),
+    (["simulate", "--keys", "12x"], "--keys"),
+    (["simulate", "--algo", "ring,foo"], "unknown name 'foo'"),
+    (["simulate", "--hash", "crc32"], "unknown name 'crc32'"),
+    (["simulate", "--replicas", "2"], "does not apply"),
+    (["simulate", "--nodes", "a,a"], "appears twice"),
+    (["simulate", "--nodes", "a:-1"], "weight"),
+    (["simulate", "--nodes", "a,,b"], "empty node id"),
+    (["simulate", "--remove", "node-99"], "no such node"),
+    (["simulate", "--add", "node-1"], "already"),
+    (["simulate", "--to", "3", "--add", "x"], "either --to"),
+    (["simulate", "--keys", "5", "--key-file", "f"], "either --keys"),
+    (["simulate", "--nodes", "3", "--config", "f"], "either --nodes"),
+    (["simulate", "--table-size", "65536"], "prime"),
+    (["lookup"], "no keys"),
+    (["lookup", "--algo", "ring,jump", "k"], "one algorithm"),
+    (["lookup", "--algo", "jump", "--replicas", "2", "k"], "jump"),
+    (["lookup", "--pool", "x", "k"], "--pool needs --config"),
+    (["sweep", "--vnodes", "10,x"], "--vnodes"),
+    (["sweep", "extra"], "unexpected argument"),
+    (["plan", "3"], "OLD and NEW"),
+    (["plan", "3", "4", "--nodes", "5"], "arguments"),
+    (["plan", "3", "4", "--new-hash", "nope"], "unknown name"),
+    (["hashcheck", "--seed", "-1"], "--seed"),
+    (["bench", "--json", "--out", "x"], "does not apply"),
+]
+
+RUNTIME = [  # exit 1 with a message
+    (["simulate", "--key-file", "/nonexistent/keys"], "cannot open /nonexistent/keys"),
+    (["lookup", "--config", "/nonexistent.yml", "k"], "/nonexistent.yml"),
+    (["simulate", "--nodes", "a:2,b", "--algo", "modulo"], "no weights"),
+    (["simulate", "--table-size", "5", "--algo", "maglev"], "prime > 8"),
+    (["report", "--out", "/nonexistent/dir/report.html"], "cannot write"),
+]
+
+
+def test_errors():
+    for args, msg in USAGE:
+        out, err = run(*args, rc=2)
+        check(out == "", "%r: wrote to stdout: %r" % (args, out))
+        check(err.count("\n") == 1 and msg in err, "%r: wanted one line with %r, got %r"
+              % (args, msg, err))
+    for args, msg in RUNTIME:
+        out, err = run(*args, rc=1)
+        check(msg in err and err.endswith("\n"), "%r: wanted %r, got %r" % (args, msg, err))
+    # A weight in the port range is probably a port: a warning, not an error.
+    out, err = run("lookup", "--nodes", "10.0.0.1:11211,10.0.0.2:11211", "k")
+    check(out.startswith("k\t10.0.0.") and "write 10.0.0.1:11211:1" in err, err)
+    with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
+        f.write("pool:\n  servers:\n   - 127.0.0.1:6379:1\n  bogus_key: 1\n")
+        f.flush()
+        _, err = run("lookup", "--config", f.name, "k", rc=1)
+        check(re.search(re.escape(f.name) + r":\d+:\d+: ", err), "config error position: " + err)
+
+
+# ---- plan -------------------------------------------------------------------------------------
+
+def test_plan():
+    # plan and simulate agree on the moved fraction. The ring plan is exact, simulate samples
+    # 1M keys: they agree within 5 sampling sd. Rendezvous plans by sampling the same generated
+    # keys as simulate: the same fraction, to the printed precision.
+    for change in (["--add", "node-9"], ["--remove", "node-3"]):
+        sim, _ = run_json("simulate", "--nodes", "8", *change, "--keys", str(MILLION),
+                          "--algo", "ring,rendezvous,maglev")
+        new = "9" if change[0] == "--add" else ",".join("node-%d" % i for i in range(1, 9) if i != 3)
+        r = by_algo(sim)
+        for algo in ("ring", "rendezvous", "maglev"):
+            plan, _ = run_json("plan", "8", new, "--algo", algo, "--keys", str(MILLION))
+            p = plan["moved_fraction"]
+            exact = plan["method"] == "exact"
+            check(exact == (algo != "rendezvous"), "%s plan method %s" % (algo, plan["method"]))
+            check((plan["sample_keys"] is None) == exact, "sample size must be stated")
+            tol = 5 * sampling_sd(p, MILLION) if exact else 1e-5
+            near(r[algo]["moved_fraction"], p, tol, "plan vs simulate, %s %s" % (algo, change))
+            near(plan["theory"], r[algo]["theory"], 1e-6, "plan theory")
+    # On +1 node every flow goes to the new node (ring, rendezvous: only the new node gains).
+    plan, _ = run_json("plan", "8", "9")
+    check(all(f["to"] == "node-9" for f in plan["flows"]) and len(plan["flows"]) == 8, "flows")
+    out, _ = run("plan", "8", "9")
+    check("exact" in out and "node-9" in out and re.search(r"moves \d+\.\d\d% ", out), out)
+    out, _ = run("plan", "8", "9", "--algo", "jump", "--keys", "50000")
+    check("sample of 50000 keys" in out, "sampled plan must state its sample size:\n" + out)
+
+    # --key-file: the keys that move, "key<TAB>from -> to", exactly those whose owner differs
+    # between two lookups.
+    keys = ["user:%d" % i for i in range(3000)]
+    with tempfile.NamedTemporaryFile("w", suffix=".keys") as f:
+        f.write("\n".join(keys) + "\n")
+        f.flush()
+        out, err = run("plan", "8", "9", "--key-file", f.name)
+        a, _ = run("lookup", "--nodes", "8", "-", stdin="\n".join(keys) + "\n")
+        b, _ = run("lookup", "--nodes", "9", "-", stdin="\n".join(keys) + "\n")
+        want = ["%s\t%s -> %s" % (x.split("\t")[0], x.split("\t")[1], y.split("\t")[1])
+                for x, y in zip(a.splitlines(), b.splitlines()) if x != y]
+        check(out.splitlines() == want, "plan --key-file lists other keys than lookup")
+        check("%d of 3000 keys" % len(want) in err, "plan --key-file count: %r" % err)
+        doc, _ = run_json("plan", "8", "9", "--key-file", f.name)
+        kf = doc["key_file"]
+        check(kf["keys"] == 3000 and kf["moved"] == len(want) and len(kf["moves"]) == len(want),
+              "plan --key-file JSON")
+        check(["%s\t%s -> %s" % (m["key"], m["from"], m["to"]) for m in kf["moves"]] == want,
+              "plan --key-file JSON moves")
+
+    # Loud warnings, on stderr and in the JSON: a new hash, a new vnode count, ids respelt.
+    doc, err = run_json("plan", "8", "9", "--new-hash", "xxh3", "--keys", "10000")
+    check("WARNING" in err and "hash changes" in err and doc["method"] == "sampled", err)
+    check(any("hash changes" in w for w in doc["warnings"]) and doc["moved_fraction"] > 0.8,
+          "hash change: %r" % doc["warnings"])
+    doc, err = run_json("plan", "8", "8", "--new-vnodes", "100")
+    check(any("vnode count" in w for w in doc["warnings"]) and "WARNING" in err, err)
+    doc, err = run_json("plan", "cache-01,cache-02,cache-03", "Cache-01,cache-2,cache-03")
+    check(len(doc["warnings"]) == 2 and err.count("WARNING") == 2, "spelling: %r" % err)
+    check("'cache-01'" in err and "'Cache-01'" in err and "'cache-2'" in err, err)
+    doc, err = run_json("plan", "cache-01,cache-02", "cache-01,cache-02,cache-03")
+    check(doc["warnings"] == [] and err == "", "no warning for a plain change: %r" % err)
+    old, new = os.path.join(FIXTURES, "plan_old.yml"), os.path.join(FIXTURES, "plan_new.yml")
+    doc, err = run_json("plan", old, new)
+    w = "\n".join(doc["warnings"])
+    check("10.0.0.2:6379 is 'cache-02' in OLD and 'redis-02' in NEW" in w, w)
+    check("'cache-03' in OLD is spelt 'cache-3'" in w and "pool's hash changes" in w, w)
+    check(doc["old"]["nodes"] == 4 and doc["new"]["nodes"] == 5, "plan from files")
+    again, _ = run_json("plan", "--pool", "cache", old, new)
+    check(again["flows"] == doc["flows"], "plan --pool")
+    near(doc["theory"], 1 - 2 * 0.2, 1e-9, "theory with two renamed nodes")
+
+
+# ---- hashcheck --------------------------------------------------------------------------------
+
+def test_hashcheck():
+    doc, _ = run_json("hashcheck")
+    r = {x["hash"]: x for x in doc["results"]}
+    check(doc["alpha"] == 0.001 and set(r) == {"fnv1a32_fmix", "fnv1a32", "murmur3_32", "xxh3",
+                                               "md5"}, "hashes")
+    check(r["fnv1a32"]["verdict"] == "fail" and "spread" in r["fnv1a32"]["failed"],
+          "raw FNV-1a must be flagged: %r" % r["fnv1a32"])
+    # Its points cluster: the largest empty arc of a node is several times what random points
+    # leave.
+    check(r["fnv1a32"]["spread"]["max_gap"] > 4 * r["fnv1a32"]["spread"]["expected_gap"], "gap")
+    for h in ("fnv1a32_fmix", "murmur3_32", "xxh3", "md5"):
+        check(r[h]["verdict"] == "pass", "%s must pass: %r" % (h, r[h]))
+    for nodes in ("3", "20", "cache-01,cache-02,cache-03:2,cache-04"):
+        doc, _ = run_json("hashcheck", "--nodes", nodes, "--hash", "fnv1a32,fnv1a32_fmix")
+        r = {x["hash"]: x for x in doc["results"]}
+        check(r["fnv1a32"]["verdict"] == "fail", "fnv1a32 passes for --nodes %s" % nodes)
+        check(r["fnv1a32_fmix"]["verdict"] == "pass", "default fails for --nodes %s" % nodes)
+    out, _ = run("hashcheck", "--hash", "fnv1a32,fnv1a32_fmix")
+    check(re.search(r"^fnv1a32 .*FAIL: spread", out, re.M), out)
+    check(re.search(r"^fnv1a32_fmix .* pass$", out, re.M), out)
+
+
+GROUPS = {
+    "help": test_help,
+    "lookup": test_lookup,
+    "simulate": test_simulate,
+    "weights": test_weights,
+    "json": test_json,
+    "errors": test_errors,
+    "plan": test_plan,
+    "hashcheck": test_hashcheck,
+}
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[2] not in GROUPS:
+        print("usage: test_cli.py PATH/TO/chash {%s}" % "|".join(GROUPS), file=sys.stderr)
+        return 2
+    start = time.monotonic()
+    try:
+        GROUPS[sys.argv[2]]()
+    except Fail as e:
+        print("FAIL %s: %s" % (sys.argv[2], e), file=sys.stderr)
+        return 1
+    print("ok %s (%.1f s)" % (sys.argv[2], time.monotonic() - start))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,329 @@
+/*
+ * hashcheck.c — `chash hashcheck`: is a hash fit for placement?
+ *
+ * Three tests per hash, each a p-value under the hypothesis "this hash behaves like a uniformly
+ * random function" (then every p-value is uniform on [0, 1]). A hash fails when a p-value is
+ * below ALPHA = 0.001, so a good hash fails a test by chance one time in a thousand:
+ *
+ *   spread   A node's ring points, hash32("<id>#<j>") for j < k, should be k independent uniform
+ *            positions. Kuiper's V (the Kolmogorov-Smirnov statistic made for a circle: no
+ *            starting point matters) per node, with Stephens' approximation of its p-value; the
+ *            smallest of the N p-values, times N (Bonferroni), is the test's p-value. Shown with it:
+ *            the largest empty arc between a node's points against its expectation H(k)/k for k
+ *            uniform points (H the harmonic number). A clustered hash packs a node's points into a
+ *            narrow band, leaving a huge gap.
+ *   balance  The ring's exact shares S_i (ch_table_shares). With random points, S ~ Dirichlet(k_1,
+ *            ..., k_N), so (P + 1) sum (S_i - p_i)^2 / p_i, p_i = k_i / P, is close to chi-square
+ *            with N - 1 degrees of freedom (good from about 20 points per node).
+ *   keys     Generated keys key:<seed>:<i> should fall evenly on B equal arcs of the circle
+ *            (B = 1024, fewer when there are under 5 keys per arc): Pearson's chi-square, B - 1
+ *            degrees of freedom.
+ * Chi-square tails use the Wilson-Hilferty normal approximation.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "commands.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ALPHA 0.001
+#define MIN_SPREAD_POINTS 5 /* Kuiper's approximation needs a few points; fewer are not tested */
+
+/* Stephens (1970): P(V > v) for k points, from the asymptotic Kuiper distribution. */
+static double kuiper_p(double v, size_t k)
+{
+    double sk = sqrt((double)k), lam = (sk + 0.155 + 0.24 / sk) * v;
+    if (lam < 0.4)
+        return 1.0; /* the series converges badly here, and the answer is 1 to 10 digits */
+    double q = 0;
+    for (int j = 1; j <= 100; j++) {
+        double t = 2 * j * j * lam * lam;
+        q += 2 * (4 * j * j * lam * lam - 1) * exp(-t);
+        if (t > 700)
+            break;
+    }
+    return fmin(1.0, fmax(0.0, q));
+}
+
+/* Upper tail of chi-square with d degrees of freedom at x (Wilson-Hilferty). */
+static double chi2_sf(double x, double d)
+{
+    if (d <= 0)
+        return 1.0;
+    double s = 2.0 / (9.0 * d), z = (cbrt(x / d) - (1 - s)) / sqrt(s);
+    return 0.5 * erfc(z / sqrt(2.0));
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct check {
+    ch_hash_id hash;
+    double spread_p, node_p, gap, expected_gap;
+    const char *worst; /* the node with the smallest spread p-value */
+    size_t tested;     /* nodes with enough points for the spread test */
+    double balance_p, min, max, stddev, theory;
+    double keys_p, chi2;
+    size_t buckets;
+    bool pass;
+    char failed[64];
+} check;
+
+/* The spread test over every node's points. */
+static void spread(const cli *c, const fleet *f, uint32_t vnodes, check *r)
+{
+    size_t maxk = 0, maxid = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        size_t k = (size_t)fmax(1.0, round((double)vnodes * f->nodes[i].weight));
+        maxk = k > maxk ? k : maxk;
+        maxid = strlen(f->nodes[i].id) > maxid ? strlen(f->nodes[i].id) : maxid;
+    }
+    uint32_t *pos = xmalloc(c, maxk * sizeof(*pos));
+    char *name = xmalloc(c, maxid + 16);
+    r->node_p = 1.0;
+    r->gap = r->expected_gap = NAN;
+    double worst_ratio = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        size_t k = (size_t)fmax(1.0, round((double)vnodes * f->nodes[i].weight));
+        if (k < MIN_SPREAD_POINTS)
+            continue;
+        for (size_t j = 0; j < k; j++) {
+            int len = snprintf(name, maxid + 16, "%s#%zu", f->nodes[i].id, j);
+            ch_hash32(r->hash, name, (size_t)len, &pos[j]);
+        }
+        qsort(pos, k, sizeof(*pos), cmp_u32);
+        double dplus = 0, dminus = 0, gap = 0, h = 0;
+        for (size_t j = 0; j < k; j++) {
+            double x = (double)pos[j] * 0x1p-32;
+            dplus = fmax(dplus, (double)(j + 1) / (double)k - x);
+            dminus = fmax(dminus, x - (double)j / (double)k);
+            double next = j + 1 < k ? (double)pos[j + 1] * 0x1p-32 : 1.0 + (double)pos[0] * 0x1p-32;
+            gap = fmax(gap, next - x);
+            h += 1.0 / (double)(j + 1);
+        }
+        double p = kuiper_p(dplus + dminus, k), expected = h / (double)k;
+        r->tested++;
+        if (p <= r->node_p) {
+            r->node_p = p;
+            r->worst = f->nodes[i].id;
+        }
+        if (gap / expected > worst_ratio) {
+            worst_ratio = gap / expected;
+            r->gap = gap;
+            r->expected_gap = expected;
+        }
+    }
+    r->spread_p = r->tested ? fmin(1.0, r->node_p * (double)r->tested) : NAN;
+    free(pos);
+    free(name);
+}
+
+static void balance(const cli *c, const fleet *f, uint32_t vnodes, check *r)
+{
+    ch_options opt = cli_options(c, CH_ALGO_RING, r->hash, vnodes);
+    ch_table *t = cli_build(c, f, &opt, false);
+    double *s = xmalloc(c, f->n * sizeof(*s)), *load = xmalloc(c, f->n * sizeof(*load));
+    ch_table_shares(t, s);
+    double P = 0, W = 0, T = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        P += fmax(1.0, round((double)vnodes * f->nodes[i].weight));
+        W += f->nodes[i].weight;
+    }
+    for (size_t i = 0; i < f->n; i++) {
+        double p = fmax(1.0, round((double)vnodes * f->nodes[i].weight)) / P;
+        T += (s[i] - p) * (s[i] - p) / p;
+        load[i] = s[i] / (f->nodes[i].weight / W);
+    }
+    r->balance_p = f->n > 1 ? chi2_sf((P + 1) * T, (double)f->n - 1) : NAN;
+    load_stats(load, f->n, &r->min, &r->max, &r->stddev);
+    r->theory = ring_theory_stddev(f, vnodes);
+    free(s);
+    free(load);
+    ch_table_free(t);
+}
+
+static void keys(const cli *c, size_t n, check *r)
+{
+    size_t b = 1024;
+    while (b > 2 && (double)n / (double)b < 5)
+        b /= 2;
+    unsigned shift = 0;
+    while (((size_t)1 << (32 - shift)) > b)
+        shift++;
+    uint64_t *count = xcalloc(c, b, sizeof(*count));
+    keysrc ks;
+    keys_open(c, &ks, n);
+    const char *key;
+    size_t len;
+    while (keys_next(c, &ks, &key, &len)) {
+        uint32_t h;
+        ch_hash32(r->hash, key, len, &h);
+        count[h >> shift]++;
+    }
+    keys_close(&ks);
+    double e = (double)n / (double)b, chi2 = 0;
+    for (size_t i = 0; i < b; i++)
+        chi2 += ((double)count[i] - e) * ((double)count[i] - e) / e;
+    free(count);
+    r->chi2 = chi2;
+    r->buckets = b;
+    r->keys_p = chi2_sf(chi2, (double)b - 1);
+}
+
+static void verdict(check *r)
+{
+    const char *names[3] = {"spread", "balance", "keys"};
+    double p[3] = {r->spread_p, r->balance_p, r->keys_p};
+    r->pass = true;
+    r->failed[0] = '\0';
+    for (int i = 0; i < 3; i++) {
+        if (p[i] < ALPHA) { /* NaN (not tested) compares false: not a failure */
+            size_t used = strlen(r->failed);
+            snprintf(r->failed + used, sizeof(r->failed) - used, "%s%s", r->pass ? "" : ", ",
+                     names[i]);
+            r->pass = false;
+        }
+    }
+}
+
+static void print_p(double p)
+{
+    if (isnan(p))
+        printf(" %9s", "-");
+    else if (p < 1e-12)
+        printf(" %9s", "<1e-12");
+    else if (p < 0.001)
+        printf(" %9.1e", p);
+    else
+        printf(" %9.3f", p);
+}
+
+int cmd_hashcheck(cli *c)
+{
+    if (c->argc)
+        cli_usage(c, "unexpected argument '%s'", c->argv[0]);
+    fleet f;
+    fleet_from_cli(c, &f);
+    ch_hash_id hashes[CH_HASH_COUNT_];
+    size_t nh = cli_hashes(c, c->hash, "all", hashes);
+    uint32_t vnodes = 0;
+    cli_vnodes(c, c->vnodes ? c->vnodes : "160", &vnodes, 1);
+    size_t nkeys = c->keys ? c->keys : 200000;
+
+    check res[CH_HASH_COUNT_];
+    progress pg;
+    progress_start(&pg, "hashcheck", nh);
+    for (size_t i = 0; i < nh; i++) {
+        res[i] = (check){.hash = hashes[i]};
+        spread(c, &f, vnodes, &res[i]);
+        balance(c, &f, vnodes, &res[i]);
+        keys(c, nkeys, &res[i]);
+        verdict(&res[i]);
+        progress_update(&pg, i + 1);
+    }
+    progress_end(&pg);
+
+    if (c->json) {
+        json j;
+        json_init(&j, stdout);
+        json_obj(&j);
+        json_key(&j, "nodes");
+        json_int(&j, f.n);
+        json_key(&j, "vnodes");
+        json_int(&j, vnodes);
+        json_key(&j, "keys");
+        json_int(&j, nkeys);
+        json_key(&j, "alpha");
+        json_num(&j, ALPHA);
+        json_key(&j, "results");
+        json_arr(&j);
+        for (size_t i = 0; i < nh; i++) {
+            const check *r = &res[i];
+            json_obj(&j);
+            json_key(&j, "hash");
+            json_str(&j, ch_hash_name(r->hash));
+            json_key(&j, "verdict");
+            json_str(&j, r->pass ? "pass" : "fail");
+            json_key(&j, "failed");
+            json_arr(&j);
+            char failed[64];
+            snprintf(failed, sizeof(failed), "%s", r->failed);
+            for (char *save, *t = strtok_r(failed, ", ", &save); t; t = strtok_r(NULL, ", ", &save))
+                json_str(&j, t);
+            json_end(&j);
+            json_key(&j, "spread");
+            json_obj(&j);
+            json_key(&j, "p");
+            json_num(&j, r->spread_p);
+            json_key(&j, "nodes_tested");
+            json_int(&j, r->tested);
+            json_key(&j, "worst_node");
+            json_str(&j, r->worst);
+            json_key(&j, "worst_node_p");
+            json_num(&j, r->tested ? r->node_p : NAN);
+            json_key(&j, "max_gap");
+            json_num(&j, r->gap);
+            json_key(&j, "expected_gap");
+            json_num(&j, r->expected_gap);
+            json_end(&j);
+            json_key(&j, "balance");
+            json_obj(&j);
+            json_key(&j, "p");
+            json_num(&j, r->balance_p);
+            json_key(&j, "min_load");
+            json_num(&j, r->min);
+            json_key(&j, "max_load");
+            json_num(&j, r->max);
+            json_key(&j, "stddev_load");
+            json_num(&j, r->stddev);
+            json_key(&j, "theory_stddev");
+            json_num(&j, r->theory);
+            json_end(&j);
+            json_key(&j, "keys");
+            json_obj(&j);
+            json_key(&j, "p");
+            json_num(&j, r->keys_p);
+            json_key(&j, "chi2");
+            json_num(&j, r->chi2);
+            json_key(&j, "buckets");
+            json_int(&j, r->buckets);
+            json_end(&j);
+            json_end(&j);
+        }
+        json_end(&j);
+        json_end(&j);
+        json_done(&j);
+    } else {
+        printf("hash check: %zu nodes x %u vnodes, %zu keys; a test fails below p = %g\n\n", f.n,
+               vnodes, nkeys, ALPHA);
+        printf("%-13s %9s %14s %9s %16s %9s   %s\n", "", "spread p", "largest gap", "balance p",
+               "stddev (theory)", "keys p", "verdict");
+        for (size_t i = 0; i < nh; i++) {
+            const check *r = &res[i];
+            printf("%-13s", ch_hash_name(r->hash));
+            print_p(r->spread_p);
+            if (isnan(r->gap))
+                printf(" %14s", "-");
+            else
+                printf(" %8.3f %4.1fx", r->gap, r->gap / r->expected_gap);
+            print_p(r->balance_p);
+            printf("   %6.3f (%.3f)", r->stddev, r->theory);
+            print_p(r->keys_p);
+            if (r->pass)
+                printf("   pass\n");
+            else
+                printf("   FAIL: %s\n", r->failed);
+        }
+        printf("\nspread: each node's points over the whole circle (Kuiper, worst node x nodes);\n"
+               "largest gap: the widest empty arc of a node (x what uniform points leave);\n"
+               "balance: the ring's exact shares against random points (chi-square);\n"
+               "keys: key:%llu:<i> over %zu equal arcs (chi-square).\n",
+               (unsigned long long)c->seed, res[0].buckets);
+    }
+    fleet_free(&f);
+    return 0; /* a failing verdict is a finding, not an error */
+}

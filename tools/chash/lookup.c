@@ -1,0 +1,82 @@
+/*
+ * lookup.c — `chash lookup`: the owner, and optionally the failover walk, of each key.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "commands.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A node as the user knows it: host:port (and the server's name, when the pool names its
+ * servers) from a config, else the id. */
+static void print_node(const fleet *f, size_t i)
+{
+    if (f->addr[i] == NULL) {
+        fputs(f->nodes[i].id, stdout);
+        return;
+    }
+    fputs(f->addr[i], stdout);
+    if (f->named) {
+        putchar('\t');
+        fputs(f->name[i] ? f->name[i] : "", stdout);
+    }
+}
+
+static void lookup_one(const ch_table *t, const fleet *f, size_t r, size_t *walk, const char *key,
+                       size_t len)
+{
+    size_t n = 1;
+    if (r > 1)
+        ch_replicas(t, key, len, r, walk, &n); /* cannot fail: r > 1 is refused for jump */
+    else
+        walk[0] = ch_lookup(t, key, len);
+    fwrite(key, 1, len, stdout);
+    for (size_t i = 0; i < n; i++) {
+        putchar('\t');
+        print_node(f, walk[i]);
+    }
+    putchar('\n');
+}
+
+int cmd_lookup(cli *c)
+{
+    if (c->argc == 0)
+        cli_usage(c, "no keys: give KEY... or - to read keys from stdin");
+    fleet f;
+    fleet_from_cli(c, &f);
+    ch_algo_id algo = cli_algo1(c, c->algo, "ring");
+    if (algo == CH_ALGO_JUMP && c->replicas > 1)
+        cli_usage(c, "jump has no failover order: --replicas must be 1 with --algo jump");
+    uint32_t vnodes = 0;
+    cli_vnodes(c, c->vnodes ? c->vnodes : "160", &vnodes, 1);
+    ch_options opt = cli_options(c, algo, cli_hash1(c, c->hash), vnodes);
+    ch_table *t = cli_build(c, &f, &opt, false);
+
+    static char outbuf[1 << 16];
+    setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
+    size_t *walk = xmalloc(c, c->replicas * sizeof(*walk));
+    for (int a = 0; a < c->argc; a++) {
+        if (strcmp(c->argv[a], "-") != 0) {
+            lookup_one(t, &f, c->replicas, walk, c->argv[a], strlen(c->argv[a]));
+            continue;
+        }
+        /* Streaming: one line in memory at a time. */
+        char *line = NULL;
+        size_t cap = 0;
+        ssize_t len;
+        while ((len = getline(&line, &cap, stdin)) >= 0) {
+            if (len > 0 && line[len - 1] == '\n')
+                len--;
+            lookup_one(t, &f, c->replicas, walk, line, (size_t)len);
+        }
+        free(line);
+        if (ferror(stdin))
+            cli_fail(c, "cannot read stdin");
+    }
+    free(walk);
+    ch_table_free(t);
+    fleet_free(&f);
+    if (fflush(stdout) != 0)
+        cli_fail(c, "cannot write the output");
+    return 0;
+}

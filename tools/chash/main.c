@@ -1,0 +1,196 @@
+/*
+ * main.c — `chash`: measure, compare and plan a cache fleet's placement with libchash.
+ * One table of subcommands; each names its options, and its help ends with an example.
+ */
+#include "commands.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define NODE_OPTS                                                                              \
+    "  --nodes N|LIST     N nodes node-1..node-N (default 8), or id[:weight],...\n"            \
+    "  --config FILE      nodes from a twemproxy-style YAML pool (ids: server names, else\n"    \
+    "                     host:port; weights from the file); --pool NAME picks the pool\n"
+
+static const struct command {
+    const char *name;
+    int (*fn)(cli *c);
+    unsigned opts;
+    const char *summary;
+    const char *help;
+} commands[] = {
+    {"lookup", cmd_lookup, OPT_NODES | OPT_ALGO | OPT_HASH | OPT_VNODES | OPT_REPLICAS | OPT_MAGLEV,
+     "print the owner (and replicas) of each key",
+     "usage: chash lookup [--nodes N|LIST | --config FILE [--pool NAME]] [--algo NAME]\n"
+     "                    [--hash NAME] [--vnodes N] [--replicas R] KEY... | -\n"
+     "\n"
+     "One line per key: KEY<TAB>OWNER[<TAB>REPLICA...]. With --config an owner is printed as\n"
+     "host:port, followed by a tab and the server's name when the pool names its servers.\n"
+     "'-' reads keys from stdin, one per line, streaming.\n"
+     "\n" NODE_OPTS
+     "  --algo NAME        modulo, ring (default), rendezvous, jump or maglev\n"
+     "  --hash NAME        fnv1a32_fmix (default), fnv1a32, murmur3_32, xxh3, md5\n"
+     "  --vnodes N         ring points per unit weight (default 160)\n"
+     "  --table-size M     maglev table size, a prime (default 65537)\n"
+     "  --replicas R       also print the next R-1 nodes of the key's failover walk\n"
+     "\n"
+     "example:\n"
+     "  chash lookup --nodes cache-01,cache-02,cache-03:2 --replicas 2 user:42 user:43\n"},
+
+    {"simulate", cmd_simulate,
+     OPT_NODES | OPT_ALGO | OPT_HASH | OPT_VNODES | OPT_SEED | OPT_KEYS | OPT_KEYFILE | OPT_JSON |
+         OPT_CHANGE | OPT_MAGLEV,
+     "keys moved by a fleet change, and the load on each node",
+     "usage: chash simulate [nodes] [--add ID[:W]... | --remove ID... | --to NODES|FILE]\n"
+     "                      [--algo LIST|all] [--keys N | --key-file F] [--json]\n"
+     "\n"
+     "For each algorithm: the fraction of keys whose owner changes (and the least any placement\n"
+     "must move), and each node's load as a multiple of its fair share (weights respected; 1.0 is\n"
+     "exactly fair) after the change, with min, max and stddev (root mean square distance from\n"
+     "1.0). Without a change, only the loads. Modulo and jump are skipped for weighted nodes.\n"
+     "\n" NODE_OPTS
+     "  --add ID[:W]       add a node (repeatable, or a comma list)\n"
+     "  --remove ID        remove a node (repeatable, or a comma list)\n"
+     "  --to NODES|FILE    the new fleet, as a node list or a config file\n"
+     "  --algo LIST|all    algorithms to compare (default all)\n"
+     "  --hash NAME        key and point hash (default fnv1a32_fmix)\n"
+     "  --vnodes N         ring points per unit weight (default 160)\n"
+     "  --table-size M     maglev table size (default 65537)\n"
+     "  --keys N           generated keys key:<seed>:0 .. key:<seed>:N-1 (default 1000000)\n"
+     "  --seed N           seed of the generated keys (default 0)\n"
+     "  --key-file F       keys from a file, one per line ('-': stdin)\n"
+     "  --json             one JSON object (schema in docs/CLI.md)\n"
+     "\n"
+     "example:\n"
+     "  chash simulate --nodes 8 --add node-9 --keys 1000000\n"},
+
+    {"sweep", cmd_sweep, OPT_NODES | OPT_HASH | OPT_VNODES | OPT_JSON,
+     "ring balance and memory against virtual nodes per node",
+     "usage: chash sweep [nodes] [--vnodes LIST] [--hash NAME] [--json]\n"
+     "\n"
+     "For each vnode count: the ring's exact load per node (from the arcs it owns, as a multiple\n"
+     "of the fair share), min, max and stddev, the stddev a uniformly random ring would have\n"
+     "(about 1/sqrt(vnodes)), and the table's memory.\n"
+     "\n" NODE_OPTS
+     "  --vnodes LIST      points per unit weight (default 1,10,40,100,160,500,1000)\n"
+     "  --hash NAME        point hash (default fnv1a32_fmix)\n"
+     "  --json             one JSON object (schema in docs/CLI.md)\n"
+     "\n"
+     "example:\n"
+     "  chash sweep --nodes 8 --vnodes 1,10,40,100,160,500,1000\n"},
+
+    {"hashcheck", cmd_hashcheck,
+     OPT_NODES | OPT_HASH | OPT_VNODES | OPT_SEED | OPT_KEYS | OPT_JSON,
+     "is a hash fit for placement? spread, balance, verdict",
+     "usage: chash hashcheck [nodes] [--hash LIST|all] [--vnodes N] [--keys N] [--json]\n"
+     "\n"
+     "Three tests per hash, each a p-value against what a uniformly random hash gives; a hash\n"
+     "fails when any p-value is below 0.001 (the node test is Bonferroni-corrected over nodes):\n"
+     "  spread   each node's ring points should be spread over the whole circle (Kuiper test per\n"
+     "           node; the largest empty arc is shown against its uniform expectation H(k)/k)\n"
+     "  balance  the ring's exact shares against the Beta spread of k random points per node\n"
+     "           (chi-square; stddev shown against theory, about 1/sqrt(vnodes))\n"
+     "  keys     generated keys key:<seed>:<i> over 1024 equal arcs of the circle (chi-square)\n"
+     "\n" NODE_OPTS
+     "  --hash LIST|all    hashes to check (default all)\n"
+     "  --vnodes N         ring points per unit weight (default 160)\n"
+     "  --keys N           keys for the key test (default 200000)\n"
+     "  --seed N           seed of the generated keys (default 0)\n"
+     "  --json             one JSON object (schema in docs/CLI.md)\n"
+     "\n"
+     "example:\n"
+     "  chash hashcheck --nodes 8 --hash fnv1a32,fnv1a32_fmix\n"},
+
+    {"bench", cmd_bench, OPT_NODES | OPT_ALGO | OPT_HASH | OPT_VNODES | OPT_SEED | OPT_KEYS |
+                             OPT_JSON | OPT_MAGLEV,
+     "lookups per second per algorithm and hash",
+     "usage: chash bench [nodes] [--algo LIST|all] [--hash LIST|all] [--keys N] [--json]\n"
+     "\n"
+     "For each algorithm x hash: ns per lookup (hash + placement), ns per hash alone measured in\n"
+     "the same run on the same keys, their ratio, and lookups per second. Short passes over\n"
+     "1024 keys alternate between hash-only and lookup, walking the key set; each kind keeps\n"
+     "its fastest pass (>= 100 ms in all per algorithm x hash).\n"
+     "\n" NODE_OPTS
+     "  --algo LIST|all    algorithms (default all)\n"
+     "  --hash LIST|all    hashes (default all)\n"
+     "  --vnodes N         ring points per unit weight (default 160)\n"
+     "  --keys N           distinct keys looked up in turn (default 100000)\n"
+     "  --json             one JSON object (schema in docs/CLI.md)\n"
+     "\n"
+     "example:\n"
+     "  chash bench --nodes 100 --algo ring,jump --hash fnv1a32_fmix,xxh3\n"},
+
+    {"plan", cmd_plan,
+     OPT_ALGO | OPT_HASH | OPT_VNODES | OPT_SEED | OPT_KEYS | OPT_KEYFILE | OPT_JSON | OPT_NEW |
+         OPT_MAGLEV | OPT_NODES,
+     "which share of the keys moves from which node to which",
+     "usage: chash plan OLD NEW [--algo NAME] [--hash NAME] [--vnodes N]\n"
+     "                  [--new-hash NAME] [--new-vnodes N] [--keys N | --key-file F] [--json]\n"
+     "\n"
+     "OLD and NEW are node lists (as --nodes) or config files (--pool applies to both). Prints\n"
+     "the share of the key space that changes owner, from which node to which: exact from the\n"
+     "ring arcs (ring) or maglev slots (maglev, same size), otherwise measured on --keys sample\n"
+     "keys (default 1000000, the sample size is printed). With --key-file, prints instead each\n"
+     "key that moves: KEY<TAB>FROM -> TO. Warns loudly when the change alters the hash, the vnode\n"
+     "count, or the spelling of a node id (the same host:port under another name, ids that\n"
+     "differ only in case, spaces or zero padding): that remaps far more than it seems to.\n"
+     "\n"
+     "  --algo NAME        ring (default), modulo, rendezvous, jump, maglev\n"
+     "  --hash NAME        hash of OLD (and NEW unless --new-hash)\n"
+     "  --vnodes N         vnodes of OLD (and NEW unless --new-vnodes)\n"
+     "  --pool NAME        the pool to read from config files\n"
+     "  --keys N           sample size when the plan cannot be exact (default 1000000)\n"
+     "  --key-file F       list the keys of F that move ('-': stdin)\n"
+     "  --json             one JSON object (schema in docs/CLI.md)\n"
+     "\n"
+     "example:\n"
+     "  chash plan cache-01,cache-02,cache-03 cache-01,cache-02,cache-03,cache-04\n"},
+
+    {"report", cmd_report, OPT_NODES | OPT_HASH | OPT_VNODES | OPT_SEED | OPT_KEYS | OPT_OUT,
+     "write a self-contained HTML report with SVG charts",
+     "usage: chash report [nodes] [--hash NAME] [--vnodes N] [--keys N] [--out FILE]\n"
+     "\n"
+     "One HTML file, no external JS, CSS or fonts: keys moved on +1 and -1 node per algorithm,\n"
+     "balance against vnodes, weights achieved against intended, and hashes compared.\n"
+     "\n" NODE_OPTS
+     "  --hash NAME        hash for the algorithm charts (default fnv1a32_fmix)\n"
+     "  --vnodes N         ring points per unit weight (default 160)\n"
+     "  --keys N           sample keys per measurement (default 200000)\n"
+     "  --seed N           seed of the sample keys (default 0)\n"
+     "  --out FILE         where to write (default report.html; '-': stdout)\n"
+     "\n"
+     "example:\n"
+     "  chash report --nodes 8 --out report.html\n"},
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *f)
+{
+    fputs("usage: chash COMMAND [options]    (chash COMMAND --help for its options)\n\n", f);
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+    fputs("\nexample:\n  chash simulate --nodes 8 --add node-9\n", f);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs("chash: missing command (try chash --help)\n", stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            cli c = {.cmd = commands[i].name};
+            cli_parse(&c, argc - 1, argv + 1, commands[i].opts, commands[i].help);
+            return commands[i].fn(&c);
+        }
+    }
+    fprintf(stderr, "chash: unknown command '%s' (try chash --help)\n", argv[1]);
+    return 2;
+}

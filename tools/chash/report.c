@@ -1,0 +1,927 @@
+/*
+ * report.c — `chash report`: placement measurements made through libchash, written as one
+ * self-contained HTML page with inline CSS and inline SVG charts (no scripts, no external
+ * resources of any kind).
+ *
+ * The page is first written to a memory stream and copied to the caller's stream only once every
+ * measurement has succeeded, so a failure leaves nothing half-written. Everything that comes from
+ * the caller (node ids) is HTML-escaped where it is written; all other text comes from the
+ * registries and from numbers.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "report.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(__GNUC__)
+#define PRINTF_LIKE(f, a) __attribute__((format(printf, f, a)))
+#else
+#define PRINTF_LIKE(f, a)
+#endif
+
+#define KEY_LEN 17          /* "k" + 16 hex digits; keys are stored back to back, no NUL */
+#define SVG_W 1000.0        /* every chart is this wide (viewBox units) */
+#define MAX_BAR_NODES 16    /* the weights chart draws at most this many nodes */
+#define MAX_STRIP_TICKS 2000 /* the ring-position strips draw at most this many points */
+#define TIMING_PASSES 3     /* hash speed: the best of this many passes over the keys */
+#define MAX_KEYS 100000000u /* sample keys take 25 bytes each */
+
+static const uint32_t vnode_steps[] = {1, 10, 40, 100, 160, 500, 1000};
+#define VNODE_STEPS (sizeof vnode_steps / sizeof vnode_steps[0])
+
+typedef struct rep {
+    const report_opts *o;
+    FILE *f;        /* the memory stream the page is written to */
+    char *keys;     /* o->keys sample keys, KEY_LEN bytes each */
+    uint64_t *kh;   /* ch_hash64(o->hash, key i): what every table built with o->hash looks up */
+    double total_w; /* the sum of o->nodes' weights */
+    char *err;
+    size_t errlen;
+    volatile uint32_t sink; /* keeps the timed hash loops from being optimised away */
+} rep;
+
+static int fail(rep *r, const char *fmt, ...) PRINTF_LIKE(2, 3);
+static int fail(rep *r, const char *fmt, ...)
+{
+    if (r->err != NULL && r->errlen > 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(r->err, r->errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* ---- text ---------------------------------------------------------------------------------- */
+
+/* Cuts a UTF-8 sequence that a bounded snprintf left incomplete at the end of s. */
+static void utf8_trim(char *s)
+{
+    size_t n = strlen(s), i = n;
+    while (i > 0 && ((unsigned char)s[i - 1] & 0xC0) == 0x80)
+        i--;
+    if (i > 0 && (unsigned char)s[i - 1] >= 0xC0) {
+        unsigned char lead = (unsigned char)s[i - 1];
+        size_t need = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+        if (n - (i - 1) < need)
+            s[i - 1] = '\0';
+    }
+}
+
+/* Writes s escaped for HTML text and attribute values; control characters become '?'. */
+static void put_esc(FILE *f, const char *s)
+{
+    for (; *s != '\0'; s++) {
+        unsigned char c = (unsigned char)*s;
+        switch (c) {
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&#39;", f); break;
+        default: fputc(c < 0x20 || c == 0x7F ? '?' : c, f);
+        }
+    }
+}
+
+/* Formats into a 2 KiB buffer and writes the result escaped. */
+static void vput_fmt(FILE *f, const char *fmt, va_list ap)
+{
+    char buf[2048];
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    if (n >= 0 && (size_t)n >= sizeof buf)
+        utf8_trim(buf);
+    put_esc(f, buf);
+}
+
+static void put_fmt(FILE *f, const char *fmt, ...) PRINTF_LIKE(2, 3);
+static void put_fmt(FILE *f, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vput_fmt(f, fmt, ap);
+    va_end(ap);
+}
+
+/* Copies at most max characters (code points) of s into buf, ending with "…" when cut.
+ * buf must hold 4 * max + 4 bytes. */
+static const char *short_label(char *buf, const char *s, size_t max)
+{
+    size_t chars = 0, i = 0;
+    for (; s[i] != '\0'; i++) {
+        if (((unsigned char)s[i] & 0xC0) != 0x80 && chars++ == max)
+            break;
+        buf[i] = s[i];
+    }
+    if (s[i] != '\0')
+        strcpy(buf + i, "\xE2\x80\xA6"); /* … */
+    else
+        buf[i] = '\0';
+    return buf;
+}
+
+/* ---- SVG ----------------------------------------------------------------------------------- */
+
+/* A <text> element at (x, y). attrs is trusted markup; the formatted content is escaped. */
+static void text(FILE *f, double x, double y, const char *attrs, const char *fmt, ...)
+    PRINTF_LIKE(5, 6);
+static void text(FILE *f, double x, double y, const char *attrs, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(f, "<text x=\"%.1f\" y=\"%.1f\" %s>", x, y, attrs);
+    va_start(ap, fmt);
+    vput_fmt(f, fmt, ap);
+    va_end(ap);
+    fputs("</text>\n", f);
+}
+
+static void line(FILE *f, double x1, double y1, double x2, double y2, const char *attrs)
+{
+    fprintf(f, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" %s/>\n", x1, y1, x2, y2,
+            attrs);
+}
+
+/* A plot area in SVG units and the value range of its y axis. */
+typedef struct plot {
+    double x, y, w, h;
+    double lo, hi;
+} plot;
+
+static double py(const plot *p, double v)
+{
+    return p->y + p->h - (v - p->lo) / (p->hi - p->lo) * p->h;
+}
+
+/* A 1, 2 or 5 times a power of ten that cuts range into about five steps; 1 for an empty or
+ * unusable range (e.g. every value 0, as the balance of a one-node fleet). */
+static double nice_step(double range)
+{
+    if (!(range > 0.0) || !isfinite(range))
+        return 1.0;
+    double raw = range / 5.0, mag = pow(10.0, floor(log10(raw))), m = raw / mag;
+    return (m < 1.5 ? 1.0 : m < 3.0 ? 2.0 : m < 7.0 ? 5.0 : 10.0) * mag;
+}
+
+/* Sets p->hi to the first multiple of a nice step at or above top; returns the step. */
+static double nice_top(plot *p, double top)
+{
+    double step = nice_step(top - p->lo);
+    p->hi = p->lo + ceil((top - p->lo) / step - 1e-9) * step;
+    if (p->hi <= p->lo)
+        p->hi = p->lo + step;
+    return step;
+}
+
+/* Grid lines and labels every step (labels show value * scale followed by unit), the baseline,
+ * and the axis title written upwards along the left edge. */
+static void axis_y(FILE *f, const plot *p, double step, double scale, const char *unit,
+                   const char *title)
+{
+    double s = step * scale;
+    int decimals = s >= 1.0 ? 0 : s >= 0.1 ? 1 : 2;
+    for (int i = 0; i <= 100; i++) { /* nice_top() makes it about five */
+        double v = p->lo + i * step;
+        if (v > p->hi + step * 1e-6)
+            break;
+        line(f, p->x, py(p, v), p->x + p->w, py(p, v), "class=\"grid\"");
+        text(f, p->x - 6, py(p, v) + 4, "class=\"tick\" text-anchor=\"end\"", "%.*f%s", decimals,
+             v * scale, unit);
+    }
+    line(f, p->x, p->y + p->h, p->x + p->w, p->y + p->h, "class=\"axis\"");
+    if (title != NULL) {
+        char attrs[160];
+        snprintf(attrs, sizeof attrs,
+                 "class=\"axt\" text-anchor=\"middle\" transform=\"rotate(-90 %.1f %.1f)\"",
+                 p->x - 48, p->y + p->h / 2);
+        text(f, p->x - 48, p->y + p->h / 2, attrs, "%s", title);
+    }
+}
+
+/* A bar from the baseline up to v, with its value as a hover tooltip. NaN draws nothing. */
+static void bar(FILE *f, const plot *p, double x, double w, double v, const char *fill,
+                const char *tip)
+{
+    if (isnan(v))
+        return;
+    double top = py(p, v), base = py(p, p->lo);
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>",
+            x, top, w, base - top, fill);
+    put_esc(f, tip);
+    fputs("</title></rect>\n", f);
+}
+
+/* A horizontal dashed line across the plot at v. */
+static void hline(FILE *f, const plot *p, double v, const char *color)
+{
+    char attrs[120];
+    snprintf(attrs, sizeof attrs, "stroke=\"%s\" stroke-width=\"2\" stroke-dasharray=\"6 4\"",
+             color);
+    line(f, p->x, py(p, v), p->x + p->w, py(p, v), attrs);
+}
+
+typedef struct legend_item {
+    const char *label;
+    const char *color;
+    int dashed; /* 1: a dashed line, 0: a filled square */
+} legend_item;
+
+/* A row of legend items starting at (x, y), the baseline of the labels. */
+static void legend(FILE *f, double x, double y, const legend_item *it, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (it[i].dashed) {
+            char attrs[120];
+            snprintf(attrs, sizeof attrs,
+                     "stroke=\"%s\" stroke-width=\"2\" stroke-dasharray=\"6 4\"", it[i].color);
+            line(f, x, y - 4, x + 22, y - 4, attrs);
+            x += 28;
+        } else {
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\"/>\n",
+                    x, y - 10, it[i].color);
+            x += 17;
+        }
+        text(f, x, y, "class=\"leg\"", "%s", it[i].label);
+        x += 6.6 * (double)strlen(it[i].label) + 22;
+    }
+}
+
+/* Opens a chart: <figure>, its heading and an <svg> of height h. */
+static void fig_open(FILE *f, const char *id, const char *title, double h)
+{
+    fprintf(f, "<figure id=\"%s\">\n<h2>", id);
+    put_esc(f, title);
+    fprintf(f,
+            "</h2>\n<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %.0f %.0f\" "
+            "width=\"%.0f\" height=\"%.0f\" role=\"img\" aria-label=\"",
+            SVG_W, h, SVG_W, h);
+    put_esc(f, title);
+    fputs("\">\n", f);
+}
+
+static void caption(FILE *f, const char *fmt, ...) PRINTF_LIKE(2, 3);
+static void caption(FILE *f, const char *fmt, ...)
+{
+    va_list ap;
+    fputs("<figcaption>", f);
+    va_start(ap, fmt);
+    vput_fmt(f, fmt, ap);
+    va_end(ap);
+    fputs("</figcaption>\n</figure>\n", f);
+}
+
+/* ---- measurements -------------------------------------------------------------------------- */
+
+static int build(rep *r, const ch_node *nodes, size_t n, ch_algo_id algo, ch_hash_id hash,
+                 uint32_t vnodes, ch_table **t, const char *chart)
+{
+    ch_options opt;
+    ch_options_init(&opt);
+    opt.algo = algo;
+    opt.hash = hash;
+    opt.vnodes = vnodes;
+    int rc = ch_table_build(nodes, n, &opt, t);
+    if (rc != CH_OK)
+        return fail(r, "%s: building a %s table of %zu nodes (hash %s, vnodes %" PRIu32 "): %s",
+                    chart, ch_algo_name(algo), n, ch_hash_name(hash), vnodes, ch_strerror(rc));
+    return 0;
+}
+
+static int shares(rep *r, const ch_table *t, double *s, const char *chart)
+{
+    int rc = ch_table_shares(t, s);
+    return rc == CH_OK ? 0 : fail(r, "%s: ch_table_shares: %s", chart, ch_strerror(rc));
+}
+
+/* The load of each node as a multiple of its fair share w_i / W: the root mean square distance
+ * from 1 (the standard deviation when weights are equal), the minimum and the maximum. */
+static void load_stats(const double *s, const ch_node *nodes, size_t n, double total_w,
+                       double *sd, double *mn, double *mx)
+{
+    double sq = 0.0;
+    *mn = INFINITY;
+    *mx = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        double ratio = s[i] * total_w / nodes[i].weight;
+        sq += (ratio - 1.0) * (ratio - 1.0);
+        *mn = fmin(*mn, ratio);
+        *mx = fmax(*mx, ratio);
+    }
+    *sd = sqrt(sq / (double)n);
+}
+
+static int has_id(const ch_node *nodes, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(nodes[i].id, id) == 0)
+            return 1;
+    return 0;
+}
+
+/* ---- chart 1: keys moved by one membership change ------------------------------------------ */
+
+static int chart_moved(rep *r)
+{
+    const report_opts *o = r->o;
+    const size_t n = o->n;
+    const char *chart = "moved-keys chart";
+    double add[CH_ALGO_COUNT_], rm[CH_ALGO_COUNT_];
+    char added[48] = "added-node";
+
+    /* Equal weights (modulo and jump have none), and a new id that is not in the fleet. */
+    for (unsigned k = 2; has_id(o->nodes, n, added); k++)
+        snprintf(added, sizeof added, "added-node-%u", k);
+    ch_node *nodes = malloc((n + 1) * sizeof *nodes);
+    if (nodes == NULL)
+        return fail(r, "%s: out of memory", chart);
+    for (size_t i = 0; i < n; i++)
+        nodes[i] = (ch_node){o->nodes[i].id, 1.0};
+    nodes[n] = (ch_node){added, 1.0};
+
+    for (unsigned a = 0; a < CH_ALGO_COUNT_; a++) {
+        ch_table *before = NULL, *grown = NULL, *shrunk = NULL;
+        int rc = build(r, nodes, n, (ch_algo_id)a, o->hash, o->vnodes, &before, chart) ||
+                 build(r, nodes, n + 1, (ch_algo_id)a, o->hash, o->vnodes, &grown, chart) ||
+                 (n >= 2 &&
+                  build(r, nodes, n - 1, (ch_algo_id)a, o->hash, o->vnodes, &shrunk, chart));
+        if (rc == 0) {
+            /* Node i is index i in all three tables, so an index change is an owner change. */
+            size_t moved_add = 0, moved_rm = 0;
+            for (size_t i = 0; i < o->keys; i++) {
+                size_t owner = ch_lookup_hash(before, r->kh[i]);
+                moved_add += ch_lookup_hash(grown, r->kh[i]) != owner;
+                if (shrunk != NULL)
+                    moved_rm += ch_lookup_hash(shrunk, r->kh[i]) != owner;
+            }
+            add[a] = (double)moved_add / (double)o->keys;
+            rm[a] = shrunk != NULL ? (double)moved_rm / (double)o->keys : NAN;
+        }
+        ch_table_free(before);
+        ch_table_free(grown);
+        ch_table_free(shrunk);
+        if (rc != 0) {
+            free(nodes);
+            return -1;
+        }
+    }
+    free(nodes);
+
+    FILE *f = r->f;
+    const double min_add = 1.0 / (double)(n + 1), min_rm = 1.0 / (double)n;
+    const char *c_add = "#4e79a7", *c_rm = "#f28e2b", *c_add_min = "#1d3f66",
+               *c_rm_min = "#a04d00";
+    char lbl_add[64], lbl_rm[64], lbl_add_min[64], lbl_rm_min[64];
+    snprintf(lbl_add, sizeof lbl_add, "one node added (%zu \xE2\x86\x92 %zu)", n, n + 1);
+    snprintf(lbl_rm, sizeof lbl_rm, "last node removed (%zu \xE2\x86\x92 %zu)", n, n - 1);
+    snprintf(lbl_add_min, sizeof lbl_add_min, "minimum 1/(N+1) = %.2f%%", 100 * min_add);
+    snprintf(lbl_rm_min, sizeof lbl_rm_min, "minimum 1/N = %.2f%%", 100 * min_rm);
+    const legend_item items[] = {{lbl_add, c_add, 0},
+                                 {lbl_add_min, c_add_min, 1},
+                                 {lbl_rm, c_rm, 0},
+                                 {lbl_rm_min, c_rm_min, 1}};
+
+    fig_open(f, "moved", "Keys moved when one node is added or removed", 408);
+    legend(f, 70, 22, items, n >= 2 ? 4 : 2);
+    plot p = {70, 48, 900, 270, 0.0, 1.0};
+    axis_y(f, &p, 0.1, 100, "%", "keys moved");
+    hline(f, &p, min_add, c_add_min);
+    if (n >= 2)
+        hline(f, &p, min_rm, c_rm_min);
+
+    const double gw = p.w / CH_ALGO_COUNT_, bw = gw * 0.3;
+    for (unsigned a = 0; a < CH_ALGO_COUNT_; a++) {
+        const char *name = ch_algo_name((ch_algo_id)a);
+        double cx = p.x + gw * (a + 0.5);
+        char tip[128];
+        snprintf(tip, sizeof tip, "%s, node added: %.3f%% of keys moved", name, 100 * add[a]);
+        bar(f, &p, cx - bw - 2, bw, add[a], c_add, tip);
+        text(f, cx - bw / 2 - 2, py(&p, add[a]) - 4, "class=\"val\" text-anchor=\"middle\"",
+             "%.1f%%", 100 * add[a]);
+        text(f, cx, p.y + p.h + 20, "class=\"cat\" text-anchor=\"middle\"", "%s", name);
+        text(f, cx, p.y + p.h + 38, "class=\"sub\" text-anchor=\"middle\"",
+             "added: %.2f\xC3\x97 minimum", add[a] / min_add);
+        if (n >= 2) {
+            snprintf(tip, sizeof tip, "%s, last node removed: %.3f%% of keys moved", name,
+                     100 * rm[a]);
+            bar(f, &p, cx + 2, bw, rm[a], c_rm, tip);
+            text(f, cx + bw / 2 + 2, py(&p, rm[a]) - 4, "class=\"val\" text-anchor=\"middle\"",
+                 "%.1f%%", 100 * rm[a]);
+            text(f, cx, p.y + p.h + 54, "class=\"sub\" text-anchor=\"middle\"",
+                 "removed: %.2f\xC3\x97 minimum", rm[a] / min_rm);
+        }
+    }
+    fputs("</svg>\n", f);
+    caption(f,
+            "The share of sample keys whose owner changes when one node (\"%s\") is appended to "
+            "the fleet (N = %zu \xE2\x86\x92 %zu) and when the last node of the list is removed "
+            "(N = %zu \xE2\x86\x92 %zu; the last one, so that jump, which can only lose its last "
+            "bucket, is measured fairly), for every placement algorithm. Measured by building "
+            "libchash tables before and after the change and looking up the same %zu sample keys "
+            "(seed %" PRIu64 ") in both; hash %s, ring at %" PRIu32 " points per node, maglev "
+            "M = %u. Every node has weight 1 here because modulo and jump have no weights. The "
+            "dashed lines are what a perfectly balanced scheme must move: the new node's fair "
+            "share 1/(N+1), and the removed node's share 1/N; a ring can land a little under "
+            "them when the node that comes or goes owns less than its fair share.%s",
+            added, n, n + 1, n, n - 1, o->keys, o->seed, ch_hash_name(o->hash), o->vnodes,
+            CH_DEFAULT_MAGLEV_SIZE, n >= 2 ? "" : " With one node there is nothing to remove.");
+    return 0;
+}
+
+/* ---- chart 2: ring balance against virtual nodes --------------------------------------------- */
+
+static int chart_vnodes(rep *r)
+{
+    const report_opts *o = r->o;
+    const char *chart = "vnodes chart";
+    double sd[VNODE_STEPS], mn[VNODE_STEPS], mx[VNODE_STEPS];
+    double *s = malloc(o->n * sizeof *s);
+    if (s == NULL)
+        return fail(r, "%s: out of memory", chart);
+    for (size_t k = 0; k < VNODE_STEPS; k++) {
+        ch_table *t = NULL;
+        int rc = build(r, o->nodes, o->n, CH_ALGO_RING, o->hash, vnode_steps[k], &t, chart) ||
+                 shares(r, t, s, chart);
+        ch_table_free(t);
+        if (rc != 0) {
+            free(s);
+            return -1;
+        }
+        load_stats(s, o->nodes, o->n, r->total_w, &sd[k], &mn[k], &mx[k]);
+    }
+    free(s);
+
+    FILE *f = r->f;
+    const char *c_max = "#e15759", *c_min = "#4e79a7", *c_sd = "#59a14f";
+    const legend_item items[] = {{"max load", c_max, 0},
+                                 {"min load", c_min, 0},
+                                 {"standard deviation", c_sd, 0},
+                                 {"fair share", "#333333", 1}};
+    fig_open(f, "vnodes", "Ring balance against virtual nodes", 370);
+    legend(f, 70, 22, items, 4);
+    plot p = {70, 40, 880, 260, 0.0, 1.0};
+    double top = 1.2;
+    for (size_t k = 0; k < VNODE_STEPS; k++)
+        top = fmax(top, mx[k]);
+    double step = nice_top(&p, top * 1.05);
+    axis_y(f, &p, step, 1, "\xC3\x97", "load \xC3\xB7 fair share");
+    hline(f, &p, 1.0, "#333333");
+
+    /* x: log10 of vnodes, from the first step to the last. */
+    const double lx0 = log10(vnode_steps[0]), lx1 = log10(vnode_steps[VNODE_STEPS - 1]);
+#define PX(v) (p.x + (log10(v) - lx0) / (lx1 - lx0) * p.w)
+    for (size_t k = 0; k < VNODE_STEPS; k++) {
+        double x = PX(vnode_steps[k]);
+        line(f, x, p.y + p.h, x, p.y + p.h + 5, "class=\"axis\"");
+        text(f, x, p.y + p.h + 19, "class=\"tick\" text-anchor=\"middle\"", "%" PRIu32,
+             vnode_steps[k]);
+    }
+    text(f, p.x + p.w / 2, p.y + p.h + 42, "class=\"axt\" text-anchor=\"middle\"",
+         "virtual nodes per unit weight (log scale)");
+    if (o->vnodes >= vnode_steps[0] && o->vnodes <= vnode_steps[VNODE_STEPS - 1]) {
+        double x = PX(o->vnodes);
+        line(f, x, p.y, x, p.y + p.h, "stroke=\"#999\" stroke-dasharray=\"2 3\"");
+        text(f, x + 4, p.y + 12, "class=\"sub\"", "configured: %" PRIu32, o->vnodes);
+    }
+    const struct {
+        const double *v;
+        const char *color, *name;
+    } series[] = {{mx, c_max, "max"}, {mn, c_min, "min"}, {sd, c_sd, "stddev"}};
+    for (size_t j = 0; j < sizeof series / sizeof series[0]; j++) {
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"",
+                series[j].color);
+        for (size_t k = 0; k < VNODE_STEPS; k++)
+            fprintf(f, "%.1f,%.1f ", PX(vnode_steps[k]), py(&p, series[j].v[k]));
+        fputs("\"/>\n", f);
+        for (size_t k = 0; k < VNODE_STEPS; k++)
+            fprintf(f,
+                    "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"><title>%s at %" PRIu32
+                    " vnodes: %.3f</title></circle>\n",
+                    PX(vnode_steps[k]), py(&p, series[j].v[k]), series[j].color, series[j].name,
+                    vnode_steps[k], series[j].v[k]);
+    }
+#undef PX
+    fputs("</svg>\n<table class=\"data\"><tr><th>vnodes</th>", f);
+    for (size_t k = 0; k < VNODE_STEPS; k++)
+        fprintf(f, "<td>%" PRIu32 "</td>", vnode_steps[k]);
+    fputs("</tr>\n<tr><th>standard deviation</th>", f);
+    for (size_t k = 0; k < VNODE_STEPS; k++)
+        fprintf(f, "<td>%.3f</td>", sd[k]);
+    fputs("</tr>\n<tr><th>min load</th>", f);
+    for (size_t k = 0; k < VNODE_STEPS; k++)
+        fprintf(f, "<td>%.2f\xC3\x97</td>", mn[k]);
+    fputs("</tr>\n<tr><th>max load</th>", f);
+    for (size_t k = 0; k < VNODE_STEPS; k++)
+        fprintf(f, "<td>%.2f\xC3\x97</td>", mx[k]);
+    fputs("</tr></table>\n", f);
+    caption(f,
+            "How evenly the ring spreads load as the number of virtual nodes per unit weight "
+            "grows (x axis on a log scale): the standard deviation, minimum and maximum of the "
+            "nodes' loads, each load a multiple of the node's fair share w/W (1.0 is perfectly "
+            "fair). Loads are the exact fractions of the 32-bit hash circle owned by each node's "
+            "points (ch_table_shares), not a key sample, so the sample keys and seed do not "
+            "enter. N = %zu nodes as given (total weight %g), hash %s.",
+            o->n, r->total_w, ch_hash_name(o->hash));
+    return 0;
+}
+
+/* ---- chart 3: weights intended against achieved ---------------------------------------------- */
+
+static int chart_weights(rep *r)
+{
+    const report_opts *o = r->o;
+    const char *chart = "weights chart";
+    static const ch_node demo[] = {{"big-1", 4}, {"big-2", 4}, {"small-1", 1}, {"small-2", 1}};
+    static const ch_algo_id algos[] = {CH_ALGO_RING, CH_ALGO_RENDEZVOUS, CH_ALGO_MAGLEV};
+    enum { NALGO = sizeof algos / sizeof algos[0] };
+
+    int unequal = 0;
+    for (size_t i = 1; i < o->n; i++)
+        unequal |= o->nodes[i].weight != o->nodes[0].weight;
+    const ch_node *nodes = unequal ? o->nodes : demo;
+    const size_t n = unequal ? o->n : sizeof demo / sizeof demo[0];
+    double total_w = 0.0;
+    for (size_t i = 0; i < n; i++)
+        total_w += nodes[i].weight;
+
+    /* got[a * n + i]: node i's achieved share under algos[a]. */
+    double *got = calloc(NALGO * n, sizeof *got);
+    if (got == NULL)
+        return fail(r, "%s: out of memory", chart);
+    double worst[NALGO];
+    for (size_t a = 0; a < NALGO; a++) {
+        ch_table *t = NULL;
+        double *g = got + a * n;
+        int rc = build(r, nodes, n, algos[a], o->hash, o->vnodes, &t, chart);
+        if (rc == 0 && algos[a] == CH_ALGO_RENDEZVOUS) {
+            /* Its ch_table_shares() is w/W by construction; what it achieves shows on keys. */
+            for (size_t k = 0; k < o->keys; k++)
+                g[ch_lookup_hash(t, r->kh[k])] += 1.0;
+            for (size_t i = 0; i < n; i++)
+                g[i] /= (double)o->keys;
+        } else if (rc == 0) {
+            rc = shares(r, t, g, chart);
+        }
+        ch_table_free(t);
+        if (rc != 0) {
+            free(got);
+            return -1;
+        }
+        worst[a] = 0.0;
+        for (size_t i = 0; i < n; i++)
+            worst[a] = fmax(worst[a], fabs(g[i] - nodes[i].weight / total_w));
+    }
+
+    const size_t shown = n < MAX_BAR_NODES ? n : MAX_BAR_NODES;
+    double top = 0.0;
+    for (size_t i = 0; i < shown; i++) {
+        top = fmax(top, nodes[i].weight / total_w);
+        for (size_t a = 0; a < NALGO; a++)
+            top = fmax(top, got[a * n + i]);
+    }
+
+    FILE *f = r->f;
+    const char *c_want = "#bab0ac", *c_got = "#4e79a7";
+    const legend_item items[] = {{"intended share w/W", c_want, 0}, {"achieved share", c_got, 0}};
+    const int rotate = shown > 6;
+    fig_open(f, "weights", "Weights: intended against achieved shares", rotate ? 390 : 340);
+    legend(f, 70, 22, items, 2);
+    for (size_t a = 0; a < NALGO; a++) {
+        plot p = {70 + 320.0 * (double)a, 64, 270, 220, 0.0, 1.0};
+        double step = nice_top(&p, top * 1.12);
+        axis_y(f, &p, step, 100, "%", a == 0 ? "share of keys" : NULL);
+        text(f, p.x + p.w / 2, p.y - 10, "class=\"cat\" text-anchor=\"middle\"",
+             "%s \xE2\x80\x94 worst error %.2f pts", ch_algo_name(algos[a]), 100 * worst[a]);
+        const double gw = p.w / (double)shown, bw = gw * 0.38;
+        for (size_t i = 0; i < shown; i++) {
+            const double want = nodes[i].weight / total_w, have = got[a * n + i];
+            const double cx = p.x + gw * ((double)i + 0.5);
+            char tip[256], id[4 * 16 + 4];
+            short_label(id, nodes[i].id, rotate ? 14 : (size_t)fmin(16, fmax(4, gw / 7)));
+            snprintf(tip, sizeof tip, "%s, %s: intended %.2f%%", ch_algo_name(algos[a]), id,
+                     100 * want);
+            bar(f, &p, cx - bw - 1, bw, want, c_want, tip);
+            snprintf(tip, sizeof tip, "%s, %s: achieved %.2f%%", ch_algo_name(algos[a]), id,
+                     100 * have);
+            bar(f, &p, cx + 1, bw, have, c_got, tip);
+            if (!rotate)
+                text(f, cx, py(&p, fmax(want, have)) - 4, "class=\"val\" text-anchor=\"middle\"",
+                     "%.1f%%", 100 * have);
+            if (rotate) {
+                char attrs[128];
+                snprintf(attrs, sizeof attrs,
+                         "class=\"sub\" text-anchor=\"end\" transform=\"rotate(-60 %.1f %.1f)\"",
+                         cx, p.y + p.h + 12);
+                text(f, cx, p.y + p.h + 12, attrs, "%s", id);
+            } else {
+                text(f, cx, p.y + p.h + 16, "class=\"sub\" text-anchor=\"middle\"", "%s", id);
+            }
+        }
+    }
+    fputs("</svg>\n", f);
+    char fleet[160], shown_note[96] = "";
+    if (unequal)
+        snprintf(fleet, sizeof fleet, "the given fleet (N = %zu, total weight %g)", n, total_w);
+    else
+        snprintf(fleet, sizeof fleet, "a demo fleet of N = 4 weighted 4:4:1:1 (big-1, big-2, "
+                 "small-1, small-2), because the given nodes all have the same weight");
+    if (shown < n)
+        snprintf(shown_note, sizeof shown_note,
+                 " Only the first %zu of the %zu nodes are drawn; the worst error is over all.",
+                 shown, n);
+    caption(f,
+            "Each node's intended share w/W (grey) against the share it achieves (blue) for the "
+            "weighted algorithms, with %s. Ring and maglev: the "
+            "exact fraction of the hash space each node owns (ch_table_shares; ring at %" PRIu32
+            " points per unit weight, maglev M = %u). Rendezvous: the fraction of %zu sample "
+            "keys (seed %" PRIu64 ") each node receives, since its exact share is w/W by "
+            "construction. Hash %s. Worst error: the largest |achieved \xE2\x88\x92 intended| "
+            "over the nodes, in percentage points.%s",
+            fleet, o->vnodes, CH_DEFAULT_MAGLEV_SIZE,
+            o->keys, o->seed, ch_hash_name(o->hash), shown_note);
+    free(got);
+    return 0;
+}
+
+/* ---- chart 4: hash functions --------------------------------------------------------------- */
+
+static double now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* Nanoseconds per ch_hash32() call on the sample keys: the best of TIMING_PASSES passes. */
+static double ns_per_hash(rep *r, ch_hash_id h)
+{
+    double best = INFINITY;
+    for (int pass = 0; pass < TIMING_PASSES; pass++) {
+        uint32_t acc = 0, v = 0;
+        double t0 = now_ns();
+        for (size_t i = 0; i < r->o->keys; i++) {
+            ch_hash32(h, r->keys + i * KEY_LEN, KEY_LEN, &v);
+            acc ^= v;
+        }
+        best = fmin(best, (now_ns() - t0) / (double)r->o->keys);
+        r->sink ^= acc;
+    }
+    return best;
+}
+
+static int chart_hashes(rep *r)
+{
+    const report_opts *o = r->o;
+    const char *chart = "hash chart";
+    const char *id0 = o->nodes[0].id;
+    double sd[CH_HASH_COUNT_], mx[CH_HASH_COUNT_], ns[CH_HASH_COUNT_], mn;
+    double *s = malloc(o->n * sizeof *s);
+    double pts = round(o->vnodes * o->nodes[0].weight);
+    size_t npts = pts < 1 ? 1 : pts > MAX_STRIP_TICKS ? MAX_STRIP_TICKS : (size_t)pts;
+    uint32_t *pos = malloc(CH_HASH_COUNT_ * npts * sizeof *pos);
+    size_t namelen = strlen(id0) + 16;
+    char *name = malloc(namelen);
+    if (s == NULL || pos == NULL || name == NULL) {
+        free(s);
+        free(pos);
+        free(name);
+        return fail(r, "%s: out of memory", chart);
+    }
+    for (unsigned h = 0; h < CH_HASH_COUNT_; h++) {
+        ch_table *t = NULL;
+        int rc = build(r, o->nodes, o->n, CH_ALGO_RING, (ch_hash_id)h, o->vnodes, &t, chart) ||
+                 shares(r, t, s, chart);
+        ch_table_free(t);
+        if (rc != 0) {
+            free(s);
+            free(pos);
+            free(name);
+            return -1;
+        }
+        load_stats(s, o->nodes, o->n, r->total_w, &sd[h], &mn, &mx[h]);
+        ns[h] = ns_per_hash(r, (ch_hash_id)h);
+        /* The ring's point names, as libchash builds them: "<id>#<j>", j from 0. */
+        for (size_t j = 0; j < npts; j++) {
+            int len = snprintf(name, namelen, "%s#%zu", id0, j);
+            ch_hash32((ch_hash_id)h, name, (size_t)len, &pos[h * npts + j]);
+        }
+    }
+    free(s);
+    free(name);
+
+    FILE *f = r->f;
+    const double strip_y = 330, row = 26;
+    fig_open(f, "hashes", "Hash functions: ring balance, speed and point spread",
+             strip_y + row * CH_HASH_COUNT_ + 40);
+
+    plot pb = {70, 40, 400, 200, 0.0, 1.0}, ps = {570, 40, 400, 200, 0.0, 1.0};
+    double top_b = 0.0, top_s = 0.0;
+    for (unsigned h = 0; h < CH_HASH_COUNT_; h++) {
+        top_b = fmax(top_b, sd[h]);
+        top_s = fmax(top_s, ns[h]);
+    }
+    double step_b = nice_top(&pb, top_b * 1.15), step_s = nice_top(&ps, top_s * 1.15);
+    text(f, pb.x + pb.w / 2, 22, "class=\"cat\" text-anchor=\"middle\"",
+         "ring balance: standard deviation of load");
+    text(f, ps.x + ps.w / 2, 22, "class=\"cat\" text-anchor=\"middle\"",
+         "speed: nanoseconds per hash");
+    axis_y(f, &pb, step_b, 100, "%", "% of fair share");
+    axis_y(f, &ps, step_s, 1, "", "ns per hash");
+    const double gw = pb.w / CH_HASH_COUNT_, bw = gw * 0.6;
+    for (unsigned h = 0; h < CH_HASH_COUNT_; h++) {
+        const char *hn = ch_hash_name((ch_hash_id)h);
+        const char *color = h == CH_HASH_FNV1A32 ? "#e15759" : "#4e79a7";
+        char tip[160];
+        double xb = pb.x + gw * (h + 0.5), xs = ps.x + gw * (h + 0.5);
+        snprintf(tip, sizeof tip, "%s: standard deviation %.2f%%, max load %.2fx", hn, 100 * sd[h],
+                 mx[h]);
+        bar(f, &pb, xb - bw / 2, bw, sd[h], color, tip);
+        text(f, xb, py(&pb, sd[h]) - 4, "class=\"val\" text-anchor=\"middle\"", "%.1f%%",
+             100 * sd[h]);
+        text(f, xb, pb.y + pb.h + 16, "class=\"sub\" text-anchor=\"middle\"", "%s", hn);
+        snprintf(tip, sizeof tip, "%s: %.2f ns per hash", hn, ns[h]);
+        bar(f, &ps, xs - bw / 2, bw, ns[h], color, tip);
+        text(f, xs, py(&ps, ns[h]) - 4, "class=\"val\" text-anchor=\"middle\"", "%.1f ns",
+             ns[h]);
+        text(f, xs, ps.y + ps.h + 16, "class=\"sub\" text-anchor=\"middle\"", "%s", hn);
+    }
+
+    /* Strips: where one node's points fall on the circle [0, 2^32) under each hash. */
+    char id[4 * 24 + 4];
+    const double sx = 130, sw = 840;
+    text(f, 70, strip_y - 26, "class=\"cat\"", "where the %zu points of node \"%s\" fall on "
+         "the ring, 0 to 2\xC2\xB3\xC2\xB2, under each hash", npts, short_label(id, id0, 24));
+    for (unsigned h = 0; h < CH_HASH_COUNT_; h++) {
+        double y = strip_y + row * h - 8;
+        text(f, sx - 8, y + 13, "class=\"sub\" text-anchor=\"end\"", "%s",
+             ch_hash_name((ch_hash_id)h));
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"18\" fill=\"#f3f3f3\"/>\n",
+                sx, y, sw);
+        fprintf(f, "<path stroke=\"%s\" stroke-opacity=\"0.7\" d=\"",
+                h == CH_HASH_FNV1A32 ? "#e15759" : "#4e79a7");
+        for (size_t j = 0; j < npts; j++)
+            fprintf(f, "M%.1f %.1fv18", sx + sw * (pos[h * npts + j] / 4294967296.0), y);
+        fputs("\"/>\n", f);
+    }
+    free(pos);
+    static const char *const quarter[] = {"0", "2\xC2\xB3\xE2\x81\xB0", "2\xC2\xB3\xC2\xB9",
+                                          "3\302\2672\302\263\342\201\260", /* 3·2³⁰ */
+                                          "2\xC2\xB3\xC2\xB2"};
+    const double ay = strip_y + row * CH_HASH_COUNT_ - 4;
+    for (int q = 0; q <= 4; q++)
+        text(f, sx + sw * q / 4.0, ay + 10, "class=\"tick\" text-anchor=\"middle\"", "%s",
+             quarter[q]);
+    fputs("</svg>\n", f);
+    caption(f,
+            "Every registry hash as the ring's hash, for N = %zu nodes at %" PRIu32 " points per "
+            "unit weight. Left: the standard deviation of node load as a percentage of fair "
+            "share, from the exact arc lengths (ch_table_shares). Right: nanoseconds per "
+            "ch_hash32() call over the %zu sample keys (%d bytes each, seed %" PRIu64 "), the "
+            "best of %d passes timed with CLOCK_MONOTONIC on the machine that wrote this report; "
+            "timings vary from run to run. Strips: each tick is one ring point of the first node, "
+            "at hash32(\"<id>#<j>\"). Raw FNV-1a (red) maps names that differ only in their last "
+            "characters close together, so its points clump into a few arcs and the ring is "
+            "uneven; the fmix32 finalizer of the default, fnv1a32_fmix, spreads them out. The "
+            "other charts use %s.",
+            o->n, o->vnodes, o->keys, KEY_LEN, o->seed, TIMING_PASSES, ch_hash_name(o->hash));
+    return 0;
+}
+
+/* ---- the page ------------------------------------------------------------------------------ */
+
+static const char css[] =
+    "body{font-family:system-ui,-apple-system,'Segoe UI',Helvetica,Arial,sans-serif;"
+    "color:#222;background:#fff;margin:0}\n"
+    "main{max-width:1020px;margin:0 auto;padding:20px}\n"
+    "h1{font-size:26px;margin:0 0 6px}h2{font-size:18px;margin:0 0 6px}\n"
+    "p.meta{color:#444;margin:0 0 6px}p.fleet{color:#555;font-size:13px;margin:0 0 18px}\n"
+    "figure{margin:0 0 28px;padding:14px 0 0;border-top:1px solid #ddd}\n"
+    "figcaption{color:#444;font-size:13.5px;line-height:1.45;max-width:980px}\n"
+    "svg{display:block;max-width:100%;height:auto;margin:4px 0 8px}\n"
+    "svg text{font-family:inherit;font-size:12px;fill:#333}\n"
+    "svg .tick{font-size:11px;fill:#555}\n"
+    "svg .val{font-size:11px;fill:#222;paint-order:stroke;stroke:#fff;stroke-width:3px;"
+    "stroke-linejoin:round}\n"
+    "svg .cat{font-size:13px;font-weight:600}svg .sub{font-size:11.5px;fill:#444}\n"
+    "svg .axt{font-size:12px;fill:#444}svg .leg{font-size:12px}\n"
+    "svg .grid{stroke:#e6e6e6}svg .axis{stroke:#888}\n"
+    "table.data{border-collapse:collapse;font-size:12.5px;margin:0 0 8px 70px}\n"
+    "table.data th{text-align:left;font-weight:600;padding:2px 12px 2px 0}\n"
+    "table.data td{text-align:right;padding:2px 10px;font-variant-numeric:tabular-nums}\n";
+
+static void page_head(rep *r)
+{
+    const report_opts *o = r->o;
+    FILE *f = r->f;
+    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+               "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+               "<title>chash report</title>\n<style>\n%s</style>\n</head>\n<body>\n<main>\n"
+               "<h1>chash report</h1>\n<p class=\"meta\">",
+            css);
+    put_fmt(f,
+            "N = %zu nodes (total weight %g) \xC2\xB7 hash %s \xC2\xB7 ring vnodes %" PRIu32
+            " \xC2\xB7 %zu sample keys, seed %" PRIu64 " \xC2\xB7 libchash %d.%d.%d",
+            o->n, r->total_w, ch_hash_name(o->hash), o->vnodes, o->keys, o->seed,
+            CH_VERSION_MAJOR, CH_VERSION_MINOR, CH_VERSION_PATCH);
+    fputs("</p>\n<p class=\"fleet\">Nodes: ", f);
+    const size_t listed = o->n < 40 ? o->n : 40;
+    for (size_t i = 0; i < listed; i++) {
+        put_esc(f, o->nodes[i].id);
+        if (o->nodes[i].weight != 1.0)
+            fprintf(f, " (weight %g)", o->nodes[i].weight);
+        fputs(i + 1 < o->n ? ", " : "", f);
+    }
+    if (listed < o->n)
+        fprintf(f, "and %zu more", o->n - listed);
+    fputs("</p>\n", f);
+}
+
+/* Checks what the library itself would reject later with a less precise message. */
+static int check_opts(rep *r)
+{
+    const report_opts *o = r->o;
+    if (o->nodes == NULL || o->n == 0)
+        return fail(r, "report: the node list is empty");
+    if (o->keys == 0 || o->keys > MAX_KEYS)
+        return fail(r, "report: the number of sample keys must be between 1 and %u", MAX_KEYS);
+    if (o->vnodes == 0)
+        return fail(r, "report: vnodes must be > 0");
+    if (ch_hash_name(o->hash) == NULL)
+        return fail(r, "report: unknown hash id %d", (int)o->hash);
+    r->total_w = 0.0;
+    for (size_t i = 0; i < o->n; i++) {
+        if (o->nodes[i].id == NULL || o->nodes[i].id[0] == '\0')
+            return fail(r, "report: node %zu has an empty id", i);
+        if (!isfinite(o->nodes[i].weight) || !(o->nodes[i].weight > 0))
+            return fail(r, "report: node %zu has a weight that is not a finite number > 0", i);
+        r->total_w += o->nodes[i].weight;
+    }
+    return 0;
+}
+
+/* The sample keys: "k" followed by 16 lowercase hex digits of splitmix64 outputs seeded with
+ * o->seed, and their hashes under o->hash. */
+static int make_keys(rep *r)
+{
+    static const char hex[] = "0123456789abcdef";
+    const report_opts *o = r->o;
+    r->keys = malloc(o->keys * KEY_LEN);
+    r->kh = malloc(o->keys * sizeof *r->kh);
+    if (r->keys == NULL || r->kh == NULL)
+        return fail(r, "report: out of memory for %zu sample keys", o->keys);
+    uint64_t state = o->seed;
+    for (size_t i = 0; i < o->keys; i++) {
+        uint64_t z = (state += UINT64_C(0x9E3779B97F4A7C15));
+        z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+        z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+        z ^= z >> 31;
+        char *k = r->keys + i * KEY_LEN;
+        k[0] = 'k';
+        for (int d = 0; d < 16; d++)
+            k[1 + d] = hex[(z >> (60 - 4 * d)) & 0xF];
+        int rc = ch_hash64(o->hash, k, KEY_LEN, &r->kh[i]);
+        if (rc != CH_OK)
+            return fail(r, "report: hashing the sample keys: %s", ch_strerror(rc));
+    }
+    return 0;
+}
+
+int report_write(FILE *out, const report_opts *o, char *err, size_t errlen)
+{
+    rep r = {.o = o, .err = err, .errlen = errlen};
+    if (out == NULL || o == NULL)
+        return fail(&r, "report: no output stream or no options");
+    if (check_opts(&r) != 0)
+        return -1;
+
+    char *page = NULL;
+    size_t len = 0;
+    r.f = open_memstream(&page, &len);
+    if (r.f == NULL)
+        return fail(&r, "report: open_memstream: %s", strerror(errno));
+
+    int rc = make_keys(&r);
+    if (rc == 0) {
+        page_head(&r);
+        rc = chart_moved(&r) || chart_vnodes(&r) || chart_weights(&r) || chart_hashes(&r);
+        rc = rc ? -1 : 0;
+    }
+    if (rc == 0)
+        fputs("</main>\n</body>\n</html>\n", r.f);
+    int stream_bad = ferror(r.f);
+    if (fclose(r.f) != 0 || stream_bad) {
+        if (rc == 0)
+            rc = fail(&r, "report: out of memory while formatting the page");
+    }
+    free(r.keys);
+    free(r.kh);
+    if (rc == 0 && (fwrite(page, 1, len, out) != len || fflush(out) != 0 || ferror(out)))
+        rc = fail(&r, "report: writing the page: %s", strerror(errno));
+    free(page);
+    return rc;
+}
