@@ -21,18 +21,6 @@ static uint32_t fnv1a32(const unsigned char *p, size_t len)
     return h;
 }
 
-/* murmur3's 32-bit finalizer: every input bit affects every output bit with probability close
- * to 1/2, which raw FNV-1a lacks in its high bits for short, similar keys. */
-uint32_t ch__fmix32(uint32_t h)
-{
-    h ^= h >> 16;
-    h *= UINT32_C(0x85ebca6b);
-    h ^= h >> 13;
-    h *= UINT32_C(0xc2b2ae35);
-    h ^= h >> 16;
-    return h;
-}
-
 static uint32_t rotl32(uint32_t x, int r)
 {
     return (x << r) | (x >> (32 - r));

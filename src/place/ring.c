@@ -11,8 +11,10 @@
  *
  * Lookup index: the top `bits` bits of a position select one of 2^bits buckets, with
  * 2^bits <= P < 2^(bits+1) for P points; bucket[b] is the first point at or after b's start.
- * A lookup reads bucket[b] and bucket[b+1] and searches the one to two points (on average)
- * between them: O(1) expected, at most 4 bytes per point.
+ * A lookup reads bucket[b] and bucket[b+1] and counts, without a data-dependent branch, the
+ * points below the key among the (one to two, on average) points between them: O(1) expected,
+ * at most 4 bytes per point for the index. A branchy search here mispredicted about once per
+ * lookup and cost more than the hash itself (docs/PERFORMANCE.md).
  */
 #include "../internal.h"
 
@@ -70,6 +72,11 @@ static size_t points_of(const ch_table *t, size_t i)
     return p < 1.0 ? 1 : (size_t)p;
 }
 
+/* A bucket of at most RING_SCAN points is scanned without branches; a fuller one (clustered
+ * positions) is binary-searched. RING_SCAN padding points after the last one keep the scan in
+ * bounds. */
+#define RING_SCAN 4
+
 static int ring_build(ch_table *t)
 {
     size_t total = 0, maxid = 0;
@@ -86,12 +93,12 @@ static int ring_build(ch_table *t)
         bits++;
     size_t nbuckets = (size_t)1 << bits;
 
-    ch__point *pts = ch__alloc(t, total * sizeof(*pts));
+    ch__point *pts = ch__alloc(t, (total + RING_SCAN) * sizeof(*pts));
     ch__point *tmp = ch__alloc(t, total * sizeof(*tmp));
     uint32_t *bucket = ch__alloc(t, (nbuckets + 1) * sizeof(*bucket));
     char *name = ch__alloc(t, maxid + 12);
     if (pts == NULL || tmp == NULL || bucket == NULL || name == NULL) {
-        ch__free(t, pts, total * sizeof(*pts));
+        ch__free(t, pts, (total + RING_SCAN) * sizeof(*pts));
         ch__free(t, tmp, total * sizeof(*tmp));
         ch__free(t, bucket, (nbuckets + 1) * sizeof(*bucket));
         ch__free(t, name, maxid + 12);
@@ -108,6 +115,8 @@ static int ring_build(ch_table *t)
         }
     }
     radix_sort(pts, tmp, total);
+    for (size_t p = 0; p < RING_SCAN; p++)
+        pts[total + p] = (ch__point){.pos = UINT32_MAX, .node = pts[0].node};
     ch__free(t, tmp, total * sizeof(*tmp));
     ch__free(t, name, maxid + 12);
 
@@ -131,17 +140,25 @@ static int ring_build(ch_table *t)
 static void ring_destroy(ch_table *t)
 {
     size_t nbuckets = (size_t)1 << (32 - t->u.ring.shift);
-    ch__free(t, t->u.ring.points, t->u.ring.npoints * sizeof(ch__point));
+    ch__free(t, t->u.ring.points, (t->u.ring.npoints + RING_SCAN) * sizeof(ch__point));
     ch__free(t, t->u.ring.bucket, (nbuckets + 1) * sizeof(uint32_t));
 }
 
-/* Index of the first point with pos >= x, wrapping to 0. */
-static size_t ring_find(const ch_table *t, uint32_t x)
+/* Index of the first point with pos >= x, or npoints when there is none (the padding point
+ * there carries point 0's node, so lookups need no wrap). */
+static size_t ring_find_nowrap(const ch_table *t, uint32_t x)
 {
     const ch__point *pts = t->u.ring.points;
     uint64_t b = (uint64_t)x >> t->u.ring.shift;
     size_t lo = t->u.ring.bucket[b], hi = t->u.ring.bucket[b + 1];
-    /* The answer lies in [lo, hi]: bucket[b + 1] is the first point past the bucket's end. */
+    if (hi - lo <= RING_SCAN) {
+        /* Count the points below x among RING_SCAN from lo: points past the bucket lie past x
+         * and the padding is UINT32_MAX, so neither counts. No data-dependent branch. */
+        size_t i = lo;
+        for (size_t k = 0; k < RING_SCAN; k++)
+            i += pts[lo + k].pos < x;
+        return i;
+    }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (pts[mid].pos < x)
@@ -149,12 +166,18 @@ static size_t ring_find(const ch_table *t, uint32_t x)
         else
             hi = mid;
     }
-    return lo == t->u.ring.npoints ? 0 : lo;
+    return lo;
+}
+
+static size_t ring_find(const ch_table *t, uint32_t x)
+{
+    size_t i = ring_find_nowrap(t, x);
+    return i == t->u.ring.npoints ? 0 : i;
 }
 
 static size_t ring_lookup(const ch_table *t, uint64_t h)
 {
-    return t->u.ring.points[ring_find(t, (uint32_t)h)].node;
+    return t->u.ring.points[ring_find_nowrap(t, (uint32_t)h)].node;
 }
 
 static void ring_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
