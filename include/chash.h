@@ -67,14 +67,45 @@ const char *ch_strerror(int status);
  *   murmur3_32    MurmurHash3 x86_32, seed 0.
  *   xxh3          XXH3 64-bit (libxxhash), seed 0; 32-bit value = low 32 bits.
  *   md5           MD5 (libmd); 64-bit value = digest bytes 0..7 read little-endian,
- *                 32-bit value = bytes 0..3 little-endian (ketama's convention).
+ *                 32-bit value = bytes 0..3 little-endian (ketama's convention; twemproxy's and
+ *                 libmemcached's "md5" key hash is this 32-bit value).
+ *
+ * twemproxy's key hashes, under its names (a pool's "hash:"), reproducing nutcracker 0.5.0
+ * exactly, quirks included; all 32-bit. They read key bytes as twemproxy does, i.e. as signed
+ * chars where it does, so keys with bytes >= 0x80 hash as in nutcracker (and may differ from
+ * textbook versions of the same function; docs/COMPATIBILITY.md lists where):
+ *   one_at_a_time Bob Jenkins' one-at-a-time (libmemcached's default hash).
+ *   crc16         CRC-16/XMODEM's table steps (poly 0x1021, init 0) in a 32-bit register that is
+ *                 never masked to 16 bits: the XMODEM CRC in the low 16 bits, the high bytes of
+ *                 earlier steps above (16 bits for 1-byte keys, 24 for 2, 32 from 3 bytes on).
+ *   crc32         libmemcached's crc: ((CRC-32 >> 16) & 0x7fff): only 15 bits.
+ *   crc32a        the full CRC-32 (IEEE 802.3).
+ *   fnv1_64       FNV-1 64-bit, truncated to its low 32 bits.
+ *   fnv1a_64      FNV-1a 64-bit truncated to 32 bits, which is a 32-bit FNV-1a with the 64-bit
+ *                 offset and prime truncated (prime 0x1b3): twemproxy's DEFAULT, and poorly mixed.
+ *   fnv1_32       FNV-1 32-bit.
+ *   fnv1a_32      FNV-1a 32-bit (twemproxy's: differs from fnv1a32 for bytes >= 0x80).
+ *   hsieh         Paul Hsieh's SuperFastHash with an initial value of 0.
+ *   murmur        MurmurHash2 with seed 0xdeadbeef * len.
+ *   jenkins       Bob Jenkins' lookup3 hashlittle() with initval 13.
  * ------------------------------------------------------------------------------------------- */
 #define CH_HASH_LIST(X)              \
     X(FNV1A32_FMIX, fnv1a32_fmix, 32) \
     X(FNV1A32, fnv1a32, 32)           \
     X(MURMUR3_32, murmur3_32, 32)     \
     X(XXH3, xxh3, 64)                 \
-    X(MD5, md5, 64)
+    X(MD5, md5, 64)                   \
+    X(TW_ONE_AT_A_TIME, one_at_a_time, 32) \
+    X(TW_CRC16, crc16, 32)            \
+    X(TW_CRC32, crc32, 32)            \
+    X(TW_CRC32A, crc32a, 32)          \
+    X(TW_FNV1_64, fnv1_64, 32)        \
+    X(TW_FNV1A_64, fnv1a_64, 32)      \
+    X(TW_FNV1_32, fnv1_32, 32)        \
+    X(TW_FNV1A_32, fnv1a_32, 32)      \
+    X(TW_HSIEH, hsieh, 32)            \
+    X(TW_MURMUR, murmur, 32)          \
+    X(TW_JENKINS, jenkins, 32)
 
 typedef enum ch_hash_id {
 #define CH__HASH_ENUM(id, name, bits) CH_HASH_##id,
@@ -118,13 +149,46 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *   maglev      Eisenbud et al.'s lookup table of prime size M (default 65537), filled from per-node
  *               permutations; O(1) lookup; weights by share of the filling turns. Replicas: the
  *               first R distinct nodes in table order from the key's slot.
+ *
+ * Compatible placements: each reproduces a peer's placement exactly, proven against the peer
+ * (docs/COMPATIBILITY.md). They place keys by the LOW 32 bits of the key hash. Give them only the
+ * live servers: the peers rebuild over live servers only, which these reproduce by being built
+ * over the list given.
+ *   ketama      twemproxy's "distribution: ketama". Node i has
+ *                 4 * floorf((float)w_i / (float)W * vnodes / 4 * N)     (float arithmetic)
+ *               points (vnodes = twemproxy's 160 by default), 4 per MD5 digest of "<id>-<k>",
+ *               k = 0, 1, ...: bytes 4x..4x+3 little-endian, x = 0..3. The id is the server's
+ *               name in twemproxy: its configured name, else "host:port", or "host" alone when
+ *               the port is 11211 (ch_config gives it as ch_conf_server.id). A key belongs to the
+ *               first point at or after its hash, wrapping; equal positions go to the node
+ *               earlier in the list. An empty key hashes to 0, as in twemproxy. Replicas as ring.
+ *   modula      twemproxy's "distribution: modula": a table of round(w_i) (at least 1)
+ *               consecutive slots per node in list order (twemproxy's weights are whole
+ *               numbers); a key belongs to slot hash % slots. Empty key: hash 0. Replicas: the
+ *               next distinct nodes in slot order.
+ *   random      twemproxy's "distribution: random": one slot per node, weights ignored; the owner
+ *               is node h % N for the value h given to ch_lookup_hash(). twemproxy draws h from
+ *               random() per request: pass a random value there. ch_lookup() uses the key's hash,
+ *               which makes it a deterministic modulo, not what twemproxy does.
+ *   libmemcached_ketama      libmemcached's weighted ketama (MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED,
+ *               also switched on by any weight > 1): as ketama, with ids "host:port" ("host"
+ *               alone means port 11211) and point strings "host-k" for port 11211, else
+ *               "host:port-k". libmemcached hashes keys with md5 in this mode: use CH_HASH_MD5.
+ *   libmemcached_ketama_spy  libmemcached's MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA_SPY with
+ *               weighted ketama (spymemcached's point strings "/host:port-k"); otherwise as
+ *               libmemcached_ketama.
  * ------------------------------------------------------------------------------------------- */
 #define CH_ALGO_LIST(X)        \
     X(MODULO, modulo)          \
     X(RING, ring)              \
     X(RENDEZVOUS, rendezvous)  \
     X(JUMP, jump)              \
-    X(MAGLEV, maglev)
+    X(MAGLEV, maglev)          \
+    X(KETAMA, ketama)          \
+    X(MODULA, modula)          \
+    X(RANDOM, random)          \
+    X(LIBMEMCACHED_KETAMA, libmemcached_ketama) \
+    X(LIBMEMCACHED_KETAMA_SPY, libmemcached_ketama_spy)
 
 typedef enum ch_algo_id {
 #define CH__ALGO_ENUM(id, name) CH_ALGO_##id,
@@ -173,6 +237,10 @@ typedef struct ch_options {
     uint32_t vnodes;               /* ring points per unit weight, > 0; default 160 */
     uint32_t table_size;           /* maglev table size M: a prime > N; default 65537 */
     const ch_allocator *allocator; /* NULL: malloc/free */
+    /* twemproxy's hash_tag, e.g. {'{', '}'}; {0, 0} (the default) for none. With a tag, only the
+     * text between the first hash_tag[0] and the next hash_tag[1] after it is hashed, when that
+     * text is non-empty; otherwise the whole key. Applies to every algorithm. */
+    char hash_tag[2];
 } ch_options;
 
 /* Fills *opt with the defaults above. opt must not be NULL. Cost: O(1). */
@@ -243,7 +311,9 @@ int ch_table_transfer(const ch_table *a, const ch_table *b, double *matrix);
  * (key != NULL or len == 0).
  * ------------------------------------------------------------------------------------------- */
 
-/* The table's hash of a key: ch_hash64(table hash, key, len). Cost: O(len). */
+/* The table's hash of a key: ch_hash64(table hash, key, len), of the hash_tag part of the key
+ * when the table has a hash_tag and the key a non-empty tagged part; 0 for an empty key under the
+ * twemproxy placements (ketama, modula, random), as twemproxy does. Cost: O(len). */
 uint64_t ch_key_hash(const ch_table *t, const void *key, size_t len);
 
 /* The owner of the key whose ch_key_hash() is h: a node index in [0, N).

@@ -27,6 +27,8 @@ typedef struct ch_conf_server {
     int port;      /* 0 for a unix socket */
     double weight; /* > 0 */
     char *name;    /* the optional name after the weight, or NULL */
+    char *id;      /* the server's name in twemproxy, which its ketama hashes: name if given, else
+                      addr, or host alone when the port is 11211. Unique within a pool. */
     unsigned line; /* 1-based line of the server entry in the file */
 } ch_conf_server;
 

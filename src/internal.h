@@ -77,6 +77,8 @@ typedef struct ch__algo {
     /* Optional (NULL for jump): starts a walk; walk_next returns a node or CH__WALK_END. */
     void (*walk_start)(const ch_table *t, uint64_t h, ch__walk *w);
     size_t (*walk_next)(const ch_table *t, ch__walk *w);
+    /* twemproxy's placements hash an empty key to 0 whatever the hash function. */
+    bool empty_key_zero;
 } ch__algo;
 
 #define CH__ALGO_DECL(id, name) extern const ch__algo ch__algo_##name;
@@ -111,9 +113,27 @@ struct ch_table {
         struct {
             uint32_t *slot;    /* M entries, each a node index; every slot is filled */
             uint32_t m;
-        } maglev;
+        } maglev;              /* also modula's slot table: m slots, round(w_i) per node */
     } u;
 };
+
+/* The ring layout, shared by ring and the ketama family (ring.c). ch__ring_index() takes
+ * ownership of pts (total + CH__RING_SCAN entries, the first total filled in any order, ties in
+ * the order they must keep), sorts them stably by position and builds the bucket index; on
+ * failure it frees pts and returns CH_ENOMEM. */
+#define CH__RING_SCAN 4
+int ch__ring_index(ch_table *t, ch__point *pts, size_t total);
+void ch__ring_destroy(ch_table *t);
+size_t ch__ring_lookup(const ch_table *t, uint64_t h);
+void ch__ring_walk_start(const ch_table *t, uint64_t h, ch__walk *w);
+size_t ch__ring_walk_next(const ch_table *t, ch__walk *w);
+void ch__ring_shares(const ch_table *t, double *shares);
+
+/* The modulo family (modulo.c): node h % N, walk forward from there. */
+size_t ch__modulo_lookup(const ch_table *t, uint64_t h);
+void ch__modulo_walk_start(const ch_table *t, uint64_t h, ch__walk *w);
+size_t ch__modulo_walk_next(const ch_table *t, ch__walk *w);
+void ch__modulo_shares(const ch_table *t, double *shares);
 
 void *ch__alloc(ch_table *t, size_t size);
 void ch__free(ch_table *t, void *p, size_t size);

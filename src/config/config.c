@@ -170,34 +170,18 @@ static bool *bool_field(ch_conf_pool *p, int id)
 
 /* ---- hash and distribution names ----------------------------------------------------------- */
 
-static const char *const twemproxy_hashes[] = {
-    "one_at_a_time", "md5",      "crc16",   "crc32",    "crc32a", "fnv1_64",
-    "fnv1a_64",      "fnv1_32",  "fnv1a_32", "hsieh",   "murmur", "jenkins",
-};
-static const char *const twemproxy_dists[] = {"ketama", "modula", "random"};
-
-#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
-
-static bool in_list(const char *const *list, size_t n, const char *s)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(list[i], s) == 0)
-            return true;
-    return false;
-}
-
+/* Every twemproxy hash and distribution name is a libchash registry name (include/chash.h), so
+ * the registries are the one list of what a pool may say. */
 static bool hash_known(const char *s)
 {
     ch_hash_id id;
-    return in_list(twemproxy_hashes, COUNT(twemproxy_hashes), s) ||
-           ch_hash_from_name(s, &id) == CH_OK;
+    return ch_hash_from_name(s, &id) == CH_OK;
 }
 
 static bool dist_known(const char *s)
 {
     ch_algo_id id;
-    return in_list(twemproxy_dists, COUNT(twemproxy_dists), s) ||
-           ch_algo_from_name(s, &id) == CH_OK;
+    return ch_algo_from_name(s, &id) == CH_OK;
 }
 
 static void append(char *buf, size_t cap, size_t *at, const char *word)
@@ -209,16 +193,12 @@ static void append(char *buf, size_t cap, size_t *at, const char *word)
         *at += (size_t)n;
 }
 
-/* twemproxy's names, then libchash's registry names that twemproxy lacks. */
 static const char *hash_names(char *buf, size_t cap)
 {
     size_t at = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < COUNT(twemproxy_hashes); i++)
-        append(buf, cap, &at, twemproxy_hashes[i]);
     for (int i = 0; i < CH_HASH_COUNT_; i++)
-        if (!in_list(twemproxy_hashes, COUNT(twemproxy_hashes), ch_hash_name((ch_hash_id)i)))
-            append(buf, cap, &at, ch_hash_name((ch_hash_id)i));
+        append(buf, cap, &at, ch_hash_name((ch_hash_id)i));
     return buf;
 }
 
@@ -226,11 +206,8 @@ static const char *dist_names(char *buf, size_t cap)
 {
     size_t at = 0;
     buf[0] = '\0';
-    for (size_t i = 0; i < COUNT(twemproxy_dists); i++)
-        append(buf, cap, &at, twemproxy_dists[i]);
     for (int i = 0; i < CH_ALGO_COUNT_; i++)
-        if (!in_list(twemproxy_dists, COUNT(twemproxy_dists), ch_algo_name((ch_algo_id)i)))
-            append(buf, cap, &at, ch_algo_name((ch_algo_id)i));
+        append(buf, cap, &at, ch_algo_name((ch_algo_id)i));
     return buf;
 }
 
@@ -684,6 +661,8 @@ static int load_server(loader *ld, ch_conf_pool *p)
     size_t klen = s->name != NULL ? a.name_len : a.addr_len;
     if (s->name == NULL && a.port == 11211)
         klen = (size_t)(strrchr(s->addr, ':') - s->addr);
+    if ((s->id = dupn(key, klen)) == NULL)
+        return nomem(ld);
     size_t first;
     if (strset_add(&ld->servers, key, klen, idx, &first) != CH_OK)
         return nomem(ld);
@@ -1003,6 +982,7 @@ void ch_config_free(ch_config *cfg)
         for (size_t j = 0; j < p->nservers; j++) {
             xfree(p->servers[j].addr);
             xfree(p->servers[j].host);
+            xfree(p->servers[j].id);
             xfree(p->servers[j].name);
         }
         xfree(p->servers);

@@ -2,6 +2,9 @@
  * modulo.c — the baseline: hash32(key) % N. Every change of N moves about N/(N+1) of the keys;
  * it is here to be measured against. No weights. Walk (failover order): h % N, then the next
  * indexes, wrapping.
+ *
+ * Also twemproxy's "random": the same table (one slot per server, weights ignored), indexed by a
+ * value the caller draws at random per request and passes to ch_lookup_hash().
  */
 #include "../internal.h"
 
@@ -15,18 +18,18 @@ static void modulo_destroy(ch_table *t)
     (void)t;
 }
 
-static size_t modulo_lookup(const ch_table *t, uint64_t h)
+size_t ch__modulo_lookup(const ch_table *t, uint64_t h)
 {
     return (uint32_t)h % t->n;
 }
 
-static void modulo_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
+void ch__modulo_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
 {
-    w->next = modulo_lookup(t, h);
+    w->next = ch__modulo_lookup(t, h);
     w->left = t->n;
 }
 
-static size_t modulo_walk_next(const ch_table *t, ch__walk *w)
+size_t ch__modulo_walk_next(const ch_table *t, ch__walk *w)
 {
     if (w->left == 0)
         return CH__WALK_END;
@@ -37,7 +40,7 @@ static size_t modulo_walk_next(const ch_table *t, ch__walk *w)
 }
 
 /* Residue i of N has floor((2^32 - 1 - i) / N) + 1 of the 2^32 hashes. */
-static void modulo_shares(const ch_table *t, double *shares)
+void ch__modulo_shares(const ch_table *t, double *shares)
 {
     for (size_t i = 0; i < t->n; i++)
         shares[i] = (double)((UINT64_C(0xffffffff) - i) / t->n + 1) * 0x1p-32;
@@ -46,8 +49,24 @@ static void modulo_shares(const ch_table *t, double *shares)
 const ch__algo ch__algo_modulo = {
     .build = modulo_build,
     .destroy = modulo_destroy,
-    .lookup = modulo_lookup,
-    .shares = modulo_shares,
-    .walk_start = modulo_walk_start,
-    .walk_next = modulo_walk_next,
+    .lookup = ch__modulo_lookup,
+    .shares = ch__modulo_shares,
+    .walk_start = ch__modulo_walk_start,
+    .walk_next = ch__modulo_walk_next,
+};
+
+static int random_build(ch_table *t)
+{
+    (void)t;
+    return CH_OK;
+}
+
+const ch__algo ch__algo_random = {
+    .build = random_build,
+    .destroy = modulo_destroy,
+    .lookup = ch__modulo_lookup,
+    .shares = ch__modulo_shares,
+    .walk_start = ch__modulo_walk_start,
+    .walk_next = ch__modulo_walk_next,
+    .empty_key_zero = true,
 };

@@ -72,53 +72,30 @@ static size_t points_of(const ch_table *t, size_t i)
     return p < 1.0 ? 1 : (size_t)p;
 }
 
-/* A bucket of at most RING_SCAN points is scanned without branches; a fuller one (clustered
- * positions) is binary-searched. RING_SCAN padding points after the last one keep the scan in
+/* A bucket of at most CH__RING_SCAN points is scanned without branches; a fuller one (clustered
+ * positions) is binary-searched. CH__RING_SCAN padding points after the last one keep the scan in
  * bounds. */
-#define RING_SCAN 4
+#define RING_SCAN CH__RING_SCAN
 
-static int ring_build(ch_table *t)
+int ch__ring_index(ch_table *t, ch__point *pts, size_t total)
 {
-    size_t total = 0, maxid = 0;
-    for (size_t i = 0; i < t->n; i++) {
-        size_t p = points_of(t, i);
-        if (p == 0 || (total += p) > CH_MAX_POINTS)
-            return CH_ETOOBIG;
-        size_t len = strlen(t->ids[i]);
-        maxid = len > maxid ? len : maxid;
-    }
-
     unsigned bits = 0;
     while (bits < 31 && ((size_t)2 << bits) <= total)
         bits++;
     size_t nbuckets = (size_t)1 << bits;
 
-    ch__point *pts = ch__alloc(t, (total + RING_SCAN) * sizeof(*pts));
     ch__point *tmp = ch__alloc(t, total * sizeof(*tmp));
     uint32_t *bucket = ch__alloc(t, (nbuckets + 1) * sizeof(*bucket));
-    char *name = ch__alloc(t, maxid + 12);
-    if (pts == NULL || tmp == NULL || bucket == NULL || name == NULL) {
+    if (tmp == NULL || bucket == NULL) {
         ch__free(t, pts, (total + RING_SCAN) * sizeof(*pts));
         ch__free(t, tmp, total * sizeof(*tmp));
         ch__free(t, bucket, (nbuckets + 1) * sizeof(*bucket));
-        ch__free(t, name, maxid + 12);
         return CH_ENOMEM;
     }
-
-    size_t k = 0;
-    for (size_t r = 0; r < t->n; r++) {
-        uint32_t i = t->by_id[r];
-        size_t idlen = strlen(t->ids[i]), p = points_of(t, i);
-        for (uint32_t j = 0; j < p; j++) {
-            size_t len = vnode_name(name, t->ids[i], idlen, j);
-            pts[k++] = (ch__point){.pos = (uint32_t)t->hash(name, len), .node = i};
-        }
-    }
     radix_sort(pts, tmp, total);
+    ch__free(t, tmp, total * sizeof(*tmp));
     for (size_t p = 0; p < RING_SCAN; p++)
         pts[total + p] = (ch__point){.pos = UINT32_MAX, .node = pts[0].node};
-    ch__free(t, tmp, total * sizeof(*tmp));
-    ch__free(t, name, maxid + 12);
 
     unsigned shift = 32 - bits;
     size_t i = 0;
@@ -137,7 +114,40 @@ static int ring_build(ch_table *t)
     return CH_OK;
 }
 
-static void ring_destroy(ch_table *t)
+static int ring_build(ch_table *t)
+{
+    size_t total = 0, maxid = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t p = points_of(t, i);
+        if (p == 0 || (total += p) > CH_MAX_POINTS)
+            return CH_ETOOBIG;
+        size_t len = strlen(t->ids[i]);
+        maxid = len > maxid ? len : maxid;
+    }
+
+    ch__point *pts = ch__alloc(t, (total + RING_SCAN) * sizeof(*pts));
+    char *name = ch__alloc(t, maxid + 12);
+    if (pts == NULL || name == NULL) {
+        ch__free(t, pts, (total + RING_SCAN) * sizeof(*pts));
+        ch__free(t, name, maxid + 12);
+        return CH_ENOMEM;
+    }
+
+    /* Generated in id order: the stable sort then orders equal positions by id, then j. */
+    size_t k = 0;
+    for (size_t r = 0; r < t->n; r++) {
+        uint32_t i = t->by_id[r];
+        size_t idlen = strlen(t->ids[i]), p = points_of(t, i);
+        for (uint32_t j = 0; j < p; j++) {
+            size_t len = vnode_name(name, t->ids[i], idlen, j);
+            pts[k++] = (ch__point){.pos = (uint32_t)t->hash(name, len), .node = i};
+        }
+    }
+    ch__free(t, name, maxid + 12);
+    return ch__ring_index(t, pts, total);
+}
+
+void ch__ring_destroy(ch_table *t)
 {
     size_t nbuckets = (size_t)1 << (32 - t->u.ring.shift);
     ch__free(t, t->u.ring.points, (t->u.ring.npoints + RING_SCAN) * sizeof(ch__point));
@@ -175,18 +185,18 @@ static size_t ring_find(const ch_table *t, uint32_t x)
     return i == t->u.ring.npoints ? 0 : i;
 }
 
-static size_t ring_lookup(const ch_table *t, uint64_t h)
+size_t ch__ring_lookup(const ch_table *t, uint64_t h)
 {
     return t->u.ring.points[ring_find_nowrap(t, (uint32_t)h)].node;
 }
 
-static void ring_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
+void ch__ring_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
 {
     w->next = ring_find(t, (uint32_t)h);
     w->left = t->u.ring.npoints;
 }
 
-static size_t ring_walk_next(const ch_table *t, ch__walk *w)
+size_t ch__ring_walk_next(const ch_table *t, ch__walk *w)
 {
     if (w->left == 0)
         return CH__WALK_END;
@@ -198,7 +208,7 @@ static size_t ring_walk_next(const ch_table *t, ch__walk *w)
 
 /* Point i owns the hashes in (pos[i-1], pos[i]]; point 0 also the wrap above the last point.
  * Points sharing a position own nothing beyond the first of them. */
-static void ring_shares(const ch_table *t, double *shares)
+void ch__ring_shares(const ch_table *t, double *shares)
 {
     const ch__point *pts = t->u.ring.points;
     size_t np = t->u.ring.npoints;
@@ -213,9 +223,9 @@ static void ring_shares(const ch_table *t, double *shares)
 
 const ch__algo ch__algo_ring = {
     .build = ring_build,
-    .destroy = ring_destroy,
-    .lookup = ring_lookup,
-    .shares = ring_shares,
-    .walk_start = ring_walk_start,
-    .walk_next = ring_walk_next,
+    .destroy = ch__ring_destroy,
+    .lookup = ch__ring_lookup,
+    .shares = ch__ring_shares,
+    .walk_start = ch__ring_walk_start,
+    .walk_next = ch__ring_walk_next,
 };

@@ -103,7 +103,7 @@ static int read_options(const ch_options *opt, ch_options *o)
     memcpy(o, opt, opt->size);
     o->size = sizeof(*o);
     if ((unsigned)o->algo >= CH_ALGO_COUNT_ || (unsigned)o->hash >= CH_HASH_COUNT_ ||
-        o->vnodes == 0)
+        o->vnodes == 0 || (o->hash_tag[0] == '\0') != (o->hash_tag[1] == '\0'))
         return CH_EINVAL;
     return CH_OK;
 }
@@ -254,8 +254,9 @@ int ch_table_info_get(const ch_table *t, ch_table_info *info)
         .algo = t->opt.algo,
         .hash = t->opt.hash,
         .nodes = t->n,
-        .points = t->opt.algo == CH_ALGO_RING     ? t->u.ring.npoints
-                  : t->opt.algo == CH_ALGO_MAGLEV ? t->u.maglev.m
+        .points = t->algo->lookup == ch__ring_lookup ? t->u.ring.npoints
+                  : t->opt.algo == CH_ALGO_MAGLEV || t->opt.algo == CH_ALGO_MODULA
+                      ? t->u.maglev.m
                                                   : t->n,
         .bytes = t->bytes + sizeof(*t),
         .vnodes = t->opt.vnodes,
@@ -286,9 +287,29 @@ int ch_table_shares(const ch_table *t, double *shares)
 
 /* ---- lookups ----------------------------------------------------------------------------- */
 
+/* twemproxy's hash tag: the text between the first tag[0] and the next tag[1] after it, when
+ * that text is non-empty; else the whole key. */
+static void hash_tag_span(const char tag[2], const unsigned char **key, size_t *len)
+{
+    const unsigned char *k = *key, *end = k + *len;
+    const unsigned char *open = memchr(k, (unsigned char)tag[0], *len);
+    if (open == NULL)
+        return;
+    const unsigned char *close = memchr(open + 1, (unsigned char)tag[1], (size_t)(end - open - 1));
+    if (close == NULL || close - open < 2)
+        return;
+    *key = open + 1;
+    *len = (size_t)(close - open - 1);
+}
+
 uint64_t ch_key_hash(const ch_table *t, const void *key, size_t len)
 {
-    return t->hash(key, len);
+    const unsigned char *k = key;
+    if (t->opt.hash_tag[0] != '\0' && len > 0)
+        hash_tag_span(t->opt.hash_tag, &k, &len);
+    if (len == 0 && t->algo->empty_key_zero)
+        return 0;
+    return t->hash(k, len);
 }
 
 size_t ch_lookup_hash(const ch_table *t, uint64_t h)
@@ -298,7 +319,7 @@ size_t ch_lookup_hash(const ch_table *t, uint64_t h)
 
 size_t ch_lookup(const ch_table *t, const void *key, size_t len)
 {
-    return t->algo->lookup(t, t->hash(key, len));
+    return t->algo->lookup(t, ch_key_hash(t, key, len));
 }
 
 static bool listed(const size_t *out, size_t count, size_t node)
@@ -342,7 +363,7 @@ int ch_replicas(const ch_table *t, const void *key, size_t len, size_t r, size_t
 {
     if (t == NULL || (key == NULL && len > 0))
         return CH_EINVAL;
-    return ch_replicas_hash(t, t->hash(key, len), r, out, count);
+    return ch_replicas_hash(t, ch_key_hash(t, key, len), r, out, count);
 }
 
 int ch_lookup_bounded_hash(const ch_table *t, uint64_t h, const uint64_t *loads, uint64_t total,
@@ -375,5 +396,5 @@ int ch_lookup_bounded(const ch_table *t, const void *key, size_t len, const uint
 {
     if (t == NULL || (key == NULL && len > 0))
         return CH_EINVAL;
-    return ch_lookup_bounded_hash(t, t->hash(key, len), loads, total, c, out);
+    return ch_lookup_bounded_hash(t, ch_key_hash(t, key, len), loads, total, c, out);
 }

@@ -29,6 +29,25 @@ FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures")
 MILLION = 1000000
 
 
+def registry(macro):
+    """The names of a registry list (CH_ALGO_LIST / CH_HASH_LIST) read from include/chash.h, so
+    "all" is checked against the header, not against what the CLI prints."""
+    header = os.path.join(os.path.dirname(FIXTURES), "..", "..", "include", "chash.h")
+    lines = open(header).read().split("#define %s(X)" % macro, 1)[1].splitlines()[1:]
+    names = []
+    for line in lines:
+        m = re.match(r"\s*X\(\w+, (\w+)", line)
+        if m:
+            names.append(m.group(1))
+        if not line.rstrip().endswith("\\"):
+            break
+    return set(names)
+
+
+ALGOS = registry("CH_ALGO_LIST")
+HASHES = registry("CH_HASH_LIST")
+
+
 class Fail(Exception):
     pass
 
@@ -149,21 +168,27 @@ def test_lookup():
     check(p.wait() == 0 and rest.count("\n") == 19999, "streaming: output incomplete")
 
     # --config: owners as host:port, then the server's name when the pool names its servers.
-    # The ids are the names (else host:port) and the weights come from the file, so the owners
-    # must be those of the equivalent --nodes list.
+    # The ids are the names (else host:port), the weights, hash and distribution come from the
+    # file (fnv1a_64, ketama), so the owners must be those of the equivalent --nodes list.
     pools = os.path.join(FIXTURES, "pools.yml")
     addr = {"cache-a": "127.0.0.1:6379", "cache-b": "127.0.0.1:6380", "cache-c": "127.0.0.1:6381"}
     keys = ["user:%d" % i for i in range(200)]
     named, _ = run("lookup", "--config", pools, "--pool", "named", "--replicas", "2", *keys)
-    same, _ = run("lookup", "--nodes", "cache-a:1,cache-b:1,cache-c:2", "--replicas", "2", *keys)
+    same, _ = run("lookup", "--nodes", "cache-a:1,cache-b:1,cache-c:2", "--replicas", "2",
+                  "--algo", "ketama", "--hash", "fnv1a_64", *keys)
+    other, _ = run("lookup", "--nodes", "cache-a:1,cache-b:1,cache-c:2", "--replicas", "2", *keys)
+    check(other != same, "the pool's hash and distribution must matter")
     for n, s in zip(named.splitlines(), same.splitlines()):
         k, a1, n1, a2, n2 = n.split("\t")
         _, s1, s2 = s.split("\t")
         check((n1, n2) == (s1, s2) and addr[n1] == a1 and addr[n2] == a2,
               "lookup --config named: %r vs %r" % (n, s))
+    # Unnamed servers on port 11211: twemproxy's ketama hashes them by host alone (the pool's
+    # defaults: fnv1a_64, ketama); printed as host:port.
     plain, _ = run("lookup", "--config", pools, "--pool", "plain", *keys)
-    same, _ = run("lookup", "--nodes", "10.0.0.1:11211:1,10.0.0.2:11211:1,10.0.0.3:11211:1", *keys)
-    check(plain == same, "lookup --config plain: ids must be host:port")
+    same, _ = run("lookup", "--nodes", "10.0.0.1,10.0.0.2,10.0.0.3", "--algo", "ketama",
+                  "--hash", "fnv1a_64", *keys)
+    check(plain == same.replace("\n", ":11211\n"), "lookup --config plain: ids must be hosts")
     check(len(plain.splitlines()[0].split("\t")) == 2, "lookup --config plain: one column")
     out, err = run("lookup", "--config", pools, "k", rc=2)
     check("--pool" in err and "named" in err and "plain" in err, "two pools: %r" % err)
@@ -174,7 +199,7 @@ def test_lookup():
 def test_simulate():
     doc, _ = run_json("simulate", "--nodes", "8", "--add", "node-9", "--keys", str(MILLION))
     r = by_algo(doc)
-    check(set(r) == {"modulo", "ring", "rendezvous", "jump", "maglev"}, "algos %s" % sorted(r))
+    check(set(r) == ALGOS, "algos %s" % sorted(r))
     check(doc["keys"] == MILLION and doc["old_nodes"] == 8 and doc["new_nodes"] == 9, "header")
     for a in r.values():
         near(a["theory"], 1 / 9, 1e-6, "theory 8 -> 9")
@@ -235,7 +260,7 @@ def test_weights():
     W = sum(w.values())
     doc, err = run_json("simulate", "--nodes", "a:4,b:4,c:1,d:1", "--keys", str(MILLION))
     r = by_algo(doc)
-    check(doc["skipped"] == ["modulo", "jump"] and set(r) == {"ring", "rendezvous", "maglev"},
+    check(doc["skipped"] == ["modulo", "jump"] and set(r) == ALGOS - {"modulo", "jump"},
           "weights: modulo and jump must be skipped: %r" % doc["skipped"])
     check("modulo skipped" in err and "jump skipped" in err, "no skip note: %r" % err)
     for node, wi in w.items():
@@ -270,7 +295,7 @@ def test_json():
     # simulate, with ids that need escaping.
     doc, _ = run_json("simulate", "--nodes", ids, "--add", "new", "--keys", "20000")
     check_fields(doc, {"keys": n, "hash": s, "vnodes": n, "old_nodes": n, "new_nodes": n,
-                       "results": lambda x: isinstance(x, list) and len(x) == 5,
+                       "results": lambda x: isinstance(x, list) and len(x) == len(ALGOS),
                        "skipped": lambda x: x == []}, "simulate")
     for r in doc["results"]:
         check_fields(r, {"algo": s, "moved_fraction": num, "theory": num, "min_load": num,
@@ -346,7 +371,7 @@ USAGE = [  # exit 2, one line naming the problem, nothing on stdout
     (["simulate", "--keys", "0"], "--keys"),
     (["simulate", "--keys", "12x"], "--keys"),
     (["simulate", "--algo", "ring,foo"], "unknown name 'foo'"),
-    (["simulate", "--hash", "crc32"], "unknown name 'crc32'"),
+    (["simulate", "--hash", "sha1"], "unknown name 'sha1'"),
     (["simulate", "--replicas", "2"], "does not apply"),
     (["simulate", "--nodes", "a,a"], "appears twice"),
     (["simulate", "--nodes", "a:-1"], "weight"),
@@ -462,7 +487,8 @@ def test_plan():
     doc, err = run_json("plan", old, new)
     w = "\n".join(doc["warnings"])
     check("10.0.0.2:6379 is 'cache-02' in OLD and 'redis-02' in NEW" in w, w)
-    check("'cache-03' in OLD is spelt 'cache-3'" in w and "pool's hash changes" in w, w)
+    check("'cache-03' in OLD is spelt 'cache-3'" in w and "hash changes (fnv1a_64 -> murmur)" in w,
+          w)
     check(doc["old"]["nodes"] == 4 and doc["new"]["nodes"] == 5, "plan from files")
     again, _ = run_json("plan", "--pool", "cache", old, new)
     check(again["flows"] == doc["flows"], "plan --pool")
@@ -474,8 +500,7 @@ def test_plan():
 def test_hashcheck():
     doc, _ = run_json("hashcheck")
     r = {x["hash"]: x for x in doc["results"]}
-    check(doc["alpha"] == 0.001 and set(r) == {"fnv1a32_fmix", "fnv1a32", "murmur3_32", "xxh3",
-                                               "md5"}, "hashes")
+    check(doc["alpha"] == 0.001 and set(r) == HASHES, "hashes %s" % sorted(r))
     check(r["fnv1a32"]["verdict"] == "fail" and "spread" in r["fnv1a32"]["failed"],
           "raw FNV-1a must be flagged: %r" % r["fnv1a32"])
     # Its points cluster: the largest empty arc of a node is several times what random points
@@ -491,6 +516,20 @@ def test_hashcheck():
     out, _ = run("hashcheck", "--hash", "fnv1a32,fnv1a32_fmix")
     check(re.search(r"^fnv1a32 .*FAIL: spread", out, re.M), out)
     check(re.search(r"^fnv1a32_fmix .* pass$", out, re.M), out)
+
+    # With a pool: keys placed by its distribution (ketama). crc32 keeps 15 bits, so every key
+    # hashes below 2^15 and lands on the one server owning the start of the circle (unless a
+    # point falls there: 1 chance in 2^17 per point); murmur must pass.
+    pools = os.path.join(FIXTURES, "pools.yml")
+    doc, _ = run_json("hashcheck", "--config", pools, "--pool", "named", "--hash", "crc32,murmur",
+                      "--keys", "20000")
+    r = {x["hash"]: x for x in doc["results"]}
+    check(r["crc32"]["pool"]["distribution"] == "ketama" and "pool" in r["crc32"]["failed"],
+          "crc32 ketama: %r" % r["crc32"])
+    # 3 servers of weights 1, 1, 2: all keys on one of them is 4x (weight 1) or 2x (weight 2).
+    check(r["crc32"]["pool"]["max_load"] in (2.0, 4.0), "crc32 max load %r" % r["crc32"]["pool"])
+    check(r["murmur"]["verdict"] == "pass" and r["murmur"]["pool"]["p"] > 0.001, "murmur pool")
+    check(r["murmur"]["pool"]["table_max_load"] >= 1.0, "table max load")
 
 
 GROUPS = {

@@ -300,11 +300,11 @@ static const struct {
     {"err_type_mapping.yml", 3, 5, "expected an integer for \"timeout\", got a mapping"},
     {"err_empty_value.yml", 2, 3, "expected a hash name for \"hash\", got an empty value"},
     {"err_hash.yml", 2, 9,
-     "unknown hash \"sha1\"; expected one of: one_at_a_time md5 crc16 crc32 crc32a fnv1_64 "
-     "fnv1a_64 fnv1_32 fnv1a_32 hsieh murmur jenkins fnv1a32_fmix fnv1a32 murmur3_32 xxh3"},
+     "unknown hash \"sha1\"; expected one of: fnv1a32_fmix fnv1a32 murmur3_32 xxh3 md5 "
+     "one_at_a_time crc16 crc32 crc32a fnv1_64 fnv1a_64 fnv1_32 fnv1a_32 hsieh murmur jenkins"},
     {"err_distribution.yml", 2, 17,
-     "unknown distribution \"consistent\"; expected one of: ketama modula random modulo ring "
-     "rendezvous jump maglev"},
+     "unknown distribution \"consistent\"; expected one of: modulo ring rendezvous jump maglev "
+     "ketama modula random libmemcached_ketama libmemcached_ketama_spy"},
     {"err_hash_tag.yml", 2, 13, "expected 2 characters for \"hash_tag\" (e.g. \"{}\"), got \"{\""},
     {"err_flow_mapping.yml", 2, 13,
      "flow mappings {...} are not allowed (twemproxy rejects them); quote a value that starts "

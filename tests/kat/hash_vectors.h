@@ -4,8 +4,10 @@
  * this file differs from what the generator produces.
  *
  * Known answers for every hash of CH_HASH_LIST, computed by implementations independent of
- * libchash (hashlib MD5, the xxhash module's XXH3, pure-Python FNV-1a 32 / fmix32 /
- * MurmurHash3 x86_32), each first checked against published reference vectors. For 32-bit
+ * libchash (hashlib MD5, the xxhash module's XXH3, zlib's CRC-32, binascii's CRC-16,
+ * pure-Python FNV / fmix32 / MurmurHash3 / MurmurHash2 / one-at-a-time / SuperFastHash /
+ * lookup3), each first checked against published reference vectors, and twemproxy's hashes
+ * against values observed from nutcracker 0.5.0 itself. For 32-bit
  * hashes h64 is the 32-bit value zero-extended; for md5 h64 is digest bytes 0..7 read
  * little-endian; h32 is always the low 32 bits of h64.
  */
@@ -226,6 +228,11 @@
     "\xc1\x95(\x0c\xc7P\xa6N\x80\xf0'\xd0\xf7" "1J\x9e\xc7" \
     "DSX'p\xa0\xc8\xd4\xb8\xcf\x1a\x84,\x94\xddU^2\xd0MgGL\xa0\xeb" "A"
 
+/* input 69: 21 bytes 0x70, 0x77, ..., 0xfc, 21 bytes */
+#define KAT_IN_69 \
+    "pw~\x85\x8c\x93\x9a\xa1\xa8\xaf\xb6\xbd\xc4\xcb\xd2\xd9\xe0\xe7\xee\xf5" \
+    "\xfc"
+
 /* ---- registry hashes: one row per (hash, input) ---- */
 
 typedef struct kat_hash_vector {
@@ -366,6 +373,18 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"fnv1a32_fmix", KAT_IN_63, 2240, UINT32_C(0x42e8404a), UINT64_C(0x0000000042e8404a)},
     /* input 63: xxHash sanity buffer [0:2367] */
     {"fnv1a32_fmix", KAT_IN_63, 2367, UINT32_C(0xce223330), UINT64_C(0x00000000ce223330)},
+    /* input 64: CRC check string */
+    {"fnv1a32_fmix", "123456789", 9, UINT32_C(0x44ae166b), UINT64_C(0x0000000044ae166b)},
+    /* input 65: 3-byte tail ending in 0xff */
+    {"fnv1a32_fmix", "ab\xff", 3, UINT32_C(0x5f5595f2), UINT64_C(0x000000005f5595f2)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes */
+    {"fnv1a32_fmix", "abcd\xe9\xe8\xff", 7, UINT32_C(0x1f1a585d), UINT64_C(0x000000001f1a585d)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"fnv1a32_fmix", "abcd\xfe", 5, UINT32_C(0xb3d2ba9a), UINT64_C(0x00000000b3d2ba9a)},
+    /* input 68: 13 bytes, high bytes inside */
+    {"fnv1a32_fmix", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x153ff13b), UINT64_C(0x00000000153ff13b)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc */
+    {"fnv1a32_fmix", KAT_IN_69, 21, UINT32_C(0xbd372a91), UINT64_C(0x00000000bd372a91)},
     /* fnv1a32 (32-bit) */
     /* input 0: empty; published value (FNV suite) */
     {"fnv1a32", "", 0, UINT32_C(0x811c9dc5), UINT64_C(0x00000000811c9dc5)},
@@ -495,6 +514,18 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"fnv1a32", KAT_IN_63, 2240, UINT32_C(0x46328165), UINT64_C(0x0000000046328165)},
     /* input 63: xxHash sanity buffer [0:2367] */
     {"fnv1a32", KAT_IN_63, 2367, UINT32_C(0x1a3a6034), UINT64_C(0x000000001a3a6034)},
+    /* input 64: CRC check string */
+    {"fnv1a32", "123456789", 9, UINT32_C(0xbb86b11c), UINT64_C(0x00000000bb86b11c)},
+    /* input 65: 3-byte tail ending in 0xff */
+    {"fnv1a32", "ab\xff", 3, UINT32_C(0xa647326f), UINT64_C(0x00000000a647326f)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes */
+    {"fnv1a32", "abcd\xe9\xe8\xff", 7, UINT32_C(0x8c253779), UINT64_C(0x000000008c253779)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"fnv1a32", "abcd\xfe", 5, UINT32_C(0xdf9ae479), UINT64_C(0x00000000df9ae479)},
+    /* input 68: 13 bytes, high bytes inside */
+    {"fnv1a32", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0xba669279), UINT64_C(0x00000000ba669279)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc */
+    {"fnv1a32", KAT_IN_69, 21, UINT32_C(0x2a0a45db), UINT64_C(0x000000002a0a45db)},
     /* murmur3_32 (32-bit) */
     /* input 0: empty; published value (murmur3 vectors) */
     {"murmur3_32", "", 0, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
@@ -624,6 +655,18 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"murmur3_32", KAT_IN_63, 2240, UINT32_C(0xe4b31d08), UINT64_C(0x00000000e4b31d08)},
     /* input 63: xxHash sanity buffer [0:2367] */
     {"murmur3_32", KAT_IN_63, 2367, UINT32_C(0xba39add0), UINT64_C(0x00000000ba39add0)},
+    /* input 64: CRC check string */
+    {"murmur3_32", "123456789", 9, UINT32_C(0xb4fef382), UINT64_C(0x00000000b4fef382)},
+    /* input 65: 3-byte tail ending in 0xff */
+    {"murmur3_32", "ab\xff", 3, UINT32_C(0x5133d8e8), UINT64_C(0x000000005133d8e8)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes */
+    {"murmur3_32", "abcd\xe9\xe8\xff", 7, UINT32_C(0x551b136f), UINT64_C(0x00000000551b136f)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"murmur3_32", "abcd\xfe", 5, UINT32_C(0xf8804595), UINT64_C(0x00000000f8804595)},
+    /* input 68: 13 bytes, high bytes inside */
+    {"murmur3_32", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x79b8939f), UINT64_C(0x0000000079b8939f)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc */
+    {"murmur3_32", KAT_IN_69, 21, UINT32_C(0x09fe9a97), UINT64_C(0x0000000009fe9a97)},
     /* xxh3 (64-bit) */
     /* input 0: empty; published value (xxhsum sanity check) */
     {"xxh3", "", 0, UINT32_C(0x38d394c2), UINT64_C(0x2d06800538d394c2)},
@@ -753,6 +796,18 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"xxh3", KAT_IN_63, 2240, UINT32_C(0x39cf2948), UINT64_C(0x6e73a90539cf2948)},
     /* input 63: xxHash sanity buffer [0:2367]; published value (xxhsum sanity check) */
     {"xxh3", KAT_IN_63, 2367, UINT32_C(0xe5d361ed), UINT64_C(0xcb37aeb9e5d361ed)},
+    /* input 64: CRC check string */
+    {"xxh3", "123456789", 9, UINT32_C(0x67a17dff), UINT64_C(0x72dcb18b67a17dff)},
+    /* input 65: 3-byte tail ending in 0xff */
+    {"xxh3", "ab\xff", 3, UINT32_C(0x5511efd8), UINT64_C(0xaefee7d05511efd8)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes */
+    {"xxh3", "abcd\xe9\xe8\xff", 7, UINT32_C(0x62e32535), UINT64_C(0xd9c15dc062e32535)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"xxh3", "abcd\xfe", 5, UINT32_C(0xab642e28), UINT64_C(0x5ad2030dab642e28)},
+    /* input 68: 13 bytes, high bytes inside */
+    {"xxh3", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x3ccf9835), UINT64_C(0xf641f3883ccf9835)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc */
+    {"xxh3", KAT_IN_69, 21, UINT32_C(0x0f08dea3), UINT64_C(0xa9e7e1e30f08dea3)},
     /* md5 (64-bit) */
     /* input 0: empty; published value (RFC 1321) */
     {"md5", "", 0, UINT32_C(0xd98c1dd4), UINT64_C(0x04b2008fd98c1dd4)},
@@ -882,6 +937,1569 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"md5", KAT_IN_63, 2240, UINT32_C(0x78a51450), UINT64_C(0x13aaf56c78a51450)},
     /* input 63: xxHash sanity buffer [0:2367] */
     {"md5", KAT_IN_63, 2367, UINT32_C(0x8f6178f8), UINT64_C(0xe06ebc078f6178f8)},
+    /* input 64: CRC check string */
+    {"md5", "123456789", 9, UINT32_C(0x94e7f925), UINT64_C(0x38453b3294e7f925)},
+    /* input 65: 3-byte tail ending in 0xff */
+    {"md5", "ab\xff", 3, UINT32_C(0x82abbd74), UINT64_C(0x91add17a82abbd74)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes */
+    {"md5", "abcd\xe9\xe8\xff", 7, UINT32_C(0x86b57aae), UINT64_C(0xc0b3961f86b57aae)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"md5", "abcd\xfe", 5, UINT32_C(0x651866d2), UINT64_C(0x016860db651866d2)},
+    /* input 68: 13 bytes, high bytes inside */
+    {"md5", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0xcc18f79e), UINT64_C(0xfafed4b2cc18f79e)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc */
+    {"md5", KAT_IN_69, 21, UINT32_C(0xf01b0aa1), UINT64_C(0xb8b2663ff01b0aa1)},
+    /* one_at_a_time (32-bit) */
+    /* input 0: empty; value observed from nutcracker 0.5.0 */
+    {"one_at_a_time", "", 0, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 1: prefix 1; published value (Wikipedia) */
+    {"one_at_a_time", "a", 1, UINT32_C(0xca2e9442), UINT64_C(0x00000000ca2e9442)},
+    /* input 2: prefix 2; value observed from nutcracker 0.5.0 */
+    {"one_at_a_time", "ab", 2, UINT32_C(0x45e61e58), UINT64_C(0x0000000045e61e58)},
+    /* input 3: prefix 3; value observed from nutcracker 0.5.0 */
+    {"one_at_a_time", "abc", 3, UINT32_C(0xed131f5b), UINT64_C(0x00000000ed131f5b)},
+    /* input 4: prefix 4; value observed from nutcracker 0.5.0 */
+    {"one_at_a_time", "abcd", 4, UINT32_C(0xcd8b6206), UINT64_C(0x00000000cd8b6206)},
+    /* input 5: prefix 5 */
+    {"one_at_a_time", "abcde", 5, UINT32_C(0xb98559fc), UINT64_C(0x00000000b98559fc)},
+    /* input 6: prefix 6 */
+    {"one_at_a_time", "abcdef", 6, UINT32_C(0x0161526f), UINT64_C(0x000000000161526f)},
+    /* input 7: prefix 7 */
+    {"one_at_a_time", "abcdefg", 7, UINT32_C(0x4ac70178), UINT64_C(0x000000004ac70178)},
+    /* input 8: prefix 8 */
+    {"one_at_a_time", "abcdefgh", 8, UINT32_C(0x44d2d3e1), UINT64_C(0x0000000044d2d3e1)},
+    /* input 9: prefix 9 */
+    {"one_at_a_time", "abcdefghi", 9, UINT32_C(0xc8b4ca7d), UINT64_C(0x00000000c8b4ca7d)},
+    /* input 10: prefix 10 */
+    {"one_at_a_time", "abcdefghij", 10, UINT32_C(0x7031289d), UINT64_C(0x000000007031289d)},
+    /* input 11: prefix 11 */
+    {"one_at_a_time", "abcdefghijk", 11, UINT32_C(0x37a218ba), UINT64_C(0x0000000037a218ba)},
+    /* input 12: prefix 12 */
+    {"one_at_a_time", "abcdefghijkl", 12, UINT32_C(0x605b0340), UINT64_C(0x00000000605b0340)},
+    /* input 13: prefix 13 */
+    {"one_at_a_time", "abcdefghijklm", 13, UINT32_C(0x6d99f6dc), UINT64_C(0x000000006d99f6dc)},
+    /* input 14: prefix 14 */
+    {"one_at_a_time", "abcdefghijklmn", 14, UINT32_C(0xe625c1fc), UINT64_C(0x00000000e625c1fc)},
+    /* input 15: prefix 15 */
+    {"one_at_a_time", "abcdefghijklmno", 15, UINT32_C(0x68661121), UINT64_C(0x0000000068661121)},
+    /* input 16: prefix 16 */
+    {"one_at_a_time", "abcdefghijklmnop", 16, UINT32_C(0xab9b22bf), UINT64_C(0x00000000ab9b22bf)},
+    /* input 17: prefix 17 */
+    {"one_at_a_time", "abcdefghijklmnopq", 17, UINT32_C(0x4599da44), UINT64_C(0x000000004599da44)},
+    /* input 18: 0x80 */
+    {"one_at_a_time", "\x80", 1, UINT32_C(0xc31d4e27), UINT64_C(0x00000000c31d4e27)},
+    /* input 19: 0xff; value observed from nutcracker 0.5.0 */
+    {"one_at_a_time", "\xff", 1, UINT32_C(0xae65a494), UINT64_C(0x00000000ae65a494)},
+    /* input 20: four 0xff (murmur3 published, seed 0) */
+    {"one_at_a_time", "\xff\xff\xff\xff", 4, UINT32_C(0xf7c21986), UINT64_C(0x00000000f7c21986)},
+    /* input 21: high bytes then low */
+    {"one_at_a_time", "\xfe\xdc\xba\x98vT2\x10", 8, UINT32_C(0x9baa7489), UINT64_C(0x000000009baa7489)},
+    /* input 22: 0x80..0xff */
+    {"one_at_a_time", KAT_IN_22, 128, UINT32_C(0x92924e84), UINT64_C(0x0000000092924e84)},
+    /* input 23: UTF-8 pi x8 */
+    {"one_at_a_time", KAT_IN_23, 16, UINT32_C(0x235da0bb), UINT64_C(0x00000000235da0bb)},
+    /* input 24: UTF-8 key */
+    {"one_at_a_time", "caf\xc3\xa9:\xc3\xbc\xc3\xb1\xc3\xae", 12, UINT32_C(0x4c3e3e0d), UINT64_C(0x000000004c3e3e0d)},
+    /* input 25: 0xff then hex-like letters */
+    {"one_at_a_time", "\xff" "abc", 4, UINT32_C(0xcb7b6a46), UINT64_C(0x00000000cb7b6a46)},
+    /* input 26: 0x01 then digits */
+    {"one_at_a_time", "\x01" "23", 3, UINT32_C(0x3a0e23a9), UINT64_C(0x000000003a0e23a9)},
+    /* input 27: one NUL */
+    {"one_at_a_time", "\x00", 1, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 28: four NULs (murmur3 published, seed 0) */
+    {"one_at_a_time", "\x00\x00\x00\x00", 4, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 29: embedded NUL */
+    {"one_at_a_time", "a\x00" "b", 3, UINT32_C(0x5b21e716), UINT64_C(0x000000005b21e716)},
+    /* input 30: NUL inside a key */
+    {"one_at_a_time", "node\x00" "1", 6, UINT32_C(0xd243abde), UINT64_C(0x00000000d243abde)},
+    /* input 31: trailing NUL (FNV suite TEST0) */
+    {"one_at_a_time", "foobar\x00", 7, UINT32_C(0xec8aaeb8), UINT64_C(0x00000000ec8aaeb8)},
+    /* input 32: murmur3 endianness vector */
+    {"one_at_a_time", "!Ce\x87", 4, UINT32_C(0x5739d8ef), UINT64_C(0x000000005739d8ef)},
+    /* input 33: murmur3 3-byte tail vector */
+    {"one_at_a_time", "!Ce", 3, UINT32_C(0x570a75b2), UINT64_C(0x00000000570a75b2)},
+    /* input 34: FNV suite */
+    {"one_at_a_time", "foobar", 6, UINT32_C(0xf952fde7), UINT64_C(0x00000000f952fde7)},
+    /* input 35: FNV suite, 17 bytes */
+    {"one_at_a_time", "chongo was here!\n", 17, UINT32_C(0xb4012586), UINT64_C(0x00000000b4012586)},
+    /* input 36: RFC 1321 */
+    {"one_at_a_time", "message digest", 14, UINT32_C(0x81d3c49b), UINT64_C(0x0000000081d3c49b)},
+    /* input 37: RFC 1321 */
+    {"one_at_a_time", KAT_IN_37, 62, UINT32_C(0xf1f9a0f2), UINT64_C(0x00000000f1f9a0f2)},
+    /* input 38: pangram; published value (Wikipedia) */
+    {"one_at_a_time", "The quick brown fox jumps over the lazy dog", 43, UINT32_C(0x519e91f5), UINT64_C(0x00000000519e91f5)},
+    /* input 39: murmur3 suite string */
+    {"one_at_a_time", "Hello, world!", 13, UINT32_C(0xf83bcf75), UINT64_C(0x00000000f83bcf75)},
+    /* input 40: key */
+    {"one_at_a_time", "user:1", 6, UINT32_C(0xa556ff4b), UINT64_C(0x00000000a556ff4b)},
+    /* input 41: key */
+    {"one_at_a_time", "user:2", 6, UINT32_C(0x6fa093df), UINT64_C(0x000000006fa093df)},
+    /* input 42: key */
+    {"one_at_a_time", "user:42", 7, UINT32_C(0x303f6fea), UINT64_C(0x00000000303f6fea)},
+    /* input 43: key */
+    {"one_at_a_time", "session:7f3a9c", 14, UINT32_C(0x34753bb5), UINT64_C(0x0000000034753bb5)},
+    /* input 44: node id */
+    {"one_at_a_time", "node-1", 6, UINT32_C(0x9e3b06bf), UINT64_C(0x000000009e3b06bf)},
+    /* input 45: ring point */
+    {"one_at_a_time", "node-1#0", 8, UINT32_C(0xd6e781e3), UINT64_C(0x00000000d6e781e3)},
+    /* input 46: ring point */
+    {"one_at_a_time", "node-1#1", 8, UINT32_C(0x07986344), UINT64_C(0x0000000007986344)},
+    /* input 47: ring point (last of 160); value observed from nutcracker 0.5.0 */
+    {"one_at_a_time", "node-1#159", 10, UINT32_C(0xd16b70f5), UINT64_C(0x00000000d16b70f5)},
+    /* input 48: ring point */
+    {"one_at_a_time", "node-2#0", 8, UINT32_C(0x6125998c), UINT64_C(0x000000006125998c)},
+    /* input 49: ketama point */
+    {"one_at_a_time", "10.0.0.1:11211-0", 16, UINT32_C(0x442cedda), UINT64_C(0x00000000442cedda)},
+    /* input 50: path key */
+    {"one_at_a_time", "cache/objects/2024/01/31/thumbnail-000123.jpg", 45, UINT32_C(0xa3b87500), UINT64_C(0x00000000a3b87500)},
+    /* input 51: 1000-byte pattern (i*131+17) */
+    {"one_at_a_time", KAT_IN_51, 1000, UINT32_C(0x3580f3ba), UINT64_C(0x000000003580f3ba)},
+    /* input 52: 256 x 'a' */
+    {"one_at_a_time", KAT_IN_52, 256, UINT32_C(0x5a7ca609), UINT64_C(0x000000005a7ca609)},
+    /* input 53: xxHash sanity buffer [0:6] */
+    {"one_at_a_time", "\x00R\x92\x9b\xb7" "2", 6, UINT32_C(0x922f1bb1), UINT64_C(0x00000000922f1bb1)},
+    /* input 54: xxHash sanity buffer [0:12] */
+    {"one_at_a_time", "\x00R\x92\x9b\xb7" "2\xa3$-\x00\xaf\x95", 12, UINT32_C(0x4051f613), UINT64_C(0x000000004051f613)},
+    /* input 55: xxHash sanity buffer [0:24] (the first 24 bytes of input 63) */
+    {"one_at_a_time", KAT_IN_63, 24, UINT32_C(0x2ba96fc2), UINT64_C(0x000000002ba96fc2)},
+    /* input 56: xxHash sanity buffer [0:48] (the first 48 bytes of input 63) */
+    {"one_at_a_time", KAT_IN_63, 48, UINT32_C(0x5736edc4), UINT64_C(0x000000005736edc4)},
+    /* input 57: xxHash sanity buffer [0:80] (the first 80 bytes of input 63) */
+    {"one_at_a_time", KAT_IN_63, 80, UINT32_C(0xcb304734), UINT64_C(0x00000000cb304734)},
+    /* input 58: xxHash sanity buffer [0:195] (the first 195 bytes of input 63) */
+    {"one_at_a_time", KAT_IN_63, 195, UINT32_C(0xe8cdcbd8), UINT64_C(0x00000000e8cdcbd8)},
+    /* input 59: xxHash sanity buffer [0:403] (the first 403 bytes of input 63) */
+    {"one_at_a_time", KAT_IN_63, 403, UINT32_C(0xcc0c24f5), UINT64_C(0x00000000cc0c24f5)},
+    /* input 60: xxHash sanity buffer [0:512] (the first 512 bytes of input 63) */
+    {"one_at_a_time", KAT_IN_63, 512, UINT32_C(0x550944c2), UINT64_C(0x00000000550944c2)},
+    /* input 61: xxHash sanity buffer [0:2048] (the first 2048 bytes of input 63) */
+    {"one_at_a_time", KAT_IN_63, 2048, UINT32_C(0xef51bda0), UINT64_C(0x00000000ef51bda0)},
+    /* input 62: xxHash sanity buffer [0:2240] (the first 2240 bytes of input 63) */
+    {"one_at_a_time", KAT_IN_63, 2240, UINT32_C(0x71231cd8), UINT64_C(0x0000000071231cd8)},
+    /* input 63: xxHash sanity buffer [0:2367] */
+    {"one_at_a_time", KAT_IN_63, 2367, UINT32_C(0x9ea7a0d2), UINT64_C(0x000000009ea7a0d2)},
+    /* input 64: CRC check string; value observed from nutcracker 0.5.0 */
+    {"one_at_a_time", "123456789", 9, UINT32_C(0xc66b58c5), UINT64_C(0x00000000c66b58c5)},
+    /* input 65: 3-byte tail ending in 0xff; value observed from nutcracker 0.5.0 */
+    {"one_at_a_time", "ab\xff", 3, UINT32_C(0x0603d118), UINT64_C(0x000000000603d118)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes; value observed from nutcracker 0.5.0 */
+    {"one_at_a_time", "abcd\xe9\xe8\xff", 7, UINT32_C(0x38145031), UINT64_C(0x0000000038145031)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"one_at_a_time", "abcd\xfe", 5, UINT32_C(0x556e91b8), UINT64_C(0x00000000556e91b8)},
+    /* input 68: 13 bytes, high bytes inside; value observed from nutcracker 0.5.0 */
+    {"one_at_a_time", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x9fffb71a), UINT64_C(0x000000009fffb71a)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
+    {"one_at_a_time", KAT_IN_69, 21, UINT32_C(0x3f4e2f9c), UINT64_C(0x000000003f4e2f9c)},
+    /* crc16 (32-bit) */
+    /* input 0: empty; value observed from nutcracker 0.5.0 */
+    {"crc16", "", 0, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 1: prefix 1; value observed from nutcracker 0.5.0 */
+    {"crc16", "a", 1, UINT32_C(0x00007c87), UINT64_C(0x0000000000007c87)},
+    /* input 2: prefix 2; value observed from nutcracker 0.5.0 */
+    {"crc16", "ab", 2, UINT32_C(0x007c74ff), UINT64_C(0x00000000007c74ff)},
+    /* input 3: prefix 3; value observed from nutcracker 0.5.0 */
+    {"crc16", "abc", 3, UINT32_C(0x7c749dd6), UINT64_C(0x000000007c749dd6)},
+    /* input 4: prefix 4; value observed from nutcracker 0.5.0 */
+    {"crc16", "abcd", 4, UINT32_C(0x749da836), UINT64_C(0x00000000749da836)},
+    /* input 5: prefix 5 */
+    {"crc16", "abcde", 5, UINT32_C(0x9da83ee1), UINT64_C(0x000000009da83ee1)},
+    /* input 6: prefix 6 */
+    {"crc16", "abcdef", 6, UINT32_C(0xa83e3afd), UINT64_C(0x00000000a83e3afd)},
+    /* input 7: prefix 7 */
+    {"crc16", "abcdefg", 7, UINT32_C(0x3e3a7658), UINT64_C(0x000000003e3a7658)},
+    /* input 8: prefix 8 */
+    {"crc16", "abcdefgh", 8, UINT32_C(0x3a76abff), UINT64_C(0x000000003a76abff)},
+    /* input 9: prefix 9 */
+    {"crc16", "abcdefghi", 9, UINT32_C(0x76ab060e), UINT64_C(0x0000000076ab060e)},
+    /* input 10: prefix 10 */
+    {"crc16", "abcdefghij", 10, UINT32_C(0xab06a32a), UINT64_C(0x00000000ab06a32a)},
+    /* input 11: prefix 11 */
+    {"crc16", "abcdefghijk", 11, UINT32_C(0x06a37244), UINT64_C(0x0000000006a37244)},
+    /* input 12: prefix 12 */
+    {"crc16", "abcdefghijkl", 12, UINT32_C(0xa372b7ff), UINT64_C(0x00000000a372b7ff)},
+    /* input 13: prefix 13 */
+    {"crc16", "abcdefghijklm", 13, UINT32_C(0x72b79537), UINT64_C(0x0000000072b79537)},
+    /* input 14: prefix 14 */
+    {"crc16", "abcdefghijklmn", 14, UINT32_C(0xb7956974), UINT64_C(0x00000000b7956974)},
+    /* input 15: prefix 15 */
+    {"crc16", "abcdefghijklmno", 15, UINT32_C(0x956914c6), UINT64_C(0x00000000956914c6)},
+    /* input 16: prefix 16 */
+    {"crc16", "abcdefghijklmnop", 16, UINT32_C(0x6914ea22), UINT64_C(0x000000006914ea22)},
+    /* input 17: prefix 17 */
+    {"crc16", "abcdefghijklmnopq", 17, UINT32_C(0x14ea10d2), UINT64_C(0x0000000014ea10d2)},
+    /* input 18: 0x80 */
+    {"crc16", "\x80", 1, UINT32_C(0x00009188), UINT64_C(0x0000000000009188)},
+    /* input 19: 0xff; value observed from nutcracker 0.5.0 */
+    {"crc16", "\xff", 1, UINT32_C(0x00001ef0), UINT64_C(0x0000000000001ef0)},
+    /* input 20: four 0xff (murmur3 published, seed 0) */
+    {"crc16", "\xff\xff\xff\xff", 4, UINT32_C(0x1dd299cf), UINT64_C(0x000000001dd299cf)},
+    /* input 21: high bytes then low */
+    {"crc16", "\xfe\xdc\xba\x98vT2\x10", 8, UINT32_C(0x5d270fb4), UINT64_C(0x000000005d270fb4)},
+    /* input 22: 0x80..0xff */
+    {"crc16", KAT_IN_22, 128, UINT32_C(0xf01953e8), UINT64_C(0x00000000f01953e8)},
+    /* input 23: UTF-8 pi x8 */
+    {"crc16", KAT_IN_23, 16, UINT32_C(0x2b4f82a3), UINT64_C(0x000000002b4f82a3)},
+    /* input 24: UTF-8 key */
+    {"crc16", "caf\xc3\xa9:\xc3\xbc\xc3\xb1\xc3\xae", 12, UINT32_C(0xfe4c236c), UINT64_C(0x00000000fe4c236c)},
+    /* input 25: 0xff then hex-like letters */
+    {"crc16", "\xff" "abc", 4, UINT32_C(0x7fbbd675), UINT64_C(0x000000007fbbd675)},
+    /* input 26: 0x01 then digits */
+    {"crc16", "\x01" "23", 3, UINT32_C(0x102552f7), UINT64_C(0x00000000102552f7)},
+    /* input 27: one NUL */
+    {"crc16", "\x00", 1, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 28: four NULs (murmur3 published, seed 0) */
+    {"crc16", "\x00\x00\x00\x00", 4, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 29: embedded NUL */
+    {"crc16", "a\x00" "b", 3, UINT32_C(0x7c38e0bf), UINT64_C(0x000000007c38e0bf)},
+    /* input 30: NUL inside a key */
+    {"crc16", "node\x00" "1", 6, UINT32_C(0xb7e86654), UINT64_C(0x00000000b7e86654)},
+    /* input 31: trailing NUL (FNV suite TEST0) */
+    {"crc16", "foobar\x00", 7, UINT32_C(0xffb082db), UINT64_C(0x00000000ffb082db)},
+    /* input 32: murmur3 endianness vector */
+    {"crc16", "!Ce\x87", 4, UINT32_C(0x4dd510b7), UINT64_C(0x000000004dd510b7)},
+    /* input 33: murmur3 3-byte tail vector */
+    {"crc16", "!Ce", 3, UINT32_C(0x344dd56a), UINT64_C(0x00000000344dd56a)},
+    /* input 34: FNV suite */
+    {"crc16", "foobar", 6, UINT32_C(0x9effb025), UINT64_C(0x000000009effb025)},
+    /* input 35: FNV suite, 17 bytes */
+    {"crc16", "chongo was here!\n", 17, UINT32_C(0x60ba42db), UINT64_C(0x0000000060ba42db)},
+    /* input 36: RFC 1321 */
+    {"crc16", "message digest", 14, UINT32_C(0x65149ba6), UINT64_C(0x0000000065149ba6)},
+    /* input 37: RFC 1321 */
+    {"crc16", KAT_IN_37, 62, UINT32_C(0x33827db0), UINT64_C(0x0000000033827db0)},
+    /* input 38: pangram */
+    {"crc16", "The quick brown fox jumps over the lazy dog", 43, UINT32_C(0x22a3f0c8), UINT64_C(0x0000000022a3f0c8)},
+    /* input 39: murmur3 suite string */
+    {"crc16", "Hello, world!", 13, UINT32_C(0xd63e7ade), UINT64_C(0x00000000d63e7ade)},
+    /* input 40: key */
+    {"crc16", "user:1", 6, UINT32_C(0xd56e6a1a), UINT64_C(0x00000000d56e6a1a)},
+    /* input 41: key */
+    {"crc16", "user:2", 6, UINT32_C(0xd56e5a79), UINT64_C(0x00000000d56e5a79)},
+    /* input 42: key */
+    {"crc16", "user:42", 7, UINT32_C(0x6e3a3e08), UINT64_C(0x000000006e3a3e08)},
+    /* input 43: key */
+    {"crc16", "session:7f3a9c", 14, UINT32_C(0x0eeef425), UINT64_C(0x000000000eeef425)},
+    /* input 44: node id */
+    {"crc16", "node-1", 6, UINT32_C(0xb71d16ee), UINT64_C(0x00000000b71d16ee)},
+    /* input 45: ring point */
+    {"crc16", "node-1#0", 8, UINT32_C(0x1688d0d3), UINT64_C(0x000000001688d0d3)},
+    /* input 46: ring point */
+    {"crc16", "node-1#1", 8, UINT32_C(0x1688c0f2), UINT64_C(0x000000001688c0f2)},
+    /* input 47: ring point (last of 160); value observed from nutcracker 0.5.0 */
+    {"crc16", "node-1#159", 10, UINT32_C(0xc04d8413), UINT64_C(0x00000000c04d8413)},
+    /* input 48: ring point */
+    {"crc16", "node-2#0", 8, UINT32_C(0x26dd8983), UINT64_C(0x0000000026dd8983)},
+    /* input 49: ketama point */
+    {"crc16", "10.0.0.1:11211-0", 16, UINT32_C(0x84c13c3e), UINT64_C(0x0000000084c13c3e)},
+    /* input 50: path key */
+    {"crc16", "cache/objects/2024/01/31/thumbnail-000123.jpg", 45, UINT32_C(0xd0429ec7), UINT64_C(0x00000000d0429ec7)},
+    /* input 51: 1000-byte pattern (i*131+17) */
+    {"crc16", KAT_IN_51, 1000, UINT32_C(0x4032d513), UINT64_C(0x000000004032d513)},
+    /* input 52: 256 x 'a' */
+    {"crc16", KAT_IN_52, 256, UINT32_C(0x5f781e18), UINT64_C(0x000000005f781e18)},
+    /* input 53: xxHash sanity buffer [0:6] */
+    {"crc16", "\x00R\x92\x9b\xb7" "2", 6, UINT32_C(0x7c9d6305), UINT64_C(0x000000007c9d6305)},
+    /* input 54: xxHash sanity buffer [0:12] */
+    {"crc16", "\x00R\x92\x9b\xb7" "2\xa3$-\x00\xaf\x95", 12, UINT32_C(0x72f2cc41), UINT64_C(0x0000000072f2cc41)},
+    /* input 55: xxHash sanity buffer [0:24] (the first 24 bytes of input 63) */
+    {"crc16", KAT_IN_63, 24, UINT32_C(0xd03dfed6), UINT64_C(0x00000000d03dfed6)},
+    /* input 56: xxHash sanity buffer [0:48] (the first 48 bytes of input 63) */
+    {"crc16", KAT_IN_63, 48, UINT32_C(0x8bf6e25c), UINT64_C(0x000000008bf6e25c)},
+    /* input 57: xxHash sanity buffer [0:80] (the first 80 bytes of input 63) */
+    {"crc16", KAT_IN_63, 80, UINT32_C(0xdff46bbd), UINT64_C(0x00000000dff46bbd)},
+    /* input 58: xxHash sanity buffer [0:195] (the first 195 bytes of input 63) */
+    {"crc16", KAT_IN_63, 195, UINT32_C(0xe6f10f5f), UINT64_C(0x00000000e6f10f5f)},
+    /* input 59: xxHash sanity buffer [0:403] (the first 403 bytes of input 63) */
+    {"crc16", KAT_IN_63, 403, UINT32_C(0x8de77b9e), UINT64_C(0x000000008de77b9e)},
+    /* input 60: xxHash sanity buffer [0:512] (the first 512 bytes of input 63) */
+    {"crc16", KAT_IN_63, 512, UINT32_C(0x63e2e045), UINT64_C(0x0000000063e2e045)},
+    /* input 61: xxHash sanity buffer [0:2048] (the first 2048 bytes of input 63) */
+    {"crc16", KAT_IN_63, 2048, UINT32_C(0x629b7996), UINT64_C(0x00000000629b7996)},
+    /* input 62: xxHash sanity buffer [0:2240] (the first 2240 bytes of input 63) */
+    {"crc16", KAT_IN_63, 2240, UINT32_C(0x04fa8da8), UINT64_C(0x0000000004fa8da8)},
+    /* input 63: xxHash sanity buffer [0:2367] */
+    {"crc16", KAT_IN_63, 2367, UINT32_C(0x6b91437d), UINT64_C(0x000000006b91437d)},
+    /* input 64: CRC check string; published value (low 16 bits: the CRC-16/XMODEM check value) */
+    {"crc16", "123456789", 9, UINT32_C(0x869031c3), UINT64_C(0x00000000869031c3)},
+    /* input 65: 3-byte tail ending in 0xff; value observed from nutcracker 0.5.0 */
+    {"crc16", "ab\xff", 3, UINT32_C(0x7c74dfe3), UINT64_C(0x000000007c74dfe3)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes; value observed from nutcracker 0.5.0 */
+    {"crc16", "abcd\xe9\xe8\xff", 7, UINT32_C(0x6e140245), UINT64_C(0x000000006e140245)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"crc16", "abcd\xfe", 5, UINT32_C(0x9da80c33), UINT64_C(0x000000009da80c33)},
+    /* input 68: 13 bytes, high bytes inside; value observed from nutcracker 0.5.0 */
+    {"crc16", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x73acab25), UINT64_C(0x0000000073acab25)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
+    {"crc16", KAT_IN_69, 21, UINT32_C(0x32c8ddd7), UINT64_C(0x0000000032c8ddd7)},
+    /* crc32 (32-bit) */
+    /* input 0: empty; value observed from nutcracker 0.5.0 */
+    {"crc32", "", 0, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 1: prefix 1; value observed from nutcracker 0.5.0 */
+    {"crc32", "a", 1, UINT32_C(0x000068b7), UINT64_C(0x00000000000068b7)},
+    /* input 2: prefix 2; value observed from nutcracker 0.5.0 */
+    {"crc32", "ab", 2, UINT32_C(0x00001e83), UINT64_C(0x0000000000001e83)},
+    /* input 3: prefix 3; value observed from nutcracker 0.5.0 */
+    {"crc32", "abc", 3, UINT32_C(0x00003524), UINT64_C(0x0000000000003524)},
+    /* input 4: prefix 4; value observed from nutcracker 0.5.0 */
+    {"crc32", "abcd", 4, UINT32_C(0x00006d82), UINT64_C(0x0000000000006d82)},
+    /* input 5: prefix 5 */
+    {"crc32", "abcde", 5, UINT32_C(0x00000587), UINT64_C(0x0000000000000587)},
+    /* input 6: prefix 6 */
+    {"crc32", "abcdef", 6, UINT32_C(0x00004b8e), UINT64_C(0x0000000000004b8e)},
+    /* input 7: prefix 7 */
+    {"crc32", "abcdefg", 7, UINT32_C(0x0000312a), UINT64_C(0x000000000000312a)},
+    /* input 8: prefix 8 */
+    {"crc32", "abcdefgh", 8, UINT32_C(0x00002eef), UINT64_C(0x0000000000002eef)},
+    /* input 9: prefix 9 */
+    {"crc32", "abcdefghi", 9, UINT32_C(0x00000da9), UINT64_C(0x0000000000000da9)},
+    /* input 10: prefix 10 */
+    {"crc32", "abcdefghij", 10, UINT32_C(0x00003981), UINT64_C(0x0000000000003981)},
+    /* input 11: prefix 11 */
+    {"crc32", "abcdefghijk", 11, UINT32_C(0x00004e57), UINT64_C(0x0000000000004e57)},
+    /* input 12: prefix 12 */
+    {"crc32", "abcdefghijkl", 12, UINT32_C(0x00007678), UINT64_C(0x0000000000007678)},
+    /* input 13: prefix 13 */
+    {"crc32", "abcdefghijklm", 13, UINT32_C(0x00005df4), UINT64_C(0x0000000000005df4)},
+    /* input 14: prefix 14 */
+    {"crc32", "abcdefghijklmn", 14, UINT32_C(0x0000400d), UINT64_C(0x000000000000400d)},
+    /* input 15: prefix 15 */
+    {"crc32", "abcdefghijklmno", 15, UINT32_C(0x00005191), UINT64_C(0x0000000000005191)},
+    /* input 16: prefix 16 */
+    {"crc32", "abcdefghijklmnop", 16, UINT32_C(0x0000143a), UINT64_C(0x000000000000143a)},
+    /* input 17: prefix 17 */
+    {"crc32", "abcdefghijklmnopq", 17, UINT32_C(0x00001c92), UINT64_C(0x0000000000001c92)},
+    /* input 18: 0x80 */
+    {"crc32", "\x80", 1, UINT32_C(0x00003fba), UINT64_C(0x0000000000003fba)},
+    /* input 19: 0xff; value observed from nutcracker 0.5.0 */
+    {"crc32", "\xff", 1, UINT32_C(0x00007f00), UINT64_C(0x0000000000007f00)},
+    /* input 20: four 0xff (murmur3 published, seed 0) */
+    {"crc32", "\xff\xff\xff\xff", 4, UINT32_C(0x00007fff), UINT64_C(0x0000000000007fff)},
+    /* input 21: high bytes then low */
+    {"crc32", "\xfe\xdc\xba\x98vT2\x10", 8, UINT32_C(0x00006ca1), UINT64_C(0x0000000000006ca1)},
+    /* input 22: 0x80..0xff */
+    {"crc32", KAT_IN_22, 128, UINT32_C(0x00004649), UINT64_C(0x0000000000004649)},
+    /* input 23: UTF-8 pi x8 */
+    {"crc32", KAT_IN_23, 16, UINT32_C(0x00004458), UINT64_C(0x0000000000004458)},
+    /* input 24: UTF-8 key */
+    {"crc32", "caf\xc3\xa9:\xc3\xbc\xc3\xb1\xc3\xae", 12, UINT32_C(0x00006277), UINT64_C(0x0000000000006277)},
+    /* input 25: 0xff then hex-like letters */
+    {"crc32", "\xff" "abc", 4, UINT32_C(0x00003524), UINT64_C(0x0000000000003524)},
+    /* input 26: 0x01 then digits */
+    {"crc32", "\x01" "23", 3, UINT32_C(0x00002c23), UINT64_C(0x0000000000002c23)},
+    /* input 27: one NUL */
+    {"crc32", "\x00", 1, UINT32_C(0x00005202), UINT64_C(0x0000000000005202)},
+    /* input 28: four NULs (murmur3 published, seed 0) */
+    {"crc32", "\x00\x00\x00\x00", 4, UINT32_C(0x00002144), UINT64_C(0x0000000000002144)},
+    /* input 29: embedded NUL */
+    {"crc32", "a\x00" "b", 3, UINT32_C(0x000015e8), UINT64_C(0x00000000000015e8)},
+    /* input 30: NUL inside a key */
+    {"crc32", "node\x00" "1", 6, UINT32_C(0x000033d8), UINT64_C(0x00000000000033d8)},
+    /* input 31: trailing NUL (FNV suite TEST0) */
+    {"crc32", "foobar\x00", 7, UINT32_C(0x000052f9), UINT64_C(0x00000000000052f9)},
+    /* input 32: murmur3 endianness vector */
+    {"crc32", "!Ce\x87", 4, UINT32_C(0x00002040), UINT64_C(0x0000000000002040)},
+    /* input 33: murmur3 3-byte tail vector */
+    {"crc32", "!Ce", 3, UINT32_C(0x00002042), UINT64_C(0x0000000000002042)},
+    /* input 34: FNV suite */
+    {"crc32", "foobar", 6, UINT32_C(0x00001ef6), UINT64_C(0x0000000000001ef6)},
+    /* input 35: FNV suite, 17 bytes */
+    {"crc32", "chongo was here!\n", 17, UINT32_C(0x00003912), UINT64_C(0x0000000000003912)},
+    /* input 36: RFC 1321 */
+    {"crc32", "message digest", 14, UINT32_C(0x00002015), UINT64_C(0x0000000000002015)},
+    /* input 37: RFC 1321 */
+    {"crc32", KAT_IN_37, 62, UINT32_C(0x00001fc2), UINT64_C(0x0000000000001fc2)},
+    /* input 38: pangram */
+    {"crc32", "The quick brown fox jumps over the lazy dog", 43, UINT32_C(0x0000414f), UINT64_C(0x000000000000414f)},
+    /* input 39: murmur3 suite string */
+    {"crc32", "Hello, world!", 13, UINT32_C(0x00006be6), UINT64_C(0x0000000000006be6)},
+    /* input 40: key */
+    {"crc32", "user:1", 6, UINT32_C(0x00007ba5), UINT64_C(0x0000000000007ba5)},
+    /* input 41: key */
+    {"crc32", "user:2", 6, UINT32_C(0x000062ac), UINT64_C(0x00000000000062ac)},
+    /* input 42: key */
+    {"crc32", "user:42", 7, UINT32_C(0x0000646f), UINT64_C(0x000000000000646f)},
+    /* input 43: key */
+    {"crc32", "session:7f3a9c", 14, UINT32_C(0x0000799e), UINT64_C(0x000000000000799e)},
+    /* input 44: node id */
+    {"crc32", "node-1", 6, UINT32_C(0x000013f2), UINT64_C(0x00000000000013f2)},
+    /* input 45: ring point */
+    {"crc32", "node-1#0", 8, UINT32_C(0x0000708b), UINT64_C(0x000000000000708b)},
+    /* input 46: ring point */
+    {"crc32", "node-1#1", 8, UINT32_C(0x0000078c), UINT64_C(0x000000000000078c)},
+    /* input 47: ring point (last of 160); value observed from nutcracker 0.5.0 */
+    {"crc32", "node-1#159", 10, UINT32_C(0x00006f38), UINT64_C(0x0000000000006f38)},
+    /* input 48: ring point */
+    {"crc32", "node-2#0", 8, UINT32_C(0x000072cd), UINT64_C(0x00000000000072cd)},
+    /* input 49: ketama point */
+    {"crc32", "10.0.0.1:11211-0", 16, UINT32_C(0x00002a4d), UINT64_C(0x0000000000002a4d)},
+    /* input 50: path key */
+    {"crc32", "cache/objects/2024/01/31/thumbnail-000123.jpg", 45, UINT32_C(0x00007acc), UINT64_C(0x0000000000007acc)},
+    /* input 51: 1000-byte pattern (i*131+17) */
+    {"crc32", KAT_IN_51, 1000, UINT32_C(0x0000685f), UINT64_C(0x000000000000685f)},
+    /* input 52: 256 x 'a' */
+    {"crc32", KAT_IN_52, 256, UINT32_C(0x0000307d), UINT64_C(0x000000000000307d)},
+    /* input 53: xxHash sanity buffer [0:6] */
+    {"crc32", "\x00R\x92\x9b\xb7" "2", 6, UINT32_C(0x0000764d), UINT64_C(0x000000000000764d)},
+    /* input 54: xxHash sanity buffer [0:12] */
+    {"crc32", "\x00R\x92\x9b\xb7" "2\xa3$-\x00\xaf\x95", 12, UINT32_C(0x0000653d), UINT64_C(0x000000000000653d)},
+    /* input 55: xxHash sanity buffer [0:24] (the first 24 bytes of input 63) */
+    {"crc32", KAT_IN_63, 24, UINT32_C(0x00005a2d), UINT64_C(0x0000000000005a2d)},
+    /* input 56: xxHash sanity buffer [0:48] (the first 48 bytes of input 63) */
+    {"crc32", KAT_IN_63, 48, UINT32_C(0x00006fc0), UINT64_C(0x0000000000006fc0)},
+    /* input 57: xxHash sanity buffer [0:80] (the first 80 bytes of input 63) */
+    {"crc32", KAT_IN_63, 80, UINT32_C(0x00007c8f), UINT64_C(0x0000000000007c8f)},
+    /* input 58: xxHash sanity buffer [0:195] (the first 195 bytes of input 63) */
+    {"crc32", KAT_IN_63, 195, UINT32_C(0x00001c9a), UINT64_C(0x0000000000001c9a)},
+    /* input 59: xxHash sanity buffer [0:403] (the first 403 bytes of input 63) */
+    {"crc32", KAT_IN_63, 403, UINT32_C(0x00007934), UINT64_C(0x0000000000007934)},
+    /* input 60: xxHash sanity buffer [0:512] (the first 512 bytes of input 63) */
+    {"crc32", KAT_IN_63, 512, UINT32_C(0x00000be6), UINT64_C(0x0000000000000be6)},
+    /* input 61: xxHash sanity buffer [0:2048] (the first 2048 bytes of input 63) */
+    {"crc32", KAT_IN_63, 2048, UINT32_C(0x000047fa), UINT64_C(0x00000000000047fa)},
+    /* input 62: xxHash sanity buffer [0:2240] (the first 2240 bytes of input 63) */
+    {"crc32", KAT_IN_63, 2240, UINT32_C(0x0000045e), UINT64_C(0x000000000000045e)},
+    /* input 63: xxHash sanity buffer [0:2367] */
+    {"crc32", KAT_IN_63, 2367, UINT32_C(0x000041f3), UINT64_C(0x00000000000041f3)},
+    /* input 64: CRC check string; value observed from nutcracker 0.5.0 */
+    {"crc32", "123456789", 9, UINT32_C(0x00004bf4), UINT64_C(0x0000000000004bf4)},
+    /* input 65: 3-byte tail ending in 0xff; value observed from nutcracker 0.5.0 */
+    {"crc32", "ab\xff", 3, UINT32_C(0x00004c9d), UINT64_C(0x0000000000004c9d)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes; value observed from nutcracker 0.5.0 */
+    {"crc32", "abcd\xe9\xe8\xff", 7, UINT32_C(0x000002d1), UINT64_C(0x00000000000002d1)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"crc32", "abcd\xfe", 5, UINT32_C(0x0000625a), UINT64_C(0x000000000000625a)},
+    /* input 68: 13 bytes, high bytes inside; value observed from nutcracker 0.5.0 */
+    {"crc32", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x000006c3), UINT64_C(0x00000000000006c3)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
+    {"crc32", KAT_IN_69, 21, UINT32_C(0x00003a10), UINT64_C(0x0000000000003a10)},
+    /* crc32a (32-bit) */
+    /* input 0: empty; value observed from nutcracker 0.5.0 */
+    {"crc32a", "", 0, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 1: prefix 1; value observed from nutcracker 0.5.0 */
+    {"crc32a", "a", 1, UINT32_C(0xe8b7be43), UINT64_C(0x00000000e8b7be43)},
+    /* input 2: prefix 2; value observed from nutcracker 0.5.0 */
+    {"crc32a", "ab", 2, UINT32_C(0x9e83486d), UINT64_C(0x000000009e83486d)},
+    /* input 3: prefix 3; value observed from nutcracker 0.5.0 */
+    {"crc32a", "abc", 3, UINT32_C(0x352441c2), UINT64_C(0x00000000352441c2)},
+    /* input 4: prefix 4; value observed from nutcracker 0.5.0 */
+    {"crc32a", "abcd", 4, UINT32_C(0xed82cd11), UINT64_C(0x00000000ed82cd11)},
+    /* input 5: prefix 5 */
+    {"crc32a", "abcde", 5, UINT32_C(0x8587d865), UINT64_C(0x000000008587d865)},
+    /* input 6: prefix 6 */
+    {"crc32a", "abcdef", 6, UINT32_C(0x4b8e39ef), UINT64_C(0x000000004b8e39ef)},
+    /* input 7: prefix 7 */
+    {"crc32a", "abcdefg", 7, UINT32_C(0x312a6aa6), UINT64_C(0x00000000312a6aa6)},
+    /* input 8: prefix 8 */
+    {"crc32a", "abcdefgh", 8, UINT32_C(0xaeef2a50), UINT64_C(0x00000000aeef2a50)},
+    /* input 9: prefix 9 */
+    {"crc32a", "abcdefghi", 9, UINT32_C(0x8da988af), UINT64_C(0x000000008da988af)},
+    /* input 10: prefix 10 */
+    {"crc32a", "abcdefghij", 10, UINT32_C(0x3981703a), UINT64_C(0x000000003981703a)},
+    /* input 11: prefix 11 */
+    {"crc32a", "abcdefghijk", 11, UINT32_C(0xce570f9f), UINT64_C(0x00000000ce570f9f)},
+    /* input 12: prefix 12 */
+    {"crc32a", "abcdefghijkl", 12, UINT32_C(0xf6781b24), UINT64_C(0x00000000f6781b24)},
+    /* input 13: prefix 13 */
+    {"crc32a", "abcdefghijklm", 13, UINT32_C(0xddf46ea2), UINT64_C(0x00000000ddf46ea2)},
+    /* input 14: prefix 14 */
+    {"crc32a", "abcdefghijklmn", 14, UINT32_C(0x400d9578), UINT64_C(0x00000000400d9578)},
+    /* input 15: prefix 15 */
+    {"crc32a", "abcdefghijklmno", 15, UINT32_C(0x519167df), UINT64_C(0x00000000519167df)},
+    /* input 16: prefix 16 */
+    {"crc32a", "abcdefghijklmnop", 16, UINT32_C(0x943ac093), UINT64_C(0x00000000943ac093)},
+    /* input 17: prefix 17 */
+    {"crc32a", "abcdefghijklmnopq", 17, UINT32_C(0x9c925619), UINT64_C(0x000000009c925619)},
+    /* input 18: 0x80 */
+    {"crc32a", "\x80", 1, UINT32_C(0x3fba6cad), UINT64_C(0x000000003fba6cad)},
+    /* input 19: 0xff; value observed from nutcracker 0.5.0 */
+    {"crc32a", "\xff", 1, UINT32_C(0xff000000), UINT64_C(0x00000000ff000000)},
+    /* input 20: four 0xff (murmur3 published, seed 0) */
+    {"crc32a", "\xff\xff\xff\xff", 4, UINT32_C(0xffffffff), UINT64_C(0x00000000ffffffff)},
+    /* input 21: high bytes then low */
+    {"crc32a", "\xfe\xdc\xba\x98vT2\x10", 8, UINT32_C(0x6ca1d1db), UINT64_C(0x000000006ca1d1db)},
+    /* input 22: 0x80..0xff */
+    {"crc32a", KAT_IN_22, 128, UINT32_C(0x4649f09d), UINT64_C(0x000000004649f09d)},
+    /* input 23: UTF-8 pi x8 */
+    {"crc32a", KAT_IN_23, 16, UINT32_C(0xc458675e), UINT64_C(0x00000000c458675e)},
+    /* input 24: UTF-8 key */
+    {"crc32a", "caf\xc3\xa9:\xc3\xbc\xc3\xb1\xc3\xae", 12, UINT32_C(0x62772acc), UINT64_C(0x0000000062772acc)},
+    /* input 25: 0xff then hex-like letters */
+    {"crc32a", "\xff" "abc", 4, UINT32_C(0x3524413d), UINT64_C(0x000000003524413d)},
+    /* input 26: 0x01 then digits */
+    {"crc32a", "\x01" "23", 3, UINT32_C(0xac238642), UINT64_C(0x00000000ac238642)},
+    /* input 27: one NUL */
+    {"crc32a", "\x00", 1, UINT32_C(0xd202ef8d), UINT64_C(0x00000000d202ef8d)},
+    /* input 28: four NULs (murmur3 published, seed 0) */
+    {"crc32a", "\x00\x00\x00\x00", 4, UINT32_C(0x2144df1c), UINT64_C(0x000000002144df1c)},
+    /* input 29: embedded NUL */
+    {"crc32a", "a\x00" "b", 3, UINT32_C(0x15e87871), UINT64_C(0x0000000015e87871)},
+    /* input 30: NUL inside a key */
+    {"crc32a", "node\x00" "1", 6, UINT32_C(0x33d846b0), UINT64_C(0x0000000033d846b0)},
+    /* input 31: trailing NUL (FNV suite TEST0) */
+    {"crc32a", "foobar\x00", 7, UINT32_C(0x52f97e59), UINT64_C(0x0000000052f97e59)},
+    /* input 32: murmur3 endianness vector */
+    {"crc32a", "!Ce\x87", 4, UINT32_C(0x2040adbf), UINT64_C(0x000000002040adbf)},
+    /* input 33: murmur3 3-byte tail vector */
+    {"crc32a", "!Ce", 3, UINT32_C(0x20427cd4), UINT64_C(0x0000000020427cd4)},
+    /* input 34: FNV suite */
+    {"crc32a", "foobar", 6, UINT32_C(0x9ef61f95), UINT64_C(0x000000009ef61f95)},
+    /* input 35: FNV suite, 17 bytes */
+    {"crc32a", "chongo was here!\n", 17, UINT32_C(0xb9125f42), UINT64_C(0x00000000b9125f42)},
+    /* input 36: RFC 1321 */
+    {"crc32a", "message digest", 14, UINT32_C(0x20159d7f), UINT64_C(0x0000000020159d7f)},
+    /* input 37: RFC 1321 */
+    {"crc32a", KAT_IN_37, 62, UINT32_C(0x1fc2e6d2), UINT64_C(0x000000001fc2e6d2)},
+    /* input 38: pangram */
+    {"crc32a", "The quick brown fox jumps over the lazy dog", 43, UINT32_C(0x414fa339), UINT64_C(0x00000000414fa339)},
+    /* input 39: murmur3 suite string */
+    {"crc32a", "Hello, world!", 13, UINT32_C(0xebe6c6e6), UINT64_C(0x00000000ebe6c6e6)},
+    /* input 40: key */
+    {"crc32a", "user:1", 6, UINT32_C(0x7ba5c282), UINT64_C(0x000000007ba5c282)},
+    /* input 41: key */
+    {"crc32a", "user:2", 6, UINT32_C(0xe2ac9338), UINT64_C(0x00000000e2ac9338)},
+    /* input 42: key */
+    {"crc32a", "user:42", 7, UINT32_C(0x646f0d86), UINT64_C(0x00000000646f0d86)},
+    /* input 43: key */
+    {"crc32a", "session:7f3a9c", 14, UINT32_C(0x799e3640), UINT64_C(0x00000000799e3640)},
+    /* input 44: node id */
+    {"crc32a", "node-1", 6, UINT32_C(0x13f21c5f), UINT64_C(0x0000000013f21c5f)},
+    /* input 45: ring point */
+    {"crc32a", "node-1#0", 8, UINT32_C(0xf08b5b14), UINT64_C(0x00000000f08b5b14)},
+    /* input 46: ring point */
+    {"crc32a", "node-1#1", 8, UINT32_C(0x878c6b82), UINT64_C(0x00000000878c6b82)},
+    /* input 47: ring point (last of 160); value observed from nutcracker 0.5.0 */
+    {"crc32a", "node-1#159", 10, UINT32_C(0x6f389dd4), UINT64_C(0x000000006f389dd4)},
+    /* input 48: ring point */
+    {"crc32a", "node-2#0", 8, UINT32_C(0xf2cde54d), UINT64_C(0x00000000f2cde54d)},
+    /* input 49: ketama point */
+    {"crc32a", "10.0.0.1:11211-0", 16, UINT32_C(0xaa4dfe14), UINT64_C(0x00000000aa4dfe14)},
+    /* input 50: path key */
+    {"crc32a", "cache/objects/2024/01/31/thumbnail-000123.jpg", 45, UINT32_C(0xfacc09c6), UINT64_C(0x00000000facc09c6)},
+    /* input 51: 1000-byte pattern (i*131+17) */
+    {"crc32a", KAT_IN_51, 1000, UINT32_C(0x685fb4fa), UINT64_C(0x00000000685fb4fa)},
+    /* input 52: 256 x 'a' */
+    {"crc32a", KAT_IN_52, 256, UINT32_C(0xb07d3659), UINT64_C(0x00000000b07d3659)},
+    /* input 53: xxHash sanity buffer [0:6] */
+    {"crc32a", "\x00R\x92\x9b\xb7" "2", 6, UINT32_C(0x764d2ac9), UINT64_C(0x00000000764d2ac9)},
+    /* input 54: xxHash sanity buffer [0:12] */
+    {"crc32a", "\x00R\x92\x9b\xb7" "2\xa3$-\x00\xaf\x95", 12, UINT32_C(0x653d17f2), UINT64_C(0x00000000653d17f2)},
+    /* input 55: xxHash sanity buffer [0:24] (the first 24 bytes of input 63) */
+    {"crc32a", KAT_IN_63, 24, UINT32_C(0x5a2d8808), UINT64_C(0x000000005a2d8808)},
+    /* input 56: xxHash sanity buffer [0:48] (the first 48 bytes of input 63) */
+    {"crc32a", KAT_IN_63, 48, UINT32_C(0xefc0a765), UINT64_C(0x00000000efc0a765)},
+    /* input 57: xxHash sanity buffer [0:80] (the first 80 bytes of input 63) */
+    {"crc32a", KAT_IN_63, 80, UINT32_C(0xfc8ff718), UINT64_C(0x00000000fc8ff718)},
+    /* input 58: xxHash sanity buffer [0:195] (the first 195 bytes of input 63) */
+    {"crc32a", KAT_IN_63, 195, UINT32_C(0x1c9a9dc5), UINT64_C(0x000000001c9a9dc5)},
+    /* input 59: xxHash sanity buffer [0:403] (the first 403 bytes of input 63) */
+    {"crc32a", KAT_IN_63, 403, UINT32_C(0x79347e39), UINT64_C(0x0000000079347e39)},
+    /* input 60: xxHash sanity buffer [0:512] (the first 512 bytes of input 63) */
+    {"crc32a", KAT_IN_63, 512, UINT32_C(0x8be6b514), UINT64_C(0x000000008be6b514)},
+    /* input 61: xxHash sanity buffer [0:2048] (the first 2048 bytes of input 63) */
+    {"crc32a", KAT_IN_63, 2048, UINT32_C(0x47fae13d), UINT64_C(0x0000000047fae13d)},
+    /* input 62: xxHash sanity buffer [0:2240] (the first 2240 bytes of input 63) */
+    {"crc32a", KAT_IN_63, 2240, UINT32_C(0x045e3daa), UINT64_C(0x00000000045e3daa)},
+    /* input 63: xxHash sanity buffer [0:2367] */
+    {"crc32a", KAT_IN_63, 2367, UINT32_C(0x41f39444), UINT64_C(0x0000000041f39444)},
+    /* input 64: CRC check string; published value (CRC-32 check value) */
+    {"crc32a", "123456789", 9, UINT32_C(0xcbf43926), UINT64_C(0x00000000cbf43926)},
+    /* input 65: 3-byte tail ending in 0xff; value observed from nutcracker 0.5.0 */
+    {"crc32a", "ab\xff", 3, UINT32_C(0xcc9d9ead), UINT64_C(0x00000000cc9d9ead)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes; value observed from nutcracker 0.5.0 */
+    {"crc32a", "abcd\xe9\xe8\xff", 7, UINT32_C(0x82d126f1), UINT64_C(0x0000000082d126f1)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"crc32a", "abcd\xfe", 5, UINT32_C(0xe25a92a9), UINT64_C(0x00000000e25a92a9)},
+    /* input 68: 13 bytes, high bytes inside; value observed from nutcracker 0.5.0 */
+    {"crc32a", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x86c34244), UINT64_C(0x0000000086c34244)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
+    {"crc32a", KAT_IN_69, 21, UINT32_C(0xba104e96), UINT64_C(0x00000000ba104e96)},
+    /* fnv1_64 (32-bit) */
+    /* input 0: empty; published value (FNV suite, low 32 bits) */
+    {"fnv1_64", "", 0, UINT32_C(0x84222325), UINT64_C(0x0000000084222325)},
+    /* input 1: prefix 1; published value (FNV suite, low 32 bits) */
+    {"fnv1_64", "a", 1, UINT32_C(0x8601b7be), UINT64_C(0x000000008601b7be)},
+    /* input 2: prefix 2; value observed from nutcracker 0.5.0 */
+    {"fnv1_64", "ab", 2, UINT32_C(0xb4eb37b8), UINT64_C(0x00000000b4eb37b8)},
+    /* input 3: prefix 3; value observed from nutcracker 0.5.0 */
+    {"fnv1_64", "abc", 3, UINT32_C(0x6bafadcb), UINT64_C(0x000000006bafadcb)},
+    /* input 4: prefix 4; value observed from nutcracker 0.5.0 */
+    {"fnv1_64", "abcd", 4, UINT32_C(0xfb844f95), UINT64_C(0x00000000fb844f95)},
+    /* input 5: prefix 5 */
+    {"fnv1_64", "abcde", 5, UINT32_C(0x61d33a4a), UINT64_C(0x0000000061d33a4a)},
+    /* input 6: prefix 6 */
+    {"fnv1_64", "abcdef", 6, UINT32_C(0x39ec0bd8), UINT64_C(0x0000000039ec0bd8)},
+    /* input 7: prefix 7 */
+    {"fnv1_64", "abcdefg", 7, UINT32_C(0x6c18206f), UINT64_C(0x000000006c18206f)},
+    /* input 8: prefix 8 */
+    {"fnv1_64", "abcdefgh", 8, UINT32_C(0xacff1cf5), UINT64_C(0x00000000acff1cf5)},
+    /* input 9: prefix 9 */
+    {"fnv1_64", "abcdefghi", 9, UINT32_C(0xf57e3426), UINT64_C(0x00000000f57e3426)},
+    /* input 10: prefix 10 */
+    {"fnv1_64", "abcdefghij", 10, UINT32_C(0x25729cf8), UINT64_C(0x0000000025729cf8)},
+    /* input 11: prefix 11 */
+    {"fnv1_64", "abcdefghijk", 11, UINT32_C(0xa1c0b903), UINT64_C(0x00000000a1c0b903)},
+    /* input 12: prefix 12 */
+    {"fnv1_64", "abcdefghijkl", 12, UINT32_C(0xda7a6075), UINT64_C(0x00000000da7a6075)},
+    /* input 13: prefix 13 */
+    {"fnv1_64", "abcdefghijklm", 13, UINT32_C(0x3df1e6a2), UINT64_C(0x000000003df1e6a2)},
+    /* input 14: prefix 14 */
+    {"fnv1_64", "abcdefghijklmn", 14, UINT32_C(0x420ae528), UINT64_C(0x00000000420ae528)},
+    /* input 15: prefix 15 */
+    {"fnv1_64", "abcdefghijklmno", 15, UINT32_C(0x38836297), UINT64_C(0x0000000038836297)},
+    /* input 16: prefix 16 */
+    {"fnv1_64", "abcdefghijklmnop", 16, UINT32_C(0x074086e5), UINT64_C(0x00000000074086e5)},
+    /* input 17: prefix 17 */
+    {"fnv1_64", "abcdefghijklmnopq", 17, UINT32_C(0x52a5376e), UINT64_C(0x0000000052a5376e)},
+    /* input 18: 0x80 */
+    {"fnv1_64", "\x80", 1, UINT32_C(0x79fe485f), UINT64_C(0x0000000079fe485f)},
+    /* input 19: 0xff; value observed from nutcracker 0.5.0 */
+    {"fnv1_64", "\xff", 1, UINT32_C(0x79fe4820), UINT64_C(0x0000000079fe4820)},
+    /* input 20: four 0xff (murmur3 published, seed 0) */
+    {"fnv1_64", "\xff\xff\xff\xff", 4, UINT32_C(0xa2b33129), UINT64_C(0x00000000a2b33129)},
+    /* input 21: high bytes then low */
+    {"fnv1_64", "\xfe\xdc\xba\x98vT2\x10", 8, UINT32_C(0xfe853735), UINT64_C(0x00000000fe853735)},
+    /* input 22: 0x80..0xff */
+    {"fnv1_64", KAT_IN_22, 128, UINT32_C(0xa4f44625), UINT64_C(0x00000000a4f44625)},
+    /* input 23: UTF-8 pi x8 */
+    {"fnv1_64", KAT_IN_23, 16, UINT32_C(0xa2374545), UINT64_C(0x00000000a2374545)},
+    /* input 24: UTF-8 key */
+    {"fnv1_64", "caf\xc3\xa9:\xc3\xbc\xc3\xb1\xc3\xae", 12, UINT32_C(0x0ebc16bb), UINT64_C(0x000000000ebc16bb)},
+    /* input 25: 0xff then hex-like letters */
+    {"fnv1_64", "\xff" "abc", 4, UINT32_C(0x5c37d440), UINT64_C(0x000000005c37d440)},
+    /* input 26: 0x01 then digits */
+    {"fnv1_64", "\x01" "23", 3, UINT32_C(0x6c0bf7ab), UINT64_C(0x000000006c0bf7ab)},
+    /* input 27: one NUL */
+    {"fnv1_64", "\x00", 1, UINT32_C(0x8601b7df), UINT64_C(0x000000008601b7df)},
+    /* input 28: four NULs (murmur3 published, seed 0) */
+    {"fnv1_64", "\x00\x00\x00\x00", 4, UINT32_C(0x9dce13f5), UINT64_C(0x000000009dce13f5)},
+    /* input 29: embedded NUL */
+    {"fnv1_64", "a\x00" "b", 3, UINT32_C(0x6bafe70c), UINT64_C(0x000000006bafe70c)},
+    /* input 30: NUL inside a key */
+    {"fnv1_64", "node\x00" "1", 6, UINT32_C(0x34ddd2fc), UINT64_C(0x0000000034ddd2fc)},
+    /* input 31: trailing NUL (FNV suite TEST0) */
+    {"fnv1_64", "foobar\x00", 7, UINT32_C(0x24a774a6), UINT64_C(0x0000000024a774a6)},
+    /* input 32: murmur3 endianness vector */
+    {"fnv1_64", "!Ce\x87", 4, UINT32_C(0xc963f2bd), UINT64_C(0x00000000c963f2bd)},
+    /* input 33: murmur3 3-byte tail vector */
+    {"fnv1_64", "!Ce", 3, UINT32_C(0x6c691cde), UINT64_C(0x000000006c691cde)},
+    /* input 34: FNV suite; published value (FNV suite, low 32 bits) */
+    {"fnv1_64", "foobar", 6, UINT32_C(0xa4dda9c2), UINT64_C(0x00000000a4dda9c2)},
+    /* input 35: FNV suite, 17 bytes */
+    {"fnv1_64", "chongo was here!\n", 17, UINT32_C(0x624e4235), UINT64_C(0x00000000624e4235)},
+    /* input 36: RFC 1321 */
+    {"fnv1_64", "message digest", 14, UINT32_C(0x8dedb23e), UINT64_C(0x000000008dedb23e)},
+    /* input 37: RFC 1321 */
+    {"fnv1_64", KAT_IN_37, 62, UINT32_C(0xb44cc858), UINT64_C(0x00000000b44cc858)},
+    /* input 38: pangram */
+    {"fnv1_64", "The quick brown fox jumps over the lazy dog", 43, UINT32_C(0x7de37ace), UINT64_C(0x000000007de37ace)},
+    /* input 39: murmur3 suite string */
+    {"fnv1_64", "Hello, world!", 13, UINT32_C(0x89aaa166), UINT64_C(0x0000000089aaa166)},
+    /* input 40: key */
+    {"fnv1_64", "user:1", 6, UINT32_C(0xc93cea93), UINT64_C(0x00000000c93cea93)},
+    /* input 41: key */
+    {"fnv1_64", "user:2", 6, UINT32_C(0xc93cea90), UINT64_C(0x00000000c93cea90)},
+    /* input 42: key */
+    {"fnv1_64", "user:42", 7, UINT32_C(0xf2829cd0), UINT64_C(0x00000000f2829cd0)},
+    /* input 43: key */
+    {"fnv1_64", "session:7f3a9c", 14, UINT32_C(0x6070d24c), UINT64_C(0x000000006070d24c)},
+    /* input 44: node id */
+    {"fnv1_64", "node-1", 6, UINT32_C(0x34dd8667), UINT64_C(0x0000000034dd8667)},
+    /* input 45: ring point */
+    {"fnv1_64", "node-1#0", 8, UINT32_C(0xf27613a2), UINT64_C(0x00000000f27613a2)},
+    /* input 46: ring point */
+    {"fnv1_64", "node-1#1", 8, UINT32_C(0xf27613a3), UINT64_C(0x00000000f27613a3)},
+    /* input 47: ring point (last of 160); value observed from nutcracker 0.5.0 */
+    {"fnv1_64", "node-1#159", 10, UINT32_C(0xaf98619d), UINT64_C(0x00000000af98619d)},
+    /* input 48: ring point */
+    {"fnv1_64", "node-2#0", 8, UINT32_C(0xf26d008d), UINT64_C(0x00000000f26d008d)},
+    /* input 49: ketama point */
+    {"fnv1_64", "10.0.0.1:11211-0", 16, UINT32_C(0x1e1a8e46), UINT64_C(0x000000001e1a8e46)},
+    /* input 50: path key */
+    {"fnv1_64", "cache/objects/2024/01/31/thumbnail-000123.jpg", 45, UINT32_C(0x7c17269f), UINT64_C(0x000000007c17269f)},
+    /* input 51: 1000-byte pattern (i*131+17) */
+    {"fnv1_64", KAT_IN_51, 1000, UINT32_C(0x2d046abd), UINT64_C(0x000000002d046abd)},
+    /* input 52: 256 x 'a' */
+    {"fnv1_64", KAT_IN_52, 256, UINT32_C(0xd8c49225), UINT64_C(0x00000000d8c49225)},
+    /* input 53: xxHash sanity buffer [0:6] */
+    {"fnv1_64", "\x00R\x92\x9b\xb7" "2", 6, UINT32_C(0xb83ef9fd), UINT64_C(0x00000000b83ef9fd)},
+    /* input 54: xxHash sanity buffer [0:12] */
+    {"fnv1_64", "\x00R\x92\x9b\xb7" "2\xa3$-\x00\xaf\x95", 12, UINT32_C(0x82f3a963), UINT64_C(0x0000000082f3a963)},
+    /* input 55: xxHash sanity buffer [0:24] (the first 24 bytes of input 63) */
+    {"fnv1_64", KAT_IN_63, 24, UINT32_C(0xce1380cf), UINT64_C(0x00000000ce1380cf)},
+    /* input 56: xxHash sanity buffer [0:48] (the first 48 bytes of input 63) */
+    {"fnv1_64", KAT_IN_63, 48, UINT32_C(0xdca23f38), UINT64_C(0x00000000dca23f38)},
+    /* input 57: xxHash sanity buffer [0:80] (the first 80 bytes of input 63) */
+    {"fnv1_64", KAT_IN_63, 80, UINT32_C(0x88df3c77), UINT64_C(0x0000000088df3c77)},
+    /* input 58: xxHash sanity buffer [0:195] (the first 195 bytes of input 63) */
+    {"fnv1_64", KAT_IN_63, 195, UINT32_C(0x33df6c00), UINT64_C(0x0000000033df6c00)},
+    /* input 59: xxHash sanity buffer [0:403] (the first 403 bytes of input 63) */
+    {"fnv1_64", KAT_IN_63, 403, UINT32_C(0x0f6d10ed), UINT64_C(0x000000000f6d10ed)},
+    /* input 60: xxHash sanity buffer [0:512] (the first 512 bytes of input 63) */
+    {"fnv1_64", KAT_IN_63, 512, UINT32_C(0x53e2e6fb), UINT64_C(0x0000000053e2e6fb)},
+    /* input 61: xxHash sanity buffer [0:2048] (the first 2048 bytes of input 63) */
+    {"fnv1_64", KAT_IN_63, 2048, UINT32_C(0x9bc72843), UINT64_C(0x000000009bc72843)},
+    /* input 62: xxHash sanity buffer [0:2240] (the first 2240 bytes of input 63) */
+    {"fnv1_64", KAT_IN_63, 2240, UINT32_C(0x49cb5109), UINT64_C(0x0000000049cb5109)},
+    /* input 63: xxHash sanity buffer [0:2367] */
+    {"fnv1_64", KAT_IN_63, 2367, UINT32_C(0xd0d46e16), UINT64_C(0x00000000d0d46e16)},
+    /* input 64: CRC check string; value observed from nutcracker 0.5.0 */
+    {"fnv1_64", "123456789", 9, UINT32_C(0x2bf916d6), UINT64_C(0x000000002bf916d6)},
+    /* input 65: 3-byte tail ending in 0xff; value observed from nutcracker 0.5.0 */
+    {"fnv1_64", "ab\xff", 3, UINT32_C(0x94505257), UINT64_C(0x0000000094505257)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes; value observed from nutcracker 0.5.0 */
+    {"fnv1_64", "abcd\xe9\xe8\xff", 7, UINT32_C(0x94162a51), UINT64_C(0x0000000094162a51)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"fnv1_64", "abcd\xfe", 5, UINT32_C(0x9e2cc5d1), UINT64_C(0x000000009e2cc5d1)},
+    /* input 68: 13 bytes, high bytes inside; value observed from nutcracker 0.5.0 */
+    {"fnv1_64", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0xa0629915), UINT64_C(0x00000000a0629915)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
+    {"fnv1_64", KAT_IN_69, 21, UINT32_C(0xcab7beb3), UINT64_C(0x00000000cab7beb3)},
+    /* fnv1a_64 (32-bit) */
+    /* input 0: empty; published value (FNV suite, low 32 bits) */
+    {"fnv1a_64", "", 0, UINT32_C(0x84222325), UINT64_C(0x0000000084222325)},
+    /* input 1: prefix 1; published value (FNV suite, low 32 bits) */
+    {"fnv1a_64", "a", 1, UINT32_C(0x8601ec8c), UINT64_C(0x000000008601ec8c)},
+    /* input 2: prefix 2; value observed from nutcracker 0.5.0 */
+    {"fnv1a_64", "ab", 2, UINT32_C(0xb545986a), UINT64_C(0x00000000b545986a)},
+    /* input 3: prefix 3; value observed from nutcracker 0.5.0 */
+    {"fnv1a_64", "abc", 3, UINT32_C(0x0541574b), UINT64_C(0x000000000541574b)},
+    /* input 4: prefix 4; value observed from nutcracker 0.5.0 */
+    {"fnv1a_64", "abcd", 4, UINT32_C(0xee0724dd), UINT64_C(0x00000000ee0724dd)},
+    /* input 5: prefix 5 */
+    {"fnv1a_64", "abcde", 5, UINT32_C(0x762364a8), UINT64_C(0x00000000762364a8)},
+    /* input 6: prefix 6 */
+    {"fnv1a_64", "abcdef", 6, UINT32_C(0xbe244a0a), UINT64_C(0x00000000be244a0a)},
+    /* input 7: prefix 7 */
+    {"fnv1a_64", "abcdefg", 7, UINT32_C(0x17aa7737), UINT64_C(0x0000000017aa7737)},
+    /* input 8: prefix 8 */
+    {"fnv1a_64", "abcdefgh", 8, UINT32_C(0x36a8d66d), UINT64_C(0x0000000036a8d66d)},
+    /* input 9: prefix 9 */
+    {"fnv1a_64", "abcdefghi", 9, UINT32_C(0xe0e3a8cc), UINT64_C(0x00000000e0e3a8cc)},
+    /* input 10: prefix 10 */
+    {"fnv1a_64", "abcdefghij", 10, UINT32_C(0x22d79212), UINT64_C(0x0000000022d79212)},
+    /* input 11: prefix 11 */
+    {"fnv1a_64", "abcdefghijk", 11, UINT32_C(0x344de39b), UINT64_C(0x00000000344de39b)},
+    /* input 12: prefix 12 */
+    {"fnv1a_64", "abcdefghijkl", 12, UINT32_C(0xe05a5cb5), UINT64_C(0x00000000e05a5cb5)},
+    /* input 13: prefix 13 */
+    {"fnv1a_64", "abcdefghijklm", 13, UINT32_C(0x398bc308), UINT64_C(0x00000000398bc308)},
+    /* input 14: prefix 14 */
+    {"fnv1a_64", "abcdefghijklmn", 14, UINT32_C(0xc87d0652), UINT64_C(0x00000000c87d0652)},
+    /* input 15: prefix 15 */
+    {"fnv1a_64", "abcdefghijklmno", 15, UINT32_C(0xac7199a7), UINT64_C(0x00000000ac7199a7)},
+    /* input 16: prefix 16 */
+    {"fnv1a_64", "abcdefghijklmnop", 16, UINT32_C(0x05086855), UINT64_C(0x0000000005086855)},
+    /* input 17: prefix 17 */
+    {"fnv1a_64", "abcdefghijklmnopq", 17, UINT32_C(0x8d48f52c), UINT64_C(0x000000008d48f52c)},
+    /* input 18: 0x80 */
+    {"fnv1a_64", "\x80", 1, UINT32_C(0x79fdec5f), UINT64_C(0x0000000079fdec5f)},
+    /* input 19: 0xff; value observed from nutcracker 0.5.0 */
+    {"fnv1a_64", "\xff", 1, UINT32_C(0x79fe466e), UINT64_C(0x0000000079fe466e)},
+    /* input 20: four 0xff (murmur3 published, seed 0) */
+    {"fnv1a_64", "\xff\xff\xff\xff", 4, UINT32_C(0xef1eb351), UINT64_C(0x00000000ef1eb351)},
+    /* input 21: high bytes then low */
+    {"fnv1a_64", "\xfe\xdc\xba\x98vT2\x10", 8, UINT32_C(0x97154035), UINT64_C(0x0000000097154035)},
+    /* input 22: 0x80..0xff */
+    {"fnv1a_64", KAT_IN_22, 128, UINT32_C(0xece9aea5), UINT64_C(0x00000000ece9aea5)},
+    /* input 23: UTF-8 pi x8 */
+    {"fnv1a_64", KAT_IN_23, 16, UINT32_C(0x67720105), UINT64_C(0x0000000067720105)},
+    /* input 24: UTF-8 key */
+    {"fnv1a_64", "caf\xc3\xa9:\xc3\xbc\xc3\xb1\xc3\xae", 12, UINT32_C(0x213122df), UINT64_C(0x00000000213122df)},
+    /* input 25: 0xff then hex-like letters */
+    {"fnv1a_64", "\xff" "abc", 4, UINT32_C(0x38d57d0a), UINT64_C(0x0000000038d57d0a)},
+    /* input 26: 0x01 then digits */
+    {"fnv1a_64", "\x01" "23", 3, UINT32_C(0x66fe718b), UINT64_C(0x0000000066fe718b)},
+    /* input 27: one NUL */
+    {"fnv1a_64", "\x00", 1, UINT32_C(0x8601b7df), UINT64_C(0x000000008601b7df)},
+    /* input 28: four NULs (murmur3 published, seed 0) */
+    {"fnv1a_64", "\x00\x00\x00\x00", 4, UINT32_C(0x9dce13f5), UINT64_C(0x000000009dce13f5)},
+    /* input 29: embedded NUL */
+    {"fnv1a_64", "a\x00" "b", 3, UINT32_C(0x042666b2), UINT64_C(0x00000000042666b2)},
+    /* input 30: NUL inside a key */
+    {"fnv1a_64", "node\x00" "1", 6, UINT32_C(0x20f9c172), UINT64_C(0x0000000020f9c172)},
+    /* input 31: trailing NUL (FNV suite TEST0) */
+    {"fnv1a_64", "foobar\x00", 7, UINT32_C(0x168b8f38), UINT64_C(0x00000000168b8f38)},
+    /* input 32: murmur3 endianness vector */
+    {"fnv1a_64", "!Ce\x87", 4, UINT32_C(0xab8aafbd), UINT64_C(0x00000000ab8aafbd)},
+    /* input 33: murmur3 3-byte tail vector */
+    {"fnv1a_64", "!Ce", 3, UINT32_C(0xc9768f48), UINT64_C(0x00000000c9768f48)},
+    /* input 34: FNV suite; published value (FNV suite, low 32 bits) */
+    {"fnv1a_64", "foobar", 6, UINT32_C(0xf73967e8), UINT64_C(0x00000000f73967e8)},
+    /* input 35: FNV suite, 17 bytes */
+    {"fnv1a_64", "chongo was here!\n", 17, UINT32_C(0xeff5f915), UINT64_C(0x00000000eff5f915)},
+    /* input 36: RFC 1321 */
+    {"fnv1a_64", "message digest", 14, UINT32_C(0x6fce9934), UINT64_C(0x000000006fce9934)},
+    /* input 37: RFC 1321 */
+    {"fnv1a_64", KAT_IN_37, 62, UINT32_C(0x71d8c80e), UINT64_C(0x0000000071d8c80e)},
+    /* input 38: pangram */
+    {"fnv1a_64", "The quick brown fox jumps over the lazy dog", 43, UINT32_C(0xe7e47110), UINT64_C(0x00000000e7e47110)},
+    /* input 39: murmur3 suite string */
+    {"fnv1a_64", "Hello, world!", 13, UINT32_C(0x44987bf4), UINT64_C(0x0000000044987bf4)},
+    /* input 40: key */
+    {"fnv1a_64", "user:1", 6, UINT32_C(0x75081ceb), UINT64_C(0x0000000075081ceb)},
+    /* input 41: key */
+    {"fnv1a_64", "user:2", 6, UINT32_C(0x75081e9e), UINT64_C(0x0000000075081e9e)},
+    /* input 42: key */
+    {"fnv1a_64", "user:42", 7, UINT32_C(0xdcd221c2), UINT64_C(0x00000000dcd221c2)},
+    /* input 43: key */
+    {"fnv1a_64", "session:7f3a9c", 14, UINT32_C(0x0c8f443a), UINT64_C(0x000000000c8f443a)},
+    /* input 44: node id */
+    {"fnv1a_64", "node-1", 6, UINT32_C(0x207879c3), UINT64_C(0x00000000207879c3)},
+    /* input 45: ring point */
+    {"fnv1a_64", "node-1#0", 8, UINT32_C(0xfb1d09b0), UINT64_C(0x00000000fb1d09b0)},
+    /* input 46: ring point */
+    {"fnv1a_64", "node-1#1", 8, UINT32_C(0xfb1d0b63), UINT64_C(0x00000000fb1d0b63)},
+    /* input 47: ring point (last of 160); value observed from nutcracker 0.5.0 */
+    {"fnv1a_64", "node-1#159", 10, UINT32_C(0x0f6006e1), UINT64_C(0x000000000f6006e1)},
+    /* input 48: ring point */
+    {"fnv1a_64", "node-2#0", 8, UINT32_C(0xff52046d), UINT64_C(0x00000000ff52046d)},
+    /* input 49: ketama point */
+    {"fnv1a_64", "10.0.0.1:11211-0", 16, UINT32_C(0x27a3206c), UINT64_C(0x0000000027a3206c)},
+    /* input 50: path key */
+    {"fnv1a_64", "cache/objects/2024/01/31/thumbnail-000123.jpg", 45, UINT32_C(0xeca8beff), UINT64_C(0x00000000eca8beff)},
+    /* input 51: 1000-byte pattern (i*131+17) */
+    {"fnv1a_64", KAT_IN_51, 1000, UINT32_C(0x28193ba5), UINT64_C(0x0000000028193ba5)},
+    /* input 52: 256 x 'a' */
+    {"fnv1a_64", KAT_IN_52, 256, UINT32_C(0x0943d825), UINT64_C(0x000000000943d825)},
+    /* input 53: xxHash sanity buffer [0:6] */
+    {"fnv1a_64", "\x00R\x92\x9b\xb7" "2", 6, UINT32_C(0x67ea6649), UINT64_C(0x0000000067ea6649)},
+    /* input 54: xxHash sanity buffer [0:12] */
+    {"fnv1a_64", "\x00R\x92\x9b\xb7" "2\xa3$-\x00\xaf\x95", 12, UINT32_C(0xe0ca158b), UINT64_C(0x00000000e0ca158b)},
+    /* input 55: xxHash sanity buffer [0:24] (the first 24 bytes of input 63) */
+    {"fnv1a_64", KAT_IN_63, 24, UINT32_C(0x96686fbb), UINT64_C(0x0000000096686fbb)},
+    /* input 56: xxHash sanity buffer [0:48] (the first 48 bytes of input 63) */
+    {"fnv1a_64", KAT_IN_63, 48, UINT32_C(0xec0d0582), UINT64_C(0x00000000ec0d0582)},
+    /* input 57: xxHash sanity buffer [0:80] (the first 80 bytes of input 63) */
+    {"fnv1a_64", KAT_IN_63, 80, UINT32_C(0xa5ab30d7), UINT64_C(0x00000000a5ab30d7)},
+    /* input 58: xxHash sanity buffer [0:195] (the first 195 bytes of input 63) */
+    {"fnv1a_64", KAT_IN_63, 195, UINT32_C(0x42ffb51a), UINT64_C(0x0000000042ffb51a)},
+    /* input 59: xxHash sanity buffer [0:403] (the first 403 bytes of input 63) */
+    {"fnv1a_64", KAT_IN_63, 403, UINT32_C(0xcad9b64d), UINT64_C(0x00000000cad9b64d)},
+    /* input 60: xxHash sanity buffer [0:512] (the first 512 bytes of input 63) */
+    {"fnv1a_64", KAT_IN_63, 512, UINT32_C(0x81109717), UINT64_C(0x0000000081109717)},
+    /* input 61: xxHash sanity buffer [0:2048] (the first 2048 bytes of input 63) */
+    {"fnv1a_64", KAT_IN_63, 2048, UINT32_C(0xe09a7e1f), UINT64_C(0x00000000e09a7e1f)},
+    /* input 62: xxHash sanity buffer [0:2240] (the first 2240 bytes of input 63) */
+    {"fnv1a_64", KAT_IN_63, 2240, UINT32_C(0xad161965), UINT64_C(0x00000000ad161965)},
+    /* input 63: xxHash sanity buffer [0:2367] */
+    {"fnv1a_64", KAT_IN_63, 2367, UINT32_C(0xd4268014), UINT64_C(0x00000000d4268014)},
+    /* input 64: CRC check string; value observed from nutcracker 0.5.0 */
+    {"fnv1a_64", "123456789", 9, UINT32_C(0x23c6cdfc), UINT64_C(0x0000000023c6cdfc)},
+    /* input 65: 3-byte tail ending in 0xff; value observed from nutcracker 0.5.0 */
+    {"fnv1a_64", "ab\xff", 3, UINT32_C(0xfabe022f), UINT64_C(0x00000000fabe022f)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes; value observed from nutcracker 0.5.0 */
+    {"fnv1a_64", "abcd\xe9\xe8\xff", 7, UINT32_C(0x8675cf79), UINT64_C(0x000000008675cf79)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"fnv1a_64", "abcd\xfe", 5, UINT32_C(0x89dc5c79), UINT64_C(0x0000000089dc5c79)},
+    /* input 68: 13 bytes, high bytes inside; value observed from nutcracker 0.5.0 */
+    {"fnv1a_64", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x04e42899), UINT64_C(0x0000000004e42899)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
+    {"fnv1a_64", KAT_IN_69, 21, UINT32_C(0xd5e0021b), UINT64_C(0x00000000d5e0021b)},
+    /* fnv1_32 (32-bit) */
+    /* input 0: empty; published value (FNV suite) */
+    {"fnv1_32", "", 0, UINT32_C(0x811c9dc5), UINT64_C(0x00000000811c9dc5)},
+    /* input 1: prefix 1; published value (FNV suite) */
+    {"fnv1_32", "a", 1, UINT32_C(0x050c5d7e), UINT64_C(0x00000000050c5d7e)},
+    /* input 2: prefix 2; value observed from nutcracker 0.5.0 */
+    {"fnv1_32", "ab", 2, UINT32_C(0x70772d38), UINT64_C(0x0000000070772d38)},
+    /* input 3: prefix 3; value observed from nutcracker 0.5.0 */
+    {"fnv1_32", "abc", 3, UINT32_C(0x439c2f4b), UINT64_C(0x00000000439c2f4b)},
+    /* input 4: prefix 4; value observed from nutcracker 0.5.0 */
+    {"fnv1_32", "abcd", 4, UINT32_C(0xb9de7375), UINT64_C(0x00000000b9de7375)},
+    /* input 5: prefix 5 */
+    {"fnv1_32", "abcde", 5, UINT32_C(0x0e2fc14a), UINT64_C(0x000000000e2fc14a)},
+    /* input 6: prefix 6 */
+    {"fnv1_32", "abcdef", 6, UINT32_C(0x9f2d4718), UINT64_C(0x000000009f2d4718)},
+    /* input 7: prefix 7 */
+    {"fnv1_32", "abcdefg", 7, UINT32_C(0xac46eaaf), UINT64_C(0x00000000ac46eaaf)},
+    /* input 8: prefix 8 */
+    {"fnv1_32", "abcdefgh", 8, UINT32_C(0xe2a37115), UINT64_C(0x00000000e2a37115)},
+    /* input 9: prefix 9 */
+    {"fnv1_32", "abcdefghi", 9, UINT32_C(0xdc4b0466), UINT64_C(0x00000000dc4b0466)},
+    /* input 10: prefix 10 */
+    {"fnv1_32", "abcdefghij", 10, UINT32_C(0x3017ecf8), UINT64_C(0x000000003017ecf8)},
+    /* input 11: prefix 11 */
+    {"fnv1_32", "abcdefghijk", 11, UINT32_C(0xadaa0a03), UINT64_C(0x00000000adaa0a03)},
+    /* input 12: prefix 12 */
+    {"fnv1_32", "abcdefghijkl", 12, UINT32_C(0x65adc2d5), UINT64_C(0x0000000065adc2d5)},
+    /* input 13: prefix 13 */
+    {"fnv1_32", "abcdefghijklm", 13, UINT32_C(0xe589b522), UINT64_C(0x00000000e589b522)},
+    /* input 14: prefix 14 */
+    {"fnv1_32", "abcdefghijklmn", 14, UINT32_C(0x79c824e8), UINT64_C(0x0000000079c824e8)},
+    /* input 15: prefix 15 */
+    {"fnv1_32", "abcdefghijklmno", 15, UINT32_C(0x9e121957), UINT64_C(0x000000009e121957)},
+    /* input 16: prefix 16 */
+    {"fnv1_32", "abcdefghijklmnop", 16, UINT32_C(0x2d7de385), UINT64_C(0x000000002d7de385)},
+    /* input 17: prefix 17 */
+    {"fnv1_32", "abcdefghijklmnopq", 17, UINT32_C(0x222d2a2e), UINT64_C(0x00000000222d2a2e)},
+    /* input 18: 0x80 */
+    {"fnv1_32", "\x80", 1, UINT32_C(0xfaf3a29f), UINT64_C(0x00000000faf3a29f)},
+    /* input 19: 0xff; value observed from nutcracker 0.5.0 */
+    {"fnv1_32", "\xff", 1, UINT32_C(0xfaf3a2e0), UINT64_C(0x00000000faf3a2e0)},
+    /* input 20: four 0xff (murmur3 published, seed 0) */
+    {"fnv1_32", "\xff\xff\xff\xff", 4, UINT32_C(0x657a2f89), UINT64_C(0x00000000657a2f89)},
+    /* input 21: high bytes then low */
+    {"fnv1_32", "\xfe\xdc\xba\x98vT2\x10", 8, UINT32_C(0xdaeb5655), UINT64_C(0x00000000daeb5655)},
+    /* input 22: 0x80..0xff */
+    {"fnv1_32", KAT_IN_22, 128, UINT32_C(0x1d7c8bc5), UINT64_C(0x000000001d7c8bc5)},
+    /* input 23: UTF-8 pi x8 */
+    {"fnv1_32", KAT_IN_23, 16, UINT32_C(0xeb4193e5), UINT64_C(0x00000000eb4193e5)},
+    /* input 24: UTF-8 key */
+    {"fnv1_32", "caf\xc3\xa9:\xc3\xbc\xc3\xb1\xc3\xae", 12, UINT32_C(0xd544af7b), UINT64_C(0x00000000d544af7b)},
+    /* input 25: 0xff then hex-like letters */
+    {"fnv1_32", "\xff" "abc", 4, UINT32_C(0x39d4e9c0), UINT64_C(0x0000000039d4e9c0)},
+    /* input 26: 0x01 then digits */
+    {"fnv1_32", "\x01" "23", 3, UINT32_C(0xf2ae2eab), UINT64_C(0x00000000f2ae2eab)},
+    /* input 27: one NUL */
+    {"fnv1_32", "\x00", 1, UINT32_C(0x050c5d1f), UINT64_C(0x00000000050c5d1f)},
+    /* input 28: four NULs (murmur3 published, seed 0) */
+    {"fnv1_32", "\x00\x00\x00\x00", 4, UINT32_C(0x4b95f515), UINT64_C(0x000000004b95f515)},
+    /* input 29: embedded NUL */
+    {"fnv1_32", "a\x00" "b", 3, UINT32_C(0x659c64cc), UINT64_C(0x00000000659c64cc)},
+    /* input 30: NUL inside a key */
+    {"fnv1_32", "node\x00" "1", 6, UINT32_C(0x4edf575c), UINT64_C(0x000000004edf575c)},
+    /* input 31: trailing NUL (FNV suite TEST0) */
+    {"fnv1_32", "foobar\x00", 7, UINT32_C(0xffe8d046), UINT64_C(0x00000000ffe8d046)},
+    /* input 32: murmur3 endianness vector */
+    {"fnv1_32", "!Ce\x87", 4, UINT32_C(0x58dd995d), UINT64_C(0x0000000058dd995d)},
+    /* input 33: murmur3 3-byte tail vector */
+    {"fnv1_32", "!Ce", 3, UINT32_C(0x23fe2dfe), UINT64_C(0x0000000023fe2dfe)},
+    /* input 34: FNV suite; published value (FNV suite) */
+    {"fnv1_32", "foobar", 6, UINT32_C(0x31f0b262), UINT64_C(0x0000000031f0b262)},
+    /* input 35: FNV suite, 17 bytes */
+    {"fnv1_32", "chongo was here!\n", 17, UINT32_C(0xdd002f35), UINT64_C(0x00000000dd002f35)},
+    /* input 36: RFC 1321 */
+    {"fnv1_32", "message digest", 14, UINT32_C(0x62f6de5e), UINT64_C(0x0000000062f6de5e)},
+    /* input 37: RFC 1321 */
+    {"fnv1_32", KAT_IN_37, 62, UINT32_C(0x06ed2ff8), UINT64_C(0x0000000006ed2ff8)},
+    /* input 38: pangram */
+    {"fnv1_32", "The quick brown fox jumps over the lazy dog", 43, UINT32_C(0xe9c86c6e), UINT64_C(0x00000000e9c86c6e)},
+    /* input 39: murmur3 suite string */
+    {"fnv1_32", "Hello, world!", 13, UINT32_C(0xe84ead66), UINT64_C(0x00000000e84ead66)},
+    /* input 40: key */
+    {"fnv1_32", "user:1", 6, UINT32_C(0x00cc85b3), UINT64_C(0x0000000000cc85b3)},
+    /* input 41: key */
+    {"fnv1_32", "user:2", 6, UINT32_C(0x00cc85b0), UINT64_C(0x0000000000cc85b0)},
+    /* input 42: key */
+    {"fnv1_32", "user:42", 7, UINT32_C(0xf7f67db0), UINT64_C(0x00000000f7f67db0)},
+    /* input 43: key */
+    {"fnv1_32", "session:7f3a9c", 14, UINT32_C(0x226d4eec), UINT64_C(0x00000000226d4eec)},
+    /* input 44: node id */
+    {"fnv1_32", "node-1", 6, UINT32_C(0x21df10a7), UINT64_C(0x0000000021df10a7)},
+    /* input 45: ring point */
+    {"fnv1_32", "node-1#0", 8, UINT32_C(0xfebb3982), UINT64_C(0x00000000febb3982)},
+    /* input 46: ring point */
+    {"fnv1_32", "node-1#1", 8, UINT32_C(0xfebb3983), UINT64_C(0x00000000febb3983)},
+    /* input 47: ring point (last of 160); value observed from nutcracker 0.5.0 */
+    {"fnv1_32", "node-1#159", 10, UINT32_C(0x6c38bddd), UINT64_C(0x000000006c38bddd)},
+    /* input 48: ring point */
+    {"fnv1_32", "node-2#0", 8, UINT32_C(0x8eb3cdad), UINT64_C(0x000000008eb3cdad)},
+    /* input 49: ketama point */
+    {"fnv1_32", "10.0.0.1:11211-0", 16, UINT32_C(0x19dd86a6), UINT64_C(0x0000000019dd86a6)},
+    /* input 50: path key */
+    {"fnv1_32", "cache/objects/2024/01/31/thumbnail-000123.jpg", 45, UINT32_C(0xbe17d51f), UINT64_C(0x00000000be17d51f)},
+    /* input 51: 1000-byte pattern (i*131+17) */
+    {"fnv1_32", KAT_IN_51, 1000, UINT32_C(0x751f67dd), UINT64_C(0x00000000751f67dd)},
+    /* input 52: 256 x 'a' */
+    {"fnv1_32", KAT_IN_52, 256, UINT32_C(0x0ad71cc5), UINT64_C(0x000000000ad71cc5)},
+    /* input 53: xxHash sanity buffer [0:6] */
+    {"fnv1_32", "\x00R\x92\x9b\xb7" "2", 6, UINT32_C(0x3e08a3bd), UINT64_C(0x000000003e08a3bd)},
+    /* input 54: xxHash sanity buffer [0:12] */
+    {"fnv1_32", "\x00R\x92\x9b\xb7" "2\xa3$-\x00\xaf\x95", 12, UINT32_C(0x7f3b4cc3), UINT64_C(0x000000007f3b4cc3)},
+    /* input 55: xxHash sanity buffer [0:24] (the first 24 bytes of input 63) */
+    {"fnv1_32", KAT_IN_63, 24, UINT32_C(0xf3c5aa8f), UINT64_C(0x00000000f3c5aa8f)},
+    /* input 56: xxHash sanity buffer [0:48] (the first 48 bytes of input 63) */
+    {"fnv1_32", KAT_IN_63, 48, UINT32_C(0xb2e24b78), UINT64_C(0x00000000b2e24b78)},
+    /* input 57: xxHash sanity buffer [0:80] (the first 80 bytes of input 63) */
+    {"fnv1_32", KAT_IN_63, 80, UINT32_C(0x6ccd0197), UINT64_C(0x000000006ccd0197)},
+    /* input 58: xxHash sanity buffer [0:195] (the first 195 bytes of input 63) */
+    {"fnv1_32", KAT_IN_63, 195, UINT32_C(0xbc59e0a0), UINT64_C(0x00000000bc59e0a0)},
+    /* input 59: xxHash sanity buffer [0:403] (the first 403 bytes of input 63) */
+    {"fnv1_32", KAT_IN_63, 403, UINT32_C(0xff514e6d), UINT64_C(0x00000000ff514e6d)},
+    /* input 60: xxHash sanity buffer [0:512] (the first 512 bytes of input 63) */
+    {"fnv1_32", KAT_IN_63, 512, UINT32_C(0xcb5f70bb), UINT64_C(0x00000000cb5f70bb)},
+    /* input 61: xxHash sanity buffer [0:2048] (the first 2048 bytes of input 63) */
+    {"fnv1_32", KAT_IN_63, 2048, UINT32_C(0x72bebdc3), UINT64_C(0x0000000072bebdc3)},
+    /* input 62: xxHash sanity buffer [0:2240] (the first 2240 bytes of input 63) */
+    {"fnv1_32", KAT_IN_63, 2240, UINT32_C(0x0cd41cc9), UINT64_C(0x000000000cd41cc9)},
+    /* input 63: xxHash sanity buffer [0:2367] */
+    {"fnv1_32", KAT_IN_63, 2367, UINT32_C(0x6ce1cb56), UINT64_C(0x000000006ce1cb56)},
+    /* input 64: CRC check string; value observed from nutcracker 0.5.0 */
+    {"fnv1_32", "123456789", 9, UINT32_C(0x24148816), UINT64_C(0x0000000024148816)},
+    /* input 65: 3-byte tail ending in 0xff; value observed from nutcracker 0.5.0 */
+    {"fnv1_32", "ab\xff", 3, UINT32_C(0xbc63d0d7), UINT64_C(0x00000000bc63d0d7)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes; value observed from nutcracker 0.5.0 */
+    {"fnv1_32", "abcd\xe9\xe8\xff", 7, UINT32_C(0x41e00851), UINT64_C(0x0000000041e00851)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"fnv1_32", "abcd\xfe", 5, UINT32_C(0xf1d03ed1), UINT64_C(0x00000000f1d03ed1)},
+    /* input 68: 13 bytes, high bytes inside; value observed from nutcracker 0.5.0 */
+    {"fnv1_32", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x56814e35), UINT64_C(0x0000000056814e35)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
+    {"fnv1_32", KAT_IN_69, 21, UINT32_C(0x8cbd6fb3), UINT64_C(0x000000008cbd6fb3)},
+    /* fnv1a_32 (32-bit) */
+    /* input 0: empty; published value (FNV suite) */
+    {"fnv1a_32", "", 0, UINT32_C(0x811c9dc5), UINT64_C(0x00000000811c9dc5)},
+    /* input 1: prefix 1; published value (FNV suite) */
+    {"fnv1a_32", "a", 1, UINT32_C(0xe40c292c), UINT64_C(0x00000000e40c292c)},
+    /* input 2: prefix 2; value observed from nutcracker 0.5.0 */
+    {"fnv1a_32", "ab", 2, UINT32_C(0x4d2505ca), UINT64_C(0x000000004d2505ca)},
+    /* input 3: prefix 3; value observed from nutcracker 0.5.0 */
+    {"fnv1a_32", "abc", 3, UINT32_C(0x1a47e90b), UINT64_C(0x000000001a47e90b)},
+    /* input 4: prefix 4; value observed from nutcracker 0.5.0 */
+    {"fnv1a_32", "abcd", 4, UINT32_C(0xce3479bd), UINT64_C(0x00000000ce3479bd)},
+    /* input 5: prefix 5 */
+    {"fnv1a_32", "abcde", 5, UINT32_C(0x749bcf08), UINT64_C(0x00000000749bcf08)},
+    /* input 6: prefix 6 */
+    {"fnv1a_32", "abcdef", 6, UINT32_C(0xff478a2a), UINT64_C(0x00000000ff478a2a)},
+    /* input 7: prefix 7 */
+    {"fnv1a_32", "abcdefg", 7, UINT32_C(0x2a9eb737), UINT64_C(0x000000002a9eb737)},
+    /* input 8: prefix 8 */
+    {"fnv1a_32", "abcdefgh", 8, UINT32_C(0x76daaa8d), UINT64_C(0x0000000076daaa8d)},
+    /* input 9: prefix 9 */
+    {"fnv1a_32", "abcdefghi", 9, UINT32_C(0xfe3b04ec), UINT64_C(0x00000000fe3b04ec)},
+    /* input 10: prefix 10 */
+    {"fnv1a_32", "abcdefghij", 10, UINT32_C(0xbce81ef2), UINT64_C(0x00000000bce81ef2)},
+    /* input 11: prefix 11 */
+    {"fnv1a_32", "abcdefghijk", 11, UINT32_C(0xfa682adb), UINT64_C(0x00000000fa682adb)},
+    /* input 12: prefix 12 */
+    {"fnv1a_32", "abcdefghijkl", 12, UINT32_C(0xe8fb3e15), UINT64_C(0x00000000e8fb3e15)},
+    /* input 13: prefix 13 */
+    {"fnv1a_32", "abcdefghijklm", 13, UINT32_C(0x3b8356e8), UINT64_C(0x000000003b8356e8)},
+    /* input 14: prefix 14 */
+    {"fnv1a_32", "abcdefghijklmn", 14, UINT32_C(0x35c134f2), UINT64_C(0x0000000035c134f2)},
+    /* input 15: prefix 15 */
+    {"fnv1a_32", "abcdefghijklmno", 15, UINT32_C(0x3c25d327), UINT64_C(0x000000003c25d327)},
+    /* input 16: prefix 16 */
+    {"fnv1a_32", "abcdefghijklmnop", 16, UINT32_C(0x068bb1f5), UINT64_C(0x00000000068bb1f5)},
+    /* input 17: prefix 17 */
+    {"fnv1a_32", "abcdefghijklmnopq", 17, UINT32_C(0xd1e872cc), UINT64_C(0x00000000d1e872cc)},
+    /* input 18: 0x80 */
+    {"fnv1a_32", "\x80", 1, UINT32_C(0x04f3b29f), UINT64_C(0x0000000004f3b29f)},
+    /* input 19: 0xff; value observed from nutcracker 0.5.0 */
+    {"fnv1a_32", "\xff", 1, UINT32_C(0xf9f3a14e), UINT64_C(0x00000000f9f3a14e)},
+    /* input 20: four 0xff (murmur3 published, seed 0) */
+    {"fnv1a_32", "\xff\xff\xff\xff", 4, UINT32_C(0x81ddf9b1), UINT64_C(0x0000000081ddf9b1)},
+    /* input 21: high bytes then low */
+    {"fnv1a_32", "\xfe\xdc\xba\x98vT2\x10", 8, UINT32_C(0xfc497855), UINT64_C(0x00000000fc497855)},
+    /* input 22: 0x80..0xff */
+    {"fnv1a_32", KAT_IN_22, 128, UINT32_C(0x3f36c845), UINT64_C(0x000000003f36c845)},
+    /* input 23: UTF-8 pi x8 */
+    {"fnv1a_32", KAT_IN_23, 16, UINT32_C(0x3cf51ea5), UINT64_C(0x000000003cf51ea5)},
+    /* input 24: UTF-8 key */
+    {"fnv1a_32", "caf\xc3\xa9:\xc3\xbc\xc3\xb1\xc3\xae", 12, UINT32_C(0x905cee9f), UINT64_C(0x00000000905cee9f)},
+    /* input 25: 0xff then hex-like letters */
+    {"fnv1a_32", "\xff" "abc", 4, UINT32_C(0xb264f26a), UINT64_C(0x00000000b264f26a)},
+    /* input 26: 0x01 then digits */
+    {"fnv1a_32", "\x01" "23", 3, UINT32_C(0x8746448b), UINT64_C(0x000000008746448b)},
+    /* input 27: one NUL; published value (FNV suite) */
+    {"fnv1a_32", "\x00", 1, UINT32_C(0x050c5d1f), UINT64_C(0x00000000050c5d1f)},
+    /* input 28: four NULs (murmur3 published, seed 0) */
+    {"fnv1a_32", "\x00\x00\x00\x00", 4, UINT32_C(0x4b95f515), UINT64_C(0x000000004b95f515)},
+    /* input 29: embedded NUL */
+    {"fnv1a_32", "a\x00" "b", 3, UINT32_C(0x10f3abd2), UINT64_C(0x0000000010f3abd2)},
+    /* input 30: NUL inside a key */
+    {"fnv1a_32", "node\x00" "1", 6, UINT32_C(0x6094e832), UINT64_C(0x000000006094e832)},
+    /* input 31: trailing NUL (FNV suite TEST0); published value (FNV suite) */
+    {"fnv1a_32", "foobar\x00", 7, UINT32_C(0x0c1c9eb8), UINT64_C(0x000000000c1c9eb8)},
+    /* input 32: murmur3 endianness vector */
+    {"fnv1a_32", "!Ce\x87", 4, UINT32_C(0x1201905d), UINT64_C(0x000000001201905d)},
+    /* input 33: murmur3 3-byte tail vector */
+    {"fnv1a_32", "!Ce", 3, UINT32_C(0x7508e3c8), UINT64_C(0x000000007508e3c8)},
+    /* input 34: FNV suite; published value (FNV suite) */
+    {"fnv1a_32", "foobar", 6, UINT32_C(0xbf9cf968), UINT64_C(0x00000000bf9cf968)},
+    /* input 35: FNV suite, 17 bytes; published value (FNV suite) */
+    {"fnv1a_32", "chongo was here!\n", 17, UINT32_C(0xd49930d5), UINT64_C(0x00000000d49930d5)},
+    /* input 36: RFC 1321 */
+    {"fnv1a_32", "message digest", 14, UINT32_C(0xb2c0f234), UINT64_C(0x00000000b2c0f234)},
+    /* input 37: RFC 1321 */
+    {"fnv1a_32", KAT_IN_37, 62, UINT32_C(0x9b2bce4e), UINT64_C(0x000000009b2bce4e)},
+    /* input 38: pangram */
+    {"fnv1a_32", "The quick brown fox jumps over the lazy dog", 43, UINT32_C(0x048fff90), UINT64_C(0x00000000048fff90)},
+    /* input 39: murmur3 suite string */
+    {"fnv1a_32", "Hello, world!", 13, UINT32_C(0xed90f094), UINT64_C(0x00000000ed90f094)},
+    /* input 40: key */
+    {"fnv1a_32", "user:1", 6, UINT32_C(0x6d1a4acb), UINT64_C(0x000000006d1a4acb)},
+    /* input 41: key */
+    {"fnv1a_32", "user:2", 6, UINT32_C(0x6e1a4c5e), UINT64_C(0x000000006e1a4c5e)},
+    /* input 42: key */
+    {"fnv1a_32", "user:42", 7, UINT32_C(0x2f6b7b82), UINT64_C(0x000000002f6b7b82)},
+    /* input 43: key */
+    {"fnv1a_32", "session:7f3a9c", 14, UINT32_C(0x96b534fa), UINT64_C(0x0000000096b534fa)},
+    /* input 44: node id */
+    {"fnv1a_32", "node-1", 6, UINT32_C(0x54c43383), UINT64_C(0x0000000054c43383)},
+    /* input 45: ring point */
+    {"fnv1a_32", "node-1#0", 8, UINT32_C(0x5c535370), UINT64_C(0x000000005c535370)},
+    /* input 46: ring point */
+    {"fnv1a_32", "node-1#1", 8, UINT32_C(0x5d535503), UINT64_C(0x000000005d535503)},
+    /* input 47: ring point (last of 160); value observed from nutcracker 0.5.0 */
+    {"fnv1a_32", "node-1#159", 10, UINT32_C(0xe53608e1), UINT64_C(0x00000000e53608e1)},
+    /* input 48: ring point */
+    {"fnv1a_32", "node-2#0", 8, UINT32_C(0xe73efb8d), UINT64_C(0x00000000e73efb8d)},
+    /* input 49: ketama point */
+    {"fnv1a_32", "10.0.0.1:11211-0", 16, UINT32_C(0x6524e8ac), UINT64_C(0x000000006524e8ac)},
+    /* input 50: path key */
+    {"fnv1a_32", "cache/objects/2024/01/31/thumbnail-000123.jpg", 45, UINT32_C(0x74dd93bf), UINT64_C(0x0000000074dd93bf)},
+    /* input 51: 1000-byte pattern (i*131+17) */
+    {"fnv1a_32", KAT_IN_51, 1000, UINT32_C(0x7ac66f85), UINT64_C(0x000000007ac66f85)},
+    /* input 52: 256 x 'a' */
+    {"fnv1a_32", KAT_IN_52, 256, UINT32_C(0x6c44e2c5), UINT64_C(0x000000006c44e2c5)},
+    /* input 53: xxHash sanity buffer [0:6] */
+    {"fnv1a_32", "\x00R\x92\x9b\xb7" "2", 6, UINT32_C(0x63d611c9), UINT64_C(0x0000000063d611c9)},
+    /* input 54: xxHash sanity buffer [0:12] */
+    {"fnv1a_32", "\x00R\x92\x9b\xb7" "2\xa3$-\x00\xaf\x95", 12, UINT32_C(0x132bdb2b), UINT64_C(0x00000000132bdb2b)},
+    /* input 55: xxHash sanity buffer [0:24] (the first 24 bytes of input 63) */
+    {"fnv1a_32", KAT_IN_63, 24, UINT32_C(0xbaa3007b), UINT64_C(0x00000000baa3007b)},
+    /* input 56: xxHash sanity buffer [0:48] (the first 48 bytes of input 63) */
+    {"fnv1a_32", KAT_IN_63, 48, UINT32_C(0x17a347e2), UINT64_C(0x0000000017a347e2)},
+    /* input 57: xxHash sanity buffer [0:80] (the first 80 bytes of input 63) */
+    {"fnv1a_32", KAT_IN_63, 80, UINT32_C(0x28dad437), UINT64_C(0x0000000028dad437)},
+    /* input 58: xxHash sanity buffer [0:195] (the first 195 bytes of input 63) */
+    {"fnv1a_32", KAT_IN_63, 195, UINT32_C(0x5c728a5a), UINT64_C(0x000000005c728a5a)},
+    /* input 59: xxHash sanity buffer [0:403] (the first 403 bytes of input 63) */
+    {"fnv1a_32", KAT_IN_63, 403, UINT32_C(0x27cafc8d), UINT64_C(0x0000000027cafc8d)},
+    /* input 60: xxHash sanity buffer [0:512] (the first 512 bytes of input 63) */
+    {"fnv1a_32", KAT_IN_63, 512, UINT32_C(0xb0a45fd7), UINT64_C(0x00000000b0a45fd7)},
+    /* input 61: xxHash sanity buffer [0:2048] (the first 2048 bytes of input 63) */
+    {"fnv1a_32", KAT_IN_63, 2048, UINT32_C(0x9e0d77df), UINT64_C(0x000000009e0d77df)},
+    /* input 62: xxHash sanity buffer [0:2240] (the first 2240 bytes of input 63) */
+    {"fnv1a_32", KAT_IN_63, 2240, UINT32_C(0xf9d3d365), UINT64_C(0x00000000f9d3d365)},
+    /* input 63: xxHash sanity buffer [0:2367] */
+    {"fnv1a_32", KAT_IN_63, 2367, UINT32_C(0xd5ed4334), UINT64_C(0x00000000d5ed4334)},
+    /* input 64: CRC check string; value observed from nutcracker 0.5.0 */
+    {"fnv1a_32", "123456789", 9, UINT32_C(0xbb86b11c), UINT64_C(0x00000000bb86b11c)},
+    /* input 65: 3-byte tail ending in 0xff; value observed from nutcracker 0.5.0 */
+    {"fnv1a_32", "ab\xff", 3, UINT32_C(0xc3b7e16f), UINT64_C(0x00000000c3b7e16f)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes; value observed from nutcracker 0.5.0 */
+    {"fnv1a_32", "abcd\xe9\xe8\xff", 7, UINT32_C(0x8bdd6e79), UINT64_C(0x000000008bdd6e79)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"fnv1a_32", "abcd\xfe", 5, UINT32_C(0xa6645b79), UINT64_C(0x00000000a6645b79)},
+    /* input 68: 13 bytes, high bytes inside; value observed from nutcracker 0.5.0 */
+    {"fnv1a_32", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x0485c079), UINT64_C(0x000000000485c079)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
+    {"fnv1a_32", KAT_IN_69, 21, UINT32_C(0x60303fdb), UINT64_C(0x0000000060303fdb)},
+    /* hsieh (32-bit) */
+    /* input 0: empty; value observed from nutcracker 0.5.0 */
+    {"hsieh", "", 0, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 1: prefix 1; value observed from nutcracker 0.5.0 */
+    {"hsieh", "a", 1, UINT32_C(0x93642e87), UINT64_C(0x0000000093642e87)},
+    /* input 2: prefix 2; value observed from nutcracker 0.5.0 */
+    {"hsieh", "ab", 2, UINT32_C(0x5b8c0ec3), UINT64_C(0x000000005b8c0ec3)},
+    /* input 3: prefix 3; value observed from nutcracker 0.5.0 */
+    {"hsieh", "abc", 3, UINT32_C(0xe5186b3a), UINT64_C(0x00000000e5186b3a)},
+    /* input 4: prefix 4; value observed from nutcracker 0.5.0 */
+    {"hsieh", "abcd", 4, UINT32_C(0x3ab452d8), UINT64_C(0x000000003ab452d8)},
+    /* input 5: prefix 5 */
+    {"hsieh", "abcde", 5, UINT32_C(0x84786722), UINT64_C(0x0000000084786722)},
+    /* input 6: prefix 6 */
+    {"hsieh", "abcdef", 6, UINT32_C(0xbe7c6fe4), UINT64_C(0x00000000be7c6fe4)},
+    /* input 7: prefix 7 */
+    {"hsieh", "abcdefg", 7, UINT32_C(0x3dad41af), UINT64_C(0x000000003dad41af)},
+    /* input 8: prefix 8 */
+    {"hsieh", "abcdefgh", 8, UINT32_C(0xff7cfe86), UINT64_C(0x00000000ff7cfe86)},
+    /* input 9: prefix 9 */
+    {"hsieh", "abcdefghi", 9, UINT32_C(0xa73e3541), UINT64_C(0x00000000a73e3541)},
+    /* input 10: prefix 10 */
+    {"hsieh", "abcdefghij", 10, UINT32_C(0x2d7c0783), UINT64_C(0x000000002d7c0783)},
+    /* input 11: prefix 11 */
+    {"hsieh", "abcdefghijk", 11, UINT32_C(0x67993530), UINT64_C(0x0000000067993530)},
+    /* input 12: prefix 12 */
+    {"hsieh", "abcdefghijkl", 12, UINT32_C(0x5f624189), UINT64_C(0x000000005f624189)},
+    /* input 13: prefix 13 */
+    {"hsieh", "abcdefghijklm", 13, UINT32_C(0x70ce5414), UINT64_C(0x0000000070ce5414)},
+    /* input 14: prefix 14 */
+    {"hsieh", "abcdefghijklmn", 14, UINT32_C(0x97de00ac), UINT64_C(0x0000000097de00ac)},
+    /* input 15: prefix 15 */
+    {"hsieh", "abcdefghijklmno", 15, UINT32_C(0xa877c542), UINT64_C(0x00000000a877c542)},
+    /* input 16: prefix 16 */
+    {"hsieh", "abcdefghijklmnop", 16, UINT32_C(0x76821f2c), UINT64_C(0x0000000076821f2c)},
+    /* input 17: prefix 17 */
+    {"hsieh", "abcdefghijklmnopq", 17, UINT32_C(0xdd7a14ea), UINT64_C(0x00000000dd7a14ea)},
+    /* input 18: 0x80 */
+    {"hsieh", "\x80", 1, UINT32_C(0xd6f4cb32), UINT64_C(0x00000000d6f4cb32)},
+    /* input 19: 0xff; value observed from nutcracker 0.5.0 */
+    {"hsieh", "\xff", 1, UINT32_C(0x02a6dba8), UINT64_C(0x0000000002a6dba8)},
+    /* input 20: four 0xff (murmur3 published, seed 0) */
+    {"hsieh", "\xff\xff\xff\xff", 4, UINT32_C(0x26e2dcb2), UINT64_C(0x0000000026e2dcb2)},
+    /* input 21: high bytes then low */
+    {"hsieh", "\xfe\xdc\xba\x98vT2\x10", 8, UINT32_C(0x2084a7f0), UINT64_C(0x000000002084a7f0)},
+    /* input 22: 0x80..0xff */
+    {"hsieh", KAT_IN_22, 128, UINT32_C(0xd08f131b), UINT64_C(0x00000000d08f131b)},
+    /* input 23: UTF-8 pi x8 */
+    {"hsieh", KAT_IN_23, 16, UINT32_C(0xa838671b), UINT64_C(0x00000000a838671b)},
+    /* input 24: UTF-8 key */
+    {"hsieh", "caf\xc3\xa9:\xc3\xbc\xc3\xb1\xc3\xae", 12, UINT32_C(0xcb09af93), UINT64_C(0x00000000cb09af93)},
+    /* input 25: 0xff then hex-like letters */
+    {"hsieh", "\xff" "abc", 4, UINT32_C(0x176208c1), UINT64_C(0x00000000176208c1)},
+    /* input 26: 0x01 then digits */
+    {"hsieh", "\x01" "23", 3, UINT32_C(0x22e07c0c), UINT64_C(0x0000000022e07c0c)},
+    /* input 27: one NUL */
+    {"hsieh", "\x00", 1, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 28: four NULs (murmur3 published, seed 0) */
+    {"hsieh", "\x00\x00\x00\x00", 4, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 29: embedded NUL */
+    {"hsieh", "a\x00" "b", 3, UINT32_C(0x2cf9fbca), UINT64_C(0x000000002cf9fbca)},
+    /* input 30: NUL inside a key */
+    {"hsieh", "node\x00" "1", 6, UINT32_C(0xb8c85e3b), UINT64_C(0x00000000b8c85e3b)},
+    /* input 31: trailing NUL (FNV suite TEST0) */
+    {"hsieh", "foobar\x00", 7, UINT32_C(0x4fe1d7f1), UINT64_C(0x000000004fe1d7f1)},
+    /* input 32: murmur3 endianness vector */
+    {"hsieh", "!Ce\x87", 4, UINT32_C(0xc9b636d1), UINT64_C(0x00000000c9b636d1)},
+    /* input 33: murmur3 3-byte tail vector */
+    {"hsieh", "!Ce", 3, UINT32_C(0x76891844), UINT64_C(0x0000000076891844)},
+    /* input 34: FNV suite */
+    {"hsieh", "foobar", 6, UINT32_C(0x07a5862c), UINT64_C(0x0000000007a5862c)},
+    /* input 35: FNV suite, 17 bytes */
+    {"hsieh", "chongo was here!\n", 17, UINT32_C(0xf979f0cf), UINT64_C(0x00000000f979f0cf)},
+    /* input 36: RFC 1321 */
+    {"hsieh", "message digest", 14, UINT32_C(0xd0f9c511), UINT64_C(0x00000000d0f9c511)},
+    /* input 37: RFC 1321 */
+    {"hsieh", KAT_IN_37, 62, UINT32_C(0xa572f238), UINT64_C(0x00000000a572f238)},
+    /* input 38: pangram */
+    {"hsieh", "The quick brown fox jumps over the lazy dog", 43, UINT32_C(0x1c19ee97), UINT64_C(0x000000001c19ee97)},
+    /* input 39: murmur3 suite string */
+    {"hsieh", "Hello, world!", 13, UINT32_C(0xd58c10ec), UINT64_C(0x00000000d58c10ec)},
+    /* input 40: key */
+    {"hsieh", "user:1", 6, UINT32_C(0xe7bf1826), UINT64_C(0x00000000e7bf1826)},
+    /* input 41: key */
+    {"hsieh", "user:2", 6, UINT32_C(0x3a6b3de5), UINT64_C(0x000000003a6b3de5)},
+    /* input 42: key */
+    {"hsieh", "user:42", 7, UINT32_C(0xae4b9fa9), UINT64_C(0x00000000ae4b9fa9)},
+    /* input 43: key */
+    {"hsieh", "session:7f3a9c", 14, UINT32_C(0xc91b110a), UINT64_C(0x00000000c91b110a)},
+    /* input 44: node id */
+    {"hsieh", "node-1", 6, UINT32_C(0xee79f1c0), UINT64_C(0x00000000ee79f1c0)},
+    /* input 45: ring point */
+    {"hsieh", "node-1#0", 8, UINT32_C(0xa417cb02), UINT64_C(0x00000000a417cb02)},
+    /* input 46: ring point */
+    {"hsieh", "node-1#1", 8, UINT32_C(0xd43aef35), UINT64_C(0x00000000d43aef35)},
+    /* input 47: ring point (last of 160); value observed from nutcracker 0.5.0 */
+    {"hsieh", "node-1#159", 10, UINT32_C(0x4824d936), UINT64_C(0x000000004824d936)},
+    /* input 48: ring point */
+    {"hsieh", "node-2#0", 8, UINT32_C(0xddebb875), UINT64_C(0x00000000ddebb875)},
+    /* input 49: ketama point */
+    {"hsieh", "10.0.0.1:11211-0", 16, UINT32_C(0xf7de45b3), UINT64_C(0x00000000f7de45b3)},
+    /* input 50: path key */
+    {"hsieh", "cache/objects/2024/01/31/thumbnail-000123.jpg", 45, UINT32_C(0x9b863696), UINT64_C(0x000000009b863696)},
+    /* input 51: 1000-byte pattern (i*131+17) */
+    {"hsieh", KAT_IN_51, 1000, UINT32_C(0xb447c06e), UINT64_C(0x00000000b447c06e)},
+    /* input 52: 256 x 'a' */
+    {"hsieh", KAT_IN_52, 256, UINT32_C(0x1b0688a1), UINT64_C(0x000000001b0688a1)},
+    /* input 53: xxHash sanity buffer [0:6] */
+    {"hsieh", "\x00R\x92\x9b\xb7" "2", 6, UINT32_C(0xd4411ec3), UINT64_C(0x00000000d4411ec3)},
+    /* input 54: xxHash sanity buffer [0:12] */
+    {"hsieh", "\x00R\x92\x9b\xb7" "2\xa3$-\x00\xaf\x95", 12, UINT32_C(0xfbef9fd0), UINT64_C(0x00000000fbef9fd0)},
+    /* input 55: xxHash sanity buffer [0:24] (the first 24 bytes of input 63) */
+    {"hsieh", KAT_IN_63, 24, UINT32_C(0xd9603667), UINT64_C(0x00000000d9603667)},
+    /* input 56: xxHash sanity buffer [0:48] (the first 48 bytes of input 63) */
+    {"hsieh", KAT_IN_63, 48, UINT32_C(0x23b8dfcb), UINT64_C(0x0000000023b8dfcb)},
+    /* input 57: xxHash sanity buffer [0:80] (the first 80 bytes of input 63) */
+    {"hsieh", KAT_IN_63, 80, UINT32_C(0x3383b3ca), UINT64_C(0x000000003383b3ca)},
+    /* input 58: xxHash sanity buffer [0:195] (the first 195 bytes of input 63) */
+    {"hsieh", KAT_IN_63, 195, UINT32_C(0xd221c4ae), UINT64_C(0x00000000d221c4ae)},
+    /* input 59: xxHash sanity buffer [0:403] (the first 403 bytes of input 63) */
+    {"hsieh", KAT_IN_63, 403, UINT32_C(0x66e6c630), UINT64_C(0x0000000066e6c630)},
+    /* input 60: xxHash sanity buffer [0:512] (the first 512 bytes of input 63) */
+    {"hsieh", KAT_IN_63, 512, UINT32_C(0xbd07596e), UINT64_C(0x00000000bd07596e)},
+    /* input 61: xxHash sanity buffer [0:2048] (the first 2048 bytes of input 63) */
+    {"hsieh", KAT_IN_63, 2048, UINT32_C(0xe583e9e1), UINT64_C(0x00000000e583e9e1)},
+    /* input 62: xxHash sanity buffer [0:2240] (the first 2240 bytes of input 63) */
+    {"hsieh", KAT_IN_63, 2240, UINT32_C(0x4fd52b13), UINT64_C(0x000000004fd52b13)},
+    /* input 63: xxHash sanity buffer [0:2367] */
+    {"hsieh", KAT_IN_63, 2367, UINT32_C(0x04f877df), UINT64_C(0x0000000004f877df)},
+    /* input 64: CRC check string; value observed from nutcracker 0.5.0 */
+    {"hsieh", "123456789", 9, UINT32_C(0xe4fc1670), UINT64_C(0x00000000e4fc1670)},
+    /* input 65: 3-byte tail ending in 0xff; value observed from nutcracker 0.5.0 */
+    {"hsieh", "ab\xff", 3, UINT32_C(0x75dc9fd6), UINT64_C(0x0000000075dc9fd6)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes; value observed from nutcracker 0.5.0 */
+    {"hsieh", "abcd\xe9\xe8\xff", 7, UINT32_C(0xbb2ca814), UINT64_C(0x00000000bb2ca814)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"hsieh", "abcd\xfe", 5, UINT32_C(0xf66c378d), UINT64_C(0x00000000f66c378d)},
+    /* input 68: 13 bytes, high bytes inside; value observed from nutcracker 0.5.0 */
+    {"hsieh", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0xf5fb522c), UINT64_C(0x00000000f5fb522c)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
+    {"hsieh", KAT_IN_69, 21, UINT32_C(0xdc935a5d), UINT64_C(0x00000000dc935a5d)},
+    /* murmur (32-bit) */
+    /* input 0: empty; value observed from nutcracker 0.5.0 */
+    {"murmur", "", 0, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 1: prefix 1; value observed from nutcracker 0.5.0 */
+    {"murmur", "a", 1, UINT32_C(0x4b41757c), UINT64_C(0x000000004b41757c)},
+    /* input 2: prefix 2; value observed from nutcracker 0.5.0 */
+    {"murmur", "ab", 2, UINT32_C(0xe3b54dfb), UINT64_C(0x00000000e3b54dfb)},
+    /* input 3: prefix 3; value observed from nutcracker 0.5.0 */
+    {"murmur", "abc", 3, UINT32_C(0x7b0cc428), UINT64_C(0x000000007b0cc428)},
+    /* input 4: prefix 4; value observed from nutcracker 0.5.0 */
+    {"murmur", "abcd", 4, UINT32_C(0xef6a86af), UINT64_C(0x00000000ef6a86af)},
+    /* input 5: prefix 5 */
+    {"murmur", "abcde", 5, UINT32_C(0x9a263eda), UINT64_C(0x000000009a263eda)},
+    /* input 6: prefix 6 */
+    {"murmur", "abcdef", 6, UINT32_C(0xe0badc96), UINT64_C(0x00000000e0badc96)},
+    /* input 7: prefix 7 */
+    {"murmur", "abcdefg", 7, UINT32_C(0xeba746f2), UINT64_C(0x00000000eba746f2)},
+    /* input 8: prefix 8 */
+    {"murmur", "abcdefgh", 8, UINT32_C(0xfe5df9c7), UINT64_C(0x00000000fe5df9c7)},
+    /* input 9: prefix 9 */
+    {"murmur", "abcdefghi", 9, UINT32_C(0xca0b70c9), UINT64_C(0x00000000ca0b70c9)},
+    /* input 10: prefix 10 */
+    {"murmur", "abcdefghij", 10, UINT32_C(0x0f2714d8), UINT64_C(0x000000000f2714d8)},
+    /* input 11: prefix 11 */
+    {"murmur", "abcdefghijk", 11, UINT32_C(0xba078b5c), UINT64_C(0x00000000ba078b5c)},
+    /* input 12: prefix 12 */
+    {"murmur", "abcdefghijkl", 12, UINT32_C(0xb805134a), UINT64_C(0x00000000b805134a)},
+    /* input 13: prefix 13 */
+    {"murmur", "abcdefghijklm", 13, UINT32_C(0x2987d8bb), UINT64_C(0x000000002987d8bb)},
+    /* input 14: prefix 14 */
+    {"murmur", "abcdefghijklmn", 14, UINT32_C(0xf9beec0b), UINT64_C(0x00000000f9beec0b)},
+    /* input 15: prefix 15 */
+    {"murmur", "abcdefghijklmno", 15, UINT32_C(0xf42092e3), UINT64_C(0x00000000f42092e3)},
+    /* input 16: prefix 16 */
+    {"murmur", "abcdefghijklmnop", 16, UINT32_C(0xdf080502), UINT64_C(0x00000000df080502)},
+    /* input 17: prefix 17 */
+    {"murmur", "abcdefghijklmnopq", 17, UINT32_C(0xf626dcf8), UINT64_C(0x00000000f626dcf8)},
+    /* input 18: 0x80 */
+    {"murmur", "\x80", 1, UINT32_C(0x90556245), UINT64_C(0x0000000090556245)},
+    /* input 19: 0xff; value observed from nutcracker 0.5.0 */
+    {"murmur", "\xff", 1, UINT32_C(0xdb530a9c), UINT64_C(0x00000000db530a9c)},
+    /* input 20: four 0xff (murmur3 published, seed 0) */
+    {"murmur", "\xff\xff\xff\xff", 4, UINT32_C(0x05d7228b), UINT64_C(0x0000000005d7228b)},
+    /* input 21: high bytes then low */
+    {"murmur", "\xfe\xdc\xba\x98vT2\x10", 8, UINT32_C(0x67b8cdfe), UINT64_C(0x0000000067b8cdfe)},
+    /* input 22: 0x80..0xff */
+    {"murmur", KAT_IN_22, 128, UINT32_C(0xfd257f20), UINT64_C(0x00000000fd257f20)},
+    /* input 23: UTF-8 pi x8 */
+    {"murmur", KAT_IN_23, 16, UINT32_C(0xfde85a8d), UINT64_C(0x00000000fde85a8d)},
+    /* input 24: UTF-8 key */
+    {"murmur", "caf\xc3\xa9:\xc3\xbc\xc3\xb1\xc3\xae", 12, UINT32_C(0xc93caf04), UINT64_C(0x00000000c93caf04)},
+    /* input 25: 0xff then hex-like letters */
+    {"murmur", "\xff" "abc", 4, UINT32_C(0x7e70ce11), UINT64_C(0x000000007e70ce11)},
+    /* input 26: 0x01 then digits */
+    {"murmur", "\x01" "23", 3, UINT32_C(0x726ba621), UINT64_C(0x00000000726ba621)},
+    /* input 27: one NUL */
+    {"murmur", "\x00", 1, UINT32_C(0xa46d9286), UINT64_C(0x00000000a46d9286)},
+    /* input 28: four NULs (murmur3 published, seed 0) */
+    {"murmur", "\x00\x00\x00\x00", 4, UINT32_C(0xa5286c69), UINT64_C(0x00000000a5286c69)},
+    /* input 29: embedded NUL */
+    {"murmur", "a\x00" "b", 3, UINT32_C(0xff35e903), UINT64_C(0x00000000ff35e903)},
+    /* input 30: NUL inside a key */
+    {"murmur", "node\x00" "1", 6, UINT32_C(0xd5b0ac1f), UINT64_C(0x00000000d5b0ac1f)},
+    /* input 31: trailing NUL (FNV suite TEST0) */
+    {"murmur", "foobar\x00", 7, UINT32_C(0x5eeea487), UINT64_C(0x000000005eeea487)},
+    /* input 32: murmur3 endianness vector */
+    {"murmur", "!Ce\x87", 4, UINT32_C(0x29a94572), UINT64_C(0x0000000029a94572)},
+    /* input 33: murmur3 3-byte tail vector */
+    {"murmur", "!Ce", 3, UINT32_C(0x2d409e45), UINT64_C(0x000000002d409e45)},
+    /* input 34: FNV suite */
+    {"murmur", "foobar", 6, UINT32_C(0xabecff17), UINT64_C(0x00000000abecff17)},
+    /* input 35: FNV suite, 17 bytes */
+    {"murmur", "chongo was here!\n", 17, UINT32_C(0xb5c7561f), UINT64_C(0x00000000b5c7561f)},
+    /* input 36: RFC 1321 */
+    {"murmur", "message digest", 14, UINT32_C(0x3bd852a8), UINT64_C(0x000000003bd852a8)},
+    /* input 37: RFC 1321 */
+    {"murmur", KAT_IN_37, 62, UINT32_C(0x3f950c03), UINT64_C(0x000000003f950c03)},
+    /* input 38: pangram */
+    {"murmur", "The quick brown fox jumps over the lazy dog", 43, UINT32_C(0x30c79125), UINT64_C(0x0000000030c79125)},
+    /* input 39: murmur3 suite string */
+    {"murmur", "Hello, world!", 13, UINT32_C(0x9be11e80), UINT64_C(0x000000009be11e80)},
+    /* input 40: key */
+    {"murmur", "user:1", 6, UINT32_C(0xd5d0b563), UINT64_C(0x00000000d5d0b563)},
+    /* input 41: key */
+    {"murmur", "user:2", 6, UINT32_C(0x88e48c3c), UINT64_C(0x0000000088e48c3c)},
+    /* input 42: key */
+    {"murmur", "user:42", 7, UINT32_C(0x5f6eb68a), UINT64_C(0x000000005f6eb68a)},
+    /* input 43: key */
+    {"murmur", "session:7f3a9c", 14, UINT32_C(0xbdd50e27), UINT64_C(0x00000000bdd50e27)},
+    /* input 44: node id */
+    {"murmur", "node-1", 6, UINT32_C(0xa64bb62b), UINT64_C(0x00000000a64bb62b)},
+    /* input 45: ring point */
+    {"murmur", "node-1#0", 8, UINT32_C(0xd6068869), UINT64_C(0x00000000d6068869)},
+    /* input 46: ring point */
+    {"murmur", "node-1#1", 8, UINT32_C(0xc6aa459b), UINT64_C(0x00000000c6aa459b)},
+    /* input 47: ring point (last of 160); value observed from nutcracker 0.5.0 */
+    {"murmur", "node-1#159", 10, UINT32_C(0x556994ff), UINT64_C(0x00000000556994ff)},
+    /* input 48: ring point */
+    {"murmur", "node-2#0", 8, UINT32_C(0x8b766d74), UINT64_C(0x000000008b766d74)},
+    /* input 49: ketama point */
+    {"murmur", "10.0.0.1:11211-0", 16, UINT32_C(0x9c6581f6), UINT64_C(0x000000009c6581f6)},
+    /* input 50: path key */
+    {"murmur", "cache/objects/2024/01/31/thumbnail-000123.jpg", 45, UINT32_C(0xe4cb11da), UINT64_C(0x00000000e4cb11da)},
+    /* input 51: 1000-byte pattern (i*131+17) */
+    {"murmur", KAT_IN_51, 1000, UINT32_C(0x00e30710), UINT64_C(0x0000000000e30710)},
+    /* input 52: 256 x 'a' */
+    {"murmur", KAT_IN_52, 256, UINT32_C(0x4021fb84), UINT64_C(0x000000004021fb84)},
+    /* input 53: xxHash sanity buffer [0:6] */
+    {"murmur", "\x00R\x92\x9b\xb7" "2", 6, UINT32_C(0xff31319e), UINT64_C(0x00000000ff31319e)},
+    /* input 54: xxHash sanity buffer [0:12] */
+    {"murmur", "\x00R\x92\x9b\xb7" "2\xa3$-\x00\xaf\x95", 12, UINT32_C(0xc5dcdb2d), UINT64_C(0x00000000c5dcdb2d)},
+    /* input 55: xxHash sanity buffer [0:24] (the first 24 bytes of input 63) */
+    {"murmur", KAT_IN_63, 24, UINT32_C(0x76c334c4), UINT64_C(0x0000000076c334c4)},
+    /* input 56: xxHash sanity buffer [0:48] (the first 48 bytes of input 63) */
+    {"murmur", KAT_IN_63, 48, UINT32_C(0x25492aee), UINT64_C(0x0000000025492aee)},
+    /* input 57: xxHash sanity buffer [0:80] (the first 80 bytes of input 63) */
+    {"murmur", KAT_IN_63, 80, UINT32_C(0xb0b185d4), UINT64_C(0x00000000b0b185d4)},
+    /* input 58: xxHash sanity buffer [0:195] (the first 195 bytes of input 63) */
+    {"murmur", KAT_IN_63, 195, UINT32_C(0x51579ce4), UINT64_C(0x0000000051579ce4)},
+    /* input 59: xxHash sanity buffer [0:403] (the first 403 bytes of input 63) */
+    {"murmur", KAT_IN_63, 403, UINT32_C(0x6fb2f674), UINT64_C(0x000000006fb2f674)},
+    /* input 60: xxHash sanity buffer [0:512] (the first 512 bytes of input 63) */
+    {"murmur", KAT_IN_63, 512, UINT32_C(0x098f3be7), UINT64_C(0x00000000098f3be7)},
+    /* input 61: xxHash sanity buffer [0:2048] (the first 2048 bytes of input 63) */
+    {"murmur", KAT_IN_63, 2048, UINT32_C(0xf5b1c2bd), UINT64_C(0x00000000f5b1c2bd)},
+    /* input 62: xxHash sanity buffer [0:2240] (the first 2240 bytes of input 63) */
+    {"murmur", KAT_IN_63, 2240, UINT32_C(0x06c63040), UINT64_C(0x0000000006c63040)},
+    /* input 63: xxHash sanity buffer [0:2367] */
+    {"murmur", KAT_IN_63, 2367, UINT32_C(0x750b8aa5), UINT64_C(0x00000000750b8aa5)},
+    /* input 64: CRC check string; value observed from nutcracker 0.5.0 */
+    {"murmur", "123456789", 9, UINT32_C(0xb7760690), UINT64_C(0x00000000b7760690)},
+    /* input 65: 3-byte tail ending in 0xff; value observed from nutcracker 0.5.0 */
+    {"murmur", "ab\xff", 3, UINT32_C(0xec9082b2), UINT64_C(0x00000000ec9082b2)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes; value observed from nutcracker 0.5.0 */
+    {"murmur", "abcd\xe9\xe8\xff", 7, UINT32_C(0xf386e322), UINT64_C(0x00000000f386e322)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"murmur", "abcd\xfe", 5, UINT32_C(0x53af81cb), UINT64_C(0x0000000053af81cb)},
+    /* input 68: 13 bytes, high bytes inside; value observed from nutcracker 0.5.0 */
+    {"murmur", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x09bd1e69), UINT64_C(0x0000000009bd1e69)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
+    {"murmur", KAT_IN_69, 21, UINT32_C(0x7e6f93d5), UINT64_C(0x000000007e6f93d5)},
+    /* jenkins (32-bit) */
+    /* input 0: empty; value observed from nutcracker 0.5.0 */
+    {"jenkins", "", 0, UINT32_C(0xdeadbefc), UINT64_C(0x00000000deadbefc)},
+    /* input 1: prefix 1; value observed from nutcracker 0.5.0 */
+    {"jenkins", "a", 1, UINT32_C(0xe0a38690), UINT64_C(0x00000000e0a38690)},
+    /* input 2: prefix 2; value observed from nutcracker 0.5.0 */
+    {"jenkins", "ab", 2, UINT32_C(0xc1b5695b), UINT64_C(0x00000000c1b5695b)},
+    /* input 3: prefix 3; value observed from nutcracker 0.5.0 */
+    {"jenkins", "abc", 3, UINT32_C(0x8f415600), UINT64_C(0x000000008f415600)},
+    /* input 4: prefix 4; value observed from nutcracker 0.5.0 */
+    {"jenkins", "abcd", 4, UINT32_C(0xd512151a), UINT64_C(0x00000000d512151a)},
+    /* input 5: prefix 5 */
+    {"jenkins", "abcde", 5, UINT32_C(0x5cff335b), UINT64_C(0x000000005cff335b)},
+    /* input 6: prefix 6 */
+    {"jenkins", "abcdef", 6, UINT32_C(0x0b4ac2de), UINT64_C(0x000000000b4ac2de)},
+    /* input 7: prefix 7 */
+    {"jenkins", "abcdefg", 7, UINT32_C(0x76510984), UINT64_C(0x0000000076510984)},
+    /* input 8: prefix 8 */
+    {"jenkins", "abcdefgh", 8, UINT32_C(0xe05fa40b), UINT64_C(0x00000000e05fa40b)},
+    /* input 9: prefix 9 */
+    {"jenkins", "abcdefghi", 9, UINT32_C(0x61357752), UINT64_C(0x0000000061357752)},
+    /* input 10: prefix 10 */
+    {"jenkins", "abcdefghij", 10, UINT32_C(0x11c468d9), UINT64_C(0x0000000011c468d9)},
+    /* input 11: prefix 11 */
+    {"jenkins", "abcdefghijk", 11, UINT32_C(0x17c0a5ff), UINT64_C(0x0000000017c0a5ff)},
+    /* input 12: prefix 12 */
+    {"jenkins", "abcdefghijkl", 12, UINT32_C(0xfb8b49e3), UINT64_C(0x00000000fb8b49e3)},
+    /* input 13: prefix 13 */
+    {"jenkins", "abcdefghijklm", 13, UINT32_C(0xb621e85f), UINT64_C(0x00000000b621e85f)},
+    /* input 14: prefix 14 */
+    {"jenkins", "abcdefghijklmn", 14, UINT32_C(0x4db63f0b), UINT64_C(0x000000004db63f0b)},
+    /* input 15: prefix 15 */
+    {"jenkins", "abcdefghijklmno", 15, UINT32_C(0x740a93e6), UINT64_C(0x00000000740a93e6)},
+    /* input 16: prefix 16 */
+    {"jenkins", "abcdefghijklmnop", 16, UINT32_C(0xc8316834), UINT64_C(0x00000000c8316834)},
+    /* input 17: prefix 17 */
+    {"jenkins", "abcdefghijklmnopq", 17, UINT32_C(0x3d8a8fde), UINT64_C(0x000000003d8a8fde)},
+    /* input 18: 0x80 */
+    {"jenkins", "\x80", 1, UINT32_C(0xb16fde48), UINT64_C(0x00000000b16fde48)},
+    /* input 19: 0xff; value observed from nutcracker 0.5.0 */
+    {"jenkins", "\xff", 1, UINT32_C(0xe1964da8), UINT64_C(0x00000000e1964da8)},
+    /* input 20: four 0xff (murmur3 published, seed 0) */
+    {"jenkins", "\xff\xff\xff\xff", 4, UINT32_C(0x428adf39), UINT64_C(0x00000000428adf39)},
+    /* input 21: high bytes then low */
+    {"jenkins", "\xfe\xdc\xba\x98vT2\x10", 8, UINT32_C(0x81f9afbe), UINT64_C(0x0000000081f9afbe)},
+    /* input 22: 0x80..0xff */
+    {"jenkins", KAT_IN_22, 128, UINT32_C(0xeb409d86), UINT64_C(0x00000000eb409d86)},
+    /* input 23: UTF-8 pi x8 */
+    {"jenkins", KAT_IN_23, 16, UINT32_C(0x3b3d1f67), UINT64_C(0x000000003b3d1f67)},
+    /* input 24: UTF-8 key */
+    {"jenkins", "caf\xc3\xa9:\xc3\xbc\xc3\xb1\xc3\xae", 12, UINT32_C(0x5484cf03), UINT64_C(0x000000005484cf03)},
+    /* input 25: 0xff then hex-like letters */
+    {"jenkins", "\xff" "abc", 4, UINT32_C(0xb31a1b34), UINT64_C(0x00000000b31a1b34)},
+    /* input 26: 0x01 then digits */
+    {"jenkins", "\x01" "23", 3, UINT32_C(0xb80f4131), UINT64_C(0x00000000b80f4131)},
+    /* input 27: one NUL */
+    {"jenkins", "\x00", 1, UINT32_C(0x8503b213), UINT64_C(0x000000008503b213)},
+    /* input 28: four NULs (murmur3 published, seed 0) */
+    {"jenkins", "\x00\x00\x00\x00", 4, UINT32_C(0x9519dc65), UINT64_C(0x000000009519dc65)},
+    /* input 29: embedded NUL */
+    {"jenkins", "a\x00" "b", 3, UINT32_C(0xc5da18dd), UINT64_C(0x00000000c5da18dd)},
+    /* input 30: NUL inside a key */
+    {"jenkins", "node\x00" "1", 6, UINT32_C(0xbd51c1b7), UINT64_C(0x00000000bd51c1b7)},
+    /* input 31: trailing NUL (FNV suite TEST0) */
+    {"jenkins", "foobar\x00", 7, UINT32_C(0x87e665a6), UINT64_C(0x0000000087e665a6)},
+    /* input 32: murmur3 endianness vector */
+    {"jenkins", "!Ce\x87", 4, UINT32_C(0xfec79d7e), UINT64_C(0x00000000fec79d7e)},
+    /* input 33: murmur3 3-byte tail vector */
+    {"jenkins", "!Ce", 3, UINT32_C(0xe204bfcd), UINT64_C(0x00000000e204bfcd)},
+    /* input 34: FNV suite */
+    {"jenkins", "foobar", 6, UINT32_C(0x0fdd8b60), UINT64_C(0x000000000fdd8b60)},
+    /* input 35: FNV suite, 17 bytes */
+    {"jenkins", "chongo was here!\n", 17, UINT32_C(0x5747fb68), UINT64_C(0x000000005747fb68)},
+    /* input 36: RFC 1321 */
+    {"jenkins", "message digest", 14, UINT32_C(0xccce8e70), UINT64_C(0x00000000ccce8e70)},
+    /* input 37: RFC 1321 */
+    {"jenkins", KAT_IN_37, 62, UINT32_C(0x79393a67), UINT64_C(0x0000000079393a67)},
+    /* input 38: pangram */
+    {"jenkins", "The quick brown fox jumps over the lazy dog", 43, UINT32_C(0x12b8163c), UINT64_C(0x0000000012b8163c)},
+    /* input 39: murmur3 suite string */
+    {"jenkins", "Hello, world!", 13, UINT32_C(0x4d99cfca), UINT64_C(0x000000004d99cfca)},
+    /* input 40: key */
+    {"jenkins", "user:1", 6, UINT32_C(0x37cd5fd1), UINT64_C(0x0000000037cd5fd1)},
+    /* input 41: key */
+    {"jenkins", "user:2", 6, UINT32_C(0xaa20d4a4), UINT64_C(0x00000000aa20d4a4)},
+    /* input 42: key */
+    {"jenkins", "user:42", 7, UINT32_C(0xc4c6bc92), UINT64_C(0x00000000c4c6bc92)},
+    /* input 43: key */
+    {"jenkins", "session:7f3a9c", 14, UINT32_C(0xdf147a97), UINT64_C(0x00000000df147a97)},
+    /* input 44: node id */
+    {"jenkins", "node-1", 6, UINT32_C(0xcd1b4995), UINT64_C(0x00000000cd1b4995)},
+    /* input 45: ring point */
+    {"jenkins", "node-1#0", 8, UINT32_C(0xa7f8ec81), UINT64_C(0x00000000a7f8ec81)},
+    /* input 46: ring point */
+    {"jenkins", "node-1#1", 8, UINT32_C(0x50b10344), UINT64_C(0x0000000050b10344)},
+    /* input 47: ring point (last of 160); value observed from nutcracker 0.5.0 */
+    {"jenkins", "node-1#159", 10, UINT32_C(0x21b72096), UINT64_C(0x0000000021b72096)},
+    /* input 48: ring point */
+    {"jenkins", "node-2#0", 8, UINT32_C(0xa8236ff8), UINT64_C(0x00000000a8236ff8)},
+    /* input 49: ketama point */
+    {"jenkins", "10.0.0.1:11211-0", 16, UINT32_C(0x686daadb), UINT64_C(0x00000000686daadb)},
+    /* input 50: path key */
+    {"jenkins", "cache/objects/2024/01/31/thumbnail-000123.jpg", 45, UINT32_C(0xf2dbe884), UINT64_C(0x00000000f2dbe884)},
+    /* input 51: 1000-byte pattern (i*131+17) */
+    {"jenkins", KAT_IN_51, 1000, UINT32_C(0x90dda99f), UINT64_C(0x0000000090dda99f)},
+    /* input 52: 256 x 'a' */
+    {"jenkins", KAT_IN_52, 256, UINT32_C(0x5c9c5820), UINT64_C(0x000000005c9c5820)},
+    /* input 53: xxHash sanity buffer [0:6] */
+    {"jenkins", "\x00R\x92\x9b\xb7" "2", 6, UINT32_C(0x35877f01), UINT64_C(0x0000000035877f01)},
+    /* input 54: xxHash sanity buffer [0:12] */
+    {"jenkins", "\x00R\x92\x9b\xb7" "2\xa3$-\x00\xaf\x95", 12, UINT32_C(0xd5239e92), UINT64_C(0x00000000d5239e92)},
+    /* input 55: xxHash sanity buffer [0:24] (the first 24 bytes of input 63) */
+    {"jenkins", KAT_IN_63, 24, UINT32_C(0x2abf264c), UINT64_C(0x000000002abf264c)},
+    /* input 56: xxHash sanity buffer [0:48] (the first 48 bytes of input 63) */
+    {"jenkins", KAT_IN_63, 48, UINT32_C(0x25269a7f), UINT64_C(0x0000000025269a7f)},
+    /* input 57: xxHash sanity buffer [0:80] (the first 80 bytes of input 63) */
+    {"jenkins", KAT_IN_63, 80, UINT32_C(0x0193127f), UINT64_C(0x000000000193127f)},
+    /* input 58: xxHash sanity buffer [0:195] (the first 195 bytes of input 63) */
+    {"jenkins", KAT_IN_63, 195, UINT32_C(0x2858740a), UINT64_C(0x000000002858740a)},
+    /* input 59: xxHash sanity buffer [0:403] (the first 403 bytes of input 63) */
+    {"jenkins", KAT_IN_63, 403, UINT32_C(0x0df5d325), UINT64_C(0x000000000df5d325)},
+    /* input 60: xxHash sanity buffer [0:512] (the first 512 bytes of input 63) */
+    {"jenkins", KAT_IN_63, 512, UINT32_C(0x1e9222b1), UINT64_C(0x000000001e9222b1)},
+    /* input 61: xxHash sanity buffer [0:2048] (the first 2048 bytes of input 63) */
+    {"jenkins", KAT_IN_63, 2048, UINT32_C(0xd79a204b), UINT64_C(0x00000000d79a204b)},
+    /* input 62: xxHash sanity buffer [0:2240] (the first 2240 bytes of input 63) */
+    {"jenkins", KAT_IN_63, 2240, UINT32_C(0x58da4bad), UINT64_C(0x0000000058da4bad)},
+    /* input 63: xxHash sanity buffer [0:2367] */
+    {"jenkins", KAT_IN_63, 2367, UINT32_C(0x2461d106), UINT64_C(0x000000002461d106)},
+    /* input 64: CRC check string; value observed from nutcracker 0.5.0 */
+    {"jenkins", "123456789", 9, UINT32_C(0x19777af6), UINT64_C(0x0000000019777af6)},
+    /* input 65: 3-byte tail ending in 0xff; value observed from nutcracker 0.5.0 */
+    {"jenkins", "ab\xff", 3, UINT32_C(0xe9af676b), UINT64_C(0x00000000e9af676b)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes; value observed from nutcracker 0.5.0 */
+    {"jenkins", "abcd\xe9\xe8\xff", 7, UINT32_C(0xa23f964c), UINT64_C(0x00000000a23f964c)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"jenkins", "abcd\xfe", 5, UINT32_C(0x7bb8adaf), UINT64_C(0x000000007bb8adaf)},
+    /* input 68: 13 bytes, high bytes inside; value observed from nutcracker 0.5.0 */
+    {"jenkins", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x21df2fbf), UINT64_C(0x0000000021df2fbf)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
+    {"jenkins", KAT_IN_69, 21, UINT32_C(0xad4f5599), UINT64_C(0x00000000ad4f5599)},
 };
 
 #define KAT_HASH_VECTORS_COUNT (sizeof kat_hash_vectors / sizeof kat_hash_vectors[0])

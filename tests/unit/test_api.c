@@ -48,7 +48,9 @@ static void test_hash_registry(void **state)
     assert_int_equal(ch_hash_from_name("fnv1a32_fmix", &h), CH_OK);
     assert_int_equal(h, CH_HASH_DEFAULT);
     assert_int_equal(ch_hash_from_name("FNV1A32", &h), CH_EUNKNOWN);
-    assert_int_equal(ch_hash_from_name("crc32", &h), CH_EUNKNOWN);
+    assert_int_equal(ch_hash_from_name("CRC32", &h), CH_EUNKNOWN);
+    assert_int_equal(ch_hash_from_name("crc32", &h), CH_OK); /* twemproxy's names are registry names */
+    assert_int_equal(h, CH_HASH_TW_CRC32);
     assert_int_equal(ch_hash_from_name(NULL, &h), CH_EINVAL);
     assert_int_equal(ch_hash_from_name("md5", NULL), CH_EINVAL);
     assert_null(ch_hash_name(CH_HASH_COUNT_));

@@ -78,7 +78,7 @@ int cmd_bench(cli *c)
     progress_start(&pg, "bench", na * nh);
     for (size_t a = 0; a < na; a++) {
         for (size_t h = 0; h < nh; h++) {
-            ch_options opt = cli_options(c, algos[a], hashes[h], vnodes);
+            ch_options opt = cli_options(c, &f, algos[a], hashes[h], vnodes);
             ch_table *t = cli_build(c, &f, &opt, na > 1 || !c->algo);
             progress_update(&pg, a * nh + h + 1);
             if (t == NULL)

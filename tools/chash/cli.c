@@ -338,13 +338,17 @@ void fleet_from_config(const cli *c, const char *path, const char *pool, fleet *
     else
         snprintf(source, sizeof(source), "%s", path);
     fleet_alloc(c, f, p->nservers, source);
+    const char *dist = c->algo ? c->algo : p->distribution;
+    bool libmemcached = dist && strncmp(dist, "libmemcached_", 13) == 0;
     for (size_t i = 0; i < p->nservers; i++) {
         const ch_conf_server *s = &p->servers[i];
         f->addr[i] = xstrdup(c, s->addr);
         f->name[i] = s->name ? xstrdup(c, s->name) : NULL;
         f->named = f->named || s->name != NULL;
-        f->nodes[i] = (ch_node){xstrdup(c, s->name ? s->name : s->addr), s->weight};
+        f->nodes[i] = (ch_node){xstrdup(c, libmemcached ? s->addr : s->id), s->weight};
     }
+    if (p->hash_tag)
+        memcpy(f->hash_tag, p->hash_tag, sizeof(f->hash_tag));
     f->conf_hash = p->hash ? xstrdup(c, p->hash) : NULL;
     f->conf_dist = p->distribution ? xstrdup(c, p->distribution) : NULL;
     ch_config_free(cfg);
@@ -519,10 +523,22 @@ size_t cli_vnodes(const cli *c, const char *spec, uint32_t *out, size_t max)
     return n;
 }
 
-ch_options cli_options(const cli *c, ch_algo_id algo, ch_hash_id hash, uint32_t vnodes)
+const char *fleet_algo_spec(const cli *c, const fleet *f, const char *dflt)
+{
+    return c->algo ? c->algo : f->conf_dist ? f->conf_dist : dflt;
+}
+
+ch_hash_id fleet_hash(const cli *c, const fleet *f)
+{
+    return cli_hash1(c, c->hash ? c->hash : f->conf_hash);
+}
+
+ch_options cli_options(const cli *c, const fleet *f, ch_algo_id algo, ch_hash_id hash,
+                       uint32_t vnodes)
 {
     ch_options o;
     ch_options_init(&o);
+    memcpy(o.hash_tag, f->hash_tag, sizeof(o.hash_tag));
     o.algo = algo;
     o.hash = hash;
     if (vnodes)

@@ -87,13 +87,16 @@ typedef struct fleet {
     char *source;     /* "--nodes 8", "file.yml", "file.yml pool alpha": for messages */
     char *conf_hash;  /* the pool's hash and distribution as written, or NULL (no config) */
     char *conf_dist;
+    char hash_tag[2]; /* the pool's hash_tag, {0, 0} for none */
 } fleet;
 
 /* Parses a node list: a count ("8" -> node-1 .. node-8) or "id[:weight],...". The weight is the
  * part after the last ':' when it parses as a number, so an id holding a ':' (host:port) must
  * carry its weight: "10.0.0.1:11211:1". Exits 2 on a bad list or a repeated id. */
 void fleet_from_list(const cli *c, const char *opt, const char *spec, fleet *f);
-/* Loads --config FILE [--pool NAME]: ids are the server names if given, else host:port.
+/* Loads --config FILE [--pool NAME]. Node ids are the names twemproxy hashes (ch_conf_server.id:
+ * the server's name, else host:port, or host for port 11211), or "host:port" when the
+ * distribution in force (--algo, else the pool's) is a libmemcached one, whose ids those are.
  * Exits 1 on a file error (file:line:column: message), 2 on an unknown or ambiguous pool. */
 void fleet_from_config(const cli *c, const char *path, const char *pool, fleet *f);
 /* A node list or, when spec names an existing file, a config file (--pool applies). */
@@ -116,8 +119,14 @@ ch_hash_id cli_hash1(const cli *c, const char *spec);
 /* A list of vnode counts ("160" or "1,10,160"). Returns the count (<= max). */
 size_t cli_vnodes(const cli *c, const char *spec, uint32_t *out, size_t max);
 
-/* Options for one table from the command line. */
-ch_options cli_options(const cli *c, ch_algo_id algo, ch_hash_id hash, uint32_t vnodes);
+/* The algorithm and hash a subcommand uses by default: the pool's when the fleet comes from a
+ * config file, else dflt (for hashes: the registry default). --algo / --hash override them. */
+const char *fleet_algo_spec(const cli *c, const fleet *f, const char *dflt);
+ch_hash_id fleet_hash(const cli *c, const fleet *f);
+
+/* Options for one table from the command line and the fleet (its pool's hash_tag). */
+ch_options cli_options(const cli *c, const fleet *f, ch_algo_id algo, ch_hash_id hash,
+                       uint32_t vnodes);
 
 /* Builds a table. On failure: if `skip` and the algorithm cannot take these weights, prints a
  * note and returns NULL; otherwise exits 1 with the library's message. */

@@ -18,6 +18,13 @@
  *   keys     Generated keys key:<seed>:<i> should fall evenly on B equal arcs of the circle
  *            (B = 1024, fewer when there are under 5 keys per arc): Pearson's chi-square, B - 1
  *            degrees of freedom.
+ *   pool     With --config (or --algo): the keys placed by the pool's own distribution with this
+ *            hash (e.g. twemproxy's ketama, whose points are MD5 whatever the key hash). The
+ *            servers' key counts against the table's exact shares (chi-square, N' - 1 degrees of
+ *            freedom over the N' servers that own any of the circle): a failure means the key
+ *            hash, not the table, unbalances the pool. Shown with it: the busiest server's keys
+ *            against its fair share w_i / W, which is what the operator sees, and the same for
+ *            the table's exact shares, which is what a perfect key hash would give.
  * Chi-square tails use the Wilson-Hilferty normal approximation.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -69,6 +76,8 @@ typedef struct check {
     double balance_p, min, max, stddev, theory;
     double keys_p, chi2;
     size_t buckets;
+    double pool_p, pool_max; /* NaN when there is no pool distribution */
+    double pool_table;       /* the busiest server's exact share / its fair share */
     bool pass;
     char failed[64];
 } check;
@@ -124,7 +133,7 @@ static void spread(const cli *c, const fleet *f, uint32_t vnodes, check *r)
 
 static void balance(const cli *c, const fleet *f, uint32_t vnodes, check *r)
 {
-    ch_options opt = cli_options(c, CH_ALGO_RING, r->hash, vnodes);
+    ch_options opt = cli_options(c, f, CH_ALGO_RING, r->hash, vnodes);
     ch_table *t = cli_build(c, f, &opt, false);
     double *s = xmalloc(c, f->n * sizeof(*s)), *load = xmalloc(c, f->n * sizeof(*load));
     ch_table_shares(t, s);
@@ -174,13 +183,50 @@ static void keys(const cli *c, size_t n, check *r)
     r->keys_p = chi2_sf(chi2, (double)b - 1);
 }
 
+/* The pool test: keys through the pool's own table. */
+static void pool(const cli *c, const fleet *f, ch_algo_id algo, uint32_t vnodes, size_t n,
+                 check *r)
+{
+    ch_options opt = cli_options(c, f, algo, r->hash, vnodes);
+    ch_table *t = cli_build(c, f, &opt, false);
+    double *share = xmalloc(c, f->n * sizeof(*share));
+    uint64_t *count = xcalloc(c, f->n, sizeof(*count));
+    ch_table_shares(t, share);
+    keysrc ks;
+    keys_open(c, &ks, n);
+    const char *key;
+    size_t len, total = 0;
+    while (keys_next(c, &ks, &key, &len)) {
+        count[ch_lookup(t, key, len)]++;
+        total++;
+    }
+    keys_close(&ks);
+    double W = 0, chi2 = 0, df = -1;
+    for (size_t i = 0; i < f->n; i++)
+        W += f->nodes[i].weight;
+    r->pool_max = r->pool_table = 0;
+    for (size_t i = 0; i < f->n; i++) {
+        double fair = (double)total * f->nodes[i].weight / W, e = (double)total * share[i];
+        r->pool_max = fmax(r->pool_max, (double)count[i] / fair);
+        r->pool_table = fmax(r->pool_table, share[i] / (f->nodes[i].weight / W));
+        if (e > 0) {
+            chi2 += ((double)count[i] - e) * ((double)count[i] - e) / e;
+            df++;
+        }
+    }
+    r->pool_p = df > 0 ? chi2_sf(chi2, df) : NAN;
+    free(share);
+    free(count);
+    ch_table_free(t);
+}
+
 static void verdict(check *r)
 {
-    const char *names[3] = {"spread", "balance", "keys"};
-    double p[3] = {r->spread_p, r->balance_p, r->keys_p};
+    const char *names[4] = {"spread", "balance", "keys", "pool"};
+    double p[4] = {r->spread_p, r->balance_p, r->keys_p, r->pool_p};
     r->pass = true;
     r->failed[0] = '\0';
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         if (p[i] < ALPHA) { /* NaN (not tested) compares false: not a failure */
             size_t used = strlen(r->failed);
             snprintf(r->failed + used, sizeof(r->failed) - used, "%s%s", r->pass ? "" : ", ",
@@ -214,6 +260,9 @@ int cmd_hashcheck(cli *c)
     cli_vnodes(c, c->vnodes ? c->vnodes : "160", &vnodes, 1);
     size_t nkeys = c->keys ? c->keys : 200000;
 
+    const char *pool_spec = fleet_algo_spec(c, &f, NULL);
+    ch_algo_id pool_algo = pool_spec ? cli_algo1(c, pool_spec, NULL) : CH_ALGO_RING;
+
     check res[CH_HASH_COUNT_];
     progress pg;
     progress_start(&pg, "hashcheck", nh);
@@ -222,6 +271,9 @@ int cmd_hashcheck(cli *c)
         spread(c, &f, vnodes, &res[i]);
         balance(c, &f, vnodes, &res[i]);
         keys(c, nkeys, &res[i]);
+        res[i].pool_p = res[i].pool_max = res[i].pool_table = NAN;
+        if (pool_spec)
+            pool(c, &f, pool_algo, vnodes, nkeys, &res[i]);
         verdict(&res[i]);
         progress_update(&pg, i + 1);
     }
@@ -292,6 +344,19 @@ int cmd_hashcheck(cli *c)
             json_key(&j, "buckets");
             json_int(&j, r->buckets);
             json_end(&j);
+            if (pool_spec) {
+                json_key(&j, "pool");
+                json_obj(&j);
+                json_key(&j, "distribution");
+                json_str(&j, ch_algo_name(pool_algo));
+                json_key(&j, "p");
+                json_num(&j, r->pool_p);
+                json_key(&j, "max_load");
+                json_num(&j, r->pool_max);
+                json_key(&j, "table_max_load");
+                json_num(&j, r->pool_table);
+                json_end(&j);
+            }
             json_end(&j);
         }
         json_end(&j);
@@ -300,8 +365,13 @@ int cmd_hashcheck(cli *c)
     } else {
         printf("hash check: %zu nodes x %u vnodes, %zu keys; a test fails below p = %g\n\n", f.n,
                vnodes, nkeys, ALPHA);
-        printf("%-13s %9s %14s %9s %16s %9s   %s\n", "", "spread p", "largest gap", "balance p",
-               "stddev (theory)", "keys p", "verdict");
+        if (pool_spec)
+            printf("pool: %s, distribution %s\n\n", f.source, ch_algo_name(pool_algo));
+        printf("%-13s %9s %14s %9s %16s %9s", "", "spread p", "largest gap", "balance p",
+               "stddev (theory)", "keys p");
+        if (pool_spec)
+            printf(" %9s %8s %7s", "pool p", "max load", "(table)");
+        printf("   %s\n", "verdict");
         for (size_t i = 0; i < nh; i++) {
             const check *r = &res[i];
             printf("%-13s", ch_hash_name(r->hash));
@@ -313,6 +383,10 @@ int cmd_hashcheck(cli *c)
             print_p(r->balance_p);
             printf("   %6.3f (%.3f)", r->stddev, r->theory);
             print_p(r->keys_p);
+            if (pool_spec) {
+                print_p(r->pool_p);
+                printf(" %7.2fx %6.2fx", r->pool_max, r->pool_table);
+            }
             if (r->pass)
                 printf("   pass\n");
             else
@@ -320,9 +394,18 @@ int cmd_hashcheck(cli *c)
         }
         printf("\nspread: each node's points over the whole circle (Kuiper, worst node x nodes);\n"
                "largest gap: the widest empty arc of a node (x what uniform points leave);\n"
-               "balance: the ring's exact shares against random points (chi-square);\n"
-               "keys: key:%llu:<i> over %zu equal arcs (chi-square).\n",
-               (unsigned long long)c->seed, res[0].buckets);
+               "balance: the ring's exact shares against random points (chi-square);\n");
+        if (c->key_file)
+            printf("keys: the keys of %s over %zu equal arcs (chi-square).\n", c->key_file,
+                   res[0].buckets);
+        else
+            printf("keys: key:%llu:<i> over %zu equal arcs (chi-square).\n",
+                   (unsigned long long)c->seed, res[0].buckets);
+        if (pool_spec)
+            printf("pool p: the keys on the pool's servers against the table's exact shares "
+                   "(chi-square);\nmax load: the busiest server's keys / its fair share by "
+                   "weight (table: the\nbusiest server's exact share of the circle / its fair "
+                   "share, the hash aside).\n");
     }
     fleet_free(&f);
     return 0; /* a failing verdict is a finding, not an error */

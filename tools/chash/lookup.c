@@ -6,6 +6,20 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* twemproxy's "random" sends each request to a random server: the owner shown is one draw, by
+ * ch_lookup_hash() with a value from this generator (splitmix64). 0 when not in use. */
+static uint64_t draw_state;
+
+static uint64_t draw(void)
+{
+    uint64_t z = (draw_state += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
 
 /* A node as the user knows it: host:port (and the server's name, when the pool names its
  * servers) from a config, else the id. */
@@ -26,10 +40,11 @@ static void lookup_one(const ch_table *t, const fleet *f, size_t r, size_t *walk
                        size_t len)
 {
     size_t n = 1;
+    uint64_t h = draw_state ? draw() : ch_key_hash(t, key, len);
     if (r > 1)
-        ch_replicas(t, key, len, r, walk, &n); /* cannot fail: r > 1 is refused for jump */
+        ch_replicas_hash(t, h, r, walk, &n); /* cannot fail: r > 1 is refused for jump */
     else
-        walk[0] = ch_lookup(t, key, len);
+        walk[0] = ch_lookup_hash(t, h);
     fwrite(key, 1, len, stdout);
     for (size_t i = 0; i < n; i++) {
         putchar('\t');
@@ -44,13 +59,18 @@ int cmd_lookup(cli *c)
         cli_usage(c, "no keys: give KEY... or - to read keys from stdin");
     fleet f;
     fleet_from_cli(c, &f);
-    ch_algo_id algo = cli_algo1(c, c->algo, "ring");
+    ch_algo_id algo = cli_algo1(c, fleet_algo_spec(c, &f, "ring"), "ring");
     if (algo == CH_ALGO_JUMP && c->replicas > 1)
         cli_usage(c, "jump has no failover order: --replicas must be 1 with --algo jump");
     uint32_t vnodes = 0;
     cli_vnodes(c, c->vnodes ? c->vnodes : "160", &vnodes, 1);
-    ch_options opt = cli_options(c, algo, cli_hash1(c, c->hash), vnodes);
+    ch_options opt = cli_options(c, &f, algo, fleet_hash(c, &f), vnodes);
     ch_table *t = cli_build(c, &f, &opt, false);
+    if (algo == CH_ALGO_RANDOM) {
+        draw_state = (uint64_t)time(NULL) << 20 ^ (uint64_t)getpid() ^ 1;
+        cli_warn(c, "distribution random: nutcracker picks a random server per request; each "
+                    "owner shown is one random draw");
+    }
 
     static char outbuf[1 << 16];
     setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));

@@ -26,10 +26,12 @@ static const struct command {
      "\n"
      "One line per key: KEY<TAB>OWNER[<TAB>REPLICA...]. With --config an owner is printed as\n"
      "host:port, followed by a tab and the server's name when the pool names its servers.\n"
-     "'-' reads keys from stdin, one per line, streaming.\n"
+     "'-' reads keys from stdin, one per line, streaming. With --config the pool's hash,\n"
+     "distribution and hash_tag apply, so the owner is the server nutcracker would use (for\n"
+     "distribution random, nutcracker picks a server per request: one random draw is shown).\n"
      "\n" NODE_OPTS
-     "  --algo NAME        modulo, ring (default), rendezvous, jump or maglev\n"
-     "  --hash NAME        fnv1a32_fmix (default), fnv1a32, murmur3_32, xxh3, md5\n"
+     "  --algo NAME        placement (default: the pool's distribution, else ring)\n"
+     "  --hash NAME        key hash (default: the pool's hash, else fnv1a32_fmix)\n"
      "  --vnodes N         ring points per unit weight (default 160)\n"
      "  --table-size M     maglev table size, a prime (default 65537)\n"
      "  --replicas R       also print the next R-1 nodes of the key's failover walk\n"
@@ -52,8 +54,8 @@ static const struct command {
      "  --add ID[:W]       add a node (repeatable, or a comma list)\n"
      "  --remove ID        remove a node (repeatable, or a comma list)\n"
      "  --to NODES|FILE    the new fleet, as a node list or a config file\n"
-     "  --algo LIST|all    algorithms to compare (default all)\n"
-     "  --hash NAME        key and point hash (default fnv1a32_fmix)\n"
+     "  --algo LIST|all    algorithms to compare (default: the pool's distribution, else all)\n"
+     "  --hash NAME        key and point hash (default: the pool's hash, else fnv1a32_fmix)\n"
      "  --vnodes N         ring points per unit weight (default 160)\n"
      "  --table-size M     maglev table size (default 65537)\n"
      "  --keys N           generated keys key:<seed>:0 .. key:<seed>:N-1 (default 1000000)\n"
@@ -73,33 +75,41 @@ static const struct command {
      "(about 1/sqrt(vnodes)), and the table's memory.\n"
      "\n" NODE_OPTS
      "  --vnodes LIST      points per unit weight (default 1,10,40,100,160,500,1000)\n"
-     "  --hash NAME        point hash (default fnv1a32_fmix)\n"
+     "  --hash NAME        point hash (default: the pool's hash, else fnv1a32_fmix)\n"
      "  --json             one JSON object (schema in docs/CLI.md)\n"
      "\n"
      "example:\n"
      "  chash sweep --nodes 8 --vnodes 1,10,40,100,160,500,1000\n"},
 
     {"hashcheck", cmd_hashcheck,
-     OPT_NODES | OPT_HASH | OPT_VNODES | OPT_SEED | OPT_KEYS | OPT_JSON,
+     OPT_NODES | OPT_ALGO | OPT_HASH | OPT_VNODES | OPT_SEED | OPT_KEYS | OPT_KEYFILE | OPT_JSON,
      "is a hash fit for placement? spread, balance, verdict",
-     "usage: chash hashcheck [nodes] [--hash LIST|all] [--vnodes N] [--keys N] [--json]\n"
+     "usage: chash hashcheck [nodes] [--hash LIST|all] [--algo NAME] [--vnodes N] [--keys N]\n"
+     "                       [--key-file F] [--json]\n"
      "\n"
-     "Three tests per hash, each a p-value against what a uniformly random hash gives; a hash\n"
+     "Three tests per hash (four with a pool), each a p-value against what a uniformly random\n"
+     "hash gives; a hash\n"
      "fails when any p-value is below 0.001 (the node test is Bonferroni-corrected over nodes):\n"
      "  spread   each node's ring points should be spread over the whole circle (Kuiper test per\n"
      "           node; the largest empty arc is shown against its uniform expectation H(k)/k)\n"
      "  balance  the ring's exact shares against the Beta spread of k random points per node\n"
      "           (chi-square; stddev shown against theory, about 1/sqrt(vnodes))\n"
      "  keys     generated keys key:<seed>:<i> over 1024 equal arcs of the circle (chi-square)\n"
+     "  pool     with --config (or --algo): the keys placed by the pool's distribution with this\n"
+     "           hash, per server against the table's exact shares (chi-square), and the busiest\n"
+     "           server's load against its fair share by weight\n"
      "\n" NODE_OPTS
      "  --hash LIST|all    hashes to check (default all)\n"
+     "  --algo NAME        the pool test's distribution (default: the pool's)\n"
+     "  --key-file F       keys for the key and pool tests, one per line ('-': stdin)\n"
      "  --vnodes N         ring points per unit weight (default 160)\n"
      "  --keys N           keys for the key test (default 200000)\n"
      "  --seed N           seed of the generated keys (default 0)\n"
      "  --json             one JSON object (schema in docs/CLI.md)\n"
      "\n"
      "example:\n"
-     "  chash hashcheck --nodes 8 --hash fnv1a32,fnv1a32_fmix\n"},
+     "  chash hashcheck --nodes 8 --hash fnv1a32,fnv1a32_fmix\n"
+     "  chash hashcheck --config nutcracker.yml --hash fnv1a_64,murmur,md5\n"},
 
     {"bench", cmd_bench, OPT_NODES | OPT_ALGO | OPT_HASH | OPT_VNODES | OPT_SEED | OPT_KEYS |
                              OPT_JSON | OPT_MAGLEV,

@@ -126,9 +126,9 @@ int cmd_plan(cli *c)
     fleet a, b;
     fleet_from_spec(c, "OLD", c->argv[0], &a);
     fleet_from_spec(c, "NEW", c->argv[1], &b);
-    ch_algo_id algo = cli_algo1(c, c->algo, "ring");
-    ch_hash_id ha = cli_hash1(c, c->hash);
-    ch_hash_id hb = c->new_hash ? cli_hash1(c, c->new_hash) : ha;
+    ch_algo_id algo = cli_algo1(c, fleet_algo_spec(c, &a, "ring"), "ring");
+    ch_hash_id ha = fleet_hash(c, &a);
+    ch_hash_id hb = c->new_hash ? cli_hash1(c, c->new_hash) : c->hash ? ha : fleet_hash(c, &b);
     uint32_t va = 0, vb = 0;
     cli_vnodes(c, c->vnodes ? c->vnodes : "160", &va, 1);
     vb = va;
@@ -141,17 +141,16 @@ int cmd_plan(cli *c)
              ch_hash_name(hb));
     if (va != vb && algo == CH_ALGO_RING)
         warn(c, &w, "the vnode count changes (%u -> %u): most keys move", va, vb);
-    if (a.conf_hash && b.conf_hash && differs(a.conf_hash, b.conf_hash))
-        warn(c, &w,
-             "the pool's hash changes (%s -> %s): once placement follows it, almost every key "
-             "moves (this plan uses --hash %s for both)",
-             a.conf_hash, b.conf_hash, ch_hash_name(ha));
     if (a.conf_dist && b.conf_dist && differs(a.conf_dist, b.conf_dist))
-        warn(c, &w, "the pool's distribution changes (%s -> %s): almost every key moves",
-             a.conf_dist, b.conf_dist);
+        warn(c, &w,
+             "the pool's distribution changes (%s -> %s): almost every key moves (this plan "
+             "places both with %s)",
+             a.conf_dist, b.conf_dist, ch_algo_name(algo));
+    if (memcmp(a.hash_tag, b.hash_tag, sizeof(a.hash_tag)) != 0)
+        warn(c, &w, "the pool's hash_tag changes: every tagged key may move");
     check_spelling(c, &a, &b, &w);
 
-    ch_options oa = cli_options(c, algo, ha, va), ob = cli_options(c, algo, hb, vb);
+    ch_options oa = cli_options(c, &a, algo, ha, va), ob = cli_options(c, &b, algo, hb, vb);
     ch_table *ta = cli_build(c, &a, &oa, false), *tb = cli_build(c, &b, &ob, false);
 
     /* share[i * Nb + j]: the key space owned by OLD's node i and NEW's node j. */

@@ -15,7 +15,7 @@ int cmd_report(cli *c)
     fleet_from_cli(c, &f);
     uint32_t vnodes = 0;
     cli_vnodes(c, c->vnodes ? c->vnodes : "160", &vnodes, 1);
-    ch_hash_id hash = cli_hash1(c, c->hash);
+    ch_hash_id hash = fleet_hash(c, &f);
     const char *path = c->out ? c->out : "report.html";
     bool to_stdout = strcmp(path, "-") == 0;
     FILE *out = to_stdout ? stdout : fopen(path, "w");

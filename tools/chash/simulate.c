@@ -122,8 +122,8 @@ int cmd_simulate(cli *c)
     const fleet *after = change ? &nw : &old;
 
     ch_algo_id algos[CH_ALGO_COUNT_];
-    size_t nalgo = cli_algos(c, c->algo, "all", algos);
-    ch_hash_id hash = cli_hash1(c, c->hash);
+    size_t nalgo = cli_algos(c, fleet_algo_spec(c, &old, "all"), "all", algos);
+    ch_hash_id hash = fleet_hash(c, &old);
     uint32_t vnodes = 0;
     cli_vnodes(c, c->vnodes ? c->vnodes : "160", &vnodes, 1);
 
@@ -131,7 +131,7 @@ int cmd_simulate(cli *c)
     const char *skipped[CH_ALGO_COUNT_];
     size_t nres = 0, nskipped = 0;
     for (size_t i = 0; i < nalgo; i++) {
-        ch_options opt = cli_options(c, algos[i], hash, vnodes);
+        ch_options opt = cli_options(c, &old, algos[i], hash, vnodes);
         bool skip = nalgo > 1 || !c->algo;
         result r = {.algo = algos[i]};
         r.before = cli_build(c, &old, &opt, skip);

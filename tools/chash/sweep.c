@@ -26,7 +26,7 @@ int cmd_sweep(cli *c)
         cli_usage(c, "unexpected argument '%s'", c->argv[0]);
     fleet f;
     fleet_from_cli(c, &f);
-    ch_hash_id hash = cli_hash1(c, c->hash);
+    ch_hash_id hash = fleet_hash(c, &f);
     uint32_t v[MAX_VNODES];
     size_t nv = cli_vnodes(c, c->vnodes ? c->vnodes : "1,10,40,100,160,500,1000", v, MAX_VNODES);
 
@@ -56,7 +56,7 @@ int cmd_sweep(cli *c)
     progress pg;
     progress_start(&pg, "sweep", nv);
     for (size_t s = 0; s < nv; s++) {
-        ch_options opt = cli_options(c, CH_ALGO_RING, hash, v[s]);
+        ch_options opt = cli_options(c, &f, CH_ALGO_RING, hash, v[s]);
         ch_table *t = cli_build(c, &f, &opt, false);
         ch_table_info info = {.size = sizeof(info)};
         ch_table_info_get(t, &info);
