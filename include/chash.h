@@ -173,7 +173,10 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *   libmemcached_ketama      libmemcached's weighted ketama (MEMCACHED_BEHAVIOR_KETAMA_WEIGHTED,
  *               also switched on by any weight > 1): as ketama, with ids "host:port" ("host"
  *               alone means port 11211) and point strings "host-k" for port 11211, else
- *               "host:port-k". libmemcached hashes keys with md5 in this mode: use CH_HASH_MD5.
+ *               "host:port-k". Keys: libmemcached hashes them with md5 when the mode is set
+ *               by KETAMA_WEIGHTED (use CH_HASH_MD5), but keeps its default one_at_a_time when
+ *               a weight > 1 switched it on (use CH_HASH_TW_ONE_AT_A_TIME). Compatible only
+ *               with vnodes = 160 (the default), as are ketama's points.
  *   libmemcached_ketama_spy  libmemcached's MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA_SPY with
  *               weighted ketama (spymemcached's point strings "/host:port-k"); otherwise as
  *               libmemcached_ketama.
