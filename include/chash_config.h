@@ -28,7 +28,8 @@ typedef struct ch_conf_server {
     double weight; /* > 0 */
     char *name;    /* the optional name after the weight, or NULL */
     char *id;      /* the server's name in twemproxy, which its ketama hashes: name if given, else
-                      addr, or host alone when the port is 11211. Unique within a pool. */
+                      addr, host alone when the port is 11211, or "/path:" for a unix socket
+                      (twemproxy's quirks). Unique within a pool. */
     unsigned line; /* 1-based line of the server entry in the file */
 } ch_conf_server;
 
@@ -52,8 +53,11 @@ typedef struct ch_conf_pool {
     int server_connections;     /* default 1 */
     int server_retry_timeout_ms;/* default 30000 */
     int server_failure_limit;   /* default 2 */
-    ch_conf_server *servers;
+    ch_conf_server *servers;    /* in file order */
     size_t nservers;
+    size_t *order;              /* twemproxy's order: server indexes sorted by id, shorter ids
+                                   first, then bytewise. nutcracker's distributions (ketama,
+                                   modula, random) index servers in this order. */
     /* Additions: the listen address taken apart, so a proxy need not parse it again. */
     char *listen_host;          /* host (IPv6 without brackets) or socket path; NULL if absent */
     int listen_port;            /* 1..65535; 0 for a unix socket or when listen is absent */

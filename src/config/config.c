@@ -655,14 +655,19 @@ static int load_server(loader *ld, ch_conf_pool *p)
     if (s->addr == NULL || s->host == NULL || (a.name != NULL && s->name == NULL))
         return nomem(ld);
 
-    /* twemproxy names an unnamed server by "host:port" as written, or by "host" alone when the
-     * port is 11211 (libmemcached's ketama), and refuses two servers with the same name. */
-    const char *key = s->name != NULL ? s->name : s->addr;
+    /* twemproxy names an unnamed server by "host:port" as written, by "host" alone when the
+     * port is 11211 (libmemcached's ketama), and a unix socket by its path and a ':' (it appends
+     * the separator of a port the socket has not); it refuses two servers with the same name. */
     size_t klen = s->name != NULL ? a.name_len : a.addr_len;
     if (s->name == NULL && a.port == 11211)
         klen = (size_t)(strrchr(s->addr, ':') - s->addr);
-    if ((s->id = dupn(key, klen)) == NULL)
+    if ((s->id = xmalloc(klen + 2)) == NULL)
         return nomem(ld);
+    memcpy(s->id, s->name != NULL ? s->name : s->addr, klen);
+    if (s->name == NULL && a.port == 0)
+        s->id[klen++] = ':';
+    s->id[klen] = '\0';
+    const char *key = s->id;
     size_t first;
     if (strset_add(&ld->servers, key, klen, idx, &first) != CH_OK)
         return nomem(ld);
@@ -687,6 +692,34 @@ static int load_server(loader *ld, ch_conf_pool *p)
                 "server on line %u",
                 ch__conf_quote(q, sizeof q, s->addr, a.addr_len), pool,
                 ch__conf_quote(q3, sizeof q3, key, klen), f->line);
+}
+
+/* twemproxy's order of a pool's servers: it sorts them by name, shorter names first, then
+ * bytewise (to find duplicates), and its distributions index that sorted list. */
+static int id_cmp(const void *a, const void *b)
+{
+    const ch_conf_server *x = *(const ch_conf_server *const *)a;
+    const ch_conf_server *y = *(const ch_conf_server *const *)b;
+    size_t lx = strlen(x->id), ly = strlen(y->id);
+    if (lx != ly)
+        return lx < ly ? -1 : 1;
+    return memcmp(x->id, y->id, lx);
+}
+
+static int twemproxy_order(ch_conf_pool *p)
+{
+    const ch_conf_server **by = xmalloc(p->nservers * sizeof(*by));
+    if (by == NULL || (p->order = xmalloc(p->nservers * sizeof(*p->order))) == NULL) {
+        xfree(by);
+        return CH_ENOMEM;
+    }
+    for (size_t i = 0; i < p->nservers; i++)
+        by[i] = &p->servers[i];
+    qsort(by, p->nservers, sizeof(*by), id_cmp); /* ids are unique: the order is total */
+    for (size_t i = 0; i < p->nservers; i++)
+        p->order[i] = (size_t)(by[i] - p->servers);
+    xfree(by);
+    return CH_OK;
 }
 
 /* The value of "servers" (the current event): a block sequence of non-empty scalars. */
@@ -795,6 +828,8 @@ static int load_pool(loader *ld)
     }
     if (p->nservers == 0)
         return fail(ld, pm, "pool \"%s\" has no servers", name);
+    if ((rc = twemproxy_order(p)) != CH_OK)
+        return nomem(ld);
     if (p->redis_auth != NULL && !p->redis)
         return fail(ld, st.mark[KEY_REDIS_AUTH],
                     "\"redis_auth\" is only valid in a redis pool (redis: true), as in twemproxy");
@@ -986,6 +1021,7 @@ void ch_config_free(ch_config *cfg)
             xfree(p->servers[j].name);
         }
         xfree(p->servers);
+        xfree(p->order);
         xfree(p->name);
         xfree(p->listen);
         xfree(p->listen_host);

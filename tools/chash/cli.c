@@ -338,10 +338,15 @@ void fleet_from_config(const cli *c, const char *path, const char *pool, fleet *
     else
         snprintf(source, sizeof(source), "%s", path);
     fleet_alloc(c, f, p->nservers, source);
+    /* nutcracker's distributions index its servers sorted by name (ch_conf_pool.order); the
+     * others take the file's order, which keeps jump's and modulo's indexes where they were. */
     const char *dist = c->algo ? c->algo : p->distribution;
-    bool libmemcached = dist && strncmp(dist, "libmemcached_", 13) == 0;
+    ch_algo_id algo = CH_ALGO_RING;
+    ch_algo_from_name(dist, &algo);
+    bool libmemcached = algo == CH_ALGO_LIBMEMCACHED_KETAMA || algo == CH_ALGO_LIBMEMCACHED_KETAMA_SPY;
+    bool twemproxy = algo == CH_ALGO_KETAMA || algo == CH_ALGO_MODULA || algo == CH_ALGO_RANDOM;
     for (size_t i = 0; i < p->nservers; i++) {
-        const ch_conf_server *s = &p->servers[i];
+        const ch_conf_server *s = &p->servers[twemproxy ? p->order[i] : i];
         f->addr[i] = xstrdup(c, s->addr);
         f->name[i] = s->name ? xstrdup(c, s->name) : NULL;
         f->named = f->named || s->name != NULL;

@@ -97,7 +97,8 @@ void fleet_from_list(const cli *c, const char *opt, const char *spec, fleet *f);
 /* Loads --config FILE [--pool NAME]. Node ids are the names twemproxy hashes (ch_conf_server.id:
  * the server's name, else host:port, or host for port 11211), or "host:port" when the
  * distribution in force (--algo, else the pool's) is a libmemcached one, whose ids those are.
- * Exits 1 on a file error (file:line:column: message), 2 on an unknown or ambiguous pool. */
+ * Under nutcracker's distributions the nodes are in its order (ch_conf_pool.order), else in
+ * the file's. Exits 1 on a file error (file:line:column: message), 2 on an unknown or ambiguous pool. */
 void fleet_from_config(const cli *c, const char *path, const char *pool, fleet *f);
 /* A node list or, when spec names an existing file, a config file (--pool applies). */
 void fleet_from_spec(const cli *c, const char *opt, const char *spec, fleet *f);
