@@ -155,15 +155,12 @@ static void balance(const cli *c, const fleet *f, uint32_t vnodes, check *r)
     ch_table_free(t);
 }
 
+/* The keys test. Counts keys on 1024 equal arcs, then halves the arcs (merging neighbours)
+ * while they average under 5 keys, so a short key file is tested too. */
 static void keys(const cli *c, size_t n, check *r)
 {
     size_t b = 1024;
-    while (b > 2 && (double)n / (double)b < 5)
-        b /= 2;
-    unsigned shift = 0;
-    while (((size_t)1 << (32 - shift)) > b)
-        shift++;
-    uint64_t *count = xcalloc(c, b, sizeof(*count));
+    uint64_t *count = xcalloc(c, b, sizeof(*count)), total = 0;
     keysrc ks;
     keys_open(c, &ks, n);
     const char *key;
@@ -171,16 +168,22 @@ static void keys(const cli *c, size_t n, check *r)
     while (keys_next(c, &ks, &key, &len)) {
         uint32_t h;
         ch_hash32(r->hash, key, len, &h);
-        count[h >> shift]++;
+        count[h >> 22]++;
+        total++;
     }
     keys_close(&ks);
-    double e = (double)n / (double)b, chi2 = 0;
-    for (size_t i = 0; i < b; i++)
+    while (b > 2 && (double)total / (double)b < 5) {
+        b /= 2;
+        for (size_t i = 0; i < b; i++)
+            count[i] = count[2 * i] + count[2 * i + 1];
+    }
+    double e = (double)total / (double)b, chi2 = 0;
+    for (size_t i = 0; i < b && total > 0; i++)
         chi2 += ((double)count[i] - e) * ((double)count[i] - e) / e;
     free(count);
     r->chi2 = chi2;
     r->buckets = b;
-    r->keys_p = chi2_sf(chi2, (double)b - 1);
+    r->keys_p = total > 0 ? chi2_sf(chi2, (double)b - 1) : NAN;
 }
 
 /* The pool test: keys through the pool's own table. */
