@@ -372,6 +372,7 @@ USAGE = [  # exit 2, one line naming the problem, nothing on stdout
     (["simulate", "--keys", "12x"], "--keys"),
     (["simulate", "--algo", "ring,foo"], "unknown name 'foo'"),
     (["simulate", "--hash", "sha1"], "unknown name 'sha1'"),
+    (["hashcheck", "--key-file", "-"], "takes a regular file"),
     (["simulate", "--replicas", "2"], "does not apply"),
     (["simulate", "--nodes", "a,a"], "appears twice"),
     (["simulate", "--nodes", "a:-1"], "weight"),

@@ -33,6 +33,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define ALPHA 0.001
 #define MIN_SPREAD_POINTS 5 /* Kuiper's approximation needs a few points; fewer are not tested */
@@ -262,6 +263,11 @@ int cmd_hashcheck(cli *c)
     uint32_t vnodes = 0;
     cli_vnodes(c, c->vnodes ? c->vnodes : "160", &vnodes, 1);
     size_t nkeys = c->keys ? c->keys : 200000;
+    struct stat st;
+    if (c->key_file && (stat(c->key_file, &st) != 0 || !S_ISREG(st.st_mode)))
+        cli_usage(c, "--key-file %s: hashcheck reads the keys once per hash and test, so it "
+                     "takes a regular file (not stdin or a pipe)",
+                  c->key_file);
 
     const char *pool_spec = fleet_algo_spec(c, &f, NULL);
     ch_algo_id pool_algo = pool_spec ? cli_algo1(c, pool_spec, NULL) : CH_ALGO_RING;
@@ -366,8 +372,13 @@ int cmd_hashcheck(cli *c)
         json_end(&j);
         json_done(&j);
     } else {
-        printf("hash check: %zu nodes x %u vnodes, %zu keys; a test fails below p = %g\n\n", f.n,
-               vnodes, nkeys, ALPHA);
+        char keys_desc[300];
+        if (c->key_file)
+            snprintf(keys_desc, sizeof(keys_desc), "the keys of %s", c->key_file);
+        else
+            snprintf(keys_desc, sizeof(keys_desc), "%zu keys", nkeys);
+        printf("hash check: %zu nodes x %u vnodes, %s; a test fails below p = %g\n\n", f.n,
+               vnodes, keys_desc, ALPHA);
         if (pool_spec)
             printf("pool: %s, distribution %s\n\n", f.source, ch_algo_name(pool_algo));
         printf("%-13s %9s %14s %9s %16s %9s", "", "spread p", "largest gap", "balance p",
