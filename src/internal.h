@@ -122,12 +122,19 @@ struct ch_table {
  * the order they must keep), sorts them stably by position and builds the bucket index; on
  * failure it frees pts and returns CH_ENOMEM. */
 #define CH__RING_SCAN 4
+/* Appends sep and the decimal digits of k at buf + len (room for 11 bytes); returns the new
+ * length. Point strings "<id>#<j>" (ring) and "<name>-<k>" (ketama). */
+size_t ch__append_index(char *buf, size_t len, char sep, uint32_t k);
 int ch__ring_index(ch_table *t, ch__point *pts, size_t total);
 void ch__ring_destroy(ch_table *t);
 size_t ch__ring_lookup(const ch_table *t, uint64_t h);
 void ch__ring_walk_start(const ch_table *t, uint64_t h, ch__walk *w);
 size_t ch__ring_walk_next(const ch_table *t, ch__walk *w);
 void ch__ring_shares(const ch_table *t, double *shares);
+
+/* Slot tables (maglev.c; modula shares them): u.maglev.slot[m]. */
+void ch__slots_destroy(ch_table *t);
+size_t ch__slots_walk_next(const ch_table *t, ch__walk *w);
 
 /* The modulo family (modulo.c): node h % N, walk forward from there. */
 size_t ch__modulo_lookup(const ch_table *t, uint64_t h);

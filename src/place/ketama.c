@@ -62,21 +62,6 @@ static size_t ketama_prefix(const ch_table *t, size_t i, char *buf)
     return 1 + len;
 }
 
-/* Appends "-<k>" at buf + len; returns the new length. */
-static size_t append_index(char *buf, size_t len, uint32_t k)
-{
-    char digits[10];
-    size_t nd = 0;
-    do {
-        digits[nd++] = (char)('0' + k % 10);
-        k /= 10;
-    } while (k != 0);
-    buf[len++] = '-';
-    while (nd > 0)
-        buf[len++] = digits[--nd];
-    return len;
-}
-
 static int ketama_build(ch_table *t)
 {
     size_t total = 0, maxid = 0;
@@ -106,7 +91,7 @@ static int ketama_build(ch_table *t)
             unsigned char d[MD5_DIGEST_LENGTH];
             MD5_CTX ctx;
             MD5Init(&ctx);
-            MD5Update(&ctx, (const unsigned char *)name, append_index(name, prefix, g));
+            MD5Update(&ctx, (const unsigned char *)name, ch__append_index(name, prefix, '-', g));
             MD5Final(d, &ctx);
             for (int x = 0; x < 4; x++) {
                 const unsigned char *b = d + 4 * x;

@@ -90,7 +90,7 @@ out:
     return rc;
 }
 
-static void maglev_destroy(ch_table *t)
+void ch__slots_destroy(ch_table *t)
 {
     ch__free(t, t->u.maglev.slot, (size_t)t->u.maglev.m * sizeof(uint32_t));
 }
@@ -106,7 +106,7 @@ static void maglev_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
     w->left = t->u.maglev.m;
 }
 
-static size_t maglev_walk_next(const ch_table *t, ch__walk *w)
+size_t ch__slots_walk_next(const ch_table *t, ch__walk *w)
 {
     if (w->left == 0)
         return CH__WALK_END;
@@ -128,9 +128,9 @@ static void maglev_shares(const ch_table *t, double *shares)
 
 const ch__algo ch__algo_maglev = {
     .build = maglev_build,
-    .destroy = maglev_destroy,
+    .destroy = ch__slots_destroy,
     .lookup = maglev_lookup,
     .shares = maglev_shares,
     .walk_start = maglev_walk_start,
-    .walk_next = maglev_walk_next,
+    .walk_next = ch__slots_walk_next,
 };

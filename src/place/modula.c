@@ -38,11 +38,6 @@ static int modula_build(ch_table *t)
     return CH_OK;
 }
 
-static void modula_destroy(ch_table *t)
-{
-    ch__free(t, t->u.maglev.slot, (size_t)t->u.maglev.m * sizeof(uint32_t));
-}
-
 static size_t modula_lookup(const ch_table *t, uint64_t h)
 {
     return t->u.maglev.slot[(uint32_t)h % t->u.maglev.m];
@@ -52,16 +47,6 @@ static void modula_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
 {
     w->next = (uint32_t)h % t->u.maglev.m;
     w->left = t->u.maglev.m;
-}
-
-static size_t modula_walk_next(const ch_table *t, ch__walk *w)
-{
-    if (w->left == 0)
-        return CH__WALK_END;
-    size_t node = t->u.maglev.slot[w->next];
-    w->next = w->next + 1 == t->u.maglev.m ? 0 : w->next + 1;
-    w->left--;
-    return node;
 }
 
 /* Slot s of m has floor((2^32 - 1 - s) / m) + 1 of the 2^32 hashes. */
@@ -76,10 +61,10 @@ static void modula_shares(const ch_table *t, double *shares)
 
 const ch__algo ch__algo_modula = {
     .build = modula_build,
-    .destroy = modula_destroy,
+    .destroy = ch__slots_destroy,
     .lookup = modula_lookup,
     .shares = modula_shares,
     .walk_start = modula_walk_start,
-    .walk_next = modula_walk_next,
+    .walk_next = ch__slots_walk_next,
     .empty_key_zero = true,
 };

@@ -21,20 +21,25 @@
 #include <math.h>
 #include <string.h>
 
-/* Writes "<id>#<j>" into buf and returns its length. buf holds strlen(id) + 12 bytes. */
-static size_t vnode_name(char *buf, const char *id, size_t idlen, uint32_t j)
+size_t ch__append_index(char *buf, size_t len, char sep, uint32_t k)
 {
     char digits[10];
     size_t nd = 0;
     do {
-        digits[nd++] = (char)('0' + j % 10);
-        j /= 10;
-    } while (j != 0);
+        digits[nd++] = (char)('0' + k % 10);
+        k /= 10;
+    } while (k != 0);
+    buf[len++] = sep;
+    while (nd > 0)
+        buf[len++] = digits[--nd];
+    return len;
+}
+
+/* Writes "<id>#<j>" into buf and returns its length. buf holds strlen(id) + 12 bytes. */
+static size_t vnode_name(char *buf, const char *id, size_t idlen, uint32_t j)
+{
     memcpy(buf, id, idlen);
-    buf[idlen] = '#';
-    for (size_t k = 0; k < nd; k++)
-        buf[idlen + 1 + k] = digits[nd - 1 - k];
-    return idlen + 1 + nd;
+    return ch__append_index(buf, idlen, '#', j);
 }
 
 /* Stable LSD radix sort by position, 11 + 11 + 10 bits: three passes over P points. Stability
