@@ -20,8 +20,11 @@ test: bootstrap
 	@cmake --build $(TEST) -j $(JOBS)
 	cd $(TEST) && ctest --output-on-failure -j $(JOBS)
 
-# The library from C (examples/route_demo.c), then the story through the CLI (tools/chash/demo.sh).
+# A lost cache node with libchash-cache and 4 local redis-servers (examples/lost_node.c), the
+# library from C (examples/route_demo.c), then the story through the CLI (tools/chash/demo.sh).
 demo: build
+	@$(RELEASE)/examples/lost_node
+	@echo
 	@$(RELEASE)/examples/route_demo
 	@tools/chash/demo.sh $(RELEASE)
 

@@ -14,6 +14,8 @@
 #ifndef CHASH_CONFIG_H
 #define CHASH_CONFIG_H
 
+#include "chash_route.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -62,6 +64,14 @@ typedef struct ch_conf_pool {
     char *listen_host;          /* host (IPv6 without brackets) or socket path; NULL if absent */
     int listen_port;            /* 1..65535; 0 for a unix socket or when listen is absent */
     int listen_perm;            /* unix socket mode from "/path 0666"; -1 when not given */
+    /* Whether the file gave these twemproxy keys (their defaults are twemproxy's; routing maps
+     * them onto its own defaults when absent, see ch_config_health()). */
+    bool has_auto_eject_hosts, has_server_failure_limit, has_server_retry_timeout;
+    /* chash's own keys (docs/CONFIG.md): */
+    char *version;              /* "version": the membership version; NULL: a content hash */
+    int failover_depth;         /* candidates tried per request, >= 1; default 2 */
+    int server_failure_window_ms; /* the window of server_failure_limit; default 10000 */
+    int server_retry_max_ms;    /* cap of the doubling probe delay; default 60000 */
 } ch_conf_pool;
 
 typedef struct ch_config {
@@ -101,6 +111,32 @@ const ch_conf_pool *ch_config_pool(const ch_config *cfg, const char *name);
 
 /* Frees cfg and everything it owns. NULL is a no-op. */
 void ch_config_free(ch_config *cfg);
+
+/* ---- from a pool to routing (include/chash_route.h) ------------------------------------------ */
+
+/* The pool's table options: its distribution, hash and hash_tag (vnodes and table size at their
+ * defaults). Returns CH_OK (a loaded pool's names are always valid). */
+int ch_config_options(const ch_conf_pool *p, ch_options *opt);
+
+/* The pool's members for placement by `algo`, in the order and with the ids the peers use:
+ * nutcracker's distributions (ketama, modula, random) take its server order (p->order) and
+ * twemproxy's names (ch_conf_server.id); the libmemcached ones take the file's order and ids
+ * "host:port"; the others the file's order and twemproxy's names. members[] has room for
+ * p->nservers entries; its strings point into p. */
+void ch_config_members(const ch_conf_pool *p, ch_algo_id algo, ch_member *members);
+
+/* The pool's membership: ch_config_members() under its distribution, ch_config_options(), and
+ * its "version" key (else a content hash). Returns what ch_membership_build() returns. */
+int ch_config_membership(const ch_conf_pool *p, ch_membership **out);
+
+/* The pool's health policy. twemproxy's keys map onto chash's when the file gives them:
+ *   auto_eject_hosts       -> eject (absent: true)
+ *   server_failure_limit   -> failure_limit (absent: 3)
+ *   server_retry_timeout   -> retry_min_ms (absent: 1000)
+ *   server_retry_max       -> retry_max_ms (absent: 60000, or retry_min_ms if larger)
+ *   server_failure_window  -> failure_window_ms (absent: 10000)
+ * jitter and stable_ms keep ch_health_options_init()'s defaults. */
+void ch_config_health(const ch_conf_pool *p, ch_health_options *opt);
 
 #ifdef __cplusplus
 }

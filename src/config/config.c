@@ -117,7 +117,12 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS };
     X(SERVER_CONNECTIONS, server_connections, K_INT, "an integer")                          \
     X(SERVER_RETRY_TIMEOUT, server_retry_timeout, K_INT, "an integer")                      \
     X(SERVER_FAILURE_LIMIT, server_failure_limit, K_INT, "an integer")                      \
-    X(SERVERS, servers, K_SERVERS, "a sequence of servers")
+    X(SERVERS, servers, K_SERVERS, "a sequence of servers")                                 \
+    /* chash's own keys (docs/CONFIG.md) */                                                  \
+    X(VERSION, version, K_STR, "a version string")                                          \
+    X(FAILOVER_DEPTH, failover_depth, K_INT, "an integer")                                  \
+    X(SERVER_FAILURE_WINDOW, server_failure_window, K_INT, "an integer")                    \
+    X(SERVER_RETRY_MAX, server_retry_max, K_INT, "an integer")
 
 enum key_id {
 #define KEY_ENUM(id, name, kind, expect) KEY_##id,
@@ -136,6 +141,8 @@ static const struct {
 #undef KEY_ENTRY
 };
 
+_Static_assert(KEY_COUNT <= 32, "pool_state.seen holds one bit per key");
+
 static int key_lookup(const char *s, size_t len)
 {
     for (int i = 0; i < KEY_COUNT; i++)
@@ -153,6 +160,9 @@ static int *int_field(ch_conf_pool *p, int id)
     case KEY_REDIS_DB: return &p->redis_db;
     case KEY_SERVER_CONNECTIONS: return &p->server_connections;
     case KEY_SERVER_RETRY_TIMEOUT: return &p->server_retry_timeout_ms;
+    case KEY_FAILOVER_DEPTH: return &p->failover_depth;
+    case KEY_SERVER_FAILURE_WINDOW: return &p->server_failure_window_ms;
+    case KEY_SERVER_RETRY_MAX: return &p->server_retry_max_ms;
     default: return &p->server_failure_limit;
     }
 }
@@ -514,6 +524,9 @@ static int pool_new(loader *ld, ch_conf_pool **out)
     p->server_retry_timeout_ms = 30000;
     p->server_failure_limit = 2;
     p->listen_perm = -1;
+    p->failover_depth = 2;
+    p->server_failure_window_ms = 10000;
+    p->server_retry_max_ms = 60000;
     ld->servers_cap = 0;
     p->hash = dupn("fnv1a_64", 8);
     p->distribution = dupn("ketama", 6);
@@ -564,7 +577,10 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
 
     switch (keys[id].kind) {
     case K_INT: {
-        int min = id == KEY_SERVER_CONNECTIONS ? 1 : 0;
+        int min = id == KEY_SERVER_CONNECTIONS || id == KEY_FAILOVER_DEPTH ||
+                          id == KEY_SERVER_FAILURE_WINDOW || id == KEY_SERVER_RETRY_MAX
+                      ? 1
+                      : 0;
         rc = ch__conf_parse_int(v, len, &n);
         if (rc == CH__NUM_BAD)
             return fail(ld, m, "expected an integer for \"%s\", got \"%s\"", k,
@@ -615,6 +631,17 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
             return fail(ld, m, "expected 2 characters for \"hash_tag\" (e.g. \"{}\"), got \"%s\"",
                         ch__conf_quote(q, sizeof q, v, len));
         return (p->hash_tag = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
+    case KEY_VERSION:
+        if (len >= CH_VERSION_MAX)
+            return fail(ld, m, "expected a version of at most %d characters, got \"%s\"",
+                        CH_VERSION_MAX - 1, ch__conf_quote(q, sizeof q, v, len));
+        for (size_t i = 0; i < len; i++)
+            if (v[i] < 0x21 || v[i] > 0x7e)
+                return fail(ld, m,
+                            "expected a version of printable characters without spaces, got "
+                            "\"%s\"",
+                            ch__conf_quote(q, sizeof q, v, len));
+        return (p->version = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
     default: /* KEY_REDIS_AUTH */
         return (p->redis_auth = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
     }
@@ -830,6 +857,9 @@ static int load_pool(loader *ld)
         return fail(ld, pm, "pool \"%s\" has no servers", name);
     if ((rc = twemproxy_order(p)) != CH_OK)
         return nomem(ld);
+    p->has_auto_eject_hosts = st.seen & (UINT32_C(1) << KEY_AUTO_EJECT_HOSTS);
+    p->has_server_failure_limit = st.seen & (UINT32_C(1) << KEY_SERVER_FAILURE_LIMIT);
+    p->has_server_retry_timeout = st.seen & (UINT32_C(1) << KEY_SERVER_RETRY_TIMEOUT);
     if (p->redis_auth != NULL && !p->redis)
         return fail(ld, st.mark[KEY_REDIS_AUTH],
                     "\"redis_auth\" is only valid in a redis pool (redis: true), as in twemproxy");
@@ -1029,6 +1059,7 @@ void ch_config_free(ch_config *cfg)
         xfree(p->hash_tag);
         xfree(p->distribution);
         xfree(p->redis_auth);
+        xfree(p->version);
     }
     xfree(cfg->pools);
     xfree(cfg->path);

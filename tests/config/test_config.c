@@ -385,7 +385,78 @@ static const struct {
      "tags (tag:yaml.org,2002:int) are not allowed in a config (twemproxy rejects them)"},
     {"err_empty.yml", 1, 1, "no pools: the file holds no YAML document"},
     {"err_comments_only.yml", 2, 1, "no pools: the file holds no YAML document"},
+    {"err_version.yml", 2, 12,
+     "expected a version of printable characters without spaces, got \"two words\""},
+    {"err_failover_depth.yml", 4, 19,
+     "expected an integer >= 1 for \"failover_depth\", got \"0\""},
 };
+
+/* chash's own keys, the presence of twemproxy's, twemproxy's server order, and what routing
+ * takes from a pool (expected values read off the fixture by hand). */
+static void test_chash_keys(void **state)
+{
+    (void)state;
+    ch_config *cfg = load_ok(FIX("valid_chash_keys.yml"));
+    const ch_conf_pool *p = ch_config_pool(cfg, "cache");
+    assert_non_null(p);
+    assert_string_equal(p->version, "fleet-2026-11-29.1");
+    assert_int_equal(p->failover_depth, 3);
+    assert_int_equal(p->server_failure_window_ms, 4000);
+    assert_int_equal(p->server_retry_max_ms, 30000);
+    assert_true(p->has_auto_eject_hosts && p->has_server_failure_limit &&
+                p->has_server_retry_timeout);
+
+    /* twemproxy's names: srv-3, 10.0.0.1 (port 11211), b, /tmp/r.sock: (socket), alpha;
+     * sorted shorter first, then bytewise: b, alpha, srv-3, 10.0.0.1, /tmp/r.sock:. */
+    static const char *const ids[] = {"srv-3", "10.0.0.1", "b", "/tmp/r.sock:", "alpha"};
+    static const size_t order[] = {2, 4, 0, 1, 3};
+    for (size_t i = 0; i < 5; i++) {
+        assert_string_equal(server(p, i)->id, ids[i]);
+        assert_int_equal(p->order[i], order[i]);
+    }
+
+    ch_options opt;
+    assert_int_equal(ch_config_options(p, &opt), CH_OK);
+    assert_int_equal(opt.algo, CH_ALGO_KETAMA);
+    assert_int_equal(opt.hash, CH_HASH_TW_MURMUR);
+    assert_memory_equal(opt.hash_tag, "{}", 2);
+
+    ch_member m[5];
+    ch_config_members(p, CH_ALGO_KETAMA, m);
+    for (size_t i = 0; i < 5; i++) {
+        assert_string_equal(m[i].id, ids[order[i]]);
+        assert_string_equal(m[i].addr, server(p, order[i])->addr);
+    }
+    ch_config_members(p, CH_ALGO_LIBMEMCACHED_KETAMA, m); /* file order, ids host:port */
+    assert_string_equal(m[0].id, "10.0.0.3:6379");
+    assert_string_equal(m[1].id, "10.0.0.1:11211");
+    ch_config_members(p, CH_ALGO_RING, m); /* file order, twemproxy's names */
+    assert_string_equal(m[0].id, "srv-3");
+    assert_true(m[1].weight == 2.0);
+
+    ch_health_options h;
+    ch_config_health(p, &h);
+    assert_false(h.eject);
+    assert_int_equal(h.failure_limit, 5);
+    assert_int_equal(h.retry_min_ms, 2000);
+    assert_int_equal(h.retry_max_ms, 30000);
+    assert_int_equal(h.failure_window_ms, 4000);
+
+    /* A pool without those keys: chash's defaults, not twemproxy's (2 failures, 30 s). */
+    const ch_conf_pool *plain = ch_config_pool(cfg, "plain");
+    assert_false(plain->has_auto_eject_hosts || plain->has_server_failure_limit ||
+                 plain->has_server_retry_timeout);
+    assert_null(plain->version);
+    assert_int_equal(plain->failover_depth, 2);
+    ch_config_health(plain, &h);
+    ch_health_options d;
+    ch_health_options_init(&d);
+    assert_true(h.eject == d.eject && h.eject);
+    assert_int_equal(h.failure_limit, d.failure_limit);
+    assert_int_equal(h.retry_min_ms, d.retry_min_ms);
+    assert_int_equal(h.retry_max_ms, d.retry_max_ms);
+    ch_config_free(cfg);
+}
 
 static void test_error_fixtures(void **state)
 {
@@ -833,6 +904,7 @@ int main(void)
         cmocka_unit_test(test_readme_pools),
         cmocka_unit_test(test_sockets_and_names),
         cmocka_unit_test(test_twemproxy_quirks),
+        cmocka_unit_test(test_chash_keys),
         cmocka_unit_test(test_error_fixtures),
         cmocka_unit_test(test_bad_bytes),
         cmocka_unit_test(test_unreadable),

@@ -91,6 +91,7 @@ uint64_t cli_u64(const cli *c, const char *opt, const char *s, uint64_t min, uin
 enum {
     O_NODES = 256, O_CONFIG, O_POOL, O_ALGO, O_HASH, O_VNODES, O_SEED, O_KEYS, O_KEYFILE, O_JSON,
     O_REPLICAS, O_ADD, O_REMOVE, O_TO, O_OUT, O_TABLESIZE, O_NEWHASH, O_NEWVNODES,
+    O_SHOWVERSION,
 };
 
 static const struct {
@@ -115,6 +116,7 @@ static const struct {
     {{"table-size", required_argument, NULL, O_TABLESIZE}, OPT_MAGLEV},
     {{"new-hash", required_argument, NULL, O_NEWHASH}, OPT_NEW},
     {{"new-vnodes", required_argument, NULL, O_NEWVNODES}, OPT_NEW},
+    {{"show-version", no_argument, NULL, O_SHOWVERSION}, OPT_SHOWVERSION},
     {{"help", no_argument, NULL, 'h'}, 0},
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
@@ -182,6 +184,7 @@ void cli_parse(cli *c, int argc, char **argv, unsigned allowed, const char *help
             break;
         case O_NEWHASH: c->new_hash = optarg; break;
         case O_NEWVNODES: c->new_vnodes = optarg; break;
+        case O_SHOWVERSION: c->show_version = true; break;
         }
     }
     if (c->nodes && c->config)
@@ -338,22 +341,22 @@ void fleet_from_config(const cli *c, const char *path, const char *pool, fleet *
     else
         snprintf(source, sizeof(source), "%s", path);
     fleet_alloc(c, f, p->nservers, source);
-    /* nutcracker's distributions index its servers sorted by name (ch_conf_pool.order); the
-     * others take the file's order, which keeps jump's and modulo's indexes where they were. */
-    const char *dist = c->algo ? c->algo : p->distribution;
+    /* The ids and order the peers use under the distribution in force (--algo, else the
+     * pool's): ch_config_members(). An --algo that is not a name is refused later. */
     ch_algo_id algo = CH_ALGO_RING;
-    ch_algo_from_name(dist, &algo);
-    bool libmemcached = algo == CH_ALGO_LIBMEMCACHED_KETAMA || algo == CH_ALGO_LIBMEMCACHED_KETAMA_SPY;
-    bool twemproxy = algo == CH_ALGO_KETAMA || algo == CH_ALGO_MODULA || algo == CH_ALGO_RANDOM;
+    ch_algo_from_name(c->algo ? c->algo : p->distribution, &algo);
+    ch_member *m = xmalloc(c, p->nservers * sizeof(*m));
+    ch_config_members(p, algo, m);
     for (size_t i = 0; i < p->nservers; i++) {
-        const ch_conf_server *s = &p->servers[twemproxy ? p->order[i] : i];
-        f->addr[i] = xstrdup(c, s->addr);
-        f->name[i] = s->name ? xstrdup(c, s->name) : NULL;
-        f->named = f->named || s->name != NULL;
-        f->nodes[i] = (ch_node){xstrdup(c, libmemcached ? s->addr : s->id), s->weight};
+        f->addr[i] = xstrdup(c, m[i].addr);
+        f->name[i] = m[i].name ? xstrdup(c, m[i].name) : NULL;
+        f->named = f->named || m[i].name != NULL;
+        f->nodes[i] = (ch_node){xstrdup(c, m[i].id), m[i].weight};
     }
+    free(m);
     if (p->hash_tag)
         memcpy(f->hash_tag, p->hash_tag, sizeof(f->hash_tag));
+    f->conf_version = p->version ? xstrdup(c, p->version) : NULL;
     f->conf_hash = p->hash ? xstrdup(c, p->hash) : NULL;
     f->conf_dist = p->distribution ? xstrdup(c, p->distribution) : NULL;
     ch_config_free(cfg);
@@ -392,6 +395,7 @@ void fleet_free(fleet *f)
     free(f->source);
     free(f->conf_hash);
     free(f->conf_dist);
+    free(f->conf_version);
     *f = (fleet){0};
 }
 

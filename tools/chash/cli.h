@@ -30,6 +30,7 @@ enum {
     OPT_OUT = 1u << 10,     /* --out */
     OPT_MAGLEV = 1u << 11,  /* --table-size */
     OPT_NEW = 1u << 12,     /* --new-hash, --new-vnodes */
+    OPT_SHOWVERSION = 1u << 13, /* --show-version */
 };
 
 #define CLI_MAX_LIST 16 /* repeated --add / --remove */
@@ -57,6 +58,7 @@ typedef struct cli {
     uint32_t table_size;    /* --table-size M; 0: the library default */
     const char *new_hash;   /* --new-hash NAME */
     const char *new_vnodes; /* --new-vnodes N */
+    bool show_version;      /* --show-version */
 
     int argc; /* positional arguments */
     char **argv;
@@ -88,6 +90,7 @@ typedef struct fleet {
     char *conf_hash;  /* the pool's hash and distribution as written, or NULL (no config) */
     char *conf_dist;
     char hash_tag[2]; /* the pool's hash_tag, {0, 0} for none */
+    char *conf_version; /* the pool's "version", or NULL */
 } fleet;
 
 /* Parses a node list: a count ("8" -> node-1 .. node-8) or "id[:weight],...". The weight is the

@@ -4,6 +4,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "commands.h"
 
+#include <chash_route.h>
+
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -36,6 +38,25 @@ static void print_node(const fleet *f, size_t i)
     }
 }
 
+/* "# version V": the membership's version (chash_route.h), the pool's "version" or a content
+ * hash of the members and options, as libchash-cache and chash-proxy report it. */
+static void print_version(const cli *c, const fleet *f, const ch_options *opt)
+{
+    ch_member *m = xmalloc(c, f->n * sizeof(*m));
+    for (size_t i = 0; i < f->n; i++)
+        m[i] = (ch_member){.id = f->nodes[i].id,
+                           .addr = f->addr[i] ? f->addr[i] : f->nodes[i].id,
+                           .name = f->name[i],
+                           .weight = f->nodes[i].weight};
+    ch_membership *ms;
+    int rc = ch_membership_build(m, f->n, opt, f->conf_version, &ms);
+    free(m);
+    if (rc != CH_OK)
+        cli_fail(c, "cannot build the membership of %s: %s", f->source, ch_strerror(rc));
+    printf("# version %s\n", ch_membership_version(ms));
+    ch_membership_free(ms);
+}
+
 static void lookup_one(const ch_table *t, const fleet *f, size_t r, size_t *walk, const char *key,
                        size_t len)
 {
@@ -66,6 +87,8 @@ int cmd_lookup(cli *c)
     cli_vnodes(c, c->vnodes ? c->vnodes : "160", &vnodes, 1);
     ch_options opt = cli_options(c, &f, algo, fleet_hash(c, &f), vnodes);
     ch_table *t = cli_build(c, &f, &opt, false);
+    if (c->show_version)
+        print_version(c, &f, &opt);
     if (algo == CH_ALGO_RANDOM) {
         draw_state = (uint64_t)time(NULL) << 20 ^ (uint64_t)getpid() ^ 1;
         cli_warn(c, "distribution random: nutcracker picks a random server per request; each "

@@ -19,10 +19,12 @@ static const struct command {
     const char *summary;
     const char *help;
 } commands[] = {
-    {"lookup", cmd_lookup, OPT_NODES | OPT_ALGO | OPT_HASH | OPT_VNODES | OPT_REPLICAS | OPT_MAGLEV,
+    {"lookup", cmd_lookup,
+     OPT_NODES | OPT_ALGO | OPT_HASH | OPT_VNODES | OPT_REPLICAS | OPT_MAGLEV | OPT_SHOWVERSION,
      "print the owner (and replicas) of each key",
      "usage: chash lookup [--nodes N|LIST | --config FILE [--pool NAME]] [--algo NAME]\n"
-     "                    [--hash NAME] [--vnodes N] [--replicas R] KEY... | -\n"
+     "                    [--hash NAME] [--vnodes N] [--replicas R] [--show-version]\n"
+     "                    KEY... | -\n"
      "\n"
      "One line per key: KEY<TAB>OWNER[<TAB>REPLICA...]. With --config an owner is printed as\n"
      "host:port, followed by a tab and the server's name when the pool names its servers.\n"
@@ -35,6 +37,8 @@ static const struct command {
      "  --vnodes N         ring points per unit weight (default 160)\n"
      "  --table-size M     maglev table size, a prime (default 65537)\n"
      "  --replicas R       also print the next R-1 nodes of the key's failover walk\n"
+     "  --show-version     first print '# version V': the membership version (the pool's\n"
+     "                     'version', else a content hash), as libchash-cache reports it\n"
      "\n"
      "example:\n"
      "  chash lookup --nodes cache-01,cache-02,cache-03:2 --replicas 2 user:42 user:43\n"},

@@ -1,0 +1,143 @@
+/*
+ * cache_internal.h — internals of libchash-cache shared by the files of src/cache. Not installed.
+ */
+#ifndef CHASH_CACHE_INTERNAL_H
+#define CHASH_CACHE_INTERNAL_H
+
+#include "chash_cache.h"
+
+#include <hiredis/hiredis.h>
+#include <signal.h>
+
+/* Counters kept per node and in total; see ch_cache_node_metrics for their meaning. */
+typedef struct ch__counters {
+    uint64_t attempts, hits, misses, failovers, errors, reply_errors, ejections, probes,
+        readmissions;
+} ch__counters;
+
+typedef struct ch__node {
+    const char *id;      /* points into the membership */
+    const char *addr;    /* points into the membership */
+    char *host;          /* owned: the host (IPv6 without brackets), or the unix socket path */
+    int port;            /* 1..65535, or 0 for a unix socket */
+    redisContext *conn;  /* NULL until first use, and after any failure (dropped) */
+    ch__counters count;
+} ch__node;
+
+struct ch_cache {
+    ch_membership *m;        /* owned */
+    const ch_table *table;   /* ch_membership_table(m) */
+    ch_health *health;       /* owned; node indexes as in m */
+    ch_health_options hopt;  /* the policy health was built with */
+    ch__node *nodes;         /* owned, one per member */
+    size_t n;
+    size_t depth;            /* failover depth, 1..n */
+    size_t depth_wanted;     /* as asked for (depth is it clamped to n); kept across reloads */
+    int timeout_ms;
+    char *password;          /* owned, or NULL */
+    int db;
+    uint64_t rng;            /* splitmix64 state */
+    size_t *cand;            /* depth entries: the candidates of a single-key request */
+    ch__counters total;
+    uint64_t requests, failed, reloads;
+};
+
+/* What went wrong with one attempt (an attempt that failed, or got an error reply). */
+typedef struct ch__attempt {
+    ch_cache_fail fail;
+    char message[sizeof(((ch_cache_result *)0)->message)];
+} ch__attempt;
+
+/* How a reply answers a command. */
+typedef enum ch__outcome {
+    CH__HIT,
+    CH__MISS,        /* a get found nothing: a cache miss */
+    CH__OK,
+    CH__ABSENT,      /* a del found nothing: status MISS, but not a cache miss */
+    CH__REPLY_ERROR, /* the server's error reply */
+    CH__BAD_REPLY    /* a reply this command cannot get: a protocol failure of the node */
+} ch__outcome;
+
+typedef ch__outcome (*ch__classify_fn)(const redisReply *reply);
+
+/* ---- time, randomness, SIGPIPE (cache.c) ---------------------------------------------------- */
+
+uint64_t ch__now_ms(void);
+uint64_t ch__rand(ch_cache *c);
+
+/* Blocks SIGPIPE in this thread; ch__sigpipe_restore() discards a SIGPIPE raised meanwhile
+ * (unless one was already pending before) and restores the thread's mask. */
+typedef struct ch__sigpipe {
+    sigset_t old;
+    bool was_pending;
+} ch__sigpipe;
+void ch__sigpipe_block(ch__sigpipe *g);
+void ch__sigpipe_restore(const ch__sigpipe *g);
+
+/* ---- nodes and connections (node.c) --------------------------------------------------------- */
+
+/* Splits addr into *host (allocated) and *port (0 for a unix socket path). Returns CH_OK,
+ * CH_EINVAL (not "host:port", "[v6]:port" or "/path", or a port outside 1..65535), CH_ENOMEM. */
+int ch__parse_addr(const char *addr, char **host, int *port);
+
+/* Closes node i's connection, if any. */
+void ch__node_drop(ch__node *node);
+
+/* Sends one command to node i (connecting first when needed) and reads its reply. A connection
+ * kept from earlier requests that turns out broken (closed or reset: the server went away
+ * since) is replaced once, so a restarted server does not cost a failure. Returns the reply
+ * (the caller frees it), or NULL with *a filled, the connection dropped. */
+redisReply *ch__node_command(ch_cache *c, size_t i, int argc, const char *const *argv,
+                             const size_t *lens, ch__attempt *a);
+
+/* Pipelining: ch__node_connect(), then ch__node_append() per command, then ch__node_read() per
+ * reply. Each returns false / NULL with *a filled and the connection dropped on failure. */
+bool ch__node_connect(ch_cache *c, size_t i, ch__attempt *a);
+bool ch__node_append(ch_cache *c, size_t i, int argc, const char *const *argv,
+                     const size_t *lens, ch__attempt *a);
+redisReply *ch__node_read(ch_cache *c, size_t i, ch__attempt *a);
+
+/* Whether a failure (*a) of a connection that was kept from earlier requests (kept) means it
+ * went stale while idle, so one retry on a fresh connection is due. Timeouts never are. */
+bool ch__node_stale(bool kept, const ch__attempt *a);
+
+/* Fills *a for a reply the command cannot get, and drops the connection (the stream can no
+ * longer be trusted). */
+void ch__node_bad_reply(ch_cache *c, size_t i, const redisReply *reply, ch__attempt *a);
+
+/* ---- requests (request.c) ------------------------------------------------------------------- */
+
+/* Accounting shared by get/set/del and mget. */
+void ch__result_clear(ch_cache_result *r);
+/* Node i failed an attempt: counts it, reports it to the health tracker (which may eject the
+ * node) and records the reason in r (when r is not NULL). */
+void ch__node_failed(ch_cache *c, size_t i, const ch__attempt *a, ch_cache_result *r);
+/* Node i answered a request for a key owned by `owner` with `reply`, classified as `outcome`
+ * (not CH__BAD_REPLY): fills r (taking the reply) and counts it. */
+void ch__served(ch_cache *c, size_t i, size_t owner, ch__outcome outcome, redisReply *reply,
+                ch_cache_result *r);
+/* The request could not be served: r becomes CH_CACHE_ERROR (NO_NODE when no attempt failed). */
+void ch__unserved(ch_cache *c, ch_cache_result *r);
+
+ch__outcome ch__classify_get(const redisReply *reply);
+
+/* Probes every ejected node whose probe is due; returns how many were readmitted. O(nodes) plus
+ * the probes. The caller holds the SIGPIPE guard. */
+size_t ch__run_probes(ch_cache *c);
+
+/* ---- membership (cache.c) ------------------------------------------------------------------- */
+
+/* Options as given (opt may be NULL or an older, smaller struct) merged over the defaults. */
+int ch__cache_options_resolve(const ch_cache_options *opt, ch_cache_options *out);
+int ch__health_options_resolve(const ch_health_options *opt, ch_health_options *out);
+
+/* A client over m (taken on success; on failure the caller still owns m). */
+int ch__cache_new(ch_membership *m, const ch_health_options *hopt, const ch_cache_options *opt,
+                  ch_cache **out);
+
+/* Swaps in m (taken on success) with the policy and options given, carrying health, counters
+ * and connections over by member id. On failure nothing changes. */
+int ch__cache_swap(ch_cache *c, ch_membership *m, const ch_health_options *hopt,
+                   const ch_cache_options *opt);
+
+#endif /* CHASH_CACHE_INTERNAL_H */

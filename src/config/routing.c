@@ -1,0 +1,67 @@
+/*
+ * routing.c — from a loaded pool to what routing needs (include/chash_route.h): table options,
+ * members in the peers' order, the versioned membership, and the health policy. No I/O: the
+ * pool is already loaded.
+ */
+#include "chash_config.h"
+
+#include <stdlib.h>
+
+int ch_config_options(const ch_conf_pool *p, ch_options *opt)
+{
+    ch_options_init(opt);
+    int rc = ch_algo_from_name(p->distribution, &opt->algo);
+    if (rc == CH_OK)
+        rc = ch_hash_from_name(p->hash, &opt->hash);
+    if (rc == CH_OK && p->hash_tag != NULL) {
+        opt->hash_tag[0] = p->hash_tag[0];
+        opt->hash_tag[1] = p->hash_tag[1];
+    }
+    return rc;
+}
+
+void ch_config_members(const ch_conf_pool *p, ch_algo_id algo, ch_member *members)
+{
+    bool twemproxy = algo == CH_ALGO_KETAMA || algo == CH_ALGO_MODULA || algo == CH_ALGO_RANDOM;
+    bool libmemcached =
+        algo == CH_ALGO_LIBMEMCACHED_KETAMA || algo == CH_ALGO_LIBMEMCACHED_KETAMA_SPY;
+    for (size_t i = 0; i < p->nservers; i++) {
+        const ch_conf_server *s = &p->servers[twemproxy ? p->order[i] : i];
+        members[i] = (ch_member){
+            .id = libmemcached ? s->addr : s->id,
+            .addr = s->addr,
+            .name = s->name,
+            .weight = s->weight,
+        };
+    }
+}
+
+int ch_config_membership(const ch_conf_pool *p, ch_membership **out)
+{
+    ch_options opt;
+    int rc = ch_config_options(p, &opt);
+    if (rc != CH_OK)
+        return rc;
+    ch_member *members = malloc(p->nservers * sizeof(*members));
+    if (members == NULL)
+        return CH_ENOMEM;
+    ch_config_members(p, opt.algo, members);
+    rc = ch_membership_build(members, p->nservers, &opt, p->version, out);
+    free(members);
+    return rc;
+}
+
+void ch_config_health(const ch_conf_pool *p, ch_health_options *opt)
+{
+    ch_health_options_init(opt);
+    if (p->has_auto_eject_hosts)
+        opt->eject = p->auto_eject_hosts;
+    if (p->has_server_failure_limit && p->server_failure_limit > 0)
+        opt->failure_limit = (uint32_t)p->server_failure_limit;
+    if (p->has_server_retry_timeout && p->server_retry_timeout_ms > 0)
+        opt->retry_min_ms = (uint64_t)p->server_retry_timeout_ms;
+    opt->retry_max_ms = (uint64_t)p->server_retry_max_ms;
+    if (opt->retry_max_ms < opt->retry_min_ms)
+        opt->retry_max_ms = opt->retry_min_ms;
+    opt->failure_window_ms = (uint64_t)p->server_failure_window_ms;
+}
