@@ -183,6 +183,18 @@ def test_lookup():
         _, s1, s2 = s.split("\t")
         check((n1, n2) == (s1, s2) and addr[n1] == a1 and addr[n2] == a2,
               "lookup --config named: %r vs %r" % (n, s))
+    # --show-version: the pool's "version" verbatim, else "m-" + 12 hex digits of a content
+    # hash that follows the membership (same members: same version; a weight changed: another).
+    out, _ = run("lookup", "--show-version", "--config",
+                 os.path.join(FIXTURES, "..", "..", "config", "fixtures", "valid_chash_keys.yml"),
+                 "--pool", "cache", "k")
+    check(out.splitlines()[0] == "# version fleet-2026-11-29.1", "explicit version: %r" % out)
+    v1 = run("lookup", "--show-version", "--nodes", "a,b,c", "k")[0].splitlines()[0]
+    v2 = run("lookup", "--show-version", "--nodes", "a,b,c", "k")[0].splitlines()[0]
+    v3 = run("lookup", "--show-version", "--nodes", "a,b,c:2", "k")[0].splitlines()[0]
+    check(re.fullmatch(r"# version m-[0-9a-f]{12}", v1) and v1 == v2 and v1 != v3,
+          "content versions: %r %r %r" % (v1, v2, v3))
+
     # Unnamed servers on port 11211: twemproxy's ketama hashes them by host alone (the pool's
     # defaults: fnv1a_64, ketama); printed as host:port.
     plain, _ = run("lookup", "--config", pools, "--pool", "plain", *keys)
