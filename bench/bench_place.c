@@ -1,17 +1,41 @@
 /*
- * bench_place — what a lookup costs next to hashing the key alone, for every placement
- * algorithm x hash x N in one run; build time and bytes per point of every table; and
- * libmemcached's weighted ketama (memcached_generate_hash) as the peer. Ends with the
- * performance targets, each MET or MISSED. docs/PERFORMANCE.md records a run.
+ * bench_place — what a lookup costs next to hashing the key alone, build time and bytes per
+ * point of the tables, and libmemcached's weighted ketama (memcached_generate_hash) as the peer.
+ * Ends with the performance targets, each MET or MISSED. docs/PERFORMANCE.md records a run.
+ *
+ * Rows. Not the whole cross product of algorithms x hashes (10 x 16 x 3 N would take minutes);
+ * for each N in {8, 100, 1000}, in this order:
+ *   - every algorithm with the default hash (fnv1a32_fmix), and right after it with its
+ *     compatibility hash where it has one: fnv1a_64 (twemproxy's default hash) for ketama and
+ *     modula; md5 for libmemcached_ketama and libmemcached_ketama_spy (libmemcached's weighted
+ *     ketama hashes keys with md5). random gets no second row: ch_lookup() hashes the key and
+ *     takes it modulo N whatever the hash (twemproxy draws a random value instead), so it costs
+ *     what modulo costs; modula with weights 1 is the same h % N over a slot table.
+ *   - the ring with every other hash: the "hash ns" column of these rows is each hash's
+ *     hash-only cost on the keys (twemproxy's hashes included), and the lookup column what the
+ *     ring adds to it.
+ * Then the peer, at N = 8 and 100 (libmemcached holds at most 100 servers): libmemcached's
+ * weighted ketama over servers 127.0.0.1:11211+i against chash's libmemcached_ketama with md5
+ * over ids "127.0.0.1:<11211+i>" in the same order: the same continuum. Before timing, both must
+ * give the same owner for every key of the key set (the bench dies otherwise). In the same
+ * rounds: the md5 hash-only cost of each library (chash's ch_hash64 md5; libhashkit_md5, the
+ * hash memcached_generate_hash uses), so the split between hashing and placement is visible;
+ * and, over the same servers, chash's default ring (fnv1a32_fmix) and twemproxy's default
+ * configuration (ketama + fnv1a_64, ids as twemproxy names the servers: "127.0.0.1" for port
+ * 11211, else "127.0.0.1:<port>"). Measuring them together, not from the rows above, keeps the
+ * ratios free of the machine's slow phases (several seconds at a time, up to 1.45x slower on the
+ * reference machine), which would otherwise hit one side of a ratio and not the other.
  *
  * Method. One array of NKEYS keys "user:<digits>" (8..24 bytes, fixed-seed PRNG) is shared by
- * every measurement. A measurement covers the first nk keys in chunks of CHUNK_KEYS; each chunk
- * gets REPS rounds of {hash-only pass, lookup pass}, both with the same loop shape (one
- * out-of-line library call per key, results summed into a local that ends in a volatile sink).
- * The best (minimum) time of each pass kind per chunk is kept and the chunks are summed. Short
- * passes (a few ms), alternated and spread over the measurement, keep a preempted pass from
- * counting and let drift hit both kinds alike. nk is NKEYS unless the lookups would take more than MEASURE_BUDGET_NS (md5,
- * rendezvous at large N): then nk is cut to fit, in whole chunks; figures are per key.
+ * every measurement. A measurement runs several passes (e.g. hash-only and lookup), each timed
+ * over the first nk keys in chunks of CHUNK_KEYS; each chunk gets REPS rounds of all passes,
+ * every pass with the same loop shape (one out-of-line library call per key, results summed
+ * into a local that ends in a volatile sink), the pass that goes first rotating from round to
+ * round. The best (minimum) time of each pass per chunk is kept and the chunks are summed.
+ * Short passes (a few ms), alternated and spread over the measurement, keep a preempted pass
+ * from counting and let drift hit all passes alike. nk is NKEYS unless the slowest pass would
+ * take more than MEASURE_BUDGET_NS (md5, the crcs, rendezvous and jump at large N): then nk is
+ * cut to fit, in whole chunks; figures are per key.
  *
  * Why chunks of 64 Ki keys, not fewer: a pass replays its chunk REPS times, and a short replayed
  * sequence trains the branch predictor (the hash loops exit at the key length, the ring search
@@ -22,6 +46,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <chash.h>
+#include <libhashkit-1.0/hashkit.h>
 #include <libmemcached/memcached.h>
 
 #include <inttypes.h>
@@ -43,6 +68,7 @@
 #define MEASURE_BUDGET_NS 50e6 /* aim for at most this per pass over all nk keys */
 #define CHUNK_KEYS 65536u     /* keys per chunk, and the fewest a measurement uses */
 _Static_assert(NKEYS % CHUNK_KEYS == 0, "NKEYS must be whole chunks");
+#define NCHUNKS_MAX (NKEYS / CHUNK_KEYS)
 #define REPS 7                /* rounds per chunk; the best is kept */
 #define BUILD_REPS 5          /* builds per table; the best is kept */
 #define VNODES 160u
@@ -55,11 +81,16 @@ _Static_assert(NKEYS % CHUNK_KEYS == 0, "NKEYS must be whole chunks");
 static const size_t node_counts[] = {8, 100, 1000};
 #define NCOUNTS (sizeof(node_counts) / sizeof(node_counts[0]))
 
+/* The hash twemproxy uses when a pool names none, and the distribution it uses then (ketama). */
+#define TW_DEFAULT_HASH CH_HASH_TW_FNV1A_64
+
 /* Targets (see the summary). */
 #define T_RING_SMALL 1.5      /* ring 8x160: lookup / hash-only */
 #define T_RING_LARGE 3.0      /* ring 1000x160: lookup / hash-only */
 #define T_O1 1.3              /* jump, maglev: lookup / hash-only, every N */
 #define T_PEER 10.0           /* default-hash ring lookups/s / libmemcached ketama lookups/s */
+#define T_SAME 1.4            /* chash libmemcached_ketama+md5 / libmemcached, same continuum;
+                                 * set after measuring (why: docs/PERFORMANCE.md) */
 #define T_BUILD_MS 10.0       /* ring 1000x160 build */
 
 static volatile uint64_t sink; /* every pass ends here, so no pass can be optimized away */
@@ -74,6 +105,9 @@ static char *key_block;
 
 static char node_ids[MAX_NODES][16];
 static ch_node nodes[MAX_NODES];
+static char peer_ids[PEER_MAX_SERVERS][24];
+static ch_node peer_nodes[PEER_MAX_SERVERS]; /* "127.0.0.1:<port>": libmemcached_ketama, ring */
+static ch_node tw_nodes[PEER_MAX_SERVERS];   /* twemproxy's names for the same servers: ketama */
 
 /* One measured table. */
 typedef struct row {
@@ -87,12 +121,21 @@ typedef struct row {
     double lookup_ns; /* per key, ch_lookup */
 } row;
 
-static row rows[NCOUNTS * CH_ALGO_COUNT_ * CH_HASH_COUNT_];
+/* Per N: every algorithm twice at most, the ring once per hash. */
+#define MAX_ROWS (NCOUNTS * (2 * CH_ALGO_COUNT_ + CH_HASH_COUNT_))
+static row rows[MAX_ROWS];
 static size_t nrows;
 
+/* The peer comparison at one N: the same continuum in libmemcached and in chash. */
 typedef struct peer {
-    size_t n, nk;     /* nk == 0: not measured (n > PEER_MAX_SERVERS) */
-    double lookup_ns; /* per key, memcached_generate_hash */
+    size_t n, nk;       /* nk == 0: not measured (n > PEER_MAX_SERVERS) */
+    size_t agree;       /* keys with the same owner in both: all, or the bench died */
+    double lm_ns;       /* per key, memcached_generate_hash */
+    double lm_md5_ns;   /* per key, libhashkit_md5 (libmemcached's key hash) alone */
+    double ch_ns;       /* per key, ch_lookup on libmemcached_ketama + md5 */
+    double ch_md5_ns;   /* per key, ch_hash64(CH_HASH_MD5) alone */
+    double ring_ns;     /* per key, ch_lookup on the default ring over the same servers */
+    double tw_ns;       /* per key, ch_lookup on ketama + fnv1a_64 (twemproxy's default) */
 } peer;
 
 static peer peers[NCOUNTS];
@@ -140,20 +183,66 @@ static void make_keys(void)
     }
 }
 
+/* "node-1" ... for the rows; "127.0.0.1:<11211+i>" for the peer comparison, the ids under which
+ * chash's libmemcached_ketama builds libmemcached's continuum for those servers, and the same
+ * servers as twemproxy names them ("host" alone for port 11211). */
 static void make_nodes(void)
 {
     for (size_t i = 0; i < MAX_NODES; i++) {
         snprintf(node_ids[i], sizeof(node_ids[i]), "node-%zu", i + 1);
         nodes[i] = (ch_node){.id = node_ids[i], .weight = 1.0};
     }
+    for (size_t i = 0; i < PEER_MAX_SERVERS; i++) {
+        snprintf(peer_ids[i], sizeof(peer_ids[i]), "127.0.0.1:%zu", MEMCACHED_PORT + i);
+        peer_nodes[i] = (ch_node){.id = peer_ids[i], .weight = 1.0};
+        tw_nodes[i] = peer_nodes[i];
+    }
+    tw_nodes[0].id = "127.0.0.1"; /* port 11211 */
 }
 
-/* Keys for a measurement whose slower pass costs probe_ns per key: whole chunks, at least one. */
+/* Keys for a measurement whose slowest pass costs probe_ns per key: whole chunks, at least one. */
 static size_t keys_for(double probe_ns)
 {
     double chunks = MEASURE_BUDGET_NS / (probe_ns > 0.0 ? probe_ns : 1.0) / CHUNK_KEYS;
     size_t nk = chunks < 1.0 ? CHUNK_KEYS : (size_t)chunks * CHUNK_KEYS;
     return nk < NKEYS ? nk : NKEYS;
+}
+
+/* The registry's own id for a name it printed: rows go through the public names. */
+static ch_algo_id algo_id(unsigned a)
+{
+    ch_algo_id id;
+    int rc = ch_algo_from_name(ch_algo_name((ch_algo_id)a), &id);
+    if (rc != CH_OK)
+        die("ch_algo_from_name", rc);
+    return id;
+}
+
+static ch_hash_id hash_id(unsigned h)
+{
+    ch_hash_id id;
+    int rc = ch_hash_from_name(ch_hash_name((ch_hash_id)h), &id);
+    if (rc != CH_OK)
+        die("ch_hash_from_name", rc);
+    return id;
+}
+
+/* The hash an algorithm is compatible with a peer under, when it is not the default: the second
+ * row of that algorithm. false: none, or none worth a row (see the header comment). */
+static bool compat_hash(ch_algo_id a, ch_hash_id *out)
+{
+    switch (a) {
+    case CH_ALGO_KETAMA:
+    case CH_ALGO_MODULA:
+        *out = TW_DEFAULT_HASH;
+        return true;
+    case CH_ALGO_LIBMEMCACHED_KETAMA:
+    case CH_ALGO_LIBMEMCACHED_KETAMA_SPY:
+        *out = CH_HASH_MD5;
+        return true;
+    default:
+        return false;
+    }
 }
 
 /* ---- timed passes: one loop shape, one library call per key ------------------------------ */
@@ -194,7 +283,87 @@ static double pass_memcached(const memcached_st *m, const key *k, size_t nk)
     return el;
 }
 
+static double pass_hashkit_md5(const key *k, size_t nk)
+{
+    uint64_t acc = 0;
+    double t0 = now_ns();
+    for (size_t i = 0; i < nk; i++)
+        acc += libhashkit_md5(k[i].p, k[i].len);
+    double el = now_ns() - t0;
+    sink += acc;
+    return el;
+}
+
+/* One kind of pass in a measurement, and its result. */
+typedef enum pass_kind { P_HASH, P_LOOKUP, P_MEMCACHED, P_HASHKIT_MD5 } pass_kind;
+
+typedef struct pass {
+    pass_kind kind;
+    ch_hash_id hash;         /* P_HASH */
+    const ch_table *t;       /* P_LOOKUP */
+    const memcached_st *m;   /* P_MEMCACHED */
+    double ns;               /* result: per key */
+} pass;
+
+static double run_pass(const pass *p, const key *k, size_t nk)
+{
+    switch (p->kind) {
+    case P_HASH:
+        return pass_hash(p->hash, k, nk);
+    case P_LOOKUP:
+        return pass_lookup(p->t, k, nk);
+    case P_MEMCACHED:
+        return pass_memcached(p->m, k, nk);
+    case P_HASHKIT_MD5:
+        return pass_hashkit_md5(k, nk);
+    }
+    return 0.0;
+}
+
 /* ---- measurements ------------------------------------------------------------------------ */
+
+/* Times the np passes over the same keys; returns nk and sets each pass's ns per key.
+ * Rounds go over all chunks, so a chunk's rounds are spread over the whole measurement and a
+ * burst of other work on the machine spoils at most one of them. Within a round the passes over
+ * a chunk follow each other, the first one rotating from round to round (with two passes: A B,
+ * then B A), so each gets rounds with the chunk's keys already in cache. Best per chunk and
+ * pass, summed over the chunks. */
+#define MAX_PASSES 6
+static size_t measure(pass *p, size_t np)
+{
+    double slowest = 0.0;
+    for (size_t j = 0; j < np; j++) {
+        double probe = 1e300;
+        for (int i = 0; i < 3; i++) {
+            double el = run_pass(&p[j], keys, PROBE_KEYS);
+            probe = el < probe ? el : probe;
+        }
+        slowest = probe > slowest ? probe : slowest;
+    }
+    size_t nk = keys_for(slowest / PROBE_KEYS);
+    size_t nchunks = nk / CHUNK_KEYS;
+    double best[MAX_PASSES][NCHUNKS_MAX];
+    for (size_t j = 0; j < np; j++)
+        for (size_t c = 0; c < nchunks; c++)
+            best[j][c] = 1e300;
+    for (int rep = 0; rep < REPS; rep++) {
+        for (size_t c = 0; c < nchunks; c++) {
+            const key *k = keys + c * CHUNK_KEYS;
+            for (size_t i = 0; i < np; i++) {
+                size_t j = ((size_t)rep + i) % np;
+                double el = run_pass(&p[j], k, CHUNK_KEYS);
+                best[j][c] = el < best[j][c] ? el : best[j][c];
+            }
+        }
+    }
+    for (size_t j = 0; j < np; j++) {
+        double sum = 0.0;
+        for (size_t c = 0; c < nchunks; c++)
+            sum += best[j][c];
+        p[j].ns = sum / (double)nk;
+    }
+    return nk;
+}
 
 /* Builds the table BUILD_REPS times; keeps the last, and the best build time in r. */
 static ch_table *build_table(row *r)
@@ -224,45 +393,23 @@ static ch_table *build_table(row *r)
     return t;
 }
 
-/* Lookup and hash-only cost per key over the first r->nk keys. Rounds go over all chunks, so
- * a chunk's rounds are spread over the whole measurement and a burst of other work on the
- * machine spoils at most one of them. Within a round the two passes over a chunk alternate in
- * order, so each kind gets rounds with the chunk's keys already in cache. Best per chunk and
- * kind, summed over the chunks. */
-static void measure_lookups(const ch_table *t, row *r)
+static void print_row(const row *r);
+
+/* Builds, measures and prints one row: hash-only and lookup cost per key. */
+static void measure_row(size_t n, ch_algo_id a, ch_hash_id h)
 {
-    double probe = 1e300;
-    for (int i = 0; i < 3; i++) {
-        double l = pass_lookup(t, keys, PROBE_KEYS);
-        probe = l < probe ? l : probe;
-    }
-    r->nk = keys_for(probe / PROBE_KEYS);
-    size_t nchunks = r->nk / CHUNK_KEYS;
-    double best_h[NKEYS / CHUNK_KEYS], best_l[NKEYS / CHUNK_KEYS];
-    for (size_t c = 0; c < nchunks; c++)
-        best_h[c] = best_l[c] = 1e300;
-    for (int rep = 0; rep < REPS; rep++) {
-        for (size_t c = 0; c < nchunks; c++) {
-            const key *k = keys + c * CHUNK_KEYS;
-            double h, l;
-            if (rep % 2 == 0) {
-                h = pass_hash(r->hash, k, CHUNK_KEYS);
-                l = pass_lookup(t, k, CHUNK_KEYS);
-            } else {
-                l = pass_lookup(t, k, CHUNK_KEYS);
-                h = pass_hash(r->hash, k, CHUNK_KEYS);
-            }
-            best_h[c] = h < best_h[c] ? h : best_h[c];
-            best_l[c] = l < best_l[c] ? l : best_l[c];
-        }
-    }
-    double sum_h = 0.0, sum_l = 0.0;
-    for (size_t c = 0; c < nchunks; c++) {
-        sum_h += best_h[c];
-        sum_l += best_l[c];
-    }
-    r->hash_ns = sum_h / (double)r->nk;
-    r->lookup_ns = sum_l / (double)r->nk;
+    if (nrows == MAX_ROWS)
+        die("too many rows", 1);
+    row *r = &rows[nrows++];
+    *r = (row){.n = n, .algo = a, .hash = h};
+    ch_table *t = build_table(r);
+    pass p[2] = {{.kind = P_HASH, .hash = h}, {.kind = P_LOOKUP, .t = t}};
+    r->nk = measure(p, 2);
+    r->hash_ns = p[0].ns;
+    r->lookup_ns = p[1].ns;
+    ch_table_free(t);
+    print_row(r);
+    fflush(stdout);
 }
 
 /* Weighted ketama over n servers 127.0.0.1:11211+i, weight 1. No connection is made:
@@ -295,33 +442,58 @@ static memcached_st *ketama_create(size_t n)
     return m;
 }
 
-/* As measure_lookups(), without a partner pass: each chunk is passed twice per round and the
- * second, with the keys in cache, can count. */
+static ch_table *peer_table(const ch_node *ns, size_t n, ch_algo_id a, ch_hash_id h)
+{
+    ch_options opt;
+    ch_options_init(&opt);
+    opt.algo = a;
+    opt.hash = h;
+    ch_table *t;
+    int rc = ch_table_build(ns, n, &opt, &t);
+    if (rc != CH_OK)
+        die("ch_table_build (peer comparison)", rc);
+    return t;
+}
+
+/* libmemcached's continuum and chash's libmemcached_ketama + md5 over the same servers in the
+ * same order: checked equal on every key, then timed in the same rounds with both md5s alone,
+ * the default ring and twemproxy's default over the same servers. */
 static void measure_peer(peer *p)
 {
     memcached_st *m = ketama_create(p->n);
-    double probe = 1e300;
-    for (int i = 0; i < 3; i++) {
-        double l = pass_memcached(m, keys, PROBE_KEYS);
-        probe = l < probe ? l : probe;
-    }
-    p->nk = keys_for(probe / PROBE_KEYS);
-    size_t nchunks = p->nk / CHUNK_KEYS;
-    double best[NKEYS / CHUNK_KEYS];
-    for (size_t c = 0; c < nchunks; c++)
-        best[c] = 1e300;
-    for (int rep = 0; rep < REPS; rep++) {
-        for (size_t c = 0; c < nchunks; c++) {
-            for (int twice = 0; twice < 2; twice++) {
-                double l = pass_memcached(m, keys + c * CHUNK_KEYS, CHUNK_KEYS);
-                best[c] = l < best[c] ? l : best[c];
-            }
+    ch_table *t = peer_table(peer_nodes, p->n, CH_ALGO_LIBMEMCACHED_KETAMA, CH_HASH_MD5);
+    ch_table *ring = peer_table(peer_nodes, p->n, CH_ALGO_RING, CH_HASH_DEFAULT);
+    ch_table *tw = peer_table(tw_nodes, p->n, CH_ALGO_KETAMA, TW_DEFAULT_HASH);
+
+    for (size_t i = 0; i < NKEYS; i++) {
+        uint32_t lm = memcached_generate_hash(m, keys[i].p, keys[i].len);
+        size_t ch = ch_lookup(t, keys[i].p, keys[i].len);
+        if (ch != lm) {
+            fprintf(stderr,
+                    "bench_place: N=%zu, key \"%.*s\": libmemcached says server %" PRIu32
+                    ", chash libmemcached_ketama says %zu\n",
+                    p->n, (int)keys[i].len, keys[i].p, lm, ch);
+            die("libmemcached and chash disagree on the same continuum", 1);
         }
+        p->agree++;
     }
-    double sum = 0.0;
-    for (size_t c = 0; c < nchunks; c++)
-        sum += best[c];
-    p->lookup_ns = sum / (double)p->nk;
+
+    pass ps[6] = {{.kind = P_HASHKIT_MD5},
+                  {.kind = P_MEMCACHED, .m = m},
+                  {.kind = P_HASH, .hash = CH_HASH_MD5},
+                  {.kind = P_LOOKUP, .t = t},
+                  {.kind = P_LOOKUP, .t = ring},
+                  {.kind = P_LOOKUP, .t = tw}};
+    p->nk = measure(ps, 6);
+    p->lm_md5_ns = ps[0].ns;
+    p->lm_ns = ps[1].ns;
+    p->ch_md5_ns = ps[2].ns;
+    p->ch_ns = ps[3].ns;
+    p->ring_ns = ps[4].ns;
+    p->tw_ns = ps[5].ns;
+    ch_table_free(tw);
+    ch_table_free(ring);
+    ch_table_free(t);
     memcached_free(m);
 }
 
@@ -363,15 +535,20 @@ static void print_header(void)
     if (strcmp(BENCH_BUILD_TYPE, "Release") != 0)
         printf("WARNING: not a Release build; figures are not representative\n");
     printf("keys: %u \"user:<digits>\", 8..24 bytes; best of %d rounds per chunk; %u points per "
-           "node; load average %.2f\n\n",
+           "node; load average %.2f\n",
            NKEYS, REPS, VNODES, load_average());
-    printf("%5s %-10s %-12s %8s %9s %9s %10s %7s %9s %8s %7s\n", "nodes", "algo", "hash", "keys",
+    printf("rows per N: every algorithm with %s, then with its compatibility hash (ketama, modula: "
+           "%s; libmemcached_ketama*: md5); the ring with every other hash\n\n",
+           ch_hash_name(CH_HASH_DEFAULT), ch_hash_name(TW_DEFAULT_HASH));
+    printf("%5s %-23s %-13s %8s %8s %9s %9s %8s %9s %7s %7s\n", "nodes", "algo", "hash", "keys",
            "hash ns", "lookup ns", "Mlookup/s", "ratio", "build ms", "points", "B/point");
 }
 
 static void print_row(const row *r)
 {
-    printf("%5zu %-10s %-12s %8zu %9.1f %9.1f %10.2f %6.2fx %9.3f %8zu %7.1f\n", r->n,
+    if (r > rows && r[-1].n != r->n) /* a blank line between the N groups */
+        printf("\n");
+    printf("%5zu %-23s %-13s %8zu %8.1f %9.1f %9.2f %7.2fx %9.3f %7zu %7.1f\n", r->n,
            ch_algo_name(r->algo), ch_hash_name(r->hash), r->nk, r->hash_ns, r->lookup_ns,
            1e3 / r->lookup_ns, ratio(r), r->build_ns / 1e6, r->points,
            (double)r->bytes / (double)r->points);
@@ -379,9 +556,12 @@ static void print_row(const row *r)
 
 static void print_peers(void)
 {
-    printf("\nlibmemcached weighted ketama (MD5, memcached_generate_hash) vs chash ring, same keys\n");
-    printf("%5s %8s %9s %10s | %-24s %-24s\n", "nodes", "keys", "ns", "Mlookup/s",
-           "ring fnv1a32_fmix (dflt)", "ring md5 (like for like)");
+    printf("\nsame continuum: libmemcached weighted ketama (memcached_generate_hash) vs chash "
+           "libmemcached_ketama + md5,\nservers 127.0.0.1:11211+i in order; owners checked "
+           "equal on every key first\n");
+    printf("%5s %8s %8s | %-26s %-26s %7s | %-24s\n", "nodes", "agree", "keys",
+           "libmemcached  ns   M/s", "chash         ns   M/s", "chash/lm",
+           "md5 alone: hashkit  chash");
     for (size_t i = 0; i < NCOUNTS; i++) {
         const peer *p = &peers[i];
         if (p->nk == 0) {
@@ -390,20 +570,32 @@ static void print_peers(void)
                    p->n, PEER_MAX_SERVERS);
             continue;
         }
-        const row *d = find_row(p->n, CH_ALGO_RING, CH_HASH_DEFAULT);
-        const row *m = find_row(p->n, CH_ALGO_RING, CH_HASH_MD5);
-        printf("%5zu %8zu %9.1f %10.2f | %8.2f M/s = %6.2fx   %8.2f M/s = %6.2fx\n", p->n, p->nk,
-               p->lookup_ns, 1e3 / p->lookup_ns, 1e3 / d->lookup_ns, p->lookup_ns / d->lookup_ns,
-               1e3 / m->lookup_ns, p->lookup_ns / m->lookup_ns);
+        printf("%5zu %8zu %8zu | %16.1f %6.2f   %16.1f %6.2f   %7.2fx | %18.1f %6.1f\n", p->n,
+               p->agree, p->nk, p->lm_ns, 1e3 / p->lm_ns, p->ch_ns, 1e3 / p->ch_ns,
+               p->lm_ns / p->ch_ns, p->lm_md5_ns, p->ch_md5_ns);
+    }
+
+    printf("\nsame rounds, same servers: chash's default and twemproxy's default configuration "
+           "vs libmemcached above\n");
+    printf("%5s | %s | %s\n", "nodes", "ring fnv1a32_fmix  ns    M/s    x lm",
+           "ketama fnv1a_64    ns    M/s    x lm");
+    for (size_t i = 0; i < NCOUNTS; i++) {
+        const peer *p = &peers[i];
+        if (p->nk == 0)
+            continue;
+        printf("%5zu | %21.1f %6.2f %6.2fx | %21.1f %6.2f %6.2fx\n", p->n, p->ring_ns,
+               1e3 / p->ring_ns, p->lm_ns / p->ring_ns, p->tw_ns, 1e3 / p->tw_ns,
+               p->lm_ns / p->tw_ns);
     }
 }
 
-static int missed;
+static int missed, ntargets;
 
 static void target(const char *what, const char *measured, bool met, const char *goal)
 {
-    printf("  %-50s %-20s %-9s %s\n", what, measured, goal, met ? "MET" : "MISSED");
+    printf("  %-58s %-18s %-9s %s\n", what, measured, goal, met ? "MET" : "MISSED");
     missed += !met;
+    ntargets++;
 }
 
 /* The worst lookup / hash-only ratio of an algorithm over every N, default hash. */
@@ -440,20 +632,31 @@ static void print_targets(void)
     target_o1(CH_ALGO_JUMP);
     target_o1(CH_ALGO_MAGLEV);
 
-    const peer *worst = NULL;
-    double worst_x = 0.0;
+    /* Worst N of the peer figures: the default-hash ring, then the same continuum. */
+    const peer *worst = NULL, *worst_same = NULL;
+    double worst_x = 0.0, worst_same_x = 0.0;
     for (size_t i = 0; i < NCOUNTS; i++) {
         if (peers[i].nk == 0)
             continue;
-        double x = peers[i].lookup_ns / find_row(peers[i].n, CH_ALGO_RING, CH_HASH_DEFAULT)->lookup_ns;
+        double x = peers[i].lm_ns / peers[i].ring_ns;
         if (worst == NULL || x < worst_x) {
             worst = &peers[i];
             worst_x = x;
+        }
+        double s = peers[i].lm_ns / peers[i].ch_ns;
+        if (worst_same == NULL || s < worst_same_x) {
+            worst_same = &peers[i];
+            worst_same_x = s;
         }
     }
     snprintf(got, sizeof(got), "%.2fx (N=%zu)", worst_x, worst->n);
     snprintf(goal, sizeof(goal), ">= %.0fx", T_PEER);
     target("ring / libmemcached ketama lookups/s, worst N<=100", got, worst_x >= T_PEER, goal);
+
+    snprintf(got, sizeof(got), "%.2fx (N=%zu)", worst_same_x, worst_same->n);
+    snprintf(goal, sizeof(goal), ">= %.1fx", T_SAME);
+    target("libmemcached_ketama (chash) / libmemcached, same continuum", got,
+           worst_same_x >= T_SAME, goal);
 
     r = find_row(1000, CH_ALGO_RING, CH_HASH_DEFAULT);
     snprintf(got, sizeof(got), "%.3f ms", r->build_ns / 1e6);
@@ -471,33 +674,28 @@ int main(void)
     print_header();
 
     for (size_t c = 0; c < NCOUNTS; c++) {
+        size_t n = node_counts[c];
         for (unsigned a = 0; a < CH_ALGO_COUNT_; a++) {
-            ch_algo_id algo;
-            int rc = ch_algo_from_name(ch_algo_name((ch_algo_id)a), &algo);
-            if (rc != CH_OK)
-                die("ch_algo_from_name", rc);
-            for (unsigned h = 0; h < CH_HASH_COUNT_; h++) {
-                ch_hash_id hash;
-                if ((rc = ch_hash_from_name(ch_hash_name((ch_hash_id)h), &hash)) != CH_OK)
-                    die("ch_hash_from_name", rc);
-                row *r = &rows[nrows++];
-                *r = (row){.n = node_counts[c], .algo = algo, .hash = hash};
-                ch_table *t = build_table(r);
-                measure_lookups(t, r);
-                ch_table_free(t);
-                print_row(r);
-                fflush(stdout);
-            }
+            ch_algo_id algo = algo_id(a);
+            ch_hash_id compat;
+            measure_row(n, algo, CH_HASH_DEFAULT);
+            if (compat_hash(algo, &compat))
+                measure_row(n, algo, compat);
         }
-        peers[c].n = node_counts[c];
-        if (node_counts[c] <= PEER_MAX_SERVERS)
+        for (unsigned h = 0; h < CH_HASH_COUNT_; h++) {
+            ch_hash_id hash = hash_id(h);
+            if (hash != CH_HASH_DEFAULT)
+                measure_row(n, CH_ALGO_RING, hash);
+        }
+        peers[c].n = n;
+        if (n <= PEER_MAX_SERVERS)
             measure_peer(&peers[c]);
     }
 
     print_peers();
     print_targets();
-    printf("\n%d of 6 targets missed; total run %.1f s; load average %.2f (sink %" PRIu64 ")\n",
-           missed, (now_ns() - t0) / 1e9, load_average(), (uint64_t)sink);
+    printf("\n%d of %d targets missed; total run %.1f s; load average %.2f (sink %" PRIu64 ")\n",
+           missed, ntargets, (now_ns() - t0) / 1e9, load_average(), (uint64_t)sink);
     free(keys);
     free(key_block);
     return 0;
