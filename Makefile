@@ -7,6 +7,9 @@ TEST := build/test
 
 all: build
 
+# Sub-makes run by cmake --build need not announce every directory they enter.
+MAKEFLAGS += --no-print-directory
+
 bootstrap:
 	@scripts/bootstrap
 
