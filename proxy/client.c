@@ -1,0 +1,376 @@
+/*
+ * client.c — client connections: reading and parsing requests, the per-client queue that puts
+ * replies back in request order, output buffering and its limit, and closing.
+ *
+ * Invariants:
+ * - c->head..c->tail holds the client's requests in arrival order; a reply leaves only from the
+ *   head, so a pipeline spanning several backends is answered in order.
+ * - c->stored + c->wbuf.len + c->inflight is every reply byte the proxy holds for the client;
+ *   beyond PX_MAX_CLIENT_PENDING the client is closed (a client that never reads cannot make the
+ *   proxy grow without bound).
+ * - A client struct lives until its stream's close callback; requests still waiting for
+ *   backends then lose their client (r->client = NULL) and are freed when their last fragment
+ *   completes.
+ */
+#include "proxy.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void client_process(px_client *c);
+
+/* Backpressure: a client with this many requests waiting for backends is not read until they
+ * drain (px_client_flush resumes it), so one pipelining client cannot queue unbounded work on
+ * the backend connections it shares with everyone else. Reply bytes do not pause it: a client
+ * that does not read its replies is closed at PX_MAX_CLIENT_PENDING instead. */
+static bool client_busy(const px_client *c)
+{
+    return c->nreqs >= PX_MAX_CLIENT_REQUESTS;
+}
+
+/* ---- requests --------------------------------------------------------------------------------- */
+
+px_req *px_req_new(px_client *c)
+{
+    px_req *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return NULL;
+    r->client = c;
+    if (c->tail != NULL)
+        c->tail->next = r;
+    else
+        c->head = r;
+    c->tail = r;
+    c->nreqs++;
+    return r;
+}
+
+void px_req_free(px_req *r)
+{
+    px_buf_free(&r->reply);
+    px_buf_free(&r->err);
+    for (size_t i = 0; i < r->nslots; i++)
+        px_buf_free(&r->slots[i]);
+    free(r->slots);
+    free(r);
+}
+
+void px_req_reply(px_req *r, const char *data, size_t len)
+{
+    px_buf_append(&r->reply, data, len);
+    r->done = true;
+    px_req_done(r);
+}
+
+void px_req_error(px_req *r, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    px_buf_printf(&r->reply, "-%s\r\n", msg);
+    r->done = true;
+    px_req_done(r);
+}
+
+static void client_over_limit(px_client *c)
+{
+    px_proxy *px = c->pool->px;
+    PX_LOG(px, PX_LOG_WARN, "pool %s: client %llu holds over %u reply bytes unread: closing it",
+           c->pool->conf->name, (unsigned long long)c->id, PX_MAX_CLIENT_PENDING);
+    c->pool->st.client_err++;
+    px_client_close(c);
+}
+
+void px_req_done(px_req *r)
+{
+    px_client *c = r->client;
+    if (c == NULL) {
+        if (r->pending == 0)
+            px_req_free(r);
+        return;
+    }
+    if (c->closing)
+        return; /* the close callback frees it */
+    if (r != c->head) {
+        r->counted = true;
+        c->stored += r->reply.len;
+        if (c->stored + c->wbuf.len + c->inflight > PX_MAX_CLIENT_PENDING)
+            client_over_limit(c);
+        return;
+    }
+    while (c->head != NULL && c->head->done) {
+        px_req *h = c->head;
+        c->head = h->next;
+        if (c->head == NULL)
+            c->tail = NULL;
+        c->nreqs--;
+        if (h->counted)
+            c->stored -= h->reply.len;
+        bool close_after = h->close_after;
+        int rc = px_buf_append(&c->wbuf, h->reply.p, h->reply.len);
+        px_req_free(h);
+        if (rc != 0) {
+            px_client_close(c);
+            return;
+        }
+        if (close_after) {
+            c->draining = true;
+            break;
+        }
+    }
+    px_mark_client(c);
+    if (c->stored + c->wbuf.len + c->inflight > PX_MAX_CLIENT_PENDING) {
+        client_over_limit(c);
+        return;
+    }
+}
+
+/* ---- reading ---------------------------------------------------------------------------------- */
+
+static void client_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    (void)hint;
+    px_stream *st = PX_CONTAINER(h, px_stream, u);
+    px_client *c = st->owner;
+    buf->base = NULL;
+    buf->len = 0;
+    size_t want = PX_READ_CHUNK;
+    if (c->need > c->rbuf.len && c->need - c->rbuf.len > want)
+        want = c->need - c->rbuf.len;
+    if (want > 4u * 1024u * 1024u)
+        want = 4u * 1024u * 1024u;
+    if (px_buf_reserve(&c->rbuf, want) != 0)
+        return;
+    buf->base = c->rbuf.p + c->rbuf.len;
+    buf->len = c->rbuf.cap - c->rbuf.len;
+}
+
+static void client_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+    (void)buf;
+    px_stream *st = PX_CONTAINER(stream, px_stream, u);
+    px_client *c = st->owner;
+    if (c->closing || nread == 0)
+        return;
+    if (nread < 0) {
+        uv_read_stop(stream);
+        if (nread == UV_EOF) {
+            c->pool->st.client_eof++;
+            /* A half-closed client (nc, shell pipes) still gets the replies it asked for. */
+            c->draining = true;
+            if (c->head == NULL)
+                px_client_close(c);
+            else
+                px_mark_client(c);
+        } else {
+            c->pool->st.client_err++;
+            px_client_close(c);
+        }
+        return;
+    }
+    c->rbuf.len += (size_t)nread;
+    client_process(c);
+}
+
+/* Parses and handles every complete request in the buffer. */
+static void client_process(px_client *c)
+{
+    px_proxy *px = c->pool->px;
+    size_t off = 0;
+    while (!c->closing && !c->draining && c->rbuf.len > off && c->rbuf.len >= c->need) {
+        if (client_busy(c)) {
+            /* Backpressure: resume when the queue drains (px_client_flush). */
+            uv_read_stop(&c->st->u.stream);
+            c->paused = true;
+            break;
+        }
+        size_t argc = 0, consumed = 0, need = 0;
+        char err[160] = "";
+        ch_resp_status rs =
+            ch_resp_parse_request(c->rbuf.p + off, c->rbuf.len - off, &px->limits, px->argv,
+                                  px->argv_cap, &argc, &consumed, &need, err, sizeof(err));
+        if (rs == CH_RESP_INCOMPLETE) {
+            c->need = off + need;
+            break;
+        }
+        if (rs == CH_RESP_OK && argc > px->argv_cap) {
+            ch_resp_arg *a = realloc(px->argv, argc * sizeof(*a));
+            if (a != NULL) {
+                px->argv = a;
+                px->argv_cap = argc;
+                continue; /* parse it again with room for every argument */
+            }
+            rs = CH_RESP_TOO_BIG;
+            snprintf(err, sizeof(err), "ERR out of memory");
+        }
+        if (rs != CH_RESP_OK) {
+            PX_LOG(px, PX_LOG_INFO, "pool %s: client %llu: %s: closing it", c->pool->conf->name,
+                   (unsigned long long)c->id, err);
+            c->pool->st.client_err++;
+            px_req *r = px_req_new(c);
+            if (r == NULL) {
+                px_client_close(c);
+                return;
+            }
+            r->close_after = true;
+            c->draining = true;
+            uv_read_stop(&c->st->u.stream);
+            px_req_error(r, "%s%s", strncmp(err, "ERR", 3) == 0 ? "" : "ERR ",
+                         err[0] ? err : "Protocol error");
+            off = c->rbuf.len;
+            break;
+        }
+        c->need = 0;
+        if (argc > 0)
+            px_command_handle(c, px->argv, argc, c->rbuf.p + off, consumed);
+        off += consumed;
+    }
+    if (c->draining && !c->closing)
+        uv_read_stop(&c->st->u.stream);
+    px_buf_consume(&c->rbuf, off);
+    c->need = c->need > off ? c->need - off : 0;
+}
+
+/* ---- writing ---------------------------------------------------------------------------------- */
+
+static void client_write_cb(uv_write_t *req, int status)
+{
+    px_write *w = PX_CONTAINER(req, px_write, req);
+    px_stream *st = PX_CONTAINER(req->handle, px_stream, u);
+    px_client *c = st->owner;
+    c->inflight -= w->len;
+    free(w->data);
+    free(w);
+    if (status < 0 && !c->closing) {
+        c->pool->st.client_err++;
+        px_client_close(c);
+        return;
+    }
+    if (!c->closing && ((c->draining && c->head == NULL) || c->paused))
+        px_mark_client(c);
+}
+
+static void client_shutdown_cb(uv_shutdown_t *req, int status)
+{
+    (void)status;
+    px_stream *st = PX_CONTAINER(req->handle, px_stream, u);
+    px_client_close(st->owner);
+}
+
+void px_client_flush(px_client *c)
+{
+    if (c->closing)
+        return;
+    if (c->wbuf.len > 0) {
+        px_write *w = malloc(sizeof(*w));
+        if (w == NULL) {
+            px_client_close(c);
+            return;
+        }
+        w->data = c->wbuf.p;
+        w->len = c->wbuf.len;
+        w->owner = c;
+        c->wbuf = (px_buf){0};
+        c->inflight += w->len;
+        uv_buf_t b = uv_buf_init(w->data, (unsigned)w->len);
+        int rc = uv_write(&w->req, &c->st->u.stream, &b, 1, client_write_cb);
+        if (rc < 0) {
+            c->inflight -= w->len;
+            free(w->data);
+            free(w);
+            c->pool->st.client_err++;
+            px_client_close(c);
+            return;
+        }
+    }
+    if (c->draining && c->head == NULL && !c->shut) {
+        c->shut = true;
+        if (uv_shutdown(&c->shutdown, &c->st->u.stream, client_shutdown_cb) < 0)
+            px_client_close(c);
+        return;
+    }
+    if (c->paused && !c->draining && c->nreqs < PX_MAX_CLIENT_REQUESTS / 2) {
+        c->paused = false;
+        uv_read_start(&c->st->u.stream, client_alloc_cb, client_read_cb);
+        client_process(c);
+    }
+}
+
+/* ---- lifecycle -------------------------------------------------------------------------------- */
+
+static void client_close_cb(uv_handle_t *h)
+{
+    px_stream *st = PX_CONTAINER(h, px_stream, u);
+    px_client *c = st->owner;
+    px_dl_remove(&c->link);
+    px_dl_remove(&c->dirty);
+    px_req *r = c->head;
+    while (r != NULL) {
+        px_req *next = r->next;
+        r->client = NULL;
+        if (r->pending == 0)
+            px_req_free(r);
+        r = next;
+    }
+    px_buf_free(&c->rbuf);
+    px_buf_free(&c->wbuf);
+    free(c);
+    free(st);
+}
+
+void px_client_close(px_client *c)
+{
+    if (c == NULL || c->closing)
+        return;
+    c->closing = true;
+    c->pool->st.client_connections--;
+    c->pool->px->curr_connections--;
+    px_dl_remove(&c->dirty);
+    uv_close(&c->st->u.handle, client_close_cb);
+}
+
+void px_client_accept(px_pool *pool, uv_stream_t *listener)
+{
+    px_proxy *px = pool->px;
+    px_stream *st = calloc(1, sizeof(*st));
+    px_client *c = calloc(1, sizeof(*c));
+    if (st == NULL || c == NULL) {
+        free(st);
+        free(c);
+        return;
+    }
+    int rc = listener->type == UV_NAMED_PIPE ? uv_pipe_init(px->loop, &st->u.pipe, 0)
+                                             : uv_tcp_init(px->loop, &st->u.tcp);
+    if (rc < 0) {
+        free(st);
+        free(c);
+        return;
+    }
+    st->owner = c;
+    c->st = st;
+    c->pool = pool;
+    c->id = px->next_client_id++;
+    c->closing = true; /* until accepted: a failure below frees it through the close callback */
+    if (uv_accept(listener, &st->u.stream) < 0) {
+        uv_close(&st->u.handle, client_close_cb);
+        return;
+    }
+    if (pool->conf->client_connections > 0 &&
+        pool->st.client_connections >= (uint64_t)pool->conf->client_connections) {
+        PX_LOG(px, PX_LOG_WARN, "pool %s: client_connections limit %d reached: refusing a client",
+               pool->conf->name, pool->conf->client_connections);
+        uv_close(&st->u.handle, client_close_cb);
+        return;
+    }
+    c->closing = false;
+    if (listener->type == UV_TCP)
+        uv_tcp_nodelay(&st->u.tcp, 1);
+    px_dl_push(&pool->clients, &c->link);
+    pool->st.client_connections++;
+    px->curr_connections++;
+    px->total_connections++;
+    if (uv_read_start(&st->u.stream, client_alloc_cb, client_read_cb) < 0)
+        px_client_close(c);
+}

@@ -1,0 +1,27 @@
+/*
+ * log.c — leveled log lines "[time] LEVEL message" to stderr or the -o file.
+ */
+#include "proxy.h"
+
+#include <time.h>
+
+void px_log_write(px_log *lg, int level, const char *fmt, ...)
+{
+    static const char *const names[] = {"EMERG", "ALERT", "CRIT", "ERROR",
+                                        "WARN",  "NOTICE", "INFO", "DEBUG"};
+    FILE *fp = lg->fp != NULL ? lg->fp : stderr;
+    char ts[64];
+    struct timespec now;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &now);
+    localtime_r(&now.tv_sec, &tm);
+    strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", &tm);
+    fprintf(fp, "[%s.%03ld] %s ", ts, now.tv_nsec / 1000000L,
+            names[level < 0 ? 0 : level > 7 ? 7 : level]);
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(fp, fmt, ap);
+    va_end(ap);
+    fputc('\n', fp);
+    fflush(fp);
+}

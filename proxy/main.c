@@ -1,0 +1,268 @@
+/*
+ * main.c — chash-proxy's command line (twemproxy's flags), config test, daemonizing, the pid file
+ * and the log file; then the proxy runs until SIGINT or SIGTERM.
+ */
+
+#include "proxy.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DEFAULT_CONF "conf/nutcracker.yml"
+#define DEFAULT_STATS_PORT 22222
+#define DEFAULT_STATS_ADDR "0.0.0.0"
+#define DEFAULT_STATS_INTERVAL 30000
+#define DEFAULT_LOG_LEVEL PX_LOG_NOTICE
+
+static void usage(FILE *fp)
+{
+    fprintf(fp,
+            "Usage: chash-proxy [-?hVdDt] [-v verbosity level] [-o output file]\n"
+            "                   [-c conf file] [-s stats port] [-a stats addr]\n"
+            "                   [-i stats interval] [-p pid file] [-m mbuf size]\n"
+            "\n"
+            "Options:\n"
+            "  -h, --help             : this help\n"
+            "  -V, --version          : show version and exit\n"
+            "  -t, --test-conf        : test configuration for syntax errors and exit\n"
+            "  -d, --daemonize        : run as a daemon\n"
+            "  -D, --describe-stats   : print stats description and exit\n"
+            "  -v, --verbose=N        : set logging level (default: %d, min: 0, max: 11)\n"
+            "  -o, --output=S         : set logging file (default: stderr)\n"
+            "  -c, --conf-file=S      : set configuration file (default: %s)\n"
+            "  -s, --stats-port=N     : set stats monitoring port (default: %d)\n"
+            "  -a, --stats-addr=S     : set stats monitoring ip (default: %s)\n"
+            "  -i, --stats-interval=N : set stats aggregation interval in msec (default: %d "
+            "msec; accepted, stats are live)\n"
+            "  -p, --pid-file=S       : set pid file (default: off)\n"
+            "  -m, --mbuf-size=N      : accepted for compatibility; ignored\n",
+            DEFAULT_LOG_LEVEL, DEFAULT_CONF, DEFAULT_STATS_PORT, DEFAULT_STATS_ADDR,
+            DEFAULT_STATS_INTERVAL);
+}
+
+static void describe_stats(void)
+{
+    printf("pool stats:\n"
+           "  client_eof          \"# eof on client connections\"\n"
+           "  client_err          \"# errors on client connections\"\n"
+           "  client_connections  \"# active client connections\"\n"
+           "  server_ejects       \"# times backend server was ejected\"\n"
+           "  forward_error       \"# times we encountered a forwarding error\"\n"
+           "  fragments           \"# fragments created from a multi-vector request\"\n"
+           "  membership_version  \"the pool's membership version (chash)\"\n"
+           "\n"
+           "server stats:\n"
+           "  server_eof          \"# eof on server connections\"\n"
+           "  server_err          \"# errors on server connections\"\n"
+           "  server_timedout     \"# timeouts on server connections\"\n"
+           "  server_connections  \"# active server connections\"\n"
+           "  server_ejected_at   \"timestamp when server was ejected in usec since epoch\"\n"
+           "  requests            \"# requests\"\n"
+           "  request_bytes       \"total request bytes\"\n"
+           "  responses           \"# responses\"\n"
+           "  response_bytes      \"total response bytes\"\n"
+           "  in_queue            \"# requests in incoming queue\"\n"
+           "  in_queue_bytes      \"current request bytes in incoming queue\"\n"
+           "  out_queue           \"# requests in outgoing queue\"\n"
+           "  out_queue_bytes     \"current request bytes in outgoing queue\"\n");
+}
+
+static bool parse_int(const char *s, long lo, long hi, long *out)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static int daemonize(void)
+{
+    pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid > 0)
+        _exit(0);
+    if (setsid() < 0)
+        return -1;
+    pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid > 0)
+        _exit(0);
+    if (chdir("/") != 0)
+        return -1;
+    umask(0);
+    int fd = open("/dev/null", O_RDWR);
+    if (fd < 0)
+        return -1;
+    dup2(fd, STDIN_FILENO);
+    dup2(fd, STDOUT_FILENO);
+    dup2(fd, STDERR_FILENO);
+    if (fd > STDERR_FILENO)
+        close(fd);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
+        {"test-conf", no_argument, NULL, 't'},     {"daemonize", no_argument, NULL, 'd'},
+        {"describe-stats", no_argument, NULL, 'D'}, {"verbose", required_argument, NULL, 'v'},
+        {"output", required_argument, NULL, 'o'},  {"conf-file", required_argument, NULL, 'c'},
+        {"stats-port", required_argument, NULL, 's'},
+        {"stats-addr", required_argument, NULL, 'a'},
+        {"stats-interval", required_argument, NULL, 'i'},
+        {"pid-file", required_argument, NULL, 'p'}, {"mbuf-size", required_argument, NULL, 'm'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *conf = DEFAULT_CONF, *log_file = NULL, *pid_file = NULL;
+    const char *stats_addr = DEFAULT_STATS_ADDR;
+    long stats_port = DEFAULT_STATS_PORT, interval = DEFAULT_STATS_INTERVAL;
+    long level = DEFAULT_LOG_LEVEL, mbuf = 0;
+    bool test = false, daemon_mode = false;
+    int opt;
+    while ((opt = getopt_long(argc, argv, "hVtdDv:o:c:s:a:i:p:m:", longopts, NULL)) != -1) {
+        switch (opt) {
+        case 'h':
+            usage(stdout);
+            return 0;
+        case 'V':
+            printf("This is chash-proxy-%s\n", PX_VERSION);
+            return 0;
+        case 't':
+            test = true;
+            break;
+        case 'd':
+            daemon_mode = true;
+            break;
+        case 'D':
+            describe_stats();
+            return 0;
+        case 'v':
+            if (!parse_int(optarg, 0, 11, &level)) {
+                fprintf(stderr, "chash-proxy: option -v requires a number from 0 to 11\n");
+                return 1;
+            }
+            break;
+        case 'o':
+            log_file = optarg;
+            break;
+        case 'c':
+            conf = optarg;
+            break;
+        case 's':
+            if (!parse_int(optarg, 1, 65535, &stats_port)) {
+                fprintf(stderr, "chash-proxy: option -s requires a valid port\n");
+                return 1;
+            }
+            break;
+        case 'a':
+            stats_addr = optarg;
+            break;
+        case 'i':
+            if (!parse_int(optarg, 1, 86400000, &interval)) {
+                fprintf(stderr, "chash-proxy: option -i requires a number of milliseconds\n");
+                return 1;
+            }
+            break;
+        case 'p':
+            pid_file = optarg;
+            break;
+        case 'm':
+            if (!parse_int(optarg, 1, 1L << 30, &mbuf)) {
+                fprintf(stderr, "chash-proxy: option -m requires a number of bytes\n");
+                return 1;
+            }
+            break;
+        default:
+            usage(stderr);
+            return 1;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "chash-proxy: unexpected argument '%s'\n", argv[optind]);
+        usage(stderr);
+        return 1;
+    }
+
+    ch_config *cfg = NULL;
+    ch_config_error err;
+    int rc = ch_config_load(conf, &cfg, &err);
+    if (test) {
+        if (rc != 0) {
+            char msg[600];
+            fprintf(stderr, "chash-proxy: configuration file '%s' syntax is invalid\n", conf);
+            fprintf(stderr, "chash-proxy: %s\n", ch_config_error_str(&err, msg, sizeof(msg)));
+            return 1;
+        }
+        fprintf(stderr, "chash-proxy: configuration file '%s' syntax is ok\n", conf);
+        ch_config_free(cfg);
+        return 0;
+    }
+    if (rc != 0) {
+        char msg[600];
+        fprintf(stderr, "chash-proxy: %s\n", ch_config_error_str(&err, msg, sizeof(msg)));
+        return 1;
+    }
+
+    px_proxy px = {0};
+    px.log.level = (int)level;
+    px.log.fp = stderr;
+    if (log_file != NULL) {
+        px.log.fp = fopen(log_file, "a");
+        if (px.log.fp == NULL) {
+            fprintf(stderr, "chash-proxy: cannot open log file '%s': %s\n", log_file,
+                    strerror(errno));
+            ch_config_free(cfg);
+            return 1;
+        }
+    }
+    if (daemon_mode && daemonize() != 0) {
+        fprintf(stderr, "chash-proxy: cannot daemonize: %s\n", strerror(errno));
+        return 1;
+    }
+    bool wrote_pid = false;
+    if (pid_file != NULL) {
+        FILE *fp = fopen(pid_file, "w");
+        if (fp == NULL) {
+            PX_LOG(&px, PX_LOG_ERR, "cannot write pid file '%s': %s", pid_file, strerror(errno));
+            ch_config_free(cfg);
+            return 1;
+        }
+        fprintf(fp, "%ld\n", (long)getpid());
+        fclose(fp);
+        wrote_pid = true;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    px.stats_addr = stats_addr;
+    px.stats_port = (int)stats_port;
+    px.stats_interval_ms = (uint64_t)interval;
+
+    PX_LOG(&px, PX_LOG_NOTICE, "chash-proxy-%s starting, pid %ld, config '%s'", PX_VERSION,
+           (long)getpid(), conf);
+    int status = 0;
+    if (px_proxy_init(&px, cfg) != 0) {
+        PX_LOG(&px, PX_LOG_ERR, "cannot start: see the errors above");
+        status = 1;
+    } else {
+        px_proxy_run(&px);
+    }
+    px_proxy_free(&px);
+    ch_config_free(cfg);
+    if (wrote_pid)
+        unlink(pid_file);
+    PX_LOG(&px, PX_LOG_NOTICE, "exiting with status %d", status);
+    if (px.log.fp != stderr)
+        fclose(px.log.fp);
+    return status;
+}

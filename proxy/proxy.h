@@ -1,0 +1,327 @@
+/*
+ * proxy.h — chash-proxy internals: the proxy context, pools, backend servers and their
+ * connections, client connections, requests and their fragments.
+ *
+ * Threading: one libuv loop, one thread (issue 7 adds workers). Every structure here is owned by
+ * the proxy context (px_proxy) and touched only from the loop's thread.
+ *
+ * The data path:
+ *   client bytes -> ch_resp_parse_request -> command table (command.c) -> a px_req, queued on its
+ *   client in arrival order -> one or more px_frag (one per backend touched) -> routed by the
+ *   pool's membership and health (ch_route) -> appended to a backend connection's FIFO and
+ *   output buffer -> replies scanned with ch_resp_scan_reply complete the FIFO's head fragment
+ *   -> a request whose fragments are all complete is done -> the client's queue is flushed from
+ *   its head while the head is done, so replies leave in the client's request order.
+ */
+#ifndef CHASH_PROXY_H
+#define CHASH_PROXY_H
+
+#include "chash_config.h"
+#include "proto/resp.h"
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <uv.h>
+
+#define PX_VERSION "0.1.0"
+
+/* Limits and defaults (proxy constants for now; docs/PROXY.md lists them). */
+#define PX_MAX_REQUEST (64u * 1024u * 1024u)     /* bytes of one client request */
+#define PX_MAX_CLIENT_PENDING (64u * 1024u * 1024u) /* reply bytes buffered for one client */
+/* Requests of one client in flight before its reading pauses. It also bounds what a client
+ * closed for not reading still costs the backend connections it shares: at most this many
+ * replies to drain before other clients' requests behind them are answered. */
+#define PX_MAX_CLIENT_REQUESTS 128u
+#define PX_DEFAULT_TIMEOUT_MS 1000u               /* a pool without "timeout" */
+#define PX_PROBE_TICK_MS 100u                     /* how often due probes are looked for */
+#define PX_MAX_DEPTH 8u                           /* failover candidates kept per request */
+#define PX_READ_CHUNK (64u * 1024u)               /* bytes asked of the kernel per read */
+
+/* ---- logging (log.c) ------------------------------------------------------------------------- */
+
+/* twemproxy's levels: 0 emerg .. 3 error, 4 warn, 5 notice (default), 6 info, 7+ debug. */
+enum { PX_LOG_EMERG = 0, PX_LOG_ERR = 3, PX_LOG_WARN = 4, PX_LOG_NOTICE = 5, PX_LOG_INFO = 6,
+       PX_LOG_DEBUG = 7 };
+
+typedef struct px_log {
+    FILE *fp;  /* stderr or the -o file */
+    int level; /* messages above this level are dropped */
+} px_log;
+
+void px_log_write(px_log *lg, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define PX_LOG(px, lvl, ...)                                                                      \
+    do {                                                                                          \
+        if ((lvl) <= (px)->log.level)                                                             \
+            px_log_write(&(px)->log, (lvl), __VA_ARGS__);                                         \
+    } while (0)
+
+/* ---- buffers (buf.c) ------------------------------------------------------------------------- */
+
+/* A growable byte buffer; p is NULL until the first append. */
+typedef struct px_buf {
+    char *p;
+    size_t len, cap;
+} px_buf;
+
+int px_buf_reserve(px_buf *b, size_t extra); /* 0, or -1 when out of memory */
+int px_buf_append(px_buf *b, const void *data, size_t len);
+int px_buf_printf(px_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void px_buf_consume(px_buf *b, size_t n); /* drops the first n bytes */
+void px_buf_free(px_buf *b);
+/* Appends a RESP bulk string. */
+int px_buf_bulk(px_buf *b, const void *data, size_t len);
+
+/* An intrusive circular doubly linked list; a node is unlinked when next == NULL. */
+typedef struct px_dl {
+    struct px_dl *prev, *next;
+} px_dl;
+void px_dl_init(px_dl *head);
+void px_dl_push(px_dl *head, px_dl *node);
+void px_dl_remove(px_dl *node); /* no-op on an unlinked node */
+#define PX_CONTAINER(ptr, type, field) ((type *)(void *)((char *)(ptr)-offsetof(type, field)))
+
+/* ---- types ----------------------------------------------------------------------------------- */
+
+typedef struct px_proxy px_proxy;
+typedef struct px_pool px_pool;
+typedef struct px_server px_server;
+typedef struct px_conn px_conn;
+typedef struct px_client px_client;
+typedef struct px_req px_req;
+typedef struct px_frag px_frag;
+
+/* A libuv stream of either family, with the object that owns it. Allocated per connection
+ * attempt and freed in its close callback, so the owner can reconnect at once. */
+typedef struct px_stream {
+    union {
+        uv_handle_t handle;
+        uv_stream_t stream;
+        uv_tcp_t tcp;
+        uv_pipe_t pipe;
+    } u;
+    uv_connect_t connect;
+    void *owner; /* px_conn or px_client; NULL once the owner let go of it */
+} px_stream;
+
+/* One write in flight: its bytes live until the callback. */
+typedef struct px_write {
+    uv_write_t req;
+    char *data;
+    size_t len;
+    void *owner;
+} px_write;
+
+typedef enum px_merge {
+    PX_MERGE_ONE,  /* one fragment: its reply is the reply */
+    PX_MERGE_MGET, /* values into slots, in the client's key order */
+    PX_MERGE_SUM,  /* integer replies summed (DEL, UNLINK, TOUCH, EXISTS) */
+    PX_MERGE_OK,   /* +OK unless a fragment failed (MSET) */
+} px_merge;
+
+/* A client request. Invariant: it stays in its client's queue (while the client lives) until its
+ * reply has been copied into the client's output; pending counts its fragments not yet
+ * complete; it is freed when it is done and off the queue, or when it is done and its client is
+ * gone (client == NULL). */
+struct px_req {
+    px_req *next;      /* the client's queue, in arrival order */
+    px_client *client; /* NULL once the client has closed */
+    unsigned pending;  /* fragments outstanding */
+    bool done;
+    bool close_after; /* QUIT, protocol errors: close the client once this reply is out */
+    bool counted;     /* its reply bytes are in the client's `stored` */
+    px_merge merge;
+    px_buf reply;   /* the reply once done (for MGET: built at the end) */
+    px_buf err;     /* the first error reply of a fragment (multi-key merges) */
+    int64_t sum;    /* PX_MERGE_SUM */
+    px_buf *slots;  /* PX_MERGE_MGET: one reply per key */
+    size_t nslots;
+};
+
+typedef enum px_frag_kind {
+    PX_FRAG_FORWARD, /* serves a client request */
+    PX_FRAG_INIT,    /* AUTH / SELECT sent when a backend connection opens; reply dropped */
+    PX_FRAG_PROBE,   /* PING of an ejected server */
+} px_frag_kind;
+
+/* A command sent to one backend. Invariant: while queued it is in exactly one connection's FIFO,
+ * and the FIFO order is the order its bytes were written, so the n-th reply read on that
+ * connection belongs to the n-th fragment of the FIFO. */
+struct px_frag {
+    px_frag *next;
+    px_frag_kind kind;
+    px_req *req; /* the request served (FORWARD) */
+    uint64_t cid; /* its client's id: picks the backend connection */
+    px_pool *pool;
+    char *data; /* the command, kept for a retry */
+    size_t len;
+    size_t cand[PX_MAX_DEPTH]; /* candidate servers (membership indexes), owner first */
+    size_t ncand, attempt;     /* cand[attempt] is the server it is sent to */
+    bool retry;                /* a read: safe to send to the next candidate on failure */
+    bool split;                /* a fragment of a multi-key command */
+    size_t *keys;              /* PX_MERGE_MGET: the slot of each key of this fragment */
+    size_t nkeys;
+    uint64_t deadline; /* loop time (ms) by which the reply must have arrived */
+};
+
+typedef enum px_conn_state { PX_CONN_DOWN, PX_CONN_CONNECTING, PX_CONN_UP } px_conn_state;
+
+/* A connection to a backend server. Reconnected lazily: the first fragment sent to a DOWN
+ * connection opens it; fragments sent while it connects wait in the FIFO and the output buffer. */
+struct px_conn {
+    px_server *server;
+    px_stream *st; /* NULL when DOWN */
+    px_conn_state state;
+    px_buf wbuf; /* written on the next flush, when UP */
+    px_buf rbuf; /* reply bytes read, not yet matched */
+    size_t need; /* rbuf must reach this length before scanning again */
+    px_frag *head, *tail;
+    size_t nfrags, nunsent;       /* in the FIFO; not yet handed to the kernel */
+    size_t bytes, unsent_bytes;   /* their request bytes */
+    uv_timer_t timer;             /* the FIFO head's deadline */
+    px_dl dirty;                  /* in the proxy's list of connections to flush */
+};
+
+typedef struct px_server_stats {
+    uint64_t server_eof, server_err, server_timedout, server_connections, server_ejected_at;
+    uint64_t requests, request_bytes, responses, response_bytes;
+} px_server_stats;
+
+struct px_server {
+    px_pool *pool;
+    size_t index;                /* in the membership */
+    const ch_conf_server *conf;  /* its line in the file */
+    struct sockaddr_storage sa;  /* resolved at startup (TCP) */
+    bool is_unix;
+    px_conn *conns;
+    unsigned nconns;
+    bool probing; /* a probe is in flight */
+    px_server_stats st;
+};
+
+typedef struct px_pool_stats {
+    uint64_t client_eof, client_err, client_connections, server_ejects, forward_error, fragments;
+} px_pool_stats;
+
+struct px_pool {
+    px_proxy *px;
+    const ch_conf_pool *conf;
+    ch_membership *members;
+    const ch_table *table;
+    ch_health *health;
+    px_server *servers; /* membership order */
+    size_t nservers;
+    size_t depth;         /* failover candidates per request */
+    uint64_t timeout_ms;  /* per request to a backend */
+    px_stream *listener;
+    px_dl clients;
+    px_pool_stats st;
+};
+
+struct px_client {
+    px_stream *st;
+    px_pool *pool;
+    uint64_t id;
+    px_dl link;  /* in the pool's client list */
+    px_dl dirty; /* in the proxy's list of clients to flush */
+    px_buf rbuf;
+    size_t need;
+    px_req *head, *tail;
+    size_t nreqs;
+    size_t stored;   /* reply bytes of done requests waiting behind an unfinished one */
+    size_t inflight; /* bytes handed to uv_write, not yet written */
+    px_buf wbuf;
+    bool authed;
+    bool closing;  /* uv_close called (or about to be) */
+    bool draining; /* no more reading: close once the queue is flushed */
+    bool paused;   /* reading stopped for backpressure */
+    bool shut;     /* uv_shutdown issued */
+    uv_shutdown_t shutdown;
+};
+
+struct px_proxy {
+    uv_loop_t *loop;
+    px_log log;
+    ch_config *cfg;
+    px_pool *pools;
+    size_t npools;
+    ch_resp_limits limits;
+    ch_resp_arg *argv; /* the parser's argument array, grown on demand */
+    size_t argv_cap;
+    px_dl dirty_clients, dirty_conns;
+    uv_check_t flush_check; /* flushes dirty streams after each poll */
+    uv_idle_t flush_idle;   /* keeps the poll from blocking while something is dirty */
+    uv_timer_t probe_timer;
+    uv_signal_t sigint, sigterm;
+    px_stream *stats_listener;
+    const char *stats_addr;
+    int stats_port;
+    uint64_t stats_interval_ms;
+    uint64_t start_time;
+    uint64_t total_connections, curr_connections;
+    uint64_t next_client_id;
+    uint64_t rng;
+    bool stopping;
+};
+
+/* ---- proxy.c --------------------------------------------------------------------------------- */
+
+int px_proxy_init(px_proxy *px, ch_config *cfg);
+int px_proxy_run(px_proxy *px); /* until SIGINT/SIGTERM */
+void px_proxy_free(px_proxy *px);
+void px_mark_client(px_client *c);
+void px_mark_conn(px_conn *c);
+uint64_t px_rand(px_proxy *px);
+uint64_t px_now(px_proxy *px); /* loop time, ms */
+
+/* ---- client.c -------------------------------------------------------------------------------- */
+
+void px_client_accept(px_pool *pool, uv_stream_t *listener);
+void px_client_close(px_client *c);
+void px_client_flush(px_client *c);
+/* A request became done: move replies from the head of its client's queue to the output. */
+void px_req_done(px_req *r);
+void px_req_free(px_req *r);
+/* A new request at the tail of the client's queue. NULL when out of memory. */
+px_req *px_req_new(px_client *c);
+/* Finish r at once with a literal reply. */
+void px_req_reply(px_req *r, const char *data, size_t len);
+void px_req_error(px_req *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- server.c -------------------------------------------------------------------------------- */
+
+int px_server_init(px_pool *pool, px_server *s, size_t index, const ch_conf_server *conf);
+void px_server_close(px_server *s); /* closes its connections (shutdown) */
+void px_server_preconnect(px_server *s);
+void px_server_free(px_server *s);
+/* Sends f to f->cand[f->attempt] (skipping ejected candidates), on the connection chosen by
+ * the client's id so one client's commands to a server keep their order. */
+void px_frag_dispatch(px_frag *f);
+void px_conn_flush(px_conn *c);
+void px_probe_due(px_pool *pool);
+void px_frag_free(px_frag *f);
+
+/* ---- command.c ------------------------------------------------------------------------------- */
+
+/* Handles one parsed request of client c (argv points into the client's buffer, valid only during
+ * the call; raw is the request's bytes as received). */
+void px_command_handle(px_client *c, const ch_resp_arg *argv, size_t argc, const char *raw,
+                       size_t rawlen);
+/* A fragment's reply arrived (bytes of one complete RESP reply). */
+void px_frag_reply(px_frag *f, const char *reply, size_t len, const ch_resp_reply *info);
+/* A fragment cannot be served any more (its last candidate failed): answer with this error. */
+void px_frag_error(px_frag *f, const char *msg);
+/* A retryable multi-key fragment failed on its server: re-issue each key on its next candidate.
+ * Returns true when it did (f is then consumed). */
+bool px_frag_resplit(px_frag *f, size_t failed_server);
+
+/* ---- stats.c --------------------------------------------------------------------------------- */
+
+int px_stats_start(px_proxy *px);
+/* The stats JSON into b. */
+int px_stats_json(px_proxy *px, px_buf *b);
+
+#endif /* CHASH_PROXY_H */

@@ -1,0 +1,605 @@
+"""Shared plumbing of the chash-proxy tests (tests/proxy/test_*.py).
+
+Real redis-servers on free loopback ports, chash-proxy (and, as an oracle, nutcracker) on
+generated twemproxy configs, in a temp dir; a tiny pipelined RESP client; every process
+started is stopped on the way out (finally, atexit, SIGTERM/SIGINT/SIGHUP handlers, and
+PR_SET_PDEATHSIG should this script be SIGKILLed, e.g. by ctest's TIMEOUT). Every socket
+operation has a timeout and every wait a deadline.
+
+chash-proxy is stopped with SIGTERM: it must exit by itself within STOP_TIMEOUT, and its stderr
+must not hold a sanitizer report (the test build has ASan + UBSan; LeakSanitizer runs at exit).
+
+A missing program (redis-server, redis-cli, nutcracker) makes a test skip (exit 77), or fail
+when the environment variable CI is set (DESIGN.md).
+"""
+import atexit
+import ctypes
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+SOCK_TIMEOUT = 10.0       # seconds, every socket operation unless a test says otherwise
+START_TIMEOUT = 15.0      # seconds for a server to accept connections (ASan start-up is slow)
+STOP_TIMEOUT = 15.0       # seconds for chash-proxy to exit after SIGTERM (leak scan included)
+SANITIZER_MARKS = (b"ERROR: AddressSanitizer", b"ERROR: LeakSanitizer", b"runtime error:",
+                   b"SUMMARY: UndefinedBehaviorSanitizer", b"SUMMARY: AddressSanitizer")
+
+NAME = os.path.splitext(os.path.basename(sys.argv[0]))[0]
+
+
+class TestFailure(Exception):
+    """A check failed: main() prints it and exits 1."""
+
+
+def fail(msg):
+    raise TestFailure(msg)
+
+
+_soft = []
+
+
+def soft_fail(msg):
+    """A failed check after which the test can go on: reported with the others at the end."""
+    print("%s: FAIL: %s" % (NAME, msg), file=sys.stderr, flush=True)
+    _soft.append(msg)
+
+
+def log(msg):
+    print("%s: %s" % (NAME, msg), flush=True)
+
+
+def find_program(name):
+    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/local/sbin:/sbin")
+
+
+def require_programs(*names):
+    """Paths of the programs; exits 77 (skip) when one is missing, 1 when CI is set."""
+    paths, missing = [], []
+    for n in names:
+        p = find_program(n)
+        (paths if p else missing).append(p or n)
+    if missing:
+        ci = bool(os.environ.get("CI"))
+        print("%s: %s not found (Debian: apt-get install redis-server redis-tools nutcracker; "
+              "scripts/bootstrap installs them)%s" % (
+                  NAME, " and ".join(missing), "" if ci else ": skipped"), file=sys.stderr)
+        sys.exit(1 if ci else 77)
+    return paths
+
+
+def require_binary(path, what="chash-proxy"):
+    if not path or not os.access(path, os.X_OK):
+        print("%s: %s binary not found at %r" % (NAME, what, path), file=sys.stderr)
+        sys.exit(1)
+    return os.path.abspath(path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Processes.
+
+_procs = []          # every child started, killed on the way out
+_tmpdirs = []
+
+
+def _die_with_parent():
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL)     # PR_SET_PDEATHSIG
+    os.setpgid(0, 0)       # own process group: a terminal's ^C reaches only this script
+
+
+def spawn(argv, stdout_path, stderr_path=None, env=None):
+    """Starts argv with stdout (and stderr, or its own file) to files; registered for cleanup."""
+    out = open(stdout_path, "ab")
+    err = open(stderr_path, "ab") if stderr_path else subprocess.STDOUT
+    try:
+        p = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env,
+                             preexec_fn=_die_with_parent)
+    finally:
+        out.close()
+        if stderr_path:
+            err.close()
+    _procs.append(p)
+    return p
+
+
+def kill_all():
+    for p in _procs:
+        if p.poll() is None:
+            try:
+                p.kill()
+            except OSError:
+                pass
+    for p in _procs:
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        if p.poll() is None:      # a SIGSTOPped child still dies of SIGKILL; belt and braces
+            try:
+                os.kill(p.pid, signal.SIGCONT)
+            except OSError:
+                pass
+
+
+def _on_signal(signum, _frame):
+    raise SystemExit(128 + signum)
+
+
+def make_tmpdir():
+    """A temp dir with a short path (unix socket paths hold 107 bytes), removed at exit unless
+    KEEP_TMP is set."""
+    d = tempfile.mkdtemp(prefix="chp-", dir="/tmp")
+    _tmpdirs.append(d)
+    return d
+
+
+def _cleanup():
+    kill_all()
+    for d in _tmpdirs:
+        if os.environ.get("KEEP_TMP"):
+            print("%s: kept %s" % (NAME, d), file=sys.stderr)
+        else:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+atexit.register(_cleanup)
+for _s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    signal.signal(_s, _on_signal)
+
+
+def run_main(body):
+    """Runs body() (returns None or a summary line); exit 0 on success, 1 on TestFailure."""
+    try:
+        summary = body()
+        if _soft:
+            raise TestFailure("%d failed checks (above); the first: %s" % (len(_soft), _soft[0]))
+    except TestFailure as e:
+        print("%s: FAIL: %s" % (NAME, e), file=sys.stderr, flush=True)
+        _cleanup()
+        os._exit(1)      # not sys.exit: threads still blocked in a socket must not hold us
+    except Exception:   # an unexpected exception (a lost connection...) is a failure too
+        print("%s: FAIL: unexpected exception:\n%s" % (NAME, traceback.format_exc()),
+              file=sys.stderr, flush=True)
+        _cleanup()
+        os._exit(1)
+    _cleanup()
+    log("ok" + (": " + summary if summary else ""))
+    sys.stdout.flush()
+    os._exit(0)
+
+
+def tail(path, n=30):
+    try:
+        with open(path, "rb") as f:
+            return b"\n".join(f.read().splitlines()[-n:]).decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Addresses.
+
+def free_ports(n):
+    """n distinct free TCP ports on 127.0.0.1 (all held at once so they differ)."""
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def bindable(host, port):
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind((host, port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
+def accepts(addr, timeout=1.0):
+    try:
+        socket.create_connection(addr, timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def wait_accepting(proc, addrs, logpath, what):
+    deadline = time.monotonic() + START_TIMEOUT
+    pending = list(addrs)
+    while pending:
+        if proc.poll() is not None:
+            fail("%s exited with status %s before accepting on %s:%d; log:\n%s" % (
+                what, proc.returncode, pending[0][0], pending[0][1], tail(logpath)))
+        if time.monotonic() > deadline:
+            fail("%s: no listener on %s:%d after %gs; log:\n%s" % (
+                what, pending[0][0], pending[0][1], START_TIMEOUT, tail(logpath)))
+        pending = [a for a in pending if not accepts(a)]
+        if pending:
+            time.sleep(0.05)
+
+
+# ---------------------------------------------------------------------------------------------
+# RESP: a tiny binary-safe, pipelined client.
+
+def encode(*args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        a = a if isinstance(a, bytes) else str(a).encode()
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+class RespError(Exception):
+    """An error reply (-ERR ...); its args[0] is the text without the '-'."""
+
+    def __eq__(self, other):
+        return isinstance(other, RespError) and self.args == other.args
+
+    def __hash__(self):
+        return hash(self.args)
+
+    def __repr__(self):
+        return "RespError(%r)" % (self.args[0],)
+
+
+class Closed(ConnectionError):
+    """The server closed the connection."""
+
+
+class Resp:
+    def __init__(self, addr, timeout=SOCK_TIMEOUT):
+        self.sock = socket.create_connection(addr, timeout=timeout)
+        self.sock.settimeout(timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.buf = b""
+        self.pos = 0
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _fill(self):
+        chunk = self.sock.recv(1 << 20)
+        if not chunk:
+            raise Closed("connection closed by the server")
+        self.buf = self.buf[self.pos:] + chunk
+        self.pos = 0
+
+    def _line(self):
+        while True:
+            end = self.buf.find(b"\r\n", self.pos)
+            if end >= 0:
+                line, self.pos = self.buf[self.pos:end], end + 2
+                return line
+            self._fill()
+
+    def read(self):
+        """One reply: bytes for + and $, int for :, list for *, None for a nil, and a RespError
+        instance (returned, not raised) for -."""
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"+":
+            return rest
+        if kind == b"-":
+            return RespError(rest.decode("utf-8", "replace"))
+        if kind == b":":
+            return int(rest)
+        if kind == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            while len(self.buf) - self.pos < n + 2:
+                self._fill()
+            data = self.buf[self.pos:self.pos + n]
+            if self.buf[self.pos + n:self.pos + n + 2] != b"\r\n":
+                raise RuntimeError("bulk of %d bytes not followed by CRLF" % n)
+            self.pos += n + 2
+            return data
+        if kind == b"*":
+            n = int(rest)
+            return None if n < 0 else [self.read() for _ in range(n)]
+        raise RuntimeError("bad RESP line %r" % line[:100])
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def call(self, *args):
+        self.sock.sendall(encode(*args))
+        return self.read()
+
+    def pipeline(self, commands):
+        """commands: a list of argument tuples; sends all in one write, returns the replies."""
+        self.sock.sendall(b"".join(encode(*c) for c in commands))
+        return [self.read() for _ in commands]
+
+
+def resp_call(addr, *args, timeout=SOCK_TIMEOUT):
+    with Resp(addr, timeout) as c:
+        return c.call(*args)
+
+
+# ---------------------------------------------------------------------------------------------
+# redis-server.
+
+class Redis:
+    """A redis-server on 127.0.0.1:port (or host:port), no persistence, in its own dir."""
+
+    def __init__(self, exe, tmp, port=None, host="127.0.0.1"):
+        self.exe, self.host = exe, host
+        self.port = port or free_ports(1)[0]
+        self.dir = os.path.join(tmp, "redis-%s-%d" % (host, self.port))
+        os.makedirs(self.dir, exist_ok=True)
+        self.log = os.path.join(self.dir, "log")
+        self.proc = None
+
+    @property
+    def addr(self):
+        return (self.host, self.port)
+
+    @property
+    def text(self):
+        return "%s:%d" % self.addr
+
+    def start(self):
+        self.proc = spawn([self.exe, "--port", str(self.port), "--bind", self.host,
+                           "--save", "", "--appendonly", "no", "--daemonize", "no",
+                           "--databases", "64", "--dir", self.dir], self.log)
+        wait_accepting(self.proc, [self.addr], self.log, "redis-server " + self.text)
+        return self
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def call(self, *args):
+        return resp_call(self.addr, *args)
+
+    def keys(self, db=0):
+        with Resp(self.addr) as c:
+            sel, keys = c.pipeline([("SELECT", db), ("KEYS", "*")])
+            if sel != b"OK":
+                fail("%s: SELECT %d answered %r" % (self.text, db, sel))
+            return keys
+
+
+def start_redises(exe, tmp, n):
+    """n redis-servers on free loopback ports (a port lost to a race is replaced)."""
+    out = []
+    for _attempt in range(n + 10):
+        if len(out) == n:
+            break
+        r = Redis(exe, tmp)
+        try:
+            out.append(r.start())
+        except TestFailure:
+            if r.proc and r.proc.poll() is None:
+                raise
+    if len(out) < n:
+        fail("could not start %d redis-servers" % n)
+    return out
+
+
+def start_redises_11211(exe, tmp, n):
+    """n redis-servers on 127.0.0.X:11211 for distinct X (twemproxy names an unnamed server on
+    port 11211 by its host alone). The hosts have different lengths, in an order that is neither
+    sorted by text nor by length."""
+    out = []
+    candidates = iter([200, 9, 30, 101, 7, 42, 5, 123, 66, 3, 250, 11, 150, 8] +
+                      [x for x in range(2, 255)])
+    for _attempt in range(50):
+        if len(out) == n:
+            break
+        host = next((h for h in ("127.0.0.%d" % x for x in candidates) if bindable(h, 11211)),
+                    None)
+        if host is None:
+            fail("cannot bind port 11211 on 127.0.0.2..254 (is something listening on "
+                 "0.0.0.0:11211, e.g. memcached?)")
+        r = Redis(exe, tmp, port=11211, host=host)
+        try:
+            out.append(r.start())
+        except TestFailure:
+            if r.proc and r.proc.poll() is None:
+                raise
+    if len(out) < n:
+        fail("could not start %d redis-servers on port 11211" % n)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Configs.
+
+def pool_yaml(name, listen_port, servers, **settings):
+    """One pool of a twemproxy config. servers: [(addr text, weight, name or None)]; settings:
+    key -> value (True/False written as true/false, strings as given, so hash_tag='"{}"')."""
+    lines = ["%s:" % name, "  listen: 127.0.0.1:%d" % listen_port, "  redis: true"]
+    for k, v in settings.items():
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        lines.append("  %s: %s" % (k, v))
+    lines.append("  servers:")
+    for addr, weight, sname in servers:
+        lines.append("   - %s:%d%s" % (addr, weight, " " + sname if sname else ""))
+    return "\n".join(lines) + "\n"
+
+
+def write_file(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# chash-proxy and nutcracker.
+
+def sanitizer_env():
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "detect_leaks=1"]))
+    env["UBSAN_OPTIONS"] = ":".join(filter(None, [env.get("UBSAN_OPTIONS"), "print_stacktrace=1"]))
+    return env
+
+
+class Proxy:
+    """chash-proxy (or, with nutcracker=True, the real nutcracker) on a config.
+
+    listens: the (host, port) pairs it must accept on before start() returns. The stats server
+    is on 127.0.0.1:stats_port (-s, -a: loopback only; twemproxy's default is 0.0.0.0:22222).
+    """
+
+    def __init__(self, exe, tmp, config, listens, label="proxy", nutcracker=False,
+                 stats_interval_ms=None, verbosity=None, extra_args=()):
+        self.exe, self.config, self.listens = exe, config, list(listens)
+        self.label, self.nutcracker = label, nutcracker
+        self.stats_port = free_ports(1)[0]
+        self.log = os.path.join(tmp, label + ".log")
+        self.stdout = os.path.join(tmp, label + ".stdout")
+        self.stderr = os.path.join(tmp, label + ".stderr")
+        self.pidfile = os.path.join(tmp, label + ".pid")
+        self.argv = [exe, "-c", config, "-s", str(self.stats_port), "-a", "127.0.0.1",
+                     "-p", self.pidfile, "-o", self.log]
+        if stats_interval_ms is not None:
+            self.argv += ["-i", str(stats_interval_ms)]
+        if verbosity is not None:
+            self.argv += ["-v", str(verbosity)]
+        self.argv += list(extra_args)
+        self.proc = None
+
+    @property
+    def what(self):
+        return "%s (%s)" % ("nutcracker" if self.nutcracker else "chash-proxy", self.label)
+
+    def start(self):
+        self.proc = spawn(self.argv, self.stdout, self.stderr,
+                          env=None if self.nutcracker else sanitizer_env())
+        try:
+            wait_accepting(self.proc, self.listens + [("127.0.0.1", self.stats_port)],
+                           self.stderr, self.what)
+        except TestFailure as e:
+            fail("%s\n%s log:\n%s" % (e, self.what, tail(self.log)))
+        return self
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def rss_kib(self):
+        try:
+            with open("/proc/%d/status" % self.proc.pid) as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1])
+        except OSError:
+            pass
+        return None
+
+    def stats(self, timeout=SOCK_TIMEOUT):
+        """The raw bytes the stats port sends on one connection (until it closes)."""
+        s = socket.create_connection(("127.0.0.1", self.stats_port), timeout=timeout)
+        s.settimeout(timeout)
+        data = b""
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    return data
+                data += chunk
+        finally:
+            s.close()
+
+    def stats_json(self):
+        data = self.stats()
+        try:
+            return json.loads(data.decode("utf-8"))
+        except ValueError as e:
+            fail("%s: stats port sent no single JSON object (%s): %r" % (self.what, e, data[:400]))
+
+    def sanitizer_report(self):
+        try:
+            with open(self.stderr, "rb") as f:
+                err = f.read()
+        except OSError:
+            return None
+        hits = [m for m in SANITIZER_MARKS if m in err]
+        if not hits:
+            return None
+        i = min(err.find(m) for m in hits)
+        return err[max(0, i - 200):i + 3000].decode("utf-8", "replace")
+
+    def stop(self, check=True):
+        """SIGTERM, then a bounded wait. With check: fails unless the proxy exits by itself,
+        without a signal, and its stderr holds no sanitizer report."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is not None:
+            rc = self.proc.returncode
+            if check and not self.nutcracker:
+                rep = self.sanitizer_report()
+                fail("%s had already exited with status %s%s" % (
+                    self.what, rc, ("; sanitizer report:\n" + rep) if rep else
+                    "; stderr:\n" + tail(self.stderr)))
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            if check:
+                fail("%s did not exit within %gs of SIGTERM" % (self.what, STOP_TIMEOUT))
+            return
+        if not check or self.nutcracker:
+            return
+        rep = self.sanitizer_report()
+        if rep:
+            fail("%s: sanitizer report on stderr:\n%s" % (self.what, rep))
+        if rc < 0:
+            fail("%s died of signal %d on SIGTERM instead of exiting (no clean shutdown, so "
+                 "LeakSanitizer did not run); stderr:\n%s" % (self.what, -rc, tail(self.stderr)))
+
+
+# ---------------------------------------------------------------------------------------------
+# chash lookup: where nutcracker (and so chash-proxy) places keys.
+
+def chash_lookup(chash, config, pool, keys):
+    """{key: owner text} as `chash lookup --config CONFIG --pool POOL -` prints it (host:port,
+    then TAB name for named pools: only the address is kept). Keys must not hold \\n \\t \\r."""
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "detect_leaks=0"]))
+    r = subprocess.run([chash, "lookup", "--config", config, "--pool", pool, "-"],
+                       input=b"".join(k + b"\n" for k in keys), capture_output=True,
+                       timeout=120, env=env)
+    if r.returncode != 0:
+        fail("chash lookup exited %d: %s" % (r.returncode, r.stderr.decode("utf-8", "replace")))
+    lines = r.stdout.split(b"\n")
+    if lines[-1] != b"" or len(lines) - 1 != len(keys):
+        fail("chash lookup printed %d lines for %d keys" % (len(lines) - 1, len(keys)))
+    out = {}
+    for k, line in zip(keys, lines):
+        parts = line.split(b"\t")
+        if parts[0] != k or len(parts) < 2:
+            fail("unexpected chash lookup line %r" % line[:200])
+        out[k] = parts[1].decode()
+    return out
