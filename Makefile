@@ -23,10 +23,12 @@ test: bootstrap
 	@cmake --build $(TEST) -j $(JOBS)
 	cd $(TEST) && ctest --output-on-failure -j $(JOBS)
 
-# A lost cache node with libchash-cache and 4 local redis-servers (examples/lost_node.c), the
-# library from C (examples/route_demo.c), then the story through the CLI (tools/chash/demo.sh).
+# A lost cache node with libchash-cache and 4 local redis-servers (examples/lost_node.c),
+# chash-proxy in front of 3 redis-servers (tools/chash/proxy_demo.sh), the library from C
+# (examples/route_demo.c), then the story through the CLI (tools/chash/demo.sh).
 demo: build
 	@$(RELEASE)/examples/lost_node
+	@tools/chash/proxy_demo.sh $(RELEASE)
 	@echo
 	@$(RELEASE)/examples/route_demo
 	@tools/chash/demo.sh $(RELEASE)

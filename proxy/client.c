@@ -158,12 +158,12 @@ static void client_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *b
         uv_read_stop(stream);
         if (nread == UV_EOF) {
             c->pool->st.client_eof++;
-            /* A half-closed client (nc, shell pipes) still gets the replies it asked for. */
+            /* A half-closed client (nc, shell pipes) still gets the replies it asked for:
+             * those already in wbuf or being written as well as those still awaited. The flush
+             * writes what is ready, and shuts the stream down (after the pending writes) once
+             * no request is left. */
             c->draining = true;
-            if (c->head == NULL)
-                px_client_close(c);
-            else
-                px_mark_client(c);
+            px_client_flush(c);
         } else {
             c->pool->st.client_err++;
             px_client_close(c);

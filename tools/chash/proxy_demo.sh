@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# The `make demo` proxy story: chash-proxy in front of 3 local redis-servers, driven by the
+# ordinary redis-cli and redis-benchmark. Everything runs on free loopback ports in a temp dir
+# and is stopped on the way out (EXIT, INT, TERM).
+# usage: tools/chash/proxy_demo.sh BUILD_DIR   (the proxy is BUILD_DIR/proxy/chash-proxy)
+set -euo pipefail
+build=${1:-build/release}
+proxy=$build/proxy/chash-proxy
+chash=$build/tools/chash
+for f in "$proxy" "$chash"; do
+    [ -x "$f" ] || { echo "proxy demo: $f not built (run make build)" >&2; exit 1; }
+done
+for p in redis-server redis-cli redis-benchmark python3; do
+    command -v "$p" >/dev/null || {
+        echo "proxy demo: $p not found (scripts/bootstrap installs redis-server, redis-tools)" >&2
+        exit 1
+    }
+done
+proxy=$(cd "$(dirname "$proxy")" && pwd)/chash-proxy
+chash=$(cd "$(dirname "$chash")" && pwd)/chash
+
+if [ -t 1 ]; then bold=$'\e[1m' off=$'\e[0m'; else bold= off=; fi
+tmp=$(mktemp -d /tmp/chash-proxy-demo.XXXXXX)
+pids=()
+cleanup() {
+    local pid
+    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# Free loopback ports: 3 backends, the proxy, its stats.
+read -r -a ports <<<"$(python3 -c '
+import socket
+s = [socket.socket() for _ in range(5)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(" ".join(str(x.getsockname()[1]) for x in s))')"
+backends=("${ports[@]:0:3}")
+names=(cache-01 cache-02 cache-03)
+pport=${ports[3]} sport=${ports[4]}
+
+wait_ping() { # port: until redis-cli PING answers (10 s at most)
+    local i
+    for i in $(seq 100); do
+        [ "$(redis-cli -p "$1" PING 2>/dev/null)" = PONG ] && return 0
+        sleep 0.1
+    done
+    echo "proxy demo: nothing answers on port $1" >&2
+    return 1
+}
+
+for i in 0 1 2; do
+    mkdir "$tmp/r$i"
+    redis-server --port "${backends[$i]}" --bind 127.0.0.1 --save '' --appendonly no \
+        --dir "$tmp/r$i" >"$tmp/r$i/log" 2>&1 &
+    pids+=($!)
+done
+{
+    echo "demo:"
+    echo "  listen: 127.0.0.1:$pport"
+    echo "  redis: true"
+    echo "  hash: fnv1a_64"
+    echo "  distribution: ketama"
+    echo "  auto_eject_hosts: true"
+    echo "  servers:"
+    for i in 0 1 2; do echo "   - 127.0.0.1:${backends[$i]}:1 ${names[$i]}"; done
+} >"$tmp/proxy.yml"
+for i in 0 1 2; do wait_ping "${backends[$i]}"; done
+"$proxy" -c "$tmp/proxy.yml" -s "$sport" -a 127.0.0.1 -o "$tmp/proxy.log" &
+pids+=($!)
+wait_ping "$pport" || { cat "$tmp/proxy.log" >&2; exit 1; }
+
+printf '\n%s== chash-proxy: one Redis address (port %s) in front of 3 redis-servers%s\n' \
+    "$bold" "$pport" "$off"
+for i in 0 1 2; do printf '   %s  127.0.0.1:%s\n' "${names[$i]}" "${backends[$i]}"; done
+echo "   (its config is twemproxy's: nutcracker would run it unchanged, with the same placement)"
+
+keys=(user:1 user:42 cart:7 cart:42 session:9 order:1001) # two per node (fnv1a_64 is lumpy)
+args=()
+for k in "${keys[@]}"; do args+=("$k" "value-of-$k"); done
+printf '\n$ redis-cli -p %s MSET %s\n' "$pport" "${args[*]}"
+redis-cli -p "$pport" MSET "${args[@]}"
+printf '\n$ redis-cli -p %s MGET %s\n' "$pport" "${keys[*]}"
+redis-cli -p "$pport" MGET "${keys[@]}"
+
+printf '\n%s== Where each key went: asked of the backends, and of chash lookup --config%s\n' \
+    "$bold" "$off"
+lookup=$("$chash" lookup --config "$tmp/proxy.yml" "${keys[@]}")
+for k in "${keys[@]}"; do
+    held=
+    for i in 0 1 2; do
+        [ "$(redis-cli -p "${backends[$i]}" EXISTS "$k")" = 1 ] && held+="${names[$i]} "
+    done
+    predicted=$(awk -F'\t' -v k="$k" '$1 == k { print $3 }' <<<"$lookup")
+    printf '   %-10s on %-9s (chash lookup: %s)\n' "$k" "${held:-nowhere}" "$predicted"
+done
+
+printf '\n%s== redis-benchmark through the proxy%s\n' "$bold" "$off"
+printf '$ redis-benchmark -p %s -t get,set -n 20000 -r 100000 -q\n' "$pport"
+redis-benchmark -p "$pport" -t get,set -n 20000 -r 100000 -q 2>/dev/null | tr '\r' '\n' |
+    grep 'requests per second' | sed 's/^ */   /'
+
+printf '\n%s== Stats (twemproxy JSON on port %s), in short%s\n' "$bold" "$sport" "$off"
+python3 - "$sport" <<'EOF'
+import json, socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+data = b""
+while True:
+    chunk = s.recv(65536)
+    if not chunk:
+        break
+    data += chunk
+st = json.loads(data)
+pool = st["demo"]
+print("   membership_version %s, %d connections served" % (
+    pool["membership_version"], st["total_connections"]))
+for name, srv in pool.items():
+    if isinstance(srv, dict):
+        print("   %s: %d requests" % (name, srv["requests"]))
+EOF
