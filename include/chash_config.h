@@ -72,7 +72,19 @@ typedef struct ch_conf_pool {
     int failover_depth;         /* candidates tried per request, >= 1; default 2 */
     int server_failure_window_ms; /* the window of server_failure_limit; default 10000 */
     int server_retry_max_ms;    /* cap of the doubling probe delay; default 60000 */
+    char *client_auth;          /* "client_auth": the password clients must AUTH with (redis
+                                   pools only); NULL if absent: then clients AUTH with
+                                   redis_auth, as in twemproxy. redis_auth stays the password
+                                   sent to the servers. */
+    int max_request_bytes;      /* one client request, >= 1; default
+                                   CH_CONF_DEFAULT_MAX_REQUEST_BYTES */
+    int max_client_buffer_bytes; /* reply bytes held for one client, >= 1; default
+                                    CH_CONF_DEFAULT_MAX_CLIENT_BUFFER_BYTES */
 } ch_conf_pool;
+
+/* Defaults of the proxy limits max_request_bytes and max_client_buffer_bytes: 64 MiB each. */
+#define CH_CONF_DEFAULT_MAX_REQUEST_BYTES (64 * 1024 * 1024)
+#define CH_CONF_DEFAULT_MAX_CLIENT_BUFFER_BYTES (64 * 1024 * 1024)
 
 typedef struct ch_config {
     char *path;

@@ -6,8 +6,8 @@
  * - c->head..c->tail holds the client's requests in arrival order; a reply leaves only from the
  *   head, so a pipeline spanning several backends is answered in order.
  * - c->stored + c->wbuf.len + c->inflight is every reply byte the proxy holds for the client;
- *   beyond PX_MAX_CLIENT_PENDING the client is closed (a client that never reads cannot make the
- *   proxy grow without bound).
+ *   beyond the pool's max_client_buffer (max_client_buffer_bytes) the client is closed (a
+ *   client that never reads cannot make the proxy grow without bound).
  * - A client struct lives until its stream's close callback; requests still waiting for
  *   backends then lose their client (r->client = NULL) and are freed when their last fragment
  *   completes.
@@ -22,7 +22,7 @@ static void client_process(px_client *c);
 /* Backpressure: a client with this many requests waiting for backends is not read until they
  * drain (px_client_flush resumes it), so one pipelining client cannot queue unbounded work on
  * the backend connections it shares with everyone else. Reply bytes do not pause it: a client
- * that does not read its replies is closed at PX_MAX_CLIENT_PENDING instead. */
+ * that does not read its replies is closed at the pool's max_client_buffer instead. */
 static bool client_busy(const px_client *c)
 {
     return c->nreqs >= PX_MAX_CLIENT_REQUESTS;
@@ -77,8 +77,8 @@ void px_req_error(px_req *r, const char *fmt, ...)
 static void client_over_limit(px_client *c)
 {
     px_proxy *px = c->pool->px;
-    PX_LOG(px, PX_LOG_WARN, "pool %s: client %llu holds over %u reply bytes unread: closing it",
-           c->pool->conf->name, (unsigned long long)c->id, PX_MAX_CLIENT_PENDING);
+    PX_LOG(px, PX_LOG_WARN, "pool %s: client %llu holds over %zu reply bytes unread: closing it",
+           c->pool->conf->name, (unsigned long long)c->id, c->pool->max_client_buffer);
     c->pool->st.client_err++;
     px_client_close(c);
 }
@@ -96,7 +96,7 @@ void px_req_done(px_req *r)
     if (r != c->head) {
         r->counted = true;
         c->stored += r->reply.len;
-        if (c->stored + c->wbuf.len + c->inflight > PX_MAX_CLIENT_PENDING)
+        if (c->stored + c->wbuf.len + c->inflight > c->pool->max_client_buffer)
             client_over_limit(c);
         return;
     }
@@ -121,7 +121,7 @@ void px_req_done(px_req *r)
         }
     }
     px_mark_client(c);
-    if (c->stored + c->wbuf.len + c->inflight > PX_MAX_CLIENT_PENDING) {
+    if (c->stored + c->wbuf.len + c->inflight > c->pool->max_client_buffer) {
         client_over_limit(c);
         return;
     }
@@ -189,7 +189,7 @@ static void client_process(px_client *c)
         size_t argc = 0, consumed = 0, need = 0;
         char err[160] = "";
         ch_resp_status rs =
-            ch_resp_parse_request(c->rbuf.p + off, c->rbuf.len - off, &px->limits, px->argv,
+            ch_resp_parse_request(c->rbuf.p + off, c->rbuf.len - off, &c->pool->limits, px->argv,
                                   px->argv_cap, &argc, &consumed, &need, err, sizeof(err));
         if (rs == CH_RESP_INCOMPLETE) {
             c->need = off + need;

@@ -484,8 +484,11 @@ void px_command_handle(px_client *c, const ch_resp_arg *argv, size_t argc, const
         px_req_error(r, "ERR unsupported command '%s'", name);
         return;
     }
-    const char *password = pool->conf->redis_auth;
-    if (password != NULL && !c->authed && cmd->kind != K_AUTH && cmd->kind != K_QUIT) {
+    /* With client_auth, PING is answered before AUTH too (health checks need no password);
+     * with redis_auth alone, as twemproxy and Redis, only AUTH and QUIT are. */
+    const char *password = pool->client_password;
+    if (password != NULL && !c->authed && cmd->kind != K_AUTH && cmd->kind != K_QUIT &&
+        !(cmd->kind == K_PING && pool->conf->client_auth != NULL)) {
         px_req_error(r, "NOAUTH Authentication required.");
         return;
     }

@@ -223,6 +223,11 @@ static int pool_init(px_proxy *px, px_pool *pool, const ch_conf_pool *pc)
                   : (size_t)pc->failover_depth > PX_MAX_DEPTH ? PX_MAX_DEPTH
                                                                : (size_t)pc->failover_depth;
     pool->timeout_ms = pc->timeout_ms > 0 ? (uint64_t)pc->timeout_ms : PX_DEFAULT_TIMEOUT_MS;
+    pool->limits = px->limits;
+    pool->limits.max_request = pc->max_request_bytes > 0 ? (size_t)pc->max_request_bytes : 1;
+    pool->max_client_buffer =
+        pc->max_client_buffer_bytes > 0 ? (size_t)pc->max_client_buffer_bytes : 1;
+    pool->client_password = pc->client_auth != NULL ? pc->client_auth : pc->redis_auth;
 
     /* The membership's members are in ch_config_members() order; map each to its server entry
      * (the member strings ch_config_members() gives point into the pool's servers). */
@@ -264,7 +269,10 @@ int px_proxy_init(px_proxy *px, ch_config *cfg)
         return -1;
     }
     ch_resp_limits_init(&px->limits);
-    px->limits.max_request = PX_MAX_REQUEST;
+    /* The proxy parses its own fragments again (a failed multi-key read is re-split), and a
+     * fragment can be larger than the client's request it came from (an inline MGET re-encoded
+     * as RESP): no request-size limit there. Replies are bounded by max_bulk and max_depth. */
+    px->limits.max_request = SIZE_MAX;
     px->argv_cap = 256;
     px->argv = malloc(px->argv_cap * sizeof(*px->argv));
     if (px->argv == NULL)

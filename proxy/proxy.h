@@ -28,9 +28,9 @@
 
 #define PX_VERSION "0.1.0"
 
-/* Limits and defaults (proxy constants for now; docs/PROXY.md lists them). */
-#define PX_MAX_REQUEST (64u * 1024u * 1024u)     /* bytes of one client request */
-#define PX_MAX_CLIENT_PENDING (64u * 1024u * 1024u) /* reply bytes buffered for one client */
+/* Limits and defaults (docs/PROXY.md lists them). The size of one client request and the reply
+ * bytes held for one client are per pool: max_request_bytes and max_client_buffer_bytes in the
+ * config (defaults CH_CONF_DEFAULT_MAX_REQUEST_BYTES, CH_CONF_DEFAULT_MAX_CLIENT_BUFFER_BYTES). */
 /* Requests of one client in flight before its reading pauses. It also bounds what a client
  * closed for not reading still costs the backend connections it shares: at most this many
  * replies to drain before other clients' requests behind them are answered. */
@@ -216,6 +216,10 @@ struct px_pool {
     size_t nservers;
     size_t depth;         /* failover candidates per request */
     uint64_t timeout_ms;  /* per request to a backend */
+    ch_resp_limits limits; /* for its clients' requests: max_request is max_request_bytes */
+    size_t max_client_buffer; /* max_client_buffer_bytes: reply bytes held for one client */
+    const char *client_password; /* what clients AUTH with: client_auth, else redis_auth; NULL:
+                                    no AUTH needed */
     px_stream *listener;
     px_dl clients;
     px_pool_stats st;
@@ -248,7 +252,8 @@ struct px_proxy {
     ch_config *cfg;
     px_pool *pools;
     size_t npools;
-    ch_resp_limits limits;
+    ch_resp_limits limits; /* for the proxy's own fragments and the backends' replies; a
+                              pool's clients are held to px_pool.limits */
     ch_resp_arg *argv; /* the parser's argument array, grown on demand */
     size_t argv_cap;
     px_dl dirty_clients, dirty_conns;

@@ -122,7 +122,10 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS };
     X(VERSION, version, K_STR, "a version string")                                          \
     X(FAILOVER_DEPTH, failover_depth, K_INT, "an integer")                                  \
     X(SERVER_FAILURE_WINDOW, server_failure_window, K_INT, "an integer")                    \
-    X(SERVER_RETRY_MAX, server_retry_max, K_INT, "an integer")
+    X(SERVER_RETRY_MAX, server_retry_max, K_INT, "an integer")                              \
+    X(CLIENT_AUTH, client_auth, K_STR, "a string")                                          \
+    X(MAX_REQUEST_BYTES, max_request_bytes, K_INT, "an integer")                            \
+    X(MAX_CLIENT_BUFFER_BYTES, max_client_buffer_bytes, K_INT, "an integer")
 
 enum key_id {
 #define KEY_ENUM(id, name, kind, expect) KEY_##id,
@@ -163,6 +166,8 @@ static int *int_field(ch_conf_pool *p, int id)
     case KEY_FAILOVER_DEPTH: return &p->failover_depth;
     case KEY_SERVER_FAILURE_WINDOW: return &p->server_failure_window_ms;
     case KEY_SERVER_RETRY_MAX: return &p->server_retry_max_ms;
+    case KEY_MAX_REQUEST_BYTES: return &p->max_request_bytes;
+    case KEY_MAX_CLIENT_BUFFER_BYTES: return &p->max_client_buffer_bytes;
     default: return &p->server_failure_limit;
     }
 }
@@ -527,6 +532,8 @@ static int pool_new(loader *ld, ch_conf_pool **out)
     p->failover_depth = 2;
     p->server_failure_window_ms = 10000;
     p->server_retry_max_ms = 60000;
+    p->max_request_bytes = CH_CONF_DEFAULT_MAX_REQUEST_BYTES;
+    p->max_client_buffer_bytes = CH_CONF_DEFAULT_MAX_CLIENT_BUFFER_BYTES;
     ld->servers_cap = 0;
     p->hash = dupn("fnv1a_64", 8);
     p->distribution = dupn("ketama", 6);
@@ -578,7 +585,8 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
     switch (keys[id].kind) {
     case K_INT: {
         int min = id == KEY_SERVER_CONNECTIONS || id == KEY_FAILOVER_DEPTH ||
-                          id == KEY_SERVER_FAILURE_WINDOW || id == KEY_SERVER_RETRY_MAX
+                          id == KEY_SERVER_FAILURE_WINDOW || id == KEY_SERVER_RETRY_MAX ||
+                          id == KEY_MAX_REQUEST_BYTES || id == KEY_MAX_CLIENT_BUFFER_BYTES
                       ? 1
                       : 0;
         rc = ch__conf_parse_int(v, len, &n);
@@ -642,6 +650,8 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
                             "\"%s\"",
                             ch__conf_quote(q, sizeof q, v, len));
         return (p->version = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
+    case KEY_CLIENT_AUTH:
+        return (p->client_auth = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
     default: /* KEY_REDIS_AUTH */
         return (p->redis_auth = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
     }
@@ -860,9 +870,16 @@ static int load_pool(loader *ld)
     p->has_auto_eject_hosts = st.seen & (UINT32_C(1) << KEY_AUTO_EJECT_HOSTS);
     p->has_server_failure_limit = st.seen & (UINT32_C(1) << KEY_SERVER_FAILURE_LIMIT);
     p->has_server_retry_timeout = st.seen & (UINT32_C(1) << KEY_SERVER_RETRY_TIMEOUT);
-    if (p->redis_auth != NULL && !p->redis)
+    /* Both passwords need a redis pool; when both are misplaced, the first in the file is named. */
+    bool redis_auth_bad = p->redis_auth != NULL && !p->redis;
+    bool client_auth_bad = p->client_auth != NULL && !p->redis;
+    if (redis_auth_bad &&
+        (!client_auth_bad || st.mark[KEY_REDIS_AUTH].index < st.mark[KEY_CLIENT_AUTH].index))
         return fail(ld, st.mark[KEY_REDIS_AUTH],
                     "\"redis_auth\" is only valid in a redis pool (redis: true), as in twemproxy");
+    if (client_auth_bad)
+        return fail(ld, st.mark[KEY_CLIENT_AUTH],
+                    "\"client_auth\" is only valid in a redis pool (redis: true)");
     return CH_OK;
 }
 
@@ -1059,6 +1076,7 @@ void ch_config_free(ch_config *cfg)
         xfree(p->hash_tag);
         xfree(p->distribution);
         xfree(p->redis_auth);
+        xfree(p->client_auth);
         xfree(p->version);
     }
     xfree(cfg->pools);

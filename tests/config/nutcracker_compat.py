@@ -22,7 +22,9 @@ DEVIATIONS = {
     "valid_all_keys.yml": "reuseport is newer than the 0.5.0 release",
     "valid_sockets.yml": "libchash's own hash and distribution names (xxh3, ring)",
     "valid_chash_keys.yml": "chash's own pool keys (version, failover_depth, "
-                            "server_failure_window, server_retry_max)",
+                            "server_failure_window, server_retry_max, max_request_bytes, "
+                            "max_client_buffer_bytes)",
+    "valid_client_auth.yml": "chash's own pool key client_auth",
     "err_host.yml": "twemproxy resolves server hosts only when connecting; chash refuses "
                     "characters no hostname has",
     "err_listen_perm.yml": "twemproxy reads permissions with strtol: \"0999\" becomes 0",

@@ -103,6 +103,7 @@ static void test_all_keys(void **state)
     assert_true(p->tcpkeepalive);
     assert_true(p->reuseport);
     assert_string_equal(p->redis_auth, "s3cret");
+    assert_null(p->client_auth); /* clients AUTH with redis_auth, as in twemproxy */
     assert_int_equal(p->redis_db, 3);
     assert_true(p->preconnect);
     assert_true(p->auto_eject_hosts);
@@ -155,6 +156,7 @@ static void test_defaults(void **state)
     assert_false(p->tcpkeepalive);
     assert_false(p->reuseport);
     assert_null(p->redis_auth);
+    assert_null(p->client_auth);
     assert_int_equal(p->redis_db, 0);
     assert_false(p->preconnect);
     assert_false(p->auto_eject_hosts);
@@ -389,6 +391,11 @@ static const struct {
      "expected a version of printable characters without spaces, got \"two words\""},
     {"err_failover_depth.yml", 4, 19,
      "expected an integer >= 1 for \"failover_depth\", got \"0\""},
+    {"err_client_auth.yml", 5, 3, "\"client_auth\" is only valid in a redis pool (redis: true)"},
+    {"err_client_auth_first.yml", 2, 3,
+     "\"client_auth\" is only valid in a redis pool (redis: true)"},
+    {"err_max_request_bytes.yml", 4, 22,
+     "expected an integer >= 1 for \"max_request_bytes\", got \"0\""},
 };
 
 /* chash's own keys, the presence of twemproxy's, twemproxy's server order, and what routing
@@ -403,6 +410,9 @@ static void test_chash_keys(void **state)
     assert_int_equal(p->failover_depth, 3);
     assert_int_equal(p->server_failure_window_ms, 4000);
     assert_int_equal(p->server_retry_max_ms, 30000);
+    assert_int_equal(p->max_request_bytes, 1048576);
+    assert_int_equal(p->max_client_buffer_bytes, INT_MAX);
+    assert_null(p->client_auth);
     assert_true(p->has_auto_eject_hosts && p->has_server_failure_limit &&
                 p->has_server_retry_timeout);
 
@@ -448,6 +458,10 @@ static void test_chash_keys(void **state)
                  plain->has_server_retry_timeout);
     assert_null(plain->version);
     assert_int_equal(plain->failover_depth, 2);
+    assert_int_equal(plain->max_request_bytes, 64 * 1024 * 1024);
+    assert_int_equal(plain->max_client_buffer_bytes, 64 * 1024 * 1024);
+    assert_int_equal(plain->max_request_bytes, CH_CONF_DEFAULT_MAX_REQUEST_BYTES);
+    assert_int_equal(plain->max_client_buffer_bytes, CH_CONF_DEFAULT_MAX_CLIENT_BUFFER_BYTES);
     ch_config_health(plain, &h);
     ch_health_options d;
     ch_health_options_init(&d);
@@ -455,6 +469,19 @@ static void test_chash_keys(void **state)
     assert_int_equal(h.failure_limit, d.failure_limit);
     assert_int_equal(h.retry_min_ms, d.retry_min_ms);
     assert_int_equal(h.retry_max_ms, d.retry_max_ms);
+    ch_config_free(cfg);
+}
+
+/* chash's client password beside twemproxy's redis_auth, which stays the servers' password. */
+static void test_client_auth(void **state)
+{
+    (void)state;
+    ch_config *cfg = load_ok(FIX("valid_client_auth.yml"));
+    const ch_conf_pool *p = ch_config_pool(cfg, NULL);
+    assert_non_null(p);
+    assert_true(p->redis);
+    assert_string_equal(p->redis_auth, "backend-secret");
+    assert_string_equal(p->client_auth, "client secret #1");
     ch_config_free(cfg);
 }
 
@@ -905,6 +932,7 @@ int main(void)
         cmocka_unit_test(test_sockets_and_names),
         cmocka_unit_test(test_twemproxy_quirks),
         cmocka_unit_test(test_chash_keys),
+        cmocka_unit_test(test_client_auth),
         cmocka_unit_test(test_error_fixtures),
         cmocka_unit_test(test_bad_bytes),
         cmocka_unit_test(test_unreadable),

@@ -346,10 +346,11 @@ def resp_call(addr, *args, timeout=SOCK_TIMEOUT):
 # redis-server.
 
 class Redis:
-    """A redis-server on 127.0.0.1:port (or host:port), no persistence, in its own dir."""
+    """A redis-server on 127.0.0.1:port (or host:port), no persistence, in its own dir; with a
+    password, it requires AUTH (--requirepass) and call()/keys() authenticate first."""
 
-    def __init__(self, exe, tmp, port=None, host="127.0.0.1"):
-        self.exe, self.host = exe, host
+    def __init__(self, exe, tmp, port=None, host="127.0.0.1", password=None):
+        self.exe, self.host, self.password = exe, host, password
         self.port = port or free_ports(1)[0]
         self.dir = os.path.join(tmp, "redis-%s-%d" % (host, self.port))
         os.makedirs(self.dir, exist_ok=True)
@@ -367,7 +368,8 @@ class Redis:
     def start(self):
         self.proc = spawn([self.exe, "--port", str(self.port), "--bind", self.host,
                            "--save", "", "--appendonly", "no", "--daemonize", "no",
-                           "--databases", "64", "--dir", self.dir], self.log)
+                           "--databases", "64", "--dir", self.dir] +
+                          (["--requirepass", self.password] if self.password else []), self.log)
         wait_accepting(self.proc, [self.addr], self.log, "redis-server " + self.text)
         return self
 
@@ -377,23 +379,32 @@ class Redis:
             self.proc.wait(timeout=10)
 
     def call(self, *args):
-        return resp_call(self.addr, *args)
+        if not self.password:
+            return resp_call(self.addr, *args)
+        with Resp(self.addr) as c:
+            self._auth(c)
+            return c.call(*args)
+
+    def _auth(self, c):
+        if self.password and c.call("AUTH", self.password) != b"OK":
+            fail("%s: AUTH refused" % self.text)
 
     def keys(self, db=0):
         with Resp(self.addr) as c:
+            self._auth(c)
             sel, keys = c.pipeline([("SELECT", db), ("KEYS", "*")])
             if sel != b"OK":
                 fail("%s: SELECT %d answered %r" % (self.text, db, sel))
             return keys
 
 
-def start_redises(exe, tmp, n):
+def start_redises(exe, tmp, n, password=None):
     """n redis-servers on free loopback ports (a port lost to a race is replaced)."""
     out = []
     for _attempt in range(n + 10):
         if len(out) == n:
             break
-        r = Redis(exe, tmp)
+        r = Redis(exe, tmp, password=password)
         try:
             out.append(r.start())
         except TestFailure:

@@ -10,20 +10,25 @@ each on its own connection:
   - a truncated request, then a half-close (shutdown SHUT_WR): the proxy must close too;
   - a complete request, then a half-close: the proxy answers it, then closes (100 times);
   - an inline command line over 64 KiB with no end of line;
-  - a request of exactly the proxy's maximum request size (accepted: +OK), and one byte over
-    it (an error or a close, never +OK);
+  - a request of exactly the pool's max_request_bytes (set to 1 MiB here: accepted, +OK), and
+    one byte over it (an error or a close, never +OK);
   - a client that never reads its replies: GETs of a 1 MiB value sent until the proxy closes
-    the connection (its per-client reply buffer limit), while the proxy's RSS stays bounded;
+    the connection (the pool's max_client_buffer_bytes, 8 MiB here), while the proxy's RSS
+    stays bounded;
   - 200 connections opened and reset with half a request.
+A second pool, "dflt", without those keys, on the same backends, checks the default request
+limit without sending it: a 2 MiB SET is served there (the limits are per pool); a request whose
+lengths announce the default limit plus one byte is refused from its header; one announcing
+exactly the default is not (it is awaited: a half-close then gets a close, without an error).
 Each bad client must get an error reply or a close within BAD_BOUND seconds; an error must not
 be followed by a normal reply to the rest of the garbage. At the end the proxy is alive,
 answers a fresh client, reports (stats) only the good client connected, and exits cleanly on
 SIGTERM with no sanitizer report.
 
-The limits are read from proxy/proxy.h (PX_MAX_REQUEST, PX_MAX_CLIENT_PENDING), given as the
-third argument: the test follows the proxy's constants, as docs/PROXY.md documents them.
+The defaults are read from include/chash_config.h (CH_CONF_DEFAULT_MAX_REQUEST_BYTES,
+CH_CONF_DEFAULT_MAX_CLIENT_BUFFER_BYTES), given as the third argument.
 
-Usage: test_bad_input.py CHASH_PROXY CHASH_CLI PROXY_H
+Usage: test_bad_input.py CHASH_PROXY CHASH_CLI CHASH_CONFIG_H
 Exit: 0 pass, 1 fail, 77 skip (redis-server missing and CI unset).
 """
 import os
@@ -44,14 +49,17 @@ T0 = time.monotonic()
 REPLY_BOUND = 5.0     # seconds: the good client's every reply
 BAD_BOUND = 10.0      # seconds: a bad client's error or close
 RSS_BOUND_KIB = 1536 * 1024   # the proxy's resident memory, ASan included
+MAX_REQUEST = 1 << 20         # the "bad" pool's max_request_bytes
+MAX_BUFFER = 8 << 20          # the "bad" pool's max_client_buffer_bytes
+DEFAULT_NAMES = ("CH_CONF_DEFAULT_MAX_REQUEST_BYTES", "CH_CONF_DEFAULT_MAX_CLIENT_BUFFER_BYTES")
 
 
 def limits_from_header(path):
-    """{name: value} of the PX_MAX_* byte limits #defined in proxy.h."""
+    """{name: value} of the default byte limits #defined in chash_config.h."""
     out = {}
     with open(path) as f:
         text = f.read()
-    for name in ("PX_MAX_REQUEST", "PX_MAX_CLIENT_PENDING"):
+    for name in DEFAULT_NAMES:
         m = re.search(r"#define\s+%s\s+([^/\n]*)" % name, text)
         if not m:
             fail("%s: no #define %s" % (path, name))
@@ -170,16 +178,18 @@ def main():
 
 
 def body(proxy_exe, redis_exe, header):
-    lim = limits_from_header(header)
-    max_request, max_pending = lim["PX_MAX_REQUEST"], lim["PX_MAX_CLIENT_PENDING"]
+    default_request = limits_from_header(header)[DEFAULT_NAMES[0]]
+    max_request, max_pending = MAX_REQUEST, MAX_BUFFER
     tmp = make_tmpdir()
     backends = start_redises(redis_exe, tmp, 2)
-    port = free_ports(1)[0]
+    port, dflt_port = free_ports(2)
+    servers = [(b.text, 1, None) for b in backends]
     config = write_file(os.path.join(tmp, "proxy.yml"), pool_yaml(
-        "bad", port, [(b.text, 1, None) for b in backends], hash="fnv1a_64",
-        distribution="ketama", timeout=5000))
-    proxy = Proxy(proxy_exe, tmp, config, [("127.0.0.1", port)], stats_interval_ms=100).start()
-    addr = ("127.0.0.1", port)
+        "bad", port, servers, hash="fnv1a_64", distribution="ketama", timeout=5000,
+        max_request_bytes=MAX_REQUEST, max_client_buffer_bytes=MAX_BUFFER) + pool_yaml(
+        "dflt", dflt_port, servers, timeout=5000))
+    addr, dflt_addr = ("127.0.0.1", port), ("127.0.0.1", dflt_port)
+    proxy = Proxy(proxy_exe, tmp, config, [addr, dflt_addr], stats_interval_ms=100).start()
     results = {}
 
     good = GoodClient(addr)
@@ -272,10 +282,40 @@ def body(proxy_exe, redis_exe, header):
             soft_fail("the SET over the size limit reached %s" % b.text)
     del over
 
+    good.phase = "the default size limit, another pool"
+    with Resp(dflt_addr, timeout=60) as c:
+        r = c.call("SET", "dflt-2mib", b"d" * (2 * MAX_REQUEST))
+        if r != b"OK":
+            soft_fail("pool dflt: a SET of 2 MiB (over the other pool's limit) answered %r" % (r,))
+        c.call("DEL", "dflt-2mib")
+    # Only the headers: the parser knows the whole size from the lengths.
+    head = b"*3\r\n$3\r\nSET\r\n$4\r\ndflt\r\n"
+    n = default_request - len(head) - len(b"$%d\r\n" % default_request) - 2
+    at_limit = head + b"$%d\r\n" % n
+    assert len(at_limit) + n + 2 == default_request
+    s = raw(dflt_addr)
+    s.sendall(at_limit + b"d" * 1000)
+    s.shutdown(socket.SHUT_WR)
+    kind, data = outcome(s)
+    s.close()
+    results["default limit, announced"] = kind
+    if kind != "close" or data:
+        soft_fail("pool dflt: a request announcing exactly the default limit (%d bytes), then a "
+                  "half-close: expected a close without a reply, got %s %r" % (
+                      default_request, kind, data[:100]))
+    over_head = head + b"$%d\r\n" % (n + 1)
+    got = check_bad("pool dflt: announced default+1 bytes", raw(dflt_addr), send=over_head)
+    results["default limit + 1, announced"] = got
+    if got != "error":
+        soft_fail("pool dflt: a request announcing the default limit + 1 byte got %s, not an "
+                  "error reply from its header alone" % got)
+
     good.phase = "a client that never reads"
     # --- a client that never reads ----------------------------------------------------------------
     value = b"z" * (1 << 20)
-    with Resp(addr, timeout=30) as c:
+    # SET through pool dflt: this request is over the "bad" pool's limit. Both pools place keys
+    # alike (same servers, hash and distribution).
+    with Resp(dflt_addr, timeout=30) as c:
         if c.call("SET", "bigvalue", value) != b"OK":
             fail("SET of a 1 MiB value failed")
     s = socket.socket()
