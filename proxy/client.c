@@ -36,6 +36,8 @@ px_req *px_req_new(px_client *c)
     if (r == NULL)
         return NULL;
     r->client = c;
+    r->pool = c->pool;
+    r->t0 = uv_hrtime();
     if (c->tail != NULL)
         c->tail->next = r;
     else
@@ -86,6 +88,7 @@ static void client_over_limit(px_client *c)
 void px_req_done(px_req *r)
 {
     px_client *c = r->client;
+    px_metrics_req_done(r);
     if (c == NULL) {
         if (r->pending == 0)
             px_req_free(r);
@@ -369,6 +372,7 @@ void px_client_accept(px_pool *pool, uv_stream_t *listener)
         uv_tcp_nodelay(&st->u.tcp, 1);
     px_dl_push(&pool->clients, &c->link);
     pool->st.client_connections++;
+    pool->m.clients_accepted++;
     px->curr_connections++;
     px->total_connections++;
     if (uv_read_start(&st->u.stream, client_alloc_cb, client_read_cb) < 0)

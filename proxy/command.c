@@ -16,7 +16,7 @@ typedef enum px_kind {
     K_MGET,    /* split; values merged in key order */
     K_MSET,    /* split by pairs; +OK or the first error */
     K_SUM,     /* split; integer replies summed */
-    K_PING, K_ECHO, K_QUIT, K_SELECT, K_COMMAND, K_AUTH,
+    K_PING, K_ECHO, K_QUIT, K_SELECT, K_COMMAND, K_AUTH, K_INFO,
 } px_kind;
 
 enum { R = 1, W = 0 }; /* R: a read, safe to retry on the next candidate */
@@ -76,7 +76,7 @@ enum { R = 1, W = 0 }; /* R: a read, safe to retry on the next candidate */
     X(touch, K_SUM, R, 2) X(exists, K_SUM, R, 2)                                                  \
     /* answered by the proxy */                                                                  \
     X(ping, K_PING, R, 1) X(echo, K_ECHO, R, 2) X(quit, K_QUIT, R, 1) X(select, K_SELECT, R, 2)   \
-    X(command, K_COMMAND, R, 1) X(auth, K_AUTH, R, 2)
+    X(command, K_COMMAND, R, 1) X(auth, K_AUTH, R, 2) X(info, K_INFO, R, 1)
 
 typedef struct px_cmd {
     const char *name;
@@ -101,6 +101,22 @@ static const px_cmd *command_find(const char *lower, size_t len)
             memcmp(commands[i].name, lower, len) == 0)
             return &commands[i];
     return NULL;
+}
+
+/* The metrics class of a command: its kind and, for single-key commands, whether it is a read. */
+static px_cmd_class command_class(const px_cmd *cmd)
+{
+    switch (cmd->kind) {
+    case K_KEY:
+    case K_EVAL:
+        return cmd->retry ? PX_CLASS_READ : PX_CLASS_WRITE;
+    case K_MGET:
+    case K_MSET:
+    case K_SUM:
+        return PX_CLASS_MULTI;
+    default:
+        return PX_CLASS_LOCAL;
+    }
 }
 
 /* ---- fragments -------------------------------------------------------------------------------- */
@@ -484,6 +500,7 @@ void px_command_handle(px_client *c, const ch_resp_arg *argv, size_t argc, const
         px_req_error(r, "ERR unsupported command '%s'", name);
         return;
     }
+    r->mclass = (uint8_t)command_class(cmd);
     /* With client_auth, PING is answered before AUTH too (health checks need no password);
      * with redis_auth alone, as twemproxy and Redis, only AUTH and QUIT are. */
     const char *password = pool->client_password;
@@ -558,6 +575,20 @@ void px_command_handle(px_client *c, const ch_resp_arg *argv, size_t argc, const
     case K_COMMAND:
         px_req_reply(r, "*0\r\n", 4);
         return;
+    case K_INFO: {
+        px_buf text = {0};
+        if (px_metrics_info(pool->px, &text) != 0 ||
+            px_buf_bulk(&r->reply, text.p, text.len) != 0) {
+            px_buf_free(&text);
+            r->reply.len = 0;
+            px_req_error(r, "ERR out of memory");
+            return;
+        }
+        px_buf_free(&text);
+        r->done = true;
+        px_req_done(r);
+        return;
+    }
     case K_AUTH: {
         const ch_resp_arg *pw = &argv[argc - 1];
         if (password == NULL) {

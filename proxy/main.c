@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,8 @@
 #define DEFAULT_STATS_ADDR "0.0.0.0"
 #define DEFAULT_STATS_INTERVAL 30000
 #define DEFAULT_LOG_LEVEL PX_LOG_NOTICE
+#define DEFAULT_METRICS_ADDR "127.0.0.1"
+enum { OPT_METRICS_PORT = 256, OPT_METRICS_ADDR }; /* long options without a letter */
 
 static void usage(FILE *fp)
 {
@@ -26,6 +29,7 @@ static void usage(FILE *fp)
             "Usage: chash-proxy [-?hVdDt] [-v verbosity level] [-o output file]\n"
             "                   [-c conf file] [-s stats port] [-a stats addr]\n"
             "                   [-i stats interval] [-p pid file] [-m mbuf size]\n"
+            "                   [--metrics-port port] [--metrics-addr addr]\n"
             "\n"
             "Options:\n"
             "  -h, --help             : this help\n"
@@ -41,9 +45,12 @@ static void usage(FILE *fp)
             "  -i, --stats-interval=N : set stats aggregation interval in msec (default: %d "
             "msec; accepted, stats are live)\n"
             "  -p, --pid-file=S       : set pid file (default: off)\n"
-            "  -m, --mbuf-size=N      : accepted for compatibility; ignored\n",
+            "  -m, --mbuf-size=N      : accepted for compatibility; ignored\n"
+            "      --metrics-port=N   : serve Prometheus metrics on http://ADDR:N/metrics "
+            "(default: off)\n"
+            "      --metrics-addr=S   : set metrics ip (default: %s)\n",
             DEFAULT_LOG_LEVEL, DEFAULT_CONF, DEFAULT_STATS_PORT, DEFAULT_STATS_ADDR,
-            DEFAULT_STATS_INTERVAL);
+            DEFAULT_STATS_INTERVAL, DEFAULT_METRICS_ADDR);
 }
 
 static void describe_stats(void)
@@ -123,10 +130,13 @@ int main(int argc, char **argv)
         {"stats-addr", required_argument, NULL, 'a'},
         {"stats-interval", required_argument, NULL, 'i'},
         {"pid-file", required_argument, NULL, 'p'}, {"mbuf-size", required_argument, NULL, 'm'},
+        {"metrics-port", required_argument, NULL, OPT_METRICS_PORT},
+        {"metrics-addr", required_argument, NULL, OPT_METRICS_ADDR},
         {NULL, 0, NULL, 0},
     };
     const char *conf = DEFAULT_CONF, *log_file = NULL, *pid_file = NULL;
-    const char *stats_addr = DEFAULT_STATS_ADDR;
+    const char *stats_addr = DEFAULT_STATS_ADDR, *metrics_addr = DEFAULT_METRICS_ADDR;
+    long metrics_port = 0;
     long stats_port = DEFAULT_STATS_PORT, interval = DEFAULT_STATS_INTERVAL;
     long level = DEFAULT_LOG_LEVEL, mbuf = 0;
     bool test = false, daemon_mode = false;
@@ -178,6 +188,15 @@ int main(int argc, char **argv)
         case 'p':
             pid_file = optarg;
             break;
+        case OPT_METRICS_PORT:
+            if (!parse_int(optarg, 1, 65535, &metrics_port)) {
+                fprintf(stderr, "chash-proxy: option --metrics-port requires a valid port\n");
+                return 1;
+            }
+            break;
+        case OPT_METRICS_ADDR:
+            metrics_addr = optarg;
+            break;
         case 'm':
             if (!parse_int(optarg, 1, 1L << 30, &mbuf)) {
                 fprintf(stderr, "chash-proxy: option -m requires a number of bytes\n");
@@ -218,6 +237,9 @@ int main(int argc, char **argv)
     px_proxy px = {0};
     px.log.level = (int)level;
     px.log.fp = stderr;
+    /* SIGHUP re-reads the file: keep its absolute path, since -d changes the directory. */
+    char conf_abs[PATH_MAX];
+    px.conf_path = realpath(conf, conf_abs) != NULL ? conf_abs : conf;
     if (log_file != NULL) {
         px.log.fp = fopen(log_file, "a");
         if (px.log.fp == NULL) {
@@ -247,6 +269,8 @@ int main(int argc, char **argv)
     px.stats_addr = stats_addr;
     px.stats_port = (int)stats_port;
     px.stats_interval_ms = (uint64_t)interval;
+    px.metrics_addr = metrics_addr;
+    px.metrics_port = (int)metrics_port;
 
     PX_LOG(&px, PX_LOG_NOTICE, "chash-proxy-%s starting, pid %ld, config '%s'", PX_VERSION,
            (long)getpid(), conf);
@@ -258,7 +282,7 @@ int main(int argc, char **argv)
         px_proxy_run(&px);
     }
     px_proxy_free(&px);
-    ch_config_free(cfg);
+    ch_config_free(px.cfg != NULL ? px.cfg : cfg); /* the current one: a reload replaces cfg */
     if (wrote_pid)
         unlink(pid_file);
     PX_LOG(&px, PX_LOG_NOTICE, "exiting with status %d", status);

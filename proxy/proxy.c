@@ -78,6 +78,8 @@ static void flush_cb(uv_check_t *h)
             px_client_flush(PX_CONTAINER(d, px_client, dirty));
         }
     }
+    if (px->retired.next != &px->retired) /* servers a reload removed, draining */
+        px_reload_reap(px);
 }
 
 static void probe_cb(uv_timer_t *t)
@@ -111,15 +113,26 @@ static void proxy_stop(px_proxy *px)
         for (size_t s = 0; pool->servers != NULL && s < pool->nservers; s++)
             px_server_close(&pool->servers[s]);
     }
+    px_reload_stop(px);
     if (px->stats_listener != NULL) {
         uv_close(&px->stats_listener->u.handle, free_stream_cb);
         px->stats_listener = NULL;
     }
+    px_metrics_stop(px);
     uv_close((uv_handle_t *)&px->flush_check, NULL);
     uv_close((uv_handle_t *)&px->flush_idle, NULL);
     uv_close((uv_handle_t *)&px->probe_timer, NULL);
     uv_close((uv_handle_t *)&px->sigint, NULL);
     uv_close((uv_handle_t *)&px->sigterm, NULL);
+    uv_close((uv_handle_t *)&px->sighup, NULL);
+}
+
+static void sighup_cb(uv_signal_t *h, int signum)
+{
+    (void)signum;
+    px_proxy *px = h->data;
+    if (!px->stopping)
+        px_reload(px);
 }
 
 static void signal_cb(uv_signal_t *h, int signum)
@@ -294,6 +307,10 @@ int px_proxy_init(px_proxy *px, ch_config *cfg)
     px->sigint.data = px->sigterm.data = px;
     uv_signal_start(&px->sigint, signal_cb, SIGINT);
     uv_signal_start(&px->sigterm, signal_cb, SIGTERM);
+    px_dl_init(&px->retired);
+    uv_signal_init(px->loop, &px->sighup);
+    px->sighup.data = px;
+    uv_signal_start(&px->sighup, sighup_cb, SIGHUP);
 
     px->pools = calloc(cfg->npools, sizeof(*px->pools));
     if (px->pools == NULL)
@@ -303,6 +320,8 @@ int px_proxy_init(px_proxy *px, ch_config *cfg)
         if (pool_init(px, &px->pools[i], &cfg->pools[i]) != 0)
             return -1;
     if (px_stats_start(px) != 0)
+        return -1;
+    if (px_metrics_start(px) != 0)
         return -1;
     return 0;
 }
@@ -323,6 +342,7 @@ void px_proxy_free(px_proxy *px)
         free(px->loop);
         px->loop = NULL;
     }
+    px_reload_free(px);
     for (size_t i = 0; i < px->npools; i++) {
         px_pool *pool = &px->pools[i];
         for (size_t s = 0; pool->servers != NULL && s < pool->nservers; s++)

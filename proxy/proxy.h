@@ -17,6 +17,7 @@
 #define CHASH_PROXY_H
 
 #include "chash_config.h"
+#include "metrics.h"
 #include "proto/resp.h"
 
 #include <stdarg.h>
@@ -139,6 +140,10 @@ struct px_req {
     int64_t sum;    /* PX_MERGE_SUM */
     px_buf *slots;  /* PX_MERGE_MGET: one reply per key */
     size_t nslots;
+    px_pool *pool;     /* whose metrics count it (its client's pool) */
+    uint64_t t0;       /* uv_hrtime() at arrival: the latency histogram */
+    uint8_t mclass;    /* px_cmd_class */
+    bool observed;     /* counted in the metrics */
 };
 
 typedef enum px_frag_kind {
@@ -188,6 +193,7 @@ struct px_conn {
 typedef struct px_server_stats {
     uint64_t server_eof, server_err, server_timedout, server_connections, server_ejected_at;
     uint64_t requests, request_bytes, responses, response_bytes;
+    uint64_t ejects; /* times this server was ejected (metrics; not in the stats JSON) */
 } px_server_stats;
 
 struct px_server {
@@ -200,6 +206,13 @@ struct px_server {
     unsigned nconns;
     bool probing; /* a probe is in flight */
     px_server_stats st;
+    /* Hot reload (reload.c): a server dropped from the pool's membership is retired: it leaves
+     * the pool's array for its own allocation, in px_proxy.retired, and takes no new fragments;
+     * its health is no longer tracked (its index means nothing in the new membership). It is
+     * closed and freed once its connections' FIFOs are empty. */
+    bool retired;
+    px_dl retired_link; /* in px_proxy.retired while retired and not yet closing */
+    unsigned closing;   /* timers whose close callback is pending; the last one frees it */
 };
 
 typedef struct px_pool_stats {
@@ -223,6 +236,7 @@ struct px_pool {
     px_stream *listener;
     px_dl clients;
     px_pool_stats st;
+    px_pool_metrics m;
 };
 
 struct px_client {
@@ -261,10 +275,20 @@ struct px_proxy {
     uv_idle_t flush_idle;   /* keeps the poll from blocking while something is dirty */
     uv_timer_t probe_timer;
     uv_signal_t sigint, sigterm;
+    uv_signal_t sighup;     /* hot reload (reload.c) */
+    const char *conf_path;  /* the -c file, absolute (set by main; re-read on SIGHUP) */
+    ch_config **old_cfgs;   /* configs replaced by a reload, freed once nothing points into
+                               them (a pool kept as it was, a retired server) */
+    size_t nold_cfgs;
+    px_dl retired;          /* retired servers (px_server.retired_link) */
+    uint64_t reloads, reload_failures; /* stats: configs applied / rejected on SIGHUP */
     px_stream *stats_listener;
     const char *stats_addr;
     int stats_port;
     uint64_t stats_interval_ms;
+    px_metrics_server *metrics; /* NULL unless --metrics-port */
+    const char *metrics_addr;
+    int metrics_port;
     uint64_t start_time;
     uint64_t total_connections, curr_connections;
     uint64_t next_client_id;
@@ -299,6 +323,14 @@ void px_req_error(px_req *r, const char *fmt, ...) __attribute__((format(printf,
 /* ---- server.c -------------------------------------------------------------------------------- */
 
 int px_server_init(px_pool *pool, px_server *s, size_t index, const ch_conf_server *conf);
+/* px_server_init in two steps, for a reload that must not fail half way: setup resolves the
+ * address and allocates (no libuv handle yet: on failure, px_server_free undoes it); start
+ * initializes the connections' timers and cannot fail. */
+int px_server_setup(px_pool *pool, px_server *s, size_t index, const ch_conf_server *conf);
+void px_server_start(px_server *s);
+/* Closes a retired (separately allocated) server's connections and frees it once its timers
+ * have closed. */
+void px_server_dispose(px_server *s);
 void px_server_close(px_server *s); /* closes its connections (shutdown) */
 void px_server_preconnect(px_server *s);
 void px_server_free(px_server *s);
@@ -323,10 +355,34 @@ void px_frag_error(px_frag *f, const char *msg);
  * Returns true when it did (f is then consumed). */
 bool px_frag_resplit(px_frag *f, size_t failed_server);
 
+/* ---- reload.c -------------------------------------------------------------------------------- */
+
+/* SIGHUP: re-reads px->conf_path and applies it (docs/PROXY.md, "Reload"). */
+void px_reload(px_proxy *px);
+/* Closes the retired servers whose in-flight fragments are done (called once per loop turn). */
+void px_reload_reap(px_proxy *px);
+/* Shutdown: closes every retired server. */
+void px_reload_stop(px_proxy *px);
+/* Frees the configs replaced by reloads (after the loop has closed everything). */
+void px_reload_free(px_proxy *px);
+
 /* ---- stats.c --------------------------------------------------------------------------------- */
 
 int px_stats_start(px_proxy *px);
 /* The stats JSON into b. */
 int px_stats_json(px_proxy *px, px_buf *b);
+
+/* ---- metrics.c ------------------------------------------------------------------------------- */
+
+/* Starts the Prometheus endpoint when px->metrics_port is set (0 otherwise). */
+int px_metrics_start(px_proxy *px);
+/* Closes its listener and connections (shutdown). */
+void px_metrics_stop(px_proxy *px);
+/* Counts r, whose reply is complete, once: class, error or not, latency. */
+void px_metrics_req_done(px_req *r);
+/* The Prometheus text exposition into b. */
+int px_metrics_text(px_proxy *px, px_buf *b);
+/* The INFO reply's text (not yet a bulk) into b. */
+int px_metrics_info(px_proxy *px, px_buf *b);
 
 #endif /* CHASH_PROXY_H */

@@ -54,6 +54,14 @@ static void conn_timer_cb(uv_timer_t *t);
 
 int px_server_init(px_pool *pool, px_server *s, size_t index, const ch_conf_server *conf)
 {
+    if (px_server_setup(pool, s, index, conf) != 0)
+        return -1;
+    px_server_start(s);
+    return 0;
+}
+
+int px_server_setup(px_pool *pool, px_server *s, size_t index, const ch_conf_server *conf)
+{
     px_proxy *px = pool->px;
     s->pool = pool;
     s->index = index;
@@ -78,13 +86,18 @@ int px_server_init(px_pool *pool, px_server *s, size_t index, const ch_conf_serv
     s->conns = calloc(s->nconns, sizeof(*s->conns));
     if (s->conns == NULL)
         return -1;
+    for (unsigned i = 0; i < s->nconns; i++)
+        s->conns[i].server = s;
+    return 0;
+}
+
+void px_server_start(px_server *s)
+{
     for (unsigned i = 0; i < s->nconns; i++) {
         px_conn *c = &s->conns[i];
-        c->server = s;
-        uv_timer_init(px->loop, &c->timer);
+        uv_timer_init(s->pool->px->loop, &c->timer);
         c->timer.data = c;
     }
-    return 0;
 }
 
 void px_server_close(px_server *s)
@@ -94,6 +107,31 @@ void px_server_close(px_server *s)
         conn_fail(c, WHY_STOP, "proxy shutting down");
         if (!uv_is_closing((uv_handle_t *)&c->timer))
             uv_close((uv_handle_t *)&c->timer, NULL);
+    }
+}
+
+static void retired_timer_close_cb(uv_handle_t *h)
+{
+    px_conn *c = h->data;
+    px_server *s = c->server;
+    if (--s->closing > 0)
+        return;
+    px_server_free(s);
+    free(s);
+}
+
+void px_server_dispose(px_server *s)
+{
+    px_dl_remove(&s->retired_link);
+    for (unsigned i = 0; i < s->nconns; i++) {
+        px_conn *c = &s->conns[i];
+        conn_fail(c, WHY_STOP, "server removed from the pool");
+        s->closing++;
+        uv_close((uv_handle_t *)&c->timer, retired_timer_close_cb);
+    }
+    if (s->nconns == 0) {
+        px_server_free(s);
+        free(s);
     }
 }
 
@@ -155,6 +193,10 @@ static void conn_reply(px_conn *c, px_frag *f, const char *p, const ch_resp_repl
         return;
     case PX_FRAG_PROBE:
         s->probing = false;
+        if (s->retired) { /* no longer in the membership: its health is not tracked */
+            px_frag_free(f);
+            return;
+        }
         ch_health_probe_result(pool->health, s->index, r->type != CH_RESP_ERROR, px_now(px),
                                px_rand(px));
         if (ch_health_is_up(pool->health, s->index)) {
@@ -165,7 +207,8 @@ static void conn_reply(px_conn *c, px_frag *f, const char *p, const ch_resp_repl
         px_frag_free(f);
         return;
     case PX_FRAG_FORWARD:
-        ch_health_success(pool->health, s->index, px_now(px));
+        if (!s->retired)
+            ch_health_success(pool->health, s->index, px_now(px));
         px_frag_reply(f, p, r->len, r);
         return;
     }
@@ -409,7 +452,7 @@ static void frag_failed(px_frag *f, px_server *s, const char *why)
         return;
     case PX_FRAG_PROBE:
         s->probing = false;
-        if (!px->stopping)
+        if (!px->stopping && !s->retired)
             ch_health_probe_result(pool->health, s->index, false, px_now(px), px_rand(px));
         px_frag_free(f);
         return;
@@ -417,7 +460,8 @@ static void frag_failed(px_frag *f, px_server *s, const char *why)
         break;
     }
     if (!px->stopping && f->retry) {
-        if (f->nkeys > 1 && px_frag_resplit(f, s->index))
+        /* A retired server is in no key's walk of the current membership. */
+        if (f->nkeys > 1 && px_frag_resplit(f, s->retired ? SIZE_MAX : s->index))
             return;
         if (f->attempt + 1 < f->ncand) {
             f->attempt++;
@@ -470,11 +514,12 @@ static void conn_fail(px_conn *c, conn_why why, const char *reason)
             probe = probe || q->kind == PX_FRAG_PROBE;
         PX_LOG(px, probe ? PX_LOG_INFO : PX_LOG_WARN, "pool %s: server %s (%s) %s%s",
                pool->conf->name, server_name(s), s->conf->addr, what, probe ? " (probe)" : "");
-        if (!probe && ch_health_is_up(pool->health, s->index) &&
+        if (!probe && !s->retired && ch_health_is_up(pool->health, s->index) &&
             ch_health_failure(pool->health, s->index, px_now(px), px_rand(px))) {
             struct timeval tv;
             gettimeofday(&tv, NULL);
             pool->st.server_ejects++;
+            s->st.ejects++;
             s->st.server_ejected_at = (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
             PX_LOG(px, PX_LOG_WARN, "pool %s: server %s ejected", pool->conf->name,
                    server_name(s));

@@ -3,7 +3,8 @@
  * JSON object, then the proxy closes it. Fields and nesting are nutcracker's: top-level service,
  * source, version, uptime, timestamp, total_connections, curr_connections; one object per pool
  * with its counters and one object per server (keyed by the server's twemproxy name, in
- * nutcracker's server order). Our addition: "membership_version" per pool.
+ * nutcracker's server order). Our additions: "membership_version" per pool; "reloads" and
+ * "reload_failures" at the top level (SIGHUP, reload.c).
  * Values are live (nutcracker aggregates them every -i milliseconds; -i is accepted and ignored).
  */
 
@@ -41,9 +42,10 @@ int px_stats_json(px_proxy *px, px_buf *b)
     rc |= json_str(b, host);
     rc |= px_buf_printf(b,
                         ", \"version\":\"%s\", \"uptime\":%llu, \"timestamp\":%llu, "
-                        "\"total_connections\":%llu, \"curr_connections\":%llu",
+                        "\"total_connections\":%llu, \"curr_connections\":%llu, "
+                        "\"reloads\":%llu, \"reload_failures\":%llu",
                         PX_VERSION, U(now - px->start_time), U(now), U(px->total_connections),
-                        U(px->curr_connections));
+                        U(px->curr_connections), U(px->reloads), U(px->reload_failures));
     for (size_t i = 0; i < px->npools; i++) {
         const px_pool *pool = &px->pools[i];
         const px_pool_stats *ps = &pool->st;

@@ -7,7 +7,8 @@ GETs on one held connection per pool). Checked on chash-proxy's output:
   - each TCP connection to the stats port receives exactly one JSON object, then a close;
   - the top-level fields, the pools, each pool's fields and its servers (names and order), and
     each server's fields (and their order) are exactly nutcracker's, plus our per-pool
-    "membership_version"; every field has nutcracker's JSON type;
+    "membership_version" and our top-level "reloads" and "reload_failures"; every field has
+    nutcracker's JSON type;
   - membership_version is what `chash lookup --config --show-version` reports for the pool;
   - the values are live and right: client_connections counts the held client, requests and
     responses per server equal nutcracker's for the same traffic (same placement), uptime and
@@ -28,6 +29,7 @@ from proxyharness import (Proxy, Resp, fail, free_ports, log, make_tmpdir,  # no
 
 TOP = ["service", "source", "version", "uptime", "timestamp", "total_connections",
        "curr_connections"]
+CHASH_TOP = ["reloads", "reload_failures"]    # chash's additions (hot reload), after nutcracker's
 NKEYS = 200
 
 
@@ -107,8 +109,12 @@ def body(proxy_exe, chash, redis_exe, nutcracker):
     if wtop != TOP:
         fail("nutcracker's top-level fields are %s, not the expected %s: oracle changed?" % (
             wtop, TOP))
-    if gtop != wtop:
-        soft_fail("top-level fields %s, nutcracker's %s" % (gtop, wtop))
+    if gtop != wtop + CHASH_TOP:
+        soft_fail("top-level fields %s, nutcracker's %s plus chash's %s" % (gtop, wtop,
+                                                                          CHASH_TOP))
+    for k in CHASH_TOP:
+        if got.get(k) != 0:
+            soft_fail("top-level %s = %r without any reload" % (k, got.get(k)))
     for k in wtop:
         if k in got and jtype(got[k]) != jtype(want[k]):
             soft_fail("top-level %s is a %s, nutcracker's a %s" % (k, jtype(got[k]),

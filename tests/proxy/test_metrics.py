@@ -1,0 +1,479 @@
+#!/usr/bin/python3
+"""proxy_metrics: chash-proxy's Prometheus endpoint (--metrics-port) and its INFO reply.
+
+chash-proxy in front of 3 real redis-servers, two pools: "alpha" (unnamed servers, ketama, a
+server ejected at its first failure and not probed for 60 s) and "beta" (named servers, its own
+`version` holding a double quote and a backslash, so label escaping shows). Known traffic on
+alpha: 100 SET, 102 GET (2 with a wrong argument count), 10 MGET of 3 keys, 3 PING, 5 KEYS
+(refused). Checked:
+  - GET /metrics answers 200, Content-Type "text/plain; version=0.0.4", Content-Length right;
+  - the body parses strictly as the text exposition format 0.0.4: every line a HELP/TYPE
+    comment or `name{labels} value`; every family has one HELP and one TYPE before its samples,
+    its samples contiguous; no series twice; label values escaped; histogram buckets ascending
+    in le, cumulative, ending in +Inf equal to _count, with a _sum;
+  - requests and errors per class equal the traffic exactly; the histogram's _count equals
+    their sum; per-server requests sum to SET + GET + MGET fragments and agree with the stats
+    JSON; client connection gauges;
+  - chash_proxy_membership_info's version per pool equals `chash lookup --show-version`;
+  - every family scraped is listed in docs/PROXY.md's Metrics section, and every one listed
+    there is scraped;
+  - redis-cli INFO shows chash_proxy_version and pool_<name>_membership_version;
+  - other paths answer 404, another method 405; malformed, oversized and idle (slowloris)
+    HTTP requests, and more idle connections than the endpoint holds, do not disturb the proxy
+    or a scrape;
+  - a backend SIGKILLed, then a request to it: its chash_proxy_server_up is 0, its ejections 1;
+    the others stay up;
+  - the proxy exits cleanly on SIGTERM with a metrics connection still open (no sanitizer
+    report).
+
+Usage: test_metrics.py CHASH_PROXY CHASH_CLI DOCS/PROXY.md
+Exit: 0 pass, 1 fail, 77 skip (redis-server or redis-cli missing and CI unset).
+"""
+import math
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proxyharness import (Proxy, Resp, RespError, chash_lookup, fail, free_ports,  # noqa: E402
+                          log, make_tmpdir, pool_yaml, require_binary, require_programs,
+                          run_main, soft_fail, start_redises, write_file)
+
+BETA_VERSION = 'rel-7"blue"\\x'      # the YAML below holds it single-quoted, as is
+HTTP_TIMEOUT = 10.0
+
+# ---------------------------------------------------------------------------------------------
+# HTTP.
+
+
+def http(port, raw):
+    """Sends raw bytes to the metrics port; returns everything read until the server closes."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=HTTP_TIMEOUT)
+    s.settimeout(HTTP_TIMEOUT)
+    data = b""
+    try:
+        s.sendall(raw)
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+    except (ConnectionResetError, BrokenPipeError):
+        return data
+    finally:
+        s.close()
+
+
+def parse_response(data, head=False):
+    """(status code, {lower header: value}, body); fails on a malformed response. A response to
+    HEAD has the Content-Length of the GET's body and no body."""
+    head, sep, body = data.partition(b"\r\n\r\n")
+    if not sep:
+        fail("HTTP response without an end of headers: %r" % data[:300])
+    lines = head.decode("latin-1").split("\r\n")
+    m = re.match(r"^HTTP/1\.[01] (\d{3}) [^\r\n]+$", lines[0])
+    if not m:
+        fail("bad HTTP status line %r" % lines[0])
+    headers = {}
+    for line in lines[1:]:
+        k, colon, v = line.partition(":")
+        if not colon:
+            fail("bad HTTP header line %r" % line)
+        headers[k.strip().lower()] = v.strip()
+    if "content-length" in headers and not head and int(headers["content-length"]) != len(body):
+        fail("Content-Length %s, body of %d bytes" % (headers["content-length"], len(body)))
+    return int(m.group(1)), headers, body
+
+
+def get(port, path, method="GET"):
+    return parse_response(http(port, ("%s %s HTTP/1.0\r\nHost: x\r\nUser-Agent: t\r\n\r\n" %
+                                      (method, path)).encode()), head=method == "HEAD")
+
+
+# ---------------------------------------------------------------------------------------------
+# The text exposition format, strictly.
+
+NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
+LABEL_NAME = r"[a-zA-Z_][a-zA-Z0-9_]*"
+SAMPLE = re.compile(r"^(%s)(\{(.*)\})? (\S+)( -?\d+)?$" % NAME)
+TYPES = ("counter", "gauge", "histogram", "summary", "untyped")
+
+
+def parse_labels(text, line):
+    """{name: value} of a label set's inside, unescaping \\\\ \\" \\n; fails on anything else."""
+    out, i = {}, 0
+    while i < len(text):
+        m = re.compile(LABEL_NAME).match(text, i)
+        if not m or text[m.end():m.end() + 2] != '="':
+            fail("bad label at %r in line %r" % (text[i:], line))
+        name, i = m.group(0), m.end() + 2
+        val = []
+        while True:
+            if i >= len(text):
+                fail("unterminated label value in line %r" % line)
+            ch = text[i]
+            if ch == "\\":
+                esc = text[i + 1:i + 2]
+                if esc not in ("\\", '"', "n"):
+                    fail("bad escape \\%s in line %r" % (esc, line))
+                val.append("\n" if esc == "n" else esc)
+                i += 2
+            elif ch == '"':
+                i += 1
+                break
+            elif ch == "\n":
+                fail("raw line feed in a label value: %r" % line)
+            else:
+                val.append(ch)
+                i += 1
+        if name in out:
+            fail("label %s twice in line %r" % (name, line))
+        out[name] = "".join(val)
+        if i < len(text):
+            if text[i] != ",":
+                fail("expected ',' at %r in line %r" % (text[i:], line))
+            i += 1
+    return out
+
+
+def parse_value(s, line):
+    if s in ("+Inf", "-Inf", "NaN"):
+        return float(s.replace("Inf", "inf").replace("NaN", "nan"))
+    if not re.match(r"^-?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?$", s):
+        fail("bad sample value %r in line %r" % (s, line))
+    return float(s)
+
+
+def parse_exposition(text):
+    """{family: {"type", "help", "samples": [(name, labels dict, value)]}}; fails on any
+    departure from the format."""
+    if not text.endswith("\n"):
+        fail("exposition does not end with a line feed")
+    fams, order, seen_series = {}, [], set()
+    current = None
+    for line in text[:-1].split("\n"):
+        if line.startswith("#"):
+            m = re.match(r"^# (HELP|TYPE) (%s) (.*)$" % NAME, line)
+            if not m:
+                if re.match(r"^# (HELP|TYPE)", line):
+                    fail("bad HELP/TYPE line %r" % line)
+                continue                           # a plain comment
+            kind, name, rest = m.groups()
+            f = fams.setdefault(name, {"type": None, "help": None, "samples": []})
+            if f["samples"]:
+                fail("%s after samples of %s" % (kind, name))
+            if kind == "HELP":
+                if f["help"] is not None:
+                    fail("two HELP lines for %s" % name)
+                if not rest:
+                    fail("empty HELP for %s" % name)
+                f["help"] = rest
+            else:
+                if f["type"] is not None:
+                    fail("two TYPE lines for %s" % name)
+                if rest not in TYPES:
+                    fail("bad TYPE %r for %s" % (rest, name))
+                f["type"] = rest
+            if name not in order:
+                order.append(name)
+            current = name
+            continue
+        if not line:
+            fail("empty line in the exposition")
+        m = SAMPLE.match(line)
+        if not m:
+            fail("line is neither a comment nor a sample: %r" % line)
+        sname, _, ltext, vtext, _ts = m.groups()
+        labels = parse_labels(ltext, line) if ltext else {}
+        value = parse_value(vtext, line)
+        fam = sname
+        if sname not in fams:
+            for suffix in ("_bucket", "_sum", "_count"):
+                base = sname[:-len(suffix)]
+                if sname.endswith(suffix) and fams.get(base, {}).get("type") == "histogram":
+                    fam = base
+        if fam not in fams:
+            fail("sample %s without HELP/TYPE" % sname)
+        if fam != current:
+            fail("samples of %s are not contiguous (after %s)" % (fam, current))
+        f = fams[fam]
+        if f["type"] is None or f["help"] is None:
+            fail("family %s lacks HELP or TYPE" % fam)
+        if f["type"] == "histogram" and sname == fam:
+            fail("histogram %s has a bare sample" % fam)
+        key = (sname, tuple(sorted(labels.items())))
+        if key in seen_series:
+            fail("series twice: %r" % line)
+        seen_series.add(key)
+        f["samples"].append((sname, labels, value))
+    for name, f in fams.items():
+        if f["type"] is None or f["help"] is None:
+            fail("family %s lacks HELP or TYPE" % name)
+        if not name.startswith("chash_proxy_"):
+            fail("family %s is not prefixed chash_proxy_" % name)
+        if f["type"] == "counter" and not name.endswith("_total"):
+            fail("counter %s does not end in _total" % name)
+        if f["type"] == "histogram":
+            check_histogram(name, f["samples"])
+    return fams
+
+
+def check_histogram(name, samples):
+    groups = {}
+    for sname, labels, value in samples:
+        rest = tuple(sorted((k, v) for k, v in labels.items() if k != "le"))
+        g = groups.setdefault(rest, {"buckets": [], "sum": None, "count": None})
+        if sname == name + "_bucket":
+            if "le" not in labels:
+                fail("%s bucket without le" % name)
+            g["buckets"].append((parse_value(labels["le"], labels["le"]), value))
+        elif sname == name + "_sum":
+            g["sum"] = value
+        elif sname == name + "_count":
+            g["count"] = value
+    for rest, g in groups.items():
+        b = g["buckets"]
+        if not b or g["sum"] is None or g["count"] is None:
+            fail("histogram %s%r lacks buckets, _sum or _count" % (name, rest))
+        les = [le for le, _ in b]
+        if les != sorted(les) or len(set(les)) != len(les) or les[-1] != math.inf:
+            fail("histogram %s%r: le not ascending to +Inf: %r" % (name, rest, les))
+        counts = [c for _, c in b]
+        if any(x > y for x, y in zip(counts, counts[1:])):
+            fail("histogram %s%r buckets not cumulative: %r" % (name, rest, counts))
+        if counts[-1] != g["count"]:
+            fail("histogram %s%r: +Inf bucket %r, _count %r" % (name, rest, counts[-1],
+                                                                 g["count"]))
+        if g["sum"] < 0:
+            fail("histogram %s%r: negative _sum" % (name, rest))
+
+
+def value(fams, family, sample=None, **labels):
+    """The value of the one sample of family (or its sample name) with these labels."""
+    f = fams.get(family)
+    if f is None:
+        fail("no family %s in the scrape" % family)
+    sample = sample or family
+    hits = [v for n, lab, v in f["samples"]
+            if n == sample and all(lab.get(k) == str(x) for k, x in labels.items())]
+    if len(hits) != 1:
+        fail("%d samples of %s%r" % (len(hits), sample, labels))
+    return hits[0]
+
+
+def scrape(port):
+    code, headers, body = get(port, "/metrics")
+    if code != 200:
+        fail("GET /metrics answered %d" % code)
+    if headers.get("content-type") != "text/plain; version=0.0.4":
+        soft_fail("Content-Type %r" % headers.get("content-type"))
+    return parse_exposition(body.decode("utf-8"))
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def documented_families(docs):
+    with open(docs) as f:
+        text = f.read()
+    m = re.search(r"^## Metrics\n(.*?)(?=^## )", text, re.S | re.M)
+    if not m:
+        fail("%s has no '## Metrics' section" % docs)
+    return set(re.findall(r"`(chash_proxy_[a-z_]+)", m.group(1)))
+
+
+def main():
+    if len(sys.argv) != 4:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    proxy_exe = require_binary(sys.argv[1])
+    chash = require_binary(sys.argv[2], "chash CLI")
+    docs = sys.argv[3]
+    redis_exe, cli_exe = require_programs("redis-server", "redis-cli")
+    tmp = make_tmpdir()
+    backends = start_redises(redis_exe, tmp, 3)
+    pa, pb, mport = free_ports(3)
+    conf = write_file(os.path.join(tmp, "metrics.yml"),
+                      pool_yaml("alpha", pa, [(b.text, 1, None) for b in backends],
+                                hash="fnv1a_64", distribution="ketama", timeout=1000,
+                                auto_eject_hosts=True, server_failure_limit=1,
+                                server_retry_timeout=60000, server_retry_max=60000) +
+                      pool_yaml("beta", pb, [(b.text, 1, n) for b, n in
+                                             zip(backends, ("one", "two", "three"))],
+                                version="'%s'" % BETA_VERSION))
+    proxy = Proxy(proxy_exe, tmp, conf, [("127.0.0.1", pa), ("127.0.0.1", pb),
+                                         ("127.0.0.1", mport)],
+                  extra_args=["--metrics-port", str(mport)]).start()
+
+    # --- versions, before any traffic: what chash lookup --show-version says.
+    want_version = {}
+    for pool in ("alpha", "beta"):
+        r = subprocess.run([chash, "lookup", "--config", conf, "--pool", pool, "--show-version",
+                            "x"], capture_output=True, timeout=60)
+        first = r.stdout.decode().split("\n")[0]
+        if r.returncode != 0 or not first.startswith("# version "):
+            fail("chash lookup --show-version: %r %r" % (first, r.stderr[:200]))
+        want_version[pool] = first[len("# version "):]
+    if want_version["beta"] != BETA_VERSION:
+        fail("chash lookup reports beta's version as %r, the config says %r" % (
+            want_version["beta"], BETA_VERSION))
+
+    fams = scrape(mport)
+    for pool in ("alpha", "beta"):
+        got = [lab.get("version") for _, lab, _ in fams["chash_proxy_membership_info"]["samples"]
+               if lab.get("pool") == pool]
+        if got != [want_version[pool]]:
+            soft_fail("membership_info of %s: %r, chash lookup says %r" % (
+                pool, got, want_version[pool]))
+        if value(fams, "chash_proxy_membership_info", pool=pool) != 1:
+            soft_fail("membership_info of %s is not 1" % pool)
+    docs_fams = documented_families(docs)
+    if set(fams) != docs_fams:
+        soft_fail("families scraped but not in docs/PROXY.md's Metrics: %s; listed there but "
+                  "not scraped: %s" % (sorted(set(fams) - docs_fams),
+                                       sorted(docs_fams - set(fams))))
+
+    # --- known traffic on alpha, one connection, pipelined.
+    keys = ["key:%d" % i for i in range(100)]
+    held = Resp(("127.0.0.1", pa))
+    cmds = [("SET", k, "v" + k) for k in keys] + [("GET", k) for k in keys]
+    cmds += [("MGET", keys[3 * i], keys[3 * i + 1], keys[3 * i + 2]) for i in range(10)]
+    cmds += [("PING",)] * 3 + [("KEYS", "*")] * 5 + [("GET",), ("GET", "a", "b")]
+    got = held.pipeline(cmds)
+    if got[:200] != [b"OK"] * 100 + [("v" + k).encode() for k in keys]:
+        fail("SET/GET through the proxy: %r" % got[:3])
+    if got[200:210] != [[("v" + k).encode() for k in keys[3 * i:3 * i + 3]] for i in range(10)]:
+        fail("MGET through the proxy: %r" % got[200:202])
+    if got[210:213] != [b"PONG"] * 3 or not all(isinstance(x, RespError) for x in got[213:]):
+        fail("PING/KEYS/bad GET through the proxy: %r" % got[210:])
+
+    fams = scrape(mport)
+    want = {"read": (102, 2), "write": (100, 0), "multi": (10, 0), "local": (3, 0),
+            "refused": (5, 5)}
+    for cls, (nreq, nerr) in want.items():
+        r = value(fams, "chash_proxy_requests_total", pool="alpha", **{"class": cls})
+        e = value(fams, "chash_proxy_request_errors_total", pool="alpha", **{"class": cls})
+        if (r, e) != (nreq, nerr):
+            soft_fail("class %s: %r requests, %r errors; sent %d, %d" % (cls, r, e, nreq, nerr))
+        if value(fams, "chash_proxy_requests_total", pool="beta", **{"class": cls}) != 0:
+            soft_fail("pool beta counts %s requests it never received" % cls)
+    total = sum(n for n, _ in want.values())
+    hcount = value(fams, "chash_proxy_request_duration_seconds",
+                   "chash_proxy_request_duration_seconds_count", pool="alpha")
+    if hcount != total:
+        soft_fail("latency histogram _count %r, requests %d" % (hcount, total))
+    hsum = value(fams, "chash_proxy_request_duration_seconds",
+                 "chash_proxy_request_duration_seconds_sum", pool="alpha")
+    if not 0 < hsum < total * 10:
+        soft_fail("latency histogram _sum %r for %d requests" % (hsum, total))
+    frags = value(fams, "chash_proxy_fragments_total", pool="alpha")
+    if not 10 <= frags <= 30:
+        soft_fail("fragments_total %r for 10 MGETs of 3 keys" % frags)
+    srv = {lab["server"]: v for n, lab, v in fams["chash_proxy_server_requests_total"]["samples"]
+           if lab["pool"] == "alpha"}
+    if set(srv) != {b.text for b in backends}:
+        soft_fail("alpha's servers in the scrape: %r" % sorted(srv))
+    # SET, GET and "GET a b" (Redis itself refuses its argument count) are forwarded.
+    if sum(srv.values()) != 201 + frags:
+        soft_fail("server requests sum to %r; sent 201 + %r fragments" % (sum(srv.values()),
+                                                                           frags))
+    stats = proxy.stats_json()
+    for name, v in srv.items():
+        if stats["alpha"].get(name, {}).get("requests") != v:
+            soft_fail("server %s: %r requests in /metrics, %r in the stats JSON" % (
+                name, v, stats["alpha"].get(name, {}).get("requests")))
+        resp = value(fams, "chash_proxy_server_responses_total", pool="alpha", server=name)
+        if resp != v:
+            soft_fail("server %s: %r requests, %r responses" % (name, v, resp))
+        if value(fams, "chash_proxy_server_up", pool="alpha", server=name) != 1:
+            soft_fail("server %s not up before any failure" % name)
+    if value(fams, "chash_proxy_client_connections", pool="alpha") != 1:
+        soft_fail("client_connections of alpha: %r, 1 held" % value(
+            fams, "chash_proxy_client_connections", pool="alpha"))
+    if value(fams, "chash_proxy_client_connections_accepted_total", pool="alpha") < 2:
+        soft_fail("client_connections_accepted_total of alpha below 2 (start-up probe + held)")
+
+    # --- INFO through redis-cli.
+    r = subprocess.run([cli_exe, "-h", "127.0.0.1", "-p", str(pa), "INFO"], capture_output=True,
+                       timeout=20)
+    info = r.stdout.decode("utf-8", "replace")
+    if r.returncode != 0 or not re.search(r"^chash_proxy_version:\S+\r?$", info, re.M):
+        soft_fail("redis-cli INFO: %r %r" % (info[:300], r.stderr[:200]))
+    for pool in ("alpha", "beta"):
+        line = "pool_%s_membership_version:%s" % (pool, want_version[pool])
+        if line not in info.replace("\r", "").split("\n"):
+            soft_fail("redis-cli INFO lacks %r: %r" % (line, info[:400]))
+
+    # --- HTTP edge cases: none of them disturbs the proxy.
+    for path in ("/", "/metricsx", "/metrics/x", "/foo"):
+        code = get(mport, path)[0]
+        if code != 404:
+            soft_fail("GET %s answered %d, not 404" % (path, code))
+    if get(mport, "/metrics?x=1")[0] != 200:
+        soft_fail("GET /metrics?x=1 is not 200")
+    if get(mport, "/metrics", method="POST")[0] != 405:
+        soft_fail("POST /metrics is not 405")
+    code, headers, body = get(mport, "/metrics", method="HEAD")
+    if code != 200 or body != b"":
+        soft_fail("HEAD /metrics: %d with %d body bytes" % (code, len(body)))
+    idle = []
+    for raw in (b"\x00\xff\xfe garbage\r\n\r\n", b"GET\r\n\r\n", b"GET /metrics HTTP/9\r\n\r\n",
+                b"GET  /metrics HTTP/1.0\r\n\r\n", b"G" * 20000):
+        data = http(mport, raw)
+        if data:
+            code = parse_response(data)[0]
+            if code not in (400, 431):
+                soft_fail("malformed request %r answered %d" % (raw[:30], code))
+    for _ in range(40):          # idle (slowloris) connections, more than the endpoint holds
+        s = socket.create_connection(("127.0.0.1", mport), timeout=HTTP_TIMEOUT)
+        s.sendall(b"GET /metrics HTTP/1.0\r\nX: ")
+        idle.append(s)
+    fams = scrape(mport)          # still served, the oldest idle one made room
+    if held.call("GET", keys[0]) != ("v" + keys[0]).encode():
+        fail("the proxy stopped serving after the malformed HTTP requests")
+    if not proxy.alive():
+        fail("the proxy died on malformed HTTP requests")
+
+    # --- a backend killed: its server_up goes to 0 once a request finds it down.
+    owners = chash_lookup(chash, conf, "alpha", [k.encode() for k in keys])
+    vkey = keys[0]                     # (fnv1a_64 on keys this alike can skip a backend)
+    victim = next(b for b in backends if b.text == owners[vkey.encode()])
+    victim.kill()
+    deadline = time.monotonic() + 15
+    up = 1
+    while time.monotonic() < deadline:
+        held.call("GET", vkey)         # a read: fails over; the failure ejects (limit 1)
+        fams = scrape(mport)
+        up = value(fams, "chash_proxy_server_up", pool="alpha", server=victim.text)
+        if up == 0:
+            break
+        time.sleep(0.2)
+    if up != 0:
+        soft_fail("server_up of the killed backend still %r" % up)
+    ej = value(fams, "chash_proxy_server_ejections_total", pool="alpha", server=victim.text)
+    if ej != 1:
+        soft_fail("ejections of the killed backend: %r" % ej)
+    if value(fams, "chash_proxy_server_errors_total", pool="alpha", server=victim.text) < 1:
+        soft_fail("no connection error counted for the killed backend")
+    for b in backends:
+        if b is not victim and value(fams, "chash_proxy_server_up", pool="alpha",
+                                     server=b.text) != 1:
+            soft_fail("server %s is down after another was killed" % b.text)
+    for pool in ("alpha", "beta"):
+        scrape_info = [lab.get("version") for _, lab, _ in
+                       fams["chash_proxy_membership_info"]["samples"] if lab.get("pool") == pool]
+        if scrape_info != [want_version[pool]]:
+            soft_fail("membership_info of %s changed to %r" % (pool, scrape_info))
+
+    held.close()
+    proxy.stop()                  # with idle metrics connections open: a clean exit
+    for s in idle:
+        s.close()
+    return "%d families, %d requests counted by class" % (len(fams), total)
+
+
+if __name__ == "__main__":
+    run_main(main)
