@@ -33,8 +33,11 @@ demo: build
 	@$(RELEASE)/examples/route_demo
 	@tools/chash/demo.sh $(RELEASE)
 
+# bench_place: the placement library (docs/PERFORMANCE.md); bench-proxy (bench/proxy/): chash-proxy
+# against nutcracker and direct Redis on loopback, about a minute.
 bench: build
 	@$(RELEASE)/bench/bench_place
+	@/usr/bin/python3 bench/proxy/bench_proxy.py --build $(RELEASE)
 
 install: build
 	cmake --install $(RELEASE) $(if $(PREFIX),--prefix $(PREFIX))
