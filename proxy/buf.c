@@ -94,3 +94,15 @@ void px_dl_remove(px_dl *node)
     node->next->prev = node->prev;
     node->next = node->prev = NULL;
 }
+
+int px_try_write(uv_stream_t *s, px_buf *b)
+{
+    uv_buf_t ub = uv_buf_init(b->p, (unsigned)b->len);
+    int n = uv_try_write(s, &ub, 1);
+    if (n == UV_EAGAIN || n == UV_ENOSYS)
+        return 0;
+    if (n < 0)
+        return n;
+    px_buf_consume(b, (size_t)n);
+    return 0;
+}

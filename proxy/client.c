@@ -266,6 +266,12 @@ void px_client_flush(px_client *c)
 {
     if (c->closing)
         return;
+    /* As px_conn_flush(): write what the socket takes now, queue only the rest. */
+    if (c->wbuf.len > 0 && px_try_write(&c->st->u.stream, &c->wbuf) < 0) {
+        c->pool->st.client_err++;
+        px_client_close(c);
+        return;
+    }
     if (c->wbuf.len > 0) {
         px_write *w = malloc(sizeof(*w));
         if (w == NULL) {

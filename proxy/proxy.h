@@ -72,6 +72,9 @@ int px_buf_reserve(px_buf *b, size_t extra); /* 0, or -1 when out of memory */
 int px_buf_append(px_buf *b, const void *data, size_t len);
 int px_buf_printf(px_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void px_buf_consume(px_buf *b, size_t n); /* drops the first n bytes */
+/* Writes what the stream takes at once of b (uv_try_write) and drops it from b. Returns 0 (also
+ * when nothing could be written: UV_EAGAIN, or an earlier write still queued) or a libuv error. */
+int px_try_write(uv_stream_t *s, px_buf *b);
 void px_buf_free(px_buf *b);
 /* Appends a RESP bulk string. */
 int px_buf_bulk(px_buf *b, const void *data, size_t len);

@@ -293,6 +293,18 @@ void px_conn_flush(px_conn *c)
 {
     if (c->state != PX_CONN_UP || c->wbuf.len == 0)
         return;
+    c->nunsent = 0;
+    c->unsent_bytes = 0;
+    /* Most flushes fit in the socket buffer: write them now, without a queued write (and its
+     * allocation, callback and the epoll_ctl pair libuv spends re-arming POLLOUT). libuv refuses
+     * (UV_EAGAIN) while an earlier write is still queued, so bytes never overtake each other. */
+    int n = px_try_write(&c->st->u.stream, &c->wbuf);
+    if (n < 0) {
+        conn_fail(c, WHY_ERR, uv_strerror(n));
+        return;
+    }
+    if (c->wbuf.len == 0)
+        return;
     px_write *w = malloc(sizeof(*w));
     if (w == NULL) {
         conn_fail(c, WHY_ERR, "out of memory");
@@ -302,8 +314,6 @@ void px_conn_flush(px_conn *c)
     w->len = c->wbuf.len;
     w->owner = c;
     c->wbuf = (px_buf){0};
-    c->nunsent = 0;
-    c->unsent_bytes = 0;
     uv_buf_t b = uv_buf_init(w->data, (unsigned)w->len);
     int rc = uv_write(&w->req, &c->st->u.stream, &b, 1, conn_write_cb);
     if (rc < 0) {

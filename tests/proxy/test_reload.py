@@ -291,10 +291,12 @@ def body(proxy_exe, chash, redis_exe):
     frac = len(moved) / len(sample)
     log("%d of %d sample keys moved (%.1f%%), all to %s" % (len(moved), len(sample),
                                                              100 * frac, new.text))
-    # fnv1a_64 spreads short sequential keys unevenly: a loose bound on this sample; the
-    # proxy's own figure must be `chash plan`'s on the same 100,000 keys, to the digit.
-    if not 0.12 <= frac <= 0.40:
-        soft_fail("%.1f%% of the keys moved when adding a 4th equal server" % (100 * frac))
+    # How many move depends on the servers' ketama points, which depend on their (free, so
+    # random) ports, and fnv1a_64 spreads short sequential keys unevenly: no bound on the share
+    # here, only that the check above was not vacuous. The proxy's own figure must be
+    # `chash plan`'s on the same 100,000 keys, to the digit (checked above).
+    if not moved:
+        soft_fail("no sample key moved when adding a 4th server: the check above is vacuous")
     plan = chash_plan(chash, old_file, new_file)
     if abs(plan - logged) > 0.00006:
         soft_fail("the proxy logged %.2f%% moved, chash plan --keys 100000 says %.3f%%" % (
