@@ -80,6 +80,9 @@ typedef struct ch_conf_pool {
                                    CH_CONF_DEFAULT_MAX_REQUEST_BYTES */
     int max_client_buffer_bytes; /* reply bytes held for one client, >= 1; default
                                     CH_CONF_DEFAULT_MAX_CLIENT_BUFFER_BYTES */
+    double bounded_load_factor; /* "bounded_load_factor": c of consistent hashing with bounded
+                                   loads (ch_lookup_bounded), a finite number >= 1; default 0:
+                                   off (docs/PROXY.md, "Bounded loads") */
 } ch_conf_pool;
 
 /* Defaults of the proxy limits max_request_bytes and max_client_buffer_bytes: 64 MiB each. */

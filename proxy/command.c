@@ -134,14 +134,52 @@ static px_frag *frag_new(px_req *r, px_pool *pool, bool retry)
     return f;
 }
 
-/* The key's candidates into cand[], owner first; returns their number (0: none up). */
+/* Bounded loads (bounded_load_factor, docs/PROXY.md): the first server on the key's walk whose
+ * in-flight fragments (those in its connections' FIFOs: sent or queued, reply not yet read) are
+ * under ceil(c * (total + 1) * w / W). Returns false when off or unsupported (jump). */
+static bool bounded_owner(px_pool *pool, const char *key, size_t len, size_t *out)
+{
+    double c = pool->conf->bounded_load_factor;
+    if (!(c >= 1) || pool->nservers == 0)
+        return false;
+    uint64_t stack[64], *loads = stack, total = 0;
+    if (pool->nservers > 64 && (loads = malloc(pool->nservers * sizeof *loads)) == NULL)
+        return false;
+    for (size_t i = 0; i < pool->nservers; i++) {
+        const px_server *s = &pool->servers[i];
+        loads[i] = 0;
+        for (unsigned k = 0; k < s->nconns; k++)
+            loads[i] += s->conns[k].nfrags;
+        total += loads[i];
+    }
+    bool ok = ch_lookup_bounded_hash(pool->table, ch_key_hash(pool->table, key, len), loads, total,
+                                     c, out) == CH_OK &&
+              *out < pool->nservers;
+    if (loads != stack)
+        free(loads);
+    return ok;
+}
+
+/* The key's candidates into cand[], owner first; returns their number (0: none up). With bounded
+ * loads the bounded choice goes first when it is up, then ch_route's candidates without it; an
+ * ejected bounded choice is skipped (ch_route's candidates as they are). */
 static size_t route_key(px_pool *pool, const char *key, size_t len, size_t *cand)
 {
-    size_t n = 0;
+    size_t n = 0, b;
     if (ch_route(pool->table, pool->health, key, len, pool->depth, cand, &n) != CH_OK) {
         /* jump has no walk: its owner only */
         if (ch_route(pool->table, pool->health, key, len, 1, cand, &n) != CH_OK)
             n = 0;
+    }
+    if (n > 0 && bounded_owner(pool, key, len, &b) && b != cand[0] &&
+        ch_health_is_up(pool->health, b)) {
+        size_t j = 0;
+        while (j < n && cand[j] != b)
+            j++;
+        if (j == n) /* not among them: the last one gives way */
+            j = n - 1;
+        memmove(cand + 1, cand, j * sizeof *cand);
+        cand[0] = b;
     }
     return n;
 }

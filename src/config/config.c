@@ -31,6 +31,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -125,7 +126,8 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS };
     X(SERVER_RETRY_MAX, server_retry_max, K_INT, "an integer")                              \
     X(CLIENT_AUTH, client_auth, K_STR, "a string")                                          \
     X(MAX_REQUEST_BYTES, max_request_bytes, K_INT, "an integer")                            \
-    X(MAX_CLIENT_BUFFER_BYTES, max_client_buffer_bytes, K_INT, "an integer")
+    X(MAX_CLIENT_BUFFER_BYTES, max_client_buffer_bytes, K_INT, "an integer")                \
+    X(BOUNDED_LOAD_FACTOR, bounded_load_factor, K_STR, "a number >= 1")
 
 enum key_id {
 #define KEY_ENUM(id, name, kind, expect) KEY_##id,
@@ -652,6 +654,27 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
         return (p->version = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
     case KEY_CLIENT_AUTH:
         return (p->client_auth = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
+    case KEY_BOUNDED_LOAD_FACTOR: {
+        /* A finite decimal number >= 1, or 0 (off). strtod on a bounded copy; hex, inf and nan
+         * are refused, as are trailing characters. */
+        char buf[64], *end;
+        bool ok = len < sizeof buf && strspn(v, "0123456789.eE+-") >= len;
+        double d = 0;
+        if (ok) {
+            memcpy(buf, v, len);
+            buf[len] = '\0';
+            errno = 0;
+            d = strtod(buf, &end);
+            ok = end == buf + len && errno == 0 && isfinite(d) && (d == 0 || d >= 1);
+        }
+        if (!ok)
+            return fail(ld, m,
+                        "expected a number >= 1 (or 0: off) for \"bounded_load_factor\", got "
+                        "\"%s\"",
+                        ch__conf_quote(q, sizeof q, v, len));
+        p->bounded_load_factor = d;
+        return CH_OK;
+    }
     default: /* KEY_REDIS_AUTH */
         return (p->redis_auth = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
     }

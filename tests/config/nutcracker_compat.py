@@ -23,7 +23,7 @@ DEVIATIONS = {
     "valid_sockets.yml": "libchash's own hash and distribution names (xxh3, ring)",
     "valid_chash_keys.yml": "chash's own pool keys (version, failover_depth, "
                             "server_failure_window, server_retry_max, max_request_bytes, "
-                            "max_client_buffer_bytes)",
+                            "max_client_buffer_bytes, bounded_load_factor)",
     "valid_client_auth.yml": "chash's own pool key client_auth",
     "err_host.yml": "twemproxy resolves server hosts only when connecting; chash refuses "
                     "characters no hostname has",

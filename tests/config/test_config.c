@@ -396,6 +396,8 @@ static const struct {
      "\"client_auth\" is only valid in a redis pool (redis: true)"},
     {"err_max_request_bytes.yml", 4, 22,
      "expected an integer >= 1 for \"max_request_bytes\", got \"0\""},
+    {"err_bounded_load_factor.yml", 4, 24,
+     "expected a number >= 1 (or 0: off) for \"bounded_load_factor\", got \"0.5\""},
 };
 
 /* chash's own keys, the presence of twemproxy's, twemproxy's server order, and what routing
@@ -412,6 +414,7 @@ static void test_chash_keys(void **state)
     assert_int_equal(p->server_retry_max_ms, 30000);
     assert_int_equal(p->max_request_bytes, 1048576);
     assert_int_equal(p->max_client_buffer_bytes, INT_MAX);
+    assert_true(p->bounded_load_factor == 1.25);
     assert_null(p->client_auth);
     assert_true(p->has_auto_eject_hosts && p->has_server_failure_limit &&
                 p->has_server_retry_timeout);
@@ -458,6 +461,7 @@ static void test_chash_keys(void **state)
                  plain->has_server_retry_timeout);
     assert_null(plain->version);
     assert_int_equal(plain->failover_depth, 2);
+    assert_true(plain->bounded_load_factor == 0); /* off */
     assert_int_equal(plain->max_request_bytes, 64 * 1024 * 1024);
     assert_int_equal(plain->max_client_buffer_bytes, 64 * 1024 * 1024);
     assert_int_equal(plain->max_request_bytes, CH_CONF_DEFAULT_MAX_REQUEST_BYTES);
