@@ -46,7 +46,8 @@ static void usage(FILE *fp)
             "msec; accepted, stats are live)\n"
             "  -p, --pid-file=S       : set pid file (default: off)\n"
             "  -m, --mbuf-size=N      : accepted for compatibility; ignored\n"
-            "      --metrics-port=N   : serve Prometheus metrics on http://ADDR:N/metrics "
+            "      --metrics-port=N   : serve Prometheus metrics on http://ADDR:N/metrics, "
+            "reload on POST /-/reload "
             "(default: off)\n"
             "      --metrics-addr=S   : set metrics ip (default: %s)\n",
             DEFAULT_LOG_LEVEL, DEFAULT_CONF, DEFAULT_STATS_PORT, DEFAULT_STATS_ADDR,

@@ -4,7 +4,10 @@
  * The endpoint is a minimal HTTP/1.0 server on the proxy's loop: a connection sends one request
  * (request line and headers, at most PX_METRICS_MAX_REQUEST bytes, within
  * PX_METRICS_TIMEOUT_MS), receives one response, and is closed. GET (or HEAD) /metrics answers
- * 200 with the text exposition format 0.0.4; another path 404, another method 405, a request
+ * 200 with the text exposition format 0.0.4; POST /-/reload reloads the config as SIGHUP does
+ * (reload.c; 200 with "reloaded: ..." or "unchanged", 400 with file:line:column: message for an
+ * invalid file, 500 for another failure; any other method there 405; a request body is not
+ * read); another path 404, another method 405, a request
  * that does not parse 400, one that is too large 431. Nothing here blocks: the body is built in
  * memory (O(pools + servers)) and written with one uv_write. At most PX_METRICS_MAX_CONNS
  * connections are open at once (a new one closes the oldest still sending its request, or is
@@ -377,17 +380,18 @@ static void mconn_write_cb(uv_write_t *req, int status)
         mconn_close(mc);
 }
 
+/* allow: the methods a 405 lists in its Allow header. */
 static void mconn_respond(mconn *mc, int code, const char *reason, const char *ctype,
-                          const px_buf *body, bool head)
+                          const px_buf *body, bool head, const char *allow)
 {
     uv_read_stop((uv_stream_t *)&mc->tcp);
     mc->answered = true;
     size_t blen = body != NULL ? body->len : 0;
     int rc = px_buf_printf(&mc->out,
                            "HTTP/1.0 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                           "%sConnection: close\r\n\r\n",
-                           code, reason, ctype, blen,
-                           code == 405 ? "Allow: GET, HEAD\r\n" : "");
+                           "%s%s%sConnection: close\r\n\r\n",
+                           code, reason, ctype, blen, code == 405 ? "Allow: " : "",
+                           code == 405 ? allow : "", code == 405 ? "\r\n" : "");
     if (rc == 0 && !head && blen > 0)
         rc = px_buf_append(&mc->out, body->p, blen);
     if (rc != 0) {
@@ -400,7 +404,7 @@ static void mconn_respond(mconn *mc, int code, const char *reason, const char *c
         mconn_close(mc);
 }
 
-static void mconn_error(mconn *mc, int code, const char *reason)
+static void mconn_error_allow(mconn *mc, int code, const char *reason, const char *allow)
 {
     px_buf body = {0};
     if (px_buf_printf(&body, "%d %s\n", code, reason) != 0) {
@@ -408,7 +412,30 @@ static void mconn_error(mconn *mc, int code, const char *reason)
         mconn_close(mc);
         return;
     }
-    mconn_respond(mc, code, reason, "text/plain; charset=utf-8", &body, false);
+    mconn_respond(mc, code, reason, "text/plain; charset=utf-8", &body, false, allow);
+    px_buf_free(&body);
+}
+
+static void mconn_error(mconn *mc, int code, const char *reason)
+{
+    mconn_error_allow(mc, code, reason, "GET, HEAD");
+}
+
+/* POST /-/reload: the SIGHUP reload (reload.c), its outcome as a one-line text body. */
+static void mconn_reload(mconn *mc)
+{
+    px_buf body = {0};
+    int rc = px_reload(mc->ms->px, "POST /-/reload", &body);
+    if (px_buf_append(&body, "\n", 1) != 0) {
+        px_buf_free(&body);
+        mconn_error(mc, 500, "Internal Server Error");
+        return;
+    }
+    int code = rc == PX_RELOAD_OK ? 200 : rc == PX_RELOAD_INVALID ? 400 : 500;
+    const char *reason = rc == PX_RELOAD_OK        ? "OK"
+                         : rc == PX_RELOAD_INVALID ? "Bad Request"
+                                                   : "Internal Server Error";
+    mconn_respond(mc, code, reason, "text/plain; charset=utf-8", &body, false, NULL);
     px_buf_free(&body);
 }
 
@@ -449,14 +476,21 @@ static void mconn_request(mconn *mc, size_t n)
             return;
         }
     }
+    size_t plen = 0;
+    while (plen < tlen && t[plen] != '?')
+        plen++;
+    if (plen == 9 && memcmp(t, "/-/reload", 9) == 0) {
+        if (mlen == 4 && memcmp(m, "POST", 4) == 0)
+            mconn_reload(mc);
+        else
+            mconn_error_allow(mc, 405, "Method Not Allowed", "POST");
+        return;
+    }
     bool head = mlen == 4 && memcmp(m, "HEAD", 4) == 0;
     if (!head && !(mlen == 3 && memcmp(m, "GET", 3) == 0)) {
         mconn_error(mc, 405, "Method Not Allowed");
         return;
     }
-    size_t plen = 0;
-    while (plen < tlen && t[plen] != '?')
-        plen++;
     if (plen != 8 || memcmp(t, "/metrics", 8) != 0) {
         mconn_error(mc, 404, "Not Found");
         return;
@@ -467,7 +501,7 @@ static void mconn_request(mconn *mc, size_t n)
         mconn_error(mc, 500, "Internal Server Error");
         return;
     }
-    mconn_respond(mc, 200, "OK", "text/plain; version=0.0.4", &body, head);
+    mconn_respond(mc, 200, "OK", "text/plain; version=0.0.4", &body, head, NULL);
     px_buf_free(&body);
 }
 

@@ -132,7 +132,7 @@ static void sighup_cb(uv_signal_t *h, int signum)
     (void)signum;
     px_proxy *px = h->data;
     if (!px->stopping)
-        px_reload(px);
+        (void)px_reload(px, "SIGHUP", NULL);
 }
 
 static void signal_cb(uv_signal_t *h, int signum)

@@ -279,12 +279,13 @@ struct px_proxy {
     uv_timer_t probe_timer;
     uv_signal_t sigint, sigterm;
     uv_signal_t sighup;     /* hot reload (reload.c) */
-    const char *conf_path;  /* the -c file, absolute (set by main; re-read on SIGHUP) */
+    const char *conf_path;  /* the -c file, absolute (set by main; re-read by a reload) */
     ch_config **old_cfgs;   /* configs replaced by a reload, freed once nothing points into
                                them (a pool kept as it was, a retired server) */
     size_t nold_cfgs;
     px_dl retired;          /* retired servers (px_server.retired_link) */
-    uint64_t reloads, reload_failures; /* stats: configs applied / rejected on SIGHUP */
+    uint64_t reloads, reload_failures; /* stats: configs applied / rejected (SIGHUP, POST
+                                          /-/reload) */
     px_stream *stats_listener;
     const char *stats_addr;
     int stats_port;
@@ -360,8 +361,12 @@ bool px_frag_resplit(px_frag *f, size_t failed_server);
 
 /* ---- reload.c -------------------------------------------------------------------------------- */
 
-/* SIGHUP: re-reads px->conf_path and applies it (docs/PROXY.md, "Reload"). */
-void px_reload(px_proxy *px);
+/* SIGHUP or POST /-/reload (trigger names which, for the log): re-reads px->conf_path and
+ * applies it (docs/PROXY.md, "Reload"). When result is not NULL, appends one line (no line end)
+ * to it: "reloaded: <pool>: <old> -> <new>, ..." or "unchanged" on success, else why it failed
+ * (a config error as file:line:column: message). */
+enum { PX_RELOAD_OK = 0, PX_RELOAD_INVALID = 1 /* the file */, PX_RELOAD_FAILED = 2 /* else */ };
+int px_reload(px_proxy *px, const char *trigger, px_buf *result);
 /* Closes the retired servers whose in-flight fragments are done (called once per loop turn). */
 void px_reload_reap(px_proxy *px);
 /* Shutdown: closes every retired server. */

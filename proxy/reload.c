@@ -92,8 +92,9 @@ static bool resolvable(const ch_conf_server *cs)
     return rc == 0 && res != NULL;
 }
 
-/* Builds p for pool under pc. Returns 0, or -1 (logged; p freed). */
-static int plan_build(px_pool *pool, const ch_conf_pool *pc, pool_plan *p)
+/* Builds p for pool under pc. Returns 0, or -1 (logged, the reason also in why; p freed). */
+static int plan_build(px_pool *pool, const ch_conf_pool *pc, pool_plan *p, char *why,
+                      size_t whylen)
 {
     px_proxy *px = pool->px;
     memset(p, 0, sizeof(*p));
@@ -103,6 +104,8 @@ static int plan_build(px_pool *pool, const ch_conf_pool *pc, pool_plan *p)
     if (rc != CH_OK) {
         PX_LOG(px, PX_LOG_ERR, "reload: pool %s: cannot build its placement: %s", pc->name,
                ch_strerror(rc));
+        snprintf(why, whylen, "pool %s: cannot build its placement: %s", pc->name,
+                 ch_strerror(rc));
         return -1;
     }
     p->n = ch_membership_size(p->members);
@@ -111,6 +114,7 @@ static int plan_build(px_pool *pool, const ch_conf_pool *pc, pool_plan *p)
     rc = ch_health_new(p->n, &ho, &p->health);
     if (rc != CH_OK) {
         PX_LOG(px, PX_LOG_ERR, "reload: pool %s: health policy: %s", pc->name, ch_strerror(rc));
+        snprintf(why, whylen, "pool %s: health policy: %s", pc->name, ch_strerror(rc));
         plan_free(p);
         return -1;
     }
@@ -126,6 +130,7 @@ static int plan_build(px_pool *pool, const ch_conf_pool *pc, pool_plan *p)
     if (members == NULL || taken == NULL || p->servers == NULL || p->from == NULL ||
         p->map == NULL || p->retire == NULL) {
         PX_LOG(px, PX_LOG_ERR, "reload: pool %s: out of memory", pc->name);
+        snprintf(why, whylen, "pool %s: out of memory", pc->name);
         free(members);
         free(taken);
         free(p->servers); /* nothing set up yet */
@@ -168,6 +173,7 @@ static int plan_build(px_pool *pool, const ch_conf_pool *pc, pool_plan *p)
             fail = "cannot set up a new server";
             PX_LOG(px, PX_LOG_ERR, "reload: pool %s: cannot add server '%s'", pc->name,
                    cs->addr);
+            snprintf(why, whylen, "pool %s: cannot add server '%s'", pc->name, cs->addr);
         }
     }
     free(members);
@@ -183,6 +189,8 @@ static int plan_build(px_pool *pool, const ch_conf_pool *pc, pool_plan *p)
     free(taken);
     if (fail != NULL) {
         PX_LOG(px, PX_LOG_ERR, "reload: pool %s: %s", pc->name, fail);
+        if (strstr(fail, "new server") == NULL) /* else why names the server already */
+            snprintf(why, whylen, "pool %s: %s", pc->name, fail);
         plan_free(p);
         return -1;
     }
@@ -269,8 +277,9 @@ static void frags_remap(px_server *s, const size_t *map, size_t oldn)
     }
 }
 
-/* Swaps p in. Cannot fail. */
-static void plan_apply(pool_plan *p)
+/* Swaps p in. Cannot fail. Appends "<pool>: <old> -> <new>" to changed (", "-separated) when
+ * the membership version changed (changed may be NULL; out of memory there only shortens it). */
+static void plan_apply(pool_plan *p, px_buf *changed)
 {
     px_pool *pool = p->pool;
     px_proxy *px = pool->px;
@@ -337,6 +346,9 @@ static void plan_apply(pool_plan *p)
             px_server_preconnect(&pool->servers[i]);
 
     const char *now = ch_membership_version(pool->members);
+    if (strcmp(was, now) != 0 && changed != NULL)
+        (void)px_buf_printf(changed, "%s%s: %s -> %s", changed->len > 0 ? ", " : "", pc->name,
+                            was, now);
     if (strcmp(was, now) == 0) {
         PX_LOG(px, PX_LOG_NOTICE, "reload: pool %s: membership %s unchanged, %zu servers",
                pc->name, now, p->n);
@@ -390,18 +402,21 @@ static void cfg_collect(px_proxy *px)
     px->nold_cfgs = keep;
 }
 
-void px_reload(px_proxy *px)
+int px_reload(px_proxy *px, const char *trigger, px_buf *result)
 {
-    PX_LOG(px, PX_LOG_NOTICE, "reload: SIGHUP, reading '%s'", px->conf_path);
+    PX_LOG(px, PX_LOG_NOTICE, "reload: %s, reading '%s'", trigger, px->conf_path);
     ch_config *cfg = NULL;
     ch_config_error err;
     if (ch_config_load(px->conf_path, &cfg, &err) != 0) {
         char msg[600];
         px->reload_failures++;
-        PX_LOG(px, PX_LOG_ERR, "reload failed, still serving the old configuration: %s",
-               ch_config_error_str(&err, msg, sizeof(msg)));
-        return;
+        ch_config_error_str(&err, msg, sizeof(msg));
+        PX_LOG(px, PX_LOG_ERR, "reload failed, still serving the old configuration: %s", msg);
+        if (result != NULL)
+            (void)px_buf_printf(result, "%s", msg);
+        return PX_RELOAD_INVALID;
     }
+    char why[512] = "out of memory";
     pool_plan *plans = calloc(px->npools, sizeof(*plans));
     ch_config **olds = realloc(px->old_cfgs, (px->nold_cfgs + 1) * sizeof(*olds));
     if (olds != NULL)
@@ -425,7 +440,7 @@ void px_reload(px_proxy *px)
             PX_LOG(px, PX_LOG_WARN, "reload: pool %s: not a redis pool; serving it as before",
                    pc->name);
         } else {
-            ok = plan_build(pool, pc, &plans[i]) == 0;
+            ok = plan_build(pool, pc, &plans[i], why, sizeof(why)) == 0;
         }
     }
     for (size_t k = 0; ok && k < cfg->npools; k++) {
@@ -443,11 +458,14 @@ void px_reload(px_proxy *px)
         ch_config_free(cfg);
         px->reload_failures++;
         PX_LOG(px, PX_LOG_ERR, "reload failed (above), still serving the old configuration");
-        return;
+        if (result != NULL)
+            (void)px_buf_printf(result, "%s", why);
+        return PX_RELOAD_FAILED;
     }
+    px_buf changed = {0};
     for (size_t i = 0; i < px->npools; i++)
         if (plans[i].pool != NULL)
-            plan_apply(&plans[i]);
+            plan_apply(&plans[i], result != NULL ? &changed : NULL);
     free(plans);
     px->old_cfgs[px->nold_cfgs++] = px->cfg;
     px->cfg = cfg;
@@ -455,6 +473,14 @@ void px_reload(px_proxy *px)
     px_reload_reap(px); /* retired servers with nothing in flight close now */
     cfg_collect(px);
     PX_LOG(px, PX_LOG_NOTICE, "reload done (%llu so far)", (unsigned long long)px->reloads);
+    if (result != NULL) {
+        if (changed.len > 0)
+            (void)px_buf_printf(result, "reloaded: %.*s", (int)changed.len, changed.p);
+        else
+            (void)px_buf_printf(result, "unchanged");
+    }
+    px_buf_free(&changed);
+    return PX_RELOAD_OK;
 }
 
 void px_reload_reap(px_proxy *px)
