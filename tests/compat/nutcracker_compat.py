@@ -40,6 +40,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from loopback import bindable, free_ports, tail  # noqa: E402
+
 HASHES = ["one_at_a_time", "md5", "crc16", "crc32", "crc32a", "fnv1_64", "fnv1a_64", "fnv1_32",
           "fnv1a_32", "hsieh", "murmur", "jenkins"]
 DISTRIBUTIONS = ["ketama", "modula"]
@@ -212,42 +215,6 @@ def wait_accepting(proc, backends, log):
         if pending:
             time.sleep(0.05)
     return True
-
-
-def tail(path, n=20):
-    try:
-        with open(path, "rb") as f:
-            return b"\n".join(f.read().splitlines()[-n:]).decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def free_ports(n):
-    """n distinct free TCP ports on 127.0.0.1 (all held at once so they differ)."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def bindable(host, port):
-    """Whether nothing listens on host:port (connections of a previous run in TIME_WAIT do not
-    count: redis-server binds with SO_REUSEADDR too)."""
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        s.bind((host, port))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
 
 
 def redis_argv(redis, d):

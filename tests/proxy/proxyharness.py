@@ -25,6 +25,9 @@ import tempfile
 import time
 import traceback
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from loopback import bindable, free_ports, tail  # noqa: E402,F401 (the tests import them from here)
+
 SOCK_TIMEOUT = 10.0       # seconds, every socket operation unless a test says otherwise
 START_TIMEOUT = 15.0      # seconds for a server to accept connections (ASan start-up is slow)
 STOP_TIMEOUT = 15.0       # seconds for chash-proxy to exit after SIGTERM (leak scan included)
@@ -174,42 +177,8 @@ def run_main(body):
     os._exit(0)
 
 
-def tail(path, n=30):
-    try:
-        with open(path, "rb") as f:
-            return b"\n".join(f.read().splitlines()[-n:]).decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
 # ---------------------------------------------------------------------------------------------
 # Addresses.
-
-def free_ports(n):
-    """n distinct free TCP ports on 127.0.0.1 (all held at once so they differ)."""
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
-
-def bindable(host, port):
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        s.bind((host, port))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
-
 
 def accepts(addr, timeout=1.0):
     try:
