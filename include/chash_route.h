@@ -138,6 +138,11 @@ int ch_health_info_get(const ch_health *h, size_t i, ch_health_info *out);
 int ch_route(const ch_table *t, const ch_health *h, const void *key, size_t len, size_t depth,
              size_t *out, size_t *count);
 
+/* The same for the key whose ch_key_hash() is h, for a caller that also needs the owner
+ * (ch_lookup_hash(t, h)) and should hash the key once. */
+int ch_route_hash(const ch_table *t, const ch_health *h, uint64_t kh, size_t depth, size_t *out,
+                  size_t *count);
+
 #ifdef __cplusplus
 }
 #endif

@@ -137,7 +137,7 @@ static px_frag *frag_new(px_req *r, px_pool *pool, bool retry)
 /* Bounded loads (bounded_load_factor, docs/PROXY.md): the first server on the key's walk whose
  * in-flight fragments (those in its connections' FIFOs: sent or queued, reply not yet read) are
  * under ceil(c * (total + 1) * w / W). Returns false when off or unsupported (jump). */
-static bool bounded_owner(px_pool *pool, const char *key, size_t len, size_t *out)
+static bool bounded_owner(px_pool *pool, uint64_t kh, size_t *out)
 {
     double c = pool->conf->bounded_load_factor;
     if (!(c >= 1) || pool->nservers == 0)
@@ -152,8 +152,7 @@ static bool bounded_owner(px_pool *pool, const char *key, size_t len, size_t *ou
             loads[i] += s->conns[k].nfrags;
         total += loads[i];
     }
-    bool ok = ch_lookup_bounded_hash(pool->table, ch_key_hash(pool->table, key, len), loads, total,
-                                     c, out) == CH_OK &&
+    bool ok = ch_lookup_bounded_hash(pool->table, kh, loads, total, c, out) == CH_OK &&
               *out < pool->nservers;
     if (loads != stack)
         free(loads);
@@ -166,12 +165,13 @@ static bool bounded_owner(px_pool *pool, const char *key, size_t len, size_t *ou
 static size_t route_key(px_pool *pool, const char *key, size_t len, size_t *cand)
 {
     size_t n = 0, b;
-    if (ch_route(pool->table, pool->health, key, len, pool->depth, cand, &n) != CH_OK) {
+    uint64_t kh = ch_key_hash(pool->table, key, len); /* once: routing and bounded loads */
+    if (ch_route_hash(pool->table, pool->health, kh, pool->depth, cand, &n) != CH_OK) {
         /* jump has no walk: its owner only */
-        if (ch_route(pool->table, pool->health, key, len, 1, cand, &n) != CH_OK)
+        if (ch_route_hash(pool->table, pool->health, kh, 1, cand, &n) != CH_OK)
             n = 0;
     }
-    if (n > 0 && bounded_owner(pool, key, len, &b) && b != cand[0] &&
+    if (n > 0 && bounded_owner(pool, kh, &b) && b != cand[0] &&
         ch_health_is_up(pool->health, b)) {
         size_t j = 0;
         while (j < n && cand[j] != b)

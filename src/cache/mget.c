@@ -199,10 +199,11 @@ int ch_cache_mget(ch_cache *c, size_t n, const char *const *keys, const size_t *
         ch__result_clear(&results[j]);
         w.klen[j] = lens != NULL ? lens[j] : strlen(keys[j]);
         const char *key = keys[j] != NULL ? keys[j] : "";
-        if (ch_route(c->table, c->health, key, w.klen[j], c->depth, &w.cand[j * w.depth],
-                     &w.ncand[j]) != CH_OK)
+        uint64_t kh = ch_key_hash(c->table, key, w.klen[j]);
+        if (ch_route_hash(c->table, c->health, kh, c->depth, &w.cand[j * w.depth],
+                          &w.ncand[j]) != CH_OK)
             w.ncand[j] = 0; /* cannot happen: the depth was checked against the table */
-        w.owner[j] = ch_lookup(c->table, key, w.klen[j]);
+        w.owner[j] = ch_lookup_hash(c->table, kh);
         w.pending[j] = j;
     }
     size_t npending = n;

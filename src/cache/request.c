@@ -221,9 +221,10 @@ static void request(ch_cache *c, const void *key, size_t len, const command *cmd
     size_t count = 0;
     /* ch_route() cannot fail here: the arguments are valid and the depth was checked against
      * the table when it was swapped in. Should it fail, the request is unserved. */
-    if (ch_route(c->table, c->health, key, len, c->depth, c->cand, &count) != CH_OK)
+    uint64_t kh = ch_key_hash(c->table, key, len);
+    if (ch_route_hash(c->table, c->health, kh, c->depth, c->cand, &count) != CH_OK)
         count = 0;
-    size_t owner = ch_lookup(c->table, key, len);
+    size_t owner = ch_lookup_hash(c->table, kh);
     if (!try_candidates(c, count, owner, cmd, r))
         ch__unserved(c, r);
     ch__sigpipe_restore(&guard);

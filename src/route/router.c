@@ -26,7 +26,15 @@ static bool listed(const size_t *out, size_t count, size_t node)
 int ch_route(const ch_table *t, const ch_health *h, const void *key, size_t len, size_t depth,
              size_t *out, size_t *count)
 {
-    if (t == NULL || (depth > 0 && (out == NULL || count == NULL)) || (key == NULL && len > 0))
+    if (t == NULL || (key == NULL && len > 0))
+        return CH_EINVAL;
+    return ch_route_hash(t, h, ch_key_hash(t, key, len), depth, out, count);
+}
+
+int ch_route_hash(const ch_table *t, const ch_health *h, uint64_t kh, size_t depth, size_t *out,
+                  size_t *count)
+{
+    if (t == NULL || (depth > 0 && (out == NULL || count == NULL)))
         return CH_EINVAL;
     /* A tracker of another size belongs to another membership: its indexes mean other nodes. */
     if (h != NULL && h->n != t->n)
@@ -36,7 +44,6 @@ int ch_route(const ch_table *t, const ch_health *h, const void *key, size_t len,
             *count = 0;
         return CH_OK;
     }
-    uint64_t kh = ch_key_hash(t, key, len);
     if (t->algo->walk_start == NULL) {
         /* jump: the owner is the only candidate it knows. */
         if (depth > 1)
