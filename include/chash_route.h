@@ -143,6 +143,21 @@ int ch_route(const ch_table *t, const ch_health *h, const void *key, size_t len,
 int ch_route_hash(const ch_table *t, const ch_health *h, uint64_t kh, size_t depth, size_t *out,
                   size_t *count);
 
+/* Whether a node takes requests, for a caller that keeps node state its own way. */
+typedef bool (*ch_node_up_fn)(const void *ctx, size_t node);
+
+/* ch_route_hash() with the nodes' state given by up(ctx, node) instead of a ch_health (NULL:
+ * every node up): for a caller whose health is shared by threads and published to readers
+ * without a lock (chash-proxy's workers). up is called at most once per node the walk visits.
+ * n_up is how many nodes are up, or more (SIZE_MAX: unknown): the walk stops once it holds that
+ * many candidates, so with nodes down and depth >= the nodes up it does not run a whole turn of
+ * the table (for maglev, M slots) looking for more. A node up() reports up is a candidate; an n_up
+ * read apart from up() may be off by the nodes changing meanwhile (fewer candidates, or a longer
+ * walk), never a wrong one. Same results and errors as ch_route_hash() with a tracker whose
+ * ejected nodes are those up() reports down and n_up its number of up nodes. */
+int ch_route_hash_fn(const ch_table *t, ch_node_up_fn up, const void *ctx, size_t n_up,
+                     uint64_t kh, size_t depth, size_t *out, size_t *count);
+
 #ifdef __cplusplus
 }
 #endif

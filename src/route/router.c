@@ -31,14 +31,11 @@ int ch_route(const ch_table *t, const ch_health *h, const void *key, size_t len,
     return ch_route_hash(t, h, ch_key_hash(t, key, len), depth, out, count);
 }
 
-int ch_route_hash(const ch_table *t, const ch_health *h, uint64_t kh, size_t depth, size_t *out,
-                  size_t *count)
+/* The candidates of kh among nodes for which up(ctx, node) holds, at most limit of them (the
+ * callers bound limit by depth, N and, when they know it, the number of up nodes). */
+static int route_walk(const ch_table *t, ch_node_up_fn up, const void *ctx, uint64_t kh,
+                      size_t depth, size_t limit, size_t *out, size_t *count)
 {
-    if (t == NULL || (depth > 0 && (out == NULL || count == NULL)))
-        return CH_EINVAL;
-    /* A tracker of another size belongs to another membership: its indexes mean other nodes. */
-    if (h != NULL && h->n != t->n)
-        return CH_EINVAL;
     if (depth == 0) {
         if (count != NULL)
             *count = 0;
@@ -50,23 +47,48 @@ int ch_route_hash(const ch_table *t, const ch_health *h, uint64_t kh, size_t dep
             return CH_EUNSUPPORTED;
         size_t owner = t->algo->lookup(t, kh);
         size_t c = 0;
-        if (h == NULL || h->node[owner].up)
+        if (up == NULL || up(ctx, owner))
             out[c++] = owner;
         *count = c;
         return CH_OK;
     }
-
-    size_t limit = depth < t->n ? depth : t->n;
-    if (h != NULL && h->n_up < limit)
-        limit = h->n_up;
+    if (depth < limit)
+        limit = depth;
+    if (t->n < limit)
+        limit = t->n;
     size_t c = 0, node;
     ch__walk w;
     if (limit > 0) {
         t->algo->walk_start(t, kh, &w);
         while (c < limit && (node = t->algo->walk_next(t, &w)) != CH__WALK_END)
-            if ((h == NULL || h->node[node].up) && !listed(out, c, node))
+            if ((up == NULL || up(ctx, node)) && !listed(out, c, node))
                 out[c++] = node;
     }
     *count = c;
     return CH_OK;
+}
+
+static bool health_up(const void *ctx, size_t node)
+{
+    return ((const ch_health *)ctx)->node[node].up;
+}
+
+int ch_route_hash(const ch_table *t, const ch_health *h, uint64_t kh, size_t depth, size_t *out,
+                  size_t *count)
+{
+    if (t == NULL || (depth > 0 && (out == NULL || count == NULL)))
+        return CH_EINVAL;
+    /* A tracker of another size belongs to another membership: its indexes mean other nodes. */
+    if (h != NULL && h->n != t->n)
+        return CH_EINVAL;
+    return route_walk(t, h != NULL ? health_up : NULL, h, kh, depth,
+                      h != NULL ? h->n_up : SIZE_MAX, out, count);
+}
+
+int ch_route_hash_fn(const ch_table *t, ch_node_up_fn up, const void *ctx, size_t n_up,
+                     uint64_t kh, size_t depth, size_t *out, size_t *count)
+{
+    if (t == NULL || (depth > 0 && (out == NULL || count == NULL)))
+        return CH_EINVAL;
+    return route_walk(t, up, ctx, kh, depth, n_up, out, count);
 }

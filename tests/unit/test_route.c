@@ -534,18 +534,33 @@ static size_t expected_route(const ch_table *t, const char *key, size_t len, con
     return c;
 }
 
+static bool down_array_up(const void *ctx, size_t node)
+{
+    return !((const bool *)ctx)[node];
+}
+
+/* ch_route with the tracker h, and ch_route_hash_fn with the same state given as the array
+ * down, both against the definition. */
 static void check_routes(const ch_table *t, const ch_health *h, const bool *down, size_t depth,
                          uint64_t seed)
 {
     char key[48];
-    size_t out[NODES + 2], exp[NODES + 2], count, ecount;
+    size_t out[NODES + 2], out2[NODES + 2], exp[NODES + 2], count, count2, ecount, n_up = 0;
+    for (size_t i = 0; i < NODES; i++)
+        n_up += down[i] ? 0 : 1;
     for (size_t k = 0; k < KEYS; k++) {
         size_t len = tu_key(key, seed, k);
         assert_int_equal(ch_route(t, h, key, len, depth, out, &count), CH_OK);
+        assert_int_equal(ch_route_hash_fn(t, down_array_up, down, n_up, ch_key_hash(t, key, len), depth,
+                                          out2, &count2),
+                         CH_OK);
         ecount = expected_route(t, key, len, down, depth, exp);
         assert_int_equal(count, ecount);
-        for (size_t c = 0; c < count; c++)
+        assert_int_equal(count2, ecount);
+        for (size_t c = 0; c < count; c++) {
             assert_int_equal(out[c], exp[c]);
+            assert_int_equal(out2[c], exp[c]);
+        }
     }
 }
 
