@@ -335,7 +335,7 @@ void px_client_close(px_client *c)
         return;
     c->closing = true;
     c->pool->st.client_connections--;
-    c->pool->px->curr_connections--;
+    PX_ATOMIC_SUB(c->pool->shared->clients, 1);
     px_dl_remove(&c->dirty);
     uv_close(&c->st->u.handle, client_close_cb);
 }
@@ -367,7 +367,7 @@ void px_client_accept(px_pool *pool, uv_stream_t *listener)
         return;
     }
     if (pool->conf->client_connections > 0 &&
-        pool->st.client_connections >= (uint64_t)pool->conf->client_connections) {
+        PX_ATOMIC_LOAD(pool->shared->clients) >= (uint64_t)pool->conf->client_connections) {
         PX_LOG(px, PX_LOG_WARN, "pool %s: client_connections limit %d reached: refusing a client",
                pool->conf->name, pool->conf->client_connections);
         uv_close(&st->u.handle, client_close_cb);
@@ -378,9 +378,9 @@ void px_client_accept(px_pool *pool, uv_stream_t *listener)
         uv_tcp_nodelay(&st->u.tcp, 1);
     px_dl_push(&pool->clients, &c->link);
     pool->st.client_connections++;
+    PX_ATOMIC_ADD(pool->shared->clients, 1); /* the limit is the pool's, over all workers */
     pool->m.clients_accepted++;
-    px->curr_connections++;
-    px->total_connections++;
+    PX_ATOMIC_ADD(px->main->total_connections, 1);
     if (uv_read_start(&st->u.stream, client_alloc_cb, client_read_cb) < 0)
         px_client_close(c);
 }

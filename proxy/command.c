@@ -166,13 +166,12 @@ static size_t route_key(px_pool *pool, const char *key, size_t len, size_t *cand
 {
     size_t n = 0, b;
     uint64_t kh = ch_key_hash(pool->table, key, len); /* once: routing and bounded loads */
-    if (ch_route_hash(pool->table, pool->health, kh, pool->depth, cand, &n) != CH_OK) {
+    if (px_health_route(pool->health, pool->table, kh, pool->depth, cand, &n) != CH_OK) {
         /* jump has no walk: its owner only */
-        if (ch_route_hash(pool->table, pool->health, kh, 1, cand, &n) != CH_OK)
+        if (px_health_route(pool->health, pool->table, kh, 1, cand, &n) != CH_OK)
             n = 0;
     }
-    if (n > 0 && bounded_owner(pool, kh, &b) && b != cand[0] &&
-        ch_health_is_up(pool->health, b)) {
+    if (n > 0 && bounded_owner(pool, kh, &b) && b != cand[0] && px_health_up(pool->health, b)) {
         size_t j = 0;
         while (j < n && cand[j] != b)
             j++;

@@ -1,5 +1,6 @@
 /*
- * log.c — leveled log lines "[time] LEVEL message" to stderr or the -o file.
+ * log.c — leveled log lines "[time] LEVEL message" to stderr or the -o file. Every thread logs to
+ * the same stream; a line is written under the stream's lock, so lines never interleave.
  */
 #include "proxy.h"
 
@@ -16,6 +17,7 @@ void px_log_write(px_log *lg, int level, const char *fmt, ...)
     clock_gettime(CLOCK_REALTIME, &now);
     localtime_r(&now.tv_sec, &tm);
     strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", &tm);
+    flockfile(fp);
     fprintf(fp, "[%s.%03ld] %s ", ts, now.tv_nsec / 1000000L,
             names[level < 0 ? 0 : level > 7 ? 7 : level]);
     va_list ap;
@@ -24,4 +26,5 @@ void px_log_write(px_log *lg, int level, const char *fmt, ...)
     va_end(ap);
     fputc('\n', fp);
     fflush(fp);
+    funlockfile(fp);
 }

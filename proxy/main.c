@@ -1,6 +1,6 @@
 /*
  * main.c — chash-proxy's command line (twemproxy's flags), config test, daemonizing, the pid file
- * and the log file; then the proxy runs until SIGINT or SIGTERM.
+ * and the log file, the number of worker threads; then the proxy runs until SIGINT or SIGTERM.
  */
 
 #include "proxy.h"
@@ -21,7 +21,8 @@
 #define DEFAULT_STATS_INTERVAL 30000
 #define DEFAULT_LOG_LEVEL PX_LOG_NOTICE
 #define DEFAULT_METRICS_ADDR "127.0.0.1"
-enum { OPT_METRICS_PORT = 256, OPT_METRICS_ADDR }; /* long options without a letter */
+#define MAX_THREADS 256
+enum { OPT_METRICS_PORT = 256, OPT_METRICS_ADDR, OPT_THREADS }; /* long options, no letter */
 
 static void usage(FILE *fp)
 {
@@ -29,7 +30,7 @@ static void usage(FILE *fp)
             "Usage: chash-proxy [-?hVdDt] [-v verbosity level] [-o output file]\n"
             "                   [-c conf file] [-s stats port] [-a stats addr]\n"
             "                   [-i stats interval] [-p pid file] [-m mbuf size]\n"
-            "                   [--metrics-port port] [--metrics-addr addr]\n"
+            "                   [--metrics-port port] [--metrics-addr addr] [--threads N]\n"
             "\n"
             "Options:\n"
             "  -h, --help             : this help\n"
@@ -49,9 +50,13 @@ static void usage(FILE *fp)
             "      --metrics-port=N   : serve Prometheus metrics on http://ADDR:N/metrics, "
             "reload on POST /-/reload "
             "(default: off)\n"
-            "      --metrics-addr=S   : set metrics ip (default: %s)\n",
+            "      --metrics-addr=S   : set metrics ip (default: %s)\n"
+            "      --threads=N        : worker threads, each with its own event loop, listener "
+            "and\n"
+            "                           backend connections (default: the CPUs available, "
+            "here %u; max %d)\n",
             DEFAULT_LOG_LEVEL, DEFAULT_CONF, DEFAULT_STATS_PORT, DEFAULT_STATS_ADDR,
-            DEFAULT_STATS_INTERVAL, DEFAULT_METRICS_ADDR);
+            DEFAULT_STATS_INTERVAL, DEFAULT_METRICS_ADDR, px_default_threads(), MAX_THREADS);
 }
 
 static void describe_stats(void)
@@ -133,11 +138,12 @@ int main(int argc, char **argv)
         {"pid-file", required_argument, NULL, 'p'}, {"mbuf-size", required_argument, NULL, 'm'},
         {"metrics-port", required_argument, NULL, OPT_METRICS_PORT},
         {"metrics-addr", required_argument, NULL, OPT_METRICS_ADDR},
+        {"threads", required_argument, NULL, OPT_THREADS},
         {NULL, 0, NULL, 0},
     };
     const char *conf = DEFAULT_CONF, *log_file = NULL, *pid_file = NULL;
     const char *stats_addr = DEFAULT_STATS_ADDR, *metrics_addr = DEFAULT_METRICS_ADDR;
-    long metrics_port = 0;
+    long metrics_port = 0, threads = 0;
     long stats_port = DEFAULT_STATS_PORT, interval = DEFAULT_STATS_INTERVAL;
     long level = DEFAULT_LOG_LEVEL, mbuf = 0;
     bool test = false, daemon_mode = false;
@@ -195,6 +201,13 @@ int main(int argc, char **argv)
                 return 1;
             }
             break;
+        case OPT_THREADS:
+            if (!parse_int(optarg, 1, MAX_THREADS, &threads)) {
+                fprintf(stderr, "chash-proxy: option --threads requires a number from 1 to %d\n",
+                        MAX_THREADS);
+                return 1;
+            }
+            break;
         case OPT_METRICS_ADDR:
             metrics_addr = optarg;
             break;
@@ -235,7 +248,7 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    px_proxy px = {0};
+    px_main px = {0};
     px.log.level = (int)level;
     px.log.fp = stderr;
     /* SIGHUP re-reads the file: keep its absolute path, since -d changes the directory. */
@@ -273,17 +286,20 @@ int main(int argc, char **argv)
     px.metrics_addr = metrics_addr;
     px.metrics_port = (int)metrics_port;
 
-    PX_LOG(&px, PX_LOG_NOTICE, "chash-proxy-%s starting, pid %ld, config '%s'", PX_VERSION,
-           (long)getpid(), conf);
+    unsigned nworkers = threads > 0 ? (unsigned)threads : px_default_threads();
+    if (nworkers > MAX_THREADS)
+        nworkers = MAX_THREADS;
+
+    PX_LOG(&px, PX_LOG_NOTICE, "chash-proxy-%s starting, pid %ld, config '%s', %u worker%s",
+           PX_VERSION, (long)getpid(), conf, nworkers, nworkers == 1 ? "" : "s");
     int status = 0;
-    if (px_proxy_init(&px, cfg) != 0) {
+    if (px_main_init(&px, cfg, nworkers) != 0) { /* takes cfg over */
         PX_LOG(&px, PX_LOG_ERR, "cannot start: see the errors above");
         status = 1;
     } else {
-        px_proxy_run(&px);
+        px_main_run(&px);
     }
-    px_proxy_free(&px);
-    ch_config_free(px.cfg != NULL ? px.cfg : cfg); /* the current one: a reload replaces cfg */
+    px_main_free(&px);
     if (wrote_pid)
         unlink(pid_file);
     PX_LOG(&px, PX_LOG_NOTICE, "exiting with status %d", status);

@@ -94,31 +94,36 @@ static int family(px_buf *b, const char *name, const char *type, const char *hel
 }
 
 /* name{pool="P"[,server="S"]<extra>} */
-static int series(px_buf *b, const char *name, const px_pool *pool, const px_server *s,
+static int series(px_buf *b, const char *name, const char *pool, const char *server,
                   const char *extra)
 {
     int rc = px_buf_printf(b, "%s{pool=\"", name);
-    rc |= label_value(b, pool->conf->name);
-    if (s != NULL) {
+    rc |= label_value(b, pool);
+    if (server != NULL) {
         rc |= px_buf_append(b, "\",server=\"", 10);
-        rc |= label_value(b, s->conf->id);
+        rc |= label_value(b, server);
     }
     rc |= px_buf_printf(b, "\"%s} ", extra != NULL ? extra : "");
     return rc;
 }
 
-typedef uint64_t (*server_value)(const px_server *s);
-static uint64_t sv_requests(const px_server *s) { return s->st.requests; }
-static uint64_t sv_responses(const px_server *s) { return s->st.responses; }
-static uint64_t sv_errors(const px_server *s) { return s->st.server_err; }
-static uint64_t sv_eof(const px_server *s) { return s->st.server_eof; }
-static uint64_t sv_timeouts(const px_server *s) { return s->st.server_timedout; }
-static uint64_t sv_ejections(const px_server *s) { return s->st.ejects; }
-static uint64_t sv_connections(const px_server *s) { return s->st.server_connections; }
-static uint64_t sv_up(const px_server *s)
-{
-    return ch_health_is_up(s->pool->health, s->index) ? 1 : 0;
-}
+/* Server i of pool p, whose counters summed over the workers are s. */
+typedef uint64_t (*server_value)(const px_snap_server *s, const px_shared_pool *p, size_t i);
+#define SV(fn, expr)                                                                              \
+    static uint64_t fn(const px_snap_server *s, const px_shared_pool *p, size_t i)               \
+    {                                                                                             \
+        (void)s, (void)p, (void)i;                                                                \
+        return (expr);                                                                            \
+    }
+SV(sv_requests, s->st.requests)
+SV(sv_responses, s->st.responses)
+SV(sv_errors, s->st.server_err)
+SV(sv_eof, s->st.server_eof)
+SV(sv_timeouts, s->st.server_timedout)
+SV(sv_ejections, s->st.ejects)
+SV(sv_connections, s->st.server_connections)
+SV(sv_up, px_health_up(p->health, i) ? 1 : 0)
+#undef SV
 
 static const struct {
     const char *name, *type, *help;
@@ -142,13 +147,21 @@ static const struct {
      sv_connections},
 };
 
-typedef uint64_t (*pool_value)(const px_pool *p);
-static uint64_t pv_clients(const px_pool *p) { return p->st.client_connections; }
-static uint64_t pv_accepted(const px_pool *p) { return p->m.clients_accepted; }
-static uint64_t pv_client_err(const px_pool *p) { return p->st.client_err; }
-static uint64_t pv_forward_err(const px_pool *p) { return p->st.forward_error; }
-static uint64_t pv_fragments(const px_pool *p) { return p->st.fragments; }
-static uint64_t pv_nservers(const px_pool *p) { return p->nservers; }
+/* Pool p, whose counters summed over the workers are s. */
+typedef uint64_t (*pool_value)(const px_snap_pool *s, const px_shared_pool *p);
+#define PV(fn, expr)                                                                              \
+    static uint64_t fn(const px_snap_pool *s, const px_shared_pool *p)                            \
+    {                                                                                             \
+        (void)s, (void)p;                                                                         \
+        return (expr);                                                                            \
+    }
+PV(pv_clients, s->st.client_connections)
+PV(pv_accepted, s->m.clients_accepted)
+PV(pv_client_err, s->st.client_err)
+PV(pv_forward_err, s->st.forward_error)
+PV(pv_fragments, s->st.fragments)
+PV(pv_nservers, p->nservers)
+#undef PV
 
 static const struct {
     const char *name, *type, *help;
@@ -167,8 +180,11 @@ static const struct {
     {"chash_proxy_servers", "gauge", "Servers in the pool's membership.", pv_nservers},
 };
 
-int px_metrics_text(px_proxy *px, px_buf *b)
+int px_metrics_text(px_main *m, px_buf *b)
 {
+    px_snap sn;
+    if (px_snapshot(m, &sn) != 0)
+        return -1;
     int rc = 0;
     rc |= family(b, "chash_proxy_build_info", "gauge", "The proxy's version, as a label.");
     rc |= px_buf_printf(b, "chash_proxy_build_info{version=\"");
@@ -176,16 +192,19 @@ int px_metrics_text(px_proxy *px, px_buf *b)
     rc |= px_buf_printf(b, "\"} 1\n");
     rc |= family(b, "chash_proxy_start_time_seconds", "gauge",
                  "When the proxy started, in seconds since the epoch.");
-    rc |= px_buf_printf(b, "chash_proxy_start_time_seconds %llu\n", U(px->start_time));
+    rc |= px_buf_printf(b, "chash_proxy_start_time_seconds %llu\n", U(m->start_time));
     rc |= family(b, "chash_proxy_uptime_seconds", "gauge", "Seconds since the proxy started.");
     uint64_t now = (uint64_t)time(NULL);
     rc |= px_buf_printf(b, "chash_proxy_uptime_seconds %llu\n",
-                        U(now > px->start_time ? now - px->start_time : 0));
+                        U(now > m->start_time ? now - m->start_time : 0));
+    rc |= family(b, "chash_proxy_worker_threads", "gauge",
+                 "Worker threads serving clients (--threads).");
+    rc |= px_buf_printf(b, "chash_proxy_worker_threads %u\n", m->nworkers);
 
     rc |= family(b, "chash_proxy_membership_info", "gauge",
                  "The membership version each pool serves, as a label (value 1).");
-    for (size_t i = 0; i < px->npools; i++) {
-        const px_pool *pool = &px->pools[i];
+    for (size_t i = 0; i < m->npools; i++) {
+        const px_shared_pool *pool = &m->pools[i];
         rc |= px_buf_printf(b, "chash_proxy_membership_info{pool=\"");
         rc |= label_value(b, pool->conf->name);
         rc |= px_buf_printf(b, "\",version=\"");
@@ -195,65 +214,70 @@ int px_metrics_text(px_proxy *px, px_buf *b)
 
     for (size_t f = 0; f < sizeof(pool_families) / sizeof(pool_families[0]); f++) {
         rc |= family(b, pool_families[f].name, pool_families[f].type, pool_families[f].help);
-        for (size_t i = 0; i < px->npools; i++) {
-            rc |= series(b, pool_families[f].name, &px->pools[i], NULL, NULL);
-            rc |= px_buf_printf(b, "%llu\n", U(pool_families[f].get(&px->pools[i])));
+        for (size_t i = 0; i < m->npools; i++) {
+            rc |= series(b, pool_families[f].name, m->pools[i].conf->name, NULL, NULL);
+            rc |= px_buf_printf(b, "%llu\n", U(pool_families[f].get(&sn.pools[i], &m->pools[i])));
         }
     }
 
     rc |= family(b, "chash_proxy_requests_total", "counter",
                  "Client requests answered, by command class (read, write, multi: split "
                  "multi-key, local: answered by the proxy, refused: unsupported or malformed).");
-    for (size_t i = 0; i < px->npools; i++)
+    for (size_t i = 0; i < m->npools; i++)
         for (size_t k = 0; k < PX_NCLASSES; k++) {
             char extra[32];
             snprintf(extra, sizeof(extra), ",class=\"%s\"", class_names[class_order[k]]);
-            rc |= series(b, "chash_proxy_requests_total", &px->pools[i], NULL, extra);
-            rc |= px_buf_printf(b, "%llu\n", U(px->pools[i].m.requests[class_order[k]]));
+            rc |= series(b, "chash_proxy_requests_total", m->pools[i].conf->name, NULL, extra);
+            rc |= px_buf_printf(b, "%llu\n", U(sn.pools[i].m.requests[class_order[k]]));
         }
     rc |= family(b, "chash_proxy_request_errors_total", "counter",
                  "Client requests answered with an error reply (the proxy's or a backend's), "
                  "by command class.");
-    for (size_t i = 0; i < px->npools; i++)
+    for (size_t i = 0; i < m->npools; i++)
         for (size_t k = 0; k < PX_NCLASSES; k++) {
             char extra[32];
             snprintf(extra, sizeof(extra), ",class=\"%s\"", class_names[class_order[k]]);
-            rc |= series(b, "chash_proxy_request_errors_total", &px->pools[i], NULL, extra);
-            rc |= px_buf_printf(b, "%llu\n", U(px->pools[i].m.errors[class_order[k]]));
+            rc |= series(b, "chash_proxy_request_errors_total", m->pools[i].conf->name, NULL,
+                         extra);
+            rc |= px_buf_printf(b, "%llu\n", U(sn.pools[i].m.errors[class_order[k]]));
         }
 
     rc |= family(b, "chash_proxy_request_duration_seconds", "histogram",
                  "Time from a client request's arrival to its reply being queued for the "
                  "client.");
-    for (size_t i = 0; i < px->npools; i++) {
-        const px_pool *pool = &px->pools[i];
+    for (size_t i = 0; i < m->npools; i++) {
+        const char *name = m->pools[i].conf->name;
+        const px_pool_metrics *pm = &sn.pools[i].m;
         uint64_t cum = 0;
         for (size_t k = 0; k <= PX_LAT_NBOUNDS; k++) {
             char extra[32];
             snprintf(extra, sizeof(extra), ",le=\"%s\"",
                      k < PX_LAT_NBOUNDS ? lat_labels[k] : "+Inf");
-            cum += pool->m.lat_buckets[k];
-            rc |= series(b, "chash_proxy_request_duration_seconds_bucket", pool, NULL, extra);
+            cum += pm->lat_buckets[k];
+            rc |= series(b, "chash_proxy_request_duration_seconds_bucket", name, NULL, extra);
             rc |= px_buf_printf(b, "%llu\n", U(cum));
         }
-        rc |= series(b, "chash_proxy_request_duration_seconds_sum", pool, NULL, NULL);
-        rc |= px_buf_printf(b, "%llu.%09llu\n", U(pool->m.lat_sum_ns / 1000000000u),
-                            U(pool->m.lat_sum_ns % 1000000000u));
-        rc |= series(b, "chash_proxy_request_duration_seconds_count", pool, NULL, NULL);
+        rc |= series(b, "chash_proxy_request_duration_seconds_sum", name, NULL, NULL);
+        rc |= px_buf_printf(b, "%llu.%09llu\n", U(pm->lat_sum_ns / 1000000000u),
+                            U(pm->lat_sum_ns % 1000000000u));
+        rc |= series(b, "chash_proxy_request_duration_seconds_count", name, NULL, NULL);
         rc |= px_buf_printf(b, "%llu\n", U(cum));
     }
 
     for (size_t f = 0; f < sizeof(server_families) / sizeof(server_families[0]); f++) {
         rc |= family(b, server_families[f].name, server_families[f].type,
                      server_families[f].help);
-        for (size_t i = 0; i < px->npools; i++) {
-            const px_pool *pool = &px->pools[i];
+        for (size_t i = 0; i < m->npools; i++) {
+            const px_shared_pool *pool = &m->pools[i];
             for (size_t s = 0; s < pool->nservers; s++) {
-                rc |= series(b, server_families[f].name, pool, &pool->servers[s], NULL);
-                rc |= px_buf_printf(b, "%llu\n", U(server_families[f].get(&pool->servers[s])));
+                rc |= series(b, server_families[f].name, pool->conf->name, pool->servers[s]->id,
+                             NULL);
+                rc |= px_buf_printf(b, "%llu\n",
+                                    U(server_families[f].get(&sn.pools[i].servers[s], pool, s)));
             }
         }
     }
+    px_snapshot_free(m, &sn);
     return rc == 0 ? 0 : -1;
 }
 
@@ -274,6 +298,7 @@ static int info_name(px_buf *b, const char *s)
 
 int px_metrics_info(px_proxy *px, px_buf *b)
 {
+    const px_main *m = px->main;
     uint64_t now = (uint64_t)time(NULL);
     int rc = px_buf_printf(b,
                            "# Proxy\r\n"
@@ -282,16 +307,19 @@ int px_metrics_info(px_proxy *px, px_buf *b)
                            "uptime_in_seconds:%llu\r\n"
                            "connected_clients:%llu\r\n"
                            "total_connections_received:%llu\r\n"
+                           "worker_threads:%u\r\n"
+                           "worker_id:%u\r\n"
                            "\r\n# Pools\r\n"
                            "pools:%zu\r\n",
                            PX_VERSION, (long)getpid(),
-                           U(now > px->start_time ? now - px->start_time : 0),
-                           U(px->curr_connections), U(px->total_connections), px->npools);
+                           U(now > m->start_time ? now - m->start_time : 0), U(px_clients(m)),
+                           U(PX_ATOMIC_LOAD(m->total_connections)), m->nworkers, px->index,
+                           px->npools);
     for (size_t i = 0; i < px->npools; i++) {
         const px_pool *pool = &px->pools[i];
         size_t up = 0;
         for (size_t s = 0; s < pool->nservers; s++)
-            up += ch_health_is_up(pool->health, s) ? 1 : 0;
+            up += px_health_up(pool->health, s) ? 1 : 0;
         rc |= px_buf_append(b, "pool_", 5);
         rc |= info_name(b, pool->conf->name);
         rc |= px_buf_printf(b, "_membership_version:%s\r\n",
@@ -311,7 +339,7 @@ int px_metrics_info(px_proxy *px, px_buf *b)
 /* The server lives until its listener, its sweep timer and every connection are closed: refs
  * counts those handles; the last close callback after px_metrics_stop frees it. */
 struct px_metrics_server {
-    px_proxy *px;
+    px_main *px;
     uv_tcp_t listener;
     uv_timer_t sweep;
     px_dl conns;   /* open and closing connections, oldest first */
@@ -572,7 +600,7 @@ static void listener_cb(uv_stream_t *server, int status)
         mconn_close(mc);
         return;
     }
-    mc->deadline = px_now(ms->px) + PX_METRICS_TIMEOUT_MS;
+    mc->deadline = uv_now(ms->px->loop) + PX_METRICS_TIMEOUT_MS;
     if (uv_read_start((uv_stream_t *)&mc->tcp, mconn_alloc_cb, mconn_read_cb) < 0)
         mconn_close(mc);
 }
@@ -582,7 +610,7 @@ static void listener_cb(uv_stream_t *server, int status)
 static void sweep_cb(uv_timer_t *t)
 {
     px_metrics_server *ms = t->data;
-    uint64_t now = px_now(ms->px);
+    uint64_t now = uv_now(ms->px->loop);
     for (px_dl *d = ms->conns.next; d != &ms->conns;) {
         mconn *mc = PX_CONTAINER(d, mconn, link);
         d = d->next;
@@ -591,7 +619,7 @@ static void sweep_cb(uv_timer_t *t)
     }
 }
 
-int px_metrics_start(px_proxy *px)
+int px_metrics_start(px_main *px)
 {
     if (px->metrics_port <= 0)
         return 0;
@@ -615,7 +643,7 @@ int px_metrics_start(px_proxy *px)
     int rc = getaddrinfo(addr, port, &hints, &res);
     if (rc != 0 || res == NULL) {
         PX_LOG(px, PX_LOG_ERR, "metrics: cannot resolve '%s': %s", addr, gai_strerror(rc));
-        return -1; /* px_metrics_stop (from px_proxy_free) closes the handles */
+        return -1; /* px_metrics_stop (from px_main_free) closes the handles */
     }
     rc = uv_tcp_bind(&ms->listener, res->ai_addr, 0);
     freeaddrinfo(res);
@@ -631,7 +659,7 @@ int px_metrics_start(px_proxy *px)
     return 0;
 }
 
-void px_metrics_stop(px_proxy *px)
+void px_metrics_stop(px_main *px)
 {
     px_metrics_server *ms = px->metrics;
     if (ms == NULL)

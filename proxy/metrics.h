@@ -3,7 +3,8 @@
  * requests, errors and a latency histogram per pool and command class. Included by proxy.h;
  * depends on nothing of it, so proxy.h's structures can embed these.
  *
- * Threading: as the rest of the proxy, touched only from the loop's thread.
+ * Threading: a worker's counters are touched only from its thread; the endpoint (control
+ * thread) reads their sums (px_snapshot, one job per worker).
  */
 #ifndef CHASH_PROXY_METRICS_H
 #define CHASH_PROXY_METRICS_H

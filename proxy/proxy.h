@@ -2,8 +2,22 @@
  * proxy.h — chash-proxy internals: the proxy context, pools, backend servers and their
  * connections, client connections, requests and their fragments.
  *
- * Threading: one libuv loop, one thread (issue 7 adds workers). Every structure here is owned by
- * the proxy context (px_proxy) and touched only from the loop's thread.
+ * Threading (docs/OPERATIONS.md, "Threads"): a control thread (px_main: signals, the stats and
+ * metrics ports, reloads) and N workers (px_proxy), each with its own libuv loop, its own
+ * listener per pool (SO_REUSEPORT: the kernel spreads connections over the workers), its own
+ * clients and its own backend connections. Everything a worker holds (its pools' px_server and
+ * px_conn, clients, requests, fragments, counters) is touched only from its thread, except where
+ * a comment says otherwise. Shared by the workers, read-mostly:
+ *   - a pool's membership and placement table (immutable; a reload builds new ones and each
+ *     worker swaps its pointers in one job on its loop, between two requests);
+ *   - a pool's health (px_health): readers load published atomics without a lock; the lock is
+ *     taken on failures, probes and the first success after a failure, never on a plain request;
+ *   - the config (px_conf, reference counted);
+ *   - connection counters (relaxed atomics).
+ * The control thread talks to a worker only through px_worker_call(): a job run on the worker's
+ * loop while the control thread waits. Reloads are two jobs (prepare on every worker, then commit
+ * or abort on every worker); stats and metrics add each worker's counters into a snapshot, one
+ * job per worker, so counters stay plain integers on the request path.
  *
  * The data path:
  *   client bytes -> ch_resp_parse_request -> command table (command.c) -> a px_req, queued on its
@@ -20,6 +34,7 @@
 #include "metrics.h"
 #include "proto/resp.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -90,6 +105,7 @@ void px_dl_remove(px_dl *node); /* no-op on an unlinked node */
 
 /* ---- types ----------------------------------------------------------------------------------- */
 
+typedef struct px_main px_main;
 typedef struct px_proxy px_proxy;
 typedef struct px_pool px_pool;
 typedef struct px_server px_server;
@@ -193,11 +209,79 @@ struct px_conn {
     px_dl dirty;                  /* in the proxy's list of connections to flush */
 };
 
+/* ---- shared by the threads (shared.c) --------------------------------------------------------- */
+
+/* Relaxed atomics for counters several threads add to (connections), and loads of them. */
+#define PX_ATOMIC_ADD(x, n) ((void)__atomic_fetch_add(&(x), (n), __ATOMIC_RELAXED))
+#define PX_ATOMIC_SUB(x, n) ((void)__atomic_fetch_sub(&(x), (n), __ATOMIC_RELAXED))
+#define PX_ATOMIC_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+/* A loaded config, shared by the threads; freed when its last reference goes. The control thread
+ * holds one per pool whose conf points into it and one for the file's latest version; a retired
+ * server (reload.c) holds one until it is freed. */
+typedef struct px_conf {
+    ch_config *cfg;
+    unsigned refs; /* atomic */
+} px_conf;
+px_conf *px_conf_new(ch_config *cfg); /* one reference; NULL when out of memory (cfg not freed) */
+void px_conf_ref(px_conf *c);
+void px_conf_unref(px_conf *c); /* the last one frees cfg */
+
+/* A pool's health, shared by the workers: a ch_health behind a lock, and what the request path
+ * needs of it published as atomics (up[], n_up) so that routing takes no lock. The lock is taken
+ * by a failure, a probe (claim and result) and the first success after a failure (streak[]
+ * says a failure streak is open), none of which is the common case. Replaced as a whole by a
+ * reload (the old one is freed once every worker has switched). */
+typedef struct px_health {
+    pthread_mutex_t lock; /* guards h, and every write to the arrays below */
+    ch_health *h;
+    size_t n;
+    uint8_t *up;      /* ch_health_is_up(h, i) */
+    uint8_t *streak;  /* i has failures that no success has ended yet */
+    uint8_t *probing; /* a worker has a probe of i in flight */
+    size_t n_up;      /* nodes up */
+} px_health;
+int px_health_new(size_t n, const ch_health_options *opt, px_health **out); /* CH_OK, CH_E* */
+void px_health_free(px_health *h);
+bool px_health_up(const px_health *h, size_t i); /* no lock */
+/* The key's candidates (ch_route_hash_fn over the published state); no lock. */
+int px_health_route(const px_health *h, const ch_table *t, uint64_t kh, size_t depth,
+                    size_t *out, size_t *count);
+void px_health_success(px_health *h, size_t i, uint64_t now_ms); /* locks only after a failure */
+/* A failure of i; true when it ejected i. */
+bool px_health_failure(px_health *h, size_t i, uint64_t now_ms, uint64_t rnd);
+/* Whether this caller should probe i now: i is ejected, its probe is due and no one else probes
+ * it. The caller then owns the probe and must report it with px_health_probe_result (or
+ * px_health_probe_drop). */
+bool px_health_probe_claim(px_health *h, size_t i, uint64_t now_ms);
+/* The claimed probe's result; true when i is up afterwards (readmitted). */
+bool px_health_probe_result(px_health *h, size_t i, bool ok, uint64_t now_ms, uint64_t rnd);
+void px_health_probe_drop(px_health *h, size_t i); /* a claimed probe that will not report */
+
+/* A pool as the control thread knows it: what every worker's copy of the pool points to. */
+typedef struct px_shared_pool {
+    px_conf *cref;              /* holds a reference: conf points into it */
+    const ch_conf_pool *conf;
+    ch_membership *members;     /* owned */
+    px_health *health;          /* owned */
+    const ch_conf_server **servers; /* in membership order (owned array) */
+    size_t nservers;
+    uint64_t clients;           /* client connections open, all workers (atomic) */
+} px_shared_pool;
+
+/* The config's servers of pc in membership order (ch_config_members' order) into out[]
+ * (pc->nservers entries). Returns 0, or -1 when a member has no server entry. */
+int px_pool_servers(const ch_conf_pool *pc, const ch_conf_server **out);
+
 typedef struct px_server_stats {
     uint64_t server_eof, server_err, server_timedout, server_connections, server_ejected_at;
     uint64_t requests, request_bytes, responses, response_bytes;
     uint64_t ejects; /* times this server was ejected (metrics; not in the stats JSON) */
 } px_server_stats;
+/* The counters of px_server_stats summed over the workers (server_ejected_at: the latest). */
+#define PX_SERVER_SUMS                                                                            \
+    X(server_eof) X(server_err) X(server_timedout) X(server_connections) X(requests)              \
+    X(request_bytes) X(responses) X(response_bytes) X(ejects)
 
 struct px_server {
     px_pool *pool;
@@ -207,7 +291,7 @@ struct px_server {
     bool is_unix;
     px_conn *conns;
     unsigned nconns;
-    bool probing; /* a probe is in flight */
+    bool probing; /* this worker has a probe of it in flight (claimed in the pool's px_health) */
     px_server_stats st;
     /* Hot reload (reload.c): a server dropped from the pool's membership is retired: it leaves
      * the pool's array for its own allocation, in px_proxy.retired, and takes no new fragments;
@@ -215,19 +299,26 @@ struct px_server {
      * closed and freed once its connections' FIFOs are empty. */
     bool retired;
     px_dl retired_link; /* in px_proxy.retired while retired and not yet closing */
+    px_conf *cref;      /* retired: a reference to the config its conf points into */
     unsigned closing;   /* timers whose close callback is pending; the last one frees it */
 };
 
 typedef struct px_pool_stats {
     uint64_t client_eof, client_err, client_connections, server_ejects, forward_error, fragments;
 } px_pool_stats;
+#define PX_POOL_SUMS                                                                              \
+    X(client_eof) X(client_err) X(client_connections) X(server_ejects) X(forward_error)           \
+    X(fragments)
 
+/* A worker's copy of a pool: its servers and their connections, its clients, its counters. conf,
+ * members, table and health are the shared pool's (px_shared_pool), swapped by a reload. */
 struct px_pool {
     px_proxy *px;
+    px_shared_pool *shared;
     const ch_conf_pool *conf;
-    ch_membership *members;
+    const ch_membership *members;
     const ch_table *table;
-    ch_health *health;
+    px_health *health;
     px_server *servers; /* membership order */
     size_t nservers;
     size_t depth;         /* failover candidates per request */
@@ -263,11 +354,18 @@ struct px_client {
     uv_shutdown_t shutdown;
 };
 
+/* A job the control thread runs on a worker's loop (px_worker_call). */
+typedef void (*px_job_fn)(px_proxy *px, void *arg);
+
+/* A worker: one thread, one loop. */
 struct px_proxy {
+    px_main *main;
+    unsigned index; /* 0 .. nworkers-1, in log lines as "worker N" */
     uv_loop_t *loop;
+    pthread_t thread;
+    bool started;     /* thread is running */
     px_log log;
-    ch_config *cfg;
-    px_pool *pools;
+    px_pool *pools;   /* as main->pools */
     size_t npools;
     ch_resp_limits limits; /* for the proxy's own fragments and the backends' replies; a
                               pool's clients are held to px_pool.limits */
@@ -277,13 +375,31 @@ struct px_proxy {
     uv_check_t flush_check; /* flushes dirty streams after each poll */
     uv_idle_t flush_idle;   /* keeps the poll from blocking while something is dirty */
     uv_timer_t probe_timer;
-    uv_signal_t sigint, sigterm;
-    uv_signal_t sighup;     /* hot reload (reload.c) */
-    const char *conf_path;  /* the -c file, absolute (set by main; re-read by a reload) */
-    ch_config **old_cfgs;   /* configs replaced by a reload, freed once nothing points into
-                               them (a pool kept as it was, a retired server) */
-    size_t nold_cfgs;
     px_dl retired;          /* retired servers (px_server.retired_link) */
+    void *reload_plans;     /* reload.c: this worker's prepared plans between two jobs */
+    uint64_t next_client_id;
+    uint64_t rng;
+    bool stopping;
+    /* px_worker_call's mailbox */
+    uv_async_t wake;
+    pthread_mutex_t job_lock;
+    pthread_cond_t job_cond;
+    px_job_fn job_fn;
+    void *job_arg;
+    bool job_done;
+};
+
+/* The control thread: what is not per worker. */
+struct px_main {
+    uv_loop_t *loop;
+    px_log log;
+    const char *conf_path;  /* the -c file, absolute (set by main; re-read by a reload) */
+    px_conf *conf;          /* the file as last loaded (a reference) */
+    px_shared_pool *pools;
+    size_t npools;
+    px_proxy *workers;
+    unsigned nworkers;
+    uv_signal_t sigint, sigterm, sighup;
     uint64_t reloads, reload_failures; /* stats: configs applied / rejected (SIGHUP, POST
                                           /-/reload) */
     px_stream *stats_listener;
@@ -294,21 +410,36 @@ struct px_proxy {
     const char *metrics_addr;
     int metrics_port;
     uint64_t start_time;
-    uint64_t total_connections, curr_connections;
-    uint64_t next_client_id;
+    uint64_t total_connections; /* client connections accepted, all workers (atomic); those
+                                   open are the pools' px_shared_pool.clients */
     uint64_t rng;
     bool stopping;
 };
 
-/* ---- proxy.c --------------------------------------------------------------------------------- */
+/* ---- main loop and workers (proxy.c) ---------------------------------------------------------- */
 
-int px_proxy_init(px_proxy *px, ch_config *cfg);
-int px_proxy_run(px_proxy *px); /* until SIGINT/SIGTERM */
-void px_proxy_free(px_proxy *px);
+/* Sets up the control thread and nworkers workers (listeners bound, servers set up) from cfg,
+ * which it takes over. Returns 0, or -1 (logged; px_main_free cleans up). */
+int px_main_init(px_main *m, ch_config *cfg, unsigned nworkers);
+int px_main_run(px_main *m); /* starts the workers; returns after SIGINT/SIGTERM */
+void px_main_free(px_main *m);
+/* The shared state of pool pc: its membership, health and servers in membership order; holds a
+ * reference to cref. Returns 0, or -1 with the reason in why. */
+int px_shared_pool_init(px_main *m, px_shared_pool *sp, px_conf *cref, const ch_conf_pool *pc,
+                        char *why, size_t whylen);
+/* Frees what sp owns (keeps its clients counter). */
+void px_shared_pool_clear(px_shared_pool *sp);
+/* A worker pool's settings from its conf: depth, timeout, limits, password. */
+void px_pool_configure(px_pool *pool);
+uint64_t px_rand_seed(px_main *m, unsigned index); /* worker index's random state */
+/* Runs fn(w, arg) on worker w's loop and waits for it (control thread only). */
+void px_worker_call(px_proxy *w, px_job_fn fn, void *arg);
 void px_mark_client(px_client *c);
 void px_mark_conn(px_conn *c);
 uint64_t px_rand(px_proxy *px);
 uint64_t px_now(px_proxy *px); /* loop time, ms */
+/* The default worker count: the CPUs this process may run on. */
+unsigned px_default_threads(void);
 
 /* ---- client.c -------------------------------------------------------------------------------- */
 
@@ -361,36 +492,53 @@ bool px_frag_resplit(px_frag *f, size_t failed_server);
 
 /* ---- reload.c -------------------------------------------------------------------------------- */
 
-/* SIGHUP or POST /-/reload (trigger names which, for the log): re-reads px->conf_path and
- * applies it (docs/PROXY.md, "Reload"). When result is not NULL, appends one line (no line end)
- * to it: "reloaded: <pool>: <old> -> <new>, ..." or "unchanged" on success, else why it failed
- * (a config error as file:line:column: message). */
+/* SIGHUP or POST /-/reload (trigger names which, for the log): re-reads m->conf_path and
+ * applies it to every worker (docs/PROXY.md, "Reload"). When result is not NULL, appends one
+ * line (no line end) to it: "reloaded: <pool>: <old> -> <new>, ..." or "unchanged" on success,
+ * else why it failed (a config error as file:line:column: message). Control thread. */
 enum { PX_RELOAD_OK = 0, PX_RELOAD_INVALID = 1 /* the file */, PX_RELOAD_FAILED = 2 /* else */ };
-int px_reload(px_proxy *px, const char *trigger, px_buf *result);
+int px_reload(px_main *m, const char *trigger, px_buf *result);
 /* Closes the retired servers whose in-flight fragments are done (called once per loop turn). */
 void px_reload_reap(px_proxy *px);
 /* Shutdown: closes every retired server. */
 void px_reload_stop(px_proxy *px);
-/* Frees the configs replaced by reloads (after the loop has closed everything). */
-void px_reload_free(px_proxy *px);
 
 /* ---- stats.c --------------------------------------------------------------------------------- */
 
-int px_stats_start(px_proxy *px);
+/* Every worker's counters added up (control thread, px_snapshot). Servers in membership order. */
+typedef struct px_snap_server {
+    px_server_stats st;
+    uint64_t in_queue, in_queue_bytes, out_queue, out_queue_bytes;
+} px_snap_server;
+typedef struct px_snap_pool {
+    px_pool_stats st;
+    px_pool_metrics m;
+    px_snap_server *servers; /* the shared pool's nservers */
+} px_snap_pool;
+typedef struct px_snap {
+    px_snap_pool *pools; /* m->npools */
+} px_snap;
+/* Fills s with one job per worker. Returns 0, or -1 when out of memory. */
+int px_snapshot(px_main *m, px_snap *s);
+void px_snapshot_free(px_main *m, px_snap *s);
+uint64_t px_clients(const px_main *m); /* client connections open now, all pools and workers */
+
+int px_stats_start(px_main *m);
 /* The stats JSON into b. */
-int px_stats_json(px_proxy *px, px_buf *b);
+int px_stats_json(px_main *m, px_buf *b);
 
 /* ---- metrics.c ------------------------------------------------------------------------------- */
 
-/* Starts the Prometheus endpoint when px->metrics_port is set (0 otherwise). */
-int px_metrics_start(px_proxy *px);
+/* Starts the Prometheus endpoint when m->metrics_port is set (0 otherwise). */
+int px_metrics_start(px_main *m);
 /* Closes its listener and connections (shutdown). */
-void px_metrics_stop(px_proxy *px);
+void px_metrics_stop(px_main *m);
 /* Counts r, whose reply is complete, once: class, error or not, latency. */
 void px_metrics_req_done(px_req *r);
 /* The Prometheus text exposition into b. */
-int px_metrics_text(px_proxy *px, px_buf *b);
-/* The INFO reply's text (not yet a bulk) into b. */
+int px_metrics_text(px_main *m, px_buf *b);
+/* The INFO reply's text (not yet a bulk) into b; runs on a worker: counts of clients are this
+ * worker's and the whole proxy's. */
 int px_metrics_info(px_proxy *px, px_buf *b);
 
 #endif /* CHASH_PROXY_H */

@@ -1,11 +1,17 @@
 /*
- * reload.c — hot reload: SIGHUP re-reads the config file and swaps each pool's membership,
- * placement table and health in, without closing a client connection (docs/PROXY.md, "Reload").
+ * reload.c — hot reload: SIGHUP (or POST /-/reload) re-reads the config file and swaps each
+ * pool's membership, placement table and health in, without closing a client connection
+ * (docs/PROXY.md, "Reload").
  *
- * A reload is all or nothing: every fallible step (loading the file, building each pool's
- * membership and health, resolving new servers' addresses, allocating) is done for every pool
- * before anything is swapped. A failure there logs why (a config error as file:line:column),
- * counts reload_failures and leaves the proxy exactly as it was. The swap itself cannot fail.
+ * A reload is all or nothing, in three steps. The control thread loads the file and builds each
+ * changed pool's shared state (membership, health; px_shared_pool). Then every worker prepares,
+ * in a job on its loop, its side of every pool (pool_plan: new servers set up, addresses
+ * resolved, arrays allocated). Every fallible step is in these two; a failure logs why (a config
+ * error as file:line:column), aborts the plans prepared, counts reload_failures and leaves the
+ * proxy exactly as it was. Then every worker commits (cannot fail): it swaps its pools' pointers
+ * between two requests of its loop. Workers switch one after the other, each within one job; the
+ * control thread then logs the change once and frees the old shared state, which no worker
+ * points to any more.
  *
  * What a reload changes, per pool matched by name: the servers, weights, names, hash,
  * distribution, hash_tag, version, timeouts, failover and health policy, passwords, limits. Pools
@@ -37,9 +43,7 @@
 /* A pool's new state, built before anything is swapped. */
 typedef struct pool_plan {
     px_pool *pool;
-    const ch_conf_pool *pc;
-    ch_membership *members;
-    ch_health *health;
+    const px_shared_pool *next; /* the control thread's new shared state of the pool */
     px_server *servers;   /* the new array: reused servers are moved in, new ones set up */
     size_t n;
     size_t *from;         /* per new server: its index in the old array, or SIZE_MAX (new) */
@@ -50,8 +54,6 @@ typedef struct pool_plan {
 
 static void plan_free(pool_plan *p)
 {
-    ch_membership_free(p->members);
-    ch_health_free(p->health);
     for (size_t i = 0; p->servers != NULL && i < p->n; i++)
         if (p->from[i] == SIZE_MAX)
             px_server_free(&p->servers[i]); /* set up, never started: no handle */
@@ -92,46 +94,27 @@ static bool resolvable(const ch_conf_server *cs)
     return rc == 0 && res != NULL;
 }
 
-/* Builds p for pool under pc. Returns 0, or -1 (logged, the reason also in why; p freed). */
-static int plan_build(px_pool *pool, const ch_conf_pool *pc, pool_plan *p, char *why,
+/* Builds p, worker pool's side of the shared state next. Returns 0, or -1 (logged, the reason
+ * also in why; p freed). */
+static int plan_build(px_pool *pool, const px_shared_pool *next, pool_plan *p, char *why,
                       size_t whylen)
 {
     px_proxy *px = pool->px;
+    const ch_conf_pool *pc = next->conf;
     memset(p, 0, sizeof(*p));
     p->pool = pool;
-    p->pc = pc;
-    int rc = ch_config_membership(pc, &p->members);
-    if (rc != CH_OK) {
-        PX_LOG(px, PX_LOG_ERR, "reload: pool %s: cannot build its placement: %s", pc->name,
-               ch_strerror(rc));
-        snprintf(why, whylen, "pool %s: cannot build its placement: %s", pc->name,
-                 ch_strerror(rc));
-        return -1;
-    }
-    p->n = ch_membership_size(p->members);
-    ch_health_options ho;
-    ch_config_health(pc, &ho);
-    rc = ch_health_new(p->n, &ho, &p->health);
-    if (rc != CH_OK) {
-        PX_LOG(px, PX_LOG_ERR, "reload: pool %s: health policy: %s", pc->name, ch_strerror(rc));
-        snprintf(why, whylen, "pool %s: health policy: %s", pc->name, ch_strerror(rc));
-        plan_free(p);
-        return -1;
-    }
+    p->next = next;
+    p->n = next->nservers;
     size_t oldn = pool->nservers;
-    ch_options opt;
-    ch_config_options(pc, &opt);
-    ch_member *members = calloc(pc->nservers, sizeof(*members));
     bool *taken = calloc(oldn, sizeof(*taken));
     p->servers = calloc(p->n, sizeof(*p->servers));
     p->from = malloc(p->n * sizeof(*p->from));
     p->map = malloc(oldn * sizeof(*p->map));
     p->retire = calloc(oldn, sizeof(*p->retire));
-    if (members == NULL || taken == NULL || p->servers == NULL || p->from == NULL ||
-        p->map == NULL || p->retire == NULL) {
+    if (taken == NULL || p->servers == NULL || p->from == NULL || p->map == NULL ||
+        p->retire == NULL) {
         PX_LOG(px, PX_LOG_ERR, "reload: pool %s: out of memory", pc->name);
         snprintf(why, whylen, "pool %s: out of memory", pc->name);
-        free(members);
         free(taken);
         free(p->servers); /* nothing set up yet */
         p->servers = NULL;
@@ -142,18 +125,9 @@ static int plan_build(px_pool *pool, const ch_conf_pool *pc, pool_plan *p, char 
         p->from[i] = SIZE_MAX;
     for (size_t j = 0; j < oldn; j++)
         p->map[j] = SIZE_MAX;
-    /* Membership order is ch_config_members() order; its addr strings point into pc. */
-    ch_config_members(pc, opt.algo, members);
     const char *fail = NULL;
     for (size_t i = 0; fail == NULL && i < p->n; i++) {
-        const ch_conf_server *cs = NULL;
-        for (size_t k = 0; k < pc->nservers && cs == NULL; k++)
-            if (members[i].addr == pc->servers[k].addr)
-                cs = &pc->servers[k];
-        if (cs == NULL) {
-            fail = "a member without its server entry";
-            break;
-        }
+        const ch_conf_server *cs = next->servers[i];
         for (size_t j = 0; j < oldn; j++) {
             if (!taken[j] && strcmp(pool->servers[j].conf->addr, cs->addr) == 0) {
                 taken[j] = true;
@@ -167,7 +141,7 @@ static int plan_build(px_pool *pool, const ch_conf_pool *pc, pool_plan *p, char 
             p->servers[i].conf = cs;
             continue;
         }
-        if (!resolvable(cs) || px_server_setup(pool, &p->servers[i], i, cs) != 0) {
+        if (px_server_setup(pool, &p->servers[i], i, cs) != 0) {
             /* px_server_setup logged a resolution failure; an allocation failure leaves a
              * partial setup that px_server_free undoes. */
             fail = "cannot set up a new server";
@@ -176,7 +150,6 @@ static int plan_build(px_pool *pool, const ch_conf_pool *pc, pool_plan *p, char 
             snprintf(why, whylen, "pool %s: cannot add server '%s'", pc->name, cs->addr);
         }
     }
-    free(members);
     for (size_t j = 0; fail == NULL && j < oldn; j++) {
         if (taken[j])
             continue;
@@ -193,17 +166,6 @@ static int plan_build(px_pool *pool, const ch_conf_pool *pc, pool_plan *p, char 
             snprintf(why, whylen, "pool %s: %s", pc->name, fail);
         plan_free(p);
         return -1;
-    }
-    /* Health by address: a reused server that was ejected is ejected again (the new tracker's
-     * probe schedule starts over at retry_min); failure streaks of servers up are not kept. */
-    uint64_t now = px_now(px);
-    for (size_t i = 0; i < p->n; i++) {
-        size_t j = p->from[i];
-        if (j == SIZE_MAX || ch_health_is_up(pool->health, j))
-            continue;
-        for (uint32_t k = 0; k < ho.failure_limit; k++)
-            if (ch_health_failure(p->health, i, now, px_rand(px)))
-                break;
     }
     return 0;
 }
@@ -277,20 +239,14 @@ static void frags_remap(px_server *s, const size_t *map, size_t oldn)
     }
 }
 
-/* Swaps p in. Cannot fail. Appends "<pool>: <old> -> <new>" to changed (", "-separated) when
- * the membership version changed (changed may be NULL; out of memory there only shortens it). */
-static void plan_apply(pool_plan *p, px_buf *changed)
+/* Swaps p in (a worker's commit). Cannot fail. */
+static void plan_apply(pool_plan *p)
 {
     px_pool *pool = p->pool;
     px_proxy *px = pool->px;
-    const ch_conf_pool *pc = p->pc;
+    const px_shared_pool *next = p->next;
     size_t oldn = pool->nservers;
     px_server *old = pool->servers;
-
-    bool exact = false;
-    double moved = moved_share(pool->members, p->members, &exact);
-    char was[CH_VERSION_MAX];
-    snprintf(was, sizeof(was), "%s", ch_membership_version(pool->members));
 
     for (size_t i = 0; i < p->n; i++) {
         if (p->from[i] != SIZE_MAX) {
@@ -310,11 +266,14 @@ static void plan_apply(pool_plan *p, px_buf *changed)
         server_move(s, &old[j]);
         s->retired = true;
         s->probing = false;
+        s->cref = pool->shared->cref; /* the config s->conf points into: still the old one */
+        px_conf_ref(s->cref);
         px_dl_push(&px->retired, &s->retired_link);
-        PX_LOG(px, PX_LOG_NOTICE,
-               "reload: pool %s: server %s (%s) removed: its connections close once the "
-               "requests in flight on them are answered",
-               pc->name, s->conf->id, s->conf->addr);
+        if (px->index == 0)
+            PX_LOG(px, PX_LOG_NOTICE,
+                   "reload: pool %s: server %s (%s) removed: its connections close once the "
+                   "requests in flight on them are answered",
+                   next->conf->name, s->conf->id, s->conf->addr);
     }
     for (size_t i = 0; i < p->n; i++)
         frags_remap(&p->servers[i], p->map, oldn);
@@ -324,47 +283,17 @@ static void plan_apply(pool_plan *p, px_buf *changed)
             frags_remap(s, p->map, oldn);
     }
 
-    ch_membership_free(pool->members);
-    ch_health_free(pool->health);
     free(old);
-    pool->conf = pc;
-    pool->members = p->members;
-    pool->table = ch_membership_table(p->members);
-    pool->health = p->health;
+    pool->conf = next->conf;
+    pool->members = next->members;
+    pool->table = ch_membership_table(next->members);
+    pool->health = next->health;
     pool->servers = p->servers;
     pool->nservers = p->n;
-    pool->depth = pc->failover_depth < 1                        ? 1
-                  : (size_t)pc->failover_depth > PX_MAX_DEPTH ? PX_MAX_DEPTH
-                                                               : (size_t)pc->failover_depth;
-    pool->timeout_ms = pc->timeout_ms > 0 ? (uint64_t)pc->timeout_ms : PX_DEFAULT_TIMEOUT_MS;
-    pool->limits.max_request = pc->max_request_bytes > 0 ? (size_t)pc->max_request_bytes : 1;
-    pool->max_client_buffer =
-        pc->max_client_buffer_bytes > 0 ? (size_t)pc->max_client_buffer_bytes : 1;
-    pool->client_password = pc->client_auth != NULL ? pc->client_auth : pc->redis_auth;
-    for (size_t i = 0; pc->preconnect && i < p->n; i++)
+    px_pool_configure(pool);
+    for (size_t i = 0; pool->conf->preconnect && i < p->n; i++)
         if (p->from[i] == SIZE_MAX)
             px_server_preconnect(&pool->servers[i]);
-
-    const char *now = ch_membership_version(pool->members);
-    if (strcmp(was, now) != 0 && changed != NULL)
-        (void)px_buf_printf(changed, "%s%s: %s -> %s", changed->len > 0 ? ", " : "", pc->name,
-                            was, now);
-    if (strcmp(was, now) == 0) {
-        PX_LOG(px, PX_LOG_NOTICE, "reload: pool %s: membership %s unchanged, %zu servers",
-               pc->name, now, p->n);
-    } else if (moved < 0) {
-        PX_LOG(px, PX_LOG_NOTICE, "reload: pool %s: membership %s -> %s, %zu -> %zu servers",
-               pc->name, was, now, oldn, p->n);
-    } else {
-        char how[64] = "exact";
-        if (!exact)
-            snprintf(how, sizeof(how), "measured on %u sample keys key:0:<i>",
-                     RELOAD_SAMPLE_KEYS);
-        PX_LOG(px, PX_LOG_NOTICE,
-               "reload: pool %s: membership %s -> %s, %zu -> %zu servers, %.2f%% of the key "
-               "space moved (%s)",
-               pc->name, was, now, oldn, p->n, 100.0 * moved, how);
-    }
     /* The plan's arrays now belong to the pool, or were moved out. */
     free(p->from);
     free(p->map);
@@ -372,107 +301,213 @@ static void plan_apply(pool_plan *p, px_buf *changed)
     memset(p, 0, sizeof(*p));
 }
 
-/* Whether anything still points into cfg: a pool's conf, or a retired server's. */
-static bool cfg_in_use(px_proxy *px, const ch_config *cfg)
+/* ---- the jobs (on each worker's loop) ------------------------------------------------------------ */
+
+typedef struct reload_job {
+    px_main *m;
+    px_shared_pool *next; /* per pool: its new shared state; conf NULL: the pool is kept */
+    bool ok;
+    char why[512];
+} reload_job;
+
+static void job_abort(px_proxy *px, void *arg)
 {
-    for (size_t k = 0; k < cfg->npools; k++) {
-        const ch_conf_pool *pc = &cfg->pools[k];
-        for (size_t i = 0; i < px->npools; i++)
-            if (px->pools[i].conf == pc)
-                return true;
-        for (px_dl *d = px->retired.next; d != NULL && d != &px->retired; d = d->next) {
-            const px_server *s = PX_CONTAINER(d, px_server, retired_link);
-            for (size_t j = 0; j < pc->nservers; j++)
-                if (s->conf == &pc->servers[j])
-                    return true;
+    (void)arg;
+    pool_plan *plans = px->reload_plans;
+    for (size_t i = 0; plans != NULL && i < px->npools; i++)
+        plan_free(&plans[i]);
+    free(plans);
+    px->reload_plans = NULL;
+}
+
+static void job_prepare(px_proxy *px, void *arg)
+{
+    reload_job *j = arg;
+    pool_plan *plans = calloc(px->npools, sizeof(*plans));
+    px->reload_plans = plans;
+    j->ok = plans != NULL;
+    for (size_t i = 0; j->ok && i < px->npools; i++)
+        if (j->next[i].conf != NULL)
+            j->ok = plan_build(&px->pools[i], &j->next[i], &plans[i], j->why,
+                               sizeof(j->why)) == 0;
+    if (!j->ok)
+        job_abort(px, NULL);
+}
+
+static void job_commit(px_proxy *px, void *arg)
+{
+    (void)arg;
+    pool_plan *plans = px->reload_plans;
+    for (size_t i = 0; i < px->npools; i++)
+        if (plans[i].pool != NULL)
+            plan_apply(&plans[i]);
+    free(plans);
+    px->reload_plans = NULL;
+    px_reload_reap(px); /* retired servers with nothing in flight close now */
+}
+
+/* ---- the control thread ------------------------------------------------------------------------ */
+
+/* Health by address: a server of next that was ejected in cur is ejected again (the new
+ * tracker's probe schedule starts over at retry_min); failure streaks of servers up are not
+ * kept. */
+static void health_carry(px_main *m, const px_shared_pool *cur, px_shared_pool *next)
+{
+    ch_health_options ho;
+    ch_config_health(next->conf, &ho);
+    uint64_t now = uv_now(m->loop);
+    for (size_t i = 0; i < next->nservers; i++) {
+        for (size_t j = 0; j < cur->nservers; j++) {
+            if (strcmp(cur->servers[j]->addr, next->servers[i]->addr) != 0)
+                continue;
+            for (uint32_t k = 0; !px_health_up(cur->health, j) && k < ho.failure_limit; k++)
+                if (px_health_failure(next->health, i, now, m->rng += 0x9E3779B97F4A7C15ULL))
+                    break;
+            break;
         }
     }
-    return false;
 }
 
-static void cfg_collect(px_proxy *px)
+/* Logs pool i's change from cur to next and appends "<pool>: <old> -> <new>" to changed
+ * (", "-separated) when its version changed. */
+static void log_change(px_main *m, const px_shared_pool *cur, const px_shared_pool *next,
+                       px_buf *changed)
 {
-    size_t keep = 0;
-    for (size_t i = 0; i < px->nold_cfgs; i++) {
-        if (cfg_in_use(px, px->old_cfgs[i]))
-            px->old_cfgs[keep++] = px->old_cfgs[i];
-        else
-            ch_config_free(px->old_cfgs[i]);
+    bool exact = false;
+    double moved = moved_share(cur->members, next->members, &exact);
+    const char *was = ch_membership_version(cur->members);
+    const char *now = ch_membership_version(next->members);
+    const char *name = next->conf->name;
+    if (strcmp(was, now) != 0)
+        (void)px_buf_printf(changed, "%s%s: %s -> %s", changed->len > 0 ? ", " : "", name, was,
+                            now);
+    if (strcmp(was, now) == 0) {
+        PX_LOG(m, PX_LOG_NOTICE, "reload: pool %s: membership %s unchanged, %zu servers", name,
+               now, next->nservers);
+    } else if (moved < 0) {
+        PX_LOG(m, PX_LOG_NOTICE, "reload: pool %s: membership %s -> %s, %zu -> %zu servers",
+               name, was, now, cur->nservers, next->nservers);
+    } else {
+        char how[64] = "exact";
+        if (!exact)
+            snprintf(how, sizeof(how), "measured on %u sample keys key:0:<i>",
+                     RELOAD_SAMPLE_KEYS);
+        PX_LOG(m, PX_LOG_NOTICE,
+               "reload: pool %s: membership %s -> %s, %zu -> %zu servers, %.2f%% of the key "
+               "space moved (%s)",
+               name, was, now, cur->nservers, next->nservers, 100.0 * moved, how);
     }
-    px->nold_cfgs = keep;
 }
 
-int px_reload(px_proxy *px, const char *trigger, px_buf *result)
+int px_reload(px_main *m, const char *trigger, px_buf *result)
 {
-    PX_LOG(px, PX_LOG_NOTICE, "reload: %s, reading '%s'", trigger, px->conf_path);
+    PX_LOG(m, PX_LOG_NOTICE, "reload: %s, reading '%s'", trigger, m->conf_path);
     ch_config *cfg = NULL;
     ch_config_error err;
-    if (ch_config_load(px->conf_path, &cfg, &err) != 0) {
+    if (ch_config_load(m->conf_path, &cfg, &err) != 0) {
         char msg[600];
-        px->reload_failures++;
+        m->reload_failures++;
         ch_config_error_str(&err, msg, sizeof(msg));
-        PX_LOG(px, PX_LOG_ERR, "reload failed, still serving the old configuration: %s", msg);
+        PX_LOG(m, PX_LOG_ERR, "reload failed, still serving the old configuration: %s", msg);
         if (result != NULL)
             (void)px_buf_printf(result, "%s", msg);
         return PX_RELOAD_INVALID;
     }
-    char why[512] = "out of memory";
-    pool_plan *plans = calloc(px->npools, sizeof(*plans));
-    ch_config **olds = realloc(px->old_cfgs, (px->nold_cfgs + 1) * sizeof(*olds));
-    if (olds != NULL)
-        px->old_cfgs = olds;
-    bool ok = plans != NULL && olds != NULL;
-    for (size_t i = 0; ok && i < px->npools; i++) {
-        px_pool *pool = &px->pools[i];
-        const ch_conf_pool *pc = ch_config_pool(cfg, pool->conf->name);
-        const char *key = pc != NULL ? restart_key(pool->conf, pc) : NULL;
+    reload_job job = {.m = m, .ok = true};
+    snprintf(job.why, sizeof(job.why), "out of memory");
+    px_conf *cref = px_conf_new(cfg);
+    job.next = calloc(m->npools, sizeof(*job.next));
+    if (cref == NULL || job.next == NULL) {
+        if (cref == NULL)
+            ch_config_free(cfg);
+        job.ok = false;
+    }
+    for (size_t i = 0; job.ok && i < m->npools; i++) {
+        const px_shared_pool *cur = &m->pools[i];
+        const ch_conf_pool *pc = ch_config_pool(cfg, cur->conf->name);
+        const char *key = pc != NULL ? restart_key(cur->conf, pc) : NULL;
         if (pc == NULL) {
-            PX_LOG(px, PX_LOG_WARN,
+            PX_LOG(m, PX_LOG_WARN,
                    "reload: pool %s is no longer in the file: it needs a restart to stop; "
                    "serving it as before",
-                   pool->conf->name);
+                   cur->conf->name);
         } else if (key != NULL) {
-            PX_LOG(px, PX_LOG_WARN,
+            PX_LOG(m, PX_LOG_WARN,
                    "reload: pool %s: its \"%s\" changed: that needs a restart; serving the "
                    "pool as before",
                    pc->name, key);
         } else if (!pc->redis) {
-            PX_LOG(px, PX_LOG_WARN, "reload: pool %s: not a redis pool; serving it as before",
+            PX_LOG(m, PX_LOG_WARN, "reload: pool %s: not a redis pool; serving it as before",
                    pc->name);
+        } else if (px_shared_pool_init(m, &job.next[i], cref, pc, job.why, sizeof(job.why)) !=
+                   0) {
+            PX_LOG(m, PX_LOG_ERR, "reload: %s", job.why);
+            job.ok = false;
         } else {
-            ok = plan_build(pool, pc, &plans[i], why, sizeof(why)) == 0;
+            for (size_t k = 0; job.ok && k < pc->nservers; k++) {
+                if (!resolvable(&pc->servers[k])) {
+                    snprintf(job.why, sizeof(job.why), "pool %s: cannot add server '%s'",
+                             pc->name, pc->servers[k].addr);
+                    PX_LOG(m, PX_LOG_ERR, "reload: %s: cannot resolve it", job.why);
+                    job.ok = false;
+                }
+            }
+            if (job.ok)
+                health_carry(m, cur, &job.next[i]);
         }
     }
-    for (size_t k = 0; ok && k < cfg->npools; k++) {
+    for (size_t k = 0; job.ok && k < cfg->npools; k++) {
         bool known = false;
-        for (size_t i = 0; i < px->npools && !known; i++)
-            known = strcmp(px->pools[i].conf->name, cfg->pools[k].name) == 0;
+        for (size_t i = 0; i < m->npools && !known; i++)
+            known = strcmp(m->pools[i].conf->name, cfg->pools[k].name) == 0;
         if (!known)
-            PX_LOG(px, PX_LOG_WARN, "reload: pool %s is new: it needs a restart to be served",
+            PX_LOG(m, PX_LOG_WARN, "reload: pool %s is new: it needs a restart to be served",
                    cfg->pools[k].name);
     }
-    if (!ok) {
-        for (size_t i = 0; plans != NULL && i < px->npools; i++)
-            plan_free(&plans[i]);
-        free(plans);
-        ch_config_free(cfg);
-        px->reload_failures++;
-        PX_LOG(px, PX_LOG_ERR, "reload failed (above), still serving the old configuration");
+    unsigned prepared = 0;
+    for (; job.ok && prepared < m->nworkers; prepared++) {
+        px_worker_call(&m->workers[prepared], job_prepare, &job);
+        if (!job.ok)
+            break; /* that worker freed its own plans */
+    }
+    if (!job.ok) {
+        for (unsigned w = 0; w < prepared; w++)
+            px_worker_call(&m->workers[w], job_abort, NULL);
+        for (size_t i = 0; job.next != NULL && i < m->npools; i++)
+            px_shared_pool_clear(&job.next[i]);
+        free(job.next);
+        px_conf_unref(cref);
+        m->reload_failures++;
+        PX_LOG(m, PX_LOG_ERR, "reload failed (above), still serving the old configuration");
         if (result != NULL)
-            (void)px_buf_printf(result, "%s", why);
+            (void)px_buf_printf(result, "%s", job.why);
         return PX_RELOAD_FAILED;
     }
+    for (unsigned w = 0; w < m->nworkers; w++)
+        px_worker_call(&m->workers[w], job_commit, NULL);
+    /* No worker points into the old shared state any more. */
     px_buf changed = {0};
-    for (size_t i = 0; i < px->npools; i++)
-        if (plans[i].pool != NULL)
-            plan_apply(&plans[i], result != NULL ? &changed : NULL);
-    free(plans);
-    px->old_cfgs[px->nold_cfgs++] = px->cfg;
-    px->cfg = cfg;
-    px->reloads++;
-    px_reload_reap(px); /* retired servers with nothing in flight close now */
-    cfg_collect(px);
-    PX_LOG(px, PX_LOG_NOTICE, "reload done (%llu so far)", (unsigned long long)px->reloads);
+    for (size_t i = 0; i < m->npools; i++) {
+        px_shared_pool *cur = &m->pools[i], *next = &job.next[i];
+        if (next->conf == NULL)
+            continue;
+        log_change(m, cur, next, &changed);
+        ch_membership_free(cur->members);
+        px_health_free(cur->health);
+        free(cur->servers);
+        px_conf_unref(cur->cref);
+        cur->cref = next->cref;
+        cur->conf = next->conf;
+        cur->members = next->members;
+        cur->health = next->health;
+        cur->servers = next->servers;
+        cur->nservers = next->nservers;
+    }
+    free(job.next);
+    px_conf_unref(m->conf);
+    m->conf = cref;
+    m->reloads++;
+    PX_LOG(m, PX_LOG_NOTICE, "reload done (%llu so far)", (unsigned long long)m->reloads);
     if (result != NULL) {
         if (changed.len > 0)
             (void)px_buf_printf(result, "reloaded: %.*s", (int)changed.len, changed.p);
@@ -487,7 +522,6 @@ void px_reload_reap(px_proxy *px)
 {
     if (px->retired.next == NULL)
         return;
-    bool freed = false;
     px_dl *d = px->retired.next;
     while (d != &px->retired) {
         px_dl *next = d->next;
@@ -499,25 +533,13 @@ void px_reload_reap(px_proxy *px)
             PX_LOG(px, PX_LOG_INFO, "pool %s: removed server %s closed", s->pool->conf->name,
                    s->conf->id);
             px_server_dispose(s);
-            freed = true;
         }
         d = next;
     }
-    if (freed)
-        cfg_collect(px);
 }
 
 void px_reload_stop(px_proxy *px)
 {
     while (px->retired.next != NULL && px->retired.next != &px->retired)
         px_server_dispose(PX_CONTAINER(px->retired.next, px_server, retired_link));
-}
-
-void px_reload_free(px_proxy *px)
-{
-    for (size_t i = 0; i < px->nold_cfgs; i++)
-        ch_config_free(px->old_cfgs[i]);
-    free(px->old_cfgs);
-    px->old_cfgs = NULL;
-    px->nold_cfgs = 0;
 }

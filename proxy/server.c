@@ -143,6 +143,8 @@ void px_server_free(px_server *s)
     }
     free(s->conns);
     s->conns = NULL;
+    px_conf_unref(s->cref); /* a retired server's config */
+    s->cref = NULL;
 }
 
 /* ---- I/O -------------------------------------------------------------------------------------- */
@@ -197,9 +199,8 @@ static void conn_reply(px_conn *c, px_frag *f, const char *p, const ch_resp_repl
             px_frag_free(f);
             return;
         }
-        ch_health_probe_result(pool->health, s->index, r->type != CH_RESP_ERROR, px_now(px),
-                               px_rand(px));
-        if (ch_health_is_up(pool->health, s->index)) {
+        if (px_health_probe_result(pool->health, s->index, r->type != CH_RESP_ERROR, px_now(px),
+                                   px_rand(px))) {
             /* server_ejected_at keeps the last ejection's time, as nutcracker's does. */
             PX_LOG(px, PX_LOG_NOTICE, "pool %s: server %s readmitted after a probe",
                    pool->conf->name, server_name(s));
@@ -208,7 +209,7 @@ static void conn_reply(px_conn *c, px_frag *f, const char *p, const ch_resp_repl
         return;
     case PX_FRAG_FORWARD:
         if (!s->retired)
-            ch_health_success(pool->health, s->index, px_now(px));
+            px_health_success(pool->health, s->index, px_now(px));
         px_frag_reply(f, p, r->len, r);
         return;
     }
@@ -462,8 +463,10 @@ static void frag_failed(px_frag *f, px_server *s, const char *why)
         return;
     case PX_FRAG_PROBE:
         s->probing = false;
-        if (!px->stopping && !s->retired)
-            ch_health_probe_result(pool->health, s->index, false, px_now(px), px_rand(px));
+        if (!s->retired && px->stopping)
+            px_health_probe_drop(pool->health, s->index);
+        else if (!s->retired)
+            (void)px_health_probe_result(pool->health, s->index, false, px_now(px), px_rand(px));
         px_frag_free(f);
         return;
     case PX_FRAG_FORWARD:
@@ -524,8 +527,8 @@ static void conn_fail(px_conn *c, conn_why why, const char *reason)
             probe = probe || q->kind == PX_FRAG_PROBE;
         PX_LOG(px, probe ? PX_LOG_INFO : PX_LOG_WARN, "pool %s: server %s (%s) %s%s",
                pool->conf->name, server_name(s), s->conf->addr, what, probe ? " (probe)" : "");
-        if (!probe && !s->retired && ch_health_is_up(pool->health, s->index) &&
-            ch_health_failure(pool->health, s->index, px_now(px), px_rand(px))) {
+        if (!probe && !s->retired && px_health_up(pool->health, s->index) &&
+            px_health_failure(pool->health, s->index, px_now(px), px_rand(px))) {
             struct timeval tv;
             gettimeofday(&tv, NULL);
             pool->st.server_ejects++;
@@ -586,9 +589,9 @@ static void conn_send(px_conn *c, px_frag *f)
 void px_frag_dispatch(px_frag *f)
 {
     px_pool *pool = f->pool;
-    while (f->attempt + 1 < f->ncand && !ch_health_is_up(pool->health, f->cand[f->attempt]))
+    while (f->attempt + 1 < f->ncand && !px_health_up(pool->health, f->cand[f->attempt]))
         f->attempt++;
-    if (f->attempt >= f->ncand || !ch_health_is_up(pool->health, f->cand[f->attempt])) {
+    if (f->attempt >= f->ncand || !px_health_up(pool->health, f->cand[f->attempt])) {
         pool->st.forward_error++;
         px_frag_error(f, "ERR no backend available");
         return;
@@ -603,12 +606,14 @@ void px_probe_due(px_pool *pool)
     uint64_t now = px_now(px);
     for (size_t i = 0; i < pool->nservers; i++) {
         px_server *s = &pool->servers[i];
-        if (s->probing || !ch_health_probe_due(pool->health, i, now))
+        if (s->probing || !px_health_probe_claim(pool->health, i, now))
             continue;
         ch_resp_arg ping = {"PING", 4};
         px_frag *f = frag_internal(pool, PX_FRAG_PROBE, &ping, 1);
-        if (f == NULL)
+        if (f == NULL) {
+            px_health_probe_drop(pool->health, i);
             return;
+        }
         f->cand[0] = i;
         f->ncand = 1;
         s->probing = true;

@@ -5,7 +5,9 @@
  * with its counters and one object per server (keyed by the server's twemproxy name, in
  * nutcracker's server order). Our additions: "membership_version" per pool; "reloads" and
  * "reload_failures" at the top level (SIGHUP, reload.c).
- * Values are live (nutcracker aggregates them every -i milliseconds; -i is accepted and ignored).
+ * Values are live (nutcracker aggregates them every -i milliseconds; -i is accepted and ignored):
+ * each request for them adds up every worker's counters (px_snapshot: one job per worker, on its
+ * loop, so the request path keeps plain counters).
  */
 
 #include "proxy.h"
@@ -33,8 +35,88 @@ static int json_str(px_buf *b, const char *s)
 
 #define U(x) ((unsigned long long)(x))
 
-int px_stats_json(px_proxy *px, px_buf *b)
+/* ---- snapshot ---------------------------------------------------------------------------------- */
+
+/* Adds worker px's counters into the snapshot (a job on px's loop). */
+static void snap_add(px_proxy *px, void *arg)
 {
+    px_snap *sn = arg;
+    for (size_t i = 0; i < px->npools; i++) {
+        const px_pool *pool = &px->pools[i];
+        px_snap_pool *sp = &sn->pools[i];
+#define X(f) sp->st.f += pool->st.f;
+        PX_POOL_SUMS
+#undef X
+        for (size_t k = 0; k < PX_NCLASSES; k++) {
+            sp->m.requests[k] += pool->m.requests[k];
+            sp->m.errors[k] += pool->m.errors[k];
+        }
+        for (size_t k = 0; k <= PX_LAT_NBOUNDS; k++)
+            sp->m.lat_buckets[k] += pool->m.lat_buckets[k];
+        sp->m.lat_sum_ns += pool->m.lat_sum_ns;
+        sp->m.clients_accepted += pool->m.clients_accepted;
+        /* Every worker's pool has the shared pool's servers, in its order (a reload commits on
+         * every worker before the control thread runs anything else). */
+        for (size_t j = 0; j < pool->nservers; j++) {
+            const px_server *s = &pool->servers[j];
+            px_snap_server *ss = &sp->servers[j];
+#define X(f) ss->st.f += s->st.f;
+            PX_SERVER_SUMS
+#undef X
+            if (s->st.server_ejected_at > ss->st.server_ejected_at)
+                ss->st.server_ejected_at = s->st.server_ejected_at;
+            for (unsigned c = 0; c < s->nconns; c++) {
+                const px_conn *cn = &s->conns[c];
+                ss->in_queue += cn->nunsent;
+                ss->in_queue_bytes += cn->unsent_bytes;
+                ss->out_queue += cn->nfrags - cn->nunsent;
+                ss->out_queue_bytes += cn->bytes - cn->unsent_bytes;
+            }
+        }
+    }
+}
+
+int px_snapshot(px_main *m, px_snap *sn)
+{
+    memset(sn, 0, sizeof(*sn));
+    sn->pools = calloc(m->npools, sizeof(*sn->pools));
+    if (sn->pools == NULL)
+        return -1;
+    for (size_t i = 0; i < m->npools; i++) {
+        sn->pools[i].servers = calloc(m->pools[i].nservers, sizeof(*sn->pools[i].servers));
+        if (sn->pools[i].servers == NULL) {
+            px_snapshot_free(m, sn);
+            return -1;
+        }
+    }
+    for (unsigned w = 0; w < m->nworkers; w++)
+        px_worker_call(&m->workers[w], snap_add, sn);
+    return 0;
+}
+
+void px_snapshot_free(px_main *m, px_snap *sn)
+{
+    for (size_t i = 0; sn->pools != NULL && i < m->npools; i++)
+        free(sn->pools[i].servers);
+    free(sn->pools);
+    sn->pools = NULL;
+}
+
+uint64_t px_clients(const px_main *m)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < m->npools; i++)
+        n += PX_ATOMIC_LOAD(m->pools[i].clients);
+    return n;
+}
+
+/* ---- JSON -------------------------------------------------------------------------------------- */
+
+int px_stats_json(px_main *m, px_buf *b)
+{
+    px_snap sn;
+    if (px_snapshot(m, &sn) != 0)
+        return -1;
     char host[256] = "localhost";
     gethostname(host, sizeof(host) - 1);
     uint64_t now = (uint64_t)time(NULL);
@@ -44,11 +126,11 @@ int px_stats_json(px_proxy *px, px_buf *b)
                         ", \"version\":\"%s\", \"uptime\":%llu, \"timestamp\":%llu, "
                         "\"total_connections\":%llu, \"curr_connections\":%llu, "
                         "\"reloads\":%llu, \"reload_failures\":%llu",
-                        PX_VERSION, U(now - px->start_time), U(now), U(px->total_connections),
-                        U(px->curr_connections), U(px->reloads), U(px->reload_failures));
-    for (size_t i = 0; i < px->npools; i++) {
-        const px_pool *pool = &px->pools[i];
-        const px_pool_stats *ps = &pool->st;
+                        PX_VERSION, U(now - m->start_time), U(now),
+                        U(PX_ATOMIC_LOAD(m->total_connections)), U(px_clients(m)), U(m->reloads), U(m->reload_failures));
+    for (size_t i = 0; i < m->npools; i++) {
+        const px_shared_pool *pool = &m->pools[i];
+        const px_pool_stats *ps = &sn.pools[i].st;
         rc |= px_buf_printf(b, ", ");
         rc |= json_str(b, pool->conf->name);
         rc |= px_buf_printf(b,
@@ -62,19 +144,12 @@ int px_stats_json(px_proxy *px, px_buf *b)
         const ch_conf_pool *pc = pool->conf;
         for (size_t k = 0; k < pc->nservers; k++) {
             const ch_conf_server *cs = &pc->servers[pc->order[k]];
-            const px_server *s = NULL;
+            const px_snap_server *s = NULL;
             for (size_t j = 0; j < pool->nservers && s == NULL; j++)
-                if (pool->servers[j].conf == cs)
-                    s = &pool->servers[j];
+                if (pool->servers[j] == cs)
+                    s = &sn.pools[i].servers[j];
             if (s == NULL)
                 continue;
-            size_t inq = 0, inb = 0, outq = 0, outb = 0;
-            for (unsigned c = 0; c < s->nconns; c++) {
-                inq += s->conns[c].nunsent;
-                inb += s->conns[c].unsent_bytes;
-                outq += s->conns[c].nfrags - s->conns[c].nunsent;
-                outb += s->conns[c].bytes - s->conns[c].unsent_bytes;
-            }
             const px_server_stats *ss = &s->st;
             rc |= px_buf_printf(b, ", ");
             rc |= json_str(b, cs->id);
@@ -87,12 +162,13 @@ int px_stats_json(px_proxy *px, px_buf *b)
                 "\"out_queue_bytes\":%llu}",
                 U(ss->server_eof), U(ss->server_err), U(ss->server_timedout),
                 U(ss->server_connections), U(ss->server_ejected_at), U(ss->requests),
-                U(ss->request_bytes), U(ss->responses), U(ss->response_bytes), U(inq), U(inb),
-                U(outq), U(outb));
+                U(ss->request_bytes), U(ss->responses), U(ss->response_bytes), U(s->in_queue),
+                U(s->in_queue_bytes), U(s->out_queue), U(s->out_queue_bytes));
         }
         rc |= px_buf_printf(b, "}");
     }
     rc |= px_buf_printf(b, "}\n");
+    px_snapshot_free(m, &sn);
     return rc == 0 ? 0 : -1;
 }
 
@@ -125,7 +201,7 @@ static void stats_write_cb(uv_write_t *req, int status)
 static void stats_conn_cb(uv_stream_t *server, int status)
 {
     px_stream *ls = PX_CONTAINER(server, px_stream, u);
-    px_proxy *px = ls->owner;
+    px_main *px = ls->owner;
     if (status < 0)
         return;
     px_stream *st = calloc(1, sizeof(*st));
@@ -154,7 +230,7 @@ static void stats_conn_cb(uv_stream_t *server, int status)
     }
 }
 
-int px_stats_start(px_proxy *px)
+int px_stats_start(px_main *px)
 {
     px_stream *st = calloc(1, sizeof(*st));
     if (st == NULL)
