@@ -32,6 +32,7 @@ SOCK_TIMEOUT = 10.0       # seconds, every socket operation unless a test says o
 START_TIMEOUT = 15.0      # seconds for a server to accept connections (ASan start-up is slow)
 STOP_TIMEOUT = 15.0       # seconds for chash-proxy to exit after SIGTERM (leak scan included)
 SANITIZER_MARKS = (b"ERROR: AddressSanitizer", b"ERROR: LeakSanitizer", b"runtime error:",
+                   b"WARNING: ThreadSanitizer",
                    b"SUMMARY: UndefinedBehaviorSanitizer", b"SUMMARY: AddressSanitizer")
 
 NAME = os.path.splitext(os.path.basename(sys.argv[0]))[0]

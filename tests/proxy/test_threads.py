@@ -1,0 +1,242 @@
+#!/usr/bin/python3
+"""proxy_threads: chash-proxy --threads 2 — clients spread over two workers that share one
+placement, one health state, one membership version and one set of counters.
+
+One chash-proxy (--threads 2, --metrics-port) in front of 3 real redis-servers (a 4th joins by
+a reload). Each client connection asks INFO which worker serves it (worker_id), so every check
+below is made on connections of both workers. Checked:
+  - spread: CONNS connections land on both workers (SO_REUSEPORT);
+  - routing: keys SET through either worker sit on the backend `chash lookup` names;
+  - shared health: backend B is killed; writes of B's keys through worker 0 fail until B is
+    ejected (server_failure_limit of them); then a write of a B key through worker 1, which has
+    seen no failure of B, succeeds at its first attempt (worker 1 skips B: the ejection is the
+    proxy's, not worker 0's), and /metrics shows B down;
+  - shared readmission: B restarted; once one worker's probe readmits it, writes of B's keys
+    through both workers land on B again;
+  - reload: a server added by SIGHUP; every connection of both workers reports the new
+    membership version in INFO, and keys SET through either worker land where `chash lookup`
+    with the new file says;
+  - counters: /metrics' requests_total summed over classes equals the requests this test sent
+    (both workers' counters added up); the stats JSON's total_connections grows by the
+    connections it opened and curr_connections is their number;
+  - clean exit (no sanitizer report).
+
+Usage: test_threads.py CHASH_PROXY CHASH_CLI
+Exit: 0 pass, 1 fail, 77 skip (redis-server missing and CI unset).
+"""
+import http.client
+import os
+import re
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proxyharness import (Proxy, Redis, Resp, RespError, chash_lookup, fail,  # noqa: E402
+                          free_ports, log, make_tmpdir, pool_yaml, require_binary,
+                          require_programs, run_main, soft_fail, start_redises, write_file)
+
+CONNS = 16
+FAILURE_LIMIT = 2
+RETRY_MS = 300
+WAIT = 15.0  # seconds: bound of every wait for a state change
+
+
+class Counted:
+    """A client connection that counts the requests it sends (to check /metrics)."""
+    sent = 0
+
+    def __init__(self, addr):
+        self.c = Resp(addr)
+        self.worker = int(self.info()["worker_id"])
+
+    def call(self, *args):
+        Counted.sent += 1
+        return self.c.call(*args)
+
+    def info(self):
+        text = self.call("INFO")
+        if not isinstance(text, bytes):
+            fail("INFO answered %r" % (text,))
+        return dict(line.split(":", 1) for line in text.decode().split("\r\n")
+                    if ":" in line and not line.startswith("#"))
+
+    def close(self):
+        self.c.close()
+
+
+def scrape(port):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        c.request("GET", "/metrics")
+        r = c.getresponse()
+        body = r.read().decode()
+        if r.status != 200:
+            fail("/metrics answered %d" % r.status)
+        return body
+    finally:
+        c.close()
+
+
+def metric(body, name, **labels):
+    """Sum of the samples of name whose labels include the given ones."""
+    total, found = 0, False
+    for line in body.split("\n"):
+        m = re.match(r"^%s(\{[^}]*\})? (\S+)$" % re.escape(name), line)
+        if not m:
+            continue
+        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1) or ""))
+        if all(have.get(k) == v for k, v in labels.items()):
+            total += float(m.group(2))
+            found = True
+    if not found:
+        fail("/metrics has no %s%r" % (name, labels))
+    return total
+
+
+def wait_for(what, pred):
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.05)
+    fail("not within %.0fs: %s" % (WAIT, what))
+
+
+def config(backends, port):
+    servers = [(b.text, 1, "s%d" % i) for i, b in enumerate(backends)]
+    return pool_yaml("alpha", port, servers, hash="murmur", distribution="ketama", timeout=500,
+                     auto_eject_hosts=True, server_failure_limit=FAILURE_LIMIT,
+                     server_retry_timeout=RETRY_MS)
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    proxy_exe = require_binary(sys.argv[1])
+    chash = require_binary(sys.argv[2], "chash CLI")
+    (redis_exe,) = require_programs("redis-server")
+    run_main(lambda: body(proxy_exe, chash, redis_exe))
+
+
+def check_placement(conns, chash, conf, backends, tag):
+    """SETs 40 keys through connections of both workers; each must be on chash lookup's
+    backend."""
+    keys = [("%s:%d" % (tag, i)).encode() for i in range(40)]
+    owner = chash_lookup(chash, conf, "alpha", keys)
+    by_addr = {b.text: b for b in backends}
+    for i, k in enumerate(keys):
+        c = conns[i % len(conns)]
+        if c.call("SET", k, b"v") != b"OK":
+            fail("SET %s through worker %d failed" % (k.decode(), c.worker))
+    for k in keys:
+        b = by_addr.get(owner[k])
+        if b is None:
+            fail("chash lookup named %s for %s, not a backend" % (owner[k], k.decode()))
+        if b.call("GET", k) != b"v":
+            soft_fail("%s: not on %s, its owner by chash lookup" % (k.decode(), owner[k]))
+
+
+def body(proxy_exe, chash, redis_exe):
+    tmp = make_tmpdir()
+    backends = start_redises(redis_exe, tmp, 4)
+    serving, spare = backends[:3], backends[3]
+    port, mport = free_ports(2)
+    conf = write_file(os.path.join(tmp, "proxy.yml"), config(serving, port))
+    px = Proxy(proxy_exe, tmp, conf, [("127.0.0.1", port)],
+               extra_args=["--threads", "2", "--metrics-port", str(mport)]).start()
+    addr = ("127.0.0.1", port)
+
+    # Spread. (The harness connected once to see the proxy accept: the baseline.)
+    base_total = px.stats_json().get("total_connections")
+    conns = [Counted(addr) for _ in range(CONNS)]
+    by_worker = {0: [], 1: []}
+    for c in conns:
+        if c.worker not in by_worker:
+            fail("INFO worker_id %d with --threads 2" % c.worker)
+        by_worker[c.worker].append(c)
+    log("%d connections: %d on worker 0, %d on worker 1" % (
+        CONNS, len(by_worker[0]), len(by_worker[1])))
+    if not by_worker[0] or not by_worker[1]:
+        fail("all %d connections on one worker: SO_REUSEPORT listeners not spreading" % CONNS)
+    w0, w1 = by_worker[0][0], by_worker[1][0]
+    if w0.info().get("worker_threads") != "2":
+        fail("INFO worker_threads is not 2")
+
+    check_placement(conns, chash, conf, serving, "placed")
+
+    # Shared health: B's keys written through worker 0 until B is ejected.
+    b = serving[1]
+    candidates = [("bkey:%d" % i).encode() for i in range(200)]
+    owner = chash_lookup(chash, conf, "alpha", candidates)
+    bkeys = [k for k in candidates if owner[k] == b.text]
+    if len(bkeys) < 4:
+        fail("only %d of 200 keys on %s" % (len(bkeys), b.text))
+    b.kill()
+    errors = 0
+    for k in bkeys:
+        r = w0.call("SET", k, b"after")
+        if r == b"OK":
+            break
+        if not isinstance(r, RespError):
+            fail("SET of a killed backend's key through worker 0 answered %r" % (r,))
+        errors += 1
+    if errors != FAILURE_LIMIT:
+        soft_fail("worker 0: %d writes of the killed backend's keys failed before it was "
+                  "ejected; server_failure_limit is %d" % (errors, FAILURE_LIMIT))
+    body_ = scrape(mport)
+    if metric(body_, "chash_proxy_server_up", pool="alpha", server="s1") != 0:
+        fail("/metrics: s1 still up after its ejection")
+    r = w1.call("SET", bkeys[-1], b"after")
+    if r != b"OK":
+        fail("worker 1, which saw no failure of the killed backend, answered %r to a write of "
+             "one of its keys: the ejection is not shared" % (r,))
+    log("killed backend ejected after %d failures on worker 0; worker 1 skipped it at once" %
+        errors)
+
+    # Shared readmission.
+    b = Redis(redis_exe, tmp, port=b.port).start()
+    serving[1] = b
+    wait_for("s1 readmitted", lambda: metric(scrape(mport), "chash_proxy_server_up",
+                                             pool="alpha", server="s1") == 1)
+    for c in (w0, w1):
+        k = bkeys[c.worker]
+        if c.call("SET", k, b"back") != b"OK" or b.call("GET", k) != b"back":
+            fail("after readmission, %s written through worker %d is not on its owner %s" % (
+                k.decode(), c.worker, b.text))
+    log("readmitted by one probe; both workers route to it again")
+
+    # Reload: a 4th server, on every worker.
+    before = w0.info()["pool_alpha_membership_version"]
+    write_file(conf, config(serving + [spare], port))
+    os.kill(px.proc.pid, signal.SIGHUP)
+    wait_for("reloaded", lambda: all(
+        c.info()["pool_alpha_membership_version"] != before for c in conns))
+    versions = {c.info()["pool_alpha_membership_version"] for c in conns}
+    if len(versions) != 1:
+        fail("workers report different versions after the reload: %s" % versions)
+    check_placement(conns, chash, conf, serving + [spare], "reloaded")
+    log("reload: %s -> %s on all %d connections of both workers" % (
+        before, versions.pop(), CONNS))
+
+    # Counters of both workers, added up.
+    time.sleep(0.1)
+    body_ = scrape(mport)
+    counted = metric(body_, "chash_proxy_requests_total", pool="alpha")
+    if counted != Counted.sent:
+        soft_fail("/metrics counts %d requests; this test sent %d" % (counted, Counted.sent))
+    st = px.stats_json()
+    if (st.get("total_connections") != base_total + CONNS or
+            st.get("curr_connections") != CONNS):
+        soft_fail("stats: total_connections %r, curr_connections %r; %d opened (after %r), "
+                  "%d open" % (st.get("total_connections"), st.get("curr_connections"), CONNS,
+                               base_total, CONNS))
+    for c in conns:
+        c.close()
+    px.stop()
+    return "2 workers: spread, shared ejection and readmission, reload, counters summed"
+
+
+if __name__ == "__main__":
+    main()
