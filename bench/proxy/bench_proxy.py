@@ -2,9 +2,11 @@
 """chash-proxy against nutcracker (twemproxy) and direct Redis, measured in one run.
 
 Starts, on free loopback ports in a temp dir, 3 redis-servers (no persistence), one nutcracker
-and one chash-proxy serving the same pool (same servers, ketama, fnv1a_64; only the listen ports
-differ), then drives each target with redis-benchmark (-c 50, -r 100000, GET and SET, without
-pipelining and with -P 16). The direct-Redis baseline is backend 1 itself.
+and two chash-proxies serving the same pool (same servers, ketama, fnv1a_64; only the listen
+ports differ): "chash-proxy" with its default worker threads (--threads = the cores) and
+"chash-1thread" with --threads 1, then drives each target with redis-benchmark (-c 50,
+-r 100000, GET and SET, without pipelining and with -P 16). The direct-Redis baseline is
+backend 1 itself.
 
 Rounds alternate the targets (and rotate which goes first) so that a slow phase of a shared
 machine hits every target alike; the median of the rounds is kept per cell. Besides rps and the
@@ -13,9 +15,9 @@ each server process (proxy, or redis-server for the direct baseline) spent durin
 divides it by the requests of that run: on a 2-core box the client, the proxy and the backends
 share the cores, so CPU per request is the fair measure of what a proxy costs.
 
-Ratios printed: chash-proxy / nutcracker and chash-proxy / direct, then the goals of issue 7
-(>= 1.5x nutcracker rps without pipelining, >= 2x with -P 16, p99 no worse than nutcracker's),
-each MET or MISSED. Goals missed do not fail the run (it is a benchmark, not a test); a target
+Ratios printed: each chash-proxy / nutcracker and / direct, then the goals of issue 7 for the
+default chash-proxy (>= 1.5x nutcracker rps without pipelining, >= 2x with -P 16, p99 no worse
+than nutcracker's), each MET or MISSED. Goals missed do not fail the run (it is a benchmark, not a test); a target
 that does not start or answer does.
 
 usage: bench/proxy/bench_proxy.py [--build build/release] [--rounds 3] [--n1 N] [--n16 N]
@@ -37,7 +39,8 @@ import tempfile
 import time
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-TARGETS = ("direct", "nutcracker", "chash-proxy")
+TARGETS = ("direct", "nutcracker", "chash-proxy", "chash-1thread")
+PROXIES = {"chash-proxy": [], "chash-1thread": ["--threads", "1"]}  # extra flags
 CMDS = ("GET", "SET")
 MODES = (1, 16)
 
@@ -165,7 +168,7 @@ def main():
 
 
 def run(args, proxy_bin, nutcracker_bin, tmp, procs, t_start):
-    (b1, b2, b3, nc_port, nc_stats, ch_port, ch_stats) = free_ports(7)
+    (b1, b2, b3, nc_port, nc_stats) = free_ports(5)
     backends = (b1, b2, b3)
     redis = []
     for i, port in enumerate(backends):
@@ -189,21 +192,25 @@ def run(args, proxy_bin, nutcracker_bin, tmp, procs, t_start):
                 "  server_failure_limit: 3\n"
                 "  servers:\n" + servers)
 
-    confs = {}
-    for name, listen in (("nutcracker", nc_port), ("chash-proxy", ch_port)):
-        confs[name] = os.path.join(tmp, f"{name}.yml")
-        with open(confs[name], "w") as f:
-            f.write(pool_conf(listen))
-    nc_log, ch_log = os.path.join(tmp, "nutcracker.log"), os.path.join(tmp, "chash-proxy.log")
-    nc = procs.start([nutcracker_bin, "-c", confs["nutcracker"], "-s", str(nc_stats),
+    nc_conf, nc_log = os.path.join(tmp, "nutcracker.yml"), os.path.join(tmp, "nutcracker.log")
+    with open(nc_conf, "w") as f:
+        f.write(pool_conf(nc_port))
+    nc = procs.start([nutcracker_bin, "-c", nc_conf, "-s", str(nc_stats),
                       "-a", "127.0.0.1", "-o", nc_log], nc_log + ".out")
-    ch = procs.start([proxy_bin, "-c", confs["chash-proxy"], "-s", str(ch_stats),
-                      "-a", "127.0.0.1", "-o", ch_log], ch_log + ".out")
     wait_ping(nc_port, "nutcracker", nc_log)
-    wait_ping(ch_port, "chash-proxy", ch_log)
-
-    port = {"direct": b1, "nutcracker": nc_port, "chash-proxy": ch_port}
-    pid = {"direct": redis[0].pid, "nutcracker": nc.pid, "chash-proxy": ch.pid}
+    port = {"direct": b1, "nutcracker": nc_port}
+    pid = {"direct": redis[0].pid, "nutcracker": nc.pid}
+    chp = {}
+    for name, flags in PROXIES.items():
+        listen, stats = free_ports(2)
+        conf, log = os.path.join(tmp, f"{name}.yml"), os.path.join(tmp, f"{name}.log")
+        with open(conf, "w") as f:
+            f.write(pool_conf(listen))
+        chp[name] = procs.start([proxy_bin, "-c", conf, "-s", str(stats), "-a", "127.0.0.1",
+                                 "-o", log] + flags, log + ".out")
+        wait_ping(listen, name, log)
+        port[name], pid[name] = listen, chp[name].pid
+    ch, ch_port = chp["chash-proxy"], port["chash-proxy"]
     n = {1: args.n1, 16: args.n16}
 
     print("== chash-proxy vs nutcracker vs direct Redis (bench/proxy/bench_proxy.py)")
@@ -213,6 +220,8 @@ def run(args, proxy_bin, nutcracker_bin, tmp, procs, t_start):
           f"and -P 16 -n {args.n16} (P16)")
     print(f"   backends 127.0.0.1:{b1},{b2},{b3}; direct = backend 1; "
           f"{nutcracker_bin} and chash-proxy, same pool (ketama, fnv1a_64)")
+    print(f"   chash-proxy: default --threads ({os.cpu_count()} cores here); chash-1thread: "
+          "--threads 1")
     print("   CPU/req: utime+stime of the server process (the proxy; redis-server for direct) "
           "during the run / requests")
 
@@ -223,7 +232,8 @@ def run(args, proxy_bin, nutcracker_bin, tmp, procs, t_start):
 
     samples = {}  # (target, cmd, pipeline) -> list of (rps, p50, p99, cpu_us_per_req)
     for r in range(args.rounds):
-        order = TARGETS[r % 3:] + TARGETS[:r % 3]
+        k = r % len(TARGETS)
+        order = TARGETS[k:] + TARGETS[:k]
         for pipeline in MODES:
             for cmd in ("SET", "GET"):
                 for t in order:
@@ -234,7 +244,7 @@ def run(args, proxy_bin, nutcracker_bin, tmp, procs, t_start):
                     samples.setdefault((t, cmd, pipeline), []).append((rps, p50, p99, cpu_us))
         print(f"   round {r + 1}/{args.rounds} done ({time.monotonic() - t_start:.0f} s, "
               f"load {loadavg()})", flush=True)
-    for name, p in (("nutcracker", nc), ("chash-proxy", ch)):
+    for name, p in [("nutcracker", nc)] + list(chp.items()):
         if p.poll() is not None:
             die(f"{name} exited during the run (status {p.returncode})")
 
@@ -254,16 +264,18 @@ def run(args, proxy_bin, nutcracker_bin, tmp, procs, t_start):
         print()
 
     print("ratios (median of rounds)     rps ch/nc  rps ch/direct  p99 ch/nc  CPU/req ch/nc")
-    for pipeline in MODES:
-        for cmd in CMDS:
-            ch_ = med[("chash-proxy", cmd, pipeline)]
-            nc_ = med[("nutcracker", cmd, pipeline)]
-            di_ = med[("direct", cmd, pipeline)]
-            print(f"  {cmd} P{pipeline:<2}                      {ch_[0] / nc_[0]:>9.2f}  "
-                  f"{ch_[0] / di_[0]:>13.2f}  {ch_[2] / nc_[2]:>9.2f}  {ch_[3] / nc_[3]:>13.2f}")
+    for name in PROXIES:
+        for pipeline in MODES:
+            for cmd in CMDS:
+                ch_ = med[(name, cmd, pipeline)]
+                nc_ = med[("nutcracker", cmd, pipeline)]
+                di_ = med[("direct", cmd, pipeline)]
+                print(f"  {name:<13} {cmd} P{pipeline:<2}        {ch_[0] / nc_[0]:>9.2f}  "
+                      f"{ch_[0] / di_[0]:>13.2f}  {ch_[2] / nc_[2]:>9.2f}  "
+                      f"{ch_[3] / nc_[3]:>13.2f}")
 
     print()
-    print("goals (issue 7)")
+    print("goals (issue 7), chash-proxy with its default threads")
     for pipeline, want in ((1, 1.5), (16, 2.0)):
         for cmd in CMDS:
             ratio = med[("chash-proxy", cmd, pipeline)][0] / med[("nutcracker", cmd, pipeline)][0]
