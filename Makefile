@@ -2,8 +2,9 @@
 JOBS ?= 2
 RELEASE := build/release
 TEST := build/test
+TSAN := build/tsan
 
-.PHONY: all build test demo bench install clean bootstrap
+.PHONY: all build test test-tsan demo bench install clean bootstrap
 
 all: build
 
@@ -22,6 +23,16 @@ test: bootstrap
 	@cmake -S . -B $(TEST) -DCMAKE_BUILD_TYPE=Debug -DCHASH_SANITIZE=ON -DCHASH_WERROR=ON >/dev/null
 	@cmake --build $(TEST) -j $(JOBS)
 	cd $(TEST) && ctest --output-on-failure -j $(JOBS)
+	@$(MAKE) test-tsan
+
+# chash-proxy's worker threads under ThreadSanitizer: a clang build of the proxy and the CLI,
+# and the proxy tests that drive threads (workers, shared health, reloads, stats) against it; a
+# ThreadSanitizer report on the proxy's stderr fails them.
+TSAN_TESTS := ^proxy_(threads|reload|admin_reload|backend_failure|metrics|stats|bounded)$$
+test-tsan: bootstrap
+	@CC=clang cmake -S . -B $(TSAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHASH_TSAN=ON -DCHASH_WERROR=ON -DCHASH_BENCH=OFF >/dev/null
+	@cmake --build $(TSAN) -j $(JOBS) --target chash-proxy chash_cli
+	cd $(TSAN) && ctest --output-on-failure -R '$(TSAN_TESTS)'
 
 # A lost cache node with libchash-cache and 4 local redis-servers (examples/lost_node.c),
 # chash-proxy in front of 3 redis-servers (tools/chash/proxy_demo.sh), the library from C

@@ -459,8 +459,8 @@ unsigned px_default_threads(void)
 }
 
 /* The shared state of pool pc (membership, health, servers in membership order). */
-int px_shared_pool_init(px_main *m, px_shared_pool *sp, px_conf *cref, const ch_conf_pool *pc,
-                        char *why, size_t whylen)
+int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *pc, char *why,
+                        size_t whylen)
 {
     memset(sp, 0, sizeof(*sp));
     int rc = ch_config_membership(pc, &sp->members);
@@ -484,7 +484,6 @@ int px_shared_pool_init(px_main *m, px_shared_pool *sp, px_conf *cref, const ch_
         px_shared_pool_clear(sp);
         return -1;
     }
-    (void)m;
     sp->conf = pc;
     sp->cref = cref;
     px_conf_ref(cref);
@@ -551,7 +550,7 @@ int px_main_init(px_main *m, ch_config *cfg, unsigned nworkers)
         } else if (pc->listen == NULL) {
             PX_LOG(m, PX_LOG_ERR, "pool %s: no \"listen\" address", pc->name);
             rc = -1;
-        } else if (px_shared_pool_init(m, &m->pools[i], m->conf, pc, why, sizeof(why)) != 0) {
+        } else if (px_shared_pool_init(&m->pools[i], m->conf, pc, why, sizeof(why)) != 0) {
             PX_LOG(m, PX_LOG_ERR, "%s", why);
             rc = -1;
         } else {

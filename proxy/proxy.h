@@ -425,14 +425,15 @@ int px_main_run(px_main *m); /* starts the workers; returns after SIGINT/SIGTERM
 void px_main_free(px_main *m);
 /* The shared state of pool pc: its membership, health and servers in membership order; holds a
  * reference to cref. Returns 0, or -1 with the reason in why. */
-int px_shared_pool_init(px_main *m, px_shared_pool *sp, px_conf *cref, const ch_conf_pool *pc,
-                        char *why, size_t whylen);
+int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *pc, char *why,
+                        size_t whylen);
 /* Frees what sp owns (keeps its clients counter). */
 void px_shared_pool_clear(px_shared_pool *sp);
 /* A worker pool's settings from its conf: depth, timeout, limits, password. */
 void px_pool_configure(px_pool *pool);
 uint64_t px_rand_seed(px_main *m, unsigned index); /* worker index's random state */
-/* Runs fn(w, arg) on worker w's loop and waits for it (control thread only). */
+/* Runs fn(w, arg) on worker w's loop and waits for it (control thread only; not once the
+ * workers are stopping: m->stopping). */
 void px_worker_call(px_proxy *w, px_job_fn fn, void *arg);
 void px_mark_client(px_client *c);
 void px_mark_conn(px_conn *c);

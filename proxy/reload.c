@@ -401,6 +401,11 @@ static void log_change(px_main *m, const px_shared_pool *cur, const px_shared_po
 
 int px_reload(px_main *m, const char *trigger, px_buf *result)
 {
+    if (m->stopping) { /* the workers take no more jobs */
+        if (result != NULL)
+            (void)px_buf_printf(result, "shutting down");
+        return PX_RELOAD_FAILED;
+    }
     PX_LOG(m, PX_LOG_NOTICE, "reload: %s, reading '%s'", trigger, m->conf_path);
     ch_config *cfg = NULL;
     ch_config_error err;
@@ -439,7 +444,7 @@ int px_reload(px_main *m, const char *trigger, px_buf *result)
         } else if (!pc->redis) {
             PX_LOG(m, PX_LOG_WARN, "reload: pool %s: not a redis pool; serving it as before",
                    pc->name);
-        } else if (px_shared_pool_init(m, &job.next[i], cref, pc, job.why, sizeof(job.why)) !=
+        } else if (px_shared_pool_init(&job.next[i], cref, pc, job.why, sizeof(job.why)) !=
                    0) {
             PX_LOG(m, PX_LOG_ERR, "reload: %s", job.why);
             job.ok = false;

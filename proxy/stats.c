@@ -79,6 +79,8 @@ static void snap_add(px_proxy *px, void *arg)
 int px_snapshot(px_main *m, px_snap *sn)
 {
     memset(sn, 0, sizeof(*sn));
+    if (m->stopping) /* the workers take no more jobs */
+        return -1;
     sn->pools = calloc(m->npools, sizeof(*sn->pools));
     if (sn->pools == NULL)
         return -1;

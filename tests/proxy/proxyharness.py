@@ -233,10 +233,17 @@ class Closed(ConnectionError):
 
 
 class Resp:
+    """A RESP client connection to addr: (host, port), or a unix socket's path."""
+
     def __init__(self, addr, timeout=SOCK_TIMEOUT):
-        self.sock = socket.create_connection(addr, timeout=timeout)
+        if isinstance(addr, str):
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.settimeout(timeout)
+            self.sock.connect(addr)
+        else:
+            self.sock = socket.create_connection(addr, timeout=timeout)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock.settimeout(timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = b""
         self.pos = 0
 

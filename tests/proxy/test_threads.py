@@ -16,6 +16,8 @@ below is made on connections of both workers. Checked:
   - reload: a server added by SIGHUP; every connection of both workers reports the new
     membership version in INFO, and keys SET through either worker land where `chash lookup`
     with the new file says;
+  - a unix-socket pool (one socket every worker polls): connections are served, keys placed
+    as `chash lookup` says;
   - counters: /metrics' requests_total summed over classes equals the requests this test sent
     (both workers' counters added up); the stats JSON's total_connections grows by the
     connections it opened and curr_connections is their number;
@@ -103,11 +105,13 @@ def wait_for(what, pred):
     fail("not within %.0fs: %s" % (WAIT, what))
 
 
-def config(backends, port):
+def config(backends, port, sock):
     servers = [(b.text, 1, "s%d" % i) for i, b in enumerate(backends)]
-    return pool_yaml("alpha", port, servers, hash="murmur", distribution="ketama", timeout=500,
-                     auto_eject_hosts=True, server_failure_limit=FAILURE_LIMIT,
-                     server_retry_timeout=RETRY_MS)
+    alpha = pool_yaml("alpha", port, servers, hash="murmur", distribution="ketama", timeout=500,
+                      auto_eject_hosts=True, server_failure_limit=FAILURE_LIMIT,
+                      server_retry_timeout=RETRY_MS)
+    beta = pool_yaml("beta", 0, servers, hash="md5", distribution="ketama", timeout=2000)
+    return alpha + beta.replace("listen: 127.0.0.1:0", "listen: %s 0600" % sock)
 
 
 def main():
@@ -120,16 +124,16 @@ def main():
     run_main(lambda: body(proxy_exe, chash, redis_exe))
 
 
-def check_placement(conns, chash, conf, backends, tag):
-    """SETs 40 keys through connections of both workers; each must be on chash lookup's
+def check_placement(conns, chash, conf, backends, tag, pool="alpha"):
+    """SETs 40 keys through the connections (of both workers); each must be on chash lookup's
     backend."""
     keys = [("%s:%d" % (tag, i)).encode() for i in range(40)]
-    owner = chash_lookup(chash, conf, "alpha", keys)
+    owner = chash_lookup(chash, conf, pool, keys)
     by_addr = {b.text: b for b in backends}
     for i, k in enumerate(keys):
         c = conns[i % len(conns)]
         if c.call("SET", k, b"v") != b"OK":
-            fail("SET %s through worker %d failed" % (k.decode(), c.worker))
+            fail("pool %s: SET %s through worker %d failed" % (pool, k.decode(), c.worker))
     for k in keys:
         b = by_addr.get(owner[k])
         if b is None:
@@ -143,7 +147,8 @@ def body(proxy_exe, chash, redis_exe):
     backends = start_redises(redis_exe, tmp, 4)
     serving, spare = backends[:3], backends[3]
     port, mport = free_ports(2)
-    conf = write_file(os.path.join(tmp, "proxy.yml"), config(serving, port))
+    sock = os.path.join(tmp, "beta.sock")
+    conf = write_file(os.path.join(tmp, "proxy.yml"), config(serving, port, sock))
     px = Proxy(proxy_exe, tmp, conf, [("127.0.0.1", port)],
                extra_args=["--threads", "2", "--metrics-port", str(mport)]).start()
     addr = ("127.0.0.1", port)
@@ -165,6 +170,12 @@ def body(proxy_exe, chash, redis_exe):
         fail("INFO worker_threads is not 2")
 
     check_placement(conns, chash, conf, serving, "placed")
+    uconns = [Counted(sock) for _ in range(4)]
+    check_placement(uconns, chash, conf, serving, "unix", pool="beta")
+    log("unix-socket pool: %d connections served (workers %s)" % (
+        len(uconns), sorted({c.worker for c in uconns})))
+    for c in uconns:
+        c.close()
 
     # Shared health: B's keys written through worker 0 until B is ejected.
     b = serving[1]
@@ -209,7 +220,7 @@ def body(proxy_exe, chash, redis_exe):
 
     # Reload: a 4th server, on every worker.
     before = w0.info()["pool_alpha_membership_version"]
-    write_file(conf, config(serving + [spare], port))
+    write_file(conf, config(serving + [spare], port, sock))
     os.kill(px.proc.pid, signal.SIGHUP)
     wait_for("reloaded", lambda: all(
         c.info()["pool_alpha_membership_version"] != before for c in conns))
@@ -223,15 +234,15 @@ def body(proxy_exe, chash, redis_exe):
     # Counters of both workers, added up.
     time.sleep(0.1)
     body_ = scrape(mport)
-    counted = metric(body_, "chash_proxy_requests_total", pool="alpha")
+    counted = metric(body_, "chash_proxy_requests_total")  # both pools
     if counted != Counted.sent:
         soft_fail("/metrics counts %d requests; this test sent %d" % (counted, Counted.sent))
     st = px.stats_json()
-    if (st.get("total_connections") != base_total + CONNS or
+    if (st.get("total_connections") != base_total + CONNS + len(uconns) or
             st.get("curr_connections") != CONNS):
         soft_fail("stats: total_connections %r, curr_connections %r; %d opened (after %r), "
-                  "%d open" % (st.get("total_connections"), st.get("curr_connections"), CONNS,
-                               base_total, CONNS))
+                  "%d open" % (st.get("total_connections"), st.get("curr_connections"),
+                               CONNS + len(uconns), base_total, CONNS))
     for c in conns:
         c.close()
     px.stop()
