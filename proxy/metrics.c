@@ -1,21 +1,22 @@
 /*
  * metrics.c — the Prometheus endpoint (--metrics-port, --metrics-addr) and the INFO reply.
  *
- * The endpoint is a minimal HTTP/1.0 server on the proxy's loop: a connection sends one request
- * (request line and headers, at most PX_METRICS_MAX_REQUEST bytes, within
+ * The endpoint is a minimal HTTP/1.0 server on the control thread's loop: a connection sends
+ * one request (request line and headers, at most PX_METRICS_MAX_REQUEST bytes, within
  * PX_METRICS_TIMEOUT_MS), receives one response, and is closed. GET (or HEAD) /metrics answers
  * 200 with the text exposition format 0.0.4; POST /-/reload reloads the config as SIGHUP does
  * (reload.c; 200 with "reloaded: ..." or "unchanged", 400 with file:line:column: message for an
  * invalid file, 500 for another failure; any other method there 405; a request body is not
- * read); another path 404, another method 405, a request
- * that does not parse 400, one that is too large 431. Nothing here blocks: the body is built in
- * memory (O(pools + servers)) and written with one uv_write. At most PX_METRICS_MAX_CONNS
- * connections are open at once (a new one closes the oldest still sending its request, or is
- * itself closed when all are being answered), so a flood of clients costs bounded memory.
+ * read); another path 404, another method 405, a request that does not parse 400, one that is
+ * too large 431. The body is built in memory (O(pools + servers), the workers' counters summed
+ * by px_snapshot: one short job per worker) and written with one uv_write; no worker waits on
+ * it. At most PX_METRICS_MAX_CONNS connections are open at once (a new one closes the oldest
+ * still sending its request, or is itself closed when all are being answered), so a flood of
+ * clients costs bounded memory.
  *
  * Counting: px_metrics_req_done() runs once per request, when its reply is complete; it adds the
- * request to its pool's counters for its class and to the latency histogram (uv_hrtime from
- * the request's arrival, px_req_new, to that moment).
+ * request to its pool's counters (the worker's copy of the pool) for its class and to the
+ * latency histogram (uv_hrtime from the request's arrival, px_req_new, to that moment).
  */
 
 #include "proxy.h"
