@@ -237,8 +237,19 @@ static int pool_sockets(px_main *m, const ch_conf_pool *pc, int *fds)
             return -1;
         }
         strcpy(sa.sun_path, pc->listen_host);
-        unlink(pc->listen_host); /* a stale socket from an earlier run */
-        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        /* A socket file left by an earlier run is removed (as twemproxy does), but not one a
+         * live process accepts on: that is an address in use, as for TCP. */
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        bool live = fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+        if (fd >= 0)
+            close(fd);
+        if (live) {
+            PX_LOG(m, PX_LOG_ERR, "pool %s: cannot listen on %s: %s", pc->name, pc->listen,
+                   strerror(EADDRINUSE));
+            return -1;
+        }
+        unlink(pc->listen_host);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
             listen(fd, backlog) != 0) {
             PX_LOG(m, PX_LOG_ERR, "pool %s: cannot listen on %s: %s", pc->name, pc->listen,

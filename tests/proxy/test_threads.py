@@ -21,6 +21,9 @@ below is made on connections of both workers. Checked:
   - counters: /metrics' requests_total summed over classes equals the requests this test sent
     (both workers' counters added up); the stats JSON's total_connections grows by the
     connections it opened and curr_connections is their number;
+  - a second chash-proxy on the same config fails to start, naming the address in use (the
+    SO_REUSEPORT listeners must not let it share the port), while the first keeps serving;
+  - bad --threads values (0, 257, "two") exit 1 with the option's error, before anything starts;
   - clean exit (no sanitizer report).
 
 Usage: test_threads.py CHASH_PROXY CHASH_CLI
@@ -30,13 +33,15 @@ import http.client
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Proxy, Redis, Resp, RespError, chash_lookup, fail,  # noqa: E402
                           free_ports, log, make_tmpdir, pool_yaml, require_binary,
-                          require_programs, run_main, soft_fail, start_redises, write_file)
+                          require_programs, run_main, sanitizer_env, soft_fail, start_redises,
+                          write_file)
 
 CONNS = 16
 FAILURE_LIMIT = 2
@@ -111,7 +116,8 @@ def config(backends, port, sock):
                       auto_eject_hosts=True, server_failure_limit=FAILURE_LIMIT,
                       server_retry_timeout=RETRY_MS)
     beta = pool_yaml("beta", 0, servers, hash="md5", distribution="ketama", timeout=2000)
-    return alpha + beta.replace("listen: 127.0.0.1:0", "listen: %s 0600" % sock)
+    # beta first: a second proxy meets the unix socket before the TCP port
+    return beta.replace("listen: 127.0.0.1:0", "listen: %s 0600" % sock) + alpha
 
 
 def main():
@@ -122,6 +128,49 @@ def main():
     chash = require_binary(sys.argv[2], "chash CLI")
     (redis_exe,) = require_programs("redis-server")
     run_main(lambda: body(proxy_exe, chash, redis_exe))
+
+
+def run_proxy(proxy_exe, args, timeout=30):
+    """Runs chash-proxy to its exit; (status, stderr text)."""
+    r = subprocess.run([proxy_exe] + args, capture_output=True, timeout=timeout,
+                       env=sanitizer_env(), stdin=subprocess.DEVNULL)
+    return r.returncode, r.stderr.decode("utf-8", "replace")
+
+
+def check_bad_flags(proxy_exe, conf):
+    for bad in ("0", "257", "two"):
+        rc, err = run_proxy(proxy_exe, ["-c", conf, "--threads", bad])
+        if rc != 1 or "option --threads requires a number from 1 to 256" not in err:
+            fail("--threads %s: exit %d, stderr %r; want exit 1 and the option's error" % (
+                bad, rc, err[-300:]))
+
+
+def check_port_taken(proxy_exe, tmp, conf, port, sock, live):
+    """A second proxy on the first one's config must fail to listen, not share the port nor
+    remove the live unix socket."""
+    stats = free_ports(1)[0]
+    log_path = os.path.join(tmp, "second.log")
+    rc, err = run_proxy(proxy_exe, ["-c", conf, "--threads", "2", "-s", str(stats),
+                                    "-a", "127.0.0.1", "-o", log_path])
+    text = open(log_path).read() if os.path.exists(log_path) else ""
+    want = "cannot listen on %s 0600: Address already in use" % sock
+    if rc != 1 or want not in text:
+        fail("a second chash-proxy on the same config: exit %d, log %r; want exit 1 and %r" % (
+            rc, text[-400:] + err[-200:], want))
+    # The TCP port alone: the config's alpha pool (the last one) without the unix pool.
+    only_tcp = write_file(os.path.join(tmp, "tcp-only.yml"),
+                          "alpha:" + open(conf).read().split("\nalpha:", 1)[1])
+    rc, err = run_proxy(proxy_exe, ["-c", only_tcp, "--threads", "2", "-s", str(stats),
+                                    "-a", "127.0.0.1", "-o", log_path])
+    text = open(log_path).read() if os.path.exists(log_path) else ""
+    want = "cannot listen on 127.0.0.1:%d: Address already in use" % port
+    if rc != 1 or want not in text:
+        fail("a second chash-proxy on port %d: exit %d, log %r; want exit 1 and %r" % (
+            port, rc, text[-400:] + err[-200:], want))
+    if live.call("PING") != b"PONG":
+        fail("the first proxy stopped answering after a second one tried its port")
+    if not os.path.exists(sock):
+        fail("a second chash-proxy removed the first one's live socket %s" % sock)
 
 
 def check_placement(conns, chash, conf, backends, tag, pool="alpha"):
@@ -170,6 +219,9 @@ def body(proxy_exe, chash, redis_exe):
         fail("INFO worker_threads is not 2")
 
     check_placement(conns, chash, conf, serving, "placed")
+    check_port_taken(proxy_exe, tmp, conf, port, sock, conns[0])
+    check_bad_flags(proxy_exe, conf)
+    log("a second proxy on the same port refused (address in use); bad --threads refused")
     uconns = [Counted(sock) for _ in range(4)]
     check_placement(uconns, chash, conf, serving, "unix", pool="beta")
     log("unix-socket pool: %d connections served (workers %s)" % (
@@ -238,11 +290,14 @@ def body(proxy_exe, chash, redis_exe):
     if counted != Counted.sent:
         soft_fail("/metrics counts %d requests; this test sent %d" % (counted, Counted.sent))
     st = px.stats_json()
-    if (st.get("total_connections") != base_total + CONNS + len(uconns) or
+    # opened: ours, plus the second proxy's one connection to the unix socket (its check that
+    # a live proxy listens there)
+    opened = CONNS + len(uconns) + 1
+    if (st.get("total_connections") != base_total + opened or
             st.get("curr_connections") != CONNS):
         soft_fail("stats: total_connections %r, curr_connections %r; %d opened (after %r), "
                   "%d open" % (st.get("total_connections"), st.get("curr_connections"),
-                               CONNS + len(uconns), base_total, CONNS))
+                               opened, base_total, CONNS))
     for c in conns:
         c.close()
     px.stop()
