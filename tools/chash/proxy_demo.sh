@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The `make demo` proxy story: chash-proxy in front of 3 local redis-servers, driven by the
-# ordinary redis-cli and redis-benchmark. Everything runs on free loopback ports in a temp dir
+# ordinary redis-cli and redis-benchmark, then a 4th server added by a hot reload (SIGHUP). Everything runs on free loopback ports in a temp dir
 # and is stopped on the way out (EXIT, INT, TERM).
 # usage: tools/chash/proxy_demo.sh BUILD_DIR   (the proxy is BUILD_DIR/proxy/chash-proxy)
 set -euo pipefail
@@ -32,14 +32,14 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# Free loopback ports: 3 backends, the proxy, its stats.
+# Free loopback ports: 3 backends, the proxy, its stats, a 4th backend added by a reload.
 read -r -a ports <<<"$(python3 -c '
 import socket
-s = [socket.socket() for _ in range(5)]
+s = [socket.socket() for _ in range(6)]
 for x in s: x.bind(("127.0.0.1", 0))
 print(" ".join(str(x.getsockname()[1]) for x in s))')"
-backends=("${ports[@]:0:3}")
-names=(cache-01 cache-02 cache-03)
+backends=("${ports[@]:0:3}" "${ports[5]}")
+names=(cache-01 cache-02 cache-03 cache-04)
 pport=${ports[3]} sport=${ports[4]}
 
 wait_ping() { # port: until redis-cli PING answers (10 s at most)
@@ -52,7 +52,7 @@ wait_ping() { # port: until redis-cli PING answers (10 s at most)
     return 1
 }
 
-for i in 0 1 2; do
+for i in 0 1 2 3; do
     mkdir "$tmp/r$i"
     redis-server --port "${backends[$i]}" --bind 127.0.0.1 --save '' --appendonly no \
         --dir "$tmp/r$i" >"$tmp/r$i/log" 2>&1 &
@@ -68,9 +68,10 @@ done
     echo "  servers:"
     for i in 0 1 2; do echo "   - 127.0.0.1:${backends[$i]}:1 ${names[$i]}"; done
 } >"$tmp/proxy.yml"
-for i in 0 1 2; do wait_ping "${backends[$i]}"; done
+for i in 0 1 2 3; do wait_ping "${backends[$i]}"; done
 "$proxy" -c "$tmp/proxy.yml" -s "$sport" -a 127.0.0.1 -o "$tmp/proxy.log" &
-pids+=($!)
+proxy_pid=$!
+pids+=($proxy_pid)
 wait_ping "$pport" || { cat "$tmp/proxy.log" >&2; exit 1; }
 
 printf '\n%s== chash-proxy: one Redis address (port %s) in front of 3 redis-servers%s\n' \
@@ -121,3 +122,18 @@ for name, srv in pool.items():
     if isinstance(srv, dict):
         print("   %s: %d requests" % (name, srv["requests"]))
 EOF
+
+printf '\n%s== Hot reload: cache-04 added to the file, then kill -HUP (no client disconnected)%s\n' \
+    "$bold" "$off"
+info() { redis-cli -p "$pport" INFO | tr -d '\r' | grep -E '^(pool_demo_membership_version|pool_demo_servers|worker_threads):'; }
+info | sed 's/^/   before: /'
+echo "   - 127.0.0.1:${backends[3]}:1 ${names[3]}" >>"$tmp/proxy.yml"
+kill -HUP "$proxy_pid"
+for _ in $(seq 50); do
+    grep -q 'reload done' "$tmp/proxy.log" && break
+    sleep 0.1
+done
+grep -o 'reload: pool demo: membership.*' "$tmp/proxy.log" | sed 's/^/   log:    /'
+info | sed 's/^/   after:  /'
+echo "   (chash plan OLD NEW --pool demo --keys 100000 gives the same share before the reload;"
+echo "    kill -HUP or POST /-/reload on --metrics-port apply it; docs/OPERATIONS.md)"
