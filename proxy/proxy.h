@@ -206,7 +206,7 @@ struct px_conn {
     size_t nfrags, nunsent;       /* in the FIFO; not yet handed to the kernel */
     size_t bytes, unsent_bytes;   /* their request bytes */
     uv_timer_t timer;             /* the FIFO head's deadline */
-    px_dl dirty;                  /* in the proxy's list of connections to flush */
+    px_dl dirty;                  /* in its worker's list of connections to flush */
 };
 
 /* ---- shared by the threads (shared.c) --------------------------------------------------------- */
@@ -283,6 +283,8 @@ typedef struct px_server_stats {
     X(server_eof) X(server_err) X(server_timedout) X(server_connections) X(requests)              \
     X(request_bytes) X(responses) X(response_bytes) X(ejects)
 
+/* A backend server as one worker sees it: its connections from that worker, its counters (the
+ * stats and metrics add every worker's up, px_snapshot). */
 struct px_server {
     px_pool *pool;
     size_t index;                /* in the membership */
@@ -338,7 +340,7 @@ struct px_client {
     px_pool *pool;
     uint64_t id;
     px_dl link;  /* in the pool's client list */
-    px_dl dirty; /* in the proxy's list of clients to flush */
+    px_dl dirty; /* in its worker's list of clients to flush */
     px_buf rbuf;
     size_t need;
     px_req *head, *tail;
