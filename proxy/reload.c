@@ -304,7 +304,6 @@ static void plan_apply(pool_plan *p)
 /* ---- the jobs (on each worker's loop) ------------------------------------------------------------ */
 
 typedef struct reload_job {
-    px_main *m;
     px_shared_pool *next; /* per pool: its new shared state; conf NULL: the pool is kept */
     bool ok;
     char why[512];
@@ -418,7 +417,7 @@ int px_reload(px_main *m, const char *trigger, px_buf *result)
             (void)px_buf_printf(result, "%s", msg);
         return PX_RELOAD_INVALID;
     }
-    reload_job job = {.m = m, .ok = true};
+    reload_job job = {.ok = true};
     snprintf(job.why, sizeof(job.why), "out of memory");
     px_conf *cref = px_conf_new(cfg);
     job.next = calloc(m->npools, sizeof(*job.next));
