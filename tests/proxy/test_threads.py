@@ -29,9 +29,7 @@ below is made on connections of both workers. Checked:
 Usage: test_threads.py CHASH_PROXY CHASH_CLI
 Exit: 0 pass, 1 fail, 77 skip (redis-server missing and CI unset).
 """
-import http.client
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -42,6 +40,7 @@ from proxyharness import (Proxy, Redis, Resp, RespError, chash_lookup, fail,  # 
                           free_ports, log, make_tmpdir, pool_yaml, require_binary,
                           require_programs, run_main, sanitizer_env, soft_fail, start_redises,
                           write_file)
+from promtext import scrape, total, value  # noqa: E402
 
 CONNS = 16
 FAILURE_LIMIT = 2
@@ -70,35 +69,6 @@ class Counted:
 
     def close(self):
         self.c.close()
-
-
-def scrape(port):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        c.request("GET", "/metrics")
-        r = c.getresponse()
-        body = r.read().decode()
-        if r.status != 200:
-            fail("/metrics answered %d" % r.status)
-        return body
-    finally:
-        c.close()
-
-
-def metric(body, name, **labels):
-    """Sum of the samples of name whose labels include the given ones."""
-    total, found = 0, False
-    for line in body.split("\n"):
-        m = re.match(r"^%s(\{[^}]*\})? (\S+)$" % re.escape(name), line)
-        if not m:
-            continue
-        have = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1) or ""))
-        if all(have.get(k) == v for k, v in labels.items()):
-            total += float(m.group(2))
-            found = True
-    if not found:
-        fail("/metrics has no %s%r" % (name, labels))
-    return total
 
 
 def wait_for(what, pred):
@@ -145,28 +115,27 @@ def check_bad_flags(proxy_exe, conf):
                 bad, rc, err[-300:]))
 
 
+def expect_refused(proxy_exe, tmp, conf, want):
+    """chash-proxy on conf must exit 1 with want in its log (an address in use)."""
+    log_path = os.path.join(tmp, "second.log")
+    rc, err = run_proxy(proxy_exe, ["-c", conf, "--threads", "2", "-s", str(free_ports(1)[0]),
+                                    "-a", "127.0.0.1", "-o", log_path])
+    text = open(log_path).read() if os.path.exists(log_path) else ""
+    if rc != 1 or want not in text:
+        fail("a second chash-proxy on %s: exit %d, log %r; want exit 1 and %r" % (
+            os.path.basename(conf), rc, text[-400:] + err[-200:], want))
+
+
 def check_port_taken(proxy_exe, tmp, conf, port, sock, live):
     """A second proxy on the first one's config must fail to listen, not share the port nor
     remove the live unix socket."""
-    stats = free_ports(1)[0]
-    log_path = os.path.join(tmp, "second.log")
-    rc, err = run_proxy(proxy_exe, ["-c", conf, "--threads", "2", "-s", str(stats),
-                                    "-a", "127.0.0.1", "-o", log_path])
-    text = open(log_path).read() if os.path.exists(log_path) else ""
-    want = "cannot listen on %s 0600: Address already in use" % sock
-    if rc != 1 or want not in text:
-        fail("a second chash-proxy on the same config: exit %d, log %r; want exit 1 and %r" % (
-            rc, text[-400:] + err[-200:], want))
+    expect_refused(proxy_exe, tmp, conf,
+                   "cannot listen on %s 0600: Address already in use" % sock)
     # The TCP port alone: the config's alpha pool (the last one) without the unix pool.
     only_tcp = write_file(os.path.join(tmp, "tcp-only.yml"),
                           "alpha:" + open(conf).read().split("\nalpha:", 1)[1])
-    rc, err = run_proxy(proxy_exe, ["-c", only_tcp, "--threads", "2", "-s", str(stats),
-                                    "-a", "127.0.0.1", "-o", log_path])
-    text = open(log_path).read() if os.path.exists(log_path) else ""
-    want = "cannot listen on 127.0.0.1:%d: Address already in use" % port
-    if rc != 1 or want not in text:
-        fail("a second chash-proxy on port %d: exit %d, log %r; want exit 1 and %r" % (
-            port, rc, text[-400:] + err[-200:], want))
+    expect_refused(proxy_exe, tmp, only_tcp,
+                   "cannot listen on 127.0.0.1:%d: Address already in use" % port)
     if live.call("PING") != b"PONG":
         fail("the first proxy stopped answering after a second one tried its port")
     if not os.path.exists(sock):
@@ -248,8 +217,7 @@ def body(proxy_exe, chash, redis_exe):
     if errors != FAILURE_LIMIT:
         soft_fail("worker 0: %d writes of the killed backend's keys failed before it was "
                   "ejected; server_failure_limit is %d" % (errors, FAILURE_LIMIT))
-    body_ = scrape(mport)
-    if metric(body_, "chash_proxy_server_up", pool="alpha", server="s1") != 0:
+    if value(scrape(mport), "chash_proxy_server_up", pool="alpha", server="s1") != 0:
         fail("/metrics: s1 still up after its ejection")
     r = w1.call("SET", bkeys[-1], b"after")
     if r != b"OK":
@@ -261,8 +229,8 @@ def body(proxy_exe, chash, redis_exe):
     # Shared readmission.
     b = Redis(redis_exe, tmp, port=b.port).start()
     serving[1] = b
-    wait_for("s1 readmitted", lambda: metric(scrape(mport), "chash_proxy_server_up",
-                                             pool="alpha", server="s1") == 1)
+    wait_for("s1 readmitted", lambda: value(scrape(mport), "chash_proxy_server_up",
+                                            pool="alpha", server="s1") == 1)
     for c in (w0, w1):
         k = bkeys[c.worker]
         if c.call("SET", k, b"back") != b"OK" or b.call("GET", k) != b"back":
@@ -285,8 +253,7 @@ def body(proxy_exe, chash, redis_exe):
 
     # Counters of both workers, added up.
     time.sleep(0.1)
-    body_ = scrape(mport)
-    counted = metric(body_, "chash_proxy_requests_total")  # both pools
+    counted = total(scrape(mport), "chash_proxy_requests_total")  # both pools, every class
     if counted != Counted.sent:
         soft_fail("/metrics counts %d requests; this test sent %d" % (counted, Counted.sent))
     st = px.stats_json()
