@@ -141,7 +141,7 @@ static int plan_build(px_pool *pool, const px_shared_pool *next, pool_plan *p, c
             p->servers[i].conf = cs;
             continue;
         }
-        if (px_server_setup(pool, &p->servers[i], i, cs) != 0) {
+        if (!resolvable(cs) || px_server_setup(pool, &p->servers[i], i, cs) != 0) {
             /* px_server_setup logged a resolution failure; an allocation failure leaves a
              * partial setup that px_server_free undoes. */
             fail = "cannot set up a new server";
@@ -448,16 +448,7 @@ int px_reload(px_main *m, const char *trigger, px_buf *result)
             PX_LOG(m, PX_LOG_ERR, "reload: %s", job.why);
             job.ok = false;
         } else {
-            for (size_t k = 0; job.ok && k < pc->nservers; k++) {
-                if (!resolvable(&pc->servers[k])) {
-                    snprintf(job.why, sizeof(job.why), "pool %s: cannot add server '%s'",
-                             pc->name, pc->servers[k].addr);
-                    PX_LOG(m, PX_LOG_ERR, "reload: %s: cannot resolve it", job.why);
-                    job.ok = false;
-                }
-            }
-            if (job.ok)
-                health_carry(m, cur, &job.next[i]);
+            health_carry(m, cur, &job.next[i]);
         }
     }
     for (size_t k = 0; job.ok && k < cfg->npools; k++) {
