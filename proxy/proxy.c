@@ -507,9 +507,14 @@ void px_shared_pool_clear(px_shared_pool *sp)
     px_health_free(sp->health);
     free(sp->servers);
     px_conf_unref(sp->cref);
-    uint64_t clients = sp->clients;
-    memset(sp, 0, sizeof(*sp));
-    sp->clients = clients;
+    sp->cref = NULL;
+    sp->conf = NULL;
+    sp->members = NULL;
+    sp->health = NULL;
+    sp->servers = NULL;
+    sp->nservers = 0;
+    /* clients is left alone: workers add to it while the pool serves (a reload clears the
+     * rest of a live pool). */
 }
 
 uint64_t px_rand_seed(px_main *m, unsigned index)

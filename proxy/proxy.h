@@ -429,7 +429,8 @@ void px_main_free(px_main *m);
  * reference to cref. Returns 0, or -1 with the reason in why. */
 int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *pc, char *why,
                         size_t whylen);
-/* Frees what sp owns (keeps its clients counter). */
+/* Frees what sp owns and clears it; never touches its clients counter, which workers update
+ * concurrently (so a live pool can be cleared and refilled by a reload). */
 void px_shared_pool_clear(px_shared_pool *sp);
 /* A worker pool's settings from its conf: depth, timeout, limits, password. */
 void px_pool_configure(px_pool *pool);

@@ -487,10 +487,7 @@ int px_reload(px_main *m, const char *trigger, px_buf *result)
         if (next->conf == NULL)
             continue;
         log_change(m, cur, next, &changed);
-        ch_membership_free(cur->members);
-        px_health_free(cur->health);
-        free(cur->servers);
-        px_conf_unref(cur->cref);
+        px_shared_pool_clear(cur); /* next's reference to the config passes to cur */
         cur->cref = next->cref;
         cur->conf = next->conf;
         cur->members = next->members;
