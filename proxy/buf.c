@@ -1,7 +1,10 @@
 /*
  * buf.c — growable byte buffers and an intrusive list, the two containers the proxy needs.
  */
-#include "proxy.h"
+#include "buf.h"
+
+#include <stdint.h>
+#include <stdio.h>
 
 #include <stdlib.h>
 #include <string.h>
@@ -49,13 +52,6 @@ int px_buf_printf(px_buf *b, const char *fmt, ...)
     return 0;
 }
 
-int px_buf_bulk(px_buf *b, const void *data, size_t len)
-{
-    if (px_buf_printf(b, "$%zu\r\n", len) != 0 || px_buf_append(b, data, len) != 0)
-        return -1;
-    return px_buf_append(b, "\r\n", 2);
-}
-
 void px_buf_consume(px_buf *b, size_t n)
 {
     if (n >= b->len) {
@@ -93,16 +89,4 @@ void px_dl_remove(px_dl *node)
     node->prev->next = node->next;
     node->next->prev = node->prev;
     node->next = node->prev = NULL;
-}
-
-int px_try_write(uv_stream_t *s, px_buf *b)
-{
-    uv_buf_t ub = uv_buf_init(b->p, (unsigned)b->len);
-    int n = uv_try_write(s, &ub, 1);
-    if (n == UV_EAGAIN || n == UV_ENOSYS)
-        return 0;
-    if (n < 0)
-        return n;
-    px_buf_consume(b, (size_t)n);
-    return 0;
 }

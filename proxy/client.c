@@ -12,12 +12,36 @@
  *   backends then lose their client (r->client = NULL) and are freed when their last fragment
  *   completes.
  */
-#include "proxy.h"
+#include "client.h"
+#include "command.h"
+#include "worker.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 static void client_process(px_client *c);
+static void client_flush(px_client *c);
+
+static void client_flush_cb(px_flushable *f)
+{
+    client_flush(PX_CONTAINER(f, px_client, flush));
+}
+
+static void client_mark(px_client *c)
+{
+    if (!c->closing)
+        px_io_mark(c->pool->io, &c->flush, PX_FLUSH_CLIENT);
+}
+
+/* Counts r, whose reply is complete, once: class, error or not, latency. */
+static void count_request(px_req *r)
+{
+    if (r->observed || r->pool == NULL)
+        return;
+    r->observed = true;
+    bool error = r->reply.len > 0 && r->reply.p[0] == '-';
+    px_count_request(&r->pool->m, r->mclass, error, uv_hrtime() - r->t0);
+}
 
 /* Backpressure: a client with this many requests waiting for backends is not read until they
  * drain (px_client_flush resumes it), so one pipelining client cannot queue unbounded work on
@@ -78,17 +102,16 @@ void px_req_error(px_req *r, const char *fmt, ...)
 
 static void client_over_limit(px_client *c)
 {
-    px_proxy *px = c->pool->px;
-    PX_LOG(px, PX_LOG_WARN, "pool %s: client %llu holds over %zu reply bytes unread: closing it",
+    PX_LOG(c->pool->io, PX_LOG_WARN, "pool %s: client %llu holds over %zu reply bytes unread: closing it",
            c->pool->conf->name, (unsigned long long)c->id, c->pool->max_client_buffer);
-    c->pool->st.client_err++;
+    c->pool->stats.client_err++;
     px_client_close(c);
 }
 
 void px_req_done(px_req *r)
 {
     px_client *c = r->client;
-    px_metrics_req_done(r);
+    count_request(r);
     if (c == NULL) {
         if (r->pending == 0)
             px_req_free(r);
@@ -123,7 +146,7 @@ void px_req_done(px_req *r)
             break;
         }
     }
-    px_mark_client(c);
+    client_mark(c);
     if (c->stored + c->wbuf.len + c->inflight > c->pool->max_client_buffer) {
         client_over_limit(c);
         return;
@@ -135,19 +158,8 @@ void px_req_done(px_req *r)
 static void client_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
     (void)hint;
-    px_stream *st = PX_CONTAINER(h, px_stream, u);
-    px_client *c = st->owner;
-    buf->base = NULL;
-    buf->len = 0;
-    size_t want = PX_READ_CHUNK;
-    if (c->need > c->rbuf.len && c->need - c->rbuf.len > want)
-        want = c->need - c->rbuf.len;
-    if (want > 4u * 1024u * 1024u)
-        want = 4u * 1024u * 1024u;
-    if (px_buf_reserve(&c->rbuf, want) != 0)
-        return;
-    buf->base = c->rbuf.p + c->rbuf.len;
-    buf->len = c->rbuf.cap - c->rbuf.len;
+    px_client *c = PX_CONTAINER(h, px_stream, u)->owner;
+    px_read_alloc(&c->rbuf, c->need, buf);
 }
 
 static void client_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
@@ -160,15 +172,15 @@ static void client_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *b
     if (nread < 0) {
         uv_read_stop(stream);
         if (nread == UV_EOF) {
-            c->pool->st.client_eof++;
+            c->pool->stats.client_eof++;
             /* A half-closed client (nc, shell pipes) still gets the replies it asked for:
              * those already in wbuf or being written as well as those still awaited. The flush
              * writes what is ready, and shuts the stream down (after the pending writes) once
              * no request is left. */
             c->draining = true;
-            px_client_flush(c);
+            client_flush(c);
         } else {
-            c->pool->st.client_err++;
+            c->pool->stats.client_err++;
             px_client_close(c);
         }
         return;
@@ -180,12 +192,12 @@ static void client_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *b
 /* Parses and handles every complete request in the buffer. */
 static void client_process(px_client *c)
 {
-    px_proxy *px = c->pool->px;
+    px_worker *px = c->pool->worker;
     size_t off = 0;
     while (!c->closing && !c->draining && c->rbuf.len > off && c->rbuf.len >= c->need) {
         if (client_busy(c)) {
             /* Backpressure: resume when the queue drains (px_client_flush). */
-            uv_read_stop(&c->st->u.stream);
+            uv_read_stop(&c->stream->u.stream);
             c->paused = true;
             break;
         }
@@ -209,9 +221,9 @@ static void client_process(px_client *c)
             snprintf(err, sizeof(err), "ERR out of memory");
         }
         if (rs != CH_RESP_OK) {
-            PX_LOG(px, PX_LOG_INFO, "pool %s: client %llu: %s: closing it", c->pool->conf->name,
+            PX_LOG(c->pool->io, PX_LOG_INFO, "pool %s: client %llu: %s: closing it", c->pool->conf->name,
                    (unsigned long long)c->id, err);
-            c->pool->st.client_err++;
+            c->pool->stats.client_err++;
             px_req *r = px_req_new(c);
             if (r == NULL) {
                 px_client_close(c);
@@ -219,7 +231,7 @@ static void client_process(px_client *c)
             }
             r->close_after = true;
             c->draining = true;
-            uv_read_stop(&c->st->u.stream);
+            uv_read_stop(&c->stream->u.stream);
             px_req_error(r, "%s%s", strncmp(err, "ERR", 3) == 0 ? "" : "ERR ",
                          err[0] ? err : "Protocol error");
             off = c->rbuf.len;
@@ -231,28 +243,24 @@ static void client_process(px_client *c)
         off += consumed;
     }
     if (c->draining && !c->closing)
-        uv_read_stop(&c->st->u.stream);
+        uv_read_stop(&c->stream->u.stream);
     px_buf_consume(&c->rbuf, off);
     c->need = c->need > off ? c->need - off : 0;
 }
 
 /* ---- writing ---------------------------------------------------------------------------------- */
 
-static void client_write_cb(uv_write_t *req, int status)
+static void client_written(px_write *w, px_stream *st, int status)
 {
-    px_write *w = PX_CONTAINER(req, px_write, req);
-    px_stream *st = PX_CONTAINER(req->handle, px_stream, u);
     px_client *c = st->owner;
     c->inflight -= w->len;
-    free(w->data);
-    free(w);
     if (status < 0 && !c->closing) {
-        c->pool->st.client_err++;
+        c->pool->stats.client_err++;
         px_client_close(c);
         return;
     }
     if (!c->closing && ((c->draining && c->head == NULL) || c->paused))
-        px_mark_client(c);
+        client_mark(c);
 }
 
 static void client_shutdown_cb(uv_shutdown_t *req, int status)
@@ -262,47 +270,26 @@ static void client_shutdown_cb(uv_shutdown_t *req, int status)
     px_client_close(st->owner);
 }
 
-void px_client_flush(px_client *c)
+static void client_flush(px_client *c)
 {
     if (c->closing)
         return;
-    /* As px_conn_flush(): write what the socket takes now, queue only the rest. */
-    if (c->wbuf.len > 0 && px_try_write(&c->st->u.stream, &c->wbuf) < 0) {
-        c->pool->st.client_err++;
+    size_t queued = 0;
+    if (px_stream_write(c->stream, &c->wbuf, client_written, &queued) < 0) {
+        c->pool->stats.client_err++;
         px_client_close(c);
         return;
     }
-    if (c->wbuf.len > 0) {
-        px_write *w = malloc(sizeof(*w));
-        if (w == NULL) {
-            px_client_close(c);
-            return;
-        }
-        w->data = c->wbuf.p;
-        w->len = c->wbuf.len;
-        w->owner = c;
-        c->wbuf = (px_buf){0};
-        c->inflight += w->len;
-        uv_buf_t b = uv_buf_init(w->data, (unsigned)w->len);
-        int rc = uv_write(&w->req, &c->st->u.stream, &b, 1, client_write_cb);
-        if (rc < 0) {
-            c->inflight -= w->len;
-            free(w->data);
-            free(w);
-            c->pool->st.client_err++;
-            px_client_close(c);
-            return;
-        }
-    }
+    c->inflight += queued;
     if (c->draining && c->head == NULL && !c->shut) {
         c->shut = true;
-        if (uv_shutdown(&c->shutdown, &c->st->u.stream, client_shutdown_cb) < 0)
+        if (uv_shutdown(&c->shutdown, &c->stream->u.stream, client_shutdown_cb) < 0)
             px_client_close(c);
         return;
     }
     if (c->paused && !c->draining && c->nreqs < PX_MAX_CLIENT_REQUESTS / 2) {
         c->paused = false;
-        uv_read_start(&c->st->u.stream, client_alloc_cb, client_read_cb);
+        uv_read_start(&c->stream->u.stream, client_alloc_cb, client_read_cb);
         client_process(c);
     }
 }
@@ -314,7 +301,7 @@ static void client_close_cb(uv_handle_t *h)
     px_stream *st = PX_CONTAINER(h, px_stream, u);
     px_client *c = st->owner;
     px_dl_remove(&c->link);
-    px_dl_remove(&c->dirty);
+    px_io_unmark(&c->flush);
     px_req *r = c->head;
     while (r != NULL) {
         px_req *next = r->next;
@@ -334,33 +321,27 @@ void px_client_close(px_client *c)
     if (c == NULL || c->closing)
         return;
     c->closing = true;
-    c->pool->st.client_connections--;
+    c->pool->stats.client_connections--;
     PX_ATOMIC_SUB(c->pool->shared->clients, 1);
-    px_dl_remove(&c->dirty);
-    uv_close(&c->st->u.handle, client_close_cb);
+    px_io_unmark(&c->flush);
+    uv_close(&c->stream->u.handle, client_close_cb);
 }
 
 void px_client_accept(px_pool *pool, uv_stream_t *listener)
 {
-    px_proxy *px = pool->px;
-    px_stream *st = calloc(1, sizeof(*st));
+    px_stream *st = px_stream_new(pool->io->loop, listener->type == UV_NAMED_PIPE, NULL);
     px_client *c = calloc(1, sizeof(*c));
     if (st == NULL || c == NULL) {
-        free(st);
-        free(c);
-        return;
-    }
-    int rc = listener->type == UV_NAMED_PIPE ? uv_pipe_init(px->loop, &st->u.pipe, 0)
-                                             : uv_tcp_init(px->loop, &st->u.tcp);
-    if (rc < 0) {
-        free(st);
+        if (st != NULL)
+            px_stream_close(st);
         free(c);
         return;
     }
     st->owner = c;
-    c->st = st;
+    c->stream = st;
     c->pool = pool;
-    c->id = px->next_client_id++;
+    c->id = pool->next_client_id++;
+    c->flush.flush = client_flush_cb;
     c->closing = true; /* until accepted: a failure below frees it through the close callback */
     if (uv_accept(listener, &st->u.stream) < 0) {
         uv_close(&st->u.handle, client_close_cb);
@@ -368,7 +349,7 @@ void px_client_accept(px_pool *pool, uv_stream_t *listener)
     }
     if (pool->conf->client_connections > 0 &&
         PX_ATOMIC_LOAD(pool->shared->clients) >= (uint64_t)pool->conf->client_connections) {
-        PX_LOG(px, PX_LOG_WARN, "pool %s: client_connections limit %d reached: refusing a client",
+        PX_LOG(pool->io, PX_LOG_WARN, "pool %s: client_connections limit %d reached: refusing a client",
                pool->conf->name, pool->conf->client_connections);
         uv_close(&st->u.handle, client_close_cb);
         return;
@@ -377,10 +358,10 @@ void px_client_accept(px_pool *pool, uv_stream_t *listener)
     if (listener->type == UV_TCP)
         uv_tcp_nodelay(&st->u.tcp, 1);
     px_dl_push(&pool->clients, &c->link);
-    pool->st.client_connections++;
+    pool->stats.client_connections++;
     PX_ATOMIC_ADD(pool->shared->clients, 1); /* the limit is the pool's, over all workers */
     pool->m.clients_accepted++;
-    PX_ATOMIC_ADD(px->main->total_connections, 1);
+    PX_ATOMIC_ADD(*pool->accepted_total, 1);
     if (uv_read_start(&st->u.stream, client_alloc_cb, client_read_cb) < 0)
         px_client_close(c);
 }

@@ -4,7 +4,8 @@
  * split per server and their replies merged in the client's key order; a few commands are
  * answered by the proxy itself; everything else is refused with an error naming it.
  */
-#include "proxy.h"
+#include "command.h"
+#include "metrics.h"
 
 #include <ctype.h>
 #include <stdlib.h>
@@ -117,6 +118,13 @@ static px_cmd_class command_class(const px_cmd *cmd)
     default:
         return PX_CLASS_LOCAL;
     }
+}
+
+int px_buf_bulk(px_buf *b, const void *data, size_t len)
+{
+    if (px_buf_printf(b, "$%zu\r\n", len) != 0 || px_buf_append(b, data, len) != 0)
+        return -1;
+    return px_buf_append(b, "\r\n", 2);
 }
 
 /* ---- fragments -------------------------------------------------------------------------------- */
@@ -242,7 +250,6 @@ static void req_set_error(px_req *r, const char *p, size_t len)
 void px_frag_reply(px_frag *f, const char *p, size_t len, const ch_resp_reply *info)
 {
     px_req *r = f->req;
-    px_proxy *px = f->pool->px;
     switch (r->merge) {
     case PX_MERGE_ONE:
         px_buf_append(&r->reply, p, len);
@@ -253,7 +260,7 @@ void px_frag_reply(px_frag *f, const char *p, size_t len, const ch_resp_reply *i
             for (size_t k = 0; k < f->nkeys; k++) {
                 ch_resp_reply el;
                 size_t need;
-                if (ch_resp_scan_reply(p + off, len - off, &px->limits, &el, &need, NULL, 0) !=
+                if (ch_resp_scan_reply(p + off, len - off, &f->pool->backend_limits, &el, &need, NULL, 0) !=
                     CH_RESP_OK)
                     break;
                 px_buf *slot = &r->slots[f->keys[k]];
@@ -306,7 +313,7 @@ bool px_frag_resplit(px_frag *f, size_t failed)
     if (argv == NULL)
         return false;
     size_t argc = 0, consumed = 0, need = 0;
-    if (ch_resp_parse_request(f->data, f->len, &pool->px->limits, argv, n + 1, &argc, &consumed,
+    if (ch_resp_parse_request(f->data, f->len, &pool->backend_limits, argv, n + 1, &argc, &consumed,
                               &need, NULL, 0) != CH_RESP_OK ||
         argc != n + 1) {
         free(argv);
@@ -348,11 +355,11 @@ bool px_frag_resplit(px_frag *f, size_t failed)
     }
     free(argv);
     r->pending += (unsigned)n - 1;
-    pool->st.fragments += n - 1;
+    pool->stats.fragments += n - 1;
     px_frag_free(f);
     for (size_t k = 0; k < n; k++) {
         if (parts[k]->ncand == 0) {
-            pool->st.forward_error++;
+            pool->stats.forward_error++;
             px_frag_error(parts[k], "ERR no backend available");
         } else {
             px_frag_dispatch(parts[k]);
@@ -393,7 +400,7 @@ static void forward_one(px_req *r, px_pool *pool, const px_cmd *cmd, const ch_re
     r->merge = PX_MERGE_ONE;
     r->pending = 1;
     if (f->ncand == 0) {
-        pool->st.forward_error++;
+        pool->stats.forward_error++;
         px_frag_error(f, "ERR no backend available");
         return;
     }
@@ -493,13 +500,13 @@ static void forward_split(px_req *r, px_pool *pool, const px_cmd *cmd, const ch_
             px_frag_free(frags[i]);
         free(frags);
         if (strstr(fail, "backend") != NULL)
-            pool->st.forward_error++;
+            pool->stats.forward_error++;
         r->merge = PX_MERGE_ONE;
         px_req_error(r, "%s", fail);
         return;
     }
     r->pending = (unsigned)nfrags;
-    pool->st.fragments += nfrags;
+    pool->stats.fragments += nfrags;
     for (size_t i = 0; i < nfrags; i++)
         px_frag_dispatch(frags[i]);
     free(frags);
@@ -614,7 +621,7 @@ void px_command_handle(px_client *c, const ch_resp_arg *argv, size_t argc, const
         return;
     case K_INFO: {
         px_buf text = {0};
-        if (px_metrics_info(pool->px, &text) != 0 ||
+        if (px_metrics_info(pool->worker, &text) != 0 ||
             px_buf_bulk(&r->reply, text.p, text.len) != 0) {
             px_buf_free(&text);
             r->reply.len = 0;

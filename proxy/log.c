@@ -2,7 +2,9 @@
  * log.c — leveled log lines "[time] LEVEL message" to stderr or the -o file. Every thread logs to
  * the same stream; a line is written under the stream's lock, so lines never interleave.
  */
-#include "proxy.h"
+#include "log.h"
+
+#include <stdarg.h>
 
 #include <time.h>
 

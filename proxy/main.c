@@ -3,7 +3,7 @@
  * and the log file, the number of worker threads; then the proxy runs until SIGINT or SIGTERM.
  */
 
-#include "proxy.h"
+#include "ctl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -248,7 +248,7 @@ int main(int argc, char **argv)
         return 1;
     }
 
-    px_main px = {0};
+    px_ctl px = {0};
     px.log.level = (int)level;
     px.log.fp = stderr;
     /* SIGHUP re-reads the file: keep its absolute path, since -d changes the directory. */
@@ -293,13 +293,13 @@ int main(int argc, char **argv)
     PX_LOG(&px, PX_LOG_NOTICE, "chash-proxy-%s starting, pid %ld, config '%s', %u worker%s",
            PX_VERSION, (long)getpid(), conf, nworkers, nworkers == 1 ? "" : "s");
     int status = 0;
-    if (px_main_init(&px, cfg, nworkers) != 0) { /* takes cfg over */
+    if (px_ctl_init(&px, cfg, nworkers) != 0) { /* takes cfg over */
         PX_LOG(&px, PX_LOG_ERR, "cannot start: see the errors above");
         status = 1;
     } else {
-        px_main_run(&px);
+        px_ctl_run(&px);
     }
-    px_main_free(&px);
+    px_ctl_free(&px);
     if (wrote_pid)
         unlink(pid_file);
     PX_LOG(&px, PX_LOG_NOTICE, "exiting with status %d", status);

@@ -1,36 +1,16 @@
 /*
- * metrics.c — the Prometheus endpoint (--metrics-port, --metrics-addr) and the INFO reply.
- *
- * The endpoint is a minimal HTTP/1.0 server on the control thread's loop: a connection sends
- * one request (request line and headers, at most PX_METRICS_MAX_REQUEST bytes, within
- * PX_METRICS_TIMEOUT_MS), receives one response, and is closed. GET (or HEAD) /metrics answers
- * 200 with the text exposition format 0.0.4; POST /-/reload reloads the config as SIGHUP does
- * (reload.c; 200 with "reloaded: ..." or "unchanged", 400 with file:line:column: message for an
- * invalid file, 500 for another failure; any other method there 405; a request body is not
- * read); another path 404, another method 405, a request that does not parse 400, one that is
- * too large 431. The body is built in memory (O(pools + servers), the workers' counters summed
- * by px_snapshot: one short job per worker) and written with one uv_write; no worker waits on
- * it. At most PX_METRICS_MAX_CONNS connections are open at once (a new one closes the oldest
- * still sending its request, or is itself closed when all are being answered), so a flood of
- * clients costs bounded memory.
- *
- * Counting: px_metrics_req_done() runs once per request, when its reply is complete; it adds the
- * request to its pool's counters (the worker's copy of the pool) for its class and to the
- * latency histogram (uv_hrtime from the request's arrival, px_req_new, to that moment).
+ * metrics.c — the Prometheus text exposition and the INFO reply's text (metrics.h), from the
+ * workers' counters summed by px_snapshot. The counting itself is px_count_request
+ * (counters.h), once per request when its reply is complete.
  */
 
-#include "proxy.h"
+#include "metrics.h"
+#include "snapshot.h"
 
-#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#define PX_METRICS_MAX_REQUEST 8192u  /* bytes of request line and headers */
-#define PX_METRICS_TIMEOUT_MS 5000u   /* for a connection to send its request */
-#define PX_METRICS_MAX_CONNS 32u      /* served at once */
-#define PX_METRICS_SWEEP_MS 1000u     /* how often slow connections are looked for */
 
 #define U(x) ((unsigned long long)(x))
 
@@ -46,31 +26,8 @@ static const px_cmd_class class_order[PX_NCLASSES] = {PX_CLASS_READ, PX_CLASS_WR
 #define X(b) #b,
 static const char *const lat_labels[PX_LAT_NBOUNDS] = {PX_LAT_BOUNDS};
 #undef X
-#define X(b) (uint64_t)((b)*1e9 + 0.5),
-static const uint64_t lat_bounds_ns[PX_LAT_NBOUNDS] = {PX_LAT_BOUNDS};
-#undef X
 
-/* ---------------------------------------------------------------------------------------------- */
 
-void px_metrics_req_done(px_req *r)
-{
-    if (r->observed || r->pool == NULL)
-        return;
-    r->observed = true;
-    px_pool_metrics *m = &r->pool->m;
-    unsigned cls = r->mclass < PX_NCLASSES ? r->mclass : PX_CLASS_REFUSED;
-    m->requests[cls]++;
-    if (r->reply.len > 0 && r->reply.p[0] == '-')
-        m->errors[cls]++;
-    uint64_t ns = uv_hrtime() - r->t0;
-    size_t b = 0;
-    while (b < PX_LAT_NBOUNDS && ns > lat_bounds_ns[b])
-        b++;
-    m->lat_buckets[b]++;
-    m->lat_sum_ns += ns;
-}
-
-/* ---------------------------------------------------------------------------------------------- */
 
 /* A label value, escaped as the format requires: backslash, double quote and line feed. */
 static int label_value(px_buf *b, const char *s)
@@ -116,13 +73,13 @@ typedef uint64_t (*server_value)(const px_snap_server *s, const px_shared_pool *
         (void)s, (void)p, (void)i;                                                                \
         return (expr);                                                                            \
     }
-SV(sv_requests, s->st.requests)
-SV(sv_responses, s->st.responses)
-SV(sv_errors, s->st.server_err)
-SV(sv_eof, s->st.server_eof)
-SV(sv_timeouts, s->st.server_timedout)
-SV(sv_ejections, s->st.ejects)
-SV(sv_connections, s->st.server_connections)
+SV(sv_requests, s->stats.requests)
+SV(sv_responses, s->stats.responses)
+SV(sv_errors, s->stats.server_err)
+SV(sv_eof, s->stats.server_eof)
+SV(sv_timeouts, s->stats.server_timedout)
+SV(sv_ejections, s->stats.ejects)
+SV(sv_connections, s->stats.server_connections)
 SV(sv_up, px_health_up(p->health, i) ? 1 : 0)
 #undef SV
 
@@ -156,11 +113,11 @@ typedef uint64_t (*pool_value)(const px_snap_pool *s, const px_shared_pool *p);
         (void)s, (void)p;                                                                         \
         return (expr);                                                                            \
     }
-PV(pv_clients, s->st.client_connections)
+PV(pv_clients, s->stats.client_connections)
 PV(pv_accepted, s->m.clients_accepted)
-PV(pv_client_err, s->st.client_err)
-PV(pv_forward_err, s->st.forward_error)
-PV(pv_fragments, s->st.fragments)
+PV(pv_client_err, s->stats.client_err)
+PV(pv_forward_err, s->stats.forward_error)
+PV(pv_fragments, s->stats.fragments)
 PV(pv_nservers, p->nservers)
 #undef PV
 
@@ -181,7 +138,7 @@ static const struct {
     {"chash_proxy_servers", "gauge", "Servers in the pool's membership.", pv_nservers},
 };
 
-int px_metrics_text(px_main *m, px_buf *b)
+int px_metrics_text(px_ctl *m, px_buf *b)
 {
     px_snap sn;
     if (px_snapshot(m, &sn) != 0)
@@ -297,9 +254,9 @@ static int info_name(px_buf *b, const char *s)
     return rc;
 }
 
-int px_metrics_info(px_proxy *px, px_buf *b)
+int px_metrics_info(px_worker *px, px_buf *b)
 {
-    const px_main *m = px->main;
+    const px_ctl *m = px->ctl;
     uint64_t now = (uint64_t)time(NULL);
     int rc = px_buf_printf(b,
                            "# Proxy\r\n"
@@ -335,340 +292,3 @@ int px_metrics_info(px_proxy *px, px_buf *b)
     return rc == 0 ? 0 : -1;
 }
 
-/* ---------------------------------------------------------------------------------------------- */
-
-/* The server lives until its listener, its sweep timer and every connection are closed: refs
- * counts those handles; the last close callback after px_metrics_stop frees it. */
-struct px_metrics_server {
-    px_main *px;
-    uv_tcp_t listener;
-    uv_timer_t sweep;
-    px_dl conns;   /* open and closing connections, oldest first */
-    size_t nconns; /* of them, those not closing */
-    size_t refs;
-    bool stopping;
-};
-
-typedef struct mconn {
-    uv_tcp_t tcp;
-    px_metrics_server *ms;
-    px_dl link;
-    uint64_t deadline; /* loop time (ms) by which the request must have arrived */
-    bool answered;     /* reading stopped, the response is being written */
-    bool closing;
-    uv_write_t wr;
-    uv_shutdown_t sd;
-    px_buf out;
-    size_t len;
-    char req[PX_METRICS_MAX_REQUEST];
-} mconn;
-
-static void ms_unref(px_metrics_server *ms)
-{
-    if (--ms->refs == 0 && ms->stopping)
-        free(ms);
-}
-
-static void ms_handle_close_cb(uv_handle_t *h)
-{
-    ms_unref(h->data);
-}
-
-static void mconn_close_cb(uv_handle_t *h)
-{
-    mconn *mc = h->data;
-    px_metrics_server *ms = mc->ms;
-    px_dl_remove(&mc->link);
-    px_buf_free(&mc->out);
-    free(mc);
-    ms_unref(ms);
-}
-
-static void mconn_close(mconn *mc)
-{
-    if (mc->closing)
-        return;
-    mc->closing = true;
-    mc->ms->nconns--;
-    uv_close((uv_handle_t *)&mc->tcp, mconn_close_cb);
-}
-
-static void mconn_shutdown_cb(uv_shutdown_t *req, int status)
-{
-    (void)status;
-    mconn_close(req->data);
-}
-
-static void mconn_write_cb(uv_write_t *req, int status)
-{
-    mconn *mc = req->data;
-    if (mc->closing)
-        return;
-    mc->sd.data = mc;
-    if (status < 0 || uv_shutdown(&mc->sd, (uv_stream_t *)&mc->tcp, mconn_shutdown_cb) < 0)
-        mconn_close(mc);
-}
-
-/* allow: the methods a 405 lists in its Allow header. */
-static void mconn_respond(mconn *mc, int code, const char *reason, const char *ctype,
-                          const px_buf *body, bool head, const char *allow)
-{
-    uv_read_stop((uv_stream_t *)&mc->tcp);
-    mc->answered = true;
-    size_t blen = body != NULL ? body->len : 0;
-    int rc = px_buf_printf(&mc->out,
-                           "HTTP/1.0 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                           "%s%s%sConnection: close\r\n\r\n",
-                           code, reason, ctype, blen, code == 405 ? "Allow: " : "",
-                           code == 405 ? allow : "", code == 405 ? "\r\n" : "");
-    if (rc == 0 && !head && blen > 0)
-        rc = px_buf_append(&mc->out, body->p, blen);
-    if (rc != 0) {
-        mconn_close(mc);
-        return;
-    }
-    uv_buf_t ub = uv_buf_init(mc->out.p, (unsigned)mc->out.len);
-    mc->wr.data = mc;
-    if (uv_write(&mc->wr, (uv_stream_t *)&mc->tcp, &ub, 1, mconn_write_cb) < 0)
-        mconn_close(mc);
-}
-
-static void mconn_error_allow(mconn *mc, int code, const char *reason, const char *allow)
-{
-    px_buf body = {0};
-    if (px_buf_printf(&body, "%d %s\n", code, reason) != 0) {
-        px_buf_free(&body);
-        mconn_close(mc);
-        return;
-    }
-    mconn_respond(mc, code, reason, "text/plain; charset=utf-8", &body, false, allow);
-    px_buf_free(&body);
-}
-
-static void mconn_error(mconn *mc, int code, const char *reason)
-{
-    mconn_error_allow(mc, code, reason, "GET, HEAD");
-}
-
-/* POST /-/reload: the SIGHUP reload (reload.c), its outcome as a one-line text body. */
-static void mconn_reload(mconn *mc)
-{
-    px_buf body = {0};
-    int rc = px_reload(mc->ms->px, "POST /-/reload", &body);
-    if (px_buf_append(&body, "\n", 1) != 0) {
-        px_buf_free(&body);
-        mconn_error(mc, 500, "Internal Server Error");
-        return;
-    }
-    int code = rc == PX_RELOAD_OK ? 200 : rc == PX_RELOAD_INVALID ? 400 : 500;
-    const char *reason = rc == PX_RELOAD_OK        ? "OK"
-                         : rc == PX_RELOAD_INVALID ? "Bad Request"
-                                                   : "Internal Server Error";
-    mconn_respond(mc, code, reason, "text/plain; charset=utf-8", &body, false, NULL);
-    px_buf_free(&body);
-}
-
-static bool is_token_char(char ch)
-{
-    return ch > ' ' && ch < 0x7f;
-}
-
-/* The request line is mc->req[0, n) (no line end): answers it. */
-static void mconn_request(mconn *mc, size_t n)
-{
-    const char *p = mc->req, *end = mc->req + n;
-    if (n > 0 && end[-1] == '\r')
-        end--;
-    /* METHOD SP TARGET [SP HTTP/1.x] (without a version: HTTP/0.9's form, also answered) */
-    const char *m = p;
-    while (p < end && is_token_char(*p))
-        p++;
-    size_t mlen = (size_t)(p - m);
-    if (mlen == 0 || p == end || *p != ' ') {
-        mconn_error(mc, 400, "Bad Request");
-        return;
-    }
-    const char *t = ++p;
-    while (p < end && is_token_char(*p))
-        p++;
-    size_t tlen = (size_t)(p - t);
-    if (tlen == 0 || (p < end && *p != ' ')) {
-        mconn_error(mc, 400, "Bad Request");
-        return;
-    }
-    if (p < end) {
-        const char *v = ++p;
-        while (p < end && is_token_char(*p))
-            p++;
-        if (p != end || (size_t)(end - v) != 8 || memcmp(v, "HTTP/1.", 7) != 0) {
-            mconn_error(mc, 400, "Bad Request");
-            return;
-        }
-    }
-    size_t plen = 0;
-    while (plen < tlen && t[plen] != '?')
-        plen++;
-    if (plen == 9 && memcmp(t, "/-/reload", 9) == 0) {
-        if (mlen == 4 && memcmp(m, "POST", 4) == 0)
-            mconn_reload(mc);
-        else
-            mconn_error_allow(mc, 405, "Method Not Allowed", "POST");
-        return;
-    }
-    bool head = mlen == 4 && memcmp(m, "HEAD", 4) == 0;
-    if (!head && !(mlen == 3 && memcmp(m, "GET", 3) == 0)) {
-        mconn_error(mc, 405, "Method Not Allowed");
-        return;
-    }
-    if (plen != 8 || memcmp(t, "/metrics", 8) != 0) {
-        mconn_error(mc, 404, "Not Found");
-        return;
-    }
-    px_buf body = {0};
-    if (px_metrics_text(mc->ms->px, &body) != 0) {
-        px_buf_free(&body);
-        mconn_error(mc, 500, "Internal Server Error");
-        return;
-    }
-    mconn_respond(mc, 200, "OK", "text/plain; version=0.0.4", &body, head, NULL);
-    px_buf_free(&body);
-}
-
-static void mconn_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
-{
-    (void)hint;
-    mconn *mc = h->data;
-    /* mconn_read_cb answers a full buffer at once, so there is always room here. */
-    buf->base = mc->req + mc->len;
-    buf->len = sizeof(mc->req) - mc->len;
-}
-
-static void mconn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
-{
-    (void)buf;
-    mconn *mc = stream->data;
-    if (mc->closing || mc->answered || nread == 0)
-        return;
-    if (nread < 0) { /* EOF or an error before a whole request: nothing to answer */
-        mconn_close(mc);
-        return;
-    }
-    size_t old = mc->len;
-    mc->len += (size_t)nread;
-    /* The request line ends at the first LF; a request with a version ends with an empty line
-     * (its headers are read and ignored), one without (HTTP/0.9) right after its line. */
-    const char *lf = memchr(mc->req, '\n', mc->len);
-    if (lf != NULL) {
-        size_t n = (size_t)(lf - mc->req);
-        size_t from = old > 3 ? old - 3 : 0;
-        bool versioned = n >= 8 && memmem(mc->req, n, " HTTP/", 6) != NULL;
-        bool done = !versioned || memmem(mc->req + from, mc->len - from, "\r\n\r\n", 4) != NULL ||
-                    memmem(mc->req + from, mc->len - from, "\n\n", 2) != NULL;
-        if (done) {
-            mconn_request(mc, n);
-            return;
-        }
-    }
-    if (mc->len == sizeof(mc->req))
-        mconn_error(mc, 431, "Request Header Fields Too Large");
-}
-
-static void listener_cb(uv_stream_t *server, int status)
-{
-    px_metrics_server *ms = server->data;
-    if (status < 0 || ms->stopping)
-        return;
-    /* At the cap, the oldest connection still sending its request (a slow or idle client) makes
-     * room: idle connections cannot lock scrapers out. */
-    if (ms->nconns >= PX_METRICS_MAX_CONNS)
-        for (px_dl *d = ms->conns.next; d != &ms->conns; d = d->next) {
-            mconn *old = PX_CONTAINER(d, mconn, link);
-            if (!old->answered && !old->closing) {
-                mconn_close(old);
-                break;
-            }
-        }
-    mconn *mc = calloc(1, sizeof(*mc));
-    if (mc == NULL)
-        return;
-    mc->ms = ms;
-    uv_tcp_init(ms->px->loop, &mc->tcp);
-    mc->tcp.data = mc;
-    px_dl_push(&ms->conns, &mc->link);
-    ms->nconns++;
-    ms->refs++;
-    if (uv_accept(server, (uv_stream_t *)&mc->tcp) < 0 || ms->nconns > PX_METRICS_MAX_CONNS) {
-        mconn_close(mc);
-        return;
-    }
-    mc->deadline = uv_now(ms->px->loop) + PX_METRICS_TIMEOUT_MS;
-    if (uv_read_start((uv_stream_t *)&mc->tcp, mconn_alloc_cb, mconn_read_cb) < 0)
-        mconn_close(mc);
-}
-
-/* Closes connections that have not sent a whole request in time (or not read their
- * response). */
-static void sweep_cb(uv_timer_t *t)
-{
-    px_metrics_server *ms = t->data;
-    uint64_t now = uv_now(ms->px->loop);
-    for (px_dl *d = ms->conns.next; d != &ms->conns;) {
-        mconn *mc = PX_CONTAINER(d, mconn, link);
-        d = d->next;
-        if (now >= mc->deadline)
-            mconn_close(mc);
-    }
-}
-
-int px_metrics_start(px_main *px)
-{
-    if (px->metrics_port <= 0)
-        return 0;
-    px_metrics_server *ms = calloc(1, sizeof(*ms));
-    if (ms == NULL)
-        return -1;
-    ms->px = px;
-    px_dl_init(&ms->conns);
-    uv_tcp_init(px->loop, &ms->listener);
-    uv_timer_init(px->loop, &ms->sweep);
-    ms->listener.data = ms->sweep.data = ms;
-    ms->refs = 2;
-    px->metrics = ms;
-
-    const char *addr = px->metrics_addr != NULL ? px->metrics_addr : "127.0.0.1";
-    char port[16];
-    snprintf(port, sizeof(port), "%d", px->metrics_port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE};
-    struct addrinfo *res = NULL;
-    int rc = getaddrinfo(addr, port, &hints, &res);
-    if (rc != 0 || res == NULL) {
-        PX_LOG(px, PX_LOG_ERR, "metrics: cannot resolve '%s': %s", addr, gai_strerror(rc));
-        return -1; /* px_metrics_stop (from px_main_free) closes the handles */
-    }
-    rc = uv_tcp_bind(&ms->listener, res->ai_addr, 0);
-    freeaddrinfo(res);
-    if (rc == 0)
-        rc = uv_listen((uv_stream_t *)&ms->listener, 64, listener_cb);
-    if (rc < 0) {
-        PX_LOG(px, PX_LOG_ERR, "metrics: cannot listen on %s:%d: %s", addr, px->metrics_port,
-               uv_strerror(rc));
-        return -1;
-    }
-    uv_timer_start(&ms->sweep, sweep_cb, PX_METRICS_SWEEP_MS, PX_METRICS_SWEEP_MS);
-    PX_LOG(px, PX_LOG_NOTICE, "metrics on http://%s:%d/metrics", addr, px->metrics_port);
-    return 0;
-}
-
-void px_metrics_stop(px_main *px)
-{
-    px_metrics_server *ms = px->metrics;
-    if (ms == NULL)
-        return;
-    px->metrics = NULL;
-    ms->stopping = true;
-    for (px_dl *d = ms->conns.next; d != &ms->conns; d = d->next)
-        mconn_close(PX_CONTAINER(d, mconn, link));
-    uv_close((uv_handle_t *)&ms->listener, ms_handle_close_cb);
-    uv_close((uv_handle_t *)&ms->sweep, ms_handle_close_cb);
-}

@@ -24,16 +24,17 @@
  * A new server starts with no connection (opened by its first fragment, or at once with
  * preconnect). A removed server is retired: it takes no new fragment, the ones in flight finish
  * on its connections (their replies go to their clients as usual), and it is closed and freed by
- * px_reload_reap once its FIFOs are empty.
+ * px_worker_reap once its FIFOs are empty.
  *
  * Fragments in flight keep their connection; their failover candidates (membership indexes) are
  * renumbered into the new membership, dropping removed servers, so a failover after a reload goes
  * to a server that still exists.
  */
 
-#include "proxy.h"
+#include "reload.h"
+#include "backend.h"
+#include "resolve.h"
 
-#include <netdb.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -82,16 +83,9 @@ static const char *restart_key(const ch_conf_pool *a, const ch_conf_pool *b)
 
 static bool resolvable(const ch_conf_server *cs)
 {
-    if (cs->port == 0)
-        return true;
-    char port[16];
-    snprintf(port, sizeof(port), "%d", cs->port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-    struct addrinfo *res = NULL;
-    int rc = getaddrinfo(cs->host, port, &hints, &res);
-    if (res != NULL)
-        freeaddrinfo(res);
-    return rc == 0 && res != NULL;
+    struct sockaddr_storage sa;
+    char why[128];
+    return cs->port == 0 || px_resolve(cs->host, cs->port, false, &sa, NULL, why, sizeof(why)) == 0;
 }
 
 /* Builds p, worker pool's side of the shared state next. Returns 0, or -1 (logged, the reason
@@ -99,7 +93,7 @@ static bool resolvable(const ch_conf_server *cs)
 static int plan_build(px_pool *pool, const px_shared_pool *next, pool_plan *p, char *why,
                       size_t whylen)
 {
-    px_proxy *px = pool->px;
+    px_io *px = pool->io;
     const ch_conf_pool *pc = next->conf;
     memset(p, 0, sizeof(*p));
     p->pool = pool;
@@ -243,7 +237,7 @@ static void frags_remap(px_server *s, const size_t *map, size_t oldn)
 static void plan_apply(pool_plan *p)
 {
     px_pool *pool = p->pool;
-    px_proxy *px = pool->px;
+    px_worker *px = pool->worker;
     const px_shared_pool *next = p->next;
     size_t oldn = pool->nservers;
     px_server *old = pool->servers;
@@ -270,7 +264,7 @@ static void plan_apply(pool_plan *p)
         px_conf_ref(s->cref);
         px_dl_push(&px->retired, &s->retired_link);
         if (px->index == 0)
-            PX_LOG(px, PX_LOG_NOTICE,
+            PX_LOG(&px->io, PX_LOG_NOTICE,
                    "reload: pool %s: server %s (%s) removed: its connections close once the "
                    "requests in flight on them are answered",
                    next->conf->name, s->conf->id, s->conf->addr);
@@ -309,7 +303,7 @@ typedef struct reload_job {
     char why[512];
 } reload_job;
 
-static void job_abort(px_proxy *px, void *arg)
+static void job_abort(px_worker *px, void *arg)
 {
     (void)arg;
     pool_plan *plans = px->reload_plans;
@@ -319,7 +313,7 @@ static void job_abort(px_proxy *px, void *arg)
     px->reload_plans = NULL;
 }
 
-static void job_prepare(px_proxy *px, void *arg)
+static void job_prepare(px_worker *px, void *arg)
 {
     reload_job *j = arg;
     pool_plan *plans = calloc(px->npools, sizeof(*plans));
@@ -333,7 +327,7 @@ static void job_prepare(px_proxy *px, void *arg)
         job_abort(px, NULL);
 }
 
-static void job_commit(px_proxy *px, void *arg)
+static void job_commit(px_worker *px, void *arg)
 {
     (void)arg;
     pool_plan *plans = px->reload_plans;
@@ -342,7 +336,7 @@ static void job_commit(px_proxy *px, void *arg)
             plan_apply(&plans[i]);
     free(plans);
     px->reload_plans = NULL;
-    px_reload_reap(px); /* retired servers with nothing in flight close now */
+    px_worker_reap(px); /* retired servers with nothing in flight close now */
 }
 
 /* ---- the control thread ------------------------------------------------------------------------ */
@@ -350,7 +344,7 @@ static void job_commit(px_proxy *px, void *arg)
 /* Health by address: a server of next that was ejected in cur is ejected again (the new
  * tracker's probe schedule starts over at retry_min); failure streaks of servers up are not
  * kept. */
-static void health_carry(px_main *m, const px_shared_pool *cur, px_shared_pool *next)
+static void health_carry(px_ctl *m, const px_shared_pool *cur, px_shared_pool *next)
 {
     ch_health_options ho;
     ch_config_health(next->conf, &ho);
@@ -369,7 +363,7 @@ static void health_carry(px_main *m, const px_shared_pool *cur, px_shared_pool *
 
 /* Logs pool i's change from cur to next and appends "<pool>: <old> -> <new>" to changed
  * (", "-separated) when its version changed. */
-static void log_change(px_main *m, const px_shared_pool *cur, const px_shared_pool *next,
+static void log_change(px_ctl *m, const px_shared_pool *cur, const px_shared_pool *next,
                        px_buf *changed)
 {
     bool exact = false;
@@ -398,7 +392,7 @@ static void log_change(px_main *m, const px_shared_pool *cur, const px_shared_po
     }
 }
 
-int px_reload(px_main *m, const char *trigger, px_buf *result)
+int px_reload(px_ctl *m, const char *trigger, px_buf *result)
 {
     if (m->stopping) { /* the workers take no more jobs */
         if (result != NULL)
@@ -508,30 +502,4 @@ int px_reload(px_main *m, const char *trigger, px_buf *result)
     }
     px_buf_free(&changed);
     return PX_RELOAD_OK;
-}
-
-void px_reload_reap(px_proxy *px)
-{
-    if (px->retired.next == NULL)
-        return;
-    px_dl *d = px->retired.next;
-    while (d != &px->retired) {
-        px_dl *next = d->next;
-        px_server *s = PX_CONTAINER(d, px_server, retired_link);
-        bool busy = false;
-        for (unsigned c = 0; c < s->nconns && !busy; c++)
-            busy = s->conns[c].head != NULL;
-        if (!busy) {
-            PX_LOG(px, PX_LOG_INFO, "pool %s: removed server %s closed", s->pool->conf->name,
-                   s->conf->id);
-            px_server_dispose(s);
-        }
-        d = next;
-    }
-}
-
-void px_reload_stop(px_proxy *px)
-{
-    while (px->retired.next != NULL && px->retired.next != &px->retired)
-        px_server_dispose(PX_CONTAINER(px->retired.next, px_server, retired_link));
 }

@@ -1,61 +1,11 @@
 /*
- * shared.c — what the threads share: reference-counted configs and a pool's health, whose
- * request-path reads take no lock (proxy.h, "shared by the threads").
- *
- * The health's published state (up[], n_up, streak[], probing[]) is written only under the lock
- * and read with relaxed atomic loads. A reader may see a node's state a moment late, which is
- * the same as the request having arrived a moment earlier; it never sees a torn value.
+ * health_shared.c — a pool's health shared by the workers (health_shared.h). The published state
+ * (up[], n_up, streak[], probing[]) is written only under the lock and read with relaxed atomic
+ * loads.
  */
-
-#include "proxy.h"
+#include "health_shared.h"
 
 #include <stdlib.h>
-
-px_conf *px_conf_new(ch_config *cfg)
-{
-    px_conf *c = malloc(sizeof(*c));
-    if (c != NULL) {
-        c->cfg = cfg;
-        c->refs = 1;
-    }
-    return c;
-}
-
-void px_conf_ref(px_conf *c)
-{
-    __atomic_fetch_add(&c->refs, 1u, __ATOMIC_RELAXED);
-}
-
-void px_conf_unref(px_conf *c)
-{
-    if (c != NULL && __atomic_sub_fetch(&c->refs, 1u, __ATOMIC_ACQ_REL) == 0) {
-        ch_config_free(c->cfg);
-        free(c);
-    }
-}
-
-int px_pool_servers(const ch_conf_pool *pc, const ch_conf_server **out)
-{
-    ch_options opt;
-    ch_config_options(pc, &opt);
-    ch_member *members = calloc(pc->nservers, sizeof(*members));
-    if (members == NULL)
-        return -1;
-    /* ch_config_members' addr strings point into the pool's servers: match by pointer. */
-    ch_config_members(pc, opt.algo, members);
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < pc->nservers; i++) {
-        out[i] = NULL;
-        for (size_t j = 0; j < pc->nservers && out[i] == NULL; j++)
-            if (members[i].addr == pc->servers[j].addr)
-                out[i] = &pc->servers[j];
-        rc = out[i] != NULL ? 0 : -1;
-    }
-    free(members);
-    return rc;
-}
-
-/* ---- health ------------------------------------------------------------------------------------ */
 
 int px_health_new(size_t n, const ch_health_options *opt, px_health **out)
 {

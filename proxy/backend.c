@@ -17,7 +17,9 @@
  *   long pipeline of large replies does not.
  */
 
-#include "proxy.h"
+#include "backend.h"
+#include "command.h"
+#include "resolve.h"
 
 #include <inttypes.h>
 #include <netdb.h>
@@ -29,9 +31,14 @@ typedef enum conn_why { WHY_ERR, WHY_EOF, WHY_TIMEOUT, WHY_STOP } conn_why;
 
 static void conn_fail(px_conn *c, conn_why why, const char *reason);
 
-static px_proxy *conn_px(const px_conn *c)
+static px_io *conn_px(const px_conn *c)
 {
-    return c->server->pool->px;
+    return c->server->pool->io;
+}
+
+static void conn_mark(px_conn *c)
+{
+    px_io_mark(c->server->pool->io, &c->flush, PX_FLUSH_BACKEND);
 }
 
 static const char *server_name(const px_server *s)
@@ -51,6 +58,12 @@ void px_frag_free(px_frag *f)
 /* ---- setup ------------------------------------------------------------------------------------ */
 
 static void conn_timer_cb(uv_timer_t *t);
+static void conn_flush(px_conn *c);
+
+static void conn_flush_cb(px_flushable *f)
+{
+    conn_flush(PX_CONTAINER(f, px_conn, flush));
+}
 
 int px_server_init(px_pool *pool, px_server *s, size_t index, const ch_conf_server *conf)
 {
@@ -62,32 +75,28 @@ int px_server_init(px_pool *pool, px_server *s, size_t index, const ch_conf_serv
 
 int px_server_setup(px_pool *pool, px_server *s, size_t index, const ch_conf_server *conf)
 {
-    px_proxy *px = pool->px;
+    px_io *px = pool->io;
     s->pool = pool;
     s->index = index;
     s->conf = conf;
     s->is_unix = conf->port == 0;
     if (!s->is_unix) {
-        char port[16];
-        snprintf(port, sizeof(port), "%d", conf->port);
-        struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-        struct addrinfo *res = NULL;
-        int rc = getaddrinfo(conf->host, port, &hints, &res);
-        if (rc != 0 || res == NULL) {
+        char why[128];
+        if (px_resolve(conf->host, conf->port, false, &s->sa, NULL, why, sizeof(why)) != 0) {
             PX_LOG(px, PX_LOG_ERR, "pool %s: cannot resolve server '%s': %s", pool->conf->name,
-                   conf->addr, gai_strerror(rc));
+                   conf->addr, why);
             return -1;
         }
-        memcpy(&s->sa, res->ai_addr, res->ai_addrlen);
-        freeaddrinfo(res);
     }
     int n = pool->conf->server_connections;
     s->nconns = n > 0 ? (unsigned)n : 1u;
     s->conns = calloc(s->nconns, sizeof(*s->conns));
     if (s->conns == NULL)
         return -1;
-    for (unsigned i = 0; i < s->nconns; i++)
+    for (unsigned i = 0; i < s->nconns; i++) {
         s->conns[i].server = s;
+        s->conns[i].flush.flush = conn_flush_cb;
+    }
     return 0;
 }
 
@@ -95,7 +104,7 @@ void px_server_start(px_server *s)
 {
     for (unsigned i = 0; i < s->nconns; i++) {
         px_conn *c = &s->conns[i];
-        uv_timer_init(s->pool->px->loop, &c->timer);
+        uv_timer_init(s->pool->io->loop, &c->timer);
         c->timer.data = c;
     }
 }
@@ -135,6 +144,14 @@ void px_server_dispose(px_server *s)
     }
 }
 
+bool px_server_busy(const px_server *s)
+{
+    for (unsigned c = 0; c < s->nconns; c++)
+        if (s->conns[c].head != NULL)
+            return true;
+    return false;
+}
+
 void px_server_free(px_server *s)
 {
     for (unsigned i = 0; s->conns != NULL && i < s->nconns; i++) {
@@ -149,29 +166,14 @@ void px_server_free(px_server *s)
 
 /* ---- I/O -------------------------------------------------------------------------------------- */
 
-static void stream_close_cb(uv_handle_t *h)
-{
-    free(PX_CONTAINER(h, px_stream, u));
-}
-
 static void conn_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
     (void)hint;
-    px_stream *st = PX_CONTAINER(h, px_stream, u);
-    px_conn *c = st->owner;
+    px_conn *c = PX_CONTAINER(h, px_stream, u)->owner;
     buf->base = NULL;
     buf->len = 0;
-    if (c == NULL)
-        return;
-    size_t want = PX_READ_CHUNK;
-    if (c->need > c->rbuf.len && c->need - c->rbuf.len > want)
-        want = c->need - c->rbuf.len;
-    if (want > 4u * 1024u * 1024u)
-        want = 4u * 1024u * 1024u;
-    if (px_buf_reserve(&c->rbuf, want) != 0)
-        return;
-    buf->base = c->rbuf.p + c->rbuf.len;
-    buf->len = c->rbuf.cap - c->rbuf.len;
+    if (c != NULL)
+        px_read_alloc(&c->rbuf, c->need, buf);
 }
 
 /* A reply for the FIFO's head fragment f (already unlinked). */
@@ -179,11 +181,11 @@ static void conn_reply(px_conn *c, px_frag *f, const char *p, const ch_resp_repl
 {
     px_server *s = c->server;
     px_pool *pool = s->pool;
-    px_proxy *px = pool->px;
+    px_io *px = pool->io;
     /* Like nutcracker, count only the clients' traffic: not our SELECT/AUTH or probes. */
     if (f->kind == PX_FRAG_FORWARD) {
-        s->st.responses++;
-        s->st.response_bytes += r->len;
+        s->stats.responses++;
+        s->stats.response_bytes += r->len;
     }
     switch (f->kind) {
     case PX_FRAG_INIT:
@@ -199,8 +201,8 @@ static void conn_reply(px_conn *c, px_frag *f, const char *p, const ch_resp_repl
             px_frag_free(f);
             return;
         }
-        if (px_health_probe_result(pool->health, s->index, r->type != CH_RESP_ERROR, px_now(px),
-                                   px_rand(px))) {
+        if (px_health_probe_result(pool->health, s->index, r->type != CH_RESP_ERROR, px_io_now(px),
+                                   px_io_rand(px))) {
             /* server_ejected_at keeps the last ejection's time, as nutcracker's does. */
             PX_LOG(px, PX_LOG_NOTICE, "pool %s: server %s readmitted after a probe",
                    pool->conf->name, server_name(s));
@@ -209,7 +211,7 @@ static void conn_reply(px_conn *c, px_frag *f, const char *p, const ch_resp_repl
         return;
     case PX_FRAG_FORWARD:
         if (!s->retired)
-            px_health_success(pool->health, s->index, px_now(px));
+            px_health_success(pool->health, s->index, px_io_now(px));
         px_frag_reply(f, p, r->len, r);
         return;
     }
@@ -218,14 +220,14 @@ static void conn_reply(px_conn *c, px_frag *f, const char *p, const ch_resp_repl
 /* Matches complete replies in rbuf with the FIFO, from the head. */
 static void conn_scan(px_conn *c)
 {
-    px_proxy *px = conn_px(c);
-    px_stream *st = c->st;
+    px_io *px = conn_px(c);
+    px_stream *st = c->stream;
     size_t off = 0;
-    while (c->st == st && c->rbuf.len - off > 0 && c->rbuf.len >= c->need) {
+    while (c->stream == st && c->rbuf.len - off > 0 && c->rbuf.len >= c->need) {
         ch_resp_reply r;
         size_t need = 0;
         char err[128] = "";
-        ch_resp_status rs = ch_resp_scan_reply(c->rbuf.p + off, c->rbuf.len - off, &px->limits,
+        ch_resp_status rs = ch_resp_scan_reply(c->rbuf.p + off, c->rbuf.len - off, &c->server->pool->backend_limits,
                                                &r, &need, err, sizeof(err));
         if (rs == CH_RESP_INCOMPLETE) {
             c->need = off + need;
@@ -247,12 +249,12 @@ static void conn_scan(px_conn *c)
         c->bytes -= f->len;
         c->need = 0;
         if (c->head != NULL)
-            c->head->deadline = px_now(px) + c->server->pool->timeout_ms;
+            c->head->deadline = px_io_now(px) + c->server->pool->timeout_ms;
         /* The reply's bytes stay valid during the call: nothing appends to rbuf meanwhile. */
         conn_reply(c, f, c->rbuf.p + off, &r);
         off += r.len;
     }
-    if (c->st != st)
+    if (c->stream != st)
         return; /* failed meanwhile: its buffers were reset */
     px_buf_consume(&c->rbuf, off);
     c->need = c->need > off ? c->need - off : 0;
@@ -276,52 +278,27 @@ static void conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf
     /* The timeout bounds silence, not queueing: bytes arriving for the head (a large reply, or
      * replies to a long pipeline) push its deadline on. */
     if (c->head != NULL)
-        c->head->deadline = px_now(conn_px(c)) + c->server->pool->timeout_ms;
+        c->head->deadline = px_io_now(conn_px(c)) + c->server->pool->timeout_ms;
     conn_scan(c);
 }
 
-static void conn_write_cb(uv_write_t *req, int status)
+static void conn_written(px_write *w, px_stream *st, int status)
 {
-    px_write *w = PX_CONTAINER(req, px_write, req);
-    px_stream *st = PX_CONTAINER(req->handle, px_stream, u);
-    free(w->data);
-    free(w);
+    (void)w;
     if (status < 0 && status != UV_ECANCELED && st->owner != NULL)
         conn_fail(st->owner, WHY_ERR, uv_strerror(status));
 }
 
-void px_conn_flush(px_conn *c)
+static void conn_flush(px_conn *c)
 {
     if (c->state != PX_CONN_UP || c->wbuf.len == 0)
         return;
     c->nunsent = 0;
     c->unsent_bytes = 0;
-    /* Most flushes fit in the socket buffer: write them now, without a queued write (and its
-     * allocation, callback and the epoll_ctl pair libuv spends re-arming POLLOUT). libuv refuses
-     * (UV_EAGAIN) while an earlier write is still queued, so bytes never overtake each other. */
-    int n = px_try_write(&c->st->u.stream, &c->wbuf);
-    if (n < 0) {
-        conn_fail(c, WHY_ERR, uv_strerror(n));
-        return;
-    }
-    if (c->wbuf.len == 0)
-        return;
-    px_write *w = malloc(sizeof(*w));
-    if (w == NULL) {
-        conn_fail(c, WHY_ERR, "out of memory");
-        return;
-    }
-    w->data = c->wbuf.p;
-    w->len = c->wbuf.len;
-    w->owner = c;
-    c->wbuf = (px_buf){0};
-    uv_buf_t b = uv_buf_init(w->data, (unsigned)w->len);
-    int rc = uv_write(&w->req, &c->st->u.stream, &b, 1, conn_write_cb);
-    if (rc < 0) {
-        free(w->data);
-        free(w);
+    size_t queued = 0;
+    int rc = px_stream_write(c->stream, &c->wbuf, conn_written, &queued);
+    if (rc < 0)
         conn_fail(c, WHY_ERR, uv_strerror(rc));
-    }
 }
 
 static void conn_connect_cb(uv_connect_t *req, int status)
@@ -335,26 +312,26 @@ static void conn_connect_cb(uv_connect_t *req, int status)
         return;
     }
     c->state = PX_CONN_UP;
-    c->server->st.server_connections++;
+    c->server->stats.server_connections++;
     int rc = uv_read_start(&st->u.stream, conn_alloc_cb, conn_read_cb);
     if (rc < 0) {
         conn_fail(c, WHY_ERR, uv_strerror(rc));
         return;
     }
-    px_mark_conn(c);
+    conn_mark(c);
 }
 
 /* Queues f at the FIFO's tail and its bytes in the output. */
 static void conn_enqueue(px_conn *c, px_frag *f)
 {
-    px_proxy *px = conn_px(c);
+    px_io *px = conn_px(c);
     px_server *s = c->server;
     if (px_buf_append(&c->wbuf, f->data, f->len) != 0) {
         px_frag_error(f, "ERR out of memory");
         return;
     }
     f->next = NULL;
-    f->deadline = px_now(px) + s->pool->timeout_ms;
+    f->deadline = px_io_now(px) + s->pool->timeout_ms;
     if (c->tail != NULL)
         c->tail->next = f;
     else
@@ -365,13 +342,13 @@ static void conn_enqueue(px_conn *c, px_frag *f)
     c->bytes += f->len;
     c->unsent_bytes += f->len;
     if (f->kind == PX_FRAG_FORWARD) {
-        s->st.requests++;
-        s->st.request_bytes += f->len;
+        s->stats.requests++;
+        s->stats.request_bytes += f->len;
     }
     if (!uv_is_active((uv_handle_t *)&c->timer))
         uv_timer_start(&c->timer, conn_timer_cb, s->pool->timeout_ms, 0);
     if (c->state == PX_CONN_UP)
-        px_mark_conn(c);
+        conn_mark(c);
 }
 
 static px_frag *frag_internal(px_pool *pool, px_frag_kind kind, const ch_resp_arg *argv,
@@ -401,36 +378,25 @@ static int conn_open(px_conn *c)
 {
     px_server *s = c->server;
     px_pool *pool = s->pool;
-    px_proxy *px = pool->px;
-    px_stream *st = calloc(1, sizeof(*st));
+    px_io *px = pool->io;
+    px_stream *st = px_stream_new(px->loop, s->is_unix, c);
     if (st == NULL)
         return UV_ENOMEM;
-    st->owner = c;
-    int rc;
+    int rc = 0;
     if (s->is_unix) {
-        rc = uv_pipe_init(px->loop, &st->u.pipe, 0);
-        if (rc == 0)
-            uv_pipe_connect(&st->connect, &st->u.pipe, s->conf->host, conn_connect_cb);
+        uv_pipe_connect(&st->connect, &st->u.pipe, s->conf->host, conn_connect_cb);
     } else {
-        rc = uv_tcp_init(px->loop, &st->u.tcp);
-        if (rc == 0) {
-            uv_tcp_nodelay(&st->u.tcp, 1);
-            if (pool->conf->tcpkeepalive)
-                uv_tcp_keepalive(&st->u.tcp, 1, 60);
-            rc = uv_tcp_connect(&st->connect, &st->u.tcp, (const struct sockaddr *)&s->sa,
-                                conn_connect_cb);
-            if (rc < 0) {
-                st->owner = NULL;
-                uv_close(&st->u.handle, stream_close_cb);
-                return rc;
-            }
+        uv_tcp_nodelay(&st->u.tcp, 1);
+        if (pool->conf->tcpkeepalive)
+            uv_tcp_keepalive(&st->u.tcp, 1, 60);
+        rc = uv_tcp_connect(&st->connect, &st->u.tcp, (const struct sockaddr *)&s->sa,
+                            conn_connect_cb);
+        if (rc < 0) {
+            px_stream_close(st);
+            return rc;
         }
     }
-    if (rc < 0) {
-        free(st);
-        return rc;
-    }
-    c->st = st;
+    c->stream = st;
     c->state = PX_CONN_CONNECTING;
     const ch_conf_pool *pc = pool->conf;
     if (pc->redis_auth != NULL) {
@@ -456,7 +422,7 @@ static int conn_open(px_conn *c)
 static void frag_failed(px_frag *f, px_server *s, const char *why)
 {
     px_pool *pool = s->pool;
-    px_proxy *px = pool->px;
+    px_io *px = pool->io;
     switch (f->kind) {
     case PX_FRAG_INIT:
         px_frag_free(f);
@@ -466,7 +432,7 @@ static void frag_failed(px_frag *f, px_server *s, const char *why)
         if (!s->retired && px->stopping)
             px_health_probe_drop(pool->health, s->index);
         else if (!s->retired)
-            (void)px_health_probe_result(pool->health, s->index, false, px_now(px), px_rand(px));
+            (void)px_health_probe_result(pool->health, s->index, false, px_io_now(px), px_io_rand(px));
         px_frag_free(f);
         return;
     case PX_FRAG_FORWARD:
@@ -482,7 +448,7 @@ static void frag_failed(px_frag *f, px_server *s, const char *why)
             return;
         }
     }
-    pool->st.forward_error++;
+    pool->stats.forward_error++;
     char msg[256];
     snprintf(msg, sizeof(msg), "ERR backend %s %s", server_name(s), why);
     px_frag_error(f, msg);
@@ -492,17 +458,16 @@ static void conn_fail(px_conn *c, conn_why why, const char *reason)
 {
     px_server *s = c->server;
     px_pool *pool = s->pool;
-    px_proxy *px = pool->px;
+    px_io *px = pool->io;
     bool had_work = c->head != NULL || c->state == PX_CONN_CONNECTING;
-    if (c->st == NULL && c->head == NULL)
+    if (c->stream == NULL && c->head == NULL)
         return;
-    if (c->st != NULL) {
-        c->st->owner = NULL;
-        uv_close(&c->st->u.handle, stream_close_cb);
-        c->st = NULL;
+    if (c->stream != NULL) {
+        px_stream_close(c->stream);
+        c->stream = NULL;
     }
     if (c->state == PX_CONN_UP)
-        s->st.server_connections--;
+        s->stats.server_connections--;
     c->state = PX_CONN_DOWN;
     px_buf_free(&c->rbuf);
     px_buf_free(&c->wbuf);
@@ -510,11 +475,11 @@ static void conn_fail(px_conn *c, conn_why why, const char *reason)
     c->nunsent = 0;
     c->unsent_bytes = 0;
     uv_timer_stop(&c->timer);
-    px_dl_remove(&c->dirty);
+    px_io_unmark(&c->flush);
     if (why == WHY_EOF)
-        s->st.server_eof++;
+        s->stats.server_eof++;
     else if (why == WHY_ERR)
-        s->st.server_err++;
+        s->stats.server_err++;
 
     char what[200];
     if (why == WHY_TIMEOUT)
@@ -528,12 +493,12 @@ static void conn_fail(px_conn *c, conn_why why, const char *reason)
         PX_LOG(px, probe ? PX_LOG_INFO : PX_LOG_WARN, "pool %s: server %s (%s) %s%s",
                pool->conf->name, server_name(s), s->conf->addr, what, probe ? " (probe)" : "");
         if (!probe && !s->retired && px_health_up(pool->health, s->index) &&
-            px_health_failure(pool->health, s->index, px_now(px), px_rand(px))) {
+            px_health_failure(pool->health, s->index, px_io_now(px), px_io_rand(px))) {
             struct timeval tv;
             gettimeofday(&tv, NULL);
-            pool->st.server_ejects++;
-            s->st.ejects++;
-            s->st.server_ejected_at = (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
+            pool->stats.server_ejects++;
+            s->stats.ejects++;
+            s->stats.server_ejected_at = (uint64_t)tv.tv_sec * 1000000u + (uint64_t)tv.tv_usec;
             PX_LOG(px, PX_LOG_WARN, "pool %s: server %s ejected", pool->conf->name,
                    server_name(s));
         }
@@ -557,9 +522,9 @@ static void conn_timer_cb(uv_timer_t *t)
     px_conn *c = t->data;
     if (c->head == NULL)
         return;
-    uint64_t now = px_now(conn_px(c));
+    uint64_t now = px_io_now(conn_px(c));
     if (c->head->deadline <= now) {
-        c->server->st.server_timedout++;
+        c->server->stats.server_timedout++;
         conn_fail(c, WHY_TIMEOUT, "timed out");
         return;
     }
@@ -592,7 +557,7 @@ void px_frag_dispatch(px_frag *f)
     while (f->attempt + 1 < f->ncand && !px_health_up(pool->health, f->cand[f->attempt]))
         f->attempt++;
     if (f->attempt >= f->ncand || !px_health_up(pool->health, f->cand[f->attempt])) {
-        pool->st.forward_error++;
+        pool->stats.forward_error++;
         px_frag_error(f, "ERR no backend available");
         return;
     }
@@ -602,8 +567,8 @@ void px_frag_dispatch(px_frag *f)
 
 void px_probe_due(px_pool *pool)
 {
-    px_proxy *px = pool->px;
-    uint64_t now = px_now(px);
+    px_io *px = pool->io;
+    uint64_t now = px_io_now(px);
     for (size_t i = 0; i < pool->nservers; i++) {
         px_server *s = &pool->servers[i];
         if (s->probing || !px_health_probe_claim(pool->health, i, now))
@@ -626,6 +591,6 @@ void px_server_preconnect(px_server *s)
 {
     for (unsigned i = 0; i < s->nconns; i++)
         if (s->conns[i].state == PX_CONN_DOWN && conn_open(&s->conns[i]) < 0)
-            PX_LOG(s->pool->px, PX_LOG_WARN, "pool %s: cannot preconnect to server %s",
+            PX_LOG(s->pool->io, PX_LOG_WARN, "pool %s: cannot preconnect to server %s",
                    s->pool->conf->name, server_name(s));
 }

@@ -1,0 +1,361 @@
+/*
+ * admin_http.c — the admin endpoint (--metrics-port, --metrics-addr; admin_http.h).
+ *
+ * It is a minimal HTTP/1.0 server on the control thread's loop: a connection sends
+ * one request (request line and headers, at most PX_METRICS_MAX_REQUEST bytes, within
+ * PX_METRICS_TIMEOUT_MS), receives one response, and is closed. GET (or HEAD) /metrics answers
+ * 200 with the text exposition format 0.0.4; POST /-/reload reloads the config as SIGHUP does
+ * (reload.c; 200 with "reloaded: ..." or "unchanged", 400 with file:line:column: message for an
+ * invalid file, 500 for another failure; any other method there 405; a request body is not
+ * read); another path 404, another method 405, a request that does not parse 400, one that is
+ * too large 431. The body is built in memory (O(pools + servers), the workers' counters summed
+ * by px_snapshot: one short job per worker) and written with one uv_write; no worker waits on
+ * it. At most PX_METRICS_MAX_CONNS connections are open at once (a new one closes the oldest
+ * still sending its request, or is itself closed when all are being answered), so a flood of
+ * clients costs bounded memory.
+ */
+
+#include "admin_http.h"
+#include "metrics.h"
+#include "reload.h"
+#include "resolve.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define PX_METRICS_MAX_REQUEST 8192u  /* bytes of request line and headers */
+#define PX_METRICS_TIMEOUT_MS 5000u   /* for a connection to send its request */
+#define PX_METRICS_MAX_CONNS 32u      /* served at once */
+#define PX_METRICS_SWEEP_MS 1000u     /* how often slow connections are looked for */
+
+
+/* The server lives until its listener, its sweep timer and every connection are closed: refs
+ * counts those handles; the last close callback after px_admin_http_stop frees it. */
+struct px_admin_http {
+    px_ctl *px;
+    uv_tcp_t listener;
+    uv_timer_t sweep;
+    px_dl conns;   /* open and closing connections, oldest first */
+    size_t nconns; /* of them, those not closing */
+    size_t refs;
+    bool stopping;
+};
+
+typedef struct mconn {
+    uv_tcp_t tcp;
+    px_admin_http *ms;
+    px_dl link;
+    uint64_t deadline; /* loop time (ms) by which the request must have arrived */
+    bool answered;     /* reading stopped, the response is being written */
+    bool closing;
+    uv_write_t wr;
+    uv_shutdown_t sd;
+    px_buf out;
+    size_t len;
+    char req[PX_METRICS_MAX_REQUEST];
+} mconn;
+
+static void ms_unref(px_admin_http *ms)
+{
+    if (--ms->refs == 0 && ms->stopping)
+        free(ms);
+}
+
+static void ms_handle_close_cb(uv_handle_t *h)
+{
+    ms_unref(h->data);
+}
+
+static void mconn_close_cb(uv_handle_t *h)
+{
+    mconn *mc = h->data;
+    px_admin_http *ms = mc->ms;
+    px_dl_remove(&mc->link);
+    px_buf_free(&mc->out);
+    free(mc);
+    ms_unref(ms);
+}
+
+static void mconn_close(mconn *mc)
+{
+    if (mc->closing)
+        return;
+    mc->closing = true;
+    mc->ms->nconns--;
+    uv_close((uv_handle_t *)&mc->tcp, mconn_close_cb);
+}
+
+static void mconn_shutdown_cb(uv_shutdown_t *req, int status)
+{
+    (void)status;
+    mconn_close(req->data);
+}
+
+static void mconn_write_cb(uv_write_t *req, int status)
+{
+    mconn *mc = req->data;
+    if (mc->closing)
+        return;
+    mc->sd.data = mc;
+    if (status < 0 || uv_shutdown(&mc->sd, (uv_stream_t *)&mc->tcp, mconn_shutdown_cb) < 0)
+        mconn_close(mc);
+}
+
+/* allow: the methods a 405 lists in its Allow header. */
+static void mconn_respond(mconn *mc, int code, const char *reason, const char *ctype,
+                          const px_buf *body, bool head, const char *allow)
+{
+    uv_read_stop((uv_stream_t *)&mc->tcp);
+    mc->answered = true;
+    size_t blen = body != NULL ? body->len : 0;
+    int rc = px_buf_printf(&mc->out,
+                           "HTTP/1.0 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                           "%s%s%sConnection: close\r\n\r\n",
+                           code, reason, ctype, blen, code == 405 ? "Allow: " : "",
+                           code == 405 ? allow : "", code == 405 ? "\r\n" : "");
+    if (rc == 0 && !head && blen > 0)
+        rc = px_buf_append(&mc->out, body->p, blen);
+    if (rc != 0) {
+        mconn_close(mc);
+        return;
+    }
+    uv_buf_t ub = uv_buf_init(mc->out.p, (unsigned)mc->out.len);
+    mc->wr.data = mc;
+    if (uv_write(&mc->wr, (uv_stream_t *)&mc->tcp, &ub, 1, mconn_write_cb) < 0)
+        mconn_close(mc);
+}
+
+static void mconn_error_allow(mconn *mc, int code, const char *reason, const char *allow)
+{
+    px_buf body = {0};
+    if (px_buf_printf(&body, "%d %s\n", code, reason) != 0) {
+        px_buf_free(&body);
+        mconn_close(mc);
+        return;
+    }
+    mconn_respond(mc, code, reason, "text/plain; charset=utf-8", &body, false, allow);
+    px_buf_free(&body);
+}
+
+static void mconn_error(mconn *mc, int code, const char *reason)
+{
+    mconn_error_allow(mc, code, reason, "GET, HEAD");
+}
+
+/* POST /-/reload: the SIGHUP reload (reload.c), its outcome as a one-line text body. */
+static void mconn_reload(mconn *mc)
+{
+    px_buf body = {0};
+    int rc = px_reload(mc->ms->px, "POST /-/reload", &body);
+    if (px_buf_append(&body, "\n", 1) != 0) {
+        px_buf_free(&body);
+        mconn_error(mc, 500, "Internal Server Error");
+        return;
+    }
+    int code = rc == PX_RELOAD_OK ? 200 : rc == PX_RELOAD_INVALID ? 400 : 500;
+    const char *reason = rc == PX_RELOAD_OK        ? "OK"
+                         : rc == PX_RELOAD_INVALID ? "Bad Request"
+                                                   : "Internal Server Error";
+    mconn_respond(mc, code, reason, "text/plain; charset=utf-8", &body, false, NULL);
+    px_buf_free(&body);
+}
+
+static bool is_token_char(char ch)
+{
+    return ch > ' ' && ch < 0x7f;
+}
+
+/* The request line is mc->req[0, n) (no line end): answers it. */
+static void mconn_request(mconn *mc, size_t n)
+{
+    const char *p = mc->req, *end = mc->req + n;
+    if (n > 0 && end[-1] == '\r')
+        end--;
+    /* METHOD SP TARGET [SP HTTP/1.x] (without a version: HTTP/0.9's form, also answered) */
+    const char *m = p;
+    while (p < end && is_token_char(*p))
+        p++;
+    size_t mlen = (size_t)(p - m);
+    if (mlen == 0 || p == end || *p != ' ') {
+        mconn_error(mc, 400, "Bad Request");
+        return;
+    }
+    const char *t = ++p;
+    while (p < end && is_token_char(*p))
+        p++;
+    size_t tlen = (size_t)(p - t);
+    if (tlen == 0 || (p < end && *p != ' ')) {
+        mconn_error(mc, 400, "Bad Request");
+        return;
+    }
+    if (p < end) {
+        const char *v = ++p;
+        while (p < end && is_token_char(*p))
+            p++;
+        if (p != end || (size_t)(end - v) != 8 || memcmp(v, "HTTP/1.", 7) != 0) {
+            mconn_error(mc, 400, "Bad Request");
+            return;
+        }
+    }
+    size_t plen = 0;
+    while (plen < tlen && t[plen] != '?')
+        plen++;
+    if (plen == 9 && memcmp(t, "/-/reload", 9) == 0) {
+        if (mlen == 4 && memcmp(m, "POST", 4) == 0)
+            mconn_reload(mc);
+        else
+            mconn_error_allow(mc, 405, "Method Not Allowed", "POST");
+        return;
+    }
+    bool head = mlen == 4 && memcmp(m, "HEAD", 4) == 0;
+    if (!head && !(mlen == 3 && memcmp(m, "GET", 3) == 0)) {
+        mconn_error(mc, 405, "Method Not Allowed");
+        return;
+    }
+    if (plen != 8 || memcmp(t, "/metrics", 8) != 0) {
+        mconn_error(mc, 404, "Not Found");
+        return;
+    }
+    px_buf body = {0};
+    if (px_metrics_text(mc->ms->px, &body) != 0) {
+        px_buf_free(&body);
+        mconn_error(mc, 500, "Internal Server Error");
+        return;
+    }
+    mconn_respond(mc, 200, "OK", "text/plain; version=0.0.4", &body, head, NULL);
+    px_buf_free(&body);
+}
+
+static void mconn_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
+{
+    (void)hint;
+    mconn *mc = h->data;
+    /* mconn_read_cb answers a full buffer at once, so there is always room here. */
+    buf->base = mc->req + mc->len;
+    buf->len = sizeof(mc->req) - mc->len;
+}
+
+static void mconn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+    (void)buf;
+    mconn *mc = stream->data;
+    if (mc->closing || mc->answered || nread == 0)
+        return;
+    if (nread < 0) { /* EOF or an error before a whole request: nothing to answer */
+        mconn_close(mc);
+        return;
+    }
+    size_t old = mc->len;
+    mc->len += (size_t)nread;
+    /* The request line ends at the first LF; a request with a version ends with an empty line
+     * (its headers are read and ignored), one without (HTTP/0.9) right after its line. */
+    const char *lf = memchr(mc->req, '\n', mc->len);
+    if (lf != NULL) {
+        size_t n = (size_t)(lf - mc->req);
+        size_t from = old > 3 ? old - 3 : 0;
+        bool versioned = n >= 8 && memmem(mc->req, n, " HTTP/", 6) != NULL;
+        bool done = !versioned || memmem(mc->req + from, mc->len - from, "\r\n\r\n", 4) != NULL ||
+                    memmem(mc->req + from, mc->len - from, "\n\n", 2) != NULL;
+        if (done) {
+            mconn_request(mc, n);
+            return;
+        }
+    }
+    if (mc->len == sizeof(mc->req))
+        mconn_error(mc, 431, "Request Header Fields Too Large");
+}
+
+static void listener_cb(uv_stream_t *server, int status)
+{
+    px_admin_http *ms = server->data;
+    if (status < 0 || ms->stopping)
+        return;
+    /* At the cap, the oldest connection still sending its request (a slow or idle client) makes
+     * room: idle connections cannot lock scrapers out. */
+    if (ms->nconns >= PX_METRICS_MAX_CONNS)
+        for (px_dl *d = ms->conns.next; d != &ms->conns; d = d->next) {
+            mconn *old = PX_CONTAINER(d, mconn, link);
+            if (!old->answered && !old->closing) {
+                mconn_close(old);
+                break;
+            }
+        }
+    mconn *mc = calloc(1, sizeof(*mc));
+    if (mc == NULL)
+        return;
+    mc->ms = ms;
+    uv_tcp_init(ms->px->loop, &mc->tcp);
+    mc->tcp.data = mc;
+    px_dl_push(&ms->conns, &mc->link);
+    ms->nconns++;
+    ms->refs++;
+    if (uv_accept(server, (uv_stream_t *)&mc->tcp) < 0 || ms->nconns > PX_METRICS_MAX_CONNS) {
+        mconn_close(mc);
+        return;
+    }
+    mc->deadline = uv_now(ms->px->loop) + PX_METRICS_TIMEOUT_MS;
+    if (uv_read_start((uv_stream_t *)&mc->tcp, mconn_alloc_cb, mconn_read_cb) < 0)
+        mconn_close(mc);
+}
+
+/* Closes connections that have not sent a whole request in time (or not read their
+ * response). */
+static void sweep_cb(uv_timer_t *t)
+{
+    px_admin_http *ms = t->data;
+    uint64_t now = uv_now(ms->px->loop);
+    for (px_dl *d = ms->conns.next; d != &ms->conns;) {
+        mconn *mc = PX_CONTAINER(d, mconn, link);
+        d = d->next;
+        if (now >= mc->deadline)
+            mconn_close(mc);
+    }
+}
+
+int px_admin_http_start(px_ctl *px)
+{
+    if (px->metrics_port <= 0)
+        return 0;
+    px_admin_http *ms = calloc(1, sizeof(*ms));
+    if (ms == NULL)
+        return -1;
+    ms->px = px;
+    px_dl_init(&ms->conns);
+    uv_tcp_init(px->loop, &ms->listener);
+    uv_timer_init(px->loop, &ms->sweep);
+    ms->listener.data = ms->sweep.data = ms;
+    ms->refs = 2;
+    px->admin = ms;
+
+    const char *addr = px->metrics_addr != NULL ? px->metrics_addr : "127.0.0.1";
+    struct sockaddr_storage sa;
+    char why[128];
+    if (px_resolve(addr, px->metrics_port, true, &sa, NULL, why, sizeof(why)) != 0) {
+        PX_LOG(px, PX_LOG_ERR, "metrics: cannot resolve '%s': %s", addr, why);
+        return -1; /* px_admin_http_stop (from px_ctl_free) closes the handles */
+    }
+    int rc = uv_tcp_bind(&ms->listener, (const struct sockaddr *)&sa, 0);
+    if (rc == 0)
+        rc = uv_listen((uv_stream_t *)&ms->listener, 64, listener_cb);
+    if (rc < 0) {
+        PX_LOG(px, PX_LOG_ERR, "metrics: cannot listen on %s:%d: %s", addr, px->metrics_port,
+               uv_strerror(rc));
+        return -1;
+    }
+    uv_timer_start(&ms->sweep, sweep_cb, PX_METRICS_SWEEP_MS, PX_METRICS_SWEEP_MS);
+    PX_LOG(px, PX_LOG_NOTICE, "metrics on http://%s:%d/metrics", addr, px->metrics_port);
+    return 0;
+}
+
+void px_admin_http_stop(px_ctl *px)
+{
+    px_admin_http *ms = px->admin;
+    if (ms == NULL)
+        return;
+    px->admin = NULL;
+    ms->stopping = true;
+    for (px_dl *d = ms->conns.next; d != &ms->conns; d = d->next)
+        mconn_close(PX_CONTAINER(d, mconn, link));
+    uv_close((uv_handle_t *)&ms->listener, ms_handle_close_cb);
+    uv_close((uv_handle_t *)&ms->sweep, ms_handle_close_cb);
+}

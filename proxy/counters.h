@@ -1,0 +1,79 @@
+/*
+ * counters.h — the counters the data path bumps: per pool (nutcracker's pool stats, and the
+ * requests, errors and latency histogram behind /metrics and INFO) and per backend server
+ * (nutcracker's server stats). Plain integers: a worker's counters are touched only from its
+ * thread; the control thread reads their sums (snapshot.c, one job per worker). The data path
+ * depends on no reporting module: it includes this header only.
+ */
+#ifndef CHASH_PROXY_COUNTERS_H
+#define CHASH_PROXY_COUNTERS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* The class of a request, from its codec's command table. PX_CLASS_REFUSED is 0, so a request
+ * never classified (unknown command, protocol error) is counted as refused. */
+typedef enum px_cmd_class {
+    PX_CLASS_REFUSED = 0, /* unsupported command, or a request that did not parse */
+    PX_CLASS_READ,        /* single-key read, forwarded (retried on failover) */
+    PX_CLASS_WRITE,       /* single-key write (or EVAL), forwarded */
+    PX_CLASS_MULTI,       /* multi-key, split per server: MGET MSET DEL ..., get k1 k2 ... */
+    PX_CLASS_LOCAL,       /* answered by the proxy: PING ECHO QUIT ..., version quit mn */
+    PX_NCLASSES
+} px_cmd_class;
+
+/* Upper bounds of the latency buckets, in seconds (the "le" labels); +Inf is implicit. */
+#define PX_LAT_BOUNDS                                                                             \
+    X(0.0001) X(0.00025) X(0.0005) X(0.001) X(0.0025) X(0.005) X(0.01) X(0.025) X(0.05) X(0.1)    \
+    X(0.25) X(0.5) X(1)
+#define PX_LAT_NBOUNDS 13
+
+/* Per pool. A request is counted once, when its reply is complete (queued for its client, or
+ * dropped because its client has gone), so requests[] summed over the classes equals the
+ * histogram's count at every instant. */
+typedef struct px_pool_metrics {
+    uint64_t requests[PX_NCLASSES];
+    uint64_t errors[PX_NCLASSES];             /* error replies (the proxy's or a backend's) */
+    uint64_t lat_buckets[PX_LAT_NBOUNDS + 1]; /* not cumulative; the last is (1 s, +Inf) */
+    uint64_t lat_sum_ns;
+    uint64_t clients_accepted; /* client connections accepted since start */
+} px_pool_metrics;
+
+/* Counts one answered request of class cls that took ns nanoseconds. Cost: <= 14 compares. */
+static inline void px_count_request(px_pool_metrics *m, unsigned cls, bool error, uint64_t ns)
+{
+#define X(b) (uint64_t)((b)*1e9 + 0.5),
+    static const uint64_t bounds_ns[PX_LAT_NBOUNDS] = {PX_LAT_BOUNDS};
+#undef X
+    if (cls >= PX_NCLASSES)
+        cls = PX_CLASS_REFUSED;
+    m->requests[cls]++;
+    if (error)
+        m->errors[cls]++;
+    unsigned b = 0;
+    while (b < PX_LAT_NBOUNDS && ns > bounds_ns[b])
+        b++;
+    m->lat_buckets[b]++;
+    m->lat_sum_ns += ns;
+}
+
+/* nutcracker's server stats, plus ejects. */
+typedef struct px_server_stats {
+    uint64_t server_eof, server_err, server_timedout, server_connections, server_ejected_at;
+    uint64_t requests, request_bytes, responses, response_bytes;
+    uint64_t ejects; /* times this server was ejected (metrics; not in the stats JSON) */
+} px_server_stats;
+/* The counters of px_server_stats summed over the workers (server_ejected_at: the latest). */
+#define PX_SERVER_SUMS                                                                            \
+    X(server_eof) X(server_err) X(server_timedout) X(server_connections) X(requests)              \
+    X(request_bytes) X(responses) X(response_bytes) X(ejects)
+
+/* nutcracker's pool stats. */
+typedef struct px_pool_stats {
+    uint64_t client_eof, client_err, client_connections, server_ejects, forward_error, fragments;
+} px_pool_stats;
+#define PX_POOL_SUMS                                                                              \
+    X(client_eof) X(client_err) X(client_connections) X(server_ejects) X(forward_error)           \
+    X(fragments)
+
+#endif /* CHASH_PROXY_COUNTERS_H */

@@ -1,0 +1,168 @@
+/*
+ * ctl.c — the control thread (ctl.h): the shared pools, the listening sockets bound before any
+ * worker starts, signals (SIGINT/SIGTERM stop, SIGHUP reloads), the stats and metrics ports,
+ * starting the workers and a clean shutdown.
+ */
+#include "ctl.h"
+#include "admin_http.h"
+#include "listen.h"
+#include "reload.h"
+#include "stats.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static void ctl_stop(px_ctl *m)
+{
+    if (m->stopping)
+        return;
+    m->stopping = true;
+    PX_LOG(m, PX_LOG_NOTICE, "shutting down");
+    for (unsigned w = 0; w < m->nworkers; w++)
+        if (m->workers[w].io.loop != NULL)
+            px_worker_call(&m->workers[w], px_worker_stop, NULL);
+    if (m->stats_listener != NULL) {
+        px_stream_close(m->stats_listener);
+        m->stats_listener = NULL;
+    }
+    px_admin_http_stop(m);
+    uv_close((uv_handle_t *)&m->sigint, NULL);
+    uv_close((uv_handle_t *)&m->sigterm, NULL);
+    uv_close((uv_handle_t *)&m->sighup, NULL);
+}
+
+static void sighup_cb(uv_signal_t *h, int signum)
+{
+    (void)signum;
+    px_ctl *m = h->data;
+    if (!m->stopping)
+        (void)px_reload(m, "SIGHUP", NULL);
+}
+
+static void signal_cb(uv_signal_t *h, int signum)
+{
+    px_ctl *m = h->data;
+    PX_LOG(m, PX_LOG_NOTICE, "signal %d received", signum);
+    ctl_stop(m);
+}
+
+uint64_t px_rand_seed(const px_ctl *m, unsigned index)
+{
+    uint64_t x = m->rng + 0x9E3779B97F4A7C15ULL * (index + 1u);
+    return x != 0 ? x : 1u;
+}
+
+int px_ctl_init(px_ctl *m, ch_config *cfg, unsigned nworkers)
+{
+    m->conf = px_conf_new(cfg);
+    if (m->conf == NULL) {
+        ch_config_free(cfg);
+        return -1;
+    }
+    m->loop = malloc(sizeof(*m->loop));
+    if (m->loop == NULL || uv_loop_init(m->loop) != 0) {
+        free(m->loop);
+        m->loop = NULL;
+        return -1;
+    }
+    m->rng = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ULL ^ (uint64_t)getpid() ^ 1u;
+    m->start_time = (uint64_t)time(NULL);
+    uv_signal_init(m->loop, &m->sigint);
+    uv_signal_init(m->loop, &m->sigterm);
+    uv_signal_init(m->loop, &m->sighup);
+    m->sigint.data = m->sigterm.data = m->sighup.data = m;
+    uv_signal_start(&m->sigint, signal_cb, SIGINT);
+    uv_signal_start(&m->sigterm, signal_cb, SIGTERM);
+    uv_signal_start(&m->sighup, sighup_cb, SIGHUP);
+
+    m->pools = calloc(cfg->npools, sizeof(*m->pools));
+    m->workers = calloc(nworkers, sizeof(*m->workers));
+    int **fds = calloc(cfg->npools, sizeof(*fds));
+    if (m->pools == NULL || m->workers == NULL || fds == NULL) {
+        free(fds);
+        return -1;
+    }
+    m->nworkers = nworkers;
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < cfg->npools; i++) {
+        const ch_conf_pool *pc = &cfg->pools[i];
+        char why[512];
+        if (!pc->redis) {
+            PX_LOG(m, PX_LOG_ERR,
+                   "pool %s: memcached pools are not supported yet (set \"redis: true\")",
+                   pc->name);
+            rc = -1;
+        } else if (pc->listen == NULL) {
+            PX_LOG(m, PX_LOG_ERR, "pool %s: no \"listen\" address", pc->name);
+            rc = -1;
+        } else if (px_shared_pool_init(&m->pools[i], m->conf, pc, why, sizeof(why)) != 0) {
+            PX_LOG(m, PX_LOG_ERR, "%s", why);
+            rc = -1;
+        } else {
+            m->npools = i + 1;
+            fds[i] = malloc(nworkers * sizeof(**fds));
+            rc = fds[i] != NULL ? px_listen_pool(&m->log, pc, nworkers, fds[i]) : -1;
+        }
+    }
+    for (unsigned w = 0; rc == 0 && w < nworkers; w++)
+        rc = px_worker_init(m, &m->workers[w], w, fds);
+    for (size_t i = 0; i < cfg->npools; i++) {
+        for (unsigned w = 0; fds[i] != NULL && w < nworkers; w++)
+            if (fds[i][w] >= 0)
+                close(fds[i][w]);
+        free(fds[i]);
+    }
+    free(fds);
+    if (rc != 0)
+        return -1;
+    for (size_t i = 0; i < m->npools; i++)
+        PX_LOG(m, PX_LOG_NOTICE, "pool %s: listening on %s, %zu servers, membership %s, %u workers",
+               m->pools[i].conf->name, m->pools[i].conf->listen, m->pools[i].nservers,
+               ch_membership_version(m->pools[i].members), nworkers);
+    if (px_stats_start(m) != 0)
+        return -1;
+    if (px_admin_http_start(m) != 0)
+        return -1;
+    return 0;
+}
+
+int px_ctl_run(px_ctl *m)
+{
+    for (unsigned w = 0; w < m->nworkers; w++) {
+        if (px_worker_start(&m->workers[w]) != 0) {
+            PX_LOG(m, PX_LOG_ERR, "cannot start worker %u: %s", w, strerror(errno));
+            ctl_stop(m);
+            break;
+        }
+    }
+    uv_run(m->loop, UV_RUN_DEFAULT);
+    return 0;
+}
+
+void px_ctl_free(px_ctl *m)
+{
+    if (m->loop != NULL) {
+        ctl_stop(m); /* no-op after a signal; closes everything after a failed start */
+        uv_run(m->loop, UV_RUN_DEFAULT);
+    }
+    for (unsigned w = 0; w < m->nworkers; w++)
+        px_worker_free(&m->workers[w]);
+    free(m->workers);
+    m->workers = NULL;
+    if (m->loop != NULL) {
+        if (uv_loop_close(m->loop) != 0)
+            PX_LOG(m, PX_LOG_WARN, "event loop closed with handles still open");
+        free(m->loop);
+        m->loop = NULL;
+    }
+    for (size_t i = 0; i < m->npools; i++)
+        px_shared_pool_clear(&m->pools[i]);
+    free(m->pools);
+    m->pools = NULL;
+    px_conf_unref(m->conf);
+    m->conf = NULL;
+}

@@ -1,0 +1,51 @@
+/*
+ * ctl.h — the control thread: what is not per worker. It binds the listeners, starts and stops
+ * the workers, handles signals, serves the stats and metrics ports and runs reloads. It never
+ * touches client traffic; it talks to a worker only through px_worker_call().
+ */
+#ifndef CHASH_PROXY_CTL_H
+#define CHASH_PROXY_CTL_H
+
+#include "pool.h"
+#include "worker.h"
+
+#include <uv.h>
+
+#define PX_VERSION "0.1.0"
+
+typedef struct px_admin_http px_admin_http; /* admin_http.h */
+
+struct px_ctl {
+    uv_loop_t *loop;
+    px_log log;
+    const char *conf_path;  /* the -c file, absolute (set by main; re-read by a reload) */
+    px_conf *conf;          /* the file as last loaded (a reference) */
+    px_shared_pool *pools;
+    size_t npools;
+    px_worker *workers;
+    unsigned nworkers;
+    uv_signal_t sigint, sigterm, sighup;
+    uint64_t reloads, reload_failures; /* stats: configs applied / rejected (SIGHUP, POST
+                                          /-/reload) */
+    px_stream *stats_listener;
+    const char *stats_addr;
+    int stats_port;
+    uint64_t stats_interval_ms;
+    px_admin_http *admin; /* NULL unless --metrics-port */
+    const char *metrics_addr;
+    int metrics_port;
+    uint64_t start_time;
+    uint64_t total_connections; /* client connections accepted, all workers (atomic); those
+                                   open are the pools' px_shared_pool.clients */
+    uint64_t rng;
+    bool stopping;
+};
+
+/* Sets up the control thread and nworkers workers (listeners bound, servers set up) from cfg,
+ * which it takes over. Returns 0, or -1 (logged; px_ctl_free cleans up). */
+int px_ctl_init(px_ctl *m, ch_config *cfg, unsigned nworkers);
+int px_ctl_run(px_ctl *m); /* starts the workers; returns after SIGINT/SIGTERM */
+void px_ctl_free(px_ctl *m);
+uint64_t px_rand_seed(const px_ctl *m, unsigned index); /* worker index's random state */
+
+#endif /* CHASH_PROXY_CTL_H */

@@ -1,0 +1,30 @@
+/*
+ * log.h — leveled log lines to stderr or the -o file, from any thread.
+ */
+#ifndef CHASH_PROXY_LOG_H
+#define CHASH_PROXY_LOG_H
+
+#include <stdio.h>
+
+/* twemproxy's levels: 0 emerg .. 3 error, 4 warn, 5 notice (default), 6 info, 7+ debug. */
+enum { PX_LOG_EMERG = 0, PX_LOG_ERR = 3, PX_LOG_WARN = 4, PX_LOG_NOTICE = 5, PX_LOG_INFO = 6,
+       PX_LOG_DEBUG = 7 };
+
+typedef struct px_log {
+    FILE *fp;  /* stderr or the -o file */
+    int level; /* messages above this level are dropped */
+} px_log;
+
+/* One line "[time] LEVEL message", written under the stream's lock so lines never interleave. */
+void px_log_write(px_log *lg, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* lg is a px_log *; x is anything with a px_log field named log (px_ctl, px_io). */
+#define PX_LOGL(lg, lvl, ...)                                                                     \
+    do {                                                                                          \
+        if ((lvl) <= (lg)->level)                                                                 \
+            px_log_write((lg), (lvl), __VA_ARGS__);                                               \
+    } while (0)
+#define PX_LOG(x, lvl, ...) PX_LOGL(&(x)->log, lvl, __VA_ARGS__)
+
+#endif /* CHASH_PROXY_LOG_H */

@@ -1,0 +1,95 @@
+/*
+ * pool.c — a pool's shared state and a worker's settings of it (pool.h).
+ */
+#include "pool.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *pc, char *why,
+                        size_t whylen)
+{
+    memset(sp, 0, sizeof(*sp));
+    int rc = ch_config_membership(pc, &sp->members);
+    if (rc != CH_OK) {
+        snprintf(why, whylen, "pool %s: cannot build its placement: %s", pc->name,
+                 ch_strerror(rc));
+        return -1;
+    }
+    sp->nservers = ch_membership_size(sp->members);
+    ch_health_options ho;
+    ch_config_health(pc, &ho);
+    rc = px_health_new(sp->nservers, &ho, &sp->health);
+    if (rc != CH_OK) {
+        snprintf(why, whylen, "pool %s: health policy: %s", pc->name, ch_strerror(rc));
+        px_shared_pool_clear(sp);
+        return -1;
+    }
+    sp->servers = calloc(pc->nservers, sizeof(*sp->servers));
+    if (sp->servers == NULL || px_pool_servers(pc, sp->servers) != 0) {
+        snprintf(why, whylen, "pool %s: out of memory", pc->name);
+        px_shared_pool_clear(sp);
+        return -1;
+    }
+    sp->conf = pc;
+    sp->cref = cref;
+    px_conf_ref(cref);
+    return 0;
+}
+
+void px_shared_pool_clear(px_shared_pool *sp)
+{
+    ch_membership_free(sp->members);
+    px_health_free(sp->health);
+    free(sp->servers);
+    px_conf_unref(sp->cref);
+    sp->cref = NULL;
+    sp->conf = NULL;
+    sp->members = NULL;
+    sp->health = NULL;
+    sp->servers = NULL;
+    sp->nservers = 0;
+    /* clients is left alone: workers add to it while the pool serves (a reload clears the
+     * rest of a live pool). */
+}
+
+int px_pool_servers(const ch_conf_pool *pc, const ch_conf_server **out)
+{
+    ch_options opt;
+    ch_config_options(pc, &opt);
+    ch_member *members = calloc(pc->nservers, sizeof(*members));
+    if (members == NULL)
+        return -1;
+    /* ch_config_members' addr strings point into the pool's servers: match by pointer. */
+    ch_config_members(pc, opt.algo, members);
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < pc->nservers; i++) {
+        out[i] = NULL;
+        for (size_t j = 0; j < pc->nservers && out[i] == NULL; j++)
+            if (members[i].addr == pc->servers[j].addr)
+                out[i] = &pc->servers[j];
+        rc = out[i] != NULL ? 0 : -1;
+    }
+    free(members);
+    return rc;
+}
+
+void px_pool_configure(px_pool *pool)
+{
+    const ch_conf_pool *pc = pool->conf;
+    pool->depth = pc->failover_depth < 1                        ? 1
+                  : (size_t)pc->failover_depth > PX_MAX_DEPTH ? PX_MAX_DEPTH
+                                                               : (size_t)pc->failover_depth;
+    pool->timeout_ms = pc->timeout_ms > 0 ? (uint64_t)pc->timeout_ms : PX_DEFAULT_TIMEOUT_MS;
+    ch_resp_limits_init(&pool->limits);
+    pool->limits.max_request = pc->max_request_bytes > 0 ? (size_t)pc->max_request_bytes : 1;
+    /* The proxy parses its own fragments again (a failed multi-key read is re-split), and a
+     * fragment can be larger than the client's request it came from (an inline MGET re-encoded
+     * as RESP): no request-size limit there. Replies are bounded by max_bulk and max_depth. */
+    ch_resp_limits_init(&pool->backend_limits);
+    pool->backend_limits.max_request = SIZE_MAX;
+    pool->max_client_buffer =
+        pc->max_client_buffer_bytes > 0 ? (size_t)pc->max_client_buffer_bytes : 1;
+    pool->client_password = pc->client_auth != NULL ? pc->client_auth : pc->redis_auth;
+}

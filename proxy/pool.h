@@ -1,0 +1,90 @@
+/*
+ * pool.h — a pool, as the control thread shares it (px_shared_pool) and as one worker serves it
+ * (px_pool: its copy, with its servers, clients and counters).
+ *
+ * Shared by the workers, read-mostly: a pool's membership and placement table (immutable; a
+ * reload builds new ones and each worker swaps its pointers in one job on its loop, between two
+ * requests), its health (health_shared.h), the config (conf_ref.h) and the count of its client
+ * connections (a relaxed atomic). Everything else of a px_pool is its worker's alone.
+ */
+#ifndef CHASH_PROXY_POOL_H
+#define CHASH_PROXY_POOL_H
+
+#include "chash_config.h"
+#include "conf_ref.h"
+#include "counters.h"
+#include "health_shared.h"
+#include "io.h"
+#include "proto/resp.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Requests of one client in flight before its reading pauses. It also bounds what a client
+ * closed for not reading still costs the backend connections it shares: at most this many
+ * replies to drain before other clients' requests behind them are answered. */
+#define PX_MAX_CLIENT_REQUESTS 128u
+#define PX_DEFAULT_TIMEOUT_MS 1000u /* a pool without "timeout" */
+#define PX_MAX_DEPTH 8u             /* failover candidates tried per key */
+
+/* Relaxed atomics for counters several threads add to (connections), and loads of them. */
+#define PX_ATOMIC_ADD(x, n) ((void)__atomic_fetch_add(&(x), (n), __ATOMIC_RELAXED))
+#define PX_ATOMIC_SUB(x, n) ((void)__atomic_fetch_sub(&(x), (n), __ATOMIC_RELAXED))
+#define PX_ATOMIC_LOAD(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+typedef struct px_worker px_worker; /* worker.h; opaque below it */
+typedef struct px_server px_server; /* backend.h */
+
+/* A pool as the control thread knows it: what every worker's copy of the pool points to. */
+typedef struct px_shared_pool {
+    px_conf *cref;              /* holds a reference: conf points into it */
+    const ch_conf_pool *conf;
+    ch_membership *members;     /* owned */
+    px_health *health;          /* owned */
+    const ch_conf_server **servers; /* in membership order (owned array) */
+    size_t nservers;
+    uint64_t clients;           /* client connections open, all workers (atomic) */
+} px_shared_pool;
+
+/* The shared state of pool pc: its membership, health and servers in membership order; holds a
+ * reference to cref. Returns 0, or -1 with the reason in why. */
+int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *pc, char *why,
+                        size_t whylen);
+/* Frees what sp owns and clears it; never touches its clients counter, which workers update
+ * concurrently (so a live pool can be cleared and refilled by a reload). */
+void px_shared_pool_clear(px_shared_pool *sp);
+/* The config's servers of pc in membership order (ch_config_members' order) into out[]
+ * (pc->nservers entries). Returns 0, or -1 when a member has no server entry. */
+int px_pool_servers(const ch_conf_pool *pc, const ch_conf_server **out);
+
+/* A worker's copy of a pool: its servers and their connections, its clients, its counters.
+ * conf, members, table and health are the shared pool's, swapped by a reload. */
+typedef struct px_pool {
+    px_io *io;          /* its worker's loop */
+    px_worker *worker;  /* its worker (for the layers above the data path) */
+    px_shared_pool *shared;
+    const ch_conf_pool *conf;
+    const ch_membership *members;
+    const ch_table *table;
+    px_health *health;
+    px_server *servers; /* membership order */
+    size_t nservers;
+    size_t depth;         /* failover candidates per request */
+    uint64_t timeout_ms;  /* per request to a backend */
+    ch_resp_limits limits; /* for its clients' requests: max_request is max_request_bytes */
+    ch_resp_limits backend_limits; /* for its backends' replies (no request-size limit) */
+    size_t max_client_buffer; /* max_client_buffer_bytes: reply bytes held for one client */
+    const char *client_password; /* what clients AUTH with: client_auth, else redis_auth; NULL:
+                                    no AUTH needed */
+    px_stream *listener;
+    px_dl clients;
+    uint64_t next_client_id;   /* of this worker's clients of the pool */
+    uint64_t *accepted_total;  /* the control thread's count over all pools (atomic) */
+    px_pool_stats stats;
+    px_pool_metrics m;
+} px_pool;
+
+/* A worker pool's settings from its conf: depth, timeout, limits, password (start and reload). */
+void px_pool_configure(px_pool *pool);
+
+#endif /* CHASH_PROXY_POOL_H */

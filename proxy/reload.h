@@ -1,0 +1,17 @@
+/*
+ * reload.h — hot reload: re-reads the config file and swaps each pool's membership, placement
+ * table and health in on every worker, all or nothing (docs/PROXY.md, "Reload").
+ */
+#ifndef CHASH_PROXY_RELOAD_H
+#define CHASH_PROXY_RELOAD_H
+
+#include "ctl.h"
+
+/* SIGHUP or POST /-/reload (trigger names which, for the log): re-reads m->conf_path and
+ * applies it to every worker. When result is not NULL, appends one line (no line end) to it:
+ * "reloaded: <pool>: <old> -> <new>, ..." or "unchanged" on success, else why it failed (a
+ * config error as file:line:column: message). Control thread. */
+enum { PX_RELOAD_OK = 0, PX_RELOAD_INVALID = 1 /* the file */, PX_RELOAD_FAILED = 2 /* else */ };
+int px_reload(px_ctl *m, const char *trigger, px_buf *result);
+
+#endif /* CHASH_PROXY_RELOAD_H */

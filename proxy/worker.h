@@ -1,0 +1,61 @@
+/*
+ * worker.h — a worker: one thread, one libuv loop, its copy of every pool (servers, backend
+ * connections, clients, counters), a listener per pool, the probe timer, the servers a reload
+ * retired, and the mailbox through which the control thread runs jobs on it.
+ */
+#ifndef CHASH_PROXY_WORKER_H
+#define CHASH_PROXY_WORKER_H
+
+#include "pool.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <uv.h>
+
+#define PX_PROBE_TICK_MS 100u /* how often due probes are looked for */
+
+typedef struct px_ctl px_ctl; /* ctl.h */
+
+/* A job the control thread runs on a worker's loop (px_worker_call). */
+typedef void (*px_job_fn)(px_worker *w, void *arg);
+
+struct px_worker {
+    px_io io;       /* the loop as the data path sees it (first: px_io * == px_worker *) */
+    px_ctl *ctl;
+    unsigned index; /* 0 .. nworkers-1, in log lines as "worker N" */
+    pthread_t thread;
+    bool started;   /* thread is running */
+    px_pool *pools; /* as ctl->pools */
+    size_t npools;
+    ch_resp_arg *argv; /* the parser's argument array, grown on demand */
+    size_t argv_cap;
+    uv_timer_t probe_timer;
+    px_dl retired;      /* retired servers (px_server.retired_link) */
+    void *reload_plans; /* reload.c: this worker's prepared plans between two jobs */
+    /* px_worker_call's mailbox */
+    uv_async_t wake;
+    pthread_mutex_t job_lock;
+    pthread_cond_t job_cond;
+    px_job_fn job_fn;
+    void *job_arg;
+    bool job_done;
+};
+
+/* Worker index of ctl: its loop and handles, its pools listening on fds[pool][index] (taken
+ * over). Returns 0 or -1 (px_worker_free cleans up). */
+int px_worker_init(px_ctl *ctl, px_worker *w, unsigned index, int **fds);
+/* Runs the worker's loop in its own thread. Returns 0, or -1 (errno set). */
+int px_worker_start(px_worker *w);
+/* Closes the worker's handles; its loop then ends once the closes are done (a job, or at free). */
+void px_worker_stop(px_worker *w, void *arg);
+void px_worker_free(px_worker *w); /* joins the thread when started */
+/* Runs fn(w, arg) on worker w's loop and waits for it (control thread only; not once the
+ * workers are stopping). */
+void px_worker_call(px_worker *w, px_job_fn fn, void *arg);
+/* Closes the retired servers whose in-flight fragments are done (after each loop turn, and
+ * after a reload's commit). */
+void px_worker_reap(px_worker *w);
+/* The default worker count: the CPUs this process may run on. */
+unsigned px_default_threads(void);
+
+#endif /* CHASH_PROXY_WORKER_H */
