@@ -1,7 +1,8 @@
 /*
- * server.c — backend servers and their connections: lazy connect, pipelining, reply matching,
- * timeouts, failure reporting to the health tracker, failover of retryable fragments, and the
- * probes that readmit ejected servers.
+ * backend.c — backend servers and their connections: lazy connect, pipelining, reply matching
+ * (the pool codec's scan_reply), timeouts, failure reporting to the health tracker, and the
+ * probes that readmit ejected servers. Protocol-blind: bytes come from the codec, and a
+ * fragment's outcome goes back through its done callback (failover is the route's business).
  *
  * Invariants of a connection:
  * - Its FIFO holds every fragment whose bytes were appended to its output, in append order; the
@@ -9,8 +10,7 @@
  *   reply read belongs to the n-th fragment of the FIFO.
  * - When it fails (connect error, read/write error, EOF, a reply that does not parse, or the
  *   head fragment's deadline passing) it is closed and every fragment of its FIFO fails with it:
- *   a pipelined reply stream cannot skip one reply. Retryable fragments move to their next
- *   candidate; the others are answered with an error.
+ *   a pipelined reply stream cannot skip one reply. Each is told so (PX_REPLY_FAILED).
  * - Its timer runs while the FIFO is non-empty, due at (or before) the head's deadline. The
  *   deadline is the pool's timeout after the later of: the fragment's queueing, the last bytes
  *   read on the connection, the previous reply. So a server that stops answering times out, and a
@@ -18,7 +18,6 @@
  */
 
 #include "backend.h"
-#include "command.h"
 #include "resolve.h"
 
 #include <inttypes.h>
@@ -46,12 +45,16 @@ static const char *server_name(const px_server *s)
     return s->conf->id;
 }
 
+px_frag *px_frag_new(size_t nslots)
+{
+    px_frag *f = calloc(1, sizeof(*f) + nslots * sizeof(f->slots[0]));
+    if (f != NULL)
+        f->nslots = nslots;
+    return f;
+}
+
 void px_frag_free(px_frag *f)
 {
-    if (f == NULL)
-        return;
-    free(f->data);
-    free(f->keys);
     free(f);
 }
 
@@ -75,7 +78,9 @@ int px_server_init(px_pool *pool, px_server *s, size_t index, const ch_conf_serv
 
 int px_server_setup(px_pool *pool, px_server *s, size_t index, const ch_conf_server *conf)
 {
+    static uint32_t next_uid = 1; /* atomic: servers are set up by every worker */
     px_io *px = pool->io;
+    s->uid = __atomic_fetch_add(&next_uid, 1u, __ATOMIC_RELAXED);
     s->pool = pool;
     s->index = index;
     s->conf = conf;
@@ -177,32 +182,24 @@ static void conn_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 }
 
 /* A reply for the FIFO's head fragment f (already unlinked). */
-static void conn_reply(px_conn *c, px_frag *f, const char *p, const ch_resp_reply *r)
+static void conn_reply(px_conn *c, px_frag *f, const px_reply *r)
 {
     px_server *s = c->server;
     px_pool *pool = s->pool;
     px_io *px = pool->io;
-    /* Like nutcracker, count only the clients' traffic: not our SELECT/AUTH or probes. */
-    if (f->kind == PX_FRAG_FORWARD) {
-        s->stats.responses++;
-        s->stats.response_bytes += r->len;
-    }
     switch (f->kind) {
     case PX_FRAG_INIT:
-        if (r->type == CH_RESP_ERROR)
-            PX_LOG(px, PX_LOG_WARN, "pool %s: server %s refused %.*s: %.*s", pool->conf->name,
-                   server_name(s), f->len > 20 ? 20 : (int)f->len, f->data, (int)r->body_len,
-                   p + r->body);
+        /* The reply is not logged: it could echo what was sent (a password). */
+        if (r->kind == PX_REPLY_ERROR)
+            PX_LOG(px, PX_LOG_WARN, "pool %s: server %s refused %s", pool->conf->name,
+                   server_name(s), f->what != NULL ? f->what : "the connection's setup");
         px_frag_free(f);
         return;
     case PX_FRAG_PROBE:
         s->probing = false;
-        if (s->retired) { /* no longer in the membership: its health is not tracked */
-            px_frag_free(f);
-            return;
-        }
-        if (px_health_probe_result(pool->health, s->index, r->type != CH_RESP_ERROR, px_io_now(px),
-                                   px_io_rand(px))) {
+        if (!s->retired && /* else no longer in the membership: its health is not tracked */
+            px_health_probe_result(pool->health, s->index, r->kind != PX_REPLY_ERROR,
+                                   px_io_now(px), px_io_rand(px))) {
             /* server_ejected_at keeps the last ejection's time, as nutcracker's does. */
             PX_LOG(px, PX_LOG_NOTICE, "pool %s: server %s readmitted after a probe",
                    pool->conf->name, server_name(s));
@@ -210,9 +207,13 @@ static void conn_reply(px_conn *c, px_frag *f, const char *p, const ch_resp_repl
         px_frag_free(f);
         return;
     case PX_FRAG_FORWARD:
+        /* Like nutcracker, count only the clients' traffic: not our handshakes or probes. */
+        s->stats.responses++;
+        s->stats.response_bytes += r->len;
         if (!s->retired)
             px_health_success(pool->health, s->index, px_io_now(px));
-        px_frag_reply(f, p, r->len, r);
+        f->done(f, r);
+        px_frag_free(f);
         return;
     }
 }
@@ -221,25 +222,27 @@ static void conn_reply(px_conn *c, px_frag *f, const char *p, const ch_resp_repl
 static void conn_scan(px_conn *c)
 {
     px_io *px = conn_px(c);
+    px_pool *pool = c->server->pool;
     px_stream *st = c->stream;
     size_t off = 0;
     while (c->stream == st && c->rbuf.len - off > 0 && c->rbuf.len >= c->need) {
-        ch_resp_reply r;
-        size_t need = 0;
-        char err[128] = "";
-        ch_resp_status rs = ch_resp_scan_reply(c->rbuf.p + off, c->rbuf.len - off, &c->server->pool->backend_limits,
-                                               &r, &need, err, sizeof(err));
-        if (rs == CH_RESP_INCOMPLETE) {
-            c->need = off + need;
-            break;
-        }
-        if (rs != CH_RESP_OK) {
-            conn_fail(c, WHY_ERR, err[0] ? err : "bad reply");
-            return;
-        }
         px_frag *f = c->head;
         if (f == NULL) {
             conn_fail(c, WHY_ERR, "a reply without a request");
+            return;
+        }
+        px_reply r;
+        size_t need = 0, consumed = 0;
+        char err[128] = "";
+        px_parse rs = pool->codec->scan_reply(&pool->backend_limits, f->expect, c->rbuf.p + off,
+                                              c->rbuf.len - off, &r, &consumed, &need, err,
+                                              sizeof(err));
+        if (rs == PX_PARSE_AGAIN) {
+            c->need = off + need;
+            break;
+        }
+        if (rs != PX_PARSE_OK) {
+            conn_fail(c, WHY_ERR, err[0] ? err : "bad reply");
             return;
         }
         c->head = f->next;
@@ -251,8 +254,8 @@ static void conn_scan(px_conn *c)
         if (c->head != NULL)
             c->head->deadline = px_io_now(px) + c->server->pool->timeout_ms;
         /* The reply's bytes stay valid during the call: nothing appends to rbuf meanwhile. */
-        conn_reply(c, f, c->rbuf.p + off, &r);
-        off += r.len;
+        conn_reply(c, f, &r);
+        off += consumed;
     }
     if (c->stream != st)
         return; /* failed meanwhile: its buffers were reset */
@@ -321,15 +324,11 @@ static void conn_connect_cb(uv_connect_t *req, int status)
     conn_mark(c);
 }
 
-/* Queues f at the FIFO's tail and its bytes in the output. */
+/* Queues f, whose len bytes were just appended to the output, at the FIFO's tail. */
 static void conn_enqueue(px_conn *c, px_frag *f)
 {
     px_io *px = conn_px(c);
     px_server *s = c->server;
-    if (px_buf_append(&c->wbuf, f->data, f->len) != 0) {
-        px_frag_error(f, "ERR out of memory");
-        return;
-    }
     f->next = NULL;
     f->deadline = px_io_now(px) + s->pool->timeout_ms;
     if (c->tail != NULL)
@@ -351,29 +350,7 @@ static void conn_enqueue(px_conn *c, px_frag *f)
         conn_mark(c);
 }
 
-static px_frag *frag_internal(px_pool *pool, px_frag_kind kind, const ch_resp_arg *argv,
-                              size_t argc)
-{
-    px_frag *f = calloc(1, sizeof(*f));
-    if (f == NULL)
-        return NULL;
-    px_buf b = {0};
-    int rc = px_buf_printf(&b, "*%zu\r\n", argc);
-    for (size_t i = 0; rc == 0 && i < argc; i++)
-        rc = px_buf_bulk(&b, argv[i].p, argv[i].len);
-    if (rc != 0) {
-        px_buf_free(&b);
-        free(f);
-        return NULL;
-    }
-    f->kind = kind;
-    f->pool = pool;
-    f->data = b.p;
-    f->len = b.len;
-    return f;
-}
-
-/* Opens the connection; AUTH and SELECT (redis_auth, redis_db) go first in its FIFO. */
+/* Opens the connection; the codec's handshake (AUTH, SELECT) goes first in its FIFO. */
 static int conn_open(px_conn *c)
 {
     px_server *s = c->server;
@@ -382,15 +359,14 @@ static int conn_open(px_conn *c)
     px_stream *st = px_stream_new(px->loop, s->is_unix, c);
     if (st == NULL)
         return UV_ENOMEM;
-    int rc = 0;
     if (s->is_unix) {
         uv_pipe_connect(&st->connect, &st->u.pipe, s->conf->host, conn_connect_cb);
     } else {
         uv_tcp_nodelay(&st->u.tcp, 1);
         if (pool->conf->tcpkeepalive)
             uv_tcp_keepalive(&st->u.tcp, 1, 60);
-        rc = uv_tcp_connect(&st->connect, &st->u.tcp, (const struct sockaddr *)&s->sa,
-                            conn_connect_cb);
+        int rc = uv_tcp_connect(&st->connect, &st->u.tcp, (const struct sockaddr *)&s->sa,
+                                conn_connect_cb);
         if (rc < 0) {
             px_stream_close(st);
             return rc;
@@ -398,60 +374,53 @@ static int conn_open(px_conn *c)
     }
     c->stream = st;
     c->state = PX_CONN_CONNECTING;
-    const ch_conf_pool *pc = pool->conf;
-    if (pc->redis_auth != NULL) {
-        ch_resp_arg a[2] = {{"AUTH", 4}, {pc->redis_auth, strlen(pc->redis_auth)}};
-        px_frag *f = frag_internal(pool, PX_FRAG_INIT, a, 2);
-        if (f != NULL)
-            conn_enqueue(c, f);
-    }
-    if (pc->redis_db != 0) {
-        char db[24];
-        int n = snprintf(db, sizeof(db), "%d", pc->redis_db);
-        ch_resp_arg a[2] = {{"SELECT", 6}, {db, (size_t)n}};
-        px_frag *f = frag_internal(pool, PX_FRAG_INIT, a, 2);
-        if (f != NULL)
-            conn_enqueue(c, f);
+    for (size_t i = 0;; i++) {
+        px_frag *f = px_frag_new(0);
+        size_t before = c->wbuf.len;
+        int n = f == NULL ? -1
+                          : pool->codec->encode_handshake(&c->wbuf, pool->conf, i, &f->expect,
+                                                          &f->what);
+        if (n <= 0) {
+            c->wbuf.len = before;
+            px_frag_free(f);
+            break;
+        }
+        f->kind = PX_FRAG_INIT;
+        f->len = c->wbuf.len - before;
+        conn_enqueue(c, f);
     }
     return 0;
 }
 
 /* ---- failure and failover --------------------------------------------------------------------- */
 
-/* f could not be served by server s (its connection failed): fail over or answer an error. */
+/* f could not be served by server s (its connection failed). */
 static void frag_failed(px_frag *f, px_server *s, const char *why)
 {
     px_pool *pool = s->pool;
     px_io *px = pool->io;
     switch (f->kind) {
     case PX_FRAG_INIT:
-        px_frag_free(f);
-        return;
+        break;
     case PX_FRAG_PROBE:
         s->probing = false;
         if (!s->retired && px->stopping)
             px_health_probe_drop(pool->health, s->index);
         else if (!s->retired)
-            (void)px_health_probe_result(pool->health, s->index, false, px_io_now(px), px_io_rand(px));
-        px_frag_free(f);
-        return;
-    case PX_FRAG_FORWARD:
+            (void)px_health_probe_result(pool->health, s->index, false, px_io_now(px),
+                                         px_io_rand(px));
+        break;
+    case PX_FRAG_FORWARD: {
+        char msg[256];
+        int n = snprintf(msg, sizeof(msg), "backend %s %s", server_name(s), why);
+        px_reply r = {.p = msg, .len = n > 0 ? (size_t)n : 0, .kind = PX_REPLY_FAILED};
+        if (r.len >= sizeof(msg))
+            r.len = sizeof(msg) - 1;
+        f->done(f, &r);
         break;
     }
-    if (!px->stopping && f->retry) {
-        /* A retired server is in no key's walk of the current membership. */
-        if (f->nkeys > 1 && px_frag_resplit(f, s->retired ? SIZE_MAX : s->index))
-            return;
-        if (f->attempt + 1 < f->ncand) {
-            f->attempt++;
-            px_frag_dispatch(f);
-            return;
-        }
     }
-    pool->stats.forward_error++;
-    char msg[256];
-    snprintf(msg, sizeof(msg), "ERR backend %s %s", server_name(s), why);
-    px_frag_error(f, msg);
+    px_frag_free(f);
 }
 
 static void conn_fail(px_conn *c, conn_why why, const char *reason)
@@ -531,10 +500,11 @@ static void conn_timer_cb(uv_timer_t *t)
     uv_timer_start(&c->timer, conn_timer_cb, c->head->deadline - now, 0);
 }
 
-/* ---- dispatch --------------------------------------------------------------------------------- */
+/* ---- sending -------------------------------------------------------------------------------------- */
 
-static void conn_send(px_conn *c, px_frag *f)
+int px_server_send(px_server *s, px_frag *f, px_encode_fn enc, void *arg)
 {
+    px_conn *c = &s->conns[f->cid % s->nconns];
     if (c->state == PX_CONN_DOWN) {
         int rc = conn_open(c);
         if (rc < 0) {
@@ -542,27 +512,26 @@ static void conn_send(px_conn *c, px_frag *f)
             c->head = c->tail = f;
             f->next = NULL;
             c->nfrags = 1;
-            c->bytes = f->len;
+            c->bytes = f->len = 0;
             c->state = PX_CONN_CONNECTING;
             conn_fail(c, WHY_ERR, uv_strerror(rc));
-            return;
+            return 0;
         }
     }
+    size_t before = c->wbuf.len;
+    if (enc(arg, &c->wbuf, &f->expect) != 0) {
+        c->wbuf.len = before;
+        return -1;
+    }
+    f->len = c->wbuf.len - before;
     conn_enqueue(c, f);
+    return 0;
 }
 
-void px_frag_dispatch(px_frag *f)
+static int encode_probe(void *arg, px_buf *out, uint8_t *expect)
 {
-    px_pool *pool = f->pool;
-    while (f->attempt + 1 < f->ncand && !px_health_up(pool->health, f->cand[f->attempt]))
-        f->attempt++;
-    if (f->attempt >= f->ncand || !px_health_up(pool->health, f->cand[f->attempt])) {
-        pool->stats.forward_error++;
-        px_frag_error(f, "ERR no backend available");
-        return;
-    }
-    px_server *s = &pool->servers[f->cand[f->attempt]];
-    conn_send(&s->conns[f->cid % s->nconns], f);
+    const px_pool *pool = arg;
+    return pool->codec->encode_probe(out, expect);
 }
 
 void px_probe_due(px_pool *pool)
@@ -573,17 +542,21 @@ void px_probe_due(px_pool *pool)
         px_server *s = &pool->servers[i];
         if (s->probing || !px_health_probe_claim(pool->health, i, now))
             continue;
-        ch_resp_arg ping = {"PING", 4};
-        px_frag *f = frag_internal(pool, PX_FRAG_PROBE, &ping, 1);
+        px_frag *f = px_frag_new(0);
         if (f == NULL) {
             px_health_probe_drop(pool->health, i);
             return;
         }
-        f->cand[0] = i;
-        f->ncand = 1;
         s->probing = true;
         PX_LOG(px, PX_LOG_INFO, "pool %s: probing server %s", pool->conf->name, server_name(s));
-        conn_send(&s->conns[0], f);
+        f->kind = PX_FRAG_PROBE;
+        f->cid = 0; /* the first connection */
+        if (px_server_send(s, f, encode_probe, pool) != 0) {
+            s->probing = false;
+            px_health_probe_drop(pool->health, i);
+            px_frag_free(f);
+            return;
+        }
     }
 }
 

@@ -9,40 +9,45 @@
 #define CHASH_PROXY_BACKEND_H
 
 #include "pool.h"
+#include "proto/codec.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/socket.h>
 
-typedef struct px_req px_req; /* client.h */
 typedef struct px_frag px_frag;
 typedef struct px_conn px_conn;
 
 typedef enum px_frag_kind {
-    PX_FRAG_FORWARD, /* serves a client request */
-    PX_FRAG_INIT,    /* AUTH / SELECT sent when a backend connection opens; reply dropped */
-    PX_FRAG_PROBE,   /* PING of an ejected server */
+    PX_FRAG_FORWARD, /* serves a client request: its outcome goes to done */
+    PX_FRAG_INIT,    /* the codec's handshake (AUTH, SELECT) on a new connection; reply dropped */
+    PX_FRAG_PROBE,   /* the codec's probe of an ejected server */
 } px_frag_kind;
 
-/* A command sent to one backend. Invariant: while queued it is in exactly one connection's FIFO,
- * and the FIFO order is the order its bytes were written, so the n-th reply read on that
+/* A FORWARD fragment's outcome: its reply, or PX_REPLY_FAILED (r->p: the reason) when its
+ * connection failed. Called once; the fragment is freed when it returns. */
+typedef void (*px_frag_done)(px_frag *f, const px_reply *r);
+
+/* One request written to one backend. Invariant: while queued it is in exactly one connection's
+ * FIFO, and the FIFO order is the order its bytes were written, so the n-th reply read on that
  * connection belongs to the n-th fragment of the FIFO. */
 struct px_frag {
     px_frag *next;
     px_frag_kind kind;
-    px_req *req; /* the request served (FORWARD) */
-    uint64_t cid; /* its client's id: picks the backend connection */
-    px_pool *pool;
-    char *data; /* the command, kept for a retry */
-    size_t len;
-    size_t cand[PX_MAX_DEPTH]; /* candidate servers (membership indexes), owner first */
-    size_t ncand, attempt;     /* cand[attempt] is the server it is sent to */
-    bool retry;                /* a read: safe to send to the next candidate on failure */
-    bool split;                /* a fragment of a multi-key command */
-    size_t *keys;              /* PX_MERGE_MGET: the slot of each key of this fragment */
-    size_t nkeys;
+    px_frag_done done; /* FORWARD */
+    void *ctx;         /* the done callback's (request.c: the px_rq) */
+    uint64_t cid;      /* its client's id: picks the backend connection */
+    size_t len;        /* its request bytes */
     uint64_t deadline; /* loop time (ms) by which the reply must have arrived */
+    uint8_t expect;    /* the codec's reply shape for it (scan_reply) */
+    const char *what;  /* INIT: what it is, for the log ("AUTH") */
+    size_t nslots;
+    uint32_t slots[];  /* the request's slots it serves (request.c) */
 };
+
+/* Writes a request into out for the fragment; *expect: its reply shape. 0, or -1 when out of
+ * memory. */
+typedef int (*px_encode_fn)(void *arg, px_buf *out, uint8_t *expect);
 
 typedef enum px_conn_state { PX_CONN_DOWN, PX_CONN_CONNECTING, PX_CONN_UP } px_conn_state;
 
@@ -65,6 +70,7 @@ struct px_conn {
 /* A backend server as one worker sees it: its connections from that worker, its counters (the
  * stats and metrics add every worker's up, px_snapshot). */
 struct px_server {
+    uint32_t uid;   /* unique in the process, kept across reloads (a request's tried set) */
     px_pool *pool;
     size_t index;                /* in the membership */
     const ch_conf_server *conf;  /* its line in the file */
@@ -98,9 +104,15 @@ bool px_server_busy(const px_server *s);
 void px_server_close(px_server *s); /* closes its connections (shutdown) */
 void px_server_preconnect(px_server *s);
 void px_server_free(px_server *s);
-/* Sends f to f->cand[f->attempt] (skipping ejected candidates), on the connection chosen by
- * the client's id so one client's commands to a server keep their order. */
-void px_frag_dispatch(px_frag *f);
+/* A fragment serving nslots slots (kind FORWARD, every other field 0). NULL when out of memory. */
+px_frag *px_frag_new(size_t nslots);
+/* Sends f (kind and cid set) to s, on the connection picked by f->cid so one client's requests
+ * to a server keep their order: the connection is opened if down (its handshake first), enc
+ * writes the request into its output, f joins its FIFO. Returns 0: f belongs to the connection
+ * (its outcome goes to f->done, possibly before this returns, when the connection cannot be
+ * opened); -1: enc ran out of memory, f is the caller's again. */
+int px_server_send(px_server *s, px_frag *f, px_encode_fn enc, void *arg);
+/* Probes the pool's ejected servers whose probe is due (each claimed in the shared health). */
 void px_probe_due(px_pool *pool);
 void px_frag_free(px_frag *f);
 

@@ -1,6 +1,7 @@
 /*
- * client.c — client connections: reading and parsing requests, the per-client queue that puts
- * replies back in request order, output buffering and its limit, and closing.
+ * client.c — client connections: reading, framing requests with the pool's codec and handing
+ * each to px_dispatch; the per-client queue that puts replies back in request order; output
+ * buffering and its limit; backpressure; closing. No command names and no protocol bytes here.
  *
  * Invariants:
  * - c->head..c->tail holds the client's requests in arrival order; a reply leaves only from the
@@ -9,12 +10,10 @@
  *   beyond the pool's max_client_buffer (max_client_buffer_bytes) the client is closed (a
  *   client that never reads cannot make the proxy grow without bound).
  * - A client struct lives until its stream's close callback; requests still waiting for
- *   backends then lose their client (r->client = NULL) and are freed when their last fragment
- *   completes.
+ *   backends then lose their owner (rq->owner = NULL) and are freed when they complete.
  */
 #include "client.h"
-#include "command.h"
-#include "worker.h"
+#include "dispatch.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -33,101 +32,52 @@ static void client_mark(px_client *c)
         px_io_mark(c->pool->io, &c->flush, PX_FLUSH_CLIENT);
 }
 
-/* Counts r, whose reply is complete, once: class, error or not, latency. */
-static void count_request(px_req *r)
-{
-    if (r->observed || r->pool == NULL)
-        return;
-    r->observed = true;
-    bool error = r->reply.len > 0 && r->reply.p[0] == '-';
-    px_count_request(&r->pool->m, r->mclass, error, uv_hrtime() - r->t0);
-}
-
 /* Backpressure: a client with this many requests waiting for backends is not read until they
- * drain (px_client_flush resumes it), so one pipelining client cannot queue unbounded work on
- * the backend connections it shares with everyone else. Reply bytes do not pause it: a client
- * that does not read its replies is closed at the pool's max_client_buffer instead. */
+ * drain (client_flush resumes it), so one pipelining client cannot queue unbounded work on the
+ * backend connections it shares with everyone else. Reply bytes do not pause it: a client that
+ * does not read its replies is closed at the pool's max_client_buffer instead. */
 static bool client_busy(const px_client *c)
 {
     return c->nreqs >= PX_MAX_CLIENT_REQUESTS;
 }
 
-/* ---- requests --------------------------------------------------------------------------------- */
-
-px_req *px_req_new(px_client *c)
+/* Counts rq, whose reply is complete, once: class, error or not, latency. */
+static void count_request(px_rq *rq)
 {
-    px_req *r = calloc(1, sizeof(*r));
-    if (r == NULL)
-        return NULL;
-    r->client = c;
-    r->pool = c->pool;
-    r->t0 = uv_hrtime();
-    if (c->tail != NULL)
-        c->tail->next = r;
-    else
-        c->head = r;
-    c->tail = r;
-    c->nreqs++;
-    return r;
+    if (rq->observed)
+        return;
+    rq->observed = true;
+    px_count_request(&rq->pool->m, rq->cls, rq->error, uv_hrtime() - rq->t0);
 }
 
-void px_req_free(px_req *r)
-{
-    px_buf_free(&r->reply);
-    px_buf_free(&r->err);
-    for (size_t i = 0; i < r->nslots; i++)
-        px_buf_free(&r->slots[i]);
-    free(r->slots);
-    free(r);
-}
-
-void px_req_reply(px_req *r, const char *data, size_t len)
-{
-    px_buf_append(&r->reply, data, len);
-    r->done = true;
-    px_req_done(r);
-}
-
-void px_req_error(px_req *r, const char *fmt, ...)
-{
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
-    va_end(ap);
-    px_buf_printf(&r->reply, "-%s\r\n", msg);
-    r->done = true;
-    px_req_done(r);
-}
+/* ---- the queue --------------------------------------------------------------------------------- */
 
 static void client_over_limit(px_client *c)
 {
-    PX_LOG(c->pool->io, PX_LOG_WARN, "pool %s: client %llu holds over %zu reply bytes unread: closing it",
+    PX_LOG(c->pool->io, PX_LOG_WARN,
+           "pool %s: client %llu holds over %zu reply bytes unread: closing it",
            c->pool->conf->name, (unsigned long long)c->id, c->pool->max_client_buffer);
     c->pool->stats.client_err++;
     px_client_close(c);
 }
 
-void px_req_done(px_req *r)
+/* rq's reply is complete (request.c's on_done): move replies from the head of the queue to the
+ * output while the head is done. */
+static void client_rq_done(px_rq *rq)
 {
-    px_client *c = r->client;
-    count_request(r);
-    if (c == NULL) {
-        if (r->pending == 0)
-            px_req_free(r);
-        return;
-    }
+    px_client *c = rq->owner;
+    count_request(rq);
     if (c->closing)
         return; /* the close callback frees it */
-    if (r != c->head) {
-        r->counted = true;
-        c->stored += r->reply.len;
+    if (rq != c->head) {
+        rq->counted = true;
+        c->stored += rq->reply.len;
         if (c->stored + c->wbuf.len + c->inflight > c->pool->max_client_buffer)
             client_over_limit(c);
         return;
     }
     while (c->head != NULL && c->head->done) {
-        px_req *h = c->head;
+        px_rq *h = c->head;
         c->head = h->next;
         if (c->head == NULL)
             c->tail = NULL;
@@ -136,7 +86,7 @@ void px_req_done(px_req *r)
             c->stored -= h->reply.len;
         bool close_after = h->close_after;
         int rc = px_buf_append(&c->wbuf, h->reply.p, h->reply.len);
-        px_req_free(h);
+        px_rq_free(h);
         if (rc != 0) {
             px_client_close(c);
             return;
@@ -147,13 +97,28 @@ void px_req_done(px_req *r)
         }
     }
     client_mark(c);
-    if (c->stored + c->wbuf.len + c->inflight > c->pool->max_client_buffer) {
+    if (c->stored + c->wbuf.len + c->inflight > c->pool->max_client_buffer)
         client_over_limit(c);
-        return;
-    }
 }
 
-/* ---- reading ---------------------------------------------------------------------------------- */
+/* A new request for m at the tail of the queue; NULL when out of memory. */
+static px_rq *client_rq(px_client *c, const px_msg *m)
+{
+    px_rq *rq = px_rq_new(c->pool, m, c->id);
+    if (rq == NULL)
+        return NULL;
+    rq->owner = c;
+    rq->on_done = client_rq_done;
+    if (c->tail != NULL)
+        c->tail->next = rq;
+    else
+        c->head = rq;
+    c->tail = rq;
+    c->nreqs++;
+    return rq;
+}
+
+/* ---- reading ----------------------------------------------------------------------------------- */
 
 static void client_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 {
@@ -165,8 +130,7 @@ static void client_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 static void client_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     (void)buf;
-    px_stream *st = PX_CONTAINER(stream, px_stream, u);
-    px_client *c = st->owner;
+    px_client *c = PX_CONTAINER(stream, px_stream, u)->owner;
     if (c->closing || nread == 0)
         return;
     if (nread < 0) {
@@ -189,58 +153,93 @@ static void client_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *b
     client_process(c);
 }
 
-/* Parses and handles every complete request in the buffer. */
+/* Grows the pool's parser arrays to hold m's arguments and keys. 0, or -1. */
+static int grow_arrays(px_pool *pool, const px_msg *m)
+{
+    if (m->nargs > pool->args_cap) {
+        px_span *a = realloc(pool->args, m->nargs * sizeof(*a));
+        if (a == NULL)
+            return -1;
+        pool->args = a;
+        pool->args_cap = m->nargs;
+    }
+    if (m->nkeys > pool->keys_cap) {
+        px_span *k = realloc(pool->keys, m->nkeys * sizeof(*k));
+        if (k == NULL)
+            return -1;
+        pool->keys = k;
+        pool->keys_cap = m->nkeys;
+    }
+    return 0;
+}
+
+/* A request that cannot be framed: answered with the codec's error, then the client closes. */
+static void client_protocol_error(px_client *c, const char *err)
+{
+    PX_LOG(c->pool->io, PX_LOG_INFO, "pool %s: client %llu: %s: closing it", c->pool->conf->name,
+           (unsigned long long)c->id, err);
+    c->pool->stats.client_err++;
+    px_msg none = {.raw = "", .args = NULL, .keys = NULL};
+    px_rq *rq = client_rq(c, &none);
+    if (rq == NULL) {
+        px_client_close(c);
+        return;
+    }
+    rq->close_after = true;
+    c->draining = true;
+    uv_read_stop(&c->stream->u.stream);
+    px_rq_fail(rq, PX_ERR_CLIENT, err);
+}
+
+/* Frames and dispatches every complete request in the buffer. */
 static void client_process(px_client *c)
 {
-    px_worker *px = c->pool->worker;
+    px_pool *pool = c->pool;
     size_t off = 0;
     while (!c->closing && !c->draining && c->rbuf.len > off && c->rbuf.len >= c->need) {
         if (client_busy(c)) {
-            /* Backpressure: resume when the queue drains (px_client_flush). */
+            /* Backpressure: resume when the queue drains (client_flush). */
             uv_read_stop(&c->stream->u.stream);
             c->paused = true;
             break;
         }
-        size_t argc = 0, consumed = 0, need = 0;
+        px_msg m = {.args = pool->args, .args_cap = pool->args_cap, .keys = pool->keys,
+                    .keys_cap = pool->keys_cap};
+        size_t consumed = 0, need = 0;
         char err[160] = "";
-        ch_resp_status rs =
-            ch_resp_parse_request(c->rbuf.p + off, c->rbuf.len - off, &c->pool->limits, px->argv,
-                                  px->argv_cap, &argc, &consumed, &need, err, sizeof(err));
-        if (rs == CH_RESP_INCOMPLETE) {
+        px_parse rs = pool->codec->parse_request(&pool->limits, c->rbuf.p + off,
+                                                 c->rbuf.len - off, &m, &consumed, &need, err,
+                                                 sizeof(err));
+        if (rs == PX_PARSE_AGAIN) {
             c->need = off + need;
             break;
         }
-        if (rs == CH_RESP_OK && argc > px->argv_cap) {
-            ch_resp_arg *a = realloc(px->argv, argc * sizeof(*a));
-            if (a != NULL) {
-                px->argv = a;
-                px->argv_cap = argc;
-                continue; /* parse it again with room for every argument */
-            }
-            rs = CH_RESP_TOO_BIG;
-            snprintf(err, sizeof(err), "ERR out of memory");
+        if (rs == PX_PARSE_OK && (m.nargs > m.args_cap || m.nkeys > m.keys_cap)) {
+            if (grow_arrays(pool, &m) == 0)
+                continue; /* parse it again with room for every argument and key */
+            rs = PX_PARSE_TOO_BIG;
+            snprintf(err, sizeof(err), "out of memory");
         }
-        if (rs != CH_RESP_OK) {
-            PX_LOG(c->pool->io, PX_LOG_INFO, "pool %s: client %llu: %s: closing it", c->pool->conf->name,
-                   (unsigned long long)c->id, err);
-            c->pool->stats.client_err++;
-            px_req *r = px_req_new(c);
-            if (r == NULL) {
-                px_client_close(c);
-                return;
-            }
-            r->close_after = true;
-            c->draining = true;
-            uv_read_stop(&c->stream->u.stream);
-            px_req_error(r, "%s%s", strncmp(err, "ERR", 3) == 0 ? "" : "ERR ",
-                         err[0] ? err : "Protocol error");
+        if (rs != PX_PARSE_OK) {
+            client_protocol_error(c, err[0] ? err : "Protocol error");
             off = c->rbuf.len;
             break;
         }
         c->need = 0;
-        if (argc > 0)
-            px_command_handle(c, px->argv, argc, c->rbuf.p + off, consumed);
         off += consumed;
+        if (m.nargs == 0)
+            continue; /* an empty inline line */
+        px_rq *rq = client_rq(c, &m);
+        if (rq == NULL) {
+            px_client_close(c);
+            return;
+        }
+        px_local ctx = {.password = pool->client_password, .authed = c->authed,
+                        .info = pool->info, .info_arg = pool->info_arg};
+        px_dispatch(rq, &ctx); /* rq may be gone */
+        c->authed = ctx.authed;
+        if (ctx.close)
+            c->draining = true;
     }
     if (c->draining && !c->closing)
         uv_read_stop(&c->stream->u.stream);
@@ -248,7 +247,7 @@ static void client_process(px_client *c)
     c->need = c->need > off ? c->need - off : 0;
 }
 
-/* ---- writing ---------------------------------------------------------------------------------- */
+/* ---- writing ----------------------------------------------------------------------------------- */
 
 static void client_written(px_write *w, px_stream *st, int status)
 {
@@ -294,7 +293,7 @@ static void client_flush(px_client *c)
     }
 }
 
-/* ---- lifecycle -------------------------------------------------------------------------------- */
+/* ---- lifecycle --------------------------------------------------------------------------------- */
 
 static void client_close_cb(uv_handle_t *h)
 {
@@ -302,13 +301,13 @@ static void client_close_cb(uv_handle_t *h)
     px_client *c = st->owner;
     px_dl_remove(&c->link);
     px_io_unmark(&c->flush);
-    px_req *r = c->head;
-    while (r != NULL) {
-        px_req *next = r->next;
-        r->client = NULL;
-        if (r->pending == 0)
-            px_req_free(r);
-        r = next;
+    px_rq *rq = c->head;
+    while (rq != NULL) {
+        px_rq *next = rq->next;
+        rq->owner = NULL;
+        if (rq->done)
+            px_rq_free(rq);
+        rq = next;
     }
     px_buf_free(&c->rbuf);
     px_buf_free(&c->wbuf);
@@ -349,7 +348,8 @@ void px_client_accept(px_pool *pool, uv_stream_t *listener)
     }
     if (pool->conf->client_connections > 0 &&
         PX_ATOMIC_LOAD(pool->shared->clients) >= (uint64_t)pool->conf->client_connections) {
-        PX_LOG(pool->io, PX_LOG_WARN, "pool %s: client_connections limit %d reached: refusing a client",
+        PX_LOG(pool->io, PX_LOG_WARN,
+               "pool %s: client_connections limit %d reached: refusing a client",
                pool->conf->name, pool->conf->client_connections);
         uv_close(&st->u.handle, client_close_cb);
         return;

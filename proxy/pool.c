@@ -82,13 +82,8 @@ void px_pool_configure(px_pool *pool)
                   : (size_t)pc->failover_depth > PX_MAX_DEPTH ? PX_MAX_DEPTH
                                                                : (size_t)pc->failover_depth;
     pool->timeout_ms = pc->timeout_ms > 0 ? (uint64_t)pc->timeout_ms : PX_DEFAULT_TIMEOUT_MS;
-    ch_resp_limits_init(&pool->limits);
-    pool->limits.max_request = pc->max_request_bytes > 0 ? (size_t)pc->max_request_bytes : 1;
-    /* The proxy parses its own fragments again (a failed multi-key read is re-split), and a
-     * fragment can be larger than the client's request it came from (an inline MGET re-encoded
-     * as RESP): no request-size limit there. Replies are bounded by max_bulk and max_depth. */
-    ch_resp_limits_init(&pool->backend_limits);
-    pool->backend_limits.max_request = SIZE_MAX;
+    pool->codec = px_codec_of(pc);
+    pool->codec->limits(pc, &pool->limits, &pool->backend_limits);
     pool->max_client_buffer =
         pc->max_client_buffer_bytes > 0 ? (size_t)pc->max_client_buffer_bytes : 1;
     pool->client_password = pc->client_auth != NULL ? pc->client_auth : pc->redis_auth;

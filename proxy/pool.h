@@ -15,7 +15,7 @@
 #include "counters.h"
 #include "health_shared.h"
 #include "io.h"
-#include "proto/resp.h"
+#include "proto/codec.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -34,6 +34,7 @@
 
 typedef struct px_worker px_worker; /* worker.h; opaque below it */
 typedef struct px_server px_server; /* backend.h */
+typedef struct px_route px_route;   /* route.h */
 
 /* A pool as the control thread knows it: what every worker's copy of the pool points to. */
 typedef struct px_shared_pool {
@@ -71,8 +72,15 @@ typedef struct px_pool {
     size_t nservers;
     size_t depth;         /* failover candidates per request */
     uint64_t timeout_ms;  /* per request to a backend */
-    ch_resp_limits limits; /* for its clients' requests: max_request is max_request_bytes */
-    ch_resp_limits backend_limits; /* for its backends' replies (no request-size limit) */
+    const px_codec *codec;   /* its protocol */
+    px_limits limits;        /* for its clients' requests */
+    px_limits backend_limits; /* for its backends' replies */
+    px_span *args, *keys;    /* the parser's arrays for its clients' requests, grown on demand */
+    size_t args_cap, keys_cap;
+    px_route *route;         /* where its requests start (route_pool.c) */
+    /* The INFO text for this worker (metrics.c, set by the worker). */
+    int (*info)(void *arg, px_buf *out);
+    void *info_arg;
     size_t max_client_buffer; /* max_client_buffer_bytes: reply bytes held for one client */
     const char *client_password; /* what clients AUTH with: client_auth, else redis_auth; NULL:
                                     no AUTH needed */

@@ -26,9 +26,9 @@
  * on its connections (their replies go to their clients as usual), and it is closed and freed by
  * px_worker_reap once its FIFOs are empty.
  *
- * Fragments in flight keep their connection; their failover candidates (membership indexes) are
- * renumbered into the new membership, dropping removed servers, so a failover after a reload goes
- * to a server that still exists.
+ * Fragments in flight keep their connection. A request stores no membership index: a failover
+ * routes its key again against the membership of that moment (route_pool.c), so a failover after
+ * a reload goes to a server that exists, and the swap has nothing to renumber.
  */
 
 #include "reload.h"
@@ -211,28 +211,6 @@ static void server_move(px_server *dst, px_server *src)
         dst->conns[c].server = dst;
 }
 
-/* Renumbers the candidates of every fragment queued on s: cand[attempt] (the server it is on)
- * becomes cand[0], SIZE_MAX when that server is retired (never dispatched to again: a failure
- * moves on from it); the later candidates follow, minus retired ones. */
-static void frags_remap(px_server *s, const size_t *map, size_t oldn)
-{
-    for (unsigned c = 0; c < s->nconns; c++) {
-        for (px_frag *f = s->conns[c].head; f != NULL; f = f->next) {
-            if (f->kind != PX_FRAG_FORWARD || f->ncand == 0)
-                continue;
-            size_t cand[PX_MAX_DEPTH], n = 0;
-            for (size_t k = f->attempt; k < f->ncand; k++) {
-                size_t x = f->cand[k] < oldn ? map[f->cand[k]] : SIZE_MAX;
-                if (x != SIZE_MAX || k == f->attempt)
-                    cand[n++] = x;
-            }
-            memcpy(f->cand, cand, n * sizeof(*cand));
-            f->ncand = n;
-            f->attempt = 0;
-        }
-    }
-}
-
 /* Swaps p in (a worker's commit). Cannot fail. */
 static void plan_apply(pool_plan *p)
 {
@@ -268,13 +246,6 @@ static void plan_apply(pool_plan *p)
                    "reload: pool %s: server %s (%s) removed: its connections close once the "
                    "requests in flight on them are answered",
                    next->conf->name, s->conf->id, s->conf->addr);
-    }
-    for (size_t i = 0; i < p->n; i++)
-        frags_remap(&p->servers[i], p->map, oldn);
-    for (px_dl *d = px->retired.next; d != &px->retired; d = d->next) {
-        px_server *s = PX_CONTAINER(d, px_server, retired_link);
-        if (s->pool == pool)
-            frags_remap(s, p->map, oldn);
     }
 
     free(old);

@@ -7,6 +7,8 @@
 #include "backend.h"
 #include "client.h"
 #include "ctl.h"
+#include "metrics.h"
+#include "route_pool.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -99,6 +101,12 @@ static void listen_cb(uv_stream_t *server, int status)
     px_client_accept(pool, server);
 }
 
+/* The INFO text of the worker whose pool asks. */
+static int worker_info(void *arg, px_buf *out)
+{
+    return px_metrics_info(arg, out);
+}
+
 /* The worker's copy of shared pool sp, listening on fd (taken over). */
 static int pool_init(px_worker *w, px_pool *pool, px_shared_pool *sp, int fd)
 {
@@ -113,6 +121,9 @@ static int pool_init(px_worker *w, px_pool *pool, px_shared_pool *sp, int fd)
     pool->nservers = sp->nservers;
     pool->next_client_id = 1;
     pool->accepted_total = &w->ctl->total_connections;
+    pool->route = &px_route_pool;
+    pool->info = worker_info;
+    pool->info_arg = w;
     px_dl_init(&pool->clients);
     px_pool_configure(pool);
     pool->servers = calloc(pool->nservers, sizeof(*pool->servers));
@@ -163,14 +174,12 @@ int px_worker_init(px_ctl *ctl, px_worker *w, unsigned index, int **fds)
     pthread_cond_init(&w->job_cond, NULL);
     uv_async_init(loop, &w->wake, wake_cb);
     w->wake.data = w;
-    w->argv_cap = 256;
-    w->argv = malloc(w->argv_cap * sizeof(*w->argv));
     px_dl_init(&w->retired);
     uv_timer_init(loop, &w->probe_timer);
     w->probe_timer.data = w;
     uv_timer_start(&w->probe_timer, probe_cb, PX_PROBE_TICK_MS, PX_PROBE_TICK_MS);
     w->pools = calloc(ctl->npools, sizeof(*w->pools));
-    if (w->argv == NULL || w->pools == NULL)
+    if (w->pools == NULL)
         return -1;
     w->npools = ctl->npools;
     for (size_t i = 0; i < ctl->npools; i++) {
@@ -242,11 +251,11 @@ void px_worker_free(px_worker *w)
         for (size_t s = 0; pool->servers != NULL && s < pool->nservers; s++)
             px_server_free(&pool->servers[s]);
         free(pool->servers);
+        free(pool->args);
+        free(pool->keys);
     }
     free(w->pools);
-    free(w->argv);
     w->pools = NULL;
-    w->argv = NULL;
 }
 
 unsigned px_default_threads(void)

@@ -27,8 +27,6 @@ struct px_worker {
     bool started;   /* thread is running */
     px_pool *pools; /* as ctl->pools */
     size_t npools;
-    ch_resp_arg *argv; /* the parser's argument array, grown on demand */
-    size_t argv_cap;
     uv_timer_t probe_timer;
     px_dl retired;      /* retired servers (px_server.retired_link) */
     void *reload_plans; /* reload.c: this worker's prepared plans between two jobs */

@@ -1,0 +1,58 @@
+/*
+ * dispatch.c — px_dispatch (dispatch.h). Protocol-blind: the command spec says what a request
+ * is, the codec answers and frames, the route sends.
+ */
+#include "dispatch.h"
+
+#include <ctype.h>
+
+/* A command name as it may appear in an error: printable bytes lowercased, others '?'. */
+static void printable_name(char *out, size_t cap, const char *p, size_t len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len && n + 1 < cap; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        out[n++] = isprint(ch) && ch != '\'' ? (char)tolower(ch) : '?';
+    }
+    out[n] = '\0';
+}
+
+/* With client_auth, health checks (PING) are served before AUTH too; with redis_auth alone, as
+ * twemproxy and Redis, only AUTH and QUIT are. */
+static bool auth_gate_passes(const px_rq *rq, const px_local *ctx)
+{
+    const px_cmd *c = rq->msg.cmd;
+    return ctx->password == NULL || ctx->authed || (c->flags & PX_CMD_AUTH_EXEMPT) != 0 ||
+           ((c->flags & PX_CMD_HEALTH) != 0 && rq->pool->conf->client_auth != NULL);
+}
+
+void px_dispatch(px_rq *rq, px_local *ctx)
+{
+    const px_msg *m = &rq->msg;
+    if (m->cmd == NULL) {
+        char name[72];
+        printable_name(name, sizeof(name), m->raw + m->args[0].off, m->args[0].len);
+        px_rq_fail(rq, PX_ERR_UNKNOWN, name);
+        return;
+    }
+    if (!auth_gate_passes(rq, ctx)) {
+        px_rq_fail(rq, PX_ERR_NOAUTH, "");
+        return;
+    }
+    if (m->reject[0] != '\0') {
+        px_rq_fail(rq, PX_ERR_CLIENT, m->reject);
+        return;
+    }
+    if (m->cmd->cls == PX_CLASS_LOCAL) {
+        px_buf out = {0};
+        int rc = rq->codec->answer_local(ctx, m, &out);
+        rq->close_after = ctx->close;
+        if (rc < 0)
+            px_rq_fail(rq, PX_ERR_SERVER, "out of memory");
+        else
+            px_rq_finish(rq, out.p, out.len, rc == 1);
+        px_buf_free(&out);
+        return;
+    }
+    px_rq_start(rq, rq->pool->route);
+}

@@ -1,0 +1,181 @@
+/*
+ * codec.h — what the proxy core needs of a wire protocol: the seam between protocol bytes and
+ * everything else (docs/PROXY.md, "Shape"). One const px_codec per protocol; a pool (and so each
+ * of its client and backend connections) holds a pointer to one, chosen when the config loads.
+ *
+ * Every function is pure, like resp.h: it reads bytes and writes only into the px_buf or
+ * structures it is given. No I/O, no globals, no clock; fuzzable. Nothing outside proto/ reads
+ * or writes a protocol byte: client.c frames requests with parse_request, backend.c frames
+ * replies with scan_reply, request.c merges parts with merge_*, dispatch.c answers local
+ * commands with answer_local and every error with encode_error.
+ *
+ * The contract a codec keeps for backend.c: every request encode_request, encode_probe or
+ * encode_handshake writes gets exactly one reply, so the n-th reply read on a backend connection
+ * belongs to the n-th request written. Protocols with requests that get no reply (memcached's
+ * noreply, the meta q flag) strip that on the way to the backend and answer or swallow at the
+ * proxy (twemproxy's swallow, nc_request.c req_send_done).
+ */
+#ifndef CHASH_PROXY_CODEC_H
+#define CHASH_PROXY_CODEC_H
+
+#include "../buf.h"
+#include "../counters.h"
+#include "chash_config.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct px_span {
+    uint32_t off, len; /* bytes [off, off + len) of px_msg.raw */
+} px_span;
+
+/* How the parts of a request split over several servers become the client's one reply. */
+typedef enum px_merge {
+    PX_MERGE_ONE,    /* one part: its reply is the reply */
+    PX_MERGE_ARRAY,  /* MGET: values in key order */
+    PX_MERGE_SUM,    /* DEL UNLINK TOUCH EXISTS: integers summed */
+    PX_MERGE_ALL_OK, /* MSET: OK unless a part failed */
+    PX_MERGE_CONCAT, /* memcached get k1 k2: VALUE blocks in key order, one END */
+} px_merge;
+
+enum {
+    PX_CMD_AUTH_EXEMPT = 1u << 0, /* served before a client has authenticated (AUTH, QUIT) */
+    PX_CMD_HEALTH = 1u << 1,      /* also served before AUTH when the pool has client_auth */
+};
+
+/* One command, one line of its codec's table. The key spec is Redis's legacy form
+ * (first key, last key, step; or a key count at an argument), reduced to what routing needs. */
+typedef struct px_cmd {
+    const char *name;
+    uint8_t name_len;
+    uint8_t cls;      /* px_cmd_class */
+    uint8_t merge;    /* px_merge (PX_CLASS_MULTI) */
+    uint8_t flags;    /* PX_CMD_* */
+    bool retry;       /* idempotent: may go to the next candidate after a node failure */
+    int8_t arity;     /* >= arity arguments (command included) */
+    int8_t first_key; /* argument index of the first key; 0: no key */
+    int8_t last_key;  /* -1: the last argument */
+    int8_t key_step;  /* 2: key value pairs (MSET) */
+    int8_t keynum_at; /* > 0: args[keynum_at] holds the key count and keys follow (EVAL: 2) */
+    uint8_t local;    /* the codec's own id of a command it answers itself (PX_CLASS_LOCAL) */
+} px_cmd;
+
+enum { PX_MSG_CLOSE = 1u << 0 /* close the client once this request is answered */ };
+
+/* One parsed request. Spans point into raw; args and keys are arrays the caller gives (their
+ * capacities in args_cap, keys_cap): when nargs > args_cap or nkeys > keys_cap, parse_request
+ * returned PX_PARSE_OK without filling them all, and the caller retries with more room. */
+typedef struct px_msg {
+    const char *raw;
+    size_t len;          /* the request's bytes */
+    const px_cmd *cmd;   /* NULL: not in the table (args[0] names it) */
+    px_span *args;
+    size_t nargs, args_cap;
+    px_span *keys;       /* found from cmd's key spec, in argument order */
+    size_t nkeys, keys_cap;
+    uint32_t flags;      /* PX_MSG_* */
+    char reject[128];    /* not empty: the request is refused with this client error (bad
+                            arity, a bad key count): answered at once, the connection kept */
+    uint8_t proto[16];   /* codec-private facts about the request (noreply, quiet, ...) */
+} px_msg;
+
+typedef enum px_reply_kind {
+    PX_REPLY_VALUE,   /* a value, or an array of them */
+    PX_REPLY_MISS,    /* a null / not found */
+    PX_REPLY_OK,      /* a status (+OK, STORED, ...) */
+    PX_REPLY_INTEGER, /* integer holds it */
+    PX_REPLY_ERROR,   /* the server's own error reply: not a node failure */
+    PX_REPLY_FAILED,  /* no reply: made by backend.c on a node failure; p, len: the reason */
+} px_reply_kind;
+
+typedef struct px_reply {
+    const char *p;
+    size_t len; /* the reply's bytes, valid during the callback */
+    px_reply_kind kind;
+    int64_t integer; /* PX_REPLY_INTEGER: the value; an array: its element count */
+} px_reply;
+
+typedef enum px_parse {
+    PX_PARSE_OK = 0,
+    PX_PARSE_AGAIN = 1,    /* more bytes needed: *need is the least total length */
+    PX_PARSE_BAD = -1,     /* a protocol error: the stream cannot be resynchronized */
+    PX_PARSE_TOO_BIG = -2, /* over a limit */
+} px_parse;
+
+/* A codec's limits on one direction of a pool's traffic (filled by px_codec.limits). */
+typedef struct px_limits {
+    size_t max_request; /* bytes of one request */
+    size_t max_args;    /* arguments (or keys) of one request */
+    size_t max_value;   /* bytes of one value (a RESP bulk, a memcached item) */
+    size_t max_line;    /* bytes of a text line (an inline command, a memcached line) */
+    size_t max_key;     /* bytes of a key (memcached: 250) */
+    unsigned max_depth; /* nesting of reply arrays */
+} px_limits;
+
+/* How an error is framed. */
+typedef enum px_error {
+    PX_ERR_SERVER,  /* the proxy or a backend could not serve it (-ERR / SERVER_ERROR) */
+    PX_ERR_CLIENT,  /* the request is wrong (-ERR / CLIENT_ERROR) */
+    PX_ERR_UNKNOWN, /* a command the proxy does not serve (msg: its printable name) */
+    PX_ERR_NOAUTH,  /* AUTH first (msg unused) */
+} px_error;
+
+/* What answer_local may look at and change of the client and the proxy. */
+typedef struct px_local {
+    const char *password; /* what the client must AUTH with; NULL: none */
+    bool authed;          /* in and out */
+    bool close;           /* out: close the client once this reply is out (QUIT) */
+    /* The INFO text (not framed), or -1 when out of memory. */
+    int (*info)(void *arg, px_buf *out);
+    void *info_arg;
+} px_local;
+
+typedef struct px_merger px_merger; /* a codec's accumulator for one split request */
+
+typedef struct px_codec {
+    const char *name; /* "redis", "memcache" */
+    /* A pool's limits: its clients' requests (lim) and its backends' replies (blim). */
+    void (*limits)(const ch_conf_pool *pc, px_limits *lim, px_limits *blim);
+    /* One request at the start of buf[0, len). OK: *consumed is its length (0 < consumed;
+     * a request with no command, such as an empty inline line, has m->nargs 0 and is skipped).
+     * AGAIN: *need as above. BAD, TOO_BIG: err receives a one-line reason. */
+    px_parse (*parse_request)(const px_limits *lim, const char *buf, size_t len, px_msg *m,
+                              size_t *consumed, size_t *need, char *err, size_t errlen);
+    /* One reply at the start of buf[0, len) to a request encoded with this expect code. */
+    px_parse (*scan_reply)(const px_limits *lim, uint8_t expect, const char *buf, size_t len,
+                           px_reply *r, size_t *consumed, size_t *need, char *err,
+                           size_t errlen);
+    /* The request m for its keys keys[0, nkeys) (indexes into m->keys; all of them, in order,
+     * for a command that is not split), as one backend request. *expect: the code scan_reply
+     * takes for its reply. 0, or -1 when out of memory. */
+    int (*encode_request)(px_buf *out, const px_msg *m, const uint32_t *keys, size_t nkeys,
+                          uint8_t *expect);
+    /* An error reply to a client. 0, or -1. */
+    int (*encode_error)(px_buf *out, px_error why, const char *msg);
+    /* The probe of an ejected server (PING / version). 0, or -1. */
+    int (*encode_probe)(px_buf *out, uint8_t *expect);
+    /* The i-th request sent first on a new backend connection (AUTH, SELECT), named in *what
+     * for the log. 1 written, 0 none left, -1 out of memory. */
+    int (*encode_handshake)(px_buf *out, const ch_conf_pool *pc, size_t i, uint8_t *expect,
+                            const char **what);
+    /* Merging the parts of a split request (twemproxy's pre_/post_coalesce). merge_begin: NULL
+     * when out of memory. merge_part: the reply to the part that served keys[0, nkeys), or an
+     * error made by the proxy (kind PX_REPLY_ERROR, bytes from encode_error). merge_end: the
+     * client's reply into out; frees mg; 1 when that reply is an error, 0 when not, -1 when
+     * out of memory. */
+    px_merger *(*merge_begin)(const px_msg *m);
+    void (*merge_part)(px_merger *mg, const px_msg *m, const uint32_t *keys, size_t nkeys,
+                       const px_reply *r);
+    int (*merge_end)(px_merger *mg, const px_msg *m, px_buf *out);
+    /* A command of class PX_CLASS_LOCAL, answered into out. 1 when the answer is an error, 0
+     * when not, -1 when out of memory. */
+    int (*answer_local)(px_local *ctx, const px_msg *m, px_buf *out);
+} px_codec;
+
+extern const px_codec px_codec_redis;
+
+/* The codec of a pool: redis or memcache (pc->redis). */
+const px_codec *px_codec_of(const ch_conf_pool *pc);
+
+#endif /* CHASH_PROXY_CODEC_H */

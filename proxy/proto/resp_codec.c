@@ -1,0 +1,556 @@
+/*
+ * resp_codec.c — px_codec_redis: everything chash-proxy knows of RESP beyond framing (resp.c):
+ * the command table with its key specs, how a request is written to a backend for a subset of
+ * its keys, how the parts of a split request are merged, the errors, the probe and the
+ * connection handshake (AUTH, SELECT), and the commands the proxy answers itself.
+ */
+#include "codec.h"
+#include "resp.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum kind {
+    K_KEY,  /* argv[1] is the key: forwarded whole */
+    K_EVAL, /* EVAL/EVALSHA: routed by the first key (numkeys >= 1) */
+    K_MGET, /* split; values merged in key order */
+    K_MSET, /* split by pairs; +OK or the first error */
+    K_SUM,  /* split; integer replies summed */
+    K_PING, K_ECHO, K_QUIT, K_SELECT, K_COMMAND, K_AUTH, K_INFO,
+} kind;
+
+enum { R = 1, W = 0 }; /* R: a read, safe to retry on the next candidate */
+
+/* The one registry of supported commands: X(name, kind, retry, min argc). Multi-key commands that
+ * Redis runs on one server (SINTER, RPOPLPUSH, ZUNIONSTORE, PFMERGE, ...) are routed by their
+ * first key, as twemproxy does: their keys must share a hash tag. */
+#define PX_COMMAND_LIST(X)                                                                       \
+    /* strings */                                                                                \
+    X(get, K_KEY, R, 2) X(set, K_KEY, W, 3) X(setex, K_KEY, W, 4) X(psetex, K_KEY, W, 4)          \
+    X(setnx, K_KEY, W, 3) X(getset, K_KEY, W, 3) X(getdel, K_KEY, W, 2) X(getex, K_KEY, W, 2)     \
+    X(append, K_KEY, W, 3) X(strlen, K_KEY, R, 2) X(incr, K_KEY, W, 2) X(decr, K_KEY, W, 2)       \
+    X(incrby, K_KEY, W, 3) X(decrby, K_KEY, W, 3) X(incrbyfloat, K_KEY, W, 3)                     \
+    X(getrange, K_KEY, R, 4) X(substr, K_KEY, R, 4) X(setrange, K_KEY, W, 4)                      \
+    X(getbit, K_KEY, R, 3) X(setbit, K_KEY, W, 4) X(bitcount, K_KEY, R, 2) X(bitpos, K_KEY, R, 3) \
+    X(bitfield, K_KEY, W, 2)                                                                     \
+    /* keys */                                                                                   \
+    X(expire, K_KEY, W, 3) X(pexpire, K_KEY, W, 3) X(expireat, K_KEY, W, 3)                       \
+    X(pexpireat, K_KEY, W, 3) X(ttl, K_KEY, R, 2) X(pttl, K_KEY, R, 2) X(expiretime, K_KEY, R, 2) \
+    X(pexpiretime, K_KEY, R, 2) X(persist, K_KEY, W, 2) X(type, K_KEY, R, 2) X(dump, K_KEY, R, 2) \
+    X(restore, K_KEY, W, 4) X(sort, K_KEY, W, 2)                                                 \
+    /* hashes */                                                                                 \
+    X(hget, K_KEY, R, 3) X(hset, K_KEY, W, 4) X(hmset, K_KEY, W, 4) X(hmget, K_KEY, R, 3)         \
+    X(hdel, K_KEY, W, 3) X(hexists, K_KEY, R, 3) X(hgetall, K_KEY, R, 2) X(hincrby, K_KEY, W, 4)  \
+    X(hincrbyfloat, K_KEY, W, 4) X(hkeys, K_KEY, R, 2) X(hvals, K_KEY, R, 2) X(hlen, K_KEY, R, 2) \
+    X(hsetnx, K_KEY, W, 4) X(hstrlen, K_KEY, R, 3) X(hscan, K_KEY, R, 3)                          \
+    X(hrandfield, K_KEY, R, 2)                                                                   \
+    /* lists */                                                                                  \
+    X(lpush, K_KEY, W, 3) X(rpush, K_KEY, W, 3) X(lpop, K_KEY, W, 2) X(rpop, K_KEY, W, 2)         \
+    X(llen, K_KEY, R, 2) X(lrange, K_KEY, R, 4) X(lindex, K_KEY, R, 3) X(lset, K_KEY, W, 4)       \
+    X(lrem, K_KEY, W, 4) X(ltrim, K_KEY, W, 4) X(linsert, K_KEY, W, 5) X(lpushx, K_KEY, W, 3)     \
+    X(rpushx, K_KEY, W, 3) X(lpos, K_KEY, R, 3) X(rpoplpush, K_KEY, W, 3) X(lmove, K_KEY, W, 5)   \
+    /* sets */                                                                                   \
+    X(sadd, K_KEY, W, 3) X(srem, K_KEY, W, 3) X(smembers, K_KEY, R, 2) X(sismember, K_KEY, R, 3)  \
+    X(smismember, K_KEY, R, 3) X(scard, K_KEY, R, 2) X(spop, K_KEY, W, 2)                         \
+    X(srandmember, K_KEY, R, 2) X(sscan, K_KEY, R, 3) X(sdiff, K_KEY, R, 2)                       \
+    X(sdiffstore, K_KEY, W, 3) X(sinter, K_KEY, R, 2) X(sinterstore, K_KEY, W, 3)                 \
+    X(sunion, K_KEY, R, 2) X(sunionstore, K_KEY, W, 3) X(smove, K_KEY, W, 4)                      \
+    /* sorted sets */                                                                            \
+    X(zadd, K_KEY, W, 4) X(zrem, K_KEY, W, 3) X(zscore, K_KEY, R, 3) X(zmscore, K_KEY, R, 3)      \
+    X(zcard, K_KEY, R, 2) X(zcount, K_KEY, R, 4) X(zlexcount, K_KEY, R, 4)                        \
+    X(zincrby, K_KEY, W, 4) X(zrange, K_KEY, R, 4) X(zrangebyscore, K_KEY, R, 4)                  \
+    X(zrangebylex, K_KEY, R, 4) X(zrevrange, K_KEY, R, 4) X(zrevrangebyscore, K_KEY, R, 4)        \
+    X(zrevrangebylex, K_KEY, R, 4) X(zrank, K_KEY, R, 3) X(zrevrank, K_KEY, R, 3)                 \
+    X(zremrangebyrank, K_KEY, W, 4) X(zremrangebyscore, K_KEY, W, 4)                              \
+    X(zremrangebylex, K_KEY, W, 4) X(zscan, K_KEY, R, 3) X(zpopmin, K_KEY, W, 2)                  \
+    X(zpopmax, K_KEY, W, 2) X(zrandmember, K_KEY, R, 2) X(zinterstore, K_KEY, W, 4)               \
+    X(zunionstore, K_KEY, W, 4)                                                                  \
+    /* hyperloglog, geo */                                                                       \
+    X(pfadd, K_KEY, W, 2) X(pfcount, K_KEY, R, 2) X(pfmerge, K_KEY, W, 2)                         \
+    X(geoadd, K_KEY, W, 5) X(geodist, K_KEY, R, 4) X(geohash, K_KEY, R, 2)                        \
+    X(geopos, K_KEY, R, 2) X(georadius, K_KEY, W, 6) X(georadiusbymember, K_KEY, W, 5)            \
+    /* scripting */                                                                              \
+    X(eval, K_EVAL, W, 3) X(evalsha, K_EVAL, W, 3)                                                \
+    /* multi-key, split per server */                                                            \
+    X(mget, K_MGET, R, 2) X(mset, K_MSET, W, 3) X(del, K_SUM, W, 2) X(unlink, K_SUM, W, 2)        \
+    X(touch, K_SUM, R, 2) X(exists, K_SUM, R, 2)                                                  \
+    /* answered by the proxy */                                                                  \
+    X(ping, K_PING, R, 1) X(echo, K_ECHO, R, 2) X(quit, K_QUIT, R, 1) X(select, K_SELECT, R, 2)   \
+    X(command, K_COMMAND, R, 1) X(auth, K_AUTH, R, 2) X(info, K_INFO, R, 1)
+
+/* A kind's key spec and semantics, as constant expressions. */
+#define IS_MULTI(k) ((k) == K_MGET || (k) == K_MSET || (k) == K_SUM)
+#define KIND_CLS(k, r)                                                                           \
+    ((k) == K_KEY || (k) == K_EVAL ? ((r) ? PX_CLASS_READ : PX_CLASS_WRITE)                      \
+     : IS_MULTI(k)                 ? PX_CLASS_MULTI                                              \
+                                   : PX_CLASS_LOCAL)
+#define KIND_MERGE(k)                                                                            \
+    ((k) == K_MGET ? PX_MERGE_ARRAY : (k) == K_MSET ? PX_MERGE_ALL_OK                            \
+     : (k) == K_SUM ? PX_MERGE_SUM : PX_MERGE_ONE)
+#define KIND_FLAGS(k)                                                                            \
+    ((k) == K_AUTH || (k) == K_QUIT ? PX_CMD_AUTH_EXEMPT : (k) == K_PING ? PX_CMD_HEALTH : 0)
+
+static const px_cmd commands[] = {
+#define PX__CMD(n, k, r, a)                                                                      \
+    {#n, sizeof(#n) - 1, KIND_CLS(k, r), KIND_MERGE(k), KIND_FLAGS(k), r == R, a,                \
+     (k) == K_KEY || IS_MULTI(k) ? 1 : 0, (k) == K_KEY ? 1 : IS_MULTI(k) ? -1 : 0,               \
+     (k) == K_MSET ? 2 : 1, (k) == K_EVAL ? 2 : 0, (uint8_t)(k)},
+    PX_COMMAND_LIST(PX__CMD)
+#undef PX__CMD
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+/* Linear over ~140 entries, filtered by length and first letter: a few dozen byte compares,
+ * small next to the system calls of a request. */
+static const px_cmd *command_find(const char *p, size_t len)
+{
+    char lower[32];
+    if (len == 0 || len >= sizeof(lower))
+        return NULL;
+    for (size_t i = 0; i < len; i++)
+        lower[i] = (char)tolower((unsigned char)p[i]);
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        if (commands[i].name_len == len && commands[i].name[0] == lower[0] &&
+            memcmp(commands[i].name, lower, len) == 0)
+            return &commands[i];
+    return NULL;
+}
+
+/* ---- limits ------------------------------------------------------------------------------------ */
+
+static void to_resp(const px_limits *l, ch_resp_limits *r)
+{
+    r->max_args = l->max_args;
+    r->max_bulk = l->max_value;
+    r->max_request = l->max_request;
+    r->max_inline = l->max_line;
+    r->max_depth = l->max_depth;
+}
+
+static void redis_limits(const ch_conf_pool *pc, px_limits *lim, px_limits *blim)
+{
+    ch_resp_limits d;
+    ch_resp_limits_init(&d);
+    /* Spans are 32-bit offsets: a request stays under 4 GiB. */
+    size_t max_request = pc->max_request_bytes > 0 ? (size_t)pc->max_request_bytes : 1;
+    if (max_request > UINT32_MAX)
+        max_request = UINT32_MAX;
+    *lim = (px_limits){.max_request = max_request,
+                       .max_args = d.max_args, .max_value = d.max_bulk,
+                       .max_line = d.max_inline, .max_key = d.max_bulk,
+                       .max_depth = d.max_depth};
+    /* Replies: bounded by max_bulk and max_depth, not by a request size. */
+    *blim = *lim;
+    blim->max_request = SIZE_MAX;
+}
+
+/* ---- parsing ----------------------------------------------------------------------------------- */
+
+static void printable_name(char *out, size_t cap, const char *p, size_t len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len && n + 1 < cap; i++) {
+        unsigned char ch = (unsigned char)p[i];
+        out[n++] = isprint(ch) && ch != '\'' ? (char)tolower(ch) : '?';
+    }
+    out[n] = '\0';
+}
+
+static void reject_arity(px_msg *m, const char *name, size_t len)
+{
+    char pn[72];
+    printable_name(pn, sizeof(pn), name, len);
+    snprintf(m->reject, sizeof(m->reject), "wrong number of arguments for '%s' command", pn);
+}
+
+/* The keys of m from its command's key spec. */
+static void find_keys(px_msg *m)
+{
+    const px_cmd *c = m->cmd;
+    size_t first = 0, last = 0, step = (size_t)c->key_step;
+    m->nkeys = 0;
+    if (c->keynum_at > 0) {
+        const px_span *a = &m->args[c->keynum_at];
+        char num[24];
+        size_t n = a->len < sizeof(num) ? a->len : sizeof(num) - 1;
+        memcpy(num, m->raw + a->off, n);
+        num[n] = '\0';
+        char *end = NULL;
+        long numkeys = strtol(num, &end, 10);
+        size_t rest = m->nargs - (size_t)c->keynum_at - 1;
+        if (n == 0 || *end != '\0' || numkeys < 0 || (size_t)numkeys > rest) {
+            snprintf(m->reject, sizeof(m->reject),
+                     "Number of keys can't be greater than number of args");
+            return;
+        }
+        if (numkeys == 0) {
+            char pn[72];
+            printable_name(pn, sizeof(pn), m->raw + m->args[0].off, m->args[0].len);
+            snprintf(m->reject, sizeof(m->reject), "%s without keys is not supported by the proxy",
+                     pn);
+            return;
+        }
+        first = (size_t)c->keynum_at + 1;
+        last = first + (size_t)numkeys - 1;
+    } else if (c->first_key > 0) {
+        first = (size_t)c->first_key;
+        last = c->last_key < 0 ? m->nargs - 1 : (size_t)c->last_key;
+    } else {
+        return;
+    }
+    for (size_t i = first; i <= last && i < m->nargs; i += step) {
+        if (m->nkeys < m->keys_cap)
+            m->keys[m->nkeys] = m->args[i];
+        m->nkeys++;
+    }
+}
+
+static px_parse from_resp(ch_resp_status st)
+{
+    switch (st) {
+    case CH_RESP_OK:
+        return PX_PARSE_OK;
+    case CH_RESP_INCOMPLETE:
+        return PX_PARSE_AGAIN;
+    case CH_RESP_TOO_BIG:
+        return PX_PARSE_TOO_BIG;
+    default:
+        return PX_PARSE_BAD;
+    }
+}
+
+/* The resp.c arguments are pointers: the spans are their offsets from buf. Parsed into an array
+ * on the stack (4 KiB) when the request fits, else once more into one as large as it needs. */
+static px_parse redis_parse_request(const px_limits *lim, const char *buf, size_t len, px_msg *m,
+                                    size_t *consumed, size_t *need, char *err, size_t errlen)
+{
+    ch_resp_limits rl;
+    to_resp(lim, &rl);
+    ch_resp_arg stack[256], *argv = stack;
+    size_t cap = sizeof(stack) / sizeof(stack[0]), argc = 0;
+    ch_resp_status st =
+        ch_resp_parse_request(buf, len, &rl, argv, cap, &argc, consumed, need, err, errlen);
+    if (st == CH_RESP_OK && argc > cap && argc <= m->args_cap) {
+        argv = malloc(argc * sizeof(*argv));
+        if (argv == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return PX_PARSE_TOO_BIG;
+        }
+        cap = argc;
+        st = ch_resp_parse_request(buf, len, &rl, argv, cap, &argc, consumed, need, err, errlen);
+    }
+    m->raw = buf;
+    m->len = st == CH_RESP_OK ? *consumed : 0;
+    m->cmd = NULL;
+    m->nargs = st == CH_RESP_OK ? argc : 0;
+    m->nkeys = 0;
+    m->flags = 0;
+    m->reject[0] = '\0';
+    if (st == CH_RESP_OK && argc > 0 && argc <= m->args_cap) {
+        for (size_t i = 0; i < argc; i++)
+            m->args[i] = (px_span){(uint32_t)(argv[i].p - buf), (uint32_t)argv[i].len};
+        m->cmd = command_find(buf + m->args[0].off, m->args[0].len);
+        const px_cmd *c = m->cmd;
+        if (c == NULL) {
+            /* not served: dispatch answers it */
+        } else if (argc < (size_t)c->arity || (c->key_step == 2 && (argc - 1) % 2 != 0) ||
+                   (c->local == K_ECHO && c->cls == PX_CLASS_LOCAL && argc != 2)) {
+            reject_arity(m, buf + m->args[0].off, m->args[0].len);
+        } else {
+            find_keys(m);
+        }
+    }
+    if (argv != stack)
+        free(argv);
+    return from_resp(st);
+}
+
+static px_parse redis_scan_reply(const px_limits *lim, uint8_t expect, const char *buf,
+                                 size_t len, px_reply *r, size_t *consumed, size_t *need,
+                                 char *err, size_t errlen)
+{
+    (void)expect;
+    ch_resp_limits rl;
+    to_resp(lim, &rl);
+    ch_resp_reply rr;
+    ch_resp_status st = ch_resp_scan_reply(buf, len, &rl, &rr, need, err, errlen);
+    if (st != CH_RESP_OK)
+        return from_resp(st);
+    *consumed = rr.len;
+    r->p = buf;
+    r->len = rr.len;
+    r->integer = rr.integer;
+    switch (rr.type) {
+    case CH_RESP_STATUS:
+        r->kind = PX_REPLY_OK;
+        break;
+    case CH_RESP_ERROR:
+        r->kind = PX_REPLY_ERROR;
+        break;
+    case CH_RESP_INTEGER:
+        r->kind = PX_REPLY_INTEGER;
+        break;
+    default: /* bulk, array */
+        r->kind = rr.integer < 0 ? PX_REPLY_MISS : PX_REPLY_VALUE;
+        break;
+    }
+    return PX_PARSE_OK;
+}
+
+/* ---- writing ----------------------------------------------------------------------------------- */
+
+static int bulk(px_buf *b, const void *data, size_t len)
+{
+    if (px_buf_printf(b, "$%zu\r\n", len) != 0 || px_buf_append(b, data, len) != 0)
+        return -1;
+    return px_buf_append(b, "\r\n", 2);
+}
+
+static int span_bulk(px_buf *b, const px_msg *m, px_span s)
+{
+    return bulk(b, m->raw + s.off, s.len);
+}
+
+/* A request that is not split goes as it came (an inline command as an array); a split one as
+ * the command with its keys keys[0, nkeys) (and their values: step 2). */
+static int redis_encode_request(px_buf *out, const px_msg *m, const uint32_t *keys, size_t nkeys,
+                                uint8_t *expect)
+{
+    *expect = 0;
+    const px_cmd *c = m->cmd;
+    if (c->cls != PX_CLASS_MULTI) {
+        if (m->len > 0 && m->raw[0] == '*')
+            return px_buf_append(out, m->raw, m->len);
+        int rc = px_buf_printf(out, "*%zu\r\n", m->nargs);
+        for (size_t i = 0; rc == 0 && i < m->nargs; i++)
+            rc = span_bulk(out, m, m->args[i]);
+        return rc;
+    }
+    size_t step = (size_t)c->key_step;
+    int rc = px_buf_printf(out, "*%zu\r\n", 1 + nkeys * step);
+    rc |= span_bulk(out, m, m->args[0]);
+    for (size_t k = 0; rc == 0 && k < nkeys; k++) {
+        size_t at = (size_t)c->first_key + keys[k] * step;
+        for (size_t j = 0; rc == 0 && j < step; j++)
+            rc = span_bulk(out, m, m->args[at + j]);
+    }
+    return rc;
+}
+
+static int redis_encode_error(px_buf *out, px_error why, const char *msg)
+{
+    switch (why) {
+    case PX_ERR_NOAUTH:
+        return px_buf_append(out, "-NOAUTH Authentication required.\r\n", 34);
+    case PX_ERR_UNKNOWN:
+        return px_buf_printf(out, "-ERR unsupported command '%s'\r\n", msg);
+    default:
+        return px_buf_printf(out, "-ERR %s\r\n", msg);
+    }
+}
+
+static int redis_encode_probe(px_buf *out, uint8_t *expect)
+{
+    *expect = 0;
+    return px_buf_append(out, "*1\r\n$4\r\nPING\r\n", 14);
+}
+
+static int redis_encode_handshake(px_buf *out, const ch_conf_pool *pc, size_t i,
+                                  uint8_t *expect, const char **what)
+{
+    *expect = 0;
+    if (i == 0 && pc->redis_auth == NULL)
+        i = 1;
+    if (i == 0) {
+        *what = "AUTH";
+        return px_buf_append(out, "*2\r\n$4\r\nAUTH\r\n", 14) == 0 &&
+                       bulk(out, pc->redis_auth, strlen(pc->redis_auth)) == 0
+                   ? 1
+                   : -1;
+    }
+    if (i == 1 && pc->redis_db != 0) {
+        char db[24];
+        int n = snprintf(db, sizeof(db), "%d", pc->redis_db);
+        *what = "SELECT";
+        return px_buf_append(out, "*2\r\n$6\r\nSELECT\r\n", 16) == 0 && bulk(out, db, (size_t)n) == 0
+                   ? 1
+                   : -1;
+    }
+    return 0;
+}
+
+/* ---- merging ----------------------------------------------------------------------------------- */
+
+struct px_merger {
+    px_buf err;    /* the first error reply of a part */
+    int64_t sum;   /* PX_MERGE_SUM */
+    size_t nslots; /* PX_MERGE_ARRAY: one value per key */
+    px_span *slots; /* into vals; len 0: none yet ($-1) */
+    px_buf vals;
+};
+
+static px_merger *redis_merge_begin(const px_msg *m)
+{
+    px_merger *mg = calloc(1, sizeof(*mg));
+    if (mg == NULL)
+        return NULL;
+    if (m->cmd->merge == PX_MERGE_ARRAY) {
+        mg->nslots = m->nkeys;
+        mg->slots = calloc(m->nkeys, sizeof(*mg->slots));
+        if (mg->slots == NULL) {
+            free(mg);
+            return NULL;
+        }
+    }
+    return mg;
+}
+
+static void set_error(px_merger *mg, const char *p, size_t len)
+{
+    if (mg->err.len == 0)
+        px_buf_append(&mg->err, p, len);
+}
+
+static void redis_merge_part(px_merger *mg, const px_msg *m, const uint32_t *keys, size_t nkeys,
+                             const px_reply *r)
+{
+    if (r->kind == PX_REPLY_ERROR || r->kind == PX_REPLY_FAILED) {
+        set_error(mg, r->p, r->len);
+        return;
+    }
+    switch (m->cmd->merge) {
+    case PX_MERGE_ARRAY: {
+        ch_resp_reply rr;
+        ch_resp_limits rl;
+        ch_resp_limits_init(&rl);
+        rl.max_request = SIZE_MAX;
+        size_t need;
+        if (r->kind != PX_REPLY_VALUE ||
+            ch_resp_scan_reply(r->p, r->len, &rl, &rr, &need, NULL, 0) != CH_RESP_OK ||
+            rr.type != CH_RESP_ARRAY || rr.integer != (int64_t)nkeys) {
+            static const char bad[] = "-ERR unexpected reply to MGET from a backend\r\n";
+            set_error(mg, bad, sizeof(bad) - 1);
+            return;
+        }
+        size_t off = rr.body;
+        for (size_t k = 0; k < nkeys; k++) {
+            ch_resp_reply el;
+            if (ch_resp_scan_reply(r->p + off, r->len - off, &rl, &el, &need, NULL, 0) !=
+                CH_RESP_OK)
+                break;
+            mg->slots[keys[k]] = (px_span){(uint32_t)mg->vals.len, (uint32_t)el.len};
+            if (px_buf_append(&mg->vals, r->p + off, el.len) != 0)
+                mg->slots[keys[k]].len = 0;
+            off += el.len;
+        }
+        return;
+    }
+    case PX_MERGE_SUM:
+        if (r->kind == PX_REPLY_INTEGER) {
+            mg->sum += r->integer;
+        } else {
+            static const char bad[] = "-ERR unexpected reply from a backend\r\n";
+            set_error(mg, bad, sizeof(bad) - 1);
+        }
+        return;
+    default:
+        return;
+    }
+}
+
+static int redis_merge_end(px_merger *mg, const px_msg *m, px_buf *out)
+{
+    int rc;
+    bool error = mg->err.len > 0;
+    if (error) {
+        rc = px_buf_append(out, mg->err.p, mg->err.len);
+    } else if (m->cmd->merge == PX_MERGE_ARRAY) {
+        rc = px_buf_printf(out, "*%zu\r\n", mg->nslots);
+        for (size_t i = 0; rc == 0 && i < mg->nslots; i++)
+            rc = mg->slots[i].len == 0
+                     ? px_buf_append(out, "$-1\r\n", 5)
+                     : px_buf_append(out, mg->vals.p + mg->slots[i].off, mg->slots[i].len);
+    } else if (m->cmd->merge == PX_MERGE_SUM) {
+        rc = px_buf_printf(out, ":%lld\r\n", (long long)mg->sum);
+    } else {
+        rc = px_buf_append(out, "+OK\r\n", 5);
+    }
+    px_buf_free(&mg->err);
+    px_buf_free(&mg->vals);
+    free(mg->slots);
+    free(mg);
+    return rc != 0 ? -1 : error ? 1 : 0;
+}
+
+/* ---- local commands ---------------------------------------------------------------------------- */
+
+static int reply_error(px_buf *out, const char *msg)
+{
+    return redis_encode_error(out, PX_ERR_CLIENT, msg) == 0 ? 1 : -1;
+}
+
+static int reply(px_buf *out, const char *p, size_t len)
+{
+    return px_buf_append(out, p, len) == 0 ? 0 : -1;
+}
+
+static int redis_answer_local(px_local *ctx, const px_msg *m, px_buf *out)
+{
+    const px_span *a = m->args;
+    switch ((kind)m->cmd->local) {
+    case K_PING:
+        if (m->nargs == 1)
+            return reply(out, "+PONG\r\n", 7);
+        return span_bulk(out, m, a[1]) == 0 ? 0 : -1; /* PING msg answers msg */
+    case K_ECHO:
+        return span_bulk(out, m, a[1]) == 0 ? 0 : -1;
+    case K_QUIT:
+        ctx->close = true;
+        return reply(out, "+OK\r\n", 5);
+    case K_SELECT:
+        if (m->nargs == 2 && a[1].len == 1 && m->raw[a[1].off] == '0')
+            return reply(out, "+OK\r\n", 5);
+        return reply_error(out, "the proxy serves database 0 only");
+    case K_COMMAND:
+        return reply(out, "*0\r\n", 4);
+    case K_INFO: {
+        px_buf text = {0};
+        int rc = ctx->info(ctx->info_arg, &text) == 0 && bulk(out, text.p, text.len) == 0 ? 0 : -1;
+        px_buf_free(&text);
+        return rc;
+    }
+    case K_AUTH: {
+        const px_span *pw = &a[m->nargs - 1];
+        if (ctx->password == NULL)
+            return reply_error(out, "Client sent AUTH, but no password is set");
+        if (m->nargs > 3)
+            return reply_error(out, "wrong number of arguments for 'auth' command");
+        if (pw->len == strlen(ctx->password) &&
+            memcmp(m->raw + pw->off, ctx->password, pw->len) == 0) {
+            ctx->authed = true;
+            return reply(out, "+OK\r\n", 5);
+        }
+        ctx->authed = false;
+        return reply_error(out, "invalid password");
+    }
+    default:
+        return reply_error(out, "unsupported command");
+    }
+}
+
+const px_codec px_codec_redis = {
+    .name = "redis",
+    .limits = redis_limits,
+    .parse_request = redis_parse_request,
+    .scan_reply = redis_scan_reply,
+    .encode_request = redis_encode_request,
+    .encode_error = redis_encode_error,
+    .encode_probe = redis_encode_probe,
+    .encode_handshake = redis_encode_handshake,
+    .merge_begin = redis_merge_begin,
+    .merge_part = redis_merge_part,
+    .merge_end = redis_merge_end,
+    .answer_local = redis_answer_local,
+};

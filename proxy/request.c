@@ -1,0 +1,300 @@
+/*
+ * request.c — requests in flight (request.h): their copy of the message, their slots, the
+ * coalescing of a request's sends into one backend request per server, the merge of the parts'
+ * replies through the codec, and completion through rq->on_done.
+ *
+ * Invariants:
+ * - pending is the number of slots not yet answered; a slot is answered exactly once (a route
+ *   that retries a slot re-sends it instead of answering it). When pending reaches 0 the request
+ *   is done: its reply is final and on_done runs (or, owner gone, it is freed).
+ * - Every send of a flush is built before any is handed to a backend, and nothing of the request
+ *   is touched after the last hand-off: a backend may answer synchronously (a connection that
+ *   cannot be opened fails its FIFO at once), which can complete and free the request. Within
+ *   px_rq_start the owner is told only once it returns (rq->starting).
+ * Cost per request: one allocation for the request with its slots and its message (raw bytes,
+ * argument and key spans), one per backend request; a split command sorts its sends by server
+ * (O(k log k) for k keys).
+ */
+#include "request.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+px_rq *px_rq_new(px_pool *pool, const px_msg *m, uint64_t cid)
+{
+    bool split = m->cmd != NULL && m->cmd->cls == PX_CLASS_MULTI;
+    size_t nslots = split ? m->nkeys : 1;
+    size_t sz = sizeof(px_rq) + nslots * sizeof(px_rq_slot) + m->nargs * sizeof(px_span) +
+                m->nkeys * sizeof(px_span) + m->len;
+    px_rq *rq = calloc(1, sz);
+    if (rq == NULL)
+        return NULL;
+    char *p = (char *)(rq + 1);
+    rq->slots = (px_rq_slot *)(void *)p;
+    p += nslots * sizeof(px_rq_slot);
+    rq->msg = *m;
+    rq->msg.args = (px_span *)(void *)p;
+    if (m->nargs > 0)
+        memcpy(rq->msg.args, m->args, m->nargs * sizeof(px_span));
+    rq->msg.args_cap = m->nargs;
+    p += m->nargs * sizeof(px_span);
+    rq->msg.keys = (px_span *)(void *)p;
+    if (m->nkeys > 0)
+        memcpy(rq->msg.keys, m->keys, m->nkeys * sizeof(px_span));
+    rq->msg.keys_cap = m->nkeys;
+    p += m->nkeys * sizeof(px_span);
+    if (m->len > 0)
+        memcpy(p, m->raw, m->len);
+    rq->msg.raw = p;
+    rq->pool = pool;
+    rq->codec = pool->codec;
+    rq->cid = cid;
+    rq->nslots = rq->pending = (uint32_t)nslots;
+    for (size_t i = 0; i < nslots; i++)
+        rq->slots[i].key = (uint32_t)i;
+    rq->cls = m->cmd != NULL ? m->cmd->cls : PX_CLASS_REFUSED;
+    rq->t0 = uv_hrtime();
+    return rq;
+}
+
+void px_rq_free(px_rq *rq)
+{
+    if (rq == NULL)
+        return;
+    if (rq->merger != NULL) { /* never finished: the merge is dropped */
+        px_buf tmp = {0};
+        rq->codec->merge_end(rq->merger, &rq->msg, &tmp);
+        px_buf_free(&tmp);
+    }
+    px_buf_free(&rq->reply);
+    free(rq->sends);
+    free(rq);
+}
+
+/* rq's reply is final. While px_rq_start runs, telling the owner waits until it returns (the
+ * owner may free rq at once). */
+static void rq_done(px_rq *rq)
+{
+    rq->done = true;
+    if (rq->starting)
+        return;
+    if (rq->owner != NULL)
+        rq->on_done(rq);
+    else
+        px_rq_free(rq);
+}
+
+void px_rq_finish(px_rq *rq, const char *p, size_t len, bool error)
+{
+    rq->reply.len = 0;
+    if (px_buf_append(&rq->reply, p, len) != 0) {
+        rq->reply.len = 0;
+        rq->codec->encode_error(&rq->reply, PX_ERR_SERVER, "out of memory");
+        error = true;
+    }
+    rq->error = error;
+    rq->pending = 0;
+    rq_done(rq);
+}
+
+void px_rq_fail(px_rq *rq, px_error why, const char *msg)
+{
+    px_buf b = {0};
+    rq->codec->encode_error(&b, why, msg);
+    px_rq_finish(rq, b.p, b.len, true);
+    px_buf_free(&b);
+}
+
+const px_span *px_rq_key(const px_rq *rq, px_slot s)
+{
+    return &rq->msg.keys[rq->slots[s].key];
+}
+
+/* ---- answers ----------------------------------------------------------------------------------- */
+
+void px_rq_answer(px_rq *rq, const px_slot *slots, size_t n, const px_reply *r)
+{
+    if (rq->done || n == 0)
+        return;
+    bool split = rq->msg.cmd->cls == PX_CLASS_MULTI;
+    if (!split) {
+        rq->reply.len = 0;
+        if (px_buf_append(&rq->reply, r->p, r->len) != 0) {
+            rq->reply.len = 0;
+            rq->codec->encode_error(&rq->reply, PX_ERR_SERVER, "out of memory");
+        }
+        rq->error = r->kind == PX_REPLY_ERROR || r->kind == PX_REPLY_FAILED;
+    } else {
+        if (rq->merger == NULL && (rq->merger = rq->codec->merge_begin(&rq->msg)) == NULL) {
+            px_rq_fail(rq, PX_ERR_SERVER, "out of memory");
+            return;
+        }
+        uint32_t stack[64], *keys = n <= 64 ? stack : malloc(n * sizeof(*keys));
+        if (keys == NULL) {
+            px_rq_fail(rq, PX_ERR_SERVER, "out of memory");
+            return;
+        }
+        for (size_t i = 0; i < n; i++)
+            keys[i] = rq->slots[slots[i]].key;
+        rq->codec->merge_part(rq->merger, &rq->msg, keys, n, r);
+        if (keys != stack)
+            free(keys);
+    }
+    rq->pending -= (uint32_t)n;
+    if (rq->pending > 0)
+        return;
+    if (split) {
+        int rc = rq->codec->merge_end(rq->merger, &rq->msg, &rq->reply);
+        rq->merger = NULL;
+        if (rc < 0) {
+            rq->reply.len = 0;
+            rq->codec->encode_error(&rq->reply, PX_ERR_SERVER, "out of memory");
+        }
+        rq->error = rc != 0;
+    }
+    rq_done(rq);
+}
+
+void px_rq_answer_error(px_rq *rq, const px_slot *slots, size_t n, px_error why, const char *msg)
+{
+    px_buf b = {0};
+    rq->codec->encode_error(&b, why, msg);
+    px_reply r = {.p = b.p, .len = b.len, .kind = PX_REPLY_ERROR};
+    px_rq_answer(rq, slots, n, &r);
+    px_buf_free(&b);
+}
+
+/* ---- sends ------------------------------------------------------------------------------------- */
+
+void px_rq_send(px_rq *rq, px_slot s, px_server *to)
+{
+    px_rq_slot *sl = &rq->slots[s];
+    if (sl->ntried < PX_MAX_DEPTH)
+        sl->tried[sl->ntried++] = to->uid;
+    if (rq->nsends == rq->sends_cap) {
+        size_t cap = rq->sends_cap ? rq->sends_cap * 2 : (rq->nslots < 4 ? rq->nslots : 4);
+        px_rq_queued *a = realloc(rq->sends, cap * sizeof(*a));
+        if (a == NULL) {
+            px_rq_answer_error(rq, &s, 1, PX_ERR_SERVER, "out of memory");
+            return;
+        }
+        rq->sends = a;
+        rq->sends_cap = cap;
+    }
+    rq->sends[rq->nsends++] = (px_rq_queued){to, s};
+}
+
+static int send_order(const void *a, const void *b)
+{
+    const px_rq_queued *x = a, *y = b;
+    if (x->server->uid != y->server->uid)
+        return x->server->uid < y->server->uid ? -1 : 1;
+    return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+typedef struct encode_arg {
+    const px_rq *rq;
+    const px_frag *f;
+} encode_arg;
+
+/* The backend request for fragment f: the message for the keys of f's slots. */
+static int encode_frag(void *arg, px_buf *out, uint8_t *expect)
+{
+    const encode_arg *ea = arg;
+    const px_rq *rq = ea->rq;
+    const px_frag *f = ea->f;
+    uint32_t stack[64], *keys = f->nslots <= 64 ? stack : malloc(f->nslots * sizeof(*keys));
+    if (keys == NULL)
+        return -1;
+    for (size_t i = 0; i < f->nslots; i++)
+        keys[i] = rq->slots[f->slots[i]].key;
+    int rc = rq->codec->encode_request(out, &rq->msg, keys, f->nslots, expect);
+    if (keys != stack)
+        free(keys);
+    return rc;
+}
+
+/* A fragment's outcome: to the route its request started on. */
+static void frag_done(px_frag *f, const px_reply *r)
+{
+    px_rq *rq = f->ctx;
+    rq->route->ops->reply(rq->route, rq, f->slots, f->nslots, r);
+}
+
+void px_rq_flush(px_rq *rq)
+{
+    size_t n = rq->nsends;
+    if (n == 0)
+        return;
+    px_rq_queued *sends = rq->sends; /* taken: a synchronous failure may send again */
+    rq->sends = NULL;
+    rq->nsends = rq->sends_cap = 0;
+    if (n > 1)
+        qsort(sends, n, sizeof(*sends), send_order);
+    size_t nfrags = 1;
+    for (size_t i = 1; i < n; i++)
+        nfrags += sends[i].server != sends[i - 1].server;
+    px_frag *stack[8], **frags = nfrags <= 8 ? stack : calloc(nfrags, sizeof(*frags));
+    px_server *fstack[8], **servers = nfrags <= 8 ? fstack : calloc(nfrags, sizeof(*servers));
+    bool ok = frags != NULL && servers != NULL;
+    size_t built = 0;
+    for (size_t i = 0; ok && i < n;) {
+        size_t j = i;
+        while (j < n && sends[j].server == sends[i].server)
+            j++;
+        px_frag *f = px_frag_new(j - i);
+        if (f == NULL) {
+            ok = false;
+            break;
+        }
+        f->done = frag_done;
+        f->ctx = rq;
+        f->cid = rq->cid;
+        for (size_t k = i; k < j; k++)
+            f->slots[k - i] = sends[k].slot;
+        frags[built] = f;
+        servers[built++] = sends[i].server;
+        i = j;
+    }
+    if (!ok) {
+        for (size_t i = 0; i < built; i++)
+            px_frag_free(frags[i]);
+        for (size_t i = 0; i < n; i++)
+            px_rq_answer_error(rq, &sends[i].slot, 1, PX_ERR_SERVER, "out of memory");
+        free(sends);
+        if (frags != stack)
+            free(frags);
+        if (servers != fstack)
+            free(servers);
+        return;
+    }
+    free(sends);
+    if (rq->msg.cmd->cls == PX_CLASS_MULTI)
+        rq->pool->stats.fragments += built;
+    /* Hand-offs: from here on rq may complete (and be freed) at any send. */
+    for (size_t i = 0; i < built; i++) {
+        px_frag *f = frags[i];
+        encode_arg ea = {rq, f};
+        if (px_server_send(servers[i], f, encode_frag, &ea) != 0) {
+            px_rq_answer_error(rq, f->slots, f->nslots, PX_ERR_SERVER, "out of memory");
+            px_frag_free(f);
+        }
+    }
+    if (frags != stack)
+        free(frags);
+    if (servers != fstack)
+        free(servers);
+}
+
+void px_rq_start(px_rq *rq, px_route *rt)
+{
+    rq->route = rt;
+    rq->starting = true;
+    for (px_slot s = 0; s < rq->nslots && !rq->done; s++)
+        rt->ops->start(rt, rq, s);
+    if (!rq->done)
+        px_rq_flush(rq);
+    rq->starting = false;
+    if (rq->done)
+        rq_done(rq);
+}

@@ -1,0 +1,78 @@
+/*
+ * request.h — a client request in flight (px_rq): its own copy of the parsed message, one slot
+ * per key of a split command (one otherwise), the sends a route made and not yet flushed, the
+ * merge of its parts, and its completion through rq->on_done (the client's callback: the
+ * request layer never calls up into client.c).
+ *
+ * Lifetime: created by dispatch; done once every slot is answered (rq->done, on_done called
+ * once); freed by its owner after that (px_rq_free), or by the request layer when its owner has
+ * let go of it (owner NULL) and it completes.
+ */
+#ifndef CHASH_PROXY_REQUEST_H
+#define CHASH_PROXY_REQUEST_H
+
+#include "backend.h"
+#include "route.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct px_rq_slot {
+    uint32_t key;                  /* index into msg.keys (0 for a command not split) */
+    uint32_t ntried;
+    uint32_t tried[PX_MAX_DEPTH];  /* px_server.uid of the servers it was sent to */
+} px_rq_slot;
+
+typedef struct px_rq_queued {
+    px_server *server;
+    px_slot slot;
+} px_rq_queued;
+
+struct px_rq {
+    px_rq *next;                /* the owner's queue (client.c) */
+    void *owner;                /* the client; NULL once it let go */
+    void (*on_done)(px_rq *rq); /* once, when done, while owner is set */
+    px_pool *pool;
+    const px_codec *codec;
+    px_route *route;            /* the route its slots started on */
+    px_msg msg;                 /* raw, args and keys are this request's own copies */
+    uint64_t cid;               /* its client's id: picks the backend connections */
+    uint32_t nslots, pending;   /* slots; those not yet answered */
+    px_rq_slot *slots;
+    px_rq_queued *sends;          /* routed, not yet flushed */
+    size_t nsends, sends_cap;
+    px_merger *merger;          /* a split command's parts so far */
+    px_buf reply;               /* the client's reply once done */
+    uint64_t t0;                /* uv_hrtime() at arrival: the latency histogram */
+    uint8_t cls;                /* px_cmd_class, for the metrics */
+    bool done, error;           /* complete; its reply is an error */
+    bool starting;              /* in px_rq_start: on_done waits for it to return */
+    bool close_after;           /* close the client once this reply is out */
+    bool counted;               /* its reply bytes are in the client's `stored` (client.c) */
+    bool observed;              /* counted in the metrics */
+};
+
+/* A request for m of pool's client cid, copied (m's bytes need not outlive the call). NULL when
+ * out of memory. */
+px_rq *px_rq_new(px_pool *pool, const px_msg *m, uint64_t cid);
+void px_rq_free(px_rq *rq);
+/* Finishes rq at once with reply bytes p[0, len) (error: it is an error reply). */
+void px_rq_finish(px_rq *rq, const char *p, size_t len, bool error);
+/* Finishes rq at once with an error of this kind (codec->encode_error). */
+void px_rq_fail(px_rq *rq, px_error why, const char *msg);
+/* Starts every slot of rq on route rt, then flushes the sends. */
+void px_rq_start(px_rq *rq, px_route *rt);
+
+/* For routes. */
+const px_span *px_rq_key(const px_rq *rq, px_slot s);  /* the slot's key (raw: rq->msg.raw) */
+/* Queues slot s for server `to` (recorded as tried). The sends of one request to one server
+ * go as one backend request when the request flushes. */
+void px_rq_send(px_rq *rq, px_slot s, px_server *to);
+/* Slots slots[0, n) are answered by r (an error made by the proxy or the server, a value...). */
+void px_rq_answer(px_rq *rq, const px_slot *slots, size_t n, const px_reply *r);
+/* Answers slots[0, n) with an error made by the proxy. */
+void px_rq_answer_error(px_rq *rq, const px_slot *slots, size_t n, px_error why, const char *msg);
+/* Sends what was queued by px_rq_send: one backend request per server. */
+void px_rq_flush(px_rq *rq);
+
+#endif /* CHASH_PROXY_REQUEST_H */
