@@ -189,10 +189,16 @@ static void conn_reply(px_conn *c, px_frag *f, const px_reply *r)
     px_io *px = pool->io;
     switch (f->kind) {
     case PX_FRAG_INIT:
-        /* The reply is not logged: it could echo what was sent (a password). */
-        if (r->kind == PX_REPLY_ERROR)
-            PX_LOG(px, PX_LOG_WARN, "pool %s: server %s refused %s", pool->conf->name,
-                   server_name(s), f->what != NULL ? f->what : "the connection's setup");
+        /* What was sent is named, never shown (it carries a password); the server's own
+         * answer is shown, up to its first line end. */
+        if (r->kind == PX_REPLY_ERROR) {
+            size_t n = 0;
+            while (n < r->len && n < 200 && r->p[n] != '\r' && r->p[n] != '\n')
+                n++;
+            PX_LOG(px, PX_LOG_WARN, "pool %s: server %s refused %s: %.*s", pool->conf->name,
+                   server_name(s), f->what != NULL ? f->what : "the connection's setup", (int)n,
+                   r->p);
+        }
         px_frag_free(f);
         return;
     case PX_FRAG_PROBE:

@@ -1,0 +1,541 @@
+/*
+ * test_core.c — the proxy's logic in process, without sockets or sleeps: dispatch, the request
+ * layer and the pool route over a real placement table and health, with fake_backend.c in place
+ * of backend.c. Expected owners come from the library (ch_lookup, ch_route), expected replies
+ * from the test's own model of the command; a route, merge or failover bug fails here without
+ * any timing.
+ */
+#include "dispatch.h"
+#include "fake_backend.h"
+#include "route_pool.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define NSERVERS 4
+
+typedef struct fixture {
+    char path[64];
+    ch_config *cfg;
+    px_conf *cref;
+    px_shared_pool sp;
+    px_io io;
+    px_pool pool;
+    px_server servers[NSERVERS];
+} fixture;
+
+/* What a finished request left: its reply bytes, in completion order. */
+static px_buf done_log[64];
+static size_t ndone;
+
+static void on_done(px_rq *rq)
+{
+    px_buf *b = &done_log[ndone++];
+    b->len = 0;
+    px_buf_append(b, rq->reply.p, rq->reply.len);
+    px_rq_free(rq);
+}
+
+static int setup_conf(void **state, const char *extra)
+{
+    fixture *fx = calloc(1, sizeof(*fx));
+    snprintf(fx->path, sizeof(fx->path), "/tmp/chash-core-%ld.yml", (long)getpid());
+    FILE *fp = fopen(fx->path, "w");
+    fprintf(fp, "p:\n  listen: 127.0.0.1:1\n  redis: true\n  hash: md5\n"
+                "  distribution: ketama\n%s  servers:\n", extra);
+    for (int i = 0; i < NSERVERS; i++)
+        fprintf(fp, "   - 127.0.0.1:%d:1 s%d\n", 7001 + i, i);
+    fclose(fp);
+    ch_config_error err;
+    assert_int_equal(ch_config_load(fx->path, &fx->cfg, &err), 0);
+    fx->cref = px_conf_new(fx->cfg);
+    char why[256];
+    assert_int_equal(px_shared_pool_init(&fx->sp, fx->cref, &fx->cfg->pools[0], why, sizeof(why)),
+                     0);
+    px_pool *pool = &fx->pool;
+    pool->io = &fx->io;
+    pool->shared = &fx->sp;
+    pool->conf = fx->sp.conf;
+    pool->members = fx->sp.members;
+    pool->table = ch_membership_table(fx->sp.members);
+    pool->health = fx->sp.health;
+    pool->servers = fx->servers;
+    pool->nservers = fx->sp.nservers;
+    pool->route = &px_route_pool;
+    px_pool_configure(pool);
+    for (size_t i = 0; i < pool->nservers; i++)
+        fx->servers[i] = (px_server){.uid = (uint32_t)(100 + i), .pool = pool, .index = i,
+                                     .conf = fx->sp.servers[i]};
+    fake_reset();
+    ndone = 0;
+    *state = fx;
+    return 0;
+}
+
+static int setup(void **state)
+{
+    return setup_conf(state, "");
+}
+
+static int setup_auth(void **state)
+{
+    return setup_conf(state, "  client_auth: sesame\n");
+}
+
+static int teardown(void **state)
+{
+    fixture *fx = *state;
+    fake_reset();
+    free(fx->pool.args);
+    free(fx->pool.keys);
+    px_shared_pool_clear(&fx->sp);
+    px_conf_unref(fx->cref);
+    unlink(fx->path);
+    for (size_t i = 0; i < 64; i++)
+        px_buf_free(&done_log[i]);
+    free(fx);
+    return 0;
+}
+
+/* Parses the RESP request text and dispatches it as client 1 would. */
+static void request(fixture *fx, px_local *ctx, const char *text)
+{
+    px_pool *pool = &fx->pool;
+    px_span args[256], keys[256];
+    px_msg m = {.args = args, .args_cap = 256, .keys = keys, .keys_cap = 256};
+    size_t consumed = 0, need = 0;
+    char err[128];
+    assert_int_equal(pool->codec->parse_request(&pool->limits, text, strlen(text), &m, &consumed,
+                                                &need, err, sizeof(err)),
+                     PX_PARSE_OK);
+    assert_int_equal(consumed, strlen(text));
+    px_rq *rq = px_rq_new(pool, &m, 1);
+    assert_non_null(rq);
+    rq->owner = fx;
+    rq->on_done = on_done;
+    px_local none = {0};
+    px_dispatch(rq, ctx != NULL ? ctx : &none);
+}
+
+/* The RESP array of bulk strings for words. */
+static void resp(px_buf *b, size_t n, char **words)
+{
+    b->len = 0;
+    px_buf_printf(b, "*%zu\r\n", n);
+    for (size_t i = 0; i < n; i++)
+        px_buf_printf(b, "$%zu\r\n%s\r\n", strlen(words[i]), words[i]);
+    px_buf_append(b, "", 1); /* NUL, not counted */
+    b->len--;
+}
+
+static size_t owner(fixture *fx, const char *key)
+{
+    return ch_lookup(fx->pool.table, key, strlen(key));
+}
+
+/* The pending fragment sent to server i (NULL: none). */
+static fake_sent *sent_to(size_t i)
+{
+    for (size_t k = 0; k < fake_nlog; k++)
+        if (fake_log[k].frag != NULL && fake_log[k].server->index == i)
+            return &fake_log[k];
+    return NULL;
+}
+
+static size_t pending(void)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < fake_nlog; k++)
+        n += fake_log[k].frag != NULL;
+    return n;
+}
+
+/* ---- tests ------------------------------------------------------------------------------------- */
+
+/* A single-key command goes whole, as sent, to the key's owner; its reply is the client's. */
+static void test_single_key(void **state)
+{
+    fixture *fx = *state;
+    const char *req = "*2\r\n$3\r\nGET\r\n$5\r\nuser1\r\n";
+    request(fx, NULL, req);
+    assert_int_equal(fake_nlog, 1);
+    assert_int_equal(fake_log[0].server->index, owner(fx, "user1"));
+    assert_int_equal(fake_log[0].bytes.len, strlen(req));
+    assert_memory_equal(fake_log[0].bytes.p, req, strlen(req));
+    assert_int_equal(ndone, 0);
+    fake_reply(&fx->pool, &fake_log[0], "$2\r\nhi\r\n", 8);
+    assert_int_equal(ndone, 1);
+    assert_int_equal(done_log[0].len, 8);
+    assert_memory_equal(done_log[0].p, "$2\r\nhi\r\n", 8);
+}
+
+/* MGET over 40 keys: one backend request per server holding some of them, each an MGET of
+ * exactly its keys in the client's order; answered in reverse order, the client still gets the
+ * values in its key order, nulls where a server had none. */
+static void test_mget_split_merge(void **state)
+{
+    fixture *fx = *state;
+    enum { K = 40 };
+    char *words[K + 1], names[K][16];
+    words[0] = "MGET";
+    for (int i = 0; i < K; i++) {
+        snprintf(names[i], sizeof(names[i]), "k%d", i);
+        words[i + 1] = names[i];
+    }
+    px_buf req = {0}, want = {0};
+    resp(&req, K + 1, words);
+    request(fx, NULL, req.p);
+    size_t used = 0;
+    for (size_t s = 0; s < NSERVERS; s++) {
+        char *mine[K + 1];
+        size_t n = 0;
+        mine[n++] = "MGET";
+        for (int i = 0; i < K; i++)
+            if (owner(fx, names[i]) == s)
+                mine[n++] = names[i];
+        fake_sent *e = sent_to(s);
+        if (n == 1) {
+            assert_null(e);
+            continue;
+        }
+        used++;
+        assert_non_null(e);
+        resp(&want, n, mine);
+        assert_int_equal(e->bytes.len, want.len);
+        assert_memory_equal(e->bytes.p, want.p, want.len);
+    }
+    assert_int_equal(fake_nlog, used);
+    assert_true(used >= 2);
+    assert_int_equal(fx->pool.stats.fragments, used);
+    /* Reverse order; a server's value for key ki is "v<i>", except keys divisible by 3 (null). */
+    for (size_t k = fake_nlog; k-- > 0;) {
+        size_t s = fake_log[k].server->index;
+        px_buf rep = {0};
+        size_t n = 0;
+        for (int i = 0; i < K; i++)
+            n += owner(fx, names[i]) == s;
+        px_buf_printf(&rep, "*%zu\r\n", n);
+        for (int i = 0; i < K; i++)
+            if (owner(fx, names[i]) == s) {
+                if (i % 3 == 0)
+                    px_buf_printf(&rep, "$-1\r\n");
+                else
+                    px_buf_printf(&rep, "$%d\r\nv%d\r\n", i < 10 ? 2 : 3, i);
+            }
+        assert_int_equal(ndone, 0);
+        fake_reply(&fx->pool, &fake_log[k], rep.p, rep.len);
+        px_buf_free(&rep);
+    }
+    assert_int_equal(ndone, 1);
+    want.len = 0;
+    px_buf_printf(&want, "*%d\r\n", K);
+    for (int i = 0; i < K; i++) {
+        if (i % 3 == 0)
+            px_buf_printf(&want, "$-1\r\n");
+        else
+            px_buf_printf(&want, "$%d\r\nv%d\r\n", i < 10 ? 2 : 3, i);
+    }
+    assert_int_equal(done_log[0].len, want.len);
+    assert_memory_equal(done_log[0].p, want.p, want.len);
+    px_buf_free(&req);
+    px_buf_free(&want);
+}
+
+/* DEL: integers summed; MSET: +OK, or the first error when a part fails. */
+static void test_sum_and_all_ok(void **state)
+{
+    fixture *fx = *state;
+    char *del[] = {"DEL", "a", "b", "c", "d", "e", "f", "g", "h"};
+    px_buf req = {0};
+    resp(&req, 9, del);
+    request(fx, NULL, req.p);
+    size_t parts = fake_nlog;
+    assert_true(parts >= 2);
+    int64_t want = 0;
+    for (size_t k = 0; k < parts; k++) {
+        char rep[16];
+        int n = snprintf(rep, sizeof(rep), ":%zu\r\n", k + 1);
+        want += (int64_t)k + 1;
+        fake_reply(&fx->pool, &fake_log[k], rep, (size_t)n);
+    }
+    char wantb[32];
+    int wn = snprintf(wantb, sizeof(wantb), ":%lld\r\n", (long long)want);
+    assert_int_equal(ndone, 1);
+    assert_int_equal(done_log[0].len, (size_t)wn);
+    assert_memory_equal(done_log[0].p, wantb, (size_t)wn);
+
+    fake_reset();
+    char *mset[] = {"MSET", "a", "1", "b", "2", "c", "3", "d", "4", "e", "5",
+                    "f", "6", "g", "7", "h", "8", "i", "9", "j", "0"};
+    resp(&req, 21, mset);
+    request(fx, NULL, req.p);
+    assert_true(fake_nlog >= 2);
+    /* Each part is an MSET of its own pairs: the value follows its key. */
+    for (size_t k = 0; k < fake_nlog; k++)
+        assert_non_null(memmem(fake_log[k].bytes.p, fake_log[k].bytes.len, "MSET", 4));
+    fake_reply(&fx->pool, &fake_log[0], "-ERR oops\r\n", 11);
+    for (size_t k = 1; k < fake_nlog; k++)
+        fake_reply(&fx->pool, &fake_log[k], "+OK\r\n", 5);
+    assert_int_equal(ndone, 2);
+    assert_int_equal(done_log[1].len, 11);
+    assert_memory_equal(done_log[1].p, "-ERR oops\r\n", 11);
+    px_buf_free(&req);
+}
+
+/* A read whose server fails goes to the key's next candidate (the library's second), by routing
+ * the key again; a write is answered with the failure at once. */
+static void test_failover_reroute(void **state)
+{
+    fixture *fx = *state;
+    size_t cand[2], n = 0;
+    assert_int_equal(ch_route(fx->pool.table, NULL, "user7", 5, 2, cand, &n), CH_OK);
+    assert_int_equal(n, 2);
+    request(fx, NULL, "*2\r\n$3\r\nGET\r\n$5\r\nuser7\r\n");
+    assert_int_equal(fake_log[0].server->index, cand[0]);
+    fake_fail(&fake_log[0]);
+    assert_int_equal(ndone, 0);
+    assert_int_equal(fake_nlog, 2);
+    assert_int_equal(fake_log[1].server->index, cand[1]);
+    fake_reply(&fx->pool, &fake_log[1], "$1\r\nx\r\n", 7);
+    assert_int_equal(ndone, 1);
+    assert_memory_equal(done_log[0].p, "$1\r\nx\r\n", 7);
+
+    /* failover_depth 2: a second failure is the client's error, naming the failure. */
+    request(fx, NULL, "*2\r\n$3\r\nGET\r\n$5\r\nuser7\r\n");
+    fake_fail(&fake_log[2]);
+    fake_fail(&fake_log[3]);
+    assert_int_equal(ndone, 2);
+    assert_int_equal(fake_nlog, 4);
+    assert_string_equal("-ERR backend x timed out\r\n",
+                        (px_buf_append(&done_log[1], "", 1), done_log[1].p));
+
+    /* A write is not retried. */
+    request(fx, NULL, "*3\r\n$3\r\nSET\r\n$5\r\nuser7\r\n$1\r\nv\r\n");
+    fake_fail(&fake_log[4]);
+    assert_int_equal(fake_nlog, 5);
+    assert_int_equal(ndone, 3);
+    assert_string_equal("-ERR backend x timed out\r\n",
+                        (px_buf_append(&done_log[2], "", 1), done_log[2].p));
+    assert_int_equal(fx->pool.stats.forward_error, 2);
+}
+
+/* A failed part of a split read: each of its keys goes to its own next candidate, coalesced
+ * again per server; the merged reply is complete and in key order. */
+static void test_split_failover(void **state)
+{
+    fixture *fx = *state;
+    char *words[] = {"MGET", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j"};
+    px_buf req = {0};
+    resp(&req, 11, words);
+    request(fx, NULL, req.p);
+    fake_sent *e = &fake_log[0];
+    size_t failed = e->server->index, nfirst = fake_nlog;
+    fake_fail(e);
+    /* Every key of the failed part was sent again, none to the failed server, each to its
+     * library route's next candidate after the failed one. */
+    for (size_t k = nfirst; k < fake_nlog; k++)
+        assert_int_not_equal(fake_log[k].server->index, failed);
+    for (int i = 1; i <= 10; i++) {
+        size_t cand[2], n;
+        ch_route(fx->pool.table, NULL, words[i], 1, 2, cand, &n);
+        if (cand[0] != failed)
+            continue;
+        bool found = false;
+        for (size_t k = nfirst; k < fake_nlog && !found; k++)
+            found = fake_log[k].server->index == cand[1] &&
+                    memmem(fake_log[k].bytes.p, fake_log[k].bytes.len, "\r\n$1\r\n", 6) != NULL;
+        assert_true(found);
+    }
+    /* Answer everything with "v" + key for each key it carries (parsed back from its bytes). */
+    for (size_t k = 0; k < fake_nlog; k++) {
+        if (fake_log[k].frag == NULL)
+            continue;
+        px_buf rep = {0};
+        const char *p = fake_log[k].bytes.p;
+        size_t nk = 0;
+        for (size_t i = 0; i + 5 < fake_log[k].bytes.len; i++)
+            nk += memcmp(p + i, "\r\n$1\r\n", 6) == 0;
+        px_buf_printf(&rep, "*%zu\r\n", nk);
+        for (size_t i = 0; i + 6 < fake_log[k].bytes.len; i++)
+            if (memcmp(p + i, "\r\n$1\r\n", 6) == 0)
+                px_buf_printf(&rep, "$2\r\nv%c\r\n", p[i + 6]);
+        fake_reply(&fx->pool, &fake_log[k], rep.p, rep.len);
+        px_buf_free(&rep);
+    }
+    assert_int_equal(ndone, 1);
+    const char *want = "*10\r\n$2\r\nva\r\n$2\r\nvb\r\n$2\r\nvc\r\n$2\r\nvd\r\n$2\r\nve\r\n"
+                       "$2\r\nvf\r\n$2\r\nvg\r\n$2\r\nvh\r\n$2\r\nvi\r\n$2\r\nvj\r\n";
+    assert_int_equal(done_log[0].len, strlen(want));
+    assert_memory_equal(done_log[0].p, want, strlen(want));
+    assert_int_equal(pending(), 0);
+    px_buf_free(&req);
+}
+
+/* Every server down: sends fail inside px_server_send, before it returns; the request still
+ * completes exactly once, with an error, and nothing is touched after (ASan would tell). */
+static void test_synchronous_failures(void **state)
+{
+    fixture *fx = *state;
+    for (size_t i = 0; i < NSERVERS; i++)
+        fake_down(&fx->servers[i]);
+    request(fx, NULL, "*2\r\n$3\r\nGET\r\n$1\r\nq\r\n");
+    assert_int_equal(ndone, 1);
+    assert_string_equal("-ERR backend down\r\n", (px_buf_append(&done_log[0], "", 1), done_log[0].p));
+    char *words[] = {"MGET", "a", "b", "c", "d", "e", "f"};
+    px_buf req = {0};
+    resp(&req, 7, words);
+    request(fx, NULL, req.p);
+    assert_int_equal(ndone, 2);
+    assert_string_equal("-ERR backend down\r\n", (px_buf_append(&done_log[1], "", 1), done_log[1].p));
+    px_buf_free(&req);
+}
+
+/* An ejected owner is skipped from the start: its keys go to their next candidate. */
+static void test_ejected_owner(void **state)
+{
+    fixture *fx = *state;
+    size_t o = owner(fx, "user9");
+    ch_health_options ho;
+    ch_config_health(fx->pool.conf, &ho);
+    for (uint32_t k = 0; k < ho.failure_limit + 1; k++)
+        px_health_failure(fx->pool.health, o, 1000, 1);
+    assert_false(px_health_up(fx->pool.health, o));
+    size_t cand[2], n;
+    ch_route(fx->pool.table, NULL, "user9", 5, 2, cand, &n);
+    request(fx, NULL, "*2\r\n$3\r\nGET\r\n$5\r\nuser9\r\n");
+    assert_int_equal(fake_log[0].server->index, cand[1]);
+    fake_reply(&fx->pool, &fake_log[0], "$-1\r\n", 5);
+    assert_int_equal(ndone, 1);
+}
+
+/* Local commands and the auth gate: NOAUTH before AUTH (PING passes with client_auth), a wrong
+ * password refused, then served. */
+static void test_auth_gate(void **state)
+{
+    fixture *fx = *state;
+    px_local ctx = {.password = fx->pool.client_password};
+    request(fx, &ctx, "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n");
+    request(fx, &ctx, "*1\r\n$4\r\nPING\r\n");
+    request(fx, &ctx, "*2\r\n$4\r\nAUTH\r\n$5\r\nwrong\r\n");
+    assert_false(ctx.authed);
+    request(fx, &ctx, "*2\r\n$4\r\nAUTH\r\n$6\r\nsesame\r\n");
+    assert_true(ctx.authed);
+    request(fx, &ctx, "*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n");
+    request(fx, &ctx, "*1\r\n$4\r\nQUIT\r\n");
+    assert_true(ctx.close);
+    assert_int_equal(fake_nlog, 0);
+    const char *want[] = {"-NOAUTH Authentication required.\r\n", "+PONG\r\n",
+                          "-ERR invalid password\r\n", "+OK\r\n", "$2\r\nhi\r\n", "+OK\r\n"};
+    assert_int_equal(ndone, 6);
+    for (size_t i = 0; i < 6; i++) {
+        px_buf_append(&done_log[i], "", 1);
+        assert_string_equal(done_log[i].p, want[i]);
+    }
+}
+
+/* Refused at once, the connection kept: an unknown command, bad arity, EVAL's bad key count. */
+static void test_rejects(void **state)
+{
+    fixture *fx = *state;
+    request(fx, NULL, "*1\r\n$4\r\nKEYS\r\n");
+    request(fx, NULL, "*1\r\n$3\r\nGET\r\n");
+    request(fx, NULL, "*4\r\n$4\r\nMSET\r\n$1\r\na\r\n$1\r\n1\r\n$1\r\nb\r\n");
+    request(fx, NULL, "*3\r\n$4\r\nEVAL\r\n$1\r\ns\r\n$1\r\n5\r\n");
+    request(fx, NULL, "*3\r\n$4\r\nEVAL\r\n$1\r\ns\r\n$1\r\n0\r\n");
+    const char *want[] = {"-ERR unsupported command 'keys'\r\n",
+                          "-ERR wrong number of arguments for 'get' command\r\n",
+                          "-ERR wrong number of arguments for 'mset' command\r\n",
+                          "-ERR Number of keys can't be greater than number of args\r\n",
+                          "-ERR eval without keys is not supported by the proxy\r\n"};
+    assert_int_equal(ndone, 5);
+    for (size_t i = 0; i < 5; i++) {
+        px_buf_append(&done_log[i], "", 1);
+        assert_string_equal(done_log[i].p, want[i]);
+    }
+    assert_int_equal(fake_nlog, 0);
+}
+
+/* A reload between the send and the failure: the retry routes against the membership of that
+ * moment, with nothing renumbered (a server removed is simply not a candidate any more). */
+static void test_failover_after_membership_change(void **state)
+{
+    fixture *fx = *state;
+    size_t cand[2], n;
+    ch_route(fx->pool.table, NULL, "user7", 5, 2, cand, &n);
+    request(fx, NULL, "*2\r\n$3\r\nGET\r\n$5\r\nuser7\r\n");
+    /* The new membership: the same file without the second candidate. */
+    FILE *fp = fopen(fx->path, "w");
+    fprintf(fp, "p:\n  listen: 127.0.0.1:1\n  redis: true\n  hash: md5\n"
+                "  distribution: ketama\n  servers:\n");
+    for (int i = 0; i < NSERVERS; i++)
+        if ((size_t)i != cand[1])
+            fprintf(fp, "   - 127.0.0.1:%d:1 s%d\n", 7001 + i, i);
+    fclose(fp);
+    ch_config *cfg2;
+    ch_config_error err;
+    assert_int_equal(ch_config_load(fx->path, &cfg2, &err), 0);
+    px_conf *cref2 = px_conf_new(cfg2);
+    px_shared_pool sp2;
+    char why[128];
+    assert_int_equal(px_shared_pool_init(&sp2, cref2, &cfg2->pools[0], why, sizeof(why)), 0);
+    px_server next[NSERVERS];
+    for (size_t i = 0; i < sp2.nservers; i++) {
+        size_t j = 0;
+        while (strcmp(fx->servers[j].conf->addr, sp2.servers[i]->addr) != 0)
+            j++;
+        next[i] = fx->servers[j]; /* reused: its uid kept */
+        next[i].index = i;
+        next[i].conf = sp2.servers[i];
+    }
+    px_pool *pool = &fx->pool;
+    pool->members = sp2.members;
+    pool->table = ch_membership_table(sp2.members);
+    pool->health = sp2.health;
+    pool->servers = next;
+    pool->nservers = sp2.nservers;
+    pool->conf = sp2.conf;
+    fake_fail(&fake_log[0]);
+    assert_int_equal(fake_nlog, 2);
+    size_t cand2[2], n2;
+    ch_route(pool->table, NULL, "user7", 5, 2, cand2, &n2);
+    /* The retry goes to the new table's first candidate that is not the failed server. */
+    size_t want = strcmp(next[cand2[0]].conf->addr, fake_log[0].server->conf->addr) == 0
+                      ? cand2[1]
+                      : cand2[0];
+    assert_ptr_equal(fake_log[1].server, &next[want]);
+    assert_string_not_equal(next[want].conf->addr, fx->servers[cand[1]].conf->addr);
+    fake_reply(pool, &fake_log[1], "$-1\r\n", 5);
+    assert_int_equal(ndone, 1);
+    /* Back to the fixture's own state before teardown. */
+    pool->members = fx->sp.members;
+    pool->table = ch_membership_table(fx->sp.members);
+    pool->health = fx->sp.health;
+    pool->servers = fx->servers;
+    pool->nservers = fx->sp.nservers;
+    pool->conf = fx->sp.conf;
+    px_shared_pool_clear(&sp2);
+    px_conf_unref(cref2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_single_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mget_split_merge, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sum_and_all_ok, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failover_reroute, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_split_failover, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_synchronous_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ejected_owner, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_auth_gate, setup_auth, teardown),
+        cmocka_unit_test_setup_teardown(test_rejects, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failover_after_membership_change, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
