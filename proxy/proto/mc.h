@@ -48,8 +48,9 @@ typedef enum ch_mc_status {
  *     as declared (line + bytes + 2), as memcached does.
  *   - closed (CH_MC_CLOSE): no "\n" within max_line bytes ("line too long"; get/gets/gat/gats
  *     lines may run to max_get_line, as memcached lets only multigets grow past 2048), and a
- *     declared <bytes> over max_swallow (a 2^40 length: an early verdict from the line alone,
- *     not INCOMPLETE waiting for a terabyte), or one that does not fit a number at all. */
+ *     declared <bytes> over max_swallow or beyond 64 bits (a 2^40 length: an early verdict from
+ *     the line alone, not INCOMPLETE waiting for a terabyte). A <bytes> that is not a number
+ *     (or negative) is CH_MC_ERROR with only the line skipped, as memcached does. */
 
 typedef struct ch_mc_limits {
     size_t max_key;      /* key length in bytes (after base64 decoding); default 250, at most
@@ -148,7 +149,9 @@ typedef struct ch_mc_request {
  * tokens (answer "ERROR"); a CH_MC_P_REFUSED command is CH_MC_OK with its tokens, checked no
  * further. CH_MC_INCOMPLETE: *need is the least total length buf must reach before a retry can
  * succeed (> len): len + 1 while the line has no end, then line + bytes + 2 exactly for a
- * storage command. CH_MC_ERROR / CH_MC_CLOSE: see above; err (may be NULL) receives a one-line
+ * storage command. (While the line has no end the answer can only change once a "\n" arrives
+ * or len reaches max_line / max_get_line, so a caller fed in small pieces may search only the
+ * new bytes for "\n" before calling again, keeping a long get line at O(n) in all.) CH_MC_ERROR / CH_MC_CLOSE: see above; err (may be NULL) receives a one-line
  * reason for "CLIENT_ERROR <err>\r\n", in memcached's words where memcached has them
  * ("bad command line format", "bad data chunk", "invalid flag", ...), printable ASCII only.
  * Keys must be 1..max_key bytes of no control characters (bytes <= 0x20 and 0x7f are refused).
