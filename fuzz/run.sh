@@ -43,6 +43,7 @@ bin="$out/${target}_fuzz"
     -I "$root/proxy/proto" "$root/fuzz/${target}_fuzz.c" "$root/proxy/proto/${target}.c" -o "$bin"
 
 args=(-max_total_time="$seconds" -artifact_prefix="$out/" -print_final_stats=1)
+if [ -f "$root/fuzz/$target.dict" ]; then args+=(-dict="$root/fuzz/$target.dict"); fi
 if [ "$jobs" -gt 1 ]; then args+=(-jobs="$jobs" -workers="$jobs"); fi
 cd "$out"
 exec "$bin" "${args[@]}" "$out/corpus" "$root/fuzz/corpus/$target"
