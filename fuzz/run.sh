@@ -32,6 +32,7 @@ unavailable() {
 
 command -v "$cc" >/dev/null 2>&1 || unavailable "$cc not found"
 mkdir -p "$out/corpus"
+out=$(cd "$out" && pwd) # absolute: the fuzzer runs from inside it
 probe="$out/probe.c"
 printf '#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n' >"$probe"
 "$cc" -fsanitize=fuzzer "$probe" -o "$out/probe" >/dev/null 2>&1 ||
