@@ -52,6 +52,12 @@ typedef enum ch_mc_status {
  *     the line alone, not INCOMPLETE waiting for a terabyte). A <bytes> that is not a number
  *     (or negative) is CH_MC_ERROR with only the line skipped, as memcached does. */
 
+/* Where the words differ from memcached 1.6.18's own answers: memcached says "SERVER_ERROR
+ * object too large for cache" (a codec may use that prefix for that err), and "bad command line
+ * format" for a key over 250 bytes (here "key too long") or with control characters (memcached
+ * takes those; here "key contains control characters"). Extra tokens after a text command
+ * ("set k 0 0 1 foo") are refused here; memcached ignores them. */
+
 typedef struct ch_mc_limits {
     size_t max_key;      /* key length in bytes (after base64 decoding); default 250, at most
                             4096 */
