@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Builds the RESP fuzz target (fuzz/resp_fuzz.c + proxy/proto/resp.c) with clang's libFuzzer,
-# ASan and UBSan, and runs it for SECONDS (default 60) from the seed corpus fuzz/corpus/resp.
+# Builds a fuzz target (fuzz/TARGET_fuzz.c + proxy/proto/TARGET.c) with clang's libFuzzer, ASan
+# and UBSan, and runs it for SECONDS (default 60) from the seed corpus fuzz/corpus/TARGET.
+# TARGET is resp (the RESP parser, the default) or mc (the memcached parser).
 #
-#   fuzz/run.sh [SECONDS] [BUILD_DIR]        BUILD_DIR defaults to build/fuzz
-#   FUZZ_JOBS=4 fuzz/run.sh 600              four workers for ten minutes
+#   fuzz/run.sh [TARGET] [SECONDS] [BUILD_DIR]   BUILD_DIR defaults to build/fuzz
+#   fuzz/run.sh 20 build/fuzz                    the resp target (a first argument that is a
+#                                                number is SECONDS)
+#   FUZZ_JOBS=4 fuzz/run.sh mc 600               four workers for ten minutes
 #
 # New inputs go to BUILD_DIR/corpus (the seed corpus is only read); a crash is written to
 # BUILD_DIR/crash-* and makes this script fail. Without clang or libFuzzer it exits 77 (skip),
@@ -11,6 +14,11 @@
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+target=resp
+case "${1:-}" in
+    resp | mc) target=$1; shift ;;
+    '' | *[!0-9]*) [ -z "${1:-}" ] || { echo "fuzz/run.sh: unknown target '$1' (resp, mc)" >&2; exit 2; } ;;
+esac
 seconds=${1:-60}
 out=${2:-$root/build/fuzz}
 jobs=${FUZZ_JOBS:-1}
@@ -24,17 +32,19 @@ unavailable() {
 
 command -v "$cc" >/dev/null 2>&1 || unavailable "$cc not found"
 mkdir -p "$out/corpus"
+out=$(cd "$out" && pwd) # absolute: the fuzzer runs from inside it
 probe="$out/probe.c"
 printf '#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);\nint LLVMFuzzerTestOneInput(const uint8_t *d, size_t n) { (void)d; (void)n; return 0; }\n' >"$probe"
 "$cc" -fsanitize=fuzzer "$probe" -o "$out/probe" >/dev/null 2>&1 ||
     unavailable "$cc cannot link -fsanitize=fuzzer (libFuzzer missing)"
 
-bin="$out/resp_fuzz"
+bin="$out/${target}_fuzz"
 "$cc" -std=c11 -g -O1 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Werror \
     -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
-    -I "$root/proxy/proto" "$root/fuzz/resp_fuzz.c" "$root/proxy/proto/resp.c" -o "$bin"
+    -I "$root/proxy/proto" "$root/fuzz/${target}_fuzz.c" "$root/proxy/proto/${target}.c" -o "$bin"
 
 args=(-max_total_time="$seconds" -artifact_prefix="$out/" -print_final_stats=1)
+if [ -f "$root/fuzz/$target.dict" ]; then args+=(-dict="$root/fuzz/$target.dict"); fi
 if [ "$jobs" -gt 1 ]; then args+=(-jobs="$jobs" -workers="$jobs"); fi
 cd "$out"
-exec "$bin" "${args[@]}" "$out/corpus" "$root/fuzz/corpus/resp"
+exec "$bin" "${args[@]}" "$out/corpus" "$root/fuzz/corpus/$target"
