@@ -80,6 +80,8 @@ typedef struct ch_conf_pool {
                                    CH_CONF_DEFAULT_MAX_REQUEST_BYTES */
     int max_client_buffer_bytes; /* reply bytes held for one client, >= 1; default
                                     CH_CONF_DEFAULT_MAX_CLIENT_BUFFER_BYTES */
+    int max_item_bytes;          /* memcached pools: the largest value stored, >= 1; default
+                                    CH_CONF_DEFAULT_MAX_ITEM_BYTES (1 MiB, as memcached's -I) */
     double bounded_load_factor; /* "bounded_load_factor": c of consistent hashing with bounded
                                    loads (ch_lookup_bounded), a finite number >= 1; default 0:
                                    off (docs/PROXY.md, "Bounded loads") */
@@ -88,6 +90,7 @@ typedef struct ch_conf_pool {
 /* Defaults of the proxy limits max_request_bytes and max_client_buffer_bytes: 64 MiB each. */
 #define CH_CONF_DEFAULT_MAX_REQUEST_BYTES (64 * 1024 * 1024)
 #define CH_CONF_DEFAULT_MAX_CLIENT_BUFFER_BYTES (64 * 1024 * 1024)
+#define CH_CONF_DEFAULT_MAX_ITEM_BYTES (1024 * 1024)
 
 typedef struct ch_config {
     char *path;

@@ -91,12 +91,7 @@ int px_ctl_init(px_ctl *m, ch_config *cfg, unsigned nworkers)
     for (size_t i = 0; rc == 0 && i < cfg->npools; i++) {
         const ch_conf_pool *pc = &cfg->pools[i];
         char why[512];
-        if (!pc->redis) {
-            PX_LOG(m, PX_LOG_ERR,
-                   "pool %s: memcached pools are not supported yet (set \"redis: true\")",
-                   pc->name);
-            rc = -1;
-        } else if (pc->listen == NULL) {
+        if (pc->listen == NULL) {
             PX_LOG(m, PX_LOG_ERR, "pool %s: no \"listen\" address", pc->name);
             rc = -1;
         } else if (px_shared_pool_init(&m->pools[i], m->conf, pc, why, sizeof(why)) != 0) {

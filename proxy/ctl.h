@@ -11,8 +11,6 @@
 
 #include <uv.h>
 
-#define PX_VERSION "0.1.0"
-
 typedef struct px_admin_http px_admin_http; /* admin_http.h */
 
 struct px_ctl {

@@ -405,9 +405,6 @@ int px_reload(px_ctl *m, const char *trigger, px_buf *result)
                    "reload: pool %s: its \"%s\" changed: that needs a restart; serving the "
                    "pool as before",
                    pc->name, key);
-        } else if (!pc->redis) {
-            PX_LOG(m, PX_LOG_WARN, "reload: pool %s: not a redis pool; serving it as before",
-                   pc->name);
         } else if (px_shared_pool_init(&job.next[i], cref, pc, job.why, sizeof(job.why)) !=
                    0) {
             PX_LOG(m, PX_LOG_ERR, "reload: %s", job.why);

@@ -119,7 +119,10 @@ void px_rq_answer(px_rq *rq, const px_slot *slots, size_t n, const px_reply *r)
     bool split = rq->msg.cmd->cls == PX_CLASS_MULTI;
     if (!split) {
         rq->reply.len = 0;
-        if (px_buf_append(&rq->reply, r->p, r->len) != 0) {
+        if ((rq->msg.flags & PX_MSG_SWALLOW) != 0 ||
+            (rq->codec->suppress != NULL && rq->codec->suppress(&rq->msg, r))) {
+            /* no reply for the client (noreply, quiet mode) */
+        } else if (px_buf_append(&rq->reply, r->p, r->len) != 0) {
             rq->reply.len = 0;
             rq->codec->encode_error(&rq->reply, PX_ERR_SERVER, "out of memory");
         }

@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The longest encoded key decoded for routing (memcached's keys: at most 250 bytes). */
+#define PX_MAX_ROUTE_KEY 4096
+
 /* Bounded loads (bounded_load_factor, docs/PROXY.md): the first server on the key's walk whose
  * in-flight fragments (those in its connections' FIFOs: sent or queued, reply not yet read) are
  * under ceil(c * (total + 1) * w / W). Returns false when off or unsupported (jump).
@@ -75,8 +78,18 @@ static px_server *next_server(px_rq *rq, px_slot s)
 {
     px_pool *pool = rq->pool;
     const px_span *k = px_rq_key(rq, s);
+    const char *key = rq->msg.raw + k->off;
+    size_t len = k->len;
+    char decoded[PX_MAX_ROUTE_KEY];
+    if ((rq->msg.flags & PX_MSG_ENCODED_KEYS) != 0) {
+        long n = rq->codec->route_key(&rq->msg, *k, decoded, sizeof(decoded));
+        if (n < 0)
+            return NULL;
+        key = decoded;
+        len = (size_t)n;
+    }
     size_t cand[PX_MAX_DEPTH];
-    size_t n = candidates(pool, rq->msg.raw + k->off, k->len, cand);
+    size_t n = candidates(pool, key, len, cand);
     for (size_t i = 0; i < n; i++)
         if (!tried(&rq->slots[s], &pool->servers[cand[i]]))
             return &pool->servers[cand[i]];

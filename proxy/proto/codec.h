@@ -61,7 +61,10 @@ typedef struct px_cmd {
     uint8_t local;    /* the codec's own id of a command it answers itself (PX_CLASS_LOCAL) */
 } px_cmd;
 
-enum { PX_MSG_CLOSE = 1u << 0 /* close the client once this request is answered */ };
+enum {
+    PX_MSG_SWALLOW = 1u << 0,      /* noreply: the client gets no reply, whatever the backend's */
+    PX_MSG_ENCODED_KEYS = 1u << 1, /* keys route by codec->route_key (memcached's base64 keys) */
+};
 
 /* One parsed request. Spans point into raw; args and keys are arrays the caller gives (their
  * capacities in args_cap, keys_cap): when nargs > args_cap or nkeys > keys_cap, parse_request
@@ -171,9 +174,15 @@ typedef struct px_codec {
     /* A command of class PX_CLASS_LOCAL, answered into out. 1 when the answer is an error, 0
      * when not, -1 when out of memory. */
     int (*answer_local)(px_local *ctx, const px_msg *m, px_buf *out);
+    /* Optional (NULL: never). Whether reply r to m is withheld from the client (memcached's
+     * quiet mode: the q flag was stripped towards the backend, and its reply is dropped here). */
+    bool (*suppress)(const px_msg *m, const px_reply *r);
+    /* Optional: the bytes a key routes by when m has PX_MSG_ENCODED_KEYS (base64 decoded into
+     * buf[0, cap)); its length, or -1 when it does not decode. */
+    long (*route_key)(const px_msg *m, px_span key, char *buf, size_t cap);
 } px_codec;
 
-extern const px_codec px_codec_redis;
+extern const px_codec px_codec_redis, px_codec_memcache;
 
 /* The codec of a pool: redis or memcache (pc->redis). */
 const px_codec *px_codec_of(const ch_conf_pool *pc);

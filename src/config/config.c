@@ -127,6 +127,7 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS };
     X(CLIENT_AUTH, client_auth, K_STR, "a string")                                          \
     X(MAX_REQUEST_BYTES, max_request_bytes, K_INT, "an integer")                            \
     X(MAX_CLIENT_BUFFER_BYTES, max_client_buffer_bytes, K_INT, "an integer")                \
+    X(MAX_ITEM_BYTES, max_item_bytes, K_INT, "an integer")                                  \
     X(BOUNDED_LOAD_FACTOR, bounded_load_factor, K_STR, "a number >= 1")
 
 enum key_id {
@@ -170,6 +171,7 @@ static int *int_field(ch_conf_pool *p, int id)
     case KEY_SERVER_RETRY_MAX: return &p->server_retry_max_ms;
     case KEY_MAX_REQUEST_BYTES: return &p->max_request_bytes;
     case KEY_MAX_CLIENT_BUFFER_BYTES: return &p->max_client_buffer_bytes;
+    case KEY_MAX_ITEM_BYTES: return &p->max_item_bytes;
     default: return &p->server_failure_limit;
     }
 }
@@ -536,6 +538,7 @@ static int pool_new(loader *ld, ch_conf_pool **out)
     p->server_retry_max_ms = 60000;
     p->max_request_bytes = CH_CONF_DEFAULT_MAX_REQUEST_BYTES;
     p->max_client_buffer_bytes = CH_CONF_DEFAULT_MAX_CLIENT_BUFFER_BYTES;
+    p->max_item_bytes = CH_CONF_DEFAULT_MAX_ITEM_BYTES;
     ld->servers_cap = 0;
     p->hash = dupn("fnv1a_64", 8);
     p->distribution = dupn("ketama", 6);
@@ -588,7 +591,8 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
     case K_INT: {
         int min = id == KEY_SERVER_CONNECTIONS || id == KEY_FAILOVER_DEPTH ||
                           id == KEY_SERVER_FAILURE_WINDOW || id == KEY_SERVER_RETRY_MAX ||
-                          id == KEY_MAX_REQUEST_BYTES || id == KEY_MAX_CLIENT_BUFFER_BYTES
+                          id == KEY_MAX_REQUEST_BYTES || id == KEY_MAX_CLIENT_BUFFER_BYTES ||
+                          id == KEY_MAX_ITEM_BYTES
                       ? 1
                       : 0;
         rc = ch__conf_parse_int(v, len, &n);

@@ -1,0 +1,422 @@
+/*
+ * mc_codec.c — px_codec_memcache: memcached's text and meta protocols on the codec seam, over
+ * the pure parser mc.c. What the proxy does with each command:
+ *   - get gets gat gats: one key is forwarded whole; several are split by server and answered as
+ *     one reply, VALUE blocks in the client's key order, one END (PX_MERGE_CONCAT);
+ *   - set add replace append prepend cas, incr decr, delete, touch, mg ms md ma me: forwarded to
+ *     the key's server; noreply and the meta q flag are stripped towards the backend (every
+ *     request sent gets exactly one reply) and handled here: a noreply request's reply is
+ *     swallowed, a quiet one's is dropped when memcached would not have sent it;
+ *   - version, quit, mn: answered by the proxy (mn in order, after every earlier reply);
+ *   - stats, flush_all, verbosity and the other admin commands: CLIENT_ERROR, connection kept;
+ *     an unknown command: ERROR, as memcached.
+ * Keys route by their bytes as nutcracker routes them; a base64 meta key (b flag) by its decoded
+ * bytes, so "get foo" and "mg Zm9v b v" reach the same server.
+ */
+#include "codec.h"
+#include "mc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* px_msg.proto: the command, what to strip, where the data block is. */
+enum { P_CMD = 0, P_BITS = 1, P_DATA_OFF = 4, P_DATA_LEN = 8 };
+enum { B_STRIP = 1u << 0, B_QUIET = 1u << 1 };
+
+#define CMD(id, class_, retry_)                                                                  \
+    [CH_MC_CMD_##id] = {.cls = (class_), .merge = PX_MERGE_ONE, .retry = (retry_),               \
+                        .local = CH_MC_CMD_##id}
+static const px_cmd commands[CH_MC_CMD_COUNT] = {
+    CMD(GET, PX_CLASS_READ, true),      CMD(GETS, PX_CLASS_READ, true),
+    CMD(GAT, PX_CLASS_READ, true),      CMD(GATS, PX_CLASS_READ, true),
+    CMD(SET, PX_CLASS_WRITE, false),    CMD(ADD, PX_CLASS_WRITE, false),
+    CMD(REPLACE, PX_CLASS_WRITE, false), CMD(APPEND, PX_CLASS_WRITE, false),
+    CMD(PREPEND, PX_CLASS_WRITE, false), CMD(CAS, PX_CLASS_WRITE, false),
+    CMD(INCR, PX_CLASS_WRITE, false),   CMD(DECR, PX_CLASS_WRITE, false),
+    CMD(DELETE, PX_CLASS_WRITE, false), CMD(TOUCH, PX_CLASS_WRITE, false),
+    CMD(VERSION, PX_CLASS_LOCAL, true), CMD(QUIT, PX_CLASS_LOCAL, true),
+    CMD(MG, PX_CLASS_READ, true),       CMD(MS, PX_CLASS_WRITE, false),
+    CMD(MD, PX_CLASS_WRITE, false),     CMD(MA, PX_CLASS_WRITE, false),
+    CMD(MN, PX_CLASS_LOCAL, true),      CMD(ME, PX_CLASS_READ, true),
+};
+#undef CMD
+/* get gets gat gats with several keys: split. */
+#define MULTI(id) [CH_MC_CMD_##id] = {.cls = PX_CLASS_MULTI, .merge = PX_MERGE_CONCAT, .retry = true, \
+                                      .local = CH_MC_CMD_##id}
+static const px_cmd multi[CH_MC_CMD_GATS + 1] = {MULTI(GET), MULTI(GETS), MULTI(GAT), MULTI(GATS)};
+#undef MULTI
+/* A command refused (admin commands) or malformed: answered with its m->reject. */
+static const px_cmd refused = {.cls = PX_CLASS_REFUSED, .local = CH_MC_CMD_UNKNOWN};
+
+static ch_mc_cmd msg_cmd(const px_msg *m)
+{
+    return (ch_mc_cmd)m->proto[P_CMD];
+}
+
+static px_span msg_data(const px_msg *m)
+{
+    px_span d;
+    memcpy(&d.off, m->proto + P_DATA_OFF, 4);
+    memcpy(&d.len, m->proto + P_DATA_LEN, 4);
+    return d;
+}
+
+/* ---- limits ------------------------------------------------------------------------------------ */
+
+static void to_mc(const px_limits *l, ch_mc_limits *ml)
+{
+    ch_mc_limits_init(ml);
+    ml->max_key = l->max_key;
+    ml->max_item = l->max_value;
+    ml->max_line = l->max_line;
+    ml->max_keys = l->max_args;
+    /* A multiget line, and a data block skipped after a refused storage command, stay within
+     * the pool's request limit. */
+    if (ml->max_get_line > l->max_request)
+        ml->max_get_line = l->max_request;
+    ml->max_swallow = l->max_request;
+}
+
+static void mc_limits(const ch_conf_pool *pc, px_limits *lim, px_limits *blim)
+{
+    ch_mc_limits d;
+    ch_mc_limits_init(&d);
+    size_t max_request = pc->max_request_bytes > 0 ? (size_t)pc->max_request_bytes : 1;
+    size_t item = pc->max_item_bytes > 0 ? (size_t)pc->max_item_bytes : d.max_item;
+    *lim = (px_limits){.max_request = max_request, .max_args = d.max_keys, .max_value = item,
+                       .max_line = d.max_line, .max_key = d.max_key, .max_depth = 1};
+    /* Replies: a value the backend holds may be larger than what clients may store through
+     * the proxy (another -I, another writer); the parser caps it at 1 GiB. */
+    *blim = *lim;
+    blim->max_value = (size_t)1 << 30;
+    blim->max_request = SIZE_MAX;
+}
+
+/* ---- parsing ----------------------------------------------------------------------------------- */
+
+static px_parse mc_parse_request(const px_limits *lim, const char *buf, size_t len, px_msg *m,
+                                 size_t *consumed, size_t *need, char *err, size_t errlen)
+{
+    ch_mc_limits ml;
+    to_mc(lim, &ml);
+    ch_mc_span stack[64], *tok = stack;
+    ch_mc_request r = {.tok = tok, .tok_cap = 64};
+    ch_mc_status st = ch_mc_parse_request(buf, len, &ml, &r, consumed, need, err, errlen);
+    if (st == CH_MC_OK && r.ntokens > r.tok_cap && r.ntokens <= m->args_cap) {
+        /* A long multiget: once more, into an array as large as it needs. */
+        size_t n = r.ntokens;
+        tok = malloc(n * sizeof(*tok));
+        if (tok == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return PX_PARSE_TOO_BIG;
+        }
+        r = (ch_mc_request){.tok = tok, .tok_cap = n};
+        st = ch_mc_parse_request(buf, len, &ml, &r, consumed, need, err, errlen);
+    }
+    px_parse out = PX_PARSE_OK;
+    m->raw = buf;
+    m->len = 0;
+    m->cmd = NULL;
+    m->nargs = m->nkeys = 0;
+    m->flags = 0;
+    m->reject[0] = '\0';
+    memset(m->proto, 0, sizeof(m->proto));
+    if (st == CH_MC_INCOMPLETE) {
+        out = PX_PARSE_AGAIN;
+    } else if (st == CH_MC_CLOSE) {
+        out = PX_PARSE_BAD;
+    } else if (st == CH_MC_ERROR && *consumed > len) {
+        /* Refused, but its data block is still coming: wait for it (within max_swallow, the
+         * request limit) so it is skipped whole, as memcached swallows it. */
+        *need = *consumed;
+        out = PX_PARSE_AGAIN;
+    } else if (st == CH_MC_ERROR) {
+        m->len = *consumed;
+        m->cmd = &refused;
+        m->nargs = 1;
+        if (m->args_cap >= 1)
+            m->args[0] = (px_span){0, 0};
+        snprintf(m->reject, sizeof(m->reject), "%s", err);
+    } else {
+        m->len = *consumed;
+        m->nargs = r.ntokens > 0 ? r.ntokens : 1;
+        m->nkeys = r.nkeys;
+        if (m->nargs <= m->args_cap && m->nkeys <= m->keys_cap && r.ntokens <= r.tok_cap) {
+            for (size_t i = 0; i < r.ntokens; i++)
+                m->args[i] = (px_span){tok[i].off, tok[i].len};
+            if (r.ntokens == 0)
+                m->args[0] = (px_span){0, 0};
+            for (size_t i = 0; i < r.nkeys; i++)
+                m->keys[i] = (px_span){tok[r.key_first + i].off, tok[r.key_first + i].len};
+        }
+        unsigned props = ch_mc_cmd_props(r.cmd);
+        m->proto[P_CMD] = (uint8_t)r.cmd;
+        if (r.cmd == CH_MC_CMD_UNKNOWN) {
+            m->cmd = NULL; /* ERROR */
+        } else if (props & CH_MC_P_REFUSED) {
+            m->cmd = &refused;
+            snprintf(m->reject, sizeof(m->reject), "%s is not supported by the proxy",
+                     ch_mc_cmd_name(r.cmd));
+        } else {
+            m->cmd = (props & CH_MC_P_GET) && r.nkeys > 1 ? &multi[r.cmd] : &commands[r.cmd];
+        }
+        uint8_t bits = 0;
+        if (r.noreply.len > 0) {
+            m->flags |= PX_MSG_SWALLOW;
+            bits |= B_STRIP;
+        }
+        if (r.quiet.len > 0)
+            bits |= B_STRIP | B_QUIET;
+        if (r.b64)
+            m->flags |= PX_MSG_ENCODED_KEYS;
+        m->proto[P_BITS] = bits;
+        memcpy(m->proto + P_DATA_OFF, &r.data.off, 4);
+        memcpy(m->proto + P_DATA_LEN, &r.data.len, 4);
+    }
+    if (tok != stack)
+        free(tok);
+    return out;
+}
+
+static px_reply_kind kind_of(ch_mc_class c)
+{
+    switch (c) {
+    case CH_MC_C_HIT:
+        return PX_REPLY_VALUE;
+    case CH_MC_C_MISS:
+        return PX_REPLY_MISS;
+    case CH_MC_C_INTEGER:
+        return PX_REPLY_INTEGER;
+    case CH_MC_C_ERROR:
+        return PX_REPLY_ERROR;
+    default: /* OK, NOT_STORED: normal answers */
+        return PX_REPLY_OK;
+    }
+}
+
+static px_parse mc_scan_reply(const px_limits *lim, uint8_t expect, const char *buf, size_t len,
+                              px_reply *r, size_t *consumed, size_t *need, char *err,
+                              size_t errlen)
+{
+    ch_mc_limits ml;
+    to_mc(lim, &ml);
+    ch_mc_reply rep;
+    ch_mc_status st = ch_mc_scan_reply(buf, len, (ch_mc_cmd)expect, &ml, &rep, need, err, errlen);
+    if (st == CH_MC_INCOMPLETE)
+        return PX_PARSE_AGAIN;
+    if (st != CH_MC_OK)
+        return PX_PARSE_BAD;
+    *consumed = rep.len;
+    r->p = buf;
+    r->len = rep.len;
+    r->kind = kind_of(rep.cls);
+    r->integer = (int64_t)rep.integer;
+    return PX_PARSE_OK;
+}
+
+static bool mc_suppress(const px_msg *m, const px_reply *r)
+{
+    if ((m->proto[P_BITS] & B_QUIET) == 0 || r->kind == PX_REPLY_FAILED)
+        return false;
+    ch_mc_limits ml;
+    ch_mc_limits_init(&ml);
+    ml.max_item = (size_t)1 << 30;
+    ch_mc_reply rep;
+    size_t need;
+    return ch_mc_scan_reply(r->p, r->len, msg_cmd(m), &ml, &rep, &need, NULL, 0) == CH_MC_OK &&
+           ch_mc_quiet_suppresses(msg_cmd(m), &rep);
+}
+
+static long mc_route_key(const px_msg *m, px_span key, char *buf, size_t cap)
+{
+    return ch_mc_b64_decode(m->raw + key.off, key.len, (unsigned char *)buf, cap);
+}
+
+/* ---- writing ----------------------------------------------------------------------------------- */
+
+static int span(px_buf *out, const px_msg *m, px_span s)
+{
+    return px_buf_append(out, m->raw + s.off, s.len);
+}
+
+/* The request line without noreply / q, then the data block (the line is parsed again: only
+ * requests that carry one of those pay for it). */
+static int encode_stripped(px_buf *out, const px_msg *m)
+{
+    ch_mc_span tok[64];
+    ch_mc_request r = {.tok = tok, .tok_cap = 64};
+    ch_mc_limits ml;
+    ch_mc_limits_init(&ml);
+    ml.max_item = ml.max_swallow = (size_t)1 << 30;
+    size_t consumed, need;
+    if (ch_mc_parse_request(m->raw, m->len, &ml, &r, &consumed, &need, NULL, 0) != CH_MC_OK)
+        return -1;
+    size_t n = ch_mc_line_strip(m->raw, &r, NULL, 0);
+    if (n == 0 || px_buf_reserve(out, n + 1) != 0)
+        return -1;
+    ch_mc_line_strip(m->raw, &r, out->p + out->len, n + 1);
+    out->len += n;
+    if (ch_mc_cmd_props(r.cmd) & CH_MC_P_STORAGE) {
+        px_span d = msg_data(m);
+        if (span(out, m, d) != 0 || px_buf_append(out, "\r\n", 2) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int mc_encode_request(px_buf *out, const px_msg *m, const uint32_t *keys, size_t nkeys,
+                             uint8_t *expect)
+{
+    ch_mc_cmd cmd = msg_cmd(m);
+    *expect = (uint8_t)cmd;
+    if (m->cmd->cls != PX_CLASS_MULTI) {
+        if (m->proto[P_BITS] & B_STRIP)
+            return encode_stripped(out, m);
+        return px_buf_append(out, m->raw, m->len);
+    }
+    /* get gets gat gats for keys[0, nkeys): the command, gat's exptime, the keys. */
+    int rc = span(out, m, m->args[0]);
+    if (rc == 0 && (cmd == CH_MC_CMD_GAT || cmd == CH_MC_CMD_GATS)) {
+        rc = px_buf_append(out, " ", 1);
+        rc |= span(out, m, m->args[1]);
+    }
+    for (size_t k = 0; rc == 0 && k < nkeys; k++) {
+        rc = px_buf_append(out, " ", 1);
+        rc |= span(out, m, m->keys[keys[k]]);
+    }
+    return rc == 0 ? px_buf_append(out, "\r\n", 2) : -1;
+}
+
+static int mc_encode_error(px_buf *out, px_error why, const char *msg)
+{
+    switch (why) {
+    case PX_ERR_UNKNOWN:
+        return px_buf_append(out, "ERROR\r\n", 7);
+    case PX_ERR_NOAUTH:
+        return px_buf_append(out, "CLIENT_ERROR authentication required\r\n", 38);
+    case PX_ERR_CLIENT:
+        return px_buf_printf(out, "CLIENT_ERROR %s\r\n", msg);
+    default:
+        return px_buf_printf(out, "SERVER_ERROR %s\r\n", msg);
+    }
+}
+
+static int mc_encode_probe(px_buf *out, uint8_t *expect)
+{
+    *expect = (uint8_t)CH_MC_CMD_VERSION;
+    return px_buf_append(out, "version\r\n", 9);
+}
+
+static int mc_encode_handshake(px_buf *out, const ch_conf_pool *pc, size_t i, uint8_t *expect,
+                               const char **what)
+{
+    (void)out, (void)pc, (void)i, (void)expect, (void)what;
+    return 0; /* nothing to set up on a memcached connection */
+}
+
+/* ---- merging ----------------------------------------------------------------------------------- */
+
+struct px_merger {
+    px_buf err;     /* the first error reply of a part */
+    size_t nkeys;
+    px_span *slots; /* per key of the request: its VALUE block in vals (len 0: a miss) */
+    px_buf vals;
+};
+
+static px_merger *mc_merge_begin(const px_msg *m)
+{
+    px_merger *mg = calloc(1, sizeof(*mg));
+    if (mg == NULL)
+        return NULL;
+    mg->nkeys = m->nkeys;
+    mg->slots = calloc(m->nkeys > 0 ? m->nkeys : 1, sizeof(*mg->slots));
+    if (mg->slots == NULL) {
+        free(mg);
+        return NULL;
+    }
+    return mg;
+}
+
+/* A part's VALUE blocks come in its keys' order, misses left out (and a key asked twice comes
+ * twice): each block goes to the next key of the part with its name. */
+static void mc_merge_part(px_merger *mg, const px_msg *m, const uint32_t *keys, size_t nkeys,
+                          const px_reply *r)
+{
+    if (r->kind == PX_REPLY_ERROR || r->kind == PX_REPLY_FAILED) {
+        if (mg->err.len == 0)
+            px_buf_append(&mg->err, r->p, r->len);
+        return;
+    }
+    size_t pos = 0, j = 0;
+    ch_mc_value v;
+    while (ch_mc_value_next(r->p, r->len, &pos, &v)) {
+        while (j < nkeys) {
+            px_span k = m->keys[keys[j]];
+            if (k.len == v.key.len && memcmp(m->raw + k.off, r->p + v.key.off, k.len) == 0)
+                break;
+            j++;
+        }
+        if (j == nkeys)
+            break; /* a value for no key asked: dropped */
+        mg->slots[keys[j]] = (px_span){(uint32_t)mg->vals.len, v.block.len};
+        if (px_buf_append(&mg->vals, r->p + v.block.off, v.block.len) != 0)
+            mg->slots[keys[j]].len = 0;
+        j++;
+    }
+}
+
+static int mc_merge_end(px_merger *mg, const px_msg *m, px_buf *out)
+{
+    (void)m;
+    int rc = 0;
+    bool error = mg->err.len > 0;
+    if (error) {
+        rc = px_buf_append(out, mg->err.p, mg->err.len);
+    } else {
+        for (size_t i = 0; rc == 0 && i < mg->nkeys; i++)
+            if (mg->slots[i].len > 0)
+                rc = px_buf_append(out, mg->vals.p + mg->slots[i].off, mg->slots[i].len);
+        if (rc == 0)
+            rc = px_buf_append(out, "END\r\n", 5);
+    }
+    px_buf_free(&mg->err);
+    px_buf_free(&mg->vals);
+    free(mg->slots);
+    free(mg);
+    return rc != 0 ? -1 : error ? 1 : 0;
+}
+
+/* ---- local commands ---------------------------------------------------------------------------- */
+
+static int mc_answer_local(px_local *ctx, const px_msg *m, px_buf *out)
+{
+    switch (msg_cmd(m)) {
+    case CH_MC_CMD_VERSION:
+        return px_buf_printf(out, "VERSION %s\r\n", PX_VERSION) == 0 ? 0 : -1;
+    case CH_MC_CMD_QUIT:
+        ctx->close = true; /* memcached closes without a reply */
+        return 0;
+    case CH_MC_CMD_MN:
+        return px_buf_append(out, "MN\r\n", 4) == 0 ? 0 : -1;
+    default:
+        return mc_encode_error(out, PX_ERR_CLIENT, "not supported by the proxy") == 0 ? 1 : -1;
+    }
+}
+
+const px_codec px_codec_memcache = {
+    .name = "memcache",
+    .limits = mc_limits,
+    .parse_request = mc_parse_request,
+    .scan_reply = mc_scan_reply,
+    .encode_request = mc_encode_request,
+    .encode_error = mc_encode_error,
+    .encode_probe = mc_encode_probe,
+    .encode_handshake = mc_encode_handshake,
+    .merge_begin = mc_merge_begin,
+    .merge_part = mc_merge_part,
+    .merge_end = mc_merge_end,
+    .answer_local = mc_answer_local,
+    .suppress = mc_suppress,
+    .route_key = mc_route_key,
+};
