@@ -40,7 +40,7 @@ void px_dispatch(px_rq *rq, px_local *ctx)
         return;
     }
     if (m->reject[0] != '\0') {
-        px_rq_fail(rq, PX_ERR_CLIENT, m->reject);
+        px_rq_fail(rq, m->reject_server ? PX_ERR_SERVER : PX_ERR_CLIENT, m->reject);
         return;
     }
     if (m->cmd->cls == PX_CLASS_LOCAL) {

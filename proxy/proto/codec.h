@@ -80,6 +80,7 @@ typedef struct px_msg {
     uint32_t flags;      /* PX_MSG_* */
     char reject[128];    /* not empty: the request is refused with this client error (bad
                             arity, a bad key count): answered at once, the connection kept */
+    bool reject_server;  /* ...framed as a server error (memcached: an item too large) */
     uint8_t proto[16];   /* codec-private facts about the request (noreply, quiet, ...) */
 } px_msg;
 

@@ -121,6 +121,7 @@ static px_parse mc_parse_request(const px_limits *lim, const char *buf, size_t l
     m->nargs = m->nkeys = 0;
     m->flags = 0;
     m->reject[0] = '\0';
+    m->reject_server = false;
     memset(m->proto, 0, sizeof(m->proto));
     if (st == CH_MC_INCOMPLETE) {
         out = PX_PARSE_AGAIN;
@@ -138,6 +139,8 @@ static px_parse mc_parse_request(const px_limits *lim, const char *buf, size_t l
         if (m->args_cap >= 1)
             m->args[0] = (px_span){0, 0};
         snprintf(m->reject, sizeof(m->reject), "%s", err);
+        /* memcached's own words for it: "SERVER_ERROR object too large for cache" */
+        m->reject_server = strncmp(err, "object too large", 16) == 0;
     } else {
         m->len = *consumed;
         m->nargs = r.ntokens > 0 ? r.ntokens : 1;

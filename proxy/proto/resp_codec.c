@@ -248,6 +248,7 @@ static px_parse redis_parse_request(const px_limits *lim, const char *buf, size_
     m->nkeys = 0;
     m->flags = 0;
     m->reject[0] = '\0';
+    m->reject_server = false;
     if (st == CH_RESP_OK && argc > 0 && argc <= m->args_cap) {
         for (size_t i = 0; i < argc; i++)
             m->args[i] = (px_span){(uint32_t)(argv[i].p - buf), (uint32_t)argv[i].len};

@@ -418,13 +418,154 @@ def start_redises_11211(exe, tmp, n):
     return out
 
 
+class Memcached:
+    """A memcached on 127.0.0.1:port (TCP only, as root with -u root), with a tiny text client:
+    call() sends raw bytes and reads one reply of the given shape."""
+
+    def __init__(self, exe, tmp, port=None, host="127.0.0.1"):
+        self.exe, self.host = exe, host
+        self.port = port or free_ports(1)[0]
+        self.log = os.path.join(tmp, "memcached-%s-%d.log" % (host, self.port))
+        self.proc = None
+
+    @property
+    def addr(self):
+        return (self.host, self.port)
+
+    @property
+    def text(self):
+        return "%s:%d" % self.addr
+
+    def start(self):
+        argv = [self.exe, "-p", str(self.port), "-l", self.host, "-U", "0", "-m", "64"]
+        if os.geteuid() == 0:
+            argv += ["-u", "root"]
+        self.proc = spawn(argv, self.log)
+        wait_accepting(self.proc, [self.addr], self.log, "memcached " + self.text)
+        return self
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def keys_present(self, keys):
+        """The subset of keys (bytes) this server holds."""
+        with Mc(self.addr) as c:
+            have = set()
+            for i in range(0, len(keys), 100):
+                for k, _v in c.get_many(keys[i:i + 100]).items():
+                    have.add(k)
+            return have
+
+    def flush(self):
+        with Mc(self.addr) as c:
+            if c.call(b"flush_all\r\n") != b"OK\r\n":
+                fail("%s: flush_all failed" % self.text)
+
+
+def start_memcacheds(exe, tmp, n):
+    out = []
+    for _attempt in range(n + 10):
+        if len(out) == n:
+            break
+        m = Memcached(exe, tmp)
+        try:
+            out.append(m.start())
+        except TestFailure:
+            if m.proc and m.proc.poll() is None:
+                raise
+    if len(out) < n:
+        fail("could not start %d memcacheds" % n)
+    return out
+
+
+class Mc:
+    """A memcached text/meta protocol client over one socket: replies are read by shape."""
+
+    def __init__(self, addr, timeout=SOCK_TIMEOUT):
+        self.sock = socket.create_connection(addr, timeout=timeout)
+        self.sock.settimeout(timeout)
+        self.buf = b""
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def _fill(self):
+        chunk = self.sock.recv(65536)
+        if not chunk:
+            raise Closed("connection closed by the server")
+        self.buf += chunk
+
+    def line(self):
+        while b"\r\n" not in self.buf:
+            self._fill()
+        i = self.buf.index(b"\r\n") + 2
+        out, self.buf = self.buf[:i], self.buf[i:]
+        return out
+
+    def exact(self, n):
+        while len(self.buf) < n:
+            self._fill()
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def reply(self):
+        """One reply: a get's VALUE blocks up to END, a VA with its data, or one line."""
+        first = self.line()
+        if first.startswith(b"VALUE "):
+            out = first
+            line = first
+            while line.startswith(b"VALUE "):
+                n = int(line.split()[3])
+                out += self.exact(n + 2)
+                line = self.line()
+                out += line
+            return out
+        if first.startswith(b"VA "):
+            n = int(first.split()[1])
+            return first + self.exact(n + 2)
+        return first
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def call(self, data):
+        self.send(data)
+        return self.reply()
+
+    def get_many(self, keys):
+        """{key: value} of a text multiget (keys: bytes)."""
+        rep = self.call(b"get " + b" ".join(keys) + b"\r\n")
+        out, pos = {}, 0
+        while rep.startswith(b"VALUE ", pos):
+            eol = rep.index(b"\r\n", pos)
+            parts = rep[pos:eol].split()
+            n = int(parts[3])
+            out[parts[1]] = rep[eol + 2:eol + 2 + n]
+            pos = eol + 2 + n + 2
+        if rep[pos:] != b"END\r\n":
+            fail("unexpected get reply tail %r" % rep[pos:pos + 100])
+        return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Configs.
 
-def pool_yaml(name, listen_port, servers, **settings):
+def pool_yaml(name, listen_port, servers, redis=True, **settings):
     """One pool of a twemproxy config. servers: [(addr text, weight, name or None)]; settings:
     key -> value (True/False written as true/false, strings as given, so hash_tag='"{}"')."""
-    lines = ["%s:" % name, "  listen: 127.0.0.1:%d" % listen_port, "  redis: true"]
+    lines = ["%s:" % name, "  listen: 127.0.0.1:%d" % listen_port,
+             "  redis: %s" % ("true" if redis else "false")]
     for k, v in settings.items():
         if isinstance(v, bool):
             v = "true" if v else "false"
