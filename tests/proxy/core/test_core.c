@@ -42,13 +42,13 @@ static void on_done(px_rq *rq)
     px_rq_free(rq);
 }
 
-static int setup_conf(void **state, const char *extra)
+static int setup_proto(void **state, const char *extra, bool redis)
 {
     fixture *fx = calloc(1, sizeof(*fx));
     snprintf(fx->path, sizeof(fx->path), "/tmp/chash-core-%ld.yml", (long)getpid());
     FILE *fp = fopen(fx->path, "w");
-    fprintf(fp, "p:\n  listen: 127.0.0.1:1\n  redis: true\n  hash: md5\n"
-                "  distribution: ketama\n%s  servers:\n", extra);
+    fprintf(fp, "p:\n  listen: 127.0.0.1:1\n  redis: %s\n  hash: md5\n"
+                "  distribution: ketama\n%s  servers:\n", redis ? "true" : "false", extra);
     for (int i = 0; i < NSERVERS; i++)
         fprintf(fp, "   - 127.0.0.1:%d:1 s%d\n", 7001 + i, i);
     fclose(fp);
@@ -78,9 +78,19 @@ static int setup_conf(void **state, const char *extra)
     return 0;
 }
 
+static int setup_conf(void **state, const char *extra)
+{
+    return setup_proto(state, extra, true);
+}
+
 static int setup(void **state)
 {
     return setup_conf(state, "");
+}
+
+static int setup_mc(void **state)
+{
+    return setup_proto(state, "", false);
 }
 
 static int setup_auth(void **state)
@@ -523,6 +533,133 @@ static void test_failover_after_membership_change(void **state)
     px_conf_unref(cref2);
 }
 
+
+/* ---- memcached -------------------------------------------------------------------------------- */
+
+static void assert_done(size_t i, const char *want)
+{
+    px_buf_append(&done_log[i], "", 1);
+    done_log[i].len--;
+    assert_string_equal(done_log[i].p, want);
+}
+
+/* get k1 .. kn over several servers: each server gets "get" with its keys in the client's order;
+ * the reply is every VALUE block in the client's key order (a key asked twice answered twice, a
+ * miss left out) and one END. */
+static void test_mc_multiget(void **state)
+{
+    fixture *fx = *state;
+    const char *keys[] = {"a", "b", "c", "d", "e", "f", "g", "h", "a"};
+    size_t nk = sizeof(keys) / sizeof(keys[0]);
+    px_buf req = {0};
+    px_buf_printf(&req, "get");
+    for (size_t i = 0; i < nk; i++)
+        px_buf_printf(&req, " %s", keys[i]);
+    px_buf_printf(&req, "\r\n");
+    px_buf_append(&req, "", 1);
+    request(fx, NULL, req.p);
+    assert_true(fake_nlog >= 2);
+    for (size_t k = 0; k < fake_nlog; k++) {
+        size_t s = fake_log[k].server->index;
+        px_buf want = {0}, rep = {0};
+        px_buf_printf(&want, "get");
+        for (size_t i = 0; i < nk; i++)
+            if (owner(fx, keys[i]) == s) {
+                px_buf_printf(&want, " %s", keys[i]);
+                if (keys[i][0] != 'c') /* c misses */
+                    px_buf_printf(&rep, "VALUE %s 0 2\r\nv%s\r\n", keys[i], keys[i]);
+            }
+        px_buf_printf(&want, "\r\n");
+        px_buf_printf(&rep, "END\r\n");
+        assert_int_equal(fake_log[k].bytes.len, want.len);
+        assert_memory_equal(fake_log[k].bytes.p, want.p, want.len);
+        fake_reply(&fx->pool, &fake_log[k], rep.p, rep.len);
+        px_buf_free(&want);
+        px_buf_free(&rep);
+    }
+    assert_int_equal(ndone, 1);
+    assert_done(0, "VALUE a 0 2\r\nva\r\nVALUE b 0 2\r\nvb\r\nVALUE d 0 2\r\nvd\r\n"
+                   "VALUE e 0 2\r\nve\r\nVALUE f 0 2\r\nvf\r\nVALUE g 0 2\r\nvg\r\n"
+                   "VALUE h 0 2\r\nvh\r\nVALUE a 0 2\r\nva\r\nEND\r\n");
+    px_buf_free(&req);
+}
+
+/* noreply is stripped towards the backend (which then answers, keeping one reply per request)
+ * and the client gets nothing, whatever the answer; a failure too is swallowed. The meta q
+ * flag is stripped, and the reply dropped exactly when memcached would not have sent it. */
+static void test_mc_noreply_quiet(void **state)
+{
+    fixture *fx = *state;
+    request(fx, NULL, "set k 0 0 2 noreply\r\nhi\r\n");
+    assert_int_equal(fake_nlog, 1);
+    assert_int_equal(fake_log[0].bytes.len, strlen("set k 0 0 2\r\nhi\r\n"));
+    assert_memory_equal(fake_log[0].bytes.p, "set k 0 0 2\r\nhi\r\n", fake_log[0].bytes.len);
+    fake_reply(&fx->pool, &fake_log[0], "NOT_STORED\r\n", 12);
+    request(fx, NULL, "delete k noreply\r\n");
+    fake_fail(&fake_log[1]);
+    request(fx, NULL, "mg k v q O9\r\n");
+    assert_memory_equal(fake_log[2].bytes.p, "mg k v O9\r\n", fake_log[2].bytes.len);
+    fake_reply(&fx->pool, &fake_log[2], "EN\r\n", 4);          /* a quiet miss: dropped */
+    request(fx, NULL, "mg k v q O9\r\n");
+    fake_reply(&fx->pool, &fake_log[3], "VA 2 O9\r\nhi\r\n", 13); /* a hit: sent */
+    request(fx, NULL, "ms k 2 q\r\nhi\r\n");
+    fake_reply(&fx->pool, &fake_log[4], "HD\r\n", 4);          /* stored, quiet: dropped */
+    request(fx, NULL, "ms k 2 q\r\nhi\r\n");
+    fake_reply(&fx->pool, &fake_log[5], "NS\r\n", 4);          /* not stored: sent */
+    request(fx, NULL, "mn\r\n");
+    assert_int_equal(fake_nlog, 6);
+    assert_int_equal(ndone, 7);
+    const char *want[] = {"", "", "", "VA 2 O9\r\nhi\r\n", "", "NS\r\n", "MN\r\n"};
+    for (size_t i = 0; i < 7; i++)
+        assert_done(i, want[i]);
+}
+
+/* A base64 meta key routes by its decoded bytes: mg with b goes where get of the plain key goes. */
+static void test_mc_base64_routing(void **state)
+{
+    fixture *fx = *state;
+    for (int i = 0; i < 20; i++) {
+        char key[16], b64[32], req[64];
+        snprintf(key, sizeof(key), "user:%03d", i); /* 8 bytes: base64 without padding */
+        static const char tbl[] =
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        size_t o = 0;
+        for (size_t j = 0; j < 8; j += 3) {
+            unsigned v = (unsigned)(unsigned char)key[j] << 16 |
+                         (j + 1 < 8 ? (unsigned)(unsigned char)key[j + 1] << 8 : 0) |
+                         (j + 2 < 8 ? (unsigned)(unsigned char)key[j + 2] : 0);
+            b64[o++] = tbl[v >> 18 & 63];
+            b64[o++] = tbl[v >> 12 & 63];
+            b64[o++] = j + 1 < 8 ? tbl[v >> 6 & 63] : '=';
+            b64[o++] = j + 2 < 8 ? tbl[v & 63] : '=';
+        }
+        b64[o] = '\0';
+        snprintf(req, sizeof(req), "mg %s b v\r\n", b64);
+        size_t before = fake_nlog;
+        request(fx, NULL, req);
+        assert_int_equal(fake_log[before].server->index, owner(fx, key));
+        fake_reply(&fx->pool, &fake_log[before], "EN\r\n", 4);
+    }
+}
+
+/* Local and refused commands never reach a backend. */
+static void test_mc_local(void **state)
+{
+    fixture *fx = *state;
+    px_local ctx = {0};
+    request(fx, &ctx, "version\r\n");
+    request(fx, &ctx, "stats\r\n");
+    request(fx, &ctx, "nonsense\r\n");
+    request(fx, &ctx, "quit\r\n");
+    assert_true(ctx.close);
+    assert_int_equal(fake_nlog, 0);
+    assert_int_equal(ndone, 4);
+    assert_done(0, "VERSION " PX_VERSION "\r\n");
+    assert_done(1, "CLIENT_ERROR stats is not supported by the proxy\r\n");
+    assert_done(2, "ERROR\r\n");
+    assert_done(3, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -536,6 +673,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_auth_gate, setup_auth, teardown),
         cmocka_unit_test_setup_teardown(test_rejects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failover_after_membership_change, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mc_multiget, setup_mc, teardown),
+        cmocka_unit_test_setup_teardown(test_mc_noreply_quiet, setup_mc, teardown),
+        cmocka_unit_test_setup_teardown(test_mc_base64_routing, setup_mc, teardown),
+        cmocka_unit_test_setup_teardown(test_mc_local, setup_mc, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
