@@ -35,11 +35,13 @@ test-tsan: bootstrap
 	cd $(TSAN) && ctest --output-on-failure -R '$(TSAN_TESTS)'
 
 # A lost cache node with libchash-cache and 4 local redis-servers (examples/lost_node.c),
-# chash-proxy in front of 3 redis-servers (tools/chash/proxy_demo.sh), the library from C
-# (examples/route_demo.c), then the story through the CLI (tools/chash/demo.sh).
+# chash-proxy in front of 3 redis-servers (tools/chash/proxy_demo.sh) and of 3 memcacheds
+# (tools/chash/proxy_memcache_demo.sh), the library from C (examples/route_demo.c), then the
+# story through the CLI (tools/chash/demo.sh).
 demo: build
 	@$(RELEASE)/examples/lost_node
 	@tools/chash/proxy_demo.sh $(RELEASE)
+	@tools/chash/proxy_memcache_demo.sh $(RELEASE)
 	@echo
 	@$(RELEASE)/examples/route_demo
 	@tools/chash/demo.sh $(RELEASE)
