@@ -4,19 +4,6 @@
  */
 #include "dispatch.h"
 
-#include <ctype.h>
-
-/* A command name as it may appear in an error: printable bytes lowercased, others '?'. */
-static void printable_name(char *out, size_t cap, const char *p, size_t len)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < len && n + 1 < cap; i++) {
-        unsigned char ch = (unsigned char)p[i];
-        out[n++] = isprint(ch) && ch != '\'' ? (char)tolower(ch) : '?';
-    }
-    out[n] = '\0';
-}
-
 /* With client_auth, health checks (PING) are served before AUTH too; with redis_auth alone, as
  * twemproxy and Redis, only AUTH and QUIT are. */
 static bool auth_gate_passes(const px_rq *rq, const px_local *ctx)
@@ -31,7 +18,7 @@ void px_dispatch(px_rq *rq, px_local *ctx)
     const px_msg *m = &rq->msg;
     if (m->cmd == NULL) {
         char name[72];
-        printable_name(name, sizeof(name), m->raw + m->args[0].off, m->args[0].len);
+        px_printable_name(name, sizeof(name), m->raw + m->args[0].off, m->args[0].len);
         px_rq_fail(rq, PX_ERR_UNKNOWN, name);
         return;
     }

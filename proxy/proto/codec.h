@@ -185,6 +185,10 @@ typedef struct px_codec {
 
 extern const px_codec px_codec_redis, px_codec_memcache;
 
+/* A command name as an error may show it: printable bytes lowercased, others '?', NUL-ended
+ * within cap (its length capped at cap - 1). */
+void px_printable_name(char *out, size_t cap, const char *p, size_t len);
+
 /* The codec of a pool: redis or memcache (pc->redis). */
 const px_codec *px_codec_of(const ch_conf_pool *pc);
 

@@ -148,20 +148,10 @@ static void redis_limits(const ch_conf_pool *pc, px_limits *lim, px_limits *blim
 
 /* ---- parsing ----------------------------------------------------------------------------------- */
 
-static void printable_name(char *out, size_t cap, const char *p, size_t len)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < len && n + 1 < cap; i++) {
-        unsigned char ch = (unsigned char)p[i];
-        out[n++] = isprint(ch) && ch != '\'' ? (char)tolower(ch) : '?';
-    }
-    out[n] = '\0';
-}
-
 static void reject_arity(px_msg *m, const char *name, size_t len)
 {
     char pn[72];
-    printable_name(pn, sizeof(pn), name, len);
+    px_printable_name(pn, sizeof(pn), name, len);
     snprintf(m->reject, sizeof(m->reject), "wrong number of arguments for '%s' command", pn);
 }
 
@@ -187,7 +177,7 @@ static void find_keys(px_msg *m)
         }
         if (numkeys == 0) {
             char pn[72];
-            printable_name(pn, sizeof(pn), m->raw + m->args[0].off, m->args[0].len);
+            px_printable_name(pn, sizeof(pn), m->raw + m->args[0].off, m->args[0].len);
             snprintf(m->reject, sizeof(m->reject), "%s without keys is not supported by the proxy",
                      pn);
             return;
@@ -257,7 +247,7 @@ static px_parse redis_parse_request(const px_limits *lim, const char *buf, size_
         if (c == NULL) {
             /* not served: dispatch answers it */
         } else if (argc < (size_t)c->arity || (c->key_step == 2 && (argc - 1) % 2 != 0) ||
-                   (c->local == K_ECHO && c->cls == PX_CLASS_LOCAL && argc != 2)) {
+                   (c->local == K_ECHO && argc != 2)) {
             reject_arity(m, buf + m->args[0].off, m->args[0].len);
         } else {
             find_keys(m);

@@ -232,8 +232,8 @@ class Closed(ConnectionError):
     """The server closed the connection."""
 
 
-class Resp:
-    """A RESP client connection to addr: (host, port), or a unix socket's path."""
+class Conn:
+    """A client socket to addr: (host, port), or a unix socket's path; closed on exit."""
 
     def __init__(self, addr, timeout=SOCK_TIMEOUT):
         if isinstance(addr, str):
@@ -258,6 +258,13 @@ class Resp:
 
     def __exit__(self, *exc):
         self.close()
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+
+class Resp(Conn):
+    """A RESP client connection."""
 
     def _fill(self):
         chunk = self.sock.recv(1 << 20)
@@ -300,9 +307,6 @@ class Resp:
             n = int(rest)
             return None if n < 0 else [self.read() for _ in range(n)]
         raise RuntimeError("bad RESP line %r" % line[:100])
-
-    def send(self, data):
-        self.sock.sendall(data)
 
     def call(self, *args):
         self.sock.sendall(encode(*args))
@@ -480,25 +484,8 @@ def start_memcacheds(exe, tmp, n):
     return out
 
 
-class Mc:
+class Mc(Conn):
     """A memcached text/meta protocol client over one socket: replies are read by shape."""
-
-    def __init__(self, addr, timeout=SOCK_TIMEOUT):
-        self.sock = socket.create_connection(addr, timeout=timeout)
-        self.sock.settimeout(timeout)
-        self.buf = b""
-
-    def close(self):
-        try:
-            self.sock.close()
-        except OSError:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def _fill(self):
         chunk = self.sock.recv(65536)
@@ -535,9 +522,6 @@ class Mc:
             n = int(first.split()[1])
             return first + self.exact(n + 2)
         return first
-
-    def send(self, data):
-        self.sock.sendall(data)
 
     def call(self, data):
         self.send(data)
