@@ -26,7 +26,15 @@
 #include <string.h>
 #include <sys/time.h>
 
-typedef enum conn_why { WHY_ERR, WHY_EOF, WHY_TIMEOUT, WHY_STOP } conn_why;
+/* Why a connection failed. WHY_LOCAL: the proxy could not open it (no descriptor, no memory):
+ * not the server's failure, so its health is not told and its keys do not move. */
+typedef enum conn_why { WHY_ERR, WHY_EOF, WHY_TIMEOUT, WHY_STOP, WHY_LOCAL } conn_why;
+
+/* A libuv error that is the proxy's own resource running out, not the peer's doing. */
+static bool local_error(int rc)
+{
+    return rc == UV_EMFILE || rc == UV_ENFILE || rc == UV_ENOMEM || rc == UV_ENOBUFS;
+}
 
 static void conn_fail(px_conn *c, conn_why why, const char *reason);
 
@@ -459,9 +467,20 @@ static void conn_fail(px_conn *c, conn_why why, const char *reason)
     char what[200];
     if (why == WHY_TIMEOUT)
         snprintf(what, sizeof(what), "timed out");
+    else if (why == WHY_LOCAL)
+        snprintf(what, sizeof(what), "not reached: the proxy is out of resources (%s)", reason);
     else
         snprintf(what, sizeof(what), "unavailable (%s)", reason);
-    if (why != WHY_STOP && had_work) {
+    if (why == WHY_LOCAL) {
+        if (px_log_due(&pool->fd_log_at, px_io_now(px), PX_FD_LOG_PERIOD_MS)) {
+            PX_LOG(px, PX_LOG_WARN, "pool %s: cannot connect to server %s: %s; the server is not "
+                   "blamed (%llu more refusals or pauses not logged)", pool->conf->name,
+                   server_name(s), reason, (unsigned long long)pool->fd_unlogged);
+            pool->fd_unlogged = 0;
+        } else {
+            pool->fd_unlogged++;
+        }
+    } else if (why != WHY_STOP && had_work) {
         bool probe = false;
         for (const px_frag *q = c->head; q != NULL; q = q->next)
             probe = probe || q->kind == PX_FRAG_PROBE;
@@ -520,7 +539,7 @@ int px_server_send(px_server *s, px_frag *f, px_encode_fn enc, void *arg)
             c->nfrags = 1;
             c->bytes = f->len = 0;
             c->state = PX_CONN_CONNECTING;
-            conn_fail(c, WHY_ERR, uv_strerror(rc));
+            conn_fail(c, local_error(rc) ? WHY_LOCAL : WHY_ERR, uv_strerror(rc));
             return 0;
         }
     }
@@ -569,7 +588,7 @@ void px_probe_due(px_pool *pool)
 void px_server_preconnect(px_server *s)
 {
     for (unsigned i = 0; i < s->nconns; i++)
-        if (s->conns[i].state == PX_CONN_DOWN && conn_open(&s->conns[i]) < 0)
+        if (s->conns[i].state == PX_CONN_DOWN && conn_open(&s->conns[i]) < 0)  /* not blamed */
             PX_LOG(s->pool->io, PX_LOG_WARN, "pool %s: cannot preconnect to server %s",
                    s->pool->conf->name, server_name(s));
 }

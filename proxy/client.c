@@ -150,6 +150,7 @@ static void client_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *b
         return;
     }
     c->rbuf.len += (size_t)nread;
+    c->last_read_ms = px_io_now(c->pool->io);
     client_process(c);
 }
 
@@ -322,6 +323,7 @@ void px_client_close(px_client *c)
     c->closing = true;
     c->pool->stats.client_connections--;
     PX_ATOMIC_SUB(c->pool->shared->clients, 1);
+    PX_ATOMIC_SUB(*c->pool->clients_open, 1);
     px_io_unmark(&c->flush);
     uv_close(&c->stream->u.handle, client_close_cb);
 }
@@ -346,11 +348,27 @@ void px_client_accept(px_pool *pool, uv_stream_t *listener)
         uv_close(&st->u.handle, client_close_cb);
         return;
     }
-    if (pool->conf->client_connections > 0 &&
-        PX_ATOMIC_LOAD(pool->shared->clients) >= (uint64_t)pool->conf->client_connections) {
-        PX_LOG(pool->io, PX_LOG_WARN,
-               "pool %s: client_connections limit %d reached: refusing a client",
-               pool->conf->name, pool->conf->client_connections);
+    /* A pool's client_connections; else the descriptors left for clients (pool.h): beyond it a
+     * client is refused at once, so the backends' connections always find a descriptor. */
+    const char *limit = NULL;
+    if (pool->conf->client_connections > 0) {
+        if (PX_ATOMIC_LOAD(pool->shared->clients) >= (uint64_t)pool->conf->client_connections)
+            limit = "its client_connections";
+    } else if (pool->clients_max > 0 && PX_ATOMIC_LOAD(*pool->clients_open) >= pool->clients_max) {
+        limit = "the clients the descriptor limit leaves room for";
+    }
+    if (limit != NULL) {
+        if (px_log_due(&pool->fd_log_at, px_io_now(pool->io), PX_FD_LOG_PERIOD_MS)) {
+            PX_LOG(pool->io, PX_LOG_WARN, "pool %s: %s reached (%llu): refusing clients (%llu "
+                   "more refusals or pauses not logged)", pool->conf->name, limit,
+                   (unsigned long long)(pool->conf->client_connections > 0
+                                            ? (uint64_t)pool->conf->client_connections
+                                            : pool->clients_max),
+                   (unsigned long long)pool->fd_unlogged);
+            pool->fd_unlogged = 0;
+        } else {
+            pool->fd_unlogged++;
+        }
         uv_close(&st->u.handle, client_close_cb);
         return;
     }
@@ -360,8 +378,26 @@ void px_client_accept(px_pool *pool, uv_stream_t *listener)
     px_dl_push(&pool->clients, &c->link);
     pool->stats.client_connections++;
     PX_ATOMIC_ADD(pool->shared->clients, 1); /* the limit is the pool's, over all workers */
+    PX_ATOMIC_ADD(*pool->clients_open, 1);
+    c->last_read_ms = px_io_now(pool->io);
     pool->m.clients_accepted++;
     PX_ATOMIC_ADD(*pool->accepted_total, 1);
     if (uv_read_start(&st->u.stream, client_alloc_cb, client_read_cb) < 0)
         px_client_close(c);
+}
+
+bool px_client_shed_idle(px_pool *pool)
+{
+    px_client *oldest = NULL;
+    for (px_dl *d = pool->clients.next; d != &pool->clients; d = d->next) {
+        px_client *c = PX_CONTAINER(d, px_client, link);
+        if (!c->closing && c->nreqs == 0 &&
+            (oldest == NULL || c->last_read_ms < oldest->last_read_ms))
+            oldest = c;
+    }
+    if (oldest == NULL)
+        return false;
+    pool->stats.client_err++;
+    px_client_close(oldest);
+    return true;
 }

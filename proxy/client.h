@@ -26,6 +26,7 @@ struct px_client {
     size_t stored;   /* reply bytes of done requests waiting behind an unfinished one */
     size_t inflight; /* bytes handed to uv_write, not yet written */
     px_buf wbuf;
+    uint64_t last_read_ms; /* loop time of its last bytes (or of its accept) */
     bool authed;
     bool closing;  /* uv_close called (or about to be) */
     bool draining; /* no more reading: close once the queue is flushed */
@@ -36,5 +37,9 @@ struct px_client {
 
 void px_client_accept(px_pool *pool, uv_stream_t *listener);
 void px_client_close(px_client *c);
+/* Out of descriptors: closes the pool's client that has no request in flight and has been
+ * silent the longest (an idle flood then rotates instead of locking everyone out). Returns
+ * whether there was one. Cost: O(clients of the pool on this worker). */
+bool px_client_shed_idle(px_pool *pool);
 
 #endif /* CHASH_PROXY_CLIENT_H */

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,9 +23,16 @@ static void ctl_stop(px_ctl *m)
         return;
     m->stopping = true;
     PX_LOG(m, PX_LOG_NOTICE, "shutting down");
-    for (unsigned w = 0; w < m->nworkers; w++)
-        if (m->workers[w].io.loop != NULL)
-            px_worker_call(&m->workers[w], px_worker_stop, NULL);
+    for (unsigned w = 0; w < m->nworkers; w++) {
+        if (m->workers[w].io.loop == NULL ||
+            px_worker_call_within(&m->workers[w], px_worker_stop, NULL, PX_STOP_WAIT_MS))
+            continue;
+        /* A worker that does not take its stop job is stuck: a clean shutdown cannot happen,
+         * and hanging on SIGTERM would be worse than exiting at once. */
+        PX_LOG(m, PX_LOG_ERR, "worker %u did not stop within %u ms: exiting now", w,
+               PX_STOP_WAIT_MS);
+        _exit(1);
+    }
     if (m->stats_listener != NULL) {
         px_stream_close(m->stats_listener);
         m->stats_listener = NULL;
@@ -48,6 +56,41 @@ static void signal_cb(uv_signal_t *h, int signum)
     px_ctl *m = h->data;
     PX_LOG(m, PX_LOG_NOTICE, "signal %d received", signum);
     ctl_stop(m);
+}
+
+/* The descriptors left for clients: the soft RLIMIT_NOFILE less what the proxy needs for
+ * itself (PX_FD_RESERVE: stdio, the log, the stats and admin ports and their connections) and,
+ * per worker, its loop (PX_FD_PER_WORKER), each pool's listener and its spare, and every
+ * backend connection (servers x server_connections), plus a tenth of the limit for servers a
+ * reload adds. 0: no limit to keep. Cost: O(pools). */
+static uint64_t clients_budget(px_ctl *m, const ch_config *cfg)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY ||
+        rl.rlim_cur > (1u << 30))
+        return 0;
+    uint64_t per_worker = PX_FD_PER_WORKER;
+    for (size_t i = 0; i < cfg->npools; i++) {
+        const ch_conf_pool *pc = &cfg->pools[i];
+        uint64_t conns = pc->server_connections > 0 ? (uint64_t)pc->server_connections : 1;
+        per_worker += 2 + pc->nservers * conns;
+    }
+    uint64_t reserved = PX_FD_RESERVE + m->nworkers * per_worker + rl.rlim_cur / 10;
+    uint64_t left = rl.rlim_cur > reserved ? rl.rlim_cur - reserved : 0;
+    if (left < 16) {
+        PX_LOG(m, PX_LOG_WARN,
+               "descriptors: the limit (ulimit -n) is %llu, and the backends and the proxy need "
+               "about %llu: only %llu clients can be served; raise the limit",
+               (unsigned long long)rl.rlim_cur, (unsigned long long)reserved,
+               (unsigned long long)(left > 0 ? left : 1));
+        return left > 0 ? left : 1;
+    }
+    PX_LOG(m, PX_LOG_NOTICE,
+           "descriptors: limit %llu, %llu kept for the backends and the proxy: at most %llu "
+           "clients in pools without client_connections",
+           (unsigned long long)rl.rlim_cur, (unsigned long long)reserved,
+           (unsigned long long)left);
+    return left;
 }
 
 uint64_t px_rand_seed(const px_ctl *m, unsigned index)
@@ -103,6 +146,8 @@ int px_ctl_init(px_ctl *m, ch_config *cfg, unsigned nworkers)
             rc = fds[i] != NULL ? px_listen_pool(&m->log, pc, nworkers, fds[i]) : -1;
         }
     }
+    if (rc == 0)
+        m->clients_max = clients_budget(m, cfg);
     for (unsigned w = 0; rc == 0 && w < nworkers; w++)
         rc = px_worker_init(m, &m->workers[w], w, fds);
     for (size_t i = 0; i < cfg->npools; i++) {

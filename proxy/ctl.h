@@ -13,6 +13,11 @@
 
 typedef struct px_admin_http px_admin_http; /* admin_http.h */
 
+/* Descriptors the proxy keeps for itself (stdio, the log, the stats and admin ports and their
+ * connections), and per worker for its loop (epoll, its wake-up and signal pipes). */
+#define PX_FD_RESERVE 64u
+#define PX_FD_PER_WORKER 8u
+
 struct px_ctl {
     uv_loop_t *loop;
     px_log log;
@@ -35,6 +40,10 @@ struct px_ctl {
     uint64_t start_time;
     uint64_t total_connections; /* client connections accepted, all workers (atomic); those
                                    open are the pools' px_shared_pool.clients */
+    uint64_t clients_open;      /* client connections open, all pools and workers (atomic) */
+    uint64_t clients_max;       /* the descriptors left for clients once the backends' and the
+                                   proxy's own are set aside (0: no limit); pools without
+                                   client_connections refuse clients beyond it */
     uint64_t rng;
     bool stopping;
 };

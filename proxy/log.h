@@ -4,6 +4,7 @@
 #ifndef CHASH_PROXY_LOG_H
 #define CHASH_PROXY_LOG_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 /* twemproxy's levels: 0 emerg .. 3 error, 4 warn, 5 notice (default), 6 info, 7+ debug. */
@@ -26,5 +27,16 @@ void px_log_write(px_log *lg, int level, const char *fmt, ...)
             px_log_write((lg), (lvl), __VA_ARGS__);                                               \
     } while (0)
 #define PX_LOG(x, lvl, ...) PX_LOGL(&(x)->log, lvl, __VA_ARGS__)
+
+/* For a line that an attack or a fault could repeat without end: true (and *last set) when the
+ * previous one was at least period_ms before now_ms, so such a line is written at most once per
+ * period; the caller counts what it did not log and says so in the next line. */
+static inline int px_log_due(uint64_t *last, uint64_t now_ms, uint64_t period_ms)
+{
+    if (*last != 0 && now_ms - *last < period_ms)
+        return 0;
+    *last = now_ms != 0 ? now_ms : 1;
+    return 1;
+}
 
 #endif /* CHASH_PROXY_LOG_H */

@@ -26,6 +26,7 @@
 #define PX_MAX_CLIENT_REQUESTS 128u
 #define PX_DEFAULT_TIMEOUT_MS 1000u /* a pool without "timeout" */
 #define PX_MAX_DEPTH 8u             /* failover candidates tried per key */
+#define PX_FD_LOG_PERIOD_MS 10000u  /* "out of descriptors" lines: at most one per pool per 10 s */
 
 /* Relaxed atomics for counters several threads add to (connections), and loads of them. */
 #define PX_ATOMIC_ADD(x, n) ((void)__atomic_fetch_add(&(x), (n), __ATOMIC_RELAXED))
@@ -84,10 +85,16 @@ typedef struct px_pool {
     size_t max_client_buffer; /* max_client_buffer_bytes: reply bytes held for one client */
     const char *client_password; /* what clients AUTH with: client_auth, else redis_auth; NULL:
                                     no AUTH needed */
-    px_stream *listener;
+    px_stream *listener;  /* NULL while accepting is paused (out of descriptors) */
+    int listen_spare;     /* a dup of the listening socket: resumes accepting after a pause */
+    uv_timer_t listen_retry;
+    uint64_t fd_log_at, fd_unlogged; /* rate-limited "out of descriptors" lines */
     px_dl clients;
     uint64_t next_client_id;   /* of this worker's clients of the pool */
     uint64_t *accepted_total;  /* the control thread's count over all pools (atomic) */
+    uint64_t *clients_open;    /* client connections open in every pool and worker (atomic) */
+    uint64_t clients_max;      /* the descriptors left for clients: a pool without
+                                  client_connections refuses clients beyond it (0: no cap) */
     px_pool_stats stats;
     px_pool_metrics m;
 } px_pool;

@@ -11,9 +11,11 @@
 #include "route_pool.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static void probe_cb(uv_timer_t *t)
@@ -69,11 +71,12 @@ static void wake_cb(uv_async_t *h)
     pthread_mutex_unlock(&w->job_lock);
 }
 
-void px_worker_call(px_worker *w, px_job_fn fn, void *arg)
+/* Posts fn(w, arg) to w's loop. Returns false when w has no thread (fn then ran here). */
+static bool job_post(px_worker *w, px_job_fn fn, void *arg)
 {
     if (!w->started) { /* no thread (a failed start): the control thread owns the loop */
         fn(w, arg);
-        return;
+        return false;
     }
     pthread_mutex_lock(&w->job_lock);
     w->job_fn = fn;
@@ -81,21 +84,126 @@ void px_worker_call(px_worker *w, px_job_fn fn, void *arg)
     w->job_done = false;
     pthread_mutex_unlock(&w->job_lock);
     uv_async_send(&w->wake);
+    return true;
+}
+
+void px_worker_call(px_worker *w, px_job_fn fn, void *arg)
+{
+    if (!job_post(w, fn, arg))
+        return;
     pthread_mutex_lock(&w->job_lock);
     while (!w->job_done)
         pthread_cond_wait(&w->job_cond, &w->job_lock);
     pthread_mutex_unlock(&w->job_lock);
 }
 
-/* ---- pools ------------------------------------------------------------------------------------ */
+bool px_worker_call_within(px_worker *w, px_job_fn fn, void *arg, unsigned ms)
+{
+    if (!job_post(w, fn, arg))
+        return true;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += ms / 1000u;
+    until.tv_nsec += (long)(ms % 1000u) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+        until.tv_sec++;
+        until.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&w->job_lock);
+    int rc = 0;
+    while (!w->job_done && rc == 0)
+        rc = pthread_cond_timedwait(&w->job_cond, &w->job_lock, &until);
+    bool done = w->job_done;
+    pthread_mutex_unlock(&w->job_lock);
+    return done;
+}
+
+/* ---- listening, and running out of descriptors -------------------------------------------- */
+
+static void listen_cb(uv_stream_t *server, int status);
+
+/* Opens the pool's listener on fd (taken over). 0, or a libuv error (fd closed). */
+static int listener_open(px_pool *pool, int fd)
+{
+    const ch_conf_pool *pc = pool->conf;
+    px_stream *st = px_stream_new(pool->io->loop, pc->listen_port == 0, pool);
+    if (st == NULL) {
+        close(fd);
+        return UV_ENOMEM;
+    }
+    int rc = pc->listen_port == 0 ? uv_pipe_open(&st->u.pipe, fd) : uv_tcp_open(&st->u.tcp, fd);
+    if (rc == 0)
+        rc = uv_listen(&st->u.stream, pc->backlog > 0 ? pc->backlog : 512, listen_cb);
+    else
+        close(fd);
+    if (rc < 0) {
+        px_stream_close(st);
+        return rc;
+    }
+    pool->listener = st;
+    return 0;
+}
+
+static void listen_retry_cb(uv_timer_t *t)
+{
+    px_pool *pool = t->data;
+    if (pool->io->stopping || pool->listener != NULL)
+        return;
+    int fd = pool->listen_spare;
+    pool->listen_spare = -1;
+    if (listener_open(pool, fd) != 0) {
+        PX_LOG(pool->io, PX_LOG_ERR, "pool %s: cannot listen again on %s: this worker no longer "
+               "accepts clients of the pool", pool->conf->name, pool->conf->listen);
+        return;
+    }
+    /* A spare for the next pause; without one (no descriptor free now) a pause only sheds. */
+    uv_os_fd_t lfd = -1;
+    uv_fileno(&pool->listener->u.handle, &lfd);
+    pool->listen_spare = lfd >= 0 ? fcntl(lfd, F_DUPFD_CLOEXEC, 0) : -1;
+}
+
+/* accept() failed with EMFILE/ENFILE. libuv calls the connection callback again at once while
+ * accept keeps failing (its reserved-descriptor trick fails when another worker takes the
+ * descriptor it freed), so the listener is closed, which ends that, and opened again from its
+ * spare dup (the same socket: its backlog is kept) after PX_ACCEPT_PAUSE_MS. Meanwhile the
+ * pool's longest-silent idle client is closed, so an idle flood rotates instead of locking
+ * every newcomer out; the line saying so is written at most once per PX_FD_LOG_PERIOD_MS. */
+static void listener_out_of_fds(px_pool *pool, int status)
+{
+    bool shed = px_client_shed_idle(pool);
+    bool paused = pool->listen_spare >= 0;
+    if (paused) {
+        px_stream_close(pool->listener);
+        pool->listener = NULL;
+        uv_timer_start(&pool->listen_retry, listen_retry_cb, PX_ACCEPT_PAUSE_MS, 0);
+    }
+    if (px_log_due(&pool->fd_log_at, px_io_now(pool->io), PX_FD_LOG_PERIOD_MS)) {
+        PX_LOG(pool->io, PX_LOG_WARN,
+               "pool %s: accept: %s: %s%s (%llu more refusals or pauses not logged)",
+               pool->conf->name, uv_strerror(status),
+               paused ? "accepting paused for a moment" : "no spare descriptor to pause with",
+               shed ? ", the longest idle client closed" : "",
+               (unsigned long long)pool->fd_unlogged);
+        pool->fd_unlogged = 0;
+    } else {
+        pool->fd_unlogged++;
+    }
+}
 
 static void listen_cb(uv_stream_t *server, int status)
 {
     px_stream *st = PX_CONTAINER(server, px_stream, u);
     px_pool *pool = st->owner;
+    if (pool == NULL)
+        return;
+    if (status == UV_EMFILE || status == UV_ENFILE) {
+        listener_out_of_fds(pool, status);
+        return;
+    }
     if (status < 0) {
-        PX_LOG(pool->io, PX_LOG_WARN, "pool %s: accept: %s", pool->conf->name,
-               uv_strerror(status));
+        if (px_log_due(&pool->fd_log_at, px_io_now(pool->io), PX_FD_LOG_PERIOD_MS))
+            PX_LOG(pool->io, PX_LOG_WARN, "pool %s: accept: %s", pool->conf->name,
+                   uv_strerror(status));
         return;
     }
     px_client_accept(pool, server);
@@ -121,6 +229,9 @@ static int pool_init(px_worker *w, px_pool *pool, px_shared_pool *sp, int fd)
     pool->nservers = sp->nservers;
     pool->next_client_id = 1;
     pool->accepted_total = &w->ctl->total_connections;
+    pool->clients_open = &w->ctl->clients_open;
+    pool->clients_max = w->ctl->clients_max;
+    pool->listen_spare = -1;
     pool->route = &px_route_pool;
     pool->info = worker_info;
     pool->info_arg = w;
@@ -134,23 +245,19 @@ static int pool_init(px_worker *w, px_pool *pool, px_shared_pool *sp, int fd)
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < pool->nservers; i++)
         rc = px_server_init(pool, &pool->servers[i], i, sp->servers[i]);
-    px_stream *st = rc == 0 ? px_stream_new(w->io.loop, pc->listen_port == 0, pool) : NULL;
-    if (st == NULL) {
+    if (rc != 0) {
         close(fd);
         return -1;
     }
-    rc = pc->listen_port == 0 ? uv_pipe_open(&st->u.pipe, fd) : uv_tcp_open(&st->u.tcp, fd);
-    if (rc == 0)
-        rc = uv_listen(&st->u.stream, pc->backlog > 0 ? pc->backlog : 512, listen_cb);
-    else
-        close(fd);
+    pool->listen_spare = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    uv_timer_init(w->io.loop, &pool->listen_retry);
+    pool->listen_retry.data = pool;
+    rc = listener_open(pool, fd);
     if (rc < 0) {
         PX_LOG(&w->io, PX_LOG_ERR, "pool %s: cannot listen on %s: %s", pc->name, pc->listen,
                uv_strerror(rc));
-        px_stream_close(st);
         return -1;
     }
-    pool->listener = st;
     if (pc->preconnect)
         for (size_t i = 0; i < pool->nservers; i++)
             px_server_preconnect(&pool->servers[i]);
@@ -217,6 +324,12 @@ void px_worker_stop(px_worker *w, void *arg)
         if (pool->listener != NULL) {
             px_stream_close(pool->listener);
             pool->listener = NULL;
+        }
+        if (pool->listen_retry.loop != NULL && !uv_is_closing((uv_handle_t *)&pool->listen_retry))
+            uv_close((uv_handle_t *)&pool->listen_retry, NULL);
+        if (pool->listen_spare >= 0) {
+            close(pool->listen_spare);
+            pool->listen_spare = -1;
         }
         for (px_dl *d = pool->clients.next; d != NULL && d != &pool->clients; d = d->next)
             px_client_close(PX_CONTAINER(d, px_client, link));

@@ -12,7 +12,9 @@
 #include <stdbool.h>
 #include <uv.h>
 
-#define PX_PROBE_TICK_MS 100u /* how often due probes are looked for */
+#define PX_PROBE_TICK_MS 100u   /* how often due probes are looked for */
+#define PX_ACCEPT_PAUSE_MS 100u /* out of descriptors: how long a listener stops accepting */
+#define PX_STOP_WAIT_MS 10000u  /* shutdown: how long a worker may take to take its stop job */
 
 typedef struct px_ctl px_ctl; /* ctl.h */
 
@@ -53,6 +55,9 @@ void px_worker_call(px_worker *w, px_job_fn fn, void *arg);
 /* Closes the retired servers whose in-flight fragments are done (after each loop turn, and
  * after a reload's commit). */
 void px_worker_reap(px_worker *w);
+/* px_worker_call waiting at most ms: false when the job has not run by then (it may still run
+ * later: the caller must not free what arg points to; shutdown then exits the process). */
+bool px_worker_call_within(px_worker *w, px_job_fn fn, void *arg, unsigned ms);
 /* The default worker count: the CPUs this process may run on. */
 unsigned px_default_threads(void);
 
