@@ -22,6 +22,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define PX_METRICS_MAX_REQUEST 8192u  /* bytes of request line and headers */
 #define PX_METRICS_TIMEOUT_MS 5000u   /* for a connection to send its request */
@@ -160,6 +161,87 @@ static void mconn_reload(mconn *mc)
     px_buf_free(&body);
 }
 
+/* The value of header name (case-insensitive) among the request's header lines, trimmed; NULL
+ * when absent. hdr[0, len) is everything after the request line. */
+static const char *header(const char *hdr, size_t len, const char *name, size_t *vlen)
+{
+    size_t nl = strlen(name);
+    for (const char *p = hdr, *end = hdr + len; p < end;) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        const char *line_end = eol != NULL ? eol : end;
+        if ((size_t)(line_end - p) > nl && p[nl] == ':' && strncasecmp(p, name, nl) == 0) {
+            const char *v = p + nl + 1, *ve = line_end;
+            while (v < ve && (*v == ' ' || *v == '\t'))
+                v++;
+            while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
+                ve--;
+            *vlen = (size_t)(ve - v);
+            return v;
+        }
+        p = line_end + 1;
+    }
+    return NULL;
+}
+
+/* Whether a Host header names this machine by address or as localhost, and not a name a
+ * DNS-rebinding page could have pointed here: an IPv4 or bracketed IPv6 literal, or
+ * "localhost", with an optional port. No Host (HTTP/1.0) is fine. */
+static bool host_acceptable(const char *v, size_t n)
+{
+    if (v == NULL)
+        return true;
+    if (n > 0 && v[0] == '[') { /* [v6]:port */
+        const char *rb = memchr(v, ']', n);
+        return rb != NULL;
+    }
+    size_t host = n;
+    const char *colon = memchr(v, ':', n);
+    if (colon != NULL)
+        host = (size_t)(colon - v);
+    if (host == 9 && strncasecmp(v, "localhost", 9) == 0)
+        return true;
+    if (host == 0)
+        return false;
+    for (size_t i = 0; i < host; i++)
+        if (!((v[i] >= '0' && v[i] <= '9') || v[i] == '.'))
+            return false;
+    return true;
+}
+
+/* A request a web page made the browser send across origins: it carries Origin, or a
+ * Sec-Fetch-Site other than "none"/"same-origin". Refused (403) on every path. */
+static bool cross_origin(const char *hdr, size_t len)
+{
+    size_t n = 0;
+    if (header(hdr, len, "Origin", &n) != NULL)
+        return true;
+    const char *site = header(hdr, len, "Sec-Fetch-Site", &n);
+    return site != NULL && !(n == 4 && strncasecmp(site, "none", 4) == 0) &&
+           !(n == 11 && strncasecmp(site, "same-origin", 11) == 0);
+}
+
+/* A reload named by a foreign Host: what a DNS-rebinding page sends (same-origin to the
+ * browser, so no Origin). /metrics is left to any Host, since scrapers name their targets. */
+static bool foreign_host(const char *hdr, size_t len)
+{
+    size_t n = 0;
+    const char *host = header(hdr, len, "Host", &n);
+    return !host_acceptable(host, n);
+}
+
+/* With --admin-token-file, POST /-/reload needs "Authorization: Bearer <token>". */
+static bool reload_authorized(const px_admin_http *ms, const char *hdr, size_t len)
+{
+    const char *token = ms->px->admin_token;
+    if (token == NULL)
+        return true;
+    size_t n = 0;
+    const char *v = header(hdr, len, "Authorization", &n);
+    if (v == NULL || n < 7 || strncasecmp(v, "Bearer ", 7) != 0)
+        return false;
+    return px_equal_secret(v + 7, n - 7, token, strlen(token));
+}
+
 static bool is_token_char(char ch)
 {
     return ch > ' ' && ch < 0x7f;
@@ -200,11 +282,21 @@ static void mconn_request(mconn *mc, size_t n)
     size_t plen = 0;
     while (plen < tlen && t[plen] != '?')
         plen++;
+    const char *hdr = mc->req + n + 1;
+    size_t hlen = mc->len > n + 1 ? mc->len - n - 1 : 0;
+    if (cross_origin(hdr, hlen)) {
+        mconn_error(mc, 403, "Forbidden");
+        return;
+    }
     if (plen == 9 && memcmp(t, "/-/reload", 9) == 0) {
-        if (mlen == 4 && memcmp(m, "POST", 4) == 0)
-            mconn_reload(mc);
-        else
+        if (!(mlen == 4 && memcmp(m, "POST", 4) == 0))
             mconn_error_allow(mc, 405, "Method Not Allowed", "POST");
+        else if (foreign_host(hdr, hlen))
+            mconn_error(mc, 403, "Forbidden");
+        else if (!reload_authorized(mc->ms, hdr, hlen))
+            mconn_error(mc, 401, "Unauthorized");
+        else
+            mconn_reload(mc);
         return;
     }
     bool head = mlen == 4 && memcmp(m, "HEAD", 4) == 0;

@@ -15,6 +15,7 @@
 #include "client.h"
 #include "dispatch.h"
 
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +117,63 @@ static px_rq *client_rq(px_client *c, const px_msg *m)
     c->tail = rq;
     c->nreqs++;
     return rq;
+}
+
+/* ---- the AUTH guard ----------------------------------------------------------------------------- */
+
+/* The guard slot of addr (a slot is reused by another address once its window is over). */
+static px_auth_guard *auth_guard(px_pool *pool, uint64_t addr, uint64_t now)
+{
+    px_auth_guard *g = &pool->auth_guard[addr % PX_AUTH_GUARD_SLOTS];
+    if (g->addr != addr || now - g->since >= PX_AUTH_WINDOW_MS)
+        *g = (px_auth_guard){.addr = addr, .since = now};
+    return g;
+}
+
+static bool auth_blocked(px_client *c)
+{
+    px_auth_guard *g = auth_guard(c->pool, c->addr_hash, px_io_now(c->pool->io));
+    return g->fails >= PX_AUTH_ADDR_FAILS;
+}
+
+/* A wrong password from c: counted for its address and its connection; the connection is to
+ * close (after this reply) once it has failed PX_AUTH_CONN_FAILS times in a row. */
+static void auth_failure(px_client *c)
+{
+    px_pool *pool = c->pool;
+    uint64_t now = px_io_now(pool->io);
+    px_auth_guard *g = auth_guard(pool, c->addr_hash, now);
+    g->fails++;
+    if (++c->auth_fails >= PX_AUTH_CONN_FAILS || g->fails == PX_AUTH_ADDR_FAILS) {
+        if (px_log_due(&pool->fd_log_at, now, PX_FD_LOG_PERIOD_MS))
+            PX_LOG(pool->io, PX_LOG_WARN,
+                   "pool %s: client %llu: %u wrong passwords (%u from its address in %u s): "
+                   "closing it", pool->conf->name, (unsigned long long)c->id, c->auth_fails,
+                   g->fails, PX_AUTH_WINDOW_MS / 1000u);
+        c->draining = true;
+    }
+}
+
+/* A hash of the peer's address without its port (FNV-1a over the address bytes). */
+static uint64_t peer_hash(uv_stream_t *s)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+    uint64_t h = 14695981039346656037ULL;
+    if (s->type != UV_TCP || uv_tcp_getpeername((uv_tcp_t *)s, (struct sockaddr *)&ss, &len) != 0)
+        return h;
+    const unsigned char *p = NULL;
+    size_t n = 0;
+    if (ss.ss_family == AF_INET) {
+        p = (const unsigned char *)&((struct sockaddr_in *)&ss)->sin_addr;
+        n = 4;
+    } else if (ss.ss_family == AF_INET6) {
+        p = (const unsigned char *)&((struct sockaddr_in6 *)&ss)->sin6_addr;
+        n = 16;
+    }
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ULL;
+    return h;
 }
 
 /* ---- reading ----------------------------------------------------------------------------------- */
@@ -236,9 +294,14 @@ static void client_process(px_client *c)
             return;
         }
         px_local ctx = {.password = pool->client_password, .authed = c->authed,
+                        .auth_blocked = pool->client_password != NULL && auth_blocked(c),
                         .info = pool->info, .info_arg = pool->info_arg};
         px_dispatch(rq, &ctx); /* rq may be gone */
         c->authed = ctx.authed;
+        if (ctx.authed)
+            c->auth_fails = 0;
+        if (ctx.auth_failed)
+            auth_failure(c);
         if (ctx.close)
             c->draining = true;
     }
@@ -380,6 +443,7 @@ void px_client_accept(px_pool *pool, uv_stream_t *listener)
     PX_ATOMIC_ADD(pool->shared->clients, 1); /* the limit is the pool's, over all workers */
     PX_ATOMIC_ADD(*pool->clients_open, 1);
     c->last_read_ms = px_io_now(pool->io);
+    c->addr_hash = peer_hash(&st->u.stream);
     pool->m.clients_accepted++;
     PX_ATOMIC_ADD(*pool->accepted_total, 1);
     if (uv_read_start(&st->u.stream, client_alloc_cb, client_read_cb) < 0)

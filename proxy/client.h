@@ -27,6 +27,8 @@ struct px_client {
     size_t inflight; /* bytes handed to uv_write, not yet written */
     px_buf wbuf;
     uint64_t last_read_ms; /* loop time of its last bytes (or of its accept) */
+    uint64_t addr_hash;    /* its peer address (not the port), for the AUTH guard */
+    uint8_t auth_fails;    /* wrong passwords in a row */
     bool authed;
     bool closing;  /* uv_close called (or about to be) */
     bool draining; /* no more reading: close once the queue is flushed */

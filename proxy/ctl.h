@@ -37,6 +37,7 @@ struct px_ctl {
     px_admin_http *admin; /* NULL unless --metrics-port */
     const char *metrics_addr;
     int metrics_port;
+    const char *admin_token; /* --admin-token-file's token: POST /-/reload needs it (NULL: not) */
     uint64_t start_time;
     uint64_t total_connections; /* client connections accepted, all workers (atomic); those
                                    open are the pools' px_shared_pool.clients */

@@ -17,12 +17,14 @@
 
 #define DEFAULT_CONF "conf/nutcracker.yml"
 #define DEFAULT_STATS_PORT 22222
-#define DEFAULT_STATS_ADDR "0.0.0.0"
+/* twemproxy binds its stats to 0.0.0.0; the proxy's stats are loopback-only unless -a says
+ * otherwise (docs/PROXY.md, "Differences from twemproxy"). */
+#define DEFAULT_STATS_ADDR "127.0.0.1"
 #define DEFAULT_STATS_INTERVAL 30000
 #define DEFAULT_LOG_LEVEL PX_LOG_NOTICE
 #define DEFAULT_METRICS_ADDR "127.0.0.1"
 #define MAX_THREADS 256
-enum { OPT_METRICS_PORT = 256, OPT_METRICS_ADDR, OPT_THREADS }; /* long options, no letter */
+enum { OPT_METRICS_PORT = 256, OPT_METRICS_ADDR, OPT_THREADS, OPT_ADMIN_TOKEN_FILE }; /* long options */
 
 static void usage(FILE *fp)
 {
@@ -31,6 +33,7 @@ static void usage(FILE *fp)
             "                   [-c conf file] [-s stats port] [-a stats addr]\n"
             "                   [-i stats interval] [-p pid file] [-m mbuf size]\n"
             "                   [--metrics-port port] [--metrics-addr addr] [--threads N]\n"
+            "                   [--admin-token-file file]\n"
             "\n"
             "Options:\n"
             "  -h, --help             : this help\n"
@@ -51,6 +54,8 @@ static void usage(FILE *fp)
             "reload on POST /-/reload "
             "(default: off)\n"
             "      --metrics-addr=S   : set metrics ip (default: %s)\n"
+            "      --admin-token-file=S : POST /-/reload needs \"Authorization: Bearer <the "
+            "file's first line>\"\n"
             "      --threads=N        : worker threads, each with its own event loop, listener "
             "and\n"
             "                           backend connections (default: the CPUs available, "
@@ -97,6 +102,28 @@ static bool parse_int(const char *s, long lo, long hi, long *out)
     return true;
 }
 
+/* The admin token into buf: the file's first line, without its line end; never printed.
+ * false (with a message) when it cannot be read or is empty. */
+static bool read_token(const char *path, char *buf, size_t cap)
+{
+    FILE *fp = fopen(path, "r");
+    if (fp == NULL) {
+        fprintf(stderr, "chash-proxy: cannot read admin token file '%s': %s\n", path,
+                strerror(errno));
+        return false;
+    }
+    char *line = fgets(buf, (int)cap, fp);
+    fclose(fp);
+    size_t n = line != NULL ? strcspn(buf, "\r\n") : 0;
+    if (n == 0) {
+        fprintf(stderr, "chash-proxy: admin token file '%s' has no token on its first line\n",
+                path);
+        return false;
+    }
+    buf[n] = '\0';
+    return true;
+}
+
 static int daemonize(void)
 {
     pid_t pid = fork();
@@ -139,9 +166,10 @@ int main(int argc, char **argv)
         {"metrics-port", required_argument, NULL, OPT_METRICS_PORT},
         {"metrics-addr", required_argument, NULL, OPT_METRICS_ADDR},
         {"threads", required_argument, NULL, OPT_THREADS},
+        {"admin-token-file", required_argument, NULL, OPT_ADMIN_TOKEN_FILE},
         {NULL, 0, NULL, 0},
     };
-    const char *conf = DEFAULT_CONF, *log_file = NULL, *pid_file = NULL;
+    const char *conf = DEFAULT_CONF, *log_file = NULL, *pid_file = NULL, *token_file = NULL;
     const char *stats_addr = DEFAULT_STATS_ADDR, *metrics_addr = DEFAULT_METRICS_ADDR;
     long metrics_port = 0, threads = 0;
     long stats_port = DEFAULT_STATS_PORT, interval = DEFAULT_STATS_INTERVAL;
@@ -211,6 +239,9 @@ int main(int argc, char **argv)
         case OPT_METRICS_ADDR:
             metrics_addr = optarg;
             break;
+        case OPT_ADMIN_TOKEN_FILE:
+            token_file = optarg;
+            break;
         case 'm':
             if (!parse_int(optarg, 1, 1L << 30, &mbuf)) {
                 fprintf(stderr, "chash-proxy: option -m requires a number of bytes\n");
@@ -228,6 +259,9 @@ int main(int argc, char **argv)
         return 1;
     }
 
+    static char token[512]; /* lives as long as the process */
+    if (token_file != NULL && !read_token(token_file, token, sizeof(token)))
+        return 1;
     ch_config *cfg = NULL;
     ch_config_error err;
     int rc = ch_config_load(conf, &cfg, &err);
@@ -285,6 +319,7 @@ int main(int argc, char **argv)
     px.stats_interval_ms = (uint64_t)interval;
     px.metrics_addr = metrics_addr;
     px.metrics_port = (int)metrics_port;
+    px.admin_token = token_file != NULL ? token : NULL;
 
     unsigned nworkers = threads > 0 ? (unsigned)threads : px_default_threads();
     if (nworkers > MAX_THREADS)

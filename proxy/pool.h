@@ -27,6 +27,20 @@
 #define PX_DEFAULT_TIMEOUT_MS 1000u /* a pool without "timeout" */
 #define PX_MAX_DEPTH 8u             /* failover candidates tried per key */
 #define PX_FD_LOG_PERIOD_MS 10000u  /* "out of descriptors" lines: at most one per pool per 10 s */
+/* AUTH guessing: a connection is closed after PX_AUTH_CONN_FAILS wrong passwords in a row; an
+ * address with PX_AUTH_ADDR_FAILS wrong passwords within PX_AUTH_WINDOW_MS (per worker) has
+ * every AUTH refused until that window ends. */
+#define PX_AUTH_CONN_FAILS 3u
+#define PX_AUTH_ADDR_FAILS 20u
+#define PX_AUTH_WINDOW_MS 10000u
+#define PX_AUTH_GUARD_SLOTS 64u
+
+/* Failed AUTHs of one client address (its hash) in the current window. */
+typedef struct px_auth_guard {
+    uint64_t addr;
+    uint64_t since; /* loop time the window started */
+    uint32_t fails;
+} px_auth_guard;
 
 /* Relaxed atomics for counters several threads add to (connections), and loads of them. */
 #define PX_ATOMIC_ADD(x, n) ((void)__atomic_fetch_add(&(x), (n), __ATOMIC_RELAXED))
@@ -95,6 +109,7 @@ typedef struct px_pool {
     uint64_t *clients_open;    /* client connections open in every pool and worker (atomic) */
     uint64_t clients_max;      /* the descriptors left for clients: a pool without
                                   client_connections refuses clients beyond it (0: no cap) */
+    px_auth_guard auth_guard[PX_AUTH_GUARD_SLOTS]; /* by address hash, this worker's */
     px_pool_stats stats;
     px_pool_metrics m;
 } px_pool;

@@ -363,6 +363,16 @@ static void log_change(px_ctl *m, const px_shared_pool *cur, const px_shared_poo
     }
 }
 
+/* A config error as a reload reports it (log line and POST /-/reload body): its ", got
+ * \"<value>\"" tail is cut, since a value in the wrong key may be a secret (a password typed
+ * into timeout:); the location and the key stay. */
+static void value_not_shown(char *msg, size_t cap)
+{
+    char *got = strstr(msg, ", got \"");
+    if (got != NULL)
+        snprintf(got, cap - (size_t)(got - msg), " (the value is not shown)");
+}
+
 int px_reload(px_ctl *m, const char *trigger, px_buf *result)
 {
     if (m->stopping) { /* the workers take no more jobs */
@@ -377,6 +387,7 @@ int px_reload(px_ctl *m, const char *trigger, px_buf *result)
         char msg[600];
         m->reload_failures++;
         ch_config_error_str(&err, msg, sizeof(msg));
+        value_not_shown(msg, sizeof(msg));
         PX_LOG(m, PX_LOG_ERR, "reload failed, still serving the old configuration: %s", msg);
         if (result != NULL)
             (void)px_buf_printf(result, "%s", msg);

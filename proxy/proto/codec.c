@@ -19,3 +19,16 @@ void px_printable_name(char *out, size_t cap, const char *p, size_t len)
     }
     out[n] = '\0';
 }
+
+bool px_equal_secret(const char *a, size_t alen, const char *b, size_t blen)
+{
+    /* Every byte of the longer one is read; a volatile accumulator keeps the loop whole. */
+    size_t n = alen > blen ? alen : blen;
+    volatile unsigned char diff = (unsigned char)(alen != blen);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char x = i < alen ? (unsigned char)a[i] : 0;
+        unsigned char y = i < blen ? (unsigned char)b[i] : 0;
+        diff |= (unsigned char)(x ^ y);
+    }
+    return diff == 0;
+}

@@ -129,6 +129,9 @@ typedef enum px_error {
 typedef struct px_local {
     const char *password; /* what the client must AUTH with; NULL: none */
     bool authed;          /* in and out */
+    bool auth_blocked;    /* in: too many failed AUTHs from this client's address or
+                             connection: an AUTH is refused without being compared */
+    bool auth_failed;     /* out: this request was an AUTH with a wrong password */
     bool close;           /* out: close the client once this reply is out (QUIT) */
     /* The INFO text (not framed), or -1 when out of memory. */
     int (*info)(void *arg, px_buf *out);
@@ -188,6 +191,10 @@ extern const px_codec px_codec_redis, px_codec_memcache;
 /* A command name as an error may show it: printable bytes lowercased, others '?', NUL-ended
  * within cap (its length capped at cap - 1). */
 void px_printable_name(char *out, size_t cap, const char *p, size_t len);
+
+/* Whether a[0, alen) equals b[0, blen), in a time that depends on the lengths only (a password
+ * compare must not tell how many leading bytes were right). */
+bool px_equal_secret(const char *a, size_t alen, const char *b, size_t blen);
 
 /* The codec of a pool: redis or memcache (pc->redis). */
 const px_codec *px_codec_of(const ch_conf_pool *pc);

@@ -518,12 +518,16 @@ static int redis_answer_local(px_local *ctx, const px_msg *m, px_buf *out)
             return reply_error(out, "Client sent AUTH, but no password is set");
         if (m->nargs > 3)
             return reply_error(out, "wrong number of arguments for 'auth' command");
-        if (pw->len == strlen(ctx->password) &&
-            memcmp(m->raw + pw->off, ctx->password, pw->len) == 0) {
+        if (ctx->auth_blocked) {
+            ctx->authed = false;
+            return reply_error(out, "too many failed AUTH attempts, try again later");
+        }
+        if (px_equal_secret(m->raw + pw->off, pw->len, ctx->password, strlen(ctx->password))) {
             ctx->authed = true;
             return reply(out, "+OK\r\n", 5);
         }
         ctx->authed = false;
+        ctx->auth_failed = true;
         return reply_error(out, "invalid password");
     }
     default:
