@@ -82,6 +82,10 @@ typedef struct ch_conf_pool {
                                     CH_CONF_DEFAULT_MAX_CLIENT_BUFFER_BYTES */
     int max_item_bytes;          /* memcached pools: the largest value stored, >= 1; default
                                     CH_CONF_DEFAULT_MAX_ITEM_BYTES (1 MiB, as memcached's -I) */
+    int client_idle_timeout;     /* ms a client with nothing in flight may stay silent before
+                                    it is closed; default 0: never (as twemproxy) */
+    int client_read_timeout;     /* ms a request may take to arrive whole once it has begun;
+                                    0: no limit; default CH_CONF_DEFAULT_CLIENT_READ_TIMEOUT */
     double bounded_load_factor; /* "bounded_load_factor": c of consistent hashing with bounded
                                    loads (ch_lookup_bounded), a finite number >= 1; default 0:
                                    off (docs/PROXY.md, "Bounded loads") */
@@ -91,6 +95,7 @@ typedef struct ch_conf_pool {
 #define CH_CONF_DEFAULT_MAX_REQUEST_BYTES (64 * 1024 * 1024)
 #define CH_CONF_DEFAULT_MAX_CLIENT_BUFFER_BYTES (64 * 1024 * 1024)
 #define CH_CONF_DEFAULT_MAX_ITEM_BYTES (1024 * 1024)
+#define CH_CONF_DEFAULT_CLIENT_READ_TIMEOUT 30000
 
 typedef struct ch_config {
     char *path;

@@ -309,6 +309,12 @@ static void client_process(px_client *c)
         uv_read_stop(&c->stream->u.stream);
     px_buf_consume(&c->rbuf, off);
     c->need = c->need > off ? c->need - off : 0;
+    /* The read timeout runs from the first byte of a request still incomplete: restarted by
+     * every request that completes, stopped when nothing is left over. */
+    if (c->rbuf.len == 0)
+        c->partial_since = 0;
+    else if (off > 0 || c->partial_since == 0)
+        c->partial_since = px_io_now(c->pool->io);
 }
 
 /* ---- writing ----------------------------------------------------------------------------------- */
@@ -464,4 +470,49 @@ bool px_client_shed_idle(px_pool *pool)
     pool->stats.client_err++;
     px_client_close(oldest);
     return true;
+}
+
+/* A client whose request has not arrived whole within the read timeout: answered with an error
+ * (its partial bytes dropped), then closed. */
+static void client_read_timed_out(px_client *c, uint64_t ms)
+{
+    px_pool *pool = c->pool;
+    char msg[96];
+    snprintf(msg, sizeof(msg), "request not complete within %llu ms", (unsigned long long)ms);
+    uv_read_stop(&c->stream->u.stream);
+    c->rbuf.len = 0;
+    c->partial_since = 0;
+    pool->stats.client_err++;
+    px_msg none = {.raw = "", .args = NULL, .keys = NULL};
+    px_rq *rq = client_rq(c, &none);
+    if (rq == NULL) {
+        px_client_close(c);
+        return;
+    }
+    rq->close_after = true;
+    c->draining = true;
+    px_rq_fail(rq, PX_ERR_CLIENT, msg);
+}
+
+void px_client_sweep(px_pool *pool, uint64_t now)
+{
+    uint64_t idle = pool->conf->client_idle_timeout > 0 ? (uint64_t)pool->conf->client_idle_timeout
+                                                        : 0;
+    uint64_t read = pool->conf->client_read_timeout > 0 ? (uint64_t)pool->conf->client_read_timeout
+                                                        : 0;
+    if (idle == 0 && read == 0)
+        return;
+    for (px_dl *d = pool->clients.next; d != &pool->clients;) {
+        px_client *c = PX_CONTAINER(d, px_client, link);
+        d = d->next; /* c may close: its link stays valid until its close callback */
+        if (c->closing || c->draining || c->paused)
+            continue;
+        if (read > 0 && c->partial_since != 0 && now - c->partial_since >= read) {
+            client_read_timed_out(c, read);
+        } else if (idle > 0 && c->nreqs == 0 && c->rbuf.len == 0 && c->wbuf.len == 0 &&
+                   c->inflight == 0 && now - c->last_read_ms >= idle) {
+            pool->stats.client_err++;
+            px_client_close(c);
+        }
+    }
 }

@@ -23,6 +23,10 @@ static void probe_cb(uv_timer_t *t)
     px_worker *w = t->data;
     for (size_t i = 0; i < w->npools; i++)
         px_probe_due(&w->pools[i]);
+    /* Every PX_SWEEP_TICKS ticks: the clients' timeouts. */
+    if (++w->ticks % PX_SWEEP_TICKS == 0)
+        for (size_t i = 0; i < w->npools; i++)
+            px_client_sweep(&w->pools[i], px_io_now(&w->io));
 }
 
 /* ---- retired servers ------------------------------------------------------------------------ */

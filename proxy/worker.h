@@ -13,6 +13,7 @@
 #include <uv.h>
 
 #define PX_PROBE_TICK_MS 100u   /* how often due probes are looked for */
+#define PX_SWEEP_TICKS 10u      /* the clients' timeouts are looked at every 10 ticks (1 s) */
 #define PX_ACCEPT_PAUSE_MS 100u /* out of descriptors: how long a listener stops accepting */
 #define PX_STOP_WAIT_MS 10000u  /* shutdown: how long a worker may take to take its stop job */
 
@@ -30,6 +31,7 @@ struct px_worker {
     px_pool *pools; /* as ctl->pools */
     size_t npools;
     uv_timer_t probe_timer;
+    uint64_t ticks;     /* of probe_timer */
     px_dl retired;      /* retired servers (px_server.retired_link) */
     void *reload_plans; /* reload.c: this worker's prepared plans between two jobs */
     /* px_worker_call's mailbox */

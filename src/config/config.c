@@ -128,6 +128,8 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS };
     X(MAX_REQUEST_BYTES, max_request_bytes, K_INT, "an integer")                            \
     X(MAX_CLIENT_BUFFER_BYTES, max_client_buffer_bytes, K_INT, "an integer")                \
     X(MAX_ITEM_BYTES, max_item_bytes, K_INT, "an integer")                                  \
+    X(CLIENT_IDLE_TIMEOUT, client_idle_timeout, K_INT, "an integer")                        \
+    X(CLIENT_READ_TIMEOUT, client_read_timeout, K_INT, "an integer")                        \
     X(BOUNDED_LOAD_FACTOR, bounded_load_factor, K_STR, "a number >= 1")
 
 enum key_id {
@@ -172,6 +174,8 @@ static int *int_field(ch_conf_pool *p, int id)
     case KEY_MAX_REQUEST_BYTES: return &p->max_request_bytes;
     case KEY_MAX_CLIENT_BUFFER_BYTES: return &p->max_client_buffer_bytes;
     case KEY_MAX_ITEM_BYTES: return &p->max_item_bytes;
+    case KEY_CLIENT_IDLE_TIMEOUT: return &p->client_idle_timeout;
+    case KEY_CLIENT_READ_TIMEOUT: return &p->client_read_timeout;
     default: return &p->server_failure_limit;
     }
 }
@@ -539,6 +543,8 @@ static int pool_new(loader *ld, ch_conf_pool **out)
     p->max_request_bytes = CH_CONF_DEFAULT_MAX_REQUEST_BYTES;
     p->max_client_buffer_bytes = CH_CONF_DEFAULT_MAX_CLIENT_BUFFER_BYTES;
     p->max_item_bytes = CH_CONF_DEFAULT_MAX_ITEM_BYTES;
+    p->client_idle_timeout = 0;
+    p->client_read_timeout = CH_CONF_DEFAULT_CLIENT_READ_TIMEOUT;
     ld->servers_cap = 0;
     p->hash = dupn("fnv1a_64", 8);
     p->distribution = dupn("ketama", 6);
