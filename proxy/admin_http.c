@@ -153,9 +153,13 @@ static void mconn_reload(mconn *mc)
         mconn_error(mc, 500, "Internal Server Error");
         return;
     }
-    int code = rc == PX_RELOAD_OK ? 200 : rc == PX_RELOAD_INVALID ? 400 : 500;
+    int code = rc == PX_RELOAD_OK        ? 200
+               : rc == PX_RELOAD_INVALID ? 400
+               : rc == PX_RELOAD_PARTIAL ? 409
+                                         : 500;
     const char *reason = rc == PX_RELOAD_OK        ? "OK"
                          : rc == PX_RELOAD_INVALID ? "Bad Request"
+                         : rc == PX_RELOAD_PARTIAL ? "Conflict"
                                                    : "Internal Server Error";
     mconn_respond(mc, code, reason, "text/plain; charset=utf-8", &body, false, NULL);
     px_buf_free(&body);

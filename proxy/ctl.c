@@ -7,6 +7,7 @@
 #include "admin_http.h"
 #include "listen.h"
 #include "reload.h"
+#include "resolve.h"
 #include "stats.h"
 
 #include <errno.h>
@@ -91,6 +92,49 @@ static uint64_t clients_budget(px_ctl *m, const ch_config *cfg)
            (unsigned long long)rl.rlim_cur, (unsigned long long)reserved,
            (unsigned long long)left);
     return left;
+}
+
+int px_ctl_check(const ch_config *cfg, char *why, size_t whylen)
+{
+    /* A reference for the pools' shared state to hold; cfg stays the caller's, so this one is
+     * freed by hand at the end (each pool's init and clear take and drop their own). */
+    px_conf *cref = px_conf_new((ch_config *)cfg);
+    if (cref == NULL) {
+        snprintf(why, whylen, "out of memory");
+        return -1;
+    }
+    int rc = 0;
+    for (size_t i = 0; rc == 0 && i < cfg->npools; i++) {
+        const ch_conf_pool *pc = &cfg->pools[i];
+        px_shared_pool sp;
+        struct sockaddr_storage sa;
+        char r[256];
+        if (pc->listen == NULL) {
+            snprintf(why, whylen, "pool %s: no \"listen\" address", pc->name);
+            rc = -1;
+        } else if (px_shared_pool_init(&sp, cref, pc, why, whylen) != 0) {
+            rc = -1;
+        } else {
+            px_shared_pool_clear(&sp);
+            if (pc->listen_port != 0 &&
+                px_resolve(pc->listen_host, pc->listen_port, true, &sa, NULL, r, sizeof(r)) != 0) {
+                snprintf(why, whylen, "pool %s: cannot resolve listen address '%s': %s", pc->name,
+                         pc->listen, r);
+                rc = -1;
+            }
+            for (size_t s = 0; rc == 0 && s < pc->nservers; s++) {
+                const ch_conf_server *cs = &pc->servers[s];
+                if (cs->port != 0 &&
+                    px_resolve(cs->host, cs->port, false, &sa, NULL, r, sizeof(r)) != 0) {
+                    snprintf(why, whylen, "pool %s: cannot resolve server '%s': %s", pc->name,
+                             cs->addr, r);
+                    rc = -1;
+                }
+            }
+        }
+    }
+    free(cref);
+    return rc;
 }
 
 uint64_t px_rand_seed(const px_ctl *m, unsigned index)

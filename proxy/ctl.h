@@ -55,5 +55,9 @@ int px_ctl_init(px_ctl *m, ch_config *cfg, unsigned nworkers);
 int px_ctl_run(px_ctl *m); /* starts the workers; returns after SIGINT/SIGTERM */
 void px_ctl_free(px_ctl *m);
 uint64_t px_rand_seed(const px_ctl *m, unsigned index); /* worker index's random state */
+/* What -t checks: everything a start builds but binding — every pool's placement, health and
+ * server list, its listen address and its servers' addresses resolved — so -t refuses what a
+ * start would refuse. 0, or -1 with the reason (naming the pool) in why. */
+int px_ctl_check(const ch_config *cfg, char *why, size_t whylen);
 
 #endif /* CHASH_PROXY_CTL_H */

@@ -272,6 +272,13 @@ int main(int argc, char **argv)
             fprintf(stderr, "chash-proxy: %s\n", ch_config_error_str(&err, msg, sizeof(msg)));
             return 1;
         }
+        char why[512];
+        if (px_ctl_check(cfg, why, sizeof(why)) != 0) {
+            fprintf(stderr, "chash-proxy: configuration file '%s' cannot be served\n", conf);
+            fprintf(stderr, "chash-proxy: %s\n", why);
+            ch_config_free(cfg);
+            return 1;
+        }
         fprintf(stderr, "chash-proxy: configuration file '%s' syntax is ok\n", conf);
         ch_config_free(cfg);
         return 0;

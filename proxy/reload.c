@@ -402,10 +402,16 @@ int px_reload(px_ctl *m, const char *trigger, px_buf *result)
             ch_config_free(cfg);
         job.ok = false;
     }
+    px_buf held = {0}; /* what the file changes that a reload cannot: "pool x: its listen" */
     for (size_t i = 0; job.ok && i < m->npools; i++) {
         const px_shared_pool *cur = &m->pools[i];
         const ch_conf_pool *pc = ch_config_pool(cfg, cur->conf->name);
         const char *key = pc != NULL ? restart_key(cur->conf, pc) : NULL;
+        if (pc == NULL || key != NULL)
+            (void)px_buf_printf(&held, "%spool %s %s", held.len > 0 ? ", " : "",
+                                cur->conf->name, pc == NULL ? "removed" : "");
+        if (key != NULL)
+            (void)px_buf_printf(&held, "(its \"%s\")", key);
         if (pc == NULL) {
             PX_LOG(m, PX_LOG_WARN,
                    "reload: pool %s is no longer in the file: it needs a restart to stop; "
@@ -428,9 +434,12 @@ int px_reload(px_ctl *m, const char *trigger, px_buf *result)
         bool known = false;
         for (size_t i = 0; i < m->npools && !known; i++)
             known = strcmp(m->pools[i].conf->name, cfg->pools[k].name) == 0;
-        if (!known)
+        if (!known) {
             PX_LOG(m, PX_LOG_WARN, "reload: pool %s is new: it needs a restart to be served",
                    cfg->pools[k].name);
+            (void)px_buf_printf(&held, "%spool %s added", held.len > 0 ? ", " : "",
+                                cfg->pools[k].name);
+        }
     }
     unsigned prepared = 0;
     for (; job.ok && prepared < m->nworkers; prepared++) {
@@ -446,6 +455,7 @@ int px_reload(px_ctl *m, const char *trigger, px_buf *result)
         free(job.next);
         px_conf_unref(cref);
         m->reload_failures++;
+        px_buf_free(&held);
         PX_LOG(m, PX_LOG_ERR, "reload failed (above), still serving the old configuration");
         if (result != NULL)
             (void)px_buf_printf(result, "%s", job.why);
@@ -478,7 +488,12 @@ int px_reload(px_ctl *m, const char *trigger, px_buf *result)
             (void)px_buf_printf(result, "reloaded: %.*s", (int)changed.len, changed.p);
         else
             (void)px_buf_printf(result, "unchanged");
+        if (held.len > 0)
+            (void)px_buf_printf(result, "; not applied, needs a restart: %.*s", (int)held.len,
+                                held.p);
     }
     px_buf_free(&changed);
-    return PX_RELOAD_OK;
+    int rc = held.len > 0 ? PX_RELOAD_PARTIAL : PX_RELOAD_OK;
+    px_buf_free(&held);
+    return rc;
 }

@@ -9,9 +9,17 @@
 
 /* SIGHUP or POST /-/reload (trigger names which, for the log): re-reads m->conf_path and
  * applies it to every worker. When result is not NULL, appends one line (no line end) to it:
- * "reloaded: <pool>: <old> -> <new>, ..." or "unchanged" on success, else why it failed (a
- * config error as file:line:column: message). Control thread. */
-enum { PX_RELOAD_OK = 0, PX_RELOAD_INVALID = 1 /* the file */, PX_RELOAD_FAILED = 2 /* else */ };
+ * "reloaded: <pool>: <old> -> <new>, ..." or "unchanged" on success, followed by "; not applied,
+ * needs a restart: ..." when PX_RELOAD_PARTIAL, else why it failed (a config error as
+ * file:line:column: message). Control thread. */
+enum {
+    PX_RELOAD_OK = 0,
+    PX_RELOAD_INVALID = 1, /* the file */
+    PX_RELOAD_FAILED = 2,  /* else: nothing applied */
+    PX_RELOAD_PARTIAL = 3, /* applied, but the file also changes what only a restart can (a
+                              pool's listen, redis, redis_db or server_connections; pools added
+                              or removed): result says which */
+};
 int px_reload(px_ctl *m, const char *trigger, px_buf *result);
 
 #endif /* CHASH_PROXY_RELOAD_H */

@@ -30,6 +30,9 @@
 #include <yaml.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -976,12 +979,35 @@ static int run_pass(loader *ld, int (*pass)(loader *))
     return rc;
 }
 
-/* Reads the whole file into *out (xfree it), refusing more than CH_CONFIG_MAX_BYTES. */
+/* Reads the whole file into *out (xfree it), refusing more than CH_CONFIG_MAX_BYTES, and
+ * anything but a regular file: a FIFO or a device would block the caller (a reload's control
+ * thread, -t) or never end. It is opened without blocking and checked before it is read. */
 static int read_all(loader *ld, unsigned char **out, size_t *outlen)
 {
-    FILE *f = fopen(ld->path, "rb");
-    if (f == NULL)
+    int fd = open(ld->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return fail_errno(ld, errno);
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        return fail_errno(ld, e);
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(fd);
+        if (S_ISDIR(st.st_mode))
+            return fail_errno(ld, EISDIR);
+        return fail_at(ld, CH_EINVAL, 0, 0, "not a regular file");
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        (void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
+    if (f == NULL) {
+        int e = errno;
+        close(fd);
+        return fail_errno(ld, e);
+    }
     unsigned char *buf = NULL;
     size_t len = 0, cap = 0;
     int rc = CH_OK;

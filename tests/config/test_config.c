@@ -18,6 +18,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -927,6 +929,23 @@ static void test_quote(void **state)
     assert_string_equal(ch__conf_quote(tiny, sizeof tiny, "abcdef", 6), "ab");
 }
 
+/* A FIFO (or a device) is refused at once: reading one would block the caller (a
+ * reload's control thread, -t) for good. */
+static void test_not_regular(void **state)
+{
+    (void)state;
+    char path[64];
+    snprintf(path, sizeof path, "/tmp/chash-config-fifo-%ld", (long)getpid());
+    unlink(path);
+    assert_int_equal(mkfifo(path, 0600), 0);
+    ch_config *cfg = NULL;
+    ch_config_error err;
+    assert_int_not_equal(ch_config_load(path, &cfg, &err), CH_OK);
+    assert_null(cfg);
+    assert_string_equal(err.message, "not a regular file");
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -951,6 +970,7 @@ int main(void)
         cmocka_unit_test(test_parse_server),
         cmocka_unit_test(test_parse_listen),
         cmocka_unit_test(test_quote),
+        cmocka_unit_test(test_not_regular),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

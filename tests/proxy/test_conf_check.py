@@ -1,0 +1,124 @@
+#!/usr/bin/python3
+"""proxy_conf_check: `chash-proxy -t` and reloads tell the truth (issue 16, finding 7).
+
+For each config below, `chash-proxy -t` and a real start must agree, each within a bound: both
+refuse (exit 1, naming the pool or the file) or both accept. Before, -t said "syntax is ok" for
+configs the proxy then refused (jump with weights, a weight of 2^31-1, servers or listen
+addresses that do not resolve), and a FIFO as the config blocked both forever.
+
+Then reloads through POST /-/reload: a file whose only change needs a restart (a new listen)
+answers 409 naming it (before: 200 "unchanged"), and the config path replaced by a FIFO answers
+400 "not a regular file" at once (before: the control thread blocked, and with it every later
+reload, stats and metrics request).
+
+Usage: test_conf_check.py CHASH_PROXY CHASH_CLI
+Exit: 0 pass, 1 fail, 77 skip (redis-server missing and CI unset).
+"""
+import os
+import socket
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proxyharness import (Proxy, fail, free_ports, log, make_tmpdir, require_binary,  # noqa: E402
+                          require_programs, run_main, sanitizer_env, start_redises, write_file)
+import promtext  # noqa: E402
+
+BOUND = 10
+
+
+def pool(listen, servers, extra=""):
+    return "p:\n  listen: 127.0.0.1:%d\n  redis: true\n%s  servers:\n%s" % (
+        listen, extra, "".join("   - %s\n" % s for s in servers))
+
+
+def run(argv):
+    try:
+        r = subprocess.run(argv, capture_output=True, timeout=BOUND, env=sanitizer_env())
+        return r.returncode, (r.stdout + r.stderr).decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        return None, "did not end within %d s" % BOUND
+
+
+def post_reload(port):
+    """POST /-/reload as curl sends it (Host: 127.0.0.1:port): (status, body)."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=BOUND)
+    s.sendall(b"POST /-/reload HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port)
+    data = b""
+    while True:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body
+
+
+def body():
+    proxy_exe = require_binary(sys.argv[1])
+    (redis_server,) = require_programs("redis-server")
+    tmp = make_tmpdir()
+    (backend,) = start_redises(redis_server, tmp, 1)
+    port = free_ports(1)[0]
+    ok_server = backend.text + ":1"
+    cases = [
+        ("jump with weights", pool(port, [backend.text + ":3", "127.0.0.1:1:1"],
+                                   "  distribution: jump\n"), False, "pool p"),
+        ("a weight of 2^31-1 on a ring", pool(port, [backend.text + ":2147483647"],
+                                             "  distribution: ring\n"), False, "pool p"),
+        ("a server that does not resolve", pool(port, [ok_server, "no-such-host.invalid:6379:1"]),
+         False, "no-such-host.invalid"),
+        ("a listen address that does not resolve",
+         pool(port, [ok_server]).replace("127.0.0.1:%d" % port, "no-such-host.invalid:%d" % port,
+                                         1), False, "no-such-host.invalid"),
+        ("a valid pool", pool(port, [ok_server]), True, None),
+    ]
+    fifo = os.path.join(tmp, "fifo.yml")
+    os.mkfifo(fifo)
+    results = []
+    for what, text, valid, names in cases + [("a FIFO as the config", None, False,
+                                              "not a regular file")]:
+        path = fifo if text is None else write_file(os.path.join(tmp, "c%d.yml" % len(results)),
+                                                    text)
+        rc_t, out_t = run([proxy_exe, "-t", "-c", path])
+        rc_s, out_s = run([proxy_exe, "-c", path, "-s", str(free_ports(1)[0]), "-a", "127.0.0.1",
+                           "--threads", "1"]) if not valid else (None, "")
+        if valid:
+            if rc_t != 0:
+                fail("-t refuses %s: %r" % (what, out_t))
+            p = Proxy(proxy_exe, tmp, path, [("127.0.0.1", port)], label="valid").start()
+            p.stop()
+        else:
+            if rc_t != 1 or (names and names not in out_t):
+                fail("-t on %s: exit %r, %r (want 1, naming %r)" % (what, rc_t, out_t, names))
+            if rc_s != 1:
+                fail("the proxy on %s: exit %r, %r (want 1, as -t)" % (what, rc_s, out_s))
+        results.append(what)
+
+    # Reloads.
+    mport = free_ports(1)[0]
+    conf = write_file(os.path.join(tmp, "live.yml"), pool(port, [ok_server]))
+    p = Proxy(proxy_exe, tmp, conf, [("127.0.0.1", port)], label="live",
+              extra_args=("--metrics-port", str(mport))).start()
+    write_file(conf, pool(free_ports(1)[0], [ok_server]))
+    code, b = post_reload(mport)
+    if code != 409 or b"needs a restart" not in b or b"listen" not in b:
+        fail("a reload whose only change is a new listen: %d %r (want 409 naming listen)" % (
+            code, b))
+    os.unlink(conf)
+    os.mkfifo(conf)
+    code, b = post_reload(mport)
+    if code != 400 or b"not a regular file" not in b:
+        fail("a reload of a FIFO: %d %r (want 400 'not a regular file')" % (code, b))
+    code, _h, _b = promtext.get(mport, "/metrics")
+    if code != 200:
+        fail("/metrics after the refused reloads: %d" % code)
+    p.stop()
+    log("-t and a start agree on %d configs; reloads answer 409 for a restart-only change, 400 "
+        "for a FIFO" % len(results))
+    return "%d configs, 2 reloads" % len(results)
+
+
+if __name__ == "__main__":
+    run_main(body)
