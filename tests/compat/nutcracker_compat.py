@@ -601,7 +601,7 @@ def phase_eject(redis, nutcracker, chash, tmp, procs, keys, batches):
     config without the dead server's line; and some keys the full config puts on the dead
     server must have moved (else the phase proves nothing)."""
     backends, bprocs = start_redis(redis, tmp, procs, port11211=False)
-    settings = ["timeout: 1000", "auto_eject_hosts: true", "server_failure_limit: 1",
+    settings = ["timeout: 5000", "auto_eject_hosts: true", "server_failure_limit: 1",
                 "server_retry_timeout: 600000"]       # the dead server stays out for 10 minutes
     pools = []
     for h in EJECT_HASHES:
