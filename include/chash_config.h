@@ -86,6 +86,10 @@ typedef struct ch_conf_pool {
                                     it is closed; default 0: never (as twemproxy) */
     int client_read_timeout;     /* ms a request may take to arrive whole once it has begun;
                                     0: no limit; default CH_CONF_DEFAULT_CLIENT_READ_TIMEOUT */
+    int rejoin_journal_keys;     /* keys written elsewhere for an ejected server that are
+                                    deleted on it before it is readmitted; beyond this many it
+                                    is flushed instead; 0: always flushed; default
+                                    CH_CONF_DEFAULT_REJOIN_JOURNAL_KEYS */
     double bounded_load_factor; /* "bounded_load_factor": c of consistent hashing with bounded
                                    loads (ch_lookup_bounded), a finite number >= 1; default 0:
                                    off (docs/PROXY.md, "Bounded loads") */
@@ -96,6 +100,7 @@ typedef struct ch_conf_pool {
 #define CH_CONF_DEFAULT_MAX_CLIENT_BUFFER_BYTES (64 * 1024 * 1024)
 #define CH_CONF_DEFAULT_MAX_ITEM_BYTES (1024 * 1024)
 #define CH_CONF_DEFAULT_CLIENT_READ_TIMEOUT 30000
+#define CH_CONF_DEFAULT_REJOIN_JOURNAL_KEYS 100000
 
 typedef struct ch_config {
     char *path;

@@ -37,6 +37,7 @@ static bool local_error(int rc)
 }
 
 static void conn_fail(px_conn *c, conn_why why, const char *reason);
+static void probe_done(px_server *s, bool ok);
 
 static px_io *conn_px(const px_conn *c)
 {
@@ -189,6 +190,86 @@ static void conn_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
         px_read_alloc(&c->rbuf, c->need, buf);
 }
 
+/* ---- probes and rejoins --------------------------------------------------------------------- */
+
+/* The end of s's probe (and of its rejoin's clean-up): the result to the shared health. A
+ * clean-up that failed loses its journal: the next rejoin flushes the server instead. */
+static void probe_done(px_server *s, bool ok)
+{
+    px_pool *pool = s->pool;
+    px_io *px = pool->io;
+    s->probing = false;
+    if (s->retired)
+        return;
+    if (px->stopping) {
+        if (s->cleanup_failed || !ok)
+            px_health_journal_lost(pool->health, s->index);
+        px_health_probe_drop(pool->health, s->index);
+        return;
+    }
+    if (!ok && s->cleanup_failed)
+        px_health_journal_lost(pool->health, s->index);
+    if (px_health_probe_result(pool->health, s->index, ok, px_io_now(px), px_io_rand(px)))
+        /* server_ejected_at keeps the last ejection's time, as nutcracker's does. */
+        PX_LOG(px, PX_LOG_NOTICE, "pool %s: server %s readmitted after a probe",
+               pool->conf->name, server_name(s));
+}
+
+typedef struct cleanup_arg {
+    const px_codec *codec;
+    const char *key; /* NULL: flush */
+    size_t len;
+} cleanup_arg;
+
+static int encode_cleanup(void *arg, px_buf *out, uint8_t *expect)
+{
+    const cleanup_arg *a = arg;
+    return a->key == NULL ? a->codec->encode_flush(out, expect)
+                          : a->codec->encode_delete(out, a->key, a->len, expect);
+}
+
+/* s answered its probe on c. Before it takes requests again, every key written elsewhere on
+ * its behalf while it was out is deleted on it (its copy is older), or, past the journal's
+ * bound, the server is flushed; readmission follows the last clean-up reply (probe_done). The
+ * probe's claim stays held meanwhile, so no other worker probes s. */
+static void rejoin(px_conn *c, px_server *s)
+{
+    px_pool *pool = s->pool;
+    px_journal_batch b;
+    px_health_journal_take(pool->health, s->index, &b);
+    if (b.n == 0 && !b.overflow) {
+        probe_done(s, true);
+        return;
+    }
+    PX_LOG(pool->io, PX_LOG_NOTICE, "pool %s: server %s answers again: %s before readmitting it",
+           pool->conf->name, server_name(s),
+           b.overflow ? "flushing it (more keys were written elsewhere for it than "
+                        "rejoin_journal_keys)"
+                      : "deleting on it the keys written elsewhere while it was out");
+    size_t n = b.overflow ? 1 : b.n;
+    s->cleanup_pending = (unsigned)n + 1; /* + 1: held until every send is made */
+    s->cleanup_failed = false;
+    for (size_t k = 0; k < n; k++) {
+        px_frag *f = px_frag_new(0);
+        cleanup_arg a = {pool->codec, b.overflow ? NULL : b.keys[k], b.overflow ? 0 : b.lens[k]};
+        if (f == NULL) {
+            s->cleanup_failed = true;
+            s->cleanup_pending--;
+            continue;
+        }
+        f->kind = PX_FRAG_CLEANUP;
+        f->cid = (uint64_t)(c - s->conns);
+        if (px_server_send(s, f, encode_cleanup, &a) != 0) {
+            px_frag_free(f);
+            s->cleanup_failed = true;
+            s->cleanup_pending--;
+        }
+    }
+    px_journal_batch_free(&b);
+    if (--s->cleanup_pending == 0)
+        probe_done(s, !s->cleanup_failed);
+}
+
 /* A reply for the FIFO's head fragment f (already unlinked). */
 static void conn_reply(px_conn *c, px_frag *f, const px_reply *r)
 {
@@ -210,15 +291,23 @@ static void conn_reply(px_conn *c, px_frag *f, const px_reply *r)
         px_frag_free(f);
         return;
     case PX_FRAG_PROBE:
-        s->probing = false;
-        if (!s->retired && /* else no longer in the membership: its health is not tracked */
-            px_health_probe_result(pool->health, s->index, r->kind != PX_REPLY_ERROR,
-                                   px_io_now(px), px_io_rand(px))) {
-            /* server_ejected_at keeps the last ejection's time, as nutcracker's does. */
-            PX_LOG(px, PX_LOG_NOTICE, "pool %s: server %s readmitted after a probe",
-                   pool->conf->name, server_name(s));
-        }
         px_frag_free(f);
+        if (s->retired) { /* no longer in the membership: its health is not tracked */
+            s->probing = false;
+            return;
+        }
+        if (r->kind == PX_REPLY_ERROR) {
+            probe_done(s, false);
+            return;
+        }
+        rejoin(c, s);
+        return;
+    case PX_FRAG_CLEANUP:
+        px_frag_free(f);
+        if (r->kind == PX_REPLY_ERROR)
+            s->cleanup_failed = true;
+        if (--s->cleanup_pending == 0)
+            probe_done(s, !s->cleanup_failed);
         return;
     case PX_FRAG_FORWARD:
         /* Like nutcracker, count only the clients' traffic: not our handshakes or probes. */
@@ -411,18 +500,19 @@ static int conn_open(px_conn *c)
 /* f could not be served by server s (its connection failed). */
 static void frag_failed(px_frag *f, px_server *s, const char *why)
 {
-    px_pool *pool = s->pool;
-    px_io *px = pool->io;
     switch (f->kind) {
     case PX_FRAG_INIT:
         break;
     case PX_FRAG_PROBE:
-        s->probing = false;
-        if (!s->retired && px->stopping)
-            px_health_probe_drop(pool->health, s->index);
-        else if (!s->retired)
-            (void)px_health_probe_result(pool->health, s->index, false, px_io_now(px),
-                                         px_io_rand(px));
+        if (s->retired)
+            s->probing = false;
+        else
+            probe_done(s, false);
+        break;
+    case PX_FRAG_CLEANUP:
+        s->cleanup_failed = true;
+        if (--s->cleanup_pending == 0)
+            probe_done(s, false);
         break;
     case PX_FRAG_FORWARD: {
         char msg[256];

@@ -22,6 +22,7 @@ typedef enum px_frag_kind {
     PX_FRAG_FORWARD, /* serves a client request: its outcome goes to done */
     PX_FRAG_INIT,    /* the codec's handshake (AUTH, SELECT) on a new connection; reply dropped */
     PX_FRAG_PROBE,   /* the codec's probe of an ejected server */
+    PX_FRAG_CLEANUP, /* a rejoining server's clean-up (a delete, or a flush) before readmission */
 } px_frag_kind;
 
 /* A FORWARD fragment's outcome: its reply, or PX_REPLY_FAILED (r->p: the reason) when its
@@ -78,7 +79,10 @@ struct px_server {
     bool is_unix;
     px_conn *conns;
     unsigned nconns;
-    bool probing; /* this worker has a probe of it in flight (claimed in the pool's px_health) */
+    bool probing; /* this worker has a probe of it in flight (claimed in the pool's px_health),
+                     or the clean-up of its rejoin */
+    unsigned cleanup_pending; /* its rejoin's clean-up requests not yet answered */
+    bool cleanup_failed;
     px_server_stats stats;
     /* Hot reload (reload.c): a server dropped from the pool's membership is retired: it leaves
      * the pool's array for its own allocation, in its worker's retired list, and takes no new

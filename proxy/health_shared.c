@@ -6,8 +6,9 @@
 #include "health_shared.h"
 
 #include <stdlib.h>
+#include <string.h>
 
-int px_health_new(size_t n, const ch_health_options *opt, px_health **out)
+int px_health_new(size_t n, const ch_health_options *opt, size_t journal_cap, px_health **out)
 {
     px_health *h = calloc(1, sizeof(*h));
     if (h == NULL)
@@ -21,12 +22,15 @@ int px_health_new(size_t n, const ch_health_options *opt, px_health **out)
     h->up = malloc(n);
     h->streak = calloc(n, 1);
     h->probing = calloc(n, 1);
-    if (h->up == NULL || h->streak == NULL || h->probing == NULL ||
+    h->journal = calloc(n, sizeof(*h->journal));
+    h->journal_cap = journal_cap;
+    if (h->up == NULL || h->streak == NULL || h->probing == NULL || h->journal == NULL ||
         pthread_mutex_init(&h->lock, NULL) != 0) {
         ch_health_free(h->h);
         free(h->up);
         free(h->streak);
         free(h->probing);
+        free(h->journal);
         free(h);
         return CH_ENOMEM;
     }
@@ -36,10 +40,23 @@ int px_health_new(size_t n, const ch_health_options *opt, px_health **out)
     return CH_OK;
 }
 
+static void journal_clear(px_journal *j)
+{
+    for (size_t s = 0; s < j->slots; s++)
+        free(j->keys[s]);
+    free(j->keys);
+    free(j->lens);
+    free(j->hashes);
+    memset(j, 0, sizeof(*j));
+}
+
 void px_health_free(px_health *h)
 {
     if (h == NULL)
         return;
+    for (size_t i = 0; h->journal != NULL && i < h->n; i++)
+        journal_clear(&h->journal[i]);
+    free(h->journal);
     pthread_mutex_destroy(&h->lock);
     ch_health_free(h->h);
     free(h->up);
@@ -126,4 +143,146 @@ void px_health_probe_drop(px_health *h, size_t i)
     pthread_mutex_lock(&h->lock);
     __atomic_store_n(&h->probing[i], 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&h->lock);
+}
+
+/* ---- the rejoin journal ------------------------------------------------------------------------ */
+
+bool px_health_any_down(const px_health *h)
+{
+    return __atomic_load_n(&h->n_up, __ATOMIC_RELAXED) < h->n;
+}
+
+static uint64_t key_hash(const char *key, size_t len)
+{
+    uint64_t x = 14695981039346656037ULL; /* FNV-1a: only to spread the set's slots */
+    for (size_t i = 0; i < len; i++)
+        x = (x ^ (unsigned char)key[i]) * 1099511628211ULL;
+    return x;
+}
+
+/* Adds key to j (lock held). Past cap keys, or out of memory, j overflows and its keys go. */
+static void journal_add(px_journal *j, size_t cap, const char *key, size_t len)
+{
+    if (j->overflow)
+        return;
+    if (j->slots == 0) {
+        size_t slots = 64;
+        while (slots < 2 * cap && slots < ((size_t)1 << 40))
+            slots *= 2;
+        j->slots = slots > 1024 ? 1024 : slots; /* grown on demand up to 2 cap */
+        j->keys = calloc(j->slots, sizeof(*j->keys));
+        j->lens = calloc(j->slots, sizeof(*j->lens));
+        j->hashes = calloc(j->slots, sizeof(*j->hashes));
+        if (j->keys == NULL || j->lens == NULL || j->hashes == NULL)
+            goto overflow;
+    }
+    uint64_t hv = key_hash(key, len);
+    for (size_t s = hv & (j->slots - 1);; s = (s + 1) & (j->slots - 1)) {
+        if (j->keys[s] == NULL)
+            break;
+        if (j->hashes[s] == hv && j->lens[s] == len && memcmp(j->keys[s], key, len) == 0)
+            return; /* already there */
+    }
+    if (j->n + 1 > cap)
+        goto overflow;
+    if (2 * (j->n + 1) > j->slots) { /* keep the load under 1/2: grow */
+        px_journal g = {.slots = j->slots * 2};
+        g.keys = calloc(g.slots, sizeof(*g.keys));
+        g.lens = calloc(g.slots, sizeof(*g.lens));
+        g.hashes = calloc(g.slots, sizeof(*g.hashes));
+        if (g.keys == NULL || g.lens == NULL || g.hashes == NULL) {
+            free(g.keys);
+            free(g.lens);
+            free(g.hashes);
+            goto overflow;
+        }
+        for (size_t s = 0; s < j->slots; s++) {
+            if (j->keys[s] == NULL)
+                continue;
+            size_t t = j->hashes[s] & (g.slots - 1);
+            while (g.keys[t] != NULL)
+                t = (t + 1) & (g.slots - 1);
+            g.keys[t] = j->keys[s];
+            g.lens[t] = j->lens[s];
+            g.hashes[t] = j->hashes[s];
+        }
+        g.n = j->n;
+        free(j->keys);
+        free(j->lens);
+        free(j->hashes);
+        *j = g;
+    }
+    char *copy = malloc(len > 0 ? len : 1);
+    if (copy == NULL)
+        goto overflow;
+    memcpy(copy, key, len);
+    size_t s = hv & (j->slots - 1);
+    while (j->keys[s] != NULL)
+        s = (s + 1) & (j->slots - 1);
+    j->keys[s] = copy;
+    j->lens[s] = (uint32_t)len;
+    j->hashes[s] = hv;
+    j->n++;
+    return;
+overflow:
+    journal_clear(j);
+    j->overflow = true;
+}
+
+void px_health_journal(px_health *h, size_t i, const char *key, size_t len)
+{
+    pthread_mutex_lock(&h->lock);
+    if (h->up[i] == 0) {
+        if (h->journal_cap == 0)
+            h->journal[i].overflow = true;
+        else
+            journal_add(&h->journal[i], h->journal_cap, key, len);
+    }
+    pthread_mutex_unlock(&h->lock);
+}
+
+void px_health_journal_take(px_health *h, size_t i, px_journal_batch *out)
+{
+    memset(out, 0, sizeof(*out));
+    pthread_mutex_lock(&h->lock);
+    px_journal *j = &h->journal[i];
+    out->overflow = j->overflow;
+    if (!j->overflow && j->n > 0) {
+        out->keys = malloc(j->n * sizeof(*out->keys));
+        out->lens = malloc(j->n * sizeof(*out->lens));
+        if (out->keys == NULL || out->lens == NULL) {
+            free(out->keys);
+            free(out->lens);
+            out->keys = NULL;
+            out->lens = NULL;
+            out->overflow = true;
+        } else {
+            for (size_t s = 0; s < j->slots; s++) {
+                if (j->keys[s] == NULL)
+                    continue;
+                out->keys[out->n] = j->keys[s];
+                out->lens[out->n++] = j->lens[s];
+                j->keys[s] = NULL; /* moved */
+            }
+        }
+    }
+    journal_clear(j);
+    pthread_mutex_unlock(&h->lock);
+}
+
+void px_health_journal_lost(px_health *h, size_t i)
+{
+    pthread_mutex_lock(&h->lock);
+    journal_clear(&h->journal[i]);
+    h->journal[i].overflow = true;
+    pthread_mutex_unlock(&h->lock);
+}
+
+void px_journal_batch_free(px_journal_batch *b)
+{
+    for (size_t k = 0; k < b->n; k++)
+        free(b->keys[k]);
+    free(b->keys);
+    free(b->lens);
+    memset(b, 0, sizeof(*b));
 }

@@ -18,6 +18,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Keys written elsewhere on an ejected node's behalf (the rejoin journal): before the node is
+ * readmitted they are deleted on it, so it cannot serve values older than what was written
+ * while it was out. A set of at most cap keys; past that, overflow says the node must be flushed
+ * instead. Guarded by its px_health's lock. */
+typedef struct px_journal {
+    char **keys;   /* open addressing: NULL or a malloc'd key (its length in lens) */
+    uint32_t *lens;
+    uint64_t *hashes;
+    size_t n, slots; /* keys held; table size (a power of two, >= 2 cap) */
+    bool overflow;
+} px_journal;
+
+/* What a readmission must clean up on its node (px_health_journal_take); the caller owns it. */
+typedef struct px_journal_batch {
+    char **keys;
+    uint32_t *lens;
+    size_t n;
+    bool overflow;
+} px_journal_batch;
+void px_journal_batch_free(px_journal_batch *b);
+
 typedef struct px_health {
     pthread_mutex_t lock; /* guards h, and every write to the arrays below */
     ch_health *h;
@@ -26,9 +47,12 @@ typedef struct px_health {
     uint8_t *streak;  /* i has failures that no success has ended yet */
     uint8_t *probing; /* a worker has a probe of i in flight */
     size_t n_up;      /* nodes up */
+    px_journal *journal; /* per node */
+    size_t journal_cap;  /* keys per node (0: no journal: a rejoining node is flushed) */
 } px_health;
 
-int px_health_new(size_t n, const ch_health_options *opt, px_health **out); /* CH_OK, CH_E* */
+/* journal_cap: keys kept per ejected node (rejoin_journal_keys). CH_OK, CH_E*. */
+int px_health_new(size_t n, const ch_health_options *opt, size_t journal_cap, px_health **out);
 void px_health_free(px_health *h);
 bool px_health_up(const px_health *h, size_t i); /* no lock */
 /* The key's candidates (ch_route_hash_fn over the published state); no lock. */
@@ -44,5 +68,15 @@ bool px_health_probe_claim(px_health *h, size_t i, uint64_t now_ms);
 /* The claimed probe's result; true when i is up afterwards (readmitted). */
 bool px_health_probe_result(px_health *h, size_t i, bool ok, uint64_t now_ms, uint64_t rnd);
 void px_health_probe_drop(px_health *h, size_t i); /* a claimed probe that will not report */
+/* A write of key was sent elsewhere because node i (its owner) is ejected: remembered for i's
+ * rejoin. Takes the lock; a no-op once i is up again. Cost: O(len) expected. */
+void px_health_journal(px_health *h, size_t i, const char *key, size_t len);
+/* Moves node i's journal into out (empty afterwards). Its probe's owner calls it when the probe
+ * succeeded, before reporting the result. */
+void px_health_journal_take(px_health *h, size_t i, px_journal_batch *out);
+/* The clean-up of a taken journal failed: i's next rejoin flushes it. */
+void px_health_journal_lost(px_health *h, size_t i);
+/* Whether any node is ejected (no lock): the request path records writes only then. */
+bool px_health_any_down(const px_health *h);
 
 #endif /* CHASH_PROXY_HEALTH_SHARED_H */

@@ -313,8 +313,8 @@ static void job_commit(px_worker *px, void *arg)
 /* ---- the control thread ------------------------------------------------------------------------ */
 
 /* Health by address: a server of next that was ejected in cur is ejected again (the new
- * tracker's probe schedule starts over at retry_min); failure streaks of servers up are not
- * kept. */
+ * tracker's probe schedule starts over at retry_min), with its rejoin journal; failure streaks
+ * of servers up are not kept. */
 static void health_carry(px_ctl *m, const px_shared_pool *cur, px_shared_pool *next)
 {
     ch_health_options ho;
@@ -327,6 +327,13 @@ static void health_carry(px_ctl *m, const px_shared_pool *cur, px_shared_pool *n
             for (uint32_t k = 0; !px_health_up(cur->health, j) && k < ho.failure_limit; k++)
                 if (px_health_failure(next->health, i, now, m->rng += 0x9E3779B97F4A7C15ULL))
                     break;
+            /* Its rejoin journal goes with it (workers may still add to cur's: under its
+             * lock; next is no one else's yet). */
+            pthread_mutex_lock(&cur->health->lock);
+            px_journal t = next->health->journal[i];
+            next->health->journal[i] = cur->health->journal[j];
+            cur->health->journal[j] = t;
+            pthread_mutex_unlock(&cur->health->lock);
             break;
         }
     }

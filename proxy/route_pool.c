@@ -90,6 +90,15 @@ static px_server *next_server(px_rq *rq, px_slot s)
     }
     size_t cand[PX_MAX_DEPTH];
     size_t n = candidates(pool, key, len, cand);
+    /* A write while a server is out: if the key's owner is the one out, the write goes
+     * elsewhere and the owner's copy becomes old; remember the key for the owner's rejoin
+     * (health_shared.h, the rejoin journal). Only the first routing of a slot: a retry is a
+     * read's. */
+    if (rq->slots[s].ntried == 0 && !rq->msg.cmd->retry && px_health_any_down(pool->health)) {
+        size_t owner = ch_lookup_hash(pool->table, ch_key_hash(pool->table, key, len));
+        if (owner < pool->nservers && !px_health_up(pool->health, owner))
+            px_health_journal(pool->health, owner, key, len);
+    }
     for (size_t i = 0; i < n; i++)
         if (!tried(&rq->slots[s], &pool->servers[cand[i]]))
             return &pool->servers[cand[i]];

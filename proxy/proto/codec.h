@@ -162,6 +162,10 @@ typedef struct px_codec {
     int (*encode_error)(px_buf *out, px_error why, const char *msg);
     /* The probe of an ejected server (PING / version). 0, or -1. */
     int (*encode_probe)(px_buf *out, uint8_t *expect);
+    /* A rejoining server's clean-up (the rejoin journal): delete one key (its routing bytes),
+     * or everything (FLUSHDB / flush_all). 0, or -1. */
+    int (*encode_delete)(px_buf *out, const char *key, size_t len, uint8_t *expect);
+    int (*encode_flush)(px_buf *out, uint8_t *expect);
     /* The i-th request sent first on a new backend connection (AUTH, SELECT), named in *what
      * for the log. 1 written, 0 none left, -1 out of memory. */
     int (*encode_handshake)(px_buf *out, const ch_conf_pool *pc, size_t i, uint8_t *expect,

@@ -311,6 +311,42 @@ static int mc_encode_probe(px_buf *out, uint8_t *expect)
     return px_buf_append(out, "version\r\n", 9);
 }
 
+/* A key as the text protocol can carry it: "delete <key>"; one it cannot (a decoded base64 key
+ * with spaces or control bytes) goes as the meta "md <base64> b". */
+static int mc_encode_delete(px_buf *out, const char *key, size_t len, uint8_t *expect)
+{
+    bool plain = len > 0;
+    for (size_t i = 0; i < len && plain; i++)
+        plain = (unsigned char)key[i] > 0x20 && (unsigned char)key[i] != 0x7f;
+    if (plain) {
+        *expect = (uint8_t)CH_MC_CMD_DELETE;
+        return px_buf_append(out, "delete ", 7) == 0 && px_buf_append(out, key, len) == 0 &&
+                       px_buf_append(out, "\r\n", 2) == 0
+                   ? 0
+                   : -1;
+    }
+    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    *expect = (uint8_t)CH_MC_CMD_MD;
+    int rc = px_buf_append(out, "md ", 3);
+    for (size_t i = 0; rc == 0 && i < len; i += 3) {
+        unsigned v = (unsigned)(unsigned char)key[i] << 16;
+        if (i + 1 < len)
+            v |= (unsigned)(unsigned char)key[i + 1] << 8;
+        if (i + 2 < len)
+            v |= (unsigned char)key[i + 2];
+        char q[4] = {tbl[v >> 18 & 63], tbl[v >> 12 & 63], i + 1 < len ? tbl[v >> 6 & 63] : '=',
+                     i + 2 < len ? tbl[v & 63] : '='};
+        rc = px_buf_append(out, q, 4);
+    }
+    return rc == 0 ? px_buf_append(out, " b\r\n", 4) : -1;
+}
+
+static int mc_encode_flush(px_buf *out, uint8_t *expect)
+{
+    *expect = (uint8_t)CH_MC_CMD_FLUSH_ALL;
+    return px_buf_append(out, "flush_all\r\n", 11);
+}
+
 static int mc_encode_handshake(px_buf *out, const ch_conf_pool *pc, size_t i, uint8_t *expect,
                                const char **what)
 {
@@ -415,6 +451,8 @@ const px_codec px_codec_memcache = {
     .encode_request = mc_encode_request,
     .encode_error = mc_encode_error,
     .encode_probe = mc_encode_probe,
+    .encode_delete = mc_encode_delete,
+    .encode_flush = mc_encode_flush,
     .encode_handshake = mc_encode_handshake,
     .merge_begin = mc_merge_begin,
     .merge_part = mc_merge_part,

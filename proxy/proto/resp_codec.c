@@ -348,6 +348,20 @@ static int redis_encode_probe(px_buf *out, uint8_t *expect)
     return px_buf_append(out, "*1\r\n$4\r\nPING\r\n", 14);
 }
 
+static int redis_encode_delete(px_buf *out, const char *key, size_t len, uint8_t *expect)
+{
+    *expect = 0;
+    return px_buf_append(out, "*2\r\n$3\r\nDEL\r\n", 13) == 0 && bulk(out, key, len) == 0 ? 0
+                                                                                      : -1;
+}
+
+/* FLUSHDB: the connection's database (redis_db was SELECTed when it opened). */
+static int redis_encode_flush(px_buf *out, uint8_t *expect)
+{
+    *expect = 0;
+    return px_buf_append(out, "*1\r\n$7\r\nFLUSHDB\r\n", 17);
+}
+
 static int redis_encode_handshake(px_buf *out, const ch_conf_pool *pc, size_t i,
                                   uint8_t *expect, const char **what)
 {
@@ -543,6 +557,8 @@ const px_codec px_codec_redis = {
     .encode_request = redis_encode_request,
     .encode_error = redis_encode_error,
     .encode_probe = redis_encode_probe,
+    .encode_delete = redis_encode_delete,
+    .encode_flush = redis_encode_flush,
     .encode_handshake = redis_encode_handshake,
     .merge_begin = redis_merge_begin,
     .merge_part = redis_merge_part,

@@ -133,6 +133,7 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS };
     X(MAX_ITEM_BYTES, max_item_bytes, K_INT, "an integer")                                  \
     X(CLIENT_IDLE_TIMEOUT, client_idle_timeout, K_INT, "an integer")                        \
     X(CLIENT_READ_TIMEOUT, client_read_timeout, K_INT, "an integer")                        \
+    X(REJOIN_JOURNAL_KEYS, rejoin_journal_keys, K_INT, "an integer")                        \
     X(BOUNDED_LOAD_FACTOR, bounded_load_factor, K_STR, "a number >= 1")
 
 enum key_id {
@@ -179,6 +180,7 @@ static int *int_field(ch_conf_pool *p, int id)
     case KEY_MAX_ITEM_BYTES: return &p->max_item_bytes;
     case KEY_CLIENT_IDLE_TIMEOUT: return &p->client_idle_timeout;
     case KEY_CLIENT_READ_TIMEOUT: return &p->client_read_timeout;
+    case KEY_REJOIN_JOURNAL_KEYS: return &p->rejoin_journal_keys;
     default: return &p->server_failure_limit;
     }
 }
@@ -548,6 +550,7 @@ static int pool_new(loader *ld, ch_conf_pool **out)
     p->max_item_bytes = CH_CONF_DEFAULT_MAX_ITEM_BYTES;
     p->client_idle_timeout = 0;
     p->client_read_timeout = CH_CONF_DEFAULT_CLIENT_READ_TIMEOUT;
+    p->rejoin_journal_keys = CH_CONF_DEFAULT_REJOIN_JOURNAL_KEYS;
     ld->servers_cap = 0;
     p->hash = dupn("fnv1a_64", 8);
     p->distribution = dupn("ketama", 6);

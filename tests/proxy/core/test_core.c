@@ -660,6 +660,62 @@ static void test_mc_local(void **state)
     assert_done(3, "");
 }
 
+/* The rejoin clean-up's requests, as each codec writes them (and as its own reply scanner reads
+ * the answers the servers give). */
+static void test_cleanup_encodings(void **state)
+{
+    (void)state;
+    struct {
+        const px_codec *codec;
+        const char *key;
+        size_t len;
+        const char *want;
+    } cases[] = {
+        {&px_codec_redis, "k:1", 3, "*2\r\n$3\r\nDEL\r\n$3\r\nk:1\r\n"},
+        {&px_codec_redis, "a b\n", 4, "*2\r\n$3\r\nDEL\r\n$4\r\na b\n\r\n"},
+        {&px_codec_memcache, "k:1", 3, "delete k:1\r\n"},
+        {&px_codec_memcache, "a b", 3, "md YSBi b\r\n"},   /* base64 of "a b" */
+        {&px_codec_memcache, "\x01", 1, "md AQ== b\r\n"},
+        {&px_codec_redis, NULL, 0, "*1\r\n$7\r\nFLUSHDB\r\n"},
+        {&px_codec_memcache, NULL, 0, "flush_all\r\n"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        px_buf b = {0};
+        uint8_t expect = 0;
+        int rc = cases[i].key != NULL
+                     ? cases[i].codec->encode_delete(&b, cases[i].key, cases[i].len, &expect)
+                     : cases[i].codec->encode_flush(&b, &expect);
+        assert_int_equal(rc, 0);
+        assert_int_equal(b.len, strlen(cases[i].want));
+        assert_memory_equal(b.p, cases[i].want, b.len);
+        px_buf_free(&b);
+    }
+    /* memcached's answers to them frame as one reply each. */
+    const char *answers[] = {"DELETED\r\n", "NOT_FOUND\r\n", "HD\r\n", "NF\r\n", "OK\r\n"};
+    uint8_t expects[] = {0, 0, 0, 0, 0};
+    px_buf b = {0};
+    px_codec_memcache.encode_delete(&b, "k", 1, &expects[0]);
+    expects[1] = expects[0];
+    px_codec_memcache.encode_delete(&b, " ", 1, &expects[2]);
+    expects[3] = expects[2];
+    px_codec_memcache.encode_flush(&b, &expects[4]);
+    px_buf_free(&b);
+    px_limits lim, blim;
+    ch_conf_pool pc = {.max_request_bytes = 1 << 20};
+    px_codec_memcache.limits(&pc, &lim, &blim);
+    for (size_t i = 0; i < 5; i++) {
+        px_reply r;
+        size_t consumed = 0, need = 0;
+        char err[64];
+        assert_int_equal(px_codec_memcache.scan_reply(&blim, expects[i], answers[i],
+                                                      strlen(answers[i]), &r, &consumed, &need,
+                                                      err, sizeof(err)),
+                         PX_PARSE_OK);
+        assert_int_equal(consumed, strlen(answers[i]));
+        assert_int_not_equal(r.kind, PX_REPLY_ERROR);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -677,6 +733,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mc_noreply_quiet, setup_mc, teardown),
         cmocka_unit_test_setup_teardown(test_mc_base64_routing, setup_mc, teardown),
         cmocka_unit_test_setup_teardown(test_mc_local, setup_mc, teardown),
+        cmocka_unit_test(test_cleanup_encodings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

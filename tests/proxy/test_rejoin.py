@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""proxy_rejoin: no stale reads after an ejected server comes back (issue 16, finding 5).
+
+chash-proxy in front of 3 redis-servers, a pool that ejects a server after one failure and
+probes it after 300 ms. 3,000 keys are SET to v1 through the proxy. Then backend B is
+SIGSTOPped until it is ejected; while it is out every key is written again through the proxy
+(v2, by SET and by MSET) and every tenth deleted, so B's keys land on their failover servers
+while B still holds their v1. B is resumed and readmitted (a SET of one of its keys reaches it
+again). Then every key is read through the proxy: each must be v2, or nil where it was deleted
+or where B lost it, and never v1. Before, >= 504 reads returned B's old values.
+
+Twice: with the default rejoin journal (B's written keys are deleted on it before it is
+readmitted), and with rejoin_journal_keys: 100 (more keys than that: B is flushed instead).
+
+Usage: test_rejoin.py CHASH_PROXY CHASH_CLI
+Exit: 0 pass, 1 fail, 77 skip (redis-server missing and CI unset).
+"""
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proxyharness import (Proxy, Resp, fail, free_ports, log, make_tmpdir,  # noqa: E402
+                          pool_yaml, require_binary, require_programs, run_main, start_redises,
+                          write_file)
+
+NKEYS = 3000
+BOUND = 15.0
+
+
+def one_case(proxy_exe, tmp, backends, label, extra):
+    for r in backends:
+        r.call("FLUSHALL")
+    port = free_ports(1)[0]
+    conf = write_file(os.path.join(tmp, label + ".yml"), pool_yaml(
+        "rj", port, [(r.text, 1, None) for r in backends], hash="md5", distribution="ketama",
+        auto_eject_hosts=True, server_failure_limit=1, server_retry_timeout=300, timeout=300,
+        **extra))
+    p = Proxy(proxy_exe, tmp, conf, [("127.0.0.1", port)], label=label).start()
+    addr = ("127.0.0.1", port)
+    keys = [b"rj:%d" % i for i in range(NKEYS)]
+    with Resp(addr) as c:
+        for i in range(0, NKEYS, 500):
+            got = c.pipeline([("SET", k, b"v1:" + k) for k in keys[i:i + 500]])
+            if any(g != b"OK" for g in got):
+                fail("%s: the first SETs failed" % label)
+    B = backends[1]
+    on_b = set(B.keys())
+    if len(on_b) < NKEYS // 10:
+        fail("%s: backend B holds %d keys only" % (label, len(on_b)))
+    os.kill(B.proc.pid, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + BOUND
+        with Resp(addr) as c:
+            probe_key = next(k for k in keys if k in on_b)
+            while p.stats_json()["rj"]["server_ejects"] < 1:
+                if time.monotonic() > deadline:
+                    fail("%s: B not ejected within %g s" % (label, BOUND))
+                c.call("GET", probe_key)
+            # B is out: write everything again; every tenth key deleted.
+            for i in range(0, NKEYS, 500):
+                batch = keys[i:i + 500]
+                half = len(batch) // 2
+                cmds = [("SET", k, b"v2:" + k) for k in batch[:half]]
+                cmds.append(tuple(["MSET"] + [x for k in batch[half:] for x in (k, b"v2:" + k)]))
+                cmds += [("DEL", k) for j, k in enumerate(batch) if (i + j) % 10 == 0]
+                got = c.pipeline(cmds)
+                bad = [g for g in got if isinstance(g, Exception)]
+                if bad:
+                    fail("%s: writes while B was out failed: %r" % (label, bad[:3]))
+    finally:
+        os.kill(B.proc.pid, signal.SIGCONT)
+    # Readmission: a SET of one of B's keys reaches B again.
+    deadline = time.monotonic() + BOUND
+    k_back = next(k for k in keys if k in on_b and int(k.split(b":")[1]) % 10 != 0)
+    with Resp(addr) as c:
+        while True:
+            c.call("SET", k_back, b"v2:" + k_back)
+            if B.call("GET", k_back) == b"v2:" + k_back:
+                break
+            if time.monotonic() > deadline:
+                fail("%s: B not readmitted within %g s of SIGCONT" % (label, BOUND))
+            time.sleep(0.1)
+        stale, wrong, nils = [], [], 0
+        for i in range(0, NKEYS, 500):
+            got = c.pipeline([("GET", k) for k in keys[i:i + 500]])
+            for j, (k, g) in enumerate(zip(keys[i:i + 500], got)):
+                deleted = (i + j) % 10 == 0
+                if g == b"v1:" + k:
+                    stale.append(k)
+                elif g is None:
+                    nils += 1
+                elif deleted or g != b"v2:" + k:
+                    wrong.append((k, g))
+    p.stop()
+    if stale:
+        fail("%s: %d reads after B's readmission returned the value B held before it was "
+             "ejected, e.g. %r" % (label, len(stale), stale[:3]))
+    if wrong:
+        fail("%s: %d unexpected reads, e.g. %r" % (label, len(wrong), wrong[:3]))
+    log("%s: %d keys on B, 0 stale reads after its readmission (%d misses)" % (
+        label, len(on_b), nils))
+    return len(on_b), nils
+
+
+def body():
+    proxy_exe = require_binary(sys.argv[1])
+    (redis_server,) = require_programs("redis-server")
+    tmp = make_tmpdir()
+    backends = start_redises(redis_server, tmp, 3)
+    n1, _ = one_case(proxy_exe, tmp, backends, "journal", {})
+    n2, misses = one_case(proxy_exe, tmp, backends, "flush", {"rejoin_journal_keys": 100})
+    if misses < n2 * 8 // 10:
+        fail("flush: only %d misses after B (%d keys) was flushed" % (misses, n2))
+    return "0 stale reads over %d keys: B's keys deleted on it (%d) and B flushed (%d)" % (
+        NKEYS, n1, n2)
+
+
+if __name__ == "__main__":
+    run_main(body)
