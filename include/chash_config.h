@@ -86,6 +86,9 @@ typedef struct ch_conf_pool {
                                     it is closed; default 0: never (as twemproxy) */
     int client_read_timeout;     /* ms a request may take to arrive whole once it has begun;
                                     0: no limit; default CH_CONF_DEFAULT_CLIENT_READ_TIMEOUT */
+    int max_client_inflight_bytes; /* request bytes one client may have waiting for backends
+                                      before its reading pauses (backpressure), >= 1; default
+                                      CH_CONF_DEFAULT_MAX_CLIENT_INFLIGHT_BYTES */
     int rejoin_journal_keys;     /* keys written elsewhere for an ejected server that are
                                     deleted on it before it is readmitted; beyond this many it
                                     is flushed instead; 0: always flushed; default
@@ -101,6 +104,7 @@ typedef struct ch_conf_pool {
 #define CH_CONF_DEFAULT_MAX_ITEM_BYTES (1024 * 1024)
 #define CH_CONF_DEFAULT_CLIENT_READ_TIMEOUT 30000
 #define CH_CONF_DEFAULT_REJOIN_JOURNAL_KEYS 100000
+#define CH_CONF_DEFAULT_MAX_CLIENT_INFLIGHT_BYTES (32 * 1024 * 1024)
 
 typedef struct ch_config {
     char *path;

@@ -364,6 +364,8 @@ static void conn_scan(px_conn *c)
         return; /* failed meanwhile: its buffers were reset */
     px_buf_consume(&c->rbuf, off);
     c->need = c->need > off ? c->need - off : 0;
+    if (c->rbuf.len == 0 && c->rbuf.cap > PX_BUF_KEEP)
+        px_buf_free(&c->rbuf); /* a huge reply's buffer is not kept */
 }
 
 static void conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)

@@ -33,13 +33,16 @@ static void client_mark(px_client *c)
         px_io_mark(c->pool->io, &c->flush, PX_FLUSH_CLIENT);
 }
 
-/* Backpressure: a client with this many requests waiting for backends is not read until they
- * drain (client_flush resumes it), so one pipelining client cannot queue unbounded work on the
- * backend connections it shares with everyone else. Reply bytes do not pause it: a client that
+/* Backpressure: a client with this many requests (PX_MAX_CLIENT_REQUESTS), or this many of
+ * their bytes (max_client_inflight_bytes; a single request of any size up to max_request_bytes
+ * still passes), waiting for backends is not read until they drain (client_flush resumes it),
+ * so one pipelining client cannot queue unbounded work or memory on the backend connections it
+ * shares with everyone else (128 pipelined 16 MiB SETs to a stopped backend held 2.5 GB). Reply bytes do not pause it: a client that
  * does not read its replies is closed at the pool's max_client_buffer instead. */
 static bool client_busy(const px_client *c)
 {
-    return c->nreqs >= PX_MAX_CLIENT_REQUESTS;
+    return c->nreqs >= PX_MAX_CLIENT_REQUESTS ||
+           (c->nreqs > 0 && c->inflight_bytes >= c->pool->max_client_inflight);
 }
 
 /* Counts rq, whose reply is complete, once: class, error or not, latency. */
@@ -83,6 +86,7 @@ static void client_rq_done(px_rq *rq)
         if (c->head == NULL)
             c->tail = NULL;
         c->nreqs--;
+        c->inflight_bytes -= h->msg.len;
         if (h->counted)
             c->stored -= h->reply.len;
         bool close_after = h->close_after;
@@ -116,6 +120,7 @@ static px_rq *client_rq(px_client *c, const px_msg *m)
         c->head = rq;
     c->tail = rq;
     c->nreqs++;
+    c->inflight_bytes += rq->msg.len;
     return rq;
 }
 
@@ -309,6 +314,8 @@ static void client_process(px_client *c)
         uv_read_stop(&c->stream->u.stream);
     px_buf_consume(&c->rbuf, off);
     c->need = c->need > off ? c->need - off : 0;
+    if (c->rbuf.len == 0 && c->rbuf.cap > PX_BUF_KEEP)
+        px_buf_free(&c->rbuf); /* a huge request's buffer is not kept */
     /* The read timeout runs from the first byte of a request still incomplete: restarted by
      * every request that completes, stopped when nothing is left over. */
     if (c->rbuf.len == 0)
@@ -356,7 +363,8 @@ static void client_flush(px_client *c)
             px_client_close(c);
         return;
     }
-    if (c->paused && !c->draining && c->nreqs < PX_MAX_CLIENT_REQUESTS / 2) {
+    if (c->paused && !c->draining && c->nreqs < PX_MAX_CLIENT_REQUESTS / 2 &&
+        c->inflight_bytes < c->pool->max_client_inflight / 2 + 1) {
         c->paused = false;
         uv_read_start(&c->stream->u.stream, client_alloc_cb, client_read_cb);
         client_process(c);

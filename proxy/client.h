@@ -23,6 +23,7 @@ struct px_client {
     size_t need;
     px_rq *head, *tail; /* its requests, in arrival order */
     size_t nreqs;
+    size_t inflight_bytes; /* request bytes of the queue (their copies live until answered) */
     size_t stored;   /* reply bytes of done requests waiting behind an unfinished one */
     size_t inflight; /* bytes handed to uv_write, not yet written */
     px_buf wbuf;

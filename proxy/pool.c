@@ -88,4 +88,6 @@ void px_pool_configure(px_pool *pool)
     pool->max_client_buffer =
         pc->max_client_buffer_bytes > 0 ? (size_t)pc->max_client_buffer_bytes : 1;
     pool->client_password = pc->client_auth != NULL ? pc->client_auth : pc->redis_auth;
+    pool->max_client_inflight =
+        pc->max_client_inflight_bytes > 0 ? (size_t)pc->max_client_inflight_bytes : 1;
 }

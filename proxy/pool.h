@@ -25,6 +25,9 @@
  * replies to drain before other clients' requests behind them are answered. */
 #define PX_MAX_CLIENT_REQUESTS 128u
 #define PX_DEFAULT_TIMEOUT_MS 1000u /* a pool without "timeout" */
+/* A buffer left this large once empty is freed, so a connection that once carried a huge
+ * request or reply does not keep its high-water mark for good. */
+#define PX_BUF_KEEP (1024u * 1024u)
 #define PX_MAX_DEPTH 8u             /* failover candidates tried per key */
 #define PX_FD_LOG_PERIOD_MS 10000u  /* "out of descriptors" lines: at most one per pool per 10 s */
 /* AUTH guessing: a connection is closed after PX_AUTH_CONN_FAILS wrong passwords in a row; an
@@ -97,6 +100,7 @@ typedef struct px_pool {
     int (*info)(void *arg, px_buf *out);
     void *info_arg;
     size_t max_client_buffer; /* max_client_buffer_bytes: reply bytes held for one client */
+    size_t max_client_inflight; /* max_client_inflight_bytes: its requests' bytes in flight */
     const char *client_password; /* what clients AUTH with: client_auth, else redis_auth; NULL:
                                     no AUTH needed */
     px_stream *listener;  /* NULL while accepting is paused (out of descriptors) */

@@ -134,6 +134,7 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS };
     X(CLIENT_IDLE_TIMEOUT, client_idle_timeout, K_INT, "an integer")                        \
     X(CLIENT_READ_TIMEOUT, client_read_timeout, K_INT, "an integer")                        \
     X(REJOIN_JOURNAL_KEYS, rejoin_journal_keys, K_INT, "an integer")                        \
+    X(MAX_CLIENT_INFLIGHT_BYTES, max_client_inflight_bytes, K_INT, "an integer")            \
     X(BOUNDED_LOAD_FACTOR, bounded_load_factor, K_STR, "a number >= 1")
 
 enum key_id {
@@ -181,6 +182,7 @@ static int *int_field(ch_conf_pool *p, int id)
     case KEY_CLIENT_IDLE_TIMEOUT: return &p->client_idle_timeout;
     case KEY_CLIENT_READ_TIMEOUT: return &p->client_read_timeout;
     case KEY_REJOIN_JOURNAL_KEYS: return &p->rejoin_journal_keys;
+    case KEY_MAX_CLIENT_INFLIGHT_BYTES: return &p->max_client_inflight_bytes;
     default: return &p->server_failure_limit;
     }
 }
@@ -551,6 +553,7 @@ static int pool_new(loader *ld, ch_conf_pool **out)
     p->client_idle_timeout = 0;
     p->client_read_timeout = CH_CONF_DEFAULT_CLIENT_READ_TIMEOUT;
     p->rejoin_journal_keys = CH_CONF_DEFAULT_REJOIN_JOURNAL_KEYS;
+    p->max_client_inflight_bytes = CH_CONF_DEFAULT_MAX_CLIENT_INFLIGHT_BYTES;
     ld->servers_cap = 0;
     p->hash = dupn("fnv1a_64", 8);
     p->distribution = dupn("ketama", 6);
@@ -604,7 +607,7 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
         int min = id == KEY_SERVER_CONNECTIONS || id == KEY_FAILOVER_DEPTH ||
                           id == KEY_SERVER_FAILURE_WINDOW || id == KEY_SERVER_RETRY_MAX ||
                           id == KEY_MAX_REQUEST_BYTES || id == KEY_MAX_CLIENT_BUFFER_BYTES ||
-                          id == KEY_MAX_ITEM_BYTES
+                          id == KEY_MAX_ITEM_BYTES || id == KEY_MAX_CLIENT_INFLIGHT_BYTES
                       ? 1
                       : 0;
         rc = ch__conf_parse_int(v, len, &n);

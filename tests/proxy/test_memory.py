@@ -1,0 +1,129 @@
+#!/usr/bin/python3
+"""proxy_memory: one client cannot make chash-proxy's memory grow without bound (issue 16,
+finding 3).
+
+chash-proxy (ASan build, quarantine kept small so freed memory shows) in front of 2
+redis-servers, pool timeout 30 s:
+
+1. The backend owning a key is SIGSTOPped; one client pipelines 48 SETs of 16 MiB (768 MiB)
+   for that key. With max_client_inflight_bytes at its default (32 MiB) the proxy stops reading
+   the client once that much waits for the backend, so its RSS stays under 400 MiB (before: it
+   read everything; the issue measured 2.5 GB for 128 such SETs). Then the backend is resumed
+   and the first replies arrive.
+2. Eight clients each send one GET with a 24 MiB key, then stay connected and idle: their read
+   buffers are freed once empty, so the RSS returns to within 120 MiB of what it was before
+   (before: each kept its 24+ MiB buffer, +192 MiB and more).
+
+RSS is read from /proc (VmRSS); every wait is bounded.
+
+Usage: test_memory.py CHASH_PROXY CHASH_CLI
+Exit: 0 pass, 1 fail, 77 skip (redis-server missing and CI unset).
+"""
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import proxyharness  # noqa: E402
+from proxyharness import (Proxy, Resp, chash_lookup, encode, fail, free_ports, log,  # noqa: E402
+                          make_tmpdir, pool_yaml, require_binary, require_programs, run_main,
+                          start_redises, write_file)
+
+MIB = 1024 * 1024
+
+
+_sanitizer_env = proxyharness.sanitizer_env
+
+
+def small_quarantine_env():
+    env = _sanitizer_env()
+    env["ASAN_OPTIONS"] = env["ASAN_OPTIONS"] + ":quarantine_size_mb=16"
+    return env
+
+
+def body():
+    proxy_exe = require_binary(sys.argv[1])
+    chash = sys.argv[2]
+    (redis_server,) = require_programs("redis-server")
+    tmp = make_tmpdir()
+    backends = start_redises(redis_server, tmp, 2)
+    for r in backends:
+        r.call("CONFIG", "SET", "proto-max-bulk-len", str(64 * MIB))
+    port = free_ports(1)[0]
+    conf = write_file(os.path.join(tmp, "mem.yml"), pool_yaml(
+        "mem", port, [(r.text, 1, None) for r in backends], hash="md5", distribution="ketama",
+        timeout=30000))
+    proxyharness.sanitizer_env = small_quarantine_env  # the Proxy class reads it at start
+    p = Proxy(proxy_exe, tmp, conf, [("127.0.0.1", port)], label="mem",
+              extra_args=("--threads", "1")).start()
+    key = b"big:1"
+    owner = chash_lookup(chash, conf, "mem", [key])[key]
+    stopped = next(r for r in backends if r.text == owner)
+    base = p.rss_kib()
+
+    # 1. Pipelined big SETs to a stopped backend.
+    value = b"x" * (16 * MIB)
+    one = encode("SET", key, value)
+    os.kill(stopped.proc.pid, signal.SIGSTOP)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+    sent = [0]
+
+    def writer():
+        try:
+            for _ in range(48):
+                sock.sendall(one)
+                sent[0] += 1
+        except OSError:
+            pass
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    peak = 0
+    try:
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline:
+            peak = max(peak, p.rss_kib() or 0)
+            time.sleep(0.2)
+    finally:
+        os.kill(stopped.proc.pid, signal.SIGCONT)
+    if peak - base > 400 * 1024:
+        fail("48 pipelined 16 MiB SETs to a stopped backend: RSS grew by %d MiB (%d SETs "
+             "sent); the limit is 400" % ((peak - base) // 1024, sent[0]))
+    sock.settimeout(30)
+    first = sock.recv(64)
+    if not first.startswith(b"+OK"):
+        fail("after SIGCONT the first reply is %r" % first[:60])
+    sock.close()
+    t.join(timeout=30)
+    log("pipelined big SETs: RSS +%d MiB at most (%d of 48 sent while the backend was stopped)"
+        % ((peak - base) // 1024, sent[0]))
+
+    # 2. Huge requests once, then idle: their buffers go.
+    time.sleep(1.0)
+    before = p.rss_kib()
+    idle = []
+    for i in range(8):
+        c = Resp(("127.0.0.1", port), timeout=60)
+        if c.call("GET", b"k%d:" % i + b"y" * (24 * MIB)) is not None:
+            fail("GET of a 24 MiB key that does not exist answered a value")
+        idle.append(c)
+    time.sleep(1.0)
+    after = p.rss_kib()
+    if after - before > 120 * 1024:
+        fail("8 idle clients that each sent one 24 MiB request hold %d MiB (limit 120)" % (
+            (after - before) // 1024))
+    with Resp(("127.0.0.1", port)) as c:
+        if c.call("PING") != b"PONG":
+            fail("the proxy does not answer after the big requests")
+    for c in idle:
+        c.close()
+    p.stop()
+    return "RSS +%d MiB under 768 MiB of pipelined SETs; +%d MiB after 8 x 24 MiB requests" % (
+        (peak - base) // 1024, max(0, after - before) // 1024)
+
+
+if __name__ == "__main__":
+    run_main(body)
