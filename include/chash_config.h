@@ -93,6 +93,10 @@ typedef struct ch_conf_pool {
                                     deleted on it before it is readmitted; beyond this many it
                                     is flushed instead; 0: always flushed; default
                                     CH_CONF_DEFAULT_REJOIN_JOURNAL_KEYS */
+    double max_ejected_share;   /* "max_ejected_share": the most of a pool's servers ejected at
+                                   once, in [0, 1]; a failure that would eject one more leaves
+                                   the server in (fail-open); default
+                                   CH_CONF_DEFAULT_MAX_EJECTED_SHARE */
     double bounded_load_factor; /* "bounded_load_factor": c of consistent hashing with bounded
                                    loads (ch_lookup_bounded), a finite number >= 1; default 0:
                                    off (docs/PROXY.md, "Bounded loads") */
@@ -105,6 +109,7 @@ typedef struct ch_conf_pool {
 #define CH_CONF_DEFAULT_CLIENT_READ_TIMEOUT 30000
 #define CH_CONF_DEFAULT_REJOIN_JOURNAL_KEYS 100000
 #define CH_CONF_DEFAULT_MAX_CLIENT_INFLIGHT_BYTES (32 * 1024 * 1024)
+#define CH_CONF_DEFAULT_MAX_EJECTED_SHARE 0.5
 
 typedef struct ch_config {
     char *path;

@@ -38,6 +38,7 @@ static bool local_error(int rc)
 
 static void conn_fail(px_conn *c, conn_why why, const char *reason);
 static void probe_done(px_server *s, bool ok);
+static void rejoin(px_conn *c, px_server *s);
 
 static px_io *conn_px(const px_conn *c)
 {
@@ -199,6 +200,7 @@ static void probe_done(px_server *s, bool ok)
     px_pool *pool = s->pool;
     px_io *px = pool->io;
     s->probing = false;
+    s->rejoin_round = 0;
     if (s->retired)
         return;
     if (px->stopping) {
@@ -228,6 +230,18 @@ static int encode_cleanup(void *arg, px_buf *out, uint8_t *expect)
                           : a->codec->encode_delete(out, a->key, a->len, expect);
 }
 
+/* The end of a clean-up round. Writes made during it (s still out) went to a new journal:
+ * another round deletes them, up to PX_REJOIN_ROUNDS rounds; then s is readmitted. */
+static void rejoin_round_done(px_conn *c, px_server *s)
+{
+    if (s->cleanup_failed || s->retired || s->pool->io->stopping ||
+        ++s->rejoin_round >= PX_REJOIN_ROUNDS) {
+        probe_done(s, !s->cleanup_failed);
+        return;
+    }
+    rejoin(c, s);
+}
+
 /* s answered its probe on c. Before it takes requests again, every key written elsewhere on
  * its behalf while it was out is deleted on it (its copy is older), or, past the journal's
  * bound, the server is flushed; readmission follows the last clean-up reply (probe_done). The
@@ -241,11 +255,13 @@ static void rejoin(px_conn *c, px_server *s)
         probe_done(s, true);
         return;
     }
-    PX_LOG(pool->io, PX_LOG_NOTICE, "pool %s: server %s answers again: %s before readmitting it",
-           pool->conf->name, server_name(s),
-           b.overflow ? "flushing it (more keys were written elsewhere for it than "
-                        "rejoin_journal_keys)"
-                      : "deleting on it the keys written elsewhere while it was out");
+    if (s->rejoin_round == 0)
+        PX_LOG(pool->io, PX_LOG_NOTICE,
+               "pool %s: server %s answers again: %s before readmitting it", pool->conf->name,
+               server_name(s),
+               b.overflow ? "flushing it (more keys were written elsewhere for it than "
+                            "rejoin_journal_keys)"
+                          : "deleting on it the keys written elsewhere while it was out");
     size_t n = b.overflow ? 1 : b.n;
     s->cleanup_pending = (unsigned)n + 1; /* + 1: held until every send is made */
     s->cleanup_failed = false;
@@ -267,7 +283,7 @@ static void rejoin(px_conn *c, px_server *s)
     }
     px_journal_batch_free(&b);
     if (--s->cleanup_pending == 0)
-        probe_done(s, !s->cleanup_failed);
+        rejoin_round_done(c, s);
 }
 
 /* A reply for the FIFO's head fragment f (already unlinked). */
@@ -307,7 +323,7 @@ static void conn_reply(px_conn *c, px_frag *f, const px_reply *r)
         if (r->kind == PX_REPLY_ERROR)
             s->cleanup_failed = true;
         if (--s->cleanup_pending == 0)
-            probe_done(s, !s->cleanup_failed);
+            rejoin_round_done(c, s);
         return;
     case PX_FRAG_FORWARD:
         /* Like nutcracker, count only the clients' traffic: not our handshakes or probes. */

@@ -50,6 +50,11 @@ struct px_frag {
  * memory. */
 typedef int (*px_encode_fn)(void *arg, px_buf *out, uint8_t *expect);
 
+/* A rejoin deletes the journal's keys, then those written during that clean-up, and so on,
+ * this many rounds at most before readmitting (a write racing the readmission itself is the
+ * window left: docs/OPERATIONS.md). */
+#define PX_REJOIN_ROUNDS 3u
+
 typedef enum px_conn_state { PX_CONN_DOWN, PX_CONN_CONNECTING, PX_CONN_UP } px_conn_state;
 
 /* A connection to a backend server. Reconnected lazily: the first fragment sent to a DOWN
@@ -82,6 +87,7 @@ struct px_server {
     bool probing; /* this worker has a probe of it in flight (claimed in the pool's px_health),
                      or the clean-up of its rejoin */
     unsigned cleanup_pending; /* its rejoin's clean-up requests not yet answered */
+    unsigned rejoin_round;    /* clean-up rounds done in this rejoin (PX_REJOIN_ROUNDS at most) */
     bool cleanup_failed;
     px_server_stats stats;
     /* Hot reload (reload.c): a server dropped from the pool's membership is retired: it leaves

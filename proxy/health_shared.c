@@ -8,7 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-int px_health_new(size_t n, const ch_health_options *opt, size_t journal_cap, px_health **out)
+int px_health_new(size_t n, const ch_health_options *opt, size_t journal_cap, size_t max_down,
+                  px_health **out)
 {
     px_health *h = calloc(1, sizeof(*h));
     if (h == NULL)
@@ -24,6 +25,7 @@ int px_health_new(size_t n, const ch_health_options *opt, size_t journal_cap, px
     h->probing = calloc(n, 1);
     h->journal = calloc(n, sizeof(*h->journal));
     h->journal_cap = journal_cap;
+    h->max_down = max_down;
     if (h->up == NULL || h->streak == NULL || h->probing == NULL || h->journal == NULL ||
         pthread_mutex_init(&h->lock, NULL) != 0) {
         ch_health_free(h->h);
@@ -106,6 +108,13 @@ bool px_health_failure(px_health *h, size_t i, uint64_t now_ms, uint64_t rnd)
 {
     pthread_mutex_lock(&h->lock);
     bool ejected = ch_health_failure(h->h, i, now_ms, rnd);
+    if (ejected && h->n - h->n_up + 1 > h->max_down) {
+        /* Over the cap: readmitted at once (the library's readmission, so its counts and
+         * backoff stay consistent), and i's failure streak starts over. */
+        ch_health_probe_result(h->h, i, true, now_ms, rnd);
+        __atomic_fetch_add(&h->fail_open, 1u, __ATOMIC_RELAXED);
+        ejected = false;
+    }
     ch_health_info info;
     ch_health_info_get(h->h, i, &info);
     __atomic_store_n(&h->streak[i], info.streak > 0 ? 1 : 0, __ATOMIC_RELAXED);

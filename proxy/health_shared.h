@@ -49,17 +49,24 @@ typedef struct px_health {
     size_t n_up;      /* nodes up */
     px_journal *journal; /* per node */
     size_t journal_cap;  /* keys per node (0: no journal: a rejoining node is flushed) */
+    size_t max_down;     /* the most nodes ejected at once (max_ejected_share x n) */
+    uint64_t fail_open;  /* ejections refused by max_down (atomic: /metrics reads it) */
 } px_health;
 
-/* journal_cap: keys kept per ejected node (rejoin_journal_keys). CH_OK, CH_E*. */
-int px_health_new(size_t n, const ch_health_options *opt, size_t journal_cap, px_health **out);
+/* journal_cap: keys kept per ejected node (rejoin_journal_keys); max_down: the most nodes
+ * ejected at once (fail-open beyond: max_ejected_share). CH_OK, CH_E*. */
+int px_health_new(size_t n, const ch_health_options *opt, size_t journal_cap, size_t max_down,
+                  px_health **out);
 void px_health_free(px_health *h);
 bool px_health_up(const px_health *h, size_t i); /* no lock */
 /* The key's candidates (ch_route_hash_fn over the published state); no lock. */
 int px_health_route(const px_health *h, const ch_table *t, uint64_t kh, size_t depth,
                     size_t *out, size_t *count);
 void px_health_success(px_health *h, size_t i, uint64_t now_ms); /* locks only after a failure */
-/* A failure of i; true when it ejected i. */
+/* A failure of i; true when it ejected i. An ejection that would leave more than max_down
+ * nodes out is undone at once (fail-open: the node keeps its keys; its requests keep failing
+ * over one by one), as mcrouter's TKO cap does: when half a pool looks dead, the proxy is more
+ * likely cut off than they. */
 bool px_health_failure(px_health *h, size_t i, uint64_t now_ms, uint64_t rnd);
 /* Whether this caller should probe i now: i is ejected, its probe is due and no one else probes
  * it. The caller then owns the probe and must report it with px_health_probe_result (or

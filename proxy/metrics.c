@@ -119,6 +119,7 @@ PV(pv_client_err, s->stats.client_err)
 PV(pv_forward_err, s->stats.forward_error)
 PV(pv_fragments, s->stats.fragments)
 PV(pv_nservers, p->nservers)
+PV(pv_fail_open, PX_ATOMIC_LOAD(p->health->fail_open))
 #undef PV
 
 static const struct {
@@ -136,6 +137,9 @@ static const struct {
     {"chash_proxy_fragments_total", "counter",
      "Sub-requests created by splitting multi-key commands.", pv_fragments},
     {"chash_proxy_servers", "gauge", "Servers in the pool's membership.", pv_nservers},
+    {"chash_proxy_fail_open_total", "counter",
+     "Ejections not made because max_ejected_share of the pool's servers were out already.",
+     pv_fail_open},
 };
 
 int px_metrics_text(px_ctl *m, px_buf *b)

@@ -20,8 +20,9 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
     sp->nservers = ch_membership_size(sp->members);
     ch_health_options ho;
     ch_config_health(pc, &ho);
-    rc = px_health_new(sp->nservers, &ho, pc->rejoin_journal_keys > 0 ? (size_t)pc->rejoin_journal_keys : 0,
-                       &sp->health);
+    size_t journal = pc->rejoin_journal_keys > 0 ? (size_t)pc->rejoin_journal_keys : 0;
+    size_t max_down = (size_t)(pc->max_ejected_share * (double)sp->nservers + 1e-9);
+    rc = px_health_new(sp->nservers, &ho, journal, max_down, &sp->health);
     if (rc != CH_OK) {
         snprintf(why, whylen, "pool %s: health policy: %s", pc->name, ch_strerror(rc));
         px_shared_pool_clear(sp);

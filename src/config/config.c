@@ -135,7 +135,8 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS };
     X(CLIENT_READ_TIMEOUT, client_read_timeout, K_INT, "an integer")                        \
     X(REJOIN_JOURNAL_KEYS, rejoin_journal_keys, K_INT, "an integer")                        \
     X(MAX_CLIENT_INFLIGHT_BYTES, max_client_inflight_bytes, K_INT, "an integer")            \
-    X(BOUNDED_LOAD_FACTOR, bounded_load_factor, K_STR, "a number >= 1")
+    X(BOUNDED_LOAD_FACTOR, bounded_load_factor, K_STR, "a number >= 1")                    \
+    X(MAX_EJECTED_SHARE, max_ejected_share, K_STR, "a number from 0 to 1")
 
 enum key_id {
 #define KEY_ENUM(id, name, kind, expect) KEY_##id,
@@ -554,6 +555,7 @@ static int pool_new(loader *ld, ch_conf_pool **out)
     p->client_read_timeout = CH_CONF_DEFAULT_CLIENT_READ_TIMEOUT;
     p->rejoin_journal_keys = CH_CONF_DEFAULT_REJOIN_JOURNAL_KEYS;
     p->max_client_inflight_bytes = CH_CONF_DEFAULT_MAX_CLIENT_INFLIGHT_BYTES;
+    p->max_ejected_share = CH_CONF_DEFAULT_MAX_EJECTED_SHARE;
     ld->servers_cap = 0;
     p->hash = dupn("fnv1a_64", 8);
     p->distribution = dupn("ketama", 6);
@@ -692,6 +694,25 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
                         "\"%s\"",
                         ch__conf_quote(q, sizeof q, v, len));
         p->bounded_load_factor = d;
+        return CH_OK;
+    }
+    case KEY_MAX_EJECTED_SHARE: {
+        /* A finite decimal number in [0, 1], parsed as bounded_load_factor is. */
+        char buf[64], *end;
+        bool ok = len < sizeof buf && strspn(v, "0123456789.eE+-") >= len;
+        double d = 0;
+        if (ok) {
+            memcpy(buf, v, len);
+            buf[len] = '\0';
+            errno = 0;
+            d = strtod(buf, &end);
+            ok = end == buf + len && errno == 0 && isfinite(d) && d >= 0 && d <= 1;
+        }
+        if (!ok)
+            return fail(ld, m,
+                        "expected a number from 0 to 1 for \"max_ejected_share\", got \"%s\"",
+                        ch__conf_quote(q, sizeof q, v, len));
+        p->max_ejected_share = d;
         return CH_OK;
     }
     default: /* KEY_REDIS_AUTH */

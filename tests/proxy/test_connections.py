@@ -239,6 +239,9 @@ def body(proxy_exe, redis_exe, nofile):
         for i in range(64):
             if c.call("SET", "conn:hit:%d" % i, "v%d" % i) != b"OK":
                 fail("preload SET failed")
+    # The preload connection is closed: wait until the proxy has seen it go (reading the
+    # counters at once could count it, and then every later comparison is off by one).
+    wait_counters(proxy, "conns", (0, 0), "baseline")
     base = counters(proxy, "conns")
     rss0 = proxy.rss_kib()
     cycle(proxy, addr, "conns", base, 1)

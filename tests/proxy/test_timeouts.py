@@ -61,13 +61,17 @@ def body():
     p = Proxy(proxy_exe, tmp, conf, [("127.0.0.1", tport), ("127.0.0.1", pport)],
               label="timeouts").start()
     request = b"*2\r\n$3\r\nGET\r\n$4\r\nslow\r\n"
-    slow = [socket.create_connection(("127.0.0.1", tport), timeout=5) for _ in range(SLOW)]
+    slow = []
+    for _ in range(SLOW):  # each starts its request at once: not idle, only slow
+        s = socket.create_connection(("127.0.0.1", tport), timeout=5)
+        s.sendall(request[:1])
+        slow.append(s)
     idle = [socket.create_connection(("127.0.0.1", tport), timeout=5) for _ in range(IDLE)]
     plain = [socket.create_connection(("127.0.0.1", pport), timeout=5) for _ in range(PLAIN_IDLE)]
     active = Resp(("127.0.0.1", tport))
     active.call("SET", "live", "yes")
     t0 = time.monotonic()
-    sent = 0
+    sent = 1
     done_slow, done_idle, errors = {}, set(), []
     while time.monotonic() - t0 < BOUND:
         for i, s in enumerate(slow):

@@ -716,6 +716,34 @@ static void test_cleanup_encodings(void **state)
     }
 }
 
+/* Fail-open: with max_ejected_share 0.5 of 4 servers, two can be ejected, a third cannot (it
+ * stays up, and the refusal is counted); once one comes back, another can go. */
+static void test_fail_open(void **state)
+{
+    fixture *fx = *state;
+    px_health *h = fx->pool.health;
+    ch_health_options ho;
+    ch_config_health(fx->pool.conf, &ho);
+    assert_int_equal(h->max_down, 2);
+    bool ejected[NSERVERS] = {false};
+    for (size_t i = 0; i < 3; i++)
+        for (uint32_t k = 0; k < ho.failure_limit; k++)
+            ejected[i] = px_health_failure(h, i, 1000, 7) || ejected[i];
+    assert_true(ejected[0] && ejected[1]);
+    assert_false(ejected[2]);
+    assert_true(px_health_up(h, 2));
+    assert_int_equal(h->fail_open, 1);
+    assert_int_equal(h->n_up, 2);
+    /* Readmit 0 (a probe), then 2's next failures eject it. */
+    assert_true(px_health_probe_claim(h, 0, 1000000));
+    assert_true(px_health_probe_result(h, 0, true, 1000000, 7));
+    bool e2 = false;
+    for (uint32_t k = 0; k < ho.failure_limit; k++)
+        e2 = px_health_failure(h, 2, 1000001, 7) || e2;
+    assert_true(e2);
+    assert_false(px_health_up(h, 2));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -734,6 +762,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mc_base64_routing, setup_mc, teardown),
         cmocka_unit_test_setup_teardown(test_mc_local, setup_mc, teardown),
         cmocka_unit_test(test_cleanup_encodings),
+        cmocka_unit_test_setup_teardown(test_fail_open, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
