@@ -132,7 +132,7 @@ void px_rq_answer(px_rq *rq, const px_slot *slots, size_t n, const px_reply *r)
             px_rq_fail(rq, PX_ERR_SERVER, "out of memory");
             return;
         }
-        uint32_t stack[64], *keys = n <= 64 ? stack : malloc(n * sizeof(*keys));
+        uint32_t stack[64] = {0}, *keys = n <= 64 ? stack : malloc(n * sizeof(*keys));
         if (keys == NULL) {
             px_rq_fail(rq, PX_ERR_SERVER, "out of memory");
             return;
@@ -206,7 +206,7 @@ static int encode_frag(void *arg, px_buf *out, uint8_t *expect)
     const encode_arg *ea = arg;
     const px_rq *rq = ea->rq;
     const px_frag *f = ea->f;
-    uint32_t stack[64], *keys = f->nslots <= 64 ? stack : malloc(f->nslots * sizeof(*keys));
+    uint32_t stack[64] = {0}, *keys = f->nslots <= 64 ? stack : malloc(f->nslots * sizeof(*keys));
     if (keys == NULL)
         return -1;
     for (size_t i = 0; i < f->nslots; i++)

@@ -442,7 +442,7 @@ static void test_max_keys_and_tokens(void **state)
     p = parse(line, strlen(line));
     assert_int_equal(p.st, CH_MC_OK);
     assert_int_equal(p.r.ntokens, 24);
-    char line2[200];
+    char line2[sizeof line + 8];
     snprintf(line2, sizeof line2, "mg k v%s", line + 4);
     expect_fail(line2, strlen(line2), NULL, CH_MC_ERROR, strlen(line2), "too many tokens");
 }
