@@ -237,12 +237,14 @@ static int grow_arrays(px_pool *pool, const px_msg *m)
     return 0;
 }
 
-/* A request that cannot be framed: answered with the codec's error, then the client closes. */
-static void client_protocol_error(px_client *c, const char *err)
+/* The client is answered with a client error (the codec's framing) after its earlier replies,
+ * and closed: it sent what cannot be framed, or did not finish a request in time. Its reading
+ * stops; what it sent beyond is dropped. */
+static void client_fail(px_client *c, const char *err)
 {
-    PX_LOG(c->pool->io, PX_LOG_INFO, "pool %s: client %llu: %s: closing it", c->pool->conf->name,
-           (unsigned long long)c->id, err);
     c->pool->stats.client_err++;
+    uv_read_stop(&c->stream->u.stream);
+    c->draining = true;
     px_msg none = {.raw = "", .args = NULL, .keys = NULL};
     px_rq *rq = client_rq(c, &none);
     if (rq == NULL) {
@@ -250,9 +252,14 @@ static void client_protocol_error(px_client *c, const char *err)
         return;
     }
     rq->close_after = true;
-    c->draining = true;
-    uv_read_stop(&c->stream->u.stream);
     px_rq_fail(rq, PX_ERR_CLIENT, err);
+}
+
+static void client_protocol_error(px_client *c, const char *err)
+{
+    PX_LOG(c->pool->io, PX_LOG_INFO, "pool %s: client %llu: %s: closing it", c->pool->conf->name,
+           (unsigned long long)c->id, err);
+    client_fail(c, err);
 }
 
 /* Frames and dispatches every complete request in the buffer. */
@@ -484,22 +491,11 @@ bool px_client_shed_idle(px_pool *pool)
  * (its partial bytes dropped), then closed. */
 static void client_read_timed_out(px_client *c, uint64_t ms)
 {
-    px_pool *pool = c->pool;
     char msg[96];
     snprintf(msg, sizeof(msg), "request not complete within %llu ms", (unsigned long long)ms);
-    uv_read_stop(&c->stream->u.stream);
     c->rbuf.len = 0;
     c->partial_since = 0;
-    pool->stats.client_err++;
-    px_msg none = {.raw = "", .args = NULL, .keys = NULL};
-    px_rq *rq = client_rq(c, &none);
-    if (rq == NULL) {
-        px_client_close(c);
-        return;
-    }
-    rq->close_after = true;
-    c->draining = true;
-    px_rq_fail(rq, PX_ERR_CLIENT, msg);
+    client_fail(c, msg);
 }
 
 void px_client_sweep(px_pool *pool, uint64_t now)

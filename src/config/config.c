@@ -594,6 +594,24 @@ static int load_listen(loader *ld, ch_conf_pool *p, const char *v, size_t len)
 }
 
 /* A scalar value of a key other than "servers"; the value is not empty and holds no NUL. */
+
+/* A finite decimal number: s[0, len) wholly, as strtod reads it from a bounded copy (hex, inf
+ * and nan refused, as are trailing characters). */
+static bool parse_number(const char *s, size_t len, double *out)
+{
+    char buf[64], *end;
+    if (len == 0 || len >= sizeof buf || strspn(s, "0123456789.eE+-") < len)
+        return false;
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    errno = 0;
+    double d = strtod(buf, &end);
+    if (end != buf + len || errno != 0 || !isfinite(d))
+        return false;
+    *out = d;
+    return true;
+}
+
 static int load_value(loader *ld, ch_conf_pool *p, int id)
 {
     const yaml_event_t *e = &ld->ev;
@@ -676,19 +694,8 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
     case KEY_CLIENT_AUTH:
         return (p->client_auth = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
     case KEY_BOUNDED_LOAD_FACTOR: {
-        /* A finite decimal number >= 1, or 0 (off). strtod on a bounded copy; hex, inf and nan
-         * are refused, as are trailing characters. */
-        char buf[64], *end;
-        bool ok = len < sizeof buf && strspn(v, "0123456789.eE+-") >= len;
         double d = 0;
-        if (ok) {
-            memcpy(buf, v, len);
-            buf[len] = '\0';
-            errno = 0;
-            d = strtod(buf, &end);
-            ok = end == buf + len && errno == 0 && isfinite(d) && (d == 0 || d >= 1);
-        }
-        if (!ok)
+        if (!parse_number(v, len, &d) || !(d == 0 || d >= 1))
             return fail(ld, m,
                         "expected a number >= 1 (or 0: off) for \"bounded_load_factor\", got "
                         "\"%s\"",
@@ -697,18 +704,8 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
         return CH_OK;
     }
     case KEY_MAX_EJECTED_SHARE: {
-        /* A finite decimal number in [0, 1], parsed as bounded_load_factor is. */
-        char buf[64], *end;
-        bool ok = len < sizeof buf && strspn(v, "0123456789.eE+-") >= len;
         double d = 0;
-        if (ok) {
-            memcpy(buf, v, len);
-            buf[len] = '\0';
-            errno = 0;
-            d = strtod(buf, &end);
-            ok = end == buf + len && errno == 0 && isfinite(d) && d >= 0 && d <= 1;
-        }
-        if (!ok)
+        if (!parse_number(v, len, &d) || !(d >= 0 && d <= 1))
             return fail(ld, m,
                         "expected a number from 0 to 1 for \"max_ejected_share\", got \"%s\"",
                         ch__conf_quote(q, sizeof q, v, len));

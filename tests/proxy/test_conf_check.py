@@ -15,7 +15,6 @@ Usage: test_conf_check.py CHASH_PROXY CHASH_CLI
 Exit: 0 pass, 1 fail, 77 skip (redis-server missing and CI unset).
 """
 import os
-import socket
 import subprocess
 import sys
 
@@ -42,15 +41,7 @@ def run(argv):
 
 def post_reload(port):
     """POST /-/reload as curl sends it (Host: 127.0.0.1:port): (status, body)."""
-    s = socket.create_connection(("127.0.0.1", port), timeout=BOUND)
-    s.sendall(b"POST /-/reload HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port)
-    data = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    s.close()
+    data = promtext.http(port, b"POST /-/reload HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n" % port)
     head, _, body = data.partition(b"\r\n\r\n")
     return int(head.split()[1]), body
 

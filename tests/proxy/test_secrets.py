@@ -24,15 +24,13 @@ Usage: test_secrets.py CHASH_PROXY CHASH_CLI
 Exit: 0 pass, 1 fail, 77 skip (redis-server missing and CI unset).
 """
 import os
-import socket
-import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Closed, Proxy, Resp, RespError, fail, free_ports, log,  # noqa: E402
                           make_tmpdir, require_binary, require_programs, run_main, sanitizer_env,
                           soft_fail, spawn, start_redises, wait_accepting, write_file)
+import promtext  # noqa: E402
 
 BACKEND_PASS = "Q#backend-pass-7731"
 WRONG_PASS = "Q#wrong-1"  # 9 bytes: "$9\r\n", so 20 bytes of AUTH reach its 2nd byte
@@ -43,16 +41,8 @@ SECRETS = (BACKEND_PASS, WRONG_PASS, CLIENT_PASS, TOKEN, MISPLACED)
 
 
 def http(port, raw):
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    s.sendall(raw)
-    data = b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        data += chunk
-    s.close()
-    head, _, body = data.partition(b"\r\n\r\n")
+    """(status, body) of one raw request to the admin port."""
+    head, _, body = promtext.http(port, raw).partition(b"\r\n\r\n")
     return int(head.split()[1]), body
 
 
