@@ -28,9 +28,12 @@ SLOW, IDLE, PLAIN_IDLE = 200, 100, 50
 BOUND = 6.0
 
 
+RECEIVED = {}  # socket -> every byte it has received so far (a reply and its FIN may come apart)
+
+
 def closed(s):
-    """(closed?, bytes received) without blocking."""
-    data = b""
+    """(closed?, every byte received so far) without blocking."""
+    data = RECEIVED.get(s, b"")
     s.setblocking(False)
     try:
         while True:
@@ -43,6 +46,7 @@ def closed(s):
     except OSError:
         return True, data
     finally:
+        RECEIVED[s] = data
         s.setblocking(True)
 
 
