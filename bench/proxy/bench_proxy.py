@@ -434,6 +434,17 @@ def run_redis(args, proxy_bin, before_bin, nutcracker_bin, tmp, procs, t_start):
                 print(f"  {cmd} P{pipeline:<2}      {a[0] / b[0]:>16.2f}  {a[2] / b[2]:>16.2f}  "
                       f"{a[3] / b[3]:>20.2f}  {a[4] / b[4]:>18.2f}   "
                       f"({a[3]:.2f} vs {b[3]:.2f} us; sched {a[4]:.2f} vs {b[4]:.2f})")
+        print("  paired: the median over rounds of each round's after/before ratio (the two ran "
+              "minutes apart at most)")
+        for pipeline in MODES:
+            for cmd in CMDS:
+                pairs = list(zip(samples[("chash-proxy", cmd, pipeline)],
+                                 samples[("chash-before", cmd, pipeline)]))
+                rps_r = statistics.median(a[0] / b[0] for a, b in pairs)
+                cpu_r = statistics.median(a[3] / b[3] for a, b in pairs)
+                lo, hi = min(a[3] / b[3] for a, b in pairs), max(a[3] / b[3] for a, b in pairs)
+                print(f"  {cmd} P{pipeline:<2} rps {rps_r:.2f}x  CPU/req {cpu_r:.2f}x "
+                      f"(rounds {lo:.2f}-{hi:.2f})")
         print("  goal: no slower than before (rps >= 0.95x and CPU/req <= 1.05x before's; 5 % "
               "for the noise of a shared box)")
         for pipeline in MODES:
