@@ -47,7 +47,8 @@ demo: build
 	@tools/chash/demo.sh $(RELEASE)
 
 # bench_place: the placement library (docs/PERFORMANCE.md); bench-proxy (bench/proxy/): chash-proxy
-# against nutcracker and direct Redis on loopback, about a minute.
+# against nutcracker and direct Redis, then direct memcached (load from build/release/bench/mc_load),
+# on loopback, 2-5 minutes by the box's load.
 bench: build
 	@$(RELEASE)/bench/bench_place
 	@/usr/bin/python3 bench/proxy/bench_proxy.py --build $(RELEASE)

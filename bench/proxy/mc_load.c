@@ -1,0 +1,485 @@
+/*
+ * mc_load — a small memcached load generator for bench/proxy/bench_proxy.py.
+ *
+ * C connections (-c, default 50) to one memcached-speaking server (memcached itself, nutcracker
+ * or chash-proxy), driven from one thread with epoll. Each connection sends a batch of P requests
+ * (-P, default 1: unpipelined; -P 16: pipelined) in one write, waits for the P replies, then sends
+ * the next batch, until -n requests have been sent or the time limit (-T) has passed. Commands
+ * (-t):
+ *   get    "get key:<k>\r\n"
+ *   set    "set key:<k> 0 0 <d>\r\n<d bytes>\r\n"          (-d, default 32 bytes)
+ *   mget   "get key:<k1> .. key:<k10>\r\n"                  (-k keys, default 10)
+ * Keys are "key:<k>" with k drawn uniformly from [0, -r) (default 100,000) by a fixed-seed PRNG
+ * (-S), or with -s in sequence 0, 1, 2, ... (to fill the key space once). A multiget counts as
+ * ONE request (its keys are reported apart, as keys=).
+ *
+ * Replies are framed by the project's own pure parser, ch_mc_scan_reply (proxy/proto/mc.h); no
+ * second parser here. A SERVER_ERROR / CLIENT_ERROR / ERROR reply is counted in errors= and the
+ * run goes on. A reply that breaks the protocol, a connection closed by the server, or no progress
+ * for 10 s is fatal: a message on stderr and exit status 1. Every wait is bounded.
+ *
+ * Output: one machine-readable line on stdout, key=value pairs separated by spaces:
+ *   mc_load cmd=get pipeline=1 conns=50 requests=60000 keys=60000 seconds=1.234 rps=48622
+ *     p50_us=812 p99_us=2140 errors=0 hits=60000 misses=0
+ * (one line). Latency is per batch round-trip: from the batch's write to its last reply, in
+ * microseconds, exact percentiles (every batch's latency kept and sorted). rps is requests
+ * completed / seconds from the first batch sent to the last reply. hits/misses count keys of
+ * get/mget (VALUE blocks returned, and keys not returned).
+ *
+ * usage: mc_load [-h host] [-p port] [-c conns] [-P pipeline] [-n requests] [-t get|set|mget]
+ *                [-d value_bytes] [-r keyspace] [-k mget_keys] [-T seconds] [-S seed] [-s]
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "mc.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+enum { CMD_GET, CMD_SET, CMD_MGET };
+
+enum { STALL_SECONDS = 10, MAX_CONNS = 10000, MAX_PIPELINE = 4096, MAX_MGET_KEYS = 100 };
+
+typedef struct conn {
+    int fd;
+    char *wbuf;   /* the batch being written */
+    size_t wlen, woff;
+    char *rbuf;   /* replies read, from rpos on not yet framed */
+    size_t rlen, rpos, rcap, need;
+    unsigned expect, got; /* replies of the current batch: expected, framed */
+    double t0;            /* when the batch was sent */
+    int busy, want_out;
+} conn;
+
+static struct {
+    const char *host;
+    int port, conns, pipeline, cmd, mget_keys;
+    long long requests;
+    long keyspace, value_bytes;
+    double time_limit;
+    uint64_t seed;
+    int sequential;
+} opt = {"127.0.0.1", 11211, 50, 1, CMD_GET, 10, 100000, 100000, 32, 60.0, 1, 0};
+
+static uint64_t rng_state;
+static long long next_seq;
+static char *value; /* value_bytes of 'x' */
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("mc_load: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        die("out of memory (%zu bytes)", n);
+    return q;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* xorshift64*: fast, fixed-seed, good enough to spread keys. */
+static uint64_t rng(void)
+{
+    uint64_t x = rng_state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    rng_state = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+static long next_key(void)
+{
+    if (opt.sequential)
+        return (long)(next_seq++ % opt.keyspace);
+    return (long)(rng() % (uint64_t)opt.keyspace);
+}
+
+static long parse_num(const char *s, const char *what, long lo, long hi)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        die("%s: %s is not a number in [%ld, %ld]", what, s, lo, hi);
+    return v;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: mc_load [-h host] [-p port] [-c conns] [-P pipeline] [-n requests]\n"
+                    "               [-t get|set|mget] [-d value_bytes] [-r keyspace] [-k mget_keys]\n"
+                    "               [-T seconds] [-S seed] [-s]\n");
+    exit(2);
+}
+
+static void parse_args(int argc, char **argv)
+{
+    int c;
+    while ((c = getopt(argc, argv, "h:p:c:P:n:t:d:r:k:T:S:s")) != -1) {
+        switch (c) {
+        case 'h': opt.host = optarg; break;
+        case 'p': opt.port = (int)parse_num(optarg, "-p", 1, 65535); break;
+        case 'c': opt.conns = (int)parse_num(optarg, "-c", 1, MAX_CONNS); break;
+        case 'P': opt.pipeline = (int)parse_num(optarg, "-P", 1, MAX_PIPELINE); break;
+        case 'n': opt.requests = parse_num(optarg, "-n", 1, 1000000000L); break;
+        case 'd': opt.value_bytes = parse_num(optarg, "-d", 0, 1000000L); break;
+        case 'r': opt.keyspace = parse_num(optarg, "-r", 1, 1000000000L); break;
+        case 'k': opt.mget_keys = (int)parse_num(optarg, "-k", 1, MAX_MGET_KEYS); break;
+        case 'S': opt.seed = (uint64_t)parse_num(optarg, "-S", 0, 0x7fffffffL); break;
+        case 's': opt.sequential = 1; break;
+        case 'T': {
+            char *end;
+            opt.time_limit = strtod(optarg, &end);
+            if (end == optarg || *end || !(opt.time_limit > 0 && opt.time_limit <= 3600))
+                die("-T: %s is not a number of seconds in (0, 3600]", optarg);
+            break;
+        }
+        case 't':
+            if (!strcmp(optarg, "get"))
+                opt.cmd = CMD_GET;
+            else if (!strcmp(optarg, "set"))
+                opt.cmd = CMD_SET;
+            else if (!strcmp(optarg, "mget"))
+                opt.cmd = CMD_MGET;
+            else
+                die("-t: %s is not get, set or mget", optarg);
+            break;
+        default: usage();
+        }
+    }
+    if (optind != argc)
+        usage();
+}
+
+static const char *cmd_name(void)
+{
+    return opt.cmd == CMD_GET ? "get" : opt.cmd == CMD_SET ? "set" : "mget";
+}
+
+/* Appends one request to c's write buffer (room is ensured by the caller's sizing). */
+static size_t put_request(char *dst)
+{
+    size_t n = 0;
+    switch (opt.cmd) {
+    case CMD_GET: n = (size_t)sprintf(dst, "get key:%ld\r\n", next_key()); break;
+    case CMD_SET:
+        n = (size_t)sprintf(dst, "set key:%ld 0 0 %ld\r\n", next_key(), opt.value_bytes);
+        memcpy(dst + n, value, (size_t)opt.value_bytes);
+        n += (size_t)opt.value_bytes;
+        memcpy(dst + n, "\r\n", 2);
+        n += 2;
+        break;
+    case CMD_MGET:
+        memcpy(dst, "get", 3);
+        n = 3;
+        for (int i = 0; i < opt.mget_keys; i++)
+            n += (size_t)sprintf(dst + n, " key:%ld", next_key());
+        memcpy(dst + n, "\r\n", 2);
+        n += 2;
+        break;
+    }
+    return n;
+}
+
+static size_t request_max(void)
+{
+    /* "key:" + up to 10 digits (keyspace <= 1e9) */
+    switch (opt.cmd) {
+    case CMD_GET: return 32;
+    case CMD_SET: return 64 + (size_t)opt.value_bytes;
+    default: return 8 + (size_t)opt.mget_keys * 16;
+    }
+}
+
+static int epfd;
+static long long sent, done, errors, hits, misses, keys_done;
+static uint32_t *lat; /* µs per batch */
+static size_t nlat, caplat;
+static double t_first, t_last, t_progress, deadline;
+
+static void set_events(conn *c, int out)
+{
+    if (c->want_out == out)
+        return;
+    struct epoll_event ev = {.events = EPOLLIN | (out ? EPOLLOUT : 0u), .data.ptr = c};
+    if (epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0)
+        die("epoll_ctl: %s", strerror(errno));
+    c->want_out = out;
+}
+
+static void flush_out(conn *c)
+{
+    while (c->woff < c->wlen) {
+        ssize_t w = write(c->fd, c->wbuf + c->woff, c->wlen - c->woff);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                break;
+            die("write to %s:%d: %s", opt.host, opt.port, strerror(errno));
+        }
+        c->woff += (size_t)w;
+    }
+    set_events(c, c->woff < c->wlen);
+}
+
+/* Starts the next batch on c when there is one to send; returns whether it did. */
+static int start_batch(conn *c, double t)
+{
+    if (sent >= opt.requests || t >= deadline)
+        return 0;
+    long long left = opt.requests - sent;
+    unsigned p = left < opt.pipeline ? (unsigned)left : (unsigned)opt.pipeline;
+    c->wlen = 0;
+    for (unsigned i = 0; i < p; i++)
+        c->wlen += put_request(c->wbuf + c->wlen);
+    c->woff = 0;
+    c->expect = p;
+    c->got = 0;
+    c->busy = 1;
+    c->t0 = t;
+    sent += p;
+    if (t_first == 0)
+        t_first = t;
+    flush_out(c);
+    return 1;
+}
+
+static void batch_done(conn *c, double t)
+{
+    double us = (t - c->t0) * 1e6;
+    if (nlat == caplat) {
+        caplat = caplat ? caplat * 2 : 4096;
+        lat = xrealloc(lat, caplat * sizeof *lat);
+    }
+    lat[nlat++] = us < 0 ? 0 : us > 4e9 ? 4000000000u : (uint32_t)(us + 0.5);
+    c->busy = 0;
+    t_last = t;
+}
+
+/* Frames the replies in c->rbuf[rpos..rlen). */
+static void frame_replies(conn *c, double t)
+{
+    const ch_mc_cmd mc = opt.cmd == CMD_SET ? CH_MC_CMD_SET : CH_MC_CMD_GET;
+    while (c->rpos < c->rlen) {
+        if (!c->busy || c->got >= c->expect)
+            die("%zu bytes from %s:%d that answer no request", c->rlen - c->rpos, opt.host,
+                opt.port);
+        if (c->need > c->rlen)
+            return;
+        ch_mc_reply r;
+        size_t need = 0;
+        char err[128];
+        ch_mc_status st = ch_mc_scan_reply(c->rbuf + c->rpos, c->rlen - c->rpos, mc, NULL, &r,
+                                           &need, err, sizeof err);
+        if (st == CH_MC_INCOMPLETE) {
+            c->need = c->rpos + need; /* in rbuf offsets, until the compaction below */
+            break;
+        }
+        if (st != CH_MC_OK)
+            die("a reply from %s:%d breaks the protocol: %s", opt.host, opt.port, err);
+        c->rpos += r.len;
+        c->need = 0;
+        c->got++;
+        done++;
+        if (r.cls == CH_MC_C_ERROR) {
+            errors++;
+        } else if (opt.cmd != CMD_SET) {
+            long long k = opt.cmd == CMD_GET ? 1 : opt.mget_keys;
+            long long v = r.code == CH_MC_R_VALUES ? (long long)r.integer : 0;
+            hits += v;
+            misses += k - v;
+        }
+        keys_done += opt.cmd == CMD_MGET ? opt.mget_keys : 1;
+        if (c->got == c->expect) {
+            batch_done(c, t);
+            if (c->rpos < c->rlen)
+                die("%zu bytes from %s:%d that answer no request", c->rlen - c->rpos, opt.host,
+                    opt.port);
+            start_batch(c, t);
+        }
+    }
+    /* Keep the unframed tail at the start of the buffer, with room for what it needs. */
+    if (c->rpos > 0) {
+        memmove(c->rbuf, c->rbuf + c->rpos, c->rlen - c->rpos);
+        c->rlen -= c->rpos;
+        if (c->need)
+            c->need -= c->rpos;
+        c->rpos = 0;
+    }
+    if (c->need > c->rcap) {
+        c->rcap = c->need + 4096;
+        c->rbuf = xrealloc(c->rbuf, c->rcap);
+    }
+}
+
+static void on_readable(conn *c, double t)
+{
+    for (;;) {
+        if (c->rlen == c->rcap) {
+            c->rcap *= 2;
+            c->rbuf = xrealloc(c->rbuf, c->rcap);
+        }
+        ssize_t n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return;
+            die("read from %s:%d: %s", opt.host, opt.port, strerror(errno));
+        }
+        if (n == 0)
+            die("%s:%d closed a connection (%lld requests answered)", opt.host, opt.port, done);
+        c->rlen += (size_t)n;
+        t_progress = t;
+        frame_replies(c, t);
+        if ((size_t)n < c->rcap - c->rlen)
+            return; /* the socket is drained for now (level-triggered: more wakes us) */
+    }
+}
+
+static int connect_one(const struct sockaddr_in *sa)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        die("socket: %s", strerror(errno));
+    struct timeval tv = {.tv_sec = 5, .tv_usec = 0}; /* bounds a blocking connect */
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) < 0)
+        die("connect to %s:%d: %s", opt.host, opt.port, strerror(errno));
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct timeval zero = {0, 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &zero, sizeof zero);
+    return fd;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+static uint32_t percentile(double q)
+{
+    if (nlat == 0)
+        return 0;
+    size_t i = (size_t)(q * (double)(nlat - 1) + 0.5);
+    return lat[i < nlat ? i : nlat - 1];
+}
+
+int main(int argc, char **argv)
+{
+    parse_args(argc, argv);
+    rng_state = opt.seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL;
+    if (rng_state == 0)
+        rng_state = 1;
+    value = xrealloc(NULL, (size_t)opt.value_bytes);
+    memset(value, 'x', (size_t)opt.value_bytes);
+
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)opt.port);
+    if (inet_pton(AF_INET, opt.host, &sa.sin_addr) != 1)
+        die("-h: %s is not an IPv4 address", opt.host);
+
+    epfd = epoll_create1(0);
+    if (epfd < 0)
+        die("epoll_create1: %s", strerror(errno));
+    conn *cs = calloc((size_t)opt.conns, sizeof *cs);
+    if (!cs)
+        die("out of memory");
+    const size_t wcap = request_max() * (size_t)opt.pipeline;
+    for (int i = 0; i < opt.conns; i++) {
+        conn *c = &cs[i];
+        c->fd = connect_one(&sa);
+        c->wbuf = xrealloc(NULL, wcap);
+        c->rcap = 16384;
+        c->rbuf = xrealloc(NULL, c->rcap);
+        struct epoll_event ev = {.events = EPOLLIN, .data.ptr = c};
+        if (epoll_ctl(epfd, EPOLL_CTL_ADD, c->fd, &ev) < 0)
+            die("epoll_ctl: %s", strerror(errno));
+        int fl = fcntl(c->fd, F_GETFL);
+        if (fl < 0 || fcntl(c->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+            die("O_NONBLOCK: %s", strerror(errno));
+    }
+
+    double t = now();
+    deadline = t + opt.time_limit;
+    t_progress = t;
+    for (int i = 0; i < opt.conns; i++)
+        start_batch(&cs[i], t);
+
+    struct epoll_event evs[256];
+    for (;;) {
+        int busy = 0;
+        for (int i = 0; i < opt.conns && !busy; i++)
+            busy = cs[i].busy;
+        if (!busy)
+            break;
+        int n = epoll_wait(epfd, evs, 256, 100);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            die("epoll_wait: %s", strerror(errno));
+        }
+        t = now();
+        for (int i = 0; i < n; i++) {
+            conn *c = evs[i].data.ptr;
+            if (evs[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+                on_readable(c, t);
+            if ((evs[i].events & EPOLLOUT) && c->woff < c->wlen)
+                flush_out(c);
+        }
+        if (t - t_progress > STALL_SECONDS)
+            die("no reply from %s:%d for %d s (%lld of %lld requests answered)", opt.host,
+                opt.port, STALL_SECONDS, done, sent);
+    }
+
+    qsort(lat, nlat, sizeof *lat, cmp_u32);
+    double secs = t_last > t_first ? t_last - t_first : 0;
+    printf("mc_load cmd=%s pipeline=%d conns=%d requests=%lld keys=%lld seconds=%.3f rps=%.0f "
+           "p50_us=%u p99_us=%u errors=%lld hits=%lld misses=%lld\n",
+           cmd_name(), opt.pipeline, opt.conns, done, keys_done, secs,
+           secs > 0 ? (double)done / secs : 0.0, percentile(0.50), percentile(0.99), errors, hits,
+           misses);
+    for (int i = 0; i < opt.conns; i++) {
+        close(cs[i].fd);
+        free(cs[i].wbuf);
+        free(cs[i].rbuf);
+    }
+    free(cs);
+    free(lat);
+    free(value);
+    close(epfd);
+    return 0;
+}
