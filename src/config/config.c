@@ -1074,6 +1074,40 @@ static int read_all(loader *ld, unsigned char **out, size_t *outlen)
     return CH_OK;
 }
 
+/* Loads the text buf[0, len) (taken over: freed here) as the file path. */
+static int load_text(loader *ld, unsigned char *buf, size_t len, const char *path,
+                     ch_config **out)
+{
+    int rc = CH_OK;
+    ld->buf = buf;
+    ld->len = len;
+    ld->cfg = xmalloc(sizeof *ld->cfg);
+    if (ld->cfg == NULL) {
+        rc = nomem(ld);
+        goto done;
+    }
+    memset(ld->cfg, 0, sizeof *ld->cfg);
+    if ((ld->cfg->path = dupn(path, strlen(path))) == NULL) {
+        rc = nomem(ld);
+        goto done;
+    }
+    rc = run_pass(ld, scan_stream);
+    if (rc == CH_OK)
+        rc = run_pass(ld, load_stream);
+
+done:
+    strset_free(&ld->pool_names);
+    strset_free(&ld->listens);
+    strset_free(&ld->servers);
+    xfree(buf);
+    if (rc != CH_OK) {
+        ch_config_free(ld->cfg);
+        return rc;
+    }
+    *out = ld->cfg;
+    return CH_OK;
+}
+
 int ch_config_load(const char *path, ch_config **out, ch_config_error *err)
 {
     loader ld = {.path = path != NULL ? path : "(null)", .err = err};
@@ -1085,34 +1119,21 @@ int ch_config_load(const char *path, ch_config **out, ch_config_error *err)
     int rc = read_all(&ld, &buf, &len);
     if (rc != CH_OK)
         return rc;
-    ld.buf = buf;
-    ld.len = len;
+    return load_text(&ld, buf, len, path, out);
+}
 
-    ld.cfg = xmalloc(sizeof *ld.cfg);
-    if (ld.cfg == NULL) {
-        rc = nomem(&ld);
-        goto done;
-    }
-    memset(ld.cfg, 0, sizeof *ld.cfg);
-    if ((ld.cfg->path = dupn(path, strlen(path))) == NULL) {
-        rc = nomem(&ld);
-        goto done;
-    }
-    rc = run_pass(&ld, scan_stream);
-    if (rc == CH_OK)
-        rc = run_pass(&ld, load_stream);
-
-done:
-    strset_free(&ld.pool_names);
-    strset_free(&ld.listens);
-    strset_free(&ld.servers);
-    xfree(buf);
-    if (rc != CH_OK) {
-        ch_config_free(ld.cfg);
-        return rc;
-    }
-    *out = ld.cfg;
-    return CH_OK;
+int ch__config_load_text(const char *name, const void *text, size_t len, ch_config **out,
+                         ch_config_error *err)
+{
+    loader ld = {.path = name != NULL ? name : "(text)", .err = err};
+    if (out == NULL || (text == NULL && len > 0) || len > CH_CONFIG_MAX_BYTES)
+        return fail_at(&ld, CH_EINVAL, 0, 0, "%s", ch_strerror(CH_EINVAL));
+    unsigned char *buf = xmalloc(len > 0 ? len : 1);
+    if (buf == NULL)
+        return nomem(&ld);
+    if (len > 0)
+        memcpy(buf, text, len);
+    return load_text(&ld, buf, len, ld.path, out);
 }
 
 const char *ch_config_error_str(const ch_config_error *err, char *buf, size_t len)

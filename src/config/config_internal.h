@@ -8,6 +8,14 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+typedef struct ch_config ch_config;
+typedef struct ch_config_error ch_config_error;
+
+/* ch_config_load() of text[0, len) instead of a file, named name in errors: for the fuzz
+ * target (fuzz/config_fuzz.c) and tests. Same results and errors as the file would give. */
+int ch__config_load_text(const char *name, const void *text, size_t len, ch_config **out,
+                         ch_config_error *err);
+
 /* ---- numbers ------------------------------------------------------------------------------ */
 
 /* Outcomes of ch__conf_parse_int(). */
