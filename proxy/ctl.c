@@ -39,17 +39,44 @@ static void ctl_stop(px_ctl *m)
         m->stats_listener = NULL;
     }
     px_admin_http_stop(m);
-    uv_close((uv_handle_t *)&m->sigint, NULL);
-    uv_close((uv_handle_t *)&m->sigterm, NULL);
-    uv_close((uv_handle_t *)&m->sighup, NULL);
+    uv_signal_t *sigs[] = {&m->sigint, &m->sigterm, &m->sighup, &m->sigusr1,
+                           &m->sigusr2, &m->sigttin, &m->sigttou};
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        uv_close((uv_handle_t *)sigs[i], NULL);
 }
 
+/* SIGHUP, as nutcracker and logrotate expect: the log file is reopened (a rotation moved it
+ * away), then the config is reloaded. */
 static void sighup_cb(uv_signal_t *h, int signum)
 {
     (void)signum;
     px_ctl *m = h->data;
+    if (m->log_path != NULL) {
+        if (px_log_reopen(&m->log, m->log_path) == 0)
+            PX_LOG(m, PX_LOG_NOTICE, "SIGHUP: log file '%s' reopened", m->log_path);
+        else
+            PX_LOG(m, PX_LOG_ERR, "SIGHUP: cannot reopen log file '%s': %s; still writing "
+                   "to the old one", m->log_path, strerror(errno));
+    }
     if (!m->stopping)
         (void)px_reload(m, "SIGHUP", NULL);
+}
+
+/* SIGTTIN raises the log level by one, SIGTTOU lowers it (0..11), as nutcracker's do;
+ * SIGUSR1 and SIGUSR2 are logged and ignored (nutcracker carries on too). */
+static void sigmisc_cb(uv_signal_t *h, int signum)
+{
+    px_ctl *m = h->data;
+    if (signum == SIGTTIN || signum == SIGTTOU) {
+        int l = __atomic_load_n(&m->log_level, __ATOMIC_RELAXED);
+        l = signum == SIGTTIN ? (l < 11 ? l + 1 : 11) : (l > 0 ? l - 1 : 0);
+        __atomic_store_n(&m->log_level, l, __ATOMIC_RELAXED);
+        px_log_write(&m->log, PX_LOG_NOTICE, "%s: log level now %d",
+                     signum == SIGTTIN ? "SIGTTIN" : "SIGTTOU", l);
+        return;
+    }
+    PX_LOG(m, PX_LOG_NOTICE, "signal %d (%s) received: ignored", signum,
+           signum == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
 }
 
 static void signal_cb(uv_signal_t *h, int signum)
@@ -158,13 +185,19 @@ int px_ctl_init(px_ctl *m, ch_config *cfg, unsigned nworkers)
     }
     m->rng = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ULL ^ (uint64_t)getpid() ^ 1u;
     m->start_time = (uint64_t)time(NULL);
-    uv_signal_init(m->loop, &m->sigint);
-    uv_signal_init(m->loop, &m->sigterm);
-    uv_signal_init(m->loop, &m->sighup);
-    m->sigint.data = m->sigterm.data = m->sighup.data = m;
-    uv_signal_start(&m->sigint, signal_cb, SIGINT);
-    uv_signal_start(&m->sigterm, signal_cb, SIGTERM);
-    uv_signal_start(&m->sighup, sighup_cb, SIGHUP);
+    struct {
+        uv_signal_t *h;
+        uv_signal_cb cb;
+        int signum;
+    } sigs[] = {{&m->sigint, signal_cb, SIGINT},    {&m->sigterm, signal_cb, SIGTERM},
+                {&m->sighup, sighup_cb, SIGHUP},    {&m->sigusr1, sigmisc_cb, SIGUSR1},
+                {&m->sigusr2, sigmisc_cb, SIGUSR2}, {&m->sigttin, sigmisc_cb, SIGTTIN},
+                {&m->sigttou, sigmisc_cb, SIGTTOU}};
+    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+        uv_signal_init(m->loop, sigs[i].h);
+        sigs[i].h->data = m;
+        uv_signal_start(sigs[i].h, sigs[i].cb, sigs[i].signum);
+    }
 
     m->pools = calloc(cfg->npools, sizeof(*m->pools));
     m->workers = calloc(nworkers, sizeof(*m->workers));

@@ -21,13 +21,15 @@ typedef struct px_admin_http px_admin_http; /* admin_http.h */
 struct px_ctl {
     uv_loop_t *loop;
     px_log log;
+    int log_level;          /* what every copy of log.level points to */
+    const char *log_path;   /* -o, reopened on SIGHUP; NULL: stderr */
     const char *conf_path;  /* the -c file, absolute (set by main; re-read by a reload) */
     px_conf *conf;          /* the file as last loaded (a reference) */
     px_shared_pool *pools;
     size_t npools;
     px_worker *workers;
     unsigned nworkers;
-    uv_signal_t sigint, sigterm, sighup;
+    uv_signal_t sigint, sigterm, sighup, sigusr1, sigusr2, sigttin, sigttou;
     uint64_t reloads, reload_failures; /* stats: configs applied / rejected (SIGHUP, POST
                                           /-/reload) */
     px_stream *stats_listener;

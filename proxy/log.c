@@ -4,6 +4,10 @@
  */
 #include "log.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <stdarg.h>
 
 #include <time.h>
@@ -29,4 +33,20 @@ void px_log_write(px_log *lg, int level, const char *fmt, ...)
     fputc('\n', fp);
     fflush(fp);
     funlockfile(fp);
+}
+
+int px_log_reopen(px_log *lg, const char *path)
+{
+    FILE *fp = lg->fp != NULL ? lg->fp : stderr;
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -1;
+    flockfile(fp);
+    fflush(fp);
+    int rc = dup2(fd, fileno(fp));
+    funlockfile(fp);
+    int e = errno;
+    close(fd);
+    errno = e;
+    return rc < 0 ? -1 : 0;
 }

@@ -12,9 +12,16 @@ enum { PX_LOG_EMERG = 0, PX_LOG_ERR = 3, PX_LOG_WARN = 4, PX_LOG_NOTICE = 5, PX_
        PX_LOG_DEBUG = 7 };
 
 typedef struct px_log {
-    FILE *fp;  /* stderr or the -o file */
-    int level; /* messages above this level are dropped */
+    FILE *fp;   /* stderr or the -o file; its descriptor is replaced in place when the file is
+                   reopened (SIGHUP), so every copy keeps writing to the new file */
+    int *level; /* messages above it are dropped; shared by every copy of the px_log (the
+                   control thread's), changed at run time by SIGTTIN/SIGTTOU: atomic */
 } px_log;
+
+/* Reopens the log file path onto lg->fp (logrotate: the old file was moved away): a new file
+ * is opened, and its descriptor put in place of the old one's (dup2), so writers of any thread
+ * never see a closed stream. 0, or -1 with errno (the old file is kept). */
+int px_log_reopen(px_log *lg, const char *path);
 
 /* One line "[time] LEVEL message", written under the stream's lock so lines never interleave. */
 void px_log_write(px_log *lg, int level, const char *fmt, ...)
@@ -23,7 +30,7 @@ void px_log_write(px_log *lg, int level, const char *fmt, ...)
 /* lg is a px_log *; x is anything with a px_log field named log (px_ctl, px_io). */
 #define PX_LOGL(lg, lvl, ...)                                                                     \
     do {                                                                                          \
-        if ((lvl) <= (lg)->level)                                                                 \
+        if ((lvl) <= __atomic_load_n((lg)->level, __ATOMIC_RELAXED))                              \
             px_log_write((lg), (lvl), __VA_ARGS__);                                               \
     } while (0)
 #define PX_LOG(x, lvl, ...) PX_LOGL(&(x)->log, lvl, __VA_ARGS__)

@@ -1,0 +1,111 @@
+#!/usr/bin/python3
+"""proxy_signals: chash-proxy's signals, as nutcracker's and as docs/PROXY.md lists them
+(issue 17, part 2).
+
+- SIGUSR1, SIGUSR2: logged and ignored; the proxy keeps serving (before: they killed it).
+- SIGTTIN / SIGTTOU: the log level up / down by one, logged; at level 7 (debug) a debug line
+  shows up where none did at 5 (before: nothing happened).
+- SIGHUP with the log file moved away (logrotate without copytruncate): a new log file is
+  created at the path and takes the new lines (the reload's), the moved one takes none (before:
+  the proxy kept writing to the moved file).
+- SIGABRT (a crash): the proxy dies of the signal and the log holds a "fatal signal 6,
+  backtrace" line with frames (before: nothing in the log).
+
+Usage: test_signals.py CHASH_PROXY CHASH_CLI
+Exit: 0 pass, 1 fail, 77 skip (redis-server missing and CI unset).
+"""
+import os
+import signal
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proxyharness import (Proxy, Resp, fail, free_ports, log, make_tmpdir,  # noqa: E402
+                          pool_yaml, require_binary, require_programs, run_main, start_redises,
+                          write_file)
+
+BOUND = 10.0
+
+
+def read(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return b""
+
+
+def wait_for(path, needle, what):
+    deadline = time.monotonic() + BOUND
+    while needle not in read(path):
+        if time.monotonic() > deadline:
+            fail("%s: %r not in %s within %g s; it holds:\n%s" % (
+                what, needle, path, BOUND, read(path)[-1500:].decode("utf-8", "replace")))
+        time.sleep(0.05)
+
+
+def body():
+    proxy_exe = require_binary(sys.argv[1])
+    (redis_server,) = require_programs("redis-server")
+    tmp = make_tmpdir()
+    (backend,) = start_redises(redis_server, tmp, 1)
+    port = free_ports(1)[0]
+    conf = write_file(os.path.join(tmp, "sig.yml"), pool_yaml("sig", port, [(backend.text, 1,
+                                                                              None)]))
+    p = Proxy(proxy_exe, tmp, conf, [("127.0.0.1", port)], label="sig").start()
+    addr = ("127.0.0.1", port)
+    with Resp(addr) as c:
+        for signame in ("SIGUSR1", "SIGUSR2"):
+            p.proc.send_signal(getattr(signal, signame))
+            wait_for(p.log, ("(%s) received: ignored" % signame).encode(), signame)
+            if c.call("PING") != b"PONG" or not p.alive():
+                fail("the proxy does not serve after %s" % signame)
+        # Log level: 5 -> 7 -> 6. A reload logs an INFO line only above 5: "reading" is NOTICE,
+        # a client's protocol error is INFO.
+        p.proc.send_signal(signal.SIGTTIN)
+        wait_for(p.log, b"SIGTTIN: log level now 6", "SIGTTIN")
+        p.proc.send_signal(signal.SIGTTIN)
+        wait_for(p.log, b"SIGTTIN: log level now 7", "SIGTTIN")
+        with Resp(addr) as bad:
+            bad.send(b"*1\r\n$x\r\n")
+            try:
+                bad.read()
+            except Exception:
+                pass
+        wait_for(p.log, b"Protocol error", "an INFO line at level 7")
+        p.proc.send_signal(signal.SIGTTOU)
+        wait_for(p.log, b"SIGTTOU: log level now 6", "SIGTTOU")
+        # Rotation: the file moved away, then SIGHUP.
+        moved = p.log + ".1"
+        os.rename(p.log, moved)
+        p.proc.send_signal(signal.SIGHUP)
+        wait_for(p.log, b"reload done", "SIGHUP after a rotation")
+        if b"reload done" in read(moved):
+            fail("the moved log file still took the reload's lines")
+        if c.call("PING") != b"PONG":
+            fail("the proxy does not serve after SIGHUP")
+    p.stop()
+
+    # A crash leaves a line in the log.
+    q = Proxy(proxy_exe, tmp, conf, [("127.0.0.1", port)], label="crash").start()
+    q.proc.send_signal(signal.SIGABRT)
+    try:
+        rc = q.proc.wait(timeout=BOUND)
+    except Exception:
+        fail("the proxy did not die of SIGABRT within %g s" % BOUND)
+    if rc != -signal.SIGABRT:
+        fail("after SIGABRT the proxy exited with %r, not the signal" % rc)
+    text = read(q.log)
+    if b"fatal signal 6, backtrace:" not in text:
+        fail("no crash line in the log after SIGABRT:\n%s" % text[-1500:].decode("utf-8",
+                                                                                "replace"))
+    frames = text.split(b"fatal signal 6, backtrace:", 1)[1].strip().split(b"\n")
+    if len(frames) < 2:
+        fail("the crash line has %d frames" % len(frames))
+    log("USR1/USR2 ignored, TTIN/TTOU change the level, HUP reopens a rotated log and reloads, "
+        "ABRT logs a backtrace (%d frames)" % len(frames))
+    return "6 signals as documented"
+
+
+if __name__ == "__main__":
+    run_main(body)
