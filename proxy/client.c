@@ -6,9 +6,11 @@
  * Invariants:
  * - c->head..c->tail holds the client's requests in arrival order; a reply leaves only from the
  *   head, so a pipeline spanning several backends is answered in order.
- * - c->stored + c->wbuf.len + c->inflight is every reply byte the proxy holds for the client;
- *   beyond the pool's max_client_buffer (max_client_buffer_bytes) the client is closed (a
- *   client that never reads cannot make the proxy grow without bound).
+ * - c->stored + c->wbuf.len + c->inflight is every reply byte the proxy holds for the client
+ *   (client_held). Beyond the pool's max_client_buffer (max_client_buffer_bytes) the proxy
+ *   stops reading the client's requests (no new replies are asked for), and closes it only if
+ *   it has also taken no byte for PX_CLIENT_STALL_MS: a client that never reads is closed, one
+ *   reading a reply larger than the limit as fast as it can never is.
  * - A client struct lives until its stream's close callback; requests still waiting for
  *   backends then lose their owner (rq->owner = NULL) and are freed when they complete.
  */
@@ -56,13 +58,34 @@ static void count_request(px_rq *rq)
 
 /* ---- the queue --------------------------------------------------------------------------------- */
 
+static size_t client_held(const px_client *c)
+{
+    return c->stored + c->wbuf.len + c->inflight;
+}
+
+/* Over max_client_buffer: stop reading its requests (client_flush resumes once it is back
+ * under); the sweep closes it if it takes nothing meanwhile (client_stalled). */
 static void client_over_limit(px_client *c)
 {
+    if (client_held(c) <= c->pool->max_client_buffer || c->closing || c->paused)
+        return;
+    uv_read_stop(&c->stream->u.stream);
+    c->paused = true;
+}
+
+/* Held over the limit and nothing taken for PX_CLIENT_STALL_MS: closed. */
+static bool client_stalled(px_client *c, uint64_t now)
+{
+    if (client_held(c) <= c->pool->max_client_buffer || now - c->last_write_ms < PX_CLIENT_STALL_MS)
+        return false;
     PX_LOG(c->pool->io, PX_LOG_WARN,
-           "pool %s: client %llu holds over %zu reply bytes unread: closing it",
-           c->pool->conf->name, (unsigned long long)c->id, c->pool->max_client_buffer);
+           "pool %s: client %llu holds over %zu reply bytes and has read none for %u ms: "
+           "closing it",
+           c->pool->conf->name, (unsigned long long)c->id, c->pool->max_client_buffer,
+           PX_CLIENT_STALL_MS);
     c->pool->stats.client_err++;
     px_client_close(c);
+    return true;
 }
 
 /* rq's reply is complete (request.c's on_done): move replies from the head of the queue to the
@@ -76,8 +99,7 @@ static void client_rq_done(px_rq *rq)
     if (rq != c->head) {
         rq->counted = true;
         c->stored += rq->reply.len;
-        if (c->stored + c->wbuf.len + c->inflight > c->pool->max_client_buffer)
-            client_over_limit(c);
+        client_over_limit(c);
         return;
     }
     while (c->head != NULL && c->head->done) {
@@ -102,8 +124,7 @@ static void client_rq_done(px_rq *rq)
         }
     }
     client_mark(c);
-    if (c->stored + c->wbuf.len + c->inflight > c->pool->max_client_buffer)
-        client_over_limit(c);
+    client_over_limit(c);
 }
 
 /* A new request for m at the tail of the queue; NULL when out of memory. */
@@ -337,6 +358,7 @@ static void client_written(px_write *w, px_stream *st, int status)
 {
     px_client *c = st->owner;
     c->inflight -= w->len;
+    c->last_write_ms = px_io_now(c->pool->io);
     if (status < 0 && !c->closing) {
         c->pool->stats.client_err++;
         px_client_close(c);
@@ -357,12 +379,14 @@ static void client_flush(px_client *c)
 {
     if (c->closing)
         return;
-    size_t queued = 0;
+    size_t queued = 0, before = c->wbuf.len;
     if (px_stream_write(c->stream, &c->wbuf, client_written, &queued) < 0) {
         c->pool->stats.client_err++;
         px_client_close(c);
         return;
     }
+    if (queued < before)
+        c->last_write_ms = px_io_now(c->pool->io); /* the socket took some now */
     c->inflight += queued;
     if (c->draining && c->head == NULL && !c->shut) {
         c->shut = true;
@@ -371,7 +395,8 @@ static void client_flush(px_client *c)
         return;
     }
     if (c->paused && !c->draining && c->nreqs < PX_MAX_CLIENT_REQUESTS / 2 &&
-        c->inflight_bytes < c->pool->max_client_inflight / 2 + 1) {
+        c->inflight_bytes < c->pool->max_client_inflight / 2 + 1 &&
+        client_held(c) <= c->pool->max_client_buffer) {
         c->paused = false;
         uv_read_start(&c->stream->u.stream, client_alloc_cb, client_read_cb);
         client_process(c);
@@ -463,7 +488,7 @@ void px_client_accept(px_pool *pool, uv_stream_t *listener)
     pool->stats.client_connections++;
     PX_ATOMIC_ADD(pool->shared->clients, 1); /* the limit is the pool's, over all workers */
     PX_ATOMIC_ADD(*pool->clients_open, 1);
-    c->last_read_ms = px_io_now(pool->io);
+    c->last_read_ms = c->last_write_ms = px_io_now(pool->io);
     c->addr_hash = peer_hash(&st->u.stream);
     pool->m.clients_accepted++;
     PX_ATOMIC_ADD(*pool->accepted_total, 1);
@@ -504,12 +529,10 @@ void px_client_sweep(px_pool *pool, uint64_t now)
                                                         : 0;
     uint64_t read = pool->conf->client_read_timeout > 0 ? (uint64_t)pool->conf->client_read_timeout
                                                         : 0;
-    if (idle == 0 && read == 0)
-        return;
     for (px_dl *d = pool->clients.next; d != &pool->clients;) {
         px_client *c = PX_CONTAINER(d, px_client, link);
         d = d->next; /* c may close: its link stays valid until its close callback */
-        if (c->closing || c->draining || c->paused)
+        if (c->closing || client_stalled(c, now) || c->draining || c->paused)
             continue;
         if (read > 0 && c->partial_since != 0 && now - c->partial_since >= read) {
             client_read_timed_out(c, read);

@@ -28,6 +28,7 @@ struct px_client {
     size_t inflight; /* bytes handed to uv_write, not yet written */
     px_buf wbuf;
     uint64_t last_read_ms; /* loop time of its last bytes (or of its accept) */
+    uint64_t last_write_ms; /* loop time it last took reply bytes (or of its accept) */
     uint64_t addr_hash;    /* its peer address (not the port), for the AUTH guard */
     uint64_t partial_since; /* loop time its incomplete request began (0: none) */
     uint8_t auth_fails;    /* wrong passwords in a row */
@@ -45,10 +46,12 @@ void px_client_close(px_client *c);
  * silent the longest (an idle flood then rotates instead of locking everyone out). Returns
  * whether there was one. Cost: O(clients of the pool on this worker). */
 bool px_client_shed_idle(px_pool *pool);
-/* The pool's timeouts (client_idle_timeout, client_read_timeout), checked once a second by its
- * worker: a client silent with nothing in flight beyond the first is closed; one whose request
- * has not arrived whole within the second is answered with an error and closed. A client the
- * proxy itself stopped reading (backpressure) is never timed out. Cost: O(clients). */
+/* Once a second, by its worker: a client over max_client_buffer_bytes that has taken no reply
+ * byte for PX_CLIENT_STALL_MS is closed; then the pool's timeouts (client_idle_timeout,
+ * client_read_timeout): a client silent with nothing in flight beyond the first is closed; one
+ * whose request has not arrived whole within the second is answered with an error and closed.
+ * A client the proxy itself stopped reading (backpressure) is never timed out. Cost:
+ * O(clients). */
 void px_client_sweep(px_pool *pool, uint64_t now);
 
 #endif /* CHASH_PROXY_CLIENT_H */

@@ -29,6 +29,8 @@
  * request or reply does not keep its high-water mark for good. */
 #define PX_BUF_KEEP (1024u * 1024u)
 #define PX_MAX_DEPTH 8u             /* failover candidates tried per key */
+/* A client over max_client_buffer_bytes that takes no reply byte for this long is closed. */
+#define PX_CLIENT_STALL_MS 2000u
 #define PX_FD_LOG_PERIOD_MS 10000u  /* "out of descriptors" lines: at most one per pool per 10 s */
 /* AUTH guessing: a connection is closed after PX_AUTH_CONN_FAILS wrong passwords in a row; an
  * address with PX_AUTH_ADDR_FAILS wrong passwords within PX_AUTH_WINDOW_MS (per worker) has

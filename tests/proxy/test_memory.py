@@ -13,6 +13,9 @@ redis-servers, pool timeout 30 s:
 2. Eight clients each send one GET with a 24 MiB key, then stay connected and idle: their read
    buffers are freed once empty, so the RSS returns to within 120 MiB of what it was before
    (before: each kept its 24+ MiB buffer, +192 MiB and more).
+3. A pool with max_client_buffer_bytes 8 MiB: a client reading a 40 MiB value as fast as it can
+   gets all of it (before: closed at once, as a client that does not read), and one that never
+   reads its replies is still closed (stats client_err) within 10 s.
 
 RSS is read from /proc (VmRSS); every wait is bounded.
 
@@ -53,11 +56,14 @@ def body():
     for r in backends:
         r.call("CONFIG", "SET", "proto-max-bulk-len", str(64 * MIB))
     port = free_ports(1)[0]
+    sport = free_ports(1)[0]
     conf = write_file(os.path.join(tmp, "mem.yml"), pool_yaml(
         "mem", port, [(r.text, 1, None) for r in backends], hash="md5", distribution="ketama",
-        timeout=30000))
+        timeout=30000) + pool_yaml(
+        "small", sport, [(r.text, 1, None) for r in backends], hash="md5",
+        distribution="ketama", max_client_buffer_bytes=8 * MIB))
     proxyharness.sanitizer_env = small_quarantine_env  # the Proxy class reads it at start
-    p = Proxy(proxy_exe, tmp, conf, [("127.0.0.1", port)], label="mem",
+    p = Proxy(proxy_exe, tmp, conf, [("127.0.0.1", port), ("127.0.0.1", sport)], label="mem",
               extra_args=("--threads", "1")).start()
     key = b"big:1"
     owner = chash_lookup(chash, conf, "mem", [key])[key]
@@ -120,6 +126,32 @@ def body():
             fail("the proxy does not answer after the big requests")
     for c in idle:
         c.close()
+
+    # 3. Big replies: a reading client is served, a client that never reads is closed.
+    big = b"b" * (40 * MIB)
+    with Resp(("127.0.0.1", sport), timeout=60) as c:
+        if c.call("SET", "bigval", big) != b"OK":
+            fail("SET of a 40 MiB value failed")
+    with Resp(("127.0.0.1", sport), timeout=60) as c:
+        got = c.call("GET", "bigval")
+        if got != big:
+            fail("a reading client's GET of a 40 MiB value with max_client_buffer_bytes 8 MiB: "
+                 "%r" % (got if not isinstance(got, bytes) else len(got)))
+    errs = p.stats_json()["small"]["client_err"]
+    lazy = socket.socket()
+    lazy.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    lazy.connect(("127.0.0.1", sport))
+    lazy.settimeout(10)
+    try:
+        lazy.sendall(encode("GET", "bigval") * 2)
+    except OSError:
+        pass
+    deadline = time.monotonic() + 10
+    while p.stats_json()["small"]["client_err"] == errs and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if p.stats_json()["small"]["client_err"] == errs:
+        fail("a client that never reads its 40 MiB replies was not closed within 10 s")
+    lazy.close()
     p.stop()
     return "RSS +%d MiB under 768 MiB of pipelined SETs; +%d MiB after 8 x 24 MiB requests" % (
         (peak - base) // 1024, max(0, after - before) // 1024)
