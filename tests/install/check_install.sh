@@ -1,32 +1,70 @@
 #!/usr/bin/env bash
-# Installs libchash into a temporary prefix from a plain (unsanitized) build, then compiles the
-# README example against it through pkg-config, shared and static, and runs both. Also checks
-# that the shared library exports only the public ch_ API.
+# install_smoke: `cmake --install` of the install_build fixture into a fresh DESTDIR tree holds
+# everything a user needs: both programs, the three libraries static and shared (exporting only
+# ch_ symbols), their headers and pkg-config files, the man pages (rendering without a warning;
+# chash(1) naming every command `chash --help` lists), the systemd unit and the example config.
+# Then the README's libchash example is built through pkg-config against the tree, shared and
+# static, and both builds agree; the versions of the programs, the library and the pkg-config
+# files are the project() version of CMakeLists.txt.
 set -euo pipefail
-src=$1
+src=$1 build=$2
+. "$src/tests/install/common.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+version=$(project_version "$src")
+[ -n "$version" ] || fail "no project(chash VERSION ...) in $src/CMakeLists.txt"
 
-cmake -S "$src" -B "$work/build" -DCHASH_TESTS=OFF -DCHASH_BENCH=OFF \
-      -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
-cmake --build "$work/build" -j 2 >/dev/null
-cmake --install "$work/build" >/dev/null
+root=$work/root
+DESTDIR=$root cmake --install "$build" >/dev/null
+libdir=$(dirname "$(find "$root" -name chash.pc -path '*/pkgconfig/*' | head -n 1)")/..
+libdir=$(cd "$libdir" && pwd)
+usr=$root/usr
 
-libdir=$(find "$work/prefix" -name chash.pc -printf '%h\n' | head -n 1)
-export PKG_CONFIG_PATH=$libdir
-for f in include/chash.h; do test -f "$work/prefix/$f" || { echo "missing $f" >&2; exit 1; }; done
-ls "$libdir"/../libchash.a "$libdir"/../libchash.so >/dev/null
+for f in bin/chash bin/chash-proxy lib/systemd/system/chash-proxy.service; do
+    [ -f "$usr/$f" ] || fail "missing /usr/$f"
+done
+[ -f "$root/etc/chash-proxy/chash-proxy.yml" ] || fail "missing /etc/chash-proxy/chash-proxy.yml"
+for h in "${HEADERS[@]}"; do [ -f "$usr/include/$h" ] || fail "missing header $h"; done
+for l in "${LIBS[@]}"; do
+    for f in "lib$l.a" "lib$l.so" "lib$l.so.${version%%.*}" "lib$l.so.$version" "pkgconfig/$l.pc"; do
+        [ -e "$libdir/$f" ] || fail "missing $libdir/$f"
+    done
+    check_exports "$libdir/lib$l.so.$version"
+    # The header's version and the pkg-config version are the project's.
+    v=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --modversion "$l")
+    [ "$v" = "$version" ] || fail "$l.pc says version $v, CMakeLists.txt $version"
+done
+grep -q "^#define CH_VERSION_STRING \"$version\"$" "$usr/include/chash_version.h" ||
+    fail "installed chash_version.h does not say $version"
 
-cc -Wall -Werror "$src/examples/readme_example.c" $(pkg-config --cflags --libs chash) \
-   -Wl,-rpath,"$libdir/.." -o "$work/shared"
-cc -Wall -Werror "$src/examples/readme_example.c" $(pkg-config --cflags chash) \
-   "$libdir/../libchash.a" $(pkg-config --libs-only-l --static chash | sed 's/-lchash//') -o "$work/static"
+for m in "${MANPAGES[@]}"; do
+    [ -f "$usr/share/man/$m" ] || fail "missing man page $m"
+    check_manpage "$usr/share/man/$m"
+    zcat "$usr/share/man/$m" | grep -q "$version" || fail "$m does not carry version $version"
+done
+manpage=$(MANWIDTH=200 man -l "$usr/share/man/man1/chash.1.gz" 2>/dev/null)
+commands=$("$usr/bin/chash" --help | awk '/^  [a-z]+ / {print $1}')
+[ -n "$commands" ] || fail "chash --help lists no command"
+for c in $commands; do
+    grep -Eq "^       $c( |$)" <<<"$manpage" || fail "chash(1) does not document '$c'"
+done
+
+# The programs run from the tree and say the project version.
+[ "$("$usr/bin/chash" --version)" = "chash $version" ] || fail "chash --version: $("$usr/bin/chash" --version)"
+[ "$("$usr/bin/chash-proxy" -V)" = "This is chash-proxy-$version" ] || fail "chash-proxy -V: $("$usr/bin/chash-proxy" -V)"
+
+# The README's libchash example through the tree's pkg-config files (relocatable: their prefix
+# is found from their own directory), against the shared and the static library.
+export PKG_CONFIG_PATH=$libdir/pkgconfig
+cc -std=c11 -Wall -Wextra -Werror "$src/examples/readme_example.c" $(pkg-config --cflags --libs chash) \
+   -Wl,-rpath,"$libdir" -o "$work/shared"
+cc -std=c11 -Wall -Wextra -Werror "$src/examples/readme_example.c" $(pkg-config --cflags chash) \
+   "$libdir/libchash.a" $(pkg-config --libs-only-l --static chash | sed 's/-lchash\b//') -o "$work/static"
+ldd "$work/shared" | grep -q "$libdir/libchash.so.${version%%.*}" || fail "shared build does not use the tree's libchash.so"
+if ldd "$work/static" 2>/dev/null | grep -q libchash; then fail "static build links libchash.so"; fi
 out_shared=$("$work/shared")
 out_static=$("$work/static")
 echo "$out_shared"
-[ "$out_shared" = "$out_static" ] || { echo "shared and static builds disagree" >&2; exit 1; }
-grep -q '^user:42 -> cache-0[123] (failover cache-0[123])$' <<<"$out_shared"
-
-leaked=$(nm -D --defined-only "$libdir/../libchash.so" | awk '$2 == "T" && $3 !~ /^ch_[a-z]/')
-[ -z "$leaked" ] || { echo "non-API symbols exported: $leaked" >&2; exit 1; }
-echo "install: ok"
+[ "$out_shared" = "$out_static" ] || fail "shared and static builds disagree"
+grep -q '^user:42 -> cache-0[123] (failover cache-0[123])$' <<<"$out_shared" || fail "readme_example: $out_shared"
+echo "install: ok ($version)"
