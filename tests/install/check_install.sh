@@ -53,9 +53,9 @@ done
 [ "$("$usr/bin/chash" --version)" = "chash $version" ] || fail "chash --version: $("$usr/bin/chash" --version)"
 [ "$("$usr/bin/chash-proxy" -V)" = "This is chash-proxy-$version" ] || fail "chash-proxy -V: $("$usr/bin/chash-proxy" -V)"
 
-# The README's libchash example through the tree's pkg-config files (relocatable: their prefix
-# is found from their own directory), against the shared and the static library.
-export PKG_CONFIG_PATH=$libdir/pkgconfig
+# The README's libchash example through the tree's pkg-config files (they name /usr: the
+# sysroot puts the tree in front of their paths), against the shared and the static library.
+export PKG_CONFIG_PATH=$libdir/pkgconfig PKG_CONFIG_SYSROOT_DIR=$root
 cc -std=c11 -Wall -Wextra -Werror "$src/examples/readme_example.c" $(pkg-config --cflags --libs chash) \
    -Wl,-rpath,"$libdir" -o "$work/shared"
 cc -std=c11 -Wall -Wextra -Werror "$src/examples/readme_example.c" $(pkg-config --cflags chash) \

@@ -81,7 +81,8 @@ usr=$root/usr
 libdir=$usr/lib/$multiarch
 export PKG_CONFIG_PATH=$libdir/pkgconfig
 # In a tree the libraries are found through LD_LIBRARY_PATH; with dpkg, where they are installed.
-[ "$mode" = tree ] && export LD_LIBRARY_PATH=$libdir
+# In a tree, the pkg-config files' paths (/usr/...) are taken in the tree (PKG_CONFIG_SYSROOT_DIR).
+if [ "$mode" = tree ]; then export LD_LIBRARY_PATH=$libdir PKG_CONFIG_SYSROOT_DIR=$root; fi
 
 [ "$("$usr/bin/chash" --version)" = "chash $version" ] || fail "installed chash --version"
 [ "$("$usr/bin/chash-proxy" --version)" = "This is chash-proxy-$version" ] || fail "installed chash-proxy --version"
