@@ -2,7 +2,9 @@
 # install_smoke: `cmake --install` of the install_build fixture into a fresh DESTDIR tree holds
 # everything a user needs: both programs, the three libraries static and shared (exporting only
 # ch_ symbols), their headers and pkg-config files, the man pages (rendering without a warning;
-# chash(1) naming every command `chash --help` lists), the systemd unit and the example config.
+# chash(1) naming every command `chash --help` lists and every option of each command's --help,
+# chash-proxy(8) every option of `chash-proxy --help`, chash-proxy.yml(5) every pool key of
+# docs/CONFIG.md), the systemd unit and the example config.
 # Then the README's libchash example is built through pkg-config against the tree, shared and
 # static, and both builds agree; the versions of the programs, the library and the pkg-config
 # files are the project() version of CMakeLists.txt.
@@ -48,6 +50,27 @@ commands=$("$usr/bin/chash" --help | awk '/^  [a-z]+ / {print $1}')
 for c in $commands; do
     grep -Eq "^       $c( |$)" <<<"$manpage" || fail "chash(1) does not document '$c'"
 done
+
+# The man pages keep up with the programs and the config format: every option of every
+# `chash COMMAND --help` is in chash(1), every option of `chash-proxy --help` in chash-proxy(8),
+# every pool key of docs/CONFIG.md's tables in chash-proxy.yml(5).
+render() { MANWIDTH=200 man -l "$usr/share/man/$1" 2>/dev/null; }
+n=0
+for c in $commands; do
+    for o in $("$usr/bin/chash" "$c" --help | grep -o -- '--[a-z][a-z-]*' | sort -u); do
+        grep -q -- "$o" <<<"$manpage" || fail "chash(1) lacks '$c $o'"
+        n=$((n + 1))
+    done
+done
+[ "$n" -ge 20 ] || fail "only $n options found in chash's --help"
+page=$(render man8/chash-proxy.8.gz)
+opts=$("$usr/bin/chash-proxy" --help | grep -o -- ' -[a-zA-Z]\b\|--[a-z][a-z-]*' | sort -u)
+[ "$(wc -w <<<"$opts")" -ge 20 ] || fail "too few options found in chash-proxy --help: $opts"
+for o in $opts; do grep -q -- "$o" <<<"$page" || fail "chash-proxy(8) lacks $o"; done
+page=$(render man5/chash-proxy.yml.5.gz)
+keys=$(grep -o '^| `[a-z_]*`' "$src/docs/CONFIG.md" | tr -d '|` ' | sort -u)
+[ "$(wc -w <<<"$keys")" -ge 25 ] || fail "too few keys found in docs/CONFIG.md: $keys"
+for k in $keys; do grep -q -- "$k" <<<"$page" || fail "chash-proxy.yml(5) lacks the key $k"; done
 
 # The programs run from the tree and say the project version.
 [ "$("$usr/bin/chash" --version)" = "chash $version" ] || fail "chash --version: $("$usr/bin/chash" --version)"
