@@ -18,7 +18,7 @@ version=$(project_version "$src")
 
 root=$work/root
 DESTDIR=$root cmake --install "$build" >/dev/null
-libdir=$(dirname "$(find "$root" -name chash.pc -path '*/pkgconfig/*' | head -n 1)")/..
+libdir=$(dirname "$(find "$root" -name chash.pc -path '*/pkgconfig/*' -print -quit)")/..
 libdir=$(cd "$libdir" && pwd)
 usr=$root/usr
 
@@ -42,7 +42,7 @@ grep -q "^#define CH_VERSION_STRING \"$version\"$" "$usr/include/chash_version.h
 for m in "${MANPAGES[@]}"; do
     [ -f "$usr/share/man/$m" ] || fail "missing man page $m"
     check_manpage "$usr/share/man/$m"
-    zcat "$usr/share/man/$m" | grep -q "$version" || fail "$m does not carry version $version"
+    grep -q "$version" <<<"$(zcat "$usr/share/man/$m")" || fail "$m does not carry version $version"
 done
 manpage=$(MANWIDTH=200 man -l "$usr/share/man/man1/chash.1.gz" 2>/dev/null)
 commands=$("$usr/bin/chash" --help | awk '/^  [a-z]+ / {print $1}')
@@ -83,8 +83,8 @@ cc -std=c11 -Wall -Wextra -Werror "$src/examples/readme_example.c" $(pkg-config 
    -Wl,-rpath,"$libdir" -o "$work/shared"
 cc -std=c11 -Wall -Wextra -Werror "$src/examples/readme_example.c" $(pkg-config --cflags chash) \
    "$libdir/libchash.a" $(pkg-config --libs-only-l --static chash | sed 's/-lchash\b//') -o "$work/static"
-ldd "$work/shared" | grep -q "$libdir/libchash.so.${version%%.*}" || fail "shared build does not use the tree's libchash.so"
-if ldd "$work/static" 2>/dev/null | grep -q libchash; then fail "static build links libchash.so"; fi
+grep -q "$libdir/libchash.so.${version%%.*}" <<<"$(ldd "$work/shared")" || fail "shared build does not use the tree's libchash.so"
+if grep -q libchash <<<"$(ldd "$work/static" 2>/dev/null)"; then fail "static build links libchash.so"; fi
 out_shared=$("$work/shared")
 out_static=$("$work/static")
 echo "$out_shared"

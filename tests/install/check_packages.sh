@@ -28,12 +28,12 @@ trap cleanup EXIT
 # ---- the packages: names, version, contents, dependencies -----------------------------------
 declare -A deb
 for p in chash libchash0 libchash-dev; do
-    deb[$p]=$(ls "$pkgdir/${p}_${version}"_*.deb 2>/dev/null | head -n 1)
+    deb[$p]=$(ls "$pkgdir/${p}_${version}"_*.deb 2>/dev/null | head -n 1 || true)
     [ -n "${deb[$p]}" ] || fail "no package ${p}_${version}_*.deb in $pkgdir"
     [ "$(dpkg-deb -f "${deb[$p]}" Version)" = "$version" ] || fail "$p: version is not $version"
 done
 contents() { dpkg-deb -c "${deb[$1]}" | awk '{print $6}' | sed 's|^\./|/|'; }
-has() { contents "$1" | grep -qx -- "$2" || fail "package $1 lacks $2"; }
+has() { grep -qx -- "$2" <<<"$(contents "$1")" || fail "package $1 lacks $2"; }
 has chash /usr/bin/chash
 has chash /usr/bin/chash-proxy
 has chash /usr/lib/systemd/system/chash-proxy.service
@@ -47,11 +47,11 @@ for l in "${LIBS[@]}"; do
     has libchash-dev "/usr/lib/$multiarch/pkgconfig/$l.pc"
     has libchash0 "/usr/lib/$multiarch/lib$l.so.$version"
 done
-dpkg-deb -I "${deb[chash]}" conffiles | grep -qx /etc/chash-proxy/chash-proxy.yml ||
+grep -qx /etc/chash-proxy/chash-proxy.yml <<<"$(dpkg-deb -I "${deb[chash]}" conffiles)" ||
     fail "the installed config is not a conffile"
-dpkg-deb -f "${deb[libchash-dev]}" Depends | grep -q "libchash0 (= $version)" ||
+grep -qF "libchash0 (= $version)" <<<"$(dpkg-deb -f "${deb[libchash-dev]}" Depends)" ||
     fail "libchash-dev does not depend on libchash0 (= $version)"
-dpkg-deb -f "${deb[chash]}" Depends | grep -q libuv1 || fail "chash's Depends (dpkg-shlibdeps) lack libuv1"
+grep -q libuv1 <<<"$(dpkg-deb -f "${deb[chash]}" Depends)" || fail "chash's Depends (dpkg-shlibdeps) lack libuv1"
 
 # ---- install ---------------------------------------------------------------------------------
 already=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' chash libchash0 libchash-dev 2>/dev/null |

@@ -1,6 +1,8 @@
 # Shared by the install tests: fail(), the project version read from CMakeLists.txt's project()
 # line (independently of CMake, so the tests check the generated files against the source), the
-# libraries, headers and man pages an install must hold.
+# libraries, headers and man pages an install must hold. No `cmd | grep -q` here or in the
+# tests: under pipefail, grep quitting at its first match kills cmd with SIGPIPE and fails the
+# check at random; grep reads a here-string instead.
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 project_version() {
@@ -16,7 +18,7 @@ check_exports() {
     local leaked
     leaked=$(nm -D --defined-only "$1" | awk '$3 !~ /^ch_[a-z]/')
     [ -z "$leaked" ] || fail "$1 exports non-API symbols: $leaked"
-    nm -D --defined-only "$1" | grep -q ' T ch_' || fail "$1 exports no ch_ function"
+    grep -q ' T ch_' <<<"$(nm -D --defined-only "$1")" || fail "$1 exports no ch_ function"
 }
 
 # check_manpage FILE: renders with no groff warning and has the sections a man page needs.
