@@ -7,7 +7,8 @@
 #     libchash-cache one sets and gets a key on a real redis-server;
 #   - chash-proxy -t accepts the installed example config and refuses a broken copy of it;
 #     the installed proxy serves a copy of it on free ports in front of that redis-server;
-#   - the systemd unit carries its hardening and `systemd-analyze verify` accepts it (skipped,
+#   - the systemd unit carries its hardening, `systemd-analyze verify` accepts it and
+#     `systemd-analyze security --offline` scores its exposure at most 2.0 ("OK") (both skipped,
 #     saying so, when systemd-analyze is missing);
 # and the packages are removed again (dpkg -P), leaving none of their files behind.
 set -euo pipefail
@@ -170,6 +171,18 @@ if command -v systemd-analyze >/dev/null; then
     fi
     [ -z "$out" ] || fail "systemd-analyze verify warns: $out"
     echo "systemd-analyze verify: ok"
+    # systemd's own exposure score of the unit's sandbox (0 best, 10 worst; "OK" below 2.0):
+    # the hardening above scores 1.5; dropping DynamicUser, NoNewPrivileges, ProtectSystem and
+    # the syscall filter would score 5.5. --threshold is in tenths.
+    checked=$unit
+    [ "$mode" = dpkg ] || checked=$work/chash-proxy.service
+    if grep -q -- --offline <<<"$(systemd-analyze --help 2>/dev/null)"; then
+        out=$(systemd-analyze security --offline=true --threshold=20 --no-pager "$checked" 2>&1) ||
+            fail "systemd-analyze security: exposure above 2.0: $(tail -n 1 <<<"$out")"
+        echo "systemd-analyze security: $(grep -o 'exposure level.*' <<<"$out")"
+    else
+        echo "install_packages: systemd-analyze has no offline security check: skipped"
+    fi
 else
     echo "install_packages: systemd-analyze not found: the unit's verification is skipped"
 fi
