@@ -50,6 +50,11 @@ for l in "${LIBS[@]}"; do
 done
 grep -qx /etc/chash-proxy/chash-proxy.yml <<<"$(dpkg-deb -I "${deb[chash]}" conffiles)" ||
     fail "the installed config is not a conffile"
+for script in postinst prerm postrm; do
+    dpkg-deb -I "${deb[chash]}" "$script" >"$work/$script" || fail "chash has no $script"
+    sh -n "$work/$script" || fail "chash's $script is not valid sh"
+    grep -q "chash-proxy" "$work/$script" || fail "chash's $script does not handle chash-proxy"
+done
 grep -qF "libchash0 (= $version)" <<<"$(dpkg-deb -f "${deb[libchash-dev]}" Depends)" ||
     fail "libchash-dev does not depend on libchash0 (= $version)"
 grep -q libuv1 <<<"$(dpkg-deb -f "${deb[chash]}" Depends)" || fail "chash's Depends (dpkg-shlibdeps) lack libuv1"
