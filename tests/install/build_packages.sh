@@ -7,7 +7,8 @@ set -euo pipefail
 src=$1 work=$2
 mkdir -p "$work"
 rm -rf "$work/build/packages"
-if ! make -C "$src" deb DEB="$work/build" JOBS=2 >"$work/build.log" 2>&1; then
+# The make that runs ctest (make test) exports its MAKEFLAGS; this make is not its child job.
+if ! env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -C "$src" deb DEB="$work/build" JOBS=2 >"$work/build.log" 2>&1; then
     cat "$work/build.log" >&2
     echo "install_build: make deb failed" >&2
     exit 1

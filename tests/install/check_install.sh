@@ -90,4 +90,12 @@ out_static=$("$work/static")
 echo "$out_shared"
 [ "$out_shared" = "$out_static" ] || fail "shared and static builds disagree"
 grep -q '^user:42 -> cache-0[123] (failover cache-0[123])$' <<<"$out_shared" || fail "readme_example: $out_shared"
+# The README's libchash-cache example against the three static libraries (its run against a
+# redis-server is install_packages'): it links, and runs to its usage message.
+cc -std=c11 -Wall -Wextra -Werror "$src/examples/readme_cache.c" $(pkg-config --cflags chash_cache) \
+   "$libdir/libchash_cache.a" "$libdir/libchash_config.a" "$libdir/libchash.a" \
+   $(pkg-config --libs-only-l --static chash_cache | sed 's/-lchash[a-z_]*\b//g') -o "$work/cache_static"
+if grep -q libchash <<<"$(ldd "$work/cache_static" 2>/dev/null)"; then fail "static readme_cache links a libchash .so"; fi
+set +e; out=$("$work/cache_static" 2>&1); rc=$?; set -e
+[ "$rc" = 2 ] && [ "$out" = "usage: readme_cache NUTCRACKER.YML" ] || fail "static readme_cache: $rc $out"
 echo "install: ok ($version)"
