@@ -3,8 +3,10 @@ JOBS ?= 2
 RELEASE := build/release
 TEST := build/test
 TSAN := build/tsan
+DEB ?= build/deb
+PREFIX ?= /usr/local
 
-.PHONY: all build test test-tsan demo bench install clean bootstrap
+.PHONY: all build test test-tsan demo bench install deb clean bootstrap
 
 all: build
 
@@ -53,8 +55,22 @@ bench: build
 	@$(RELEASE)/bench/bench_place
 	@/usr/bin/python3 bench/proxy/bench_proxy.py --build $(RELEASE)
 
-install: build
-	cmake --install $(RELEASE) $(if $(PREFIX),--prefix $(PREFIX))
+# The release build, configured for PREFIX (default /usr/local) so that the paths written into
+# the systemd unit and the man pages are the installed ones; DESTDIR stages it elsewhere.
+install: bootstrap
+	@cmake -S . -B $(RELEASE) -DCMAKE_BUILD_TYPE=Release -DCHASH_WERROR=ON \
+	       -DCMAKE_INSTALL_PREFIX=$(PREFIX) >/dev/null
+	@cmake --build $(RELEASE) -j $(JOBS)
+	DESTDIR=$(DESTDIR) cmake --install $(RELEASE)
+
+# Debian packages chash, libchash0 and libchash-dev (CPack's DEB generator, docs/INSTALL.md)
+# from a release build for /usr, in build/deb/packages.
+deb: bootstrap
+	@cmake -S . -B $(DEB) -DCMAKE_BUILD_TYPE=Release -DCHASH_WERROR=ON -DCHASH_TESTS=OFF \
+	       -DCHASH_BENCH=OFF -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
+	@cmake --build $(DEB) -j $(JOBS)
+	@cd $(DEB) && cpack -G DEB >/dev/null
+	@ls -1 $(DEB)/packages/*.deb
 
 clean:
 	rm -rf build

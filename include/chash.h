@@ -19,13 +19,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* CH_VERSION_MAJOR, _MINOR, _PATCH and CH_VERSION_STRING: the version of these headers,
+ * generated from the CMake project version. ch_version() gives the library's at run time. */
+#include "chash_version.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define CH_VERSION_MAJOR 0
-#define CH_VERSION_MINOR 1
-#define CH_VERSION_PATCH 0
 
 /* ---------------------------------------------------------------------------------------------
  * Status codes. One list; it yields the enum and ch_strerror().
@@ -52,6 +52,11 @@ typedef enum ch_status {
 /* Returns a static, human-readable message for a status code; "unknown status" for any value
  * not in CH_STATUS_LIST. Never NULL. Cost: O(number of codes). */
 const char *ch_strerror(int status);
+
+/* Returns the version of the library the program runs with, "MAJOR.MINOR.PATCH" (the
+ * CH_VERSION_STRING it was built with; a program compiled against other headers sees its own
+ * CH_VERSION_STRING differ). A static string, never NULL. Cost: O(1). */
+const char *ch_version(void);
 
 /* ---------------------------------------------------------------------------------------------
  * Hash functions. One registry list; it yields the enum, the names used by the CLI and config,

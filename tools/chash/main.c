@@ -181,7 +181,8 @@ static const struct command {
 
 static void usage(FILE *f)
 {
-    fputs("usage: chash COMMAND [options]    (chash COMMAND --help for its options)\n\n", f);
+    fputs("usage: chash COMMAND [options]    (chash COMMAND --help for its options)\n"
+          "       chash --version\n\n", f);
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fputs("\nexample:\n  chash simulate --nodes 8 --add node-9\n", f);
@@ -196,6 +197,10 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "-V") == 0) {
+        printf("chash %s\n", ch_version());
         return 0;
     }
     for (size_t i = 0; i < NCOMMANDS; i++) {
