@@ -42,9 +42,10 @@ typedef enum ch_mc_status {
  *   - kept (CH_MC_ERROR): any error found in a complete line: unknown flag, bad number, key too
  *     long or with control characters, too many keys or tokens, a base64 key that does not
  *     decode, a missing or extra argument. The line is skipped, and for a storage command whose
- *     <bytes> parsed (and is at most max_swallow) its data block too, as memcached does
- *     (proto_text.c's conn_swallow). An item over max_item ("object too large for cache") is
- *     swallowed the same way. A data block not followed by "\r\n" ("bad data chunk") is skipped
+ *     <bytes> parsed (and is at most max_swallow) its data block too, as current memcached does
+ *     (proto_text.c's conn_swallow after a failed update; 1.6.18 did so for ms, and for text
+ *     storage lines only when the item was too large: a data block is never run as a command
+ *     here). An item over max_item ("object too large for cache") is swallowed the same way. A data block not followed by "\r\n" ("bad data chunk") is skipped
  *     as declared (line + bytes + 2), as memcached does.
  *   - closed (CH_MC_CLOSE): no "\n" within max_line bytes ("line too long"; get/gets/gat/gats
  *     lines may run to max_get_line, as memcached lets only multigets grow past 2048), and a
