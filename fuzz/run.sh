@@ -7,6 +7,7 @@
 #   fuzz/run.sh 20 build/fuzz                    the resp target (a first argument that is a
 #                                                number is SECONDS)
 #   FUZZ_JOBS=4 fuzz/run.sh mc 600               four workers for ten minutes
+#   FUZZ_FLAGS="-max_len=1024" fuzz/run.sh mc    more libFuzzer flags
 #
 # New inputs go to BUILD_DIR/corpus (the seed corpus is only read); a crash is written to
 # BUILD_DIR/crash-* and makes this script fail. Without clang or libFuzzer it exits 77 (skip),
@@ -45,6 +46,8 @@ bin="$out/${target}_fuzz"
 
 args=(-max_total_time="$seconds" -artifact_prefix="$out/" -print_final_stats=1)
 if [ -f "$root/fuzz/$target.dict" ]; then args+=(-dict="$root/fuzz/$target.dict"); fi
+# More libFuzzer flags, e.g. FUZZ_FLAGS="-max_len=1024".
+if [ -n "${FUZZ_FLAGS:-}" ]; then read -r -a extra <<<"$FUZZ_FLAGS"; args+=("${extra[@]}"); fi
 if [ "$jobs" -gt 1 ]; then args+=(-jobs="$jobs" -workers="$jobs"); fi
 cd "$out"
 exec "$bin" "${args[@]}" "$out/corpus" "$root/fuzz/corpus/$target"

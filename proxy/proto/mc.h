@@ -42,9 +42,10 @@ typedef enum ch_mc_status {
  *   - kept (CH_MC_ERROR): any error found in a complete line: unknown flag, bad number, key too
  *     long or with control characters, too many keys or tokens, a base64 key that does not
  *     decode, a missing or extra argument. The line is skipped, and for a storage command whose
- *     <bytes> parsed (and is at most max_swallow) its data block too, as memcached does
- *     (proto_text.c's conn_swallow). An item over max_item ("object too large for cache") is
- *     swallowed the same way. A data block not followed by "\r\n" ("bad data chunk") is skipped
+ *     <bytes> parsed (and is at most max_swallow) its data block too, as current memcached does
+ *     (proto_text.c's conn_swallow after a failed update; 1.6.18 did so for ms, and for text
+ *     storage lines only when the item was too large: a data block is never run as a command
+ *     here). An item over max_item ("object too large for cache") is swallowed the same way. A data block not followed by "\r\n" ("bad data chunk") is skipped
  *     as declared (line + bytes + 2), as memcached does.
  *   - closed (CH_MC_CLOSE): no "\n" within max_line bytes ("line too long"; get/gets/gat/gats
  *     lines may run to max_get_line, as memcached lets only multigets grow past 2048), and a
@@ -52,7 +53,23 @@ typedef enum ch_mc_status {
  *     the line alone, not INCOMPLETE waiting for a terabyte). A <bytes> that is not a number
  *     (or negative) is CH_MC_ERROR with only the line skipped, as memcached does. */
 
-/* Where the words differ from memcached 1.6.18's own answers: memcached says "SERVER_ERROR
+/* Every request error text, and what the connection does (E: CH_MC_ERROR, kept, skip
+ * *consumed; C: CH_MC_CLOSE):
+ *   E "bad command line format"            arguments missing or extra, a number that is not one
+ *   E "bad command line format.  Usage: delete <key> [noreply]"   (memcached's words)
+ *   E "key too long"  E "key contains control characters"  E "error decoding key" (b flag)
+ *   E "too many keys" (get family, max_keys)  E "too many tokens" (meta, max_tokens)
+ *   E "invalid exptime argument" (gat gats touch)  E "invalid numeric delta argument" (incr
+ *     decr)  E "invalid flag"  E "bad token in command line format" (a numeric meta flag)
+ *   E "invalid numeric delta value" (ma D)  E "invalid numeric initial value" (ma J)
+ *   E "invalid mode for ms M token"  E "invalid mode for ma M token"  E "opaque token too long"
+ *   E "bad data chunk"  E "object too large for cache" (over max_item, up to max_swallow)
+ *   C "object too large for cache" (over max_swallow, or beyond 64 bits)  C "line too long"
+ * Reply errors (all C): "reply line too long", "reply line not ended by CRLF", "unexpected
+ * reply line to <cmd>", "bad data chunk", "value too large", "VA reply without a size", "ME
+ * reply without a key", "no reply expected to <cmd>", "reply too large".
+ *
+ * Where the words differ from memcached 1.6.18's own answers: memcached says "SERVER_ERROR
  * object too large for cache" (a codec may use that prefix for that err), and "bad command line
  * format" for a key over 250 bytes (here "key too long") or with control characters (memcached
  * takes those; here "key contains control characters"). Extra tokens after a text command

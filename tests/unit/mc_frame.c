@@ -5,8 +5,11 @@
  *   mc_frame REQUESTS REPLIES
  *
  * REQUESTS holds the bytes a client sent, REPLIES the bytes the server answered. Each request is
- * parsed with ch_mc_parse_request (all must be OK), then the reply stream is cut with
- * ch_mc_scan_reply, one reply per request, and one line per request is printed:
+ * parsed with ch_mc_parse_request, then the reply stream is cut with ch_mc_scan_reply, one reply
+ * per request, and one line per request is printed:
+ *   refused[<err>] <CODE> <text>               the parser refused it (CH_MC_ERROR: skipped as
+ *                                              it says); the server's error reply and its text
+ *   unknown <CODE> <class>                     an unknown command; the server's reply
  *   <cmd> <CODE> <class>[ keys=<k1>,<k2>...]   a reply (get family: the VALUE keys, in order,
  *                                              from ch_mc_value_next)
  *   <cmd> noreply                              a text request with "noreply": no reply expected
@@ -117,6 +120,33 @@ int main(int argc, char **argv)
         size_t consumed = 0, need = 0;
         ch_mc_status st = ch_mc_parse_request(q + qoff, qlen - qoff, &lim, &req, &consumed, &need,
                                               err, sizeof err);
+        ch_mc_reply rep;
+        if (st == CH_MC_ERROR || (st == CH_MC_OK && req.cmd == CH_MC_CMD_UNKNOWN)) {
+            /* Refused by the parser (the proxy would answer CLIENT_ERROR) or unknown (ERROR):
+             * the server must answer it with exactly one error line too. "mn" scans error
+             * lines and nothing else but MN. */
+            if (consumed > qlen - qoff) {
+                fprintf(stderr, "request at %zu: skip %zu past the end\n", qoff, consumed);
+                status = 2;
+                break;
+            }
+            qoff += consumed;
+            st = ch_mc_scan_reply(r + roff, rlen - roff, CH_MC_CMD_MN, &lim, &rep, &need, err + 80,
+                                  sizeof err - 80);
+            if (st != CH_MC_OK || rep.cls != CH_MC_C_ERROR) {
+                fprintf(stderr, "reply at %zu to a refused request: status %d, not an error\n",
+                        roff, (int)st);
+                status = 2;
+                break;
+            }
+            if (req.cmd == CH_MC_CMD_UNKNOWN && err[0] == '\0')
+                printf("unknown %s %s\n", code_name(rep.code), class_name(rep.cls));
+            else
+                printf("refused[%s] %s %.*s\n", err, code_name(rep.code), (int)rep.text.len,
+                       r + roff + rep.text.off);
+            roff += rep.len;
+            continue;
+        }
         if (st != CH_MC_OK) {
             fprintf(stderr, "request at %zu: status %d: %s\n", qoff, (int)st, err);
             status = 2;
@@ -128,7 +158,6 @@ int main(int argc, char **argv)
             printf("%s noreply\n", name);
             continue;
         }
-        ch_mc_reply rep;
         st = ch_mc_scan_reply(r + roff, rlen - roff, req.cmd, &lim, &rep, &need, err, sizeof err);
         if (req.quiet.len && (st != CH_MC_OK || ch_mc_quiet_suppresses(req.cmd, &rep))) {
             printf("%s suppressed\n", name);

@@ -1119,6 +1119,53 @@ static void test_rebuild(void **state)
     assert_int_equal(ch_mc_get_line_subset(d, &p.r, zero, 1, out, sizeof out), 0);
 }
 
+/* ---- odds and ends ------------------------------------------------------------------------- */
+
+static void test_null_and_caps(void **state)
+{
+    (void)state;
+    /* out, consumed, need and err may all be NULL. */
+    assert_int_equal(ch_mc_parse_request(S("get a\r\n"), NULL, NULL, NULL, NULL, NULL, 0), CH_MC_OK);
+    assert_int_equal(ch_mc_parse_request(S("get"), NULL, NULL, NULL, NULL, NULL, 0),
+                     CH_MC_INCOMPLETE);
+    assert_int_equal(ch_mc_parse_request(NULL, 0, NULL, NULL, NULL, NULL, NULL, 0),
+                     CH_MC_INCOMPLETE);
+    assert_int_equal(ch_mc_scan_reply(S("END\r\n"), CH_MC_CMD_GET, NULL, NULL, NULL, NULL, 0),
+                     CH_MC_OK);
+    /* A storage command's fields are whole even when its tokens do not fit the array. */
+    preq p = parse_cap(S("set k 0 0 1 noreply\r\nx\r\n"), NULL, 2);
+    assert_int_equal(p.st, CH_MC_OK);
+    assert_int_equal(p.r.ntokens, 6);
+    span_eq(p.src, p.r.noreply, "noreply");
+    span_eq(p.src, p.r.data, "x");
+    span_eq(p.src, p.r.key, "k");
+    assert_int_equal(ch_mc_cmd_props((ch_mc_cmd)999), 0);
+    assert_string_equal(ch_mc_cmd_name((ch_mc_cmd)999), "");
+    /* Replies under smaller limits: a VA or VALUE over max_item closes. */
+    ch_mc_limits l;
+    ch_mc_limits_init(&l);
+    l.max_item = 4;
+    prep r = scan_lim(S("VA 5\r\nabcde\r\n"), CH_MC_CMD_MG, &l);
+    assert_int_equal(r.st, CH_MC_CLOSE);
+    r = scan_lim(S("VA 4\r\nabcd\r\n"), CH_MC_CMD_MG, &l);
+    assert_int_equal(r.st, CH_MC_OK);
+    r = scan_lim(S("VALUE k 0 5\r\nabcde\r\nEND\r\n"), CH_MC_CMD_GET, &l);
+    assert_int_equal(r.st, CH_MC_CLOSE);
+    /* The VALUE iterator refuses what is not a well-formed block inside len. */
+    static const char *const bad[] = {"VALUE a 0 3\r\nab\r\n", "VALUE a 0 1\r\nxy\r\n",
+                                      "VALUES a 0 1\r\nx\r\n", "VALUE a 0\r\nx\r\n",
+                                      "VALUE a 0 1", "END\r\n", ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        size_t pos = 0;
+        ch_mc_value v;
+        char *b = dup_exact(bad[i], strlen(bad[i]));
+        if (ch_mc_value_next(b, strlen(bad[i]), &pos, &v))
+            fail_msg("iterated \"%s\"", bad[i]);
+        assert_int_equal(pos, 0);
+        free(b);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1142,6 +1189,7 @@ int main(void)
         cmocka_unit_test(test_reply_meta),
         cmocka_unit_test(test_quiet),
         cmocka_unit_test(test_rebuild),
+        cmocka_unit_test(test_null_and_caps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

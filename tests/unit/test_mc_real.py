@@ -98,6 +98,34 @@ SESSION = [
     (b"set big 0 0 2000\r\n" + b"x" * 2000 + b"\r\n", "set STORED ok"),
     (b"get big foo big\r\n", "get VALUES hit keys=big,foo,big"),
     (b"mn\r\n", "mn MN ok"),
+    # Requests the parser refuses (the proxy answers CLIENT_ERROR and keeps the connection): the
+    # server too answers each with one error line, and the stream stays in step, so the parser
+    # skips exactly what memcached skips. The server's words are memcached 1.6's. Left out,
+    # where memcached 1.6.18 itself differs from its later proto_text.c and from the parser: a
+    # malformed text storage line (1.6.18 reads the data block as a command line; the parser
+    # skips it, as current memcached does) and "set k 0 0 -1" (1.6.18 then loses the next line).
+    (b"set k 0 0 2\r\nabc\r\n", "refused[bad data chunk] CLIENT_ERROR bad data chunk"),
+    (b"", "unknown ERROR error"),  # the "\n" left of "abc\r\n" after 2 + 2 bytes: a line
+    (b"set k 0 0 2000000\r\n" + b"y" * 2000000 + b"\r\n",
+     "refused[object too large for cache] SERVER_ERROR object too large for cache"),
+    (b"get " + b"a" * 251 + b"\r\n", "refused[key too long] CLIENT_ERROR bad command line format"),
+    (b"incr n abc\r\n",
+     "refused[invalid numeric delta argument] CLIENT_ERROR invalid numeric delta argument"),
+    (b"touch k abc\r\n", "refused[invalid exptime argument] CLIENT_ERROR invalid exptime argument"),
+    (b"delete k 5\r\n", "refused[bad command line format.  Usage: delete <key> [noreply]] "
+     "CLIENT_ERROR bad command line format.  Usage: delete <key> [noreply]"),
+    (b"mg k zz\r\n", "refused[invalid flag] CLIENT_ERROR invalid flag"),
+    (b"mg k Tx\r\n", "refused[bad token in command line format] "
+     "CLIENT_ERROR bad token in command line format"),
+    (b"mg k O" + b"1" * 33 + b"\r\n", "refused[opaque token too long] CLIENT_ERROR opaque token too long"),
+    (b"ms k 1 Fx\r\nz\r\n", "refused[bad token in command line format] "
+     "CLIENT_ERROR bad command line format"),
+    (b"ms k 1 MX\r\nz\r\n", "refused[invalid mode for ms M token] "
+     "CLIENT_ERROR invalid mode for ms M token"),
+    (b"mg Zm9 b\r\n", "refused[error decoding key] CLIENT_ERROR error decoding key"),
+    (b"bogus a b\r\n", "unknown ERROR error"),
+    (b"get foo\r\n", "get VALUES hit keys=foo"),
+    (b"mn\r\n", "mn MN ok"),
 ]
 
 
