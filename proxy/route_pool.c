@@ -105,9 +105,29 @@ static px_server *next_server(px_rq *rq, px_slot s)
     return NULL;
 }
 
+/* Whether every key of a one-server command (MSETNX, EVAL) has the owner of its first. */
+static bool one_owner(const px_rq *rq)
+{
+    const px_pool *pool = rq->pool;
+    size_t first = SIZE_MAX;
+    for (size_t k = 0; k < rq->msg.nkeys; k++) {
+        const px_span *key = &rq->msg.keys[k];
+        size_t o = ch_lookup(pool->table, rq->msg.raw + key->off, key->len);
+        if (first == SIZE_MAX)
+            first = o;
+        else if (o != first)
+            return false;
+    }
+    return true;
+}
+
 static void pool_start(px_route *rt, px_rq *rq, px_slot s)
 {
     (void)rt;
+    if ((rq->msg.cmd->flags & PX_CMD_ONE_SERVER) != 0 && rq->msg.nkeys > 1 && !one_owner(rq)) {
+        px_rq_answer_error(rq, &s, 1, PX_ERR_CROSS_SERVER, "");
+        return;
+    }
     px_server *to = next_server(rq, s);
     if (to == NULL) {
         rq->pool->stats.forward_error++;

@@ -42,6 +42,8 @@ typedef enum px_merge {
 enum {
     PX_CMD_AUTH_EXEMPT = 1u << 0, /* served before a client has authenticated (AUTH, QUIT) */
     PX_CMD_HEALTH = 1u << 1,      /* also served before AUTH when the pool has client_auth */
+    PX_CMD_ONE_SERVER = 1u << 2,  /* forwarded whole: every key must have the same owner
+                                     (MSETNX, EVAL with keys), else PX_ERR_CROSS_SERVER */
 };
 
 /* One command, one line of its codec's table. The key spec is Redis's legacy form
@@ -123,6 +125,7 @@ typedef enum px_error {
     PX_ERR_CLIENT,  /* the request is wrong (-ERR / CLIENT_ERROR) */
     PX_ERR_UNKNOWN, /* a command the proxy does not serve (msg: its printable name) */
     PX_ERR_NOAUTH,  /* AUTH first (msg unused) */
+    PX_ERR_CROSS_SERVER, /* the keys of a one-server command have different owners */
 } px_error;
 
 /* What answer_local may look at and change of the client and the proxy. */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 typedef enum kind {
     K_KEY,  /* argv[1] is the key: forwarded whole */
@@ -19,6 +20,8 @@ typedef enum kind {
     K_MSET, /* split by pairs; +OK or the first error */
     K_SUM,  /* split; integer replies summed */
     K_PING, K_ECHO, K_QUIT, K_SELECT, K_COMMAND, K_AUTH, K_INFO,
+    K_HELLO, /* answered by the proxy for protocol 2 */
+    K_KEYS1, /* every key (from 1, step 2) on one server, forwarded whole (MSETNX) */
 } kind;
 
 enum { R = 1, W = 0 }; /* R: a read, safe to retry on the next candidate */
@@ -72,31 +75,36 @@ enum { R = 1, W = 0 }; /* R: a read, safe to retry on the next candidate */
     X(geoadd, K_KEY, W, 5) X(geodist, K_KEY, R, 4) X(geohash, K_KEY, R, 2)                        \
     X(geopos, K_KEY, R, 2) X(georadius, K_KEY, W, 6) X(georadiusbymember, K_KEY, W, 5)            \
     /* scripting */                                                                              \
-    X(eval, K_EVAL, W, 3) X(evalsha, K_EVAL, W, 3)                                                \
+    X(eval, K_EVAL, W, 3) X(evalsha, K_EVAL, W, 3) X(msetnx, K_KEYS1, W, 3)                       \
     /* multi-key, split per server */                                                            \
     X(mget, K_MGET, R, 2) X(mset, K_MSET, W, 3) X(del, K_SUM, W, 2) X(unlink, K_SUM, W, 2)        \
     X(touch, K_SUM, R, 2) X(exists, K_SUM, R, 2)                                                  \
     /* answered by the proxy */                                                                  \
     X(ping, K_PING, R, 1) X(echo, K_ECHO, R, 2) X(quit, K_QUIT, R, 1) X(select, K_SELECT, R, 2)   \
-    X(command, K_COMMAND, R, 1) X(auth, K_AUTH, R, 2) X(info, K_INFO, R, 1)
+    X(command, K_COMMAND, R, 1) X(auth, K_AUTH, R, 2) X(info, K_INFO, R, 1)                      \
+    X(hello, K_HELLO, R, 1)
 
 /* A kind's key spec and semantics, as constant expressions. */
 #define IS_MULTI(k) ((k) == K_MGET || (k) == K_MSET || (k) == K_SUM)
 #define KIND_CLS(k, r)                                                                           \
-    ((k) == K_KEY || (k) == K_EVAL ? ((r) ? PX_CLASS_READ : PX_CLASS_WRITE)                      \
+    ((k) == K_KEY || (k) == K_EVAL || (k) == K_KEYS1 ? ((r) ? PX_CLASS_READ : PX_CLASS_WRITE)    \
      : IS_MULTI(k)                 ? PX_CLASS_MULTI                                              \
                                    : PX_CLASS_LOCAL)
 #define KIND_MERGE(k)                                                                            \
     ((k) == K_MGET ? PX_MERGE_ARRAY : (k) == K_MSET ? PX_MERGE_ALL_OK                            \
      : (k) == K_SUM ? PX_MERGE_SUM : PX_MERGE_ONE)
 #define KIND_FLAGS(k)                                                                            \
-    ((k) == K_AUTH || (k) == K_QUIT ? PX_CMD_AUTH_EXEMPT : (k) == K_PING ? PX_CMD_HEALTH : 0)
+    ((k) == K_AUTH || (k) == K_QUIT || (k) == K_HELLO ? PX_CMD_AUTH_EXEMPT                      \
+     : (k) == K_PING                                  ? PX_CMD_HEALTH                           \
+     : (k) == K_EVAL || (k) == K_KEYS1                ? PX_CMD_ONE_SERVER                       \
+                                                      : 0)
 
 static const px_cmd commands[] = {
 #define PX__CMD(n, k, r, a)                                                                      \
     {#n, sizeof(#n) - 1, KIND_CLS(k, r), KIND_MERGE(k), KIND_FLAGS(k), r == R, a,                \
-     (k) == K_KEY || IS_MULTI(k) ? 1 : 0, (k) == K_KEY ? 1 : IS_MULTI(k) ? -1 : 0,               \
-     (k) == K_MSET ? 2 : 1, (k) == K_EVAL ? 2 : 0, (uint8_t)(k)},
+     (k) == K_KEY || IS_MULTI(k) || (k) == K_KEYS1 ? 1 : 0,                                     \
+     (k) == K_KEY ? 1 : IS_MULTI(k) || (k) == K_KEYS1 ? -1 : 0,                                 \
+     (k) == K_MSET || (k) == K_KEYS1 ? 2 : 1, (k) == K_EVAL ? 2 : 0, (uint8_t)(k)},
     PX_COMMAND_LIST(PX__CMD)
 #undef PX__CMD
 };
@@ -337,6 +345,9 @@ static int redis_encode_error(px_buf *out, px_error why, const char *msg)
         return px_buf_append(out, "-NOAUTH Authentication required.\r\n", 34);
     case PX_ERR_UNKNOWN:
         return px_buf_printf(out, "-ERR unsupported command '%s'\r\n", msg);
+    case PX_ERR_CROSS_SERVER: /* as Redis Cluster words it: clients know this error */
+        return px_buf_printf(out, "-CROSSSLOT Keys in request don't hash to the same server "
+                                  "(give them a common hash tag)\r\n");
     default:
         return px_buf_printf(out, "-ERR %s\r\n", msg);
     }
@@ -520,6 +531,47 @@ static int redis_answer_local(px_local *ctx, const px_msg *m, px_buf *out)
         return reply_error(out, "the proxy serves database 0 only");
     case K_COMMAND:
         return reply(out, "*0\r\n", 4);
+    case K_HELLO: {
+        /* HELLO [protover [AUTH user pass] [SETNAME name]]: protocol 2 only. RESP3's pushes
+         * and maps would need a RESP3 reader towards the backends and a second encoder of
+         * every merged reply; clients that ask for 3 get Redis's own refusal and fall back. */
+        if (m->nargs >= 2 && !(a[1].len == 1 && m->raw[a[1].off] == '2'))
+            return px_buf_append(out, "-NOPROTO unsupported protocol version\r\n", 39) == 0
+                       ? 1
+                       : -1;
+        for (size_t i = 2; i < m->nargs; i++) {
+            if (a[i].len == 4 && strncasecmp(m->raw + a[i].off, "AUTH", 4) == 0 &&
+                i + 2 < m->nargs) {
+                const px_span *pw = &a[i + 2];
+                if (ctx->password == NULL)
+                    return reply_error(out, "Client sent AUTH, but no password is set");
+                if (ctx->auth_blocked)
+                    return reply_error(out, "too many failed AUTH attempts, try again later");
+                if (!px_equal_secret(m->raw + pw->off, pw->len, ctx->password,
+                                     strlen(ctx->password))) {
+                    ctx->authed = false;
+                    ctx->auth_failed = true;
+                    return px_buf_append(out, "-WRONGPASS invalid password\r\n", 29) == 0 ? 1
+                                                                                         : -1;
+                }
+                ctx->authed = true;
+                i += 2;
+            }
+        }
+        if (ctx->password != NULL && !ctx->authed)
+            return px_buf_append(out, "-NOAUTH HELLO must be called with the client already "
+                                      "authenticated, otherwise the HELLO AUTH option can be "
+                                      "used\r\n", 109) == 0
+                       ? 1
+                       : -1;
+        int rc = px_buf_printf(out, "*14\r\n$6\r\nserver\r\n$11\r\nchash-proxy\r\n"
+                                    "$7\r\nversion\r\n");
+        rc |= bulk(out, PX_VERSION, strlen(PX_VERSION));
+        rc |= px_buf_printf(out, "$5\r\nproto\r\n:2\r\n$2\r\nid\r\n:0\r\n$4\r\nmode\r\n"
+                                 "$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n"
+                                 "$7\r\nmodules\r\n*0\r\n");
+        return rc == 0 ? 0 : -1;
+    }
     case K_INFO: {
         px_buf text = {0};
         int rc = ctx->info(ctx->info_arg, &text) == 0 && bulk(out, text.p, text.len) == 0 ? 0 : -1;

@@ -744,6 +744,44 @@ static void test_fail_open(void **state)
     assert_false(px_health_up(h, 2));
 }
 
+/* MSETNX and EVAL with keys run on one server: keys of different owners are refused with
+ * CROSSSLOT before anything is sent; keys of one owner go there whole. HELLO: protocol 2 is
+ * answered by the proxy, 3 refused (NOPROTO). */
+static void test_one_server_and_hello(void **state)
+{
+    fixture *fx = *state;
+    char a[16] = "k0", b[16] = "k1";
+    for (int i = 1; owner(fx, a) == owner(fx, b); i++)
+        snprintf(b, sizeof(b), "k%d", i);
+    px_buf req = {0};
+    char *cross[] = {"MSETNX", a, "1", b, "2"};
+    resp(&req, 5, cross);
+    request(fx, NULL, req.p);
+    char *eval[] = {"EVAL", "return 1", "2", a, b};
+    resp(&req, 5, eval);
+    request(fx, NULL, req.p);
+    assert_int_equal(fake_nlog, 0);
+    assert_int_equal(ndone, 2);
+    for (size_t i = 0; i < 2; i++) {
+        px_buf_append(&done_log[i], "", 1);
+        assert_non_null(strstr(done_log[i].p, "-CROSSSLOT "));
+    }
+    char *same[] = {"MSETNX", a, "1", a, "2"};
+    resp(&req, 5, same);
+    request(fx, NULL, req.p);
+    assert_int_equal(fake_nlog, 1);
+    assert_int_equal(fake_log[0].server->index, owner(fx, a));
+    assert_int_equal(fake_log[0].bytes.len, req.len); /* forwarded whole */
+    fake_reply(&fx->pool, &fake_log[0], ":1\r\n", 4);
+    request(fx, NULL, "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n");
+    request(fx, NULL, "*2\r\n$5\r\nHELLO\r\n$1\r\n2\r\n");
+    assert_int_equal(ndone, 5);
+    px_buf_append(&done_log[3], "", 1);
+    assert_string_equal(done_log[3].p, "-NOPROTO unsupported protocol version\r\n");
+    assert_memory_equal(done_log[4].p, "*14\r\n$6\r\nserver\r\n$11\r\nchash-proxy\r\n", 35);
+    px_buf_free(&req);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -763,6 +801,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mc_local, setup_mc, teardown),
         cmocka_unit_test(test_cleanup_encodings),
         cmocka_unit_test_setup_teardown(test_fail_open, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_server_and_hello, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
