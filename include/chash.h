@@ -56,8 +56,8 @@ const char *ch_strerror(int status);
 /* ---------------------------------------------------------------------------------------------
  * Hash functions. One registry list; it yields the enum, the names used by the CLI and config,
  * and the test tables. Adding a hash is one line here plus its function.
- * X(ENUM_SUFFIX, name, native_bits): the name token is both the registry name ("name") and,
- * inside the library, the implementing function.
+ * X(ENUM_SUFFIX, name, native_bits, value): the name token is both the registry name ("name")
+ * and, inside the library, the implementing function; value is the enum value (ABI).
  *
  * Every hash gives a 32-bit ring position, and a 64-bit value that is the hash's native 64-bit
  * output where it has one; for the 32-bit hashes the 64-bit value is the 32-bit one with zero
@@ -88,30 +88,44 @@ const char *ch_strerror(int status);
  *   hsieh         Paul Hsieh's SuperFastHash with an initial value of 0.
  *   murmur        MurmurHash2 with seed 0xdeadbeef * len.
  *   jenkins       Bob Jenkins' lookup3 hashlittle() with initval 13.
+ *
+ * Hashes of client libraries' rings (docs/COMPATIBILITY.md):
+ *   java_hashcode Java's String.hashCode() of the key read as UTF-8: s[0]*31^(n-1) + ... over
+ *                 its UTF-16 code units, in 32-bit two's complement (as uint32_t). A byte that is
+ *                 not part of a well-formed UTF-8 sequence counts as U+FFFD, as Java's decoder
+ *                 replaces it.
+ *   md5_64be      MD5, digest bytes 0..7 read BIG-endian as a 64-bit value (the top 64 bits of
+ *                 Python's int(md5(...).hexdigest(), 16)); 32-bit value = its low 32 bits.
  * ------------------------------------------------------------------------------------------- */
-#define CH_HASH_LIST(X)              \
-    X(FNV1A32_FMIX, fnv1a32_fmix, 32) \
-    X(FNV1A32, fnv1a32, 32)           \
-    X(MURMUR3_32, murmur3_32, 32)     \
-    X(XXH3, xxh3, 64)                 \
-    X(MD5, md5, 64)                   \
-    X(TW_ONE_AT_A_TIME, one_at_a_time, 32) \
-    X(TW_CRC16, crc16, 32)            \
-    X(TW_CRC32, crc32, 32)            \
-    X(TW_CRC32A, crc32a, 32)          \
-    X(TW_FNV1_64, fnv1_64, 32)        \
-    X(TW_FNV1A_64, fnv1a_64, 32)      \
-    X(TW_FNV1_32, fnv1_32, 32)        \
-    X(TW_FNV1A_32, fnv1a_32, 32)      \
-    X(TW_HSIEH, hsieh, 32)            \
-    X(TW_MURMUR, murmur, 32)          \
-    X(TW_JENKINS, jenkins, 32)
+/* The list is ABI: append only, never reorder or renumber. Each entry carries its enum value,
+ * pinned by tests/unit/test_api.c; values are dense from 0. */
+#define CH_HASH_LIST(X)                        \
+    X(FNV1A32_FMIX, fnv1a32_fmix, 32, 0)       \
+    X(FNV1A32, fnv1a32, 32, 1)                 \
+    X(MURMUR3_32, murmur3_32, 32, 2)           \
+    X(XXH3, xxh3, 64, 3)                       \
+    X(MD5, md5, 64, 4)                         \
+    X(TW_ONE_AT_A_TIME, one_at_a_time, 32, 5)  \
+    X(TW_CRC16, crc16, 32, 6)                  \
+    X(TW_CRC32, crc32, 32, 7)                  \
+    X(TW_CRC32A, crc32a, 32, 8)                \
+    X(TW_FNV1_64, fnv1_64, 32, 9)              \
+    X(TW_FNV1A_64, fnv1a_64, 32, 10)           \
+    X(TW_FNV1_32, fnv1_32, 32, 11)             \
+    X(TW_FNV1A_32, fnv1a_32, 32, 12)           \
+    X(TW_HSIEH, hsieh, 32, 13)                 \
+    X(TW_MURMUR, murmur, 32, 14)               \
+    X(TW_JENKINS, jenkins, 32, 15)             \
+    X(JAVA_HASHCODE, java_hashcode, 32, 16)    \
+    X(MD5_64BE, md5_64be, 64, 17)
+
+#define CH__HASH_PLUS1(id, name, bits, value) +1
 
 typedef enum ch_hash_id {
-#define CH__HASH_ENUM(id, name, bits) CH_HASH_##id,
+#define CH__HASH_ENUM(id, name, bits, value) CH_HASH_##id = value,
     CH_HASH_LIST(CH__HASH_ENUM)
 #undef CH__HASH_ENUM
-    CH_HASH_COUNT_ /* number of hashes; not a hash */
+    CH_HASH_COUNT_ = 0 CH_HASH_LIST(CH__HASH_PLUS1) /* number of hashes; not a hash */
 } ch_hash_id;
 
 #define CH_HASH_DEFAULT CH_HASH_FNV1A32_FMIX
@@ -134,7 +148,6 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Placement algorithms. One registry list, like the hashes.
- * X(ENUM_SUFFIX, name), as for hashes.
  *   modulo      hash32(key) % N. The baseline: a change of N moves almost every key.
  *   ring        consistent-hash ring with virtual nodes: node i has max(1, round(vnodes * w_i))
  *               points at hash32("<id>#<j>"), j from 0; a key belongs to the first point at or
@@ -181,23 +194,35 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *               weighted ketama (spymemcached's point strings "/host:port-k"); otherwise as
  *               libmemcached_ketama.
  * ------------------------------------------------------------------------------------------- */
-#define CH_ALGO_LIST(X)        \
-    X(MODULO, modulo)          \
-    X(RING, ring)              \
-    X(RENDEZVOUS, rendezvous)  \
-    X(JUMP, jump)              \
-    X(MAGLEV, maglev)          \
-    X(KETAMA, ketama)          \
-    X(MODULA, modula)          \
-    X(RANDOM, random)          \
-    X(LIBMEMCACHED_KETAMA, libmemcached_ketama) \
-    X(LIBMEMCACHED_KETAMA_SPY, libmemcached_ketama_spy)
+/* The list is ABI: append only, never reorder or renumber. Each entry carries its enum value,
+ * pinned by tests/unit/test_api.c; values are dense from 0.
+ * X(ENUM_SUFFIX, ident, "registry name", value): ident names the implementation inside the
+ * library; the registry name is what ch_algo_from_name() parses, the CLI's --algo and a pool's
+ * "distribution:". Compatible schemes of client libraries have versioned names
+ * "<library>@<major version>" (docs/COMPATIBILITY.md), because libraries change their placement
+ * between releases. */
+#define CH_ALGO_LIST(X)                                                              \
+    X(MODULO, modulo, "modulo", 0)                                                   \
+    X(RING, ring, "ring", 1)                                                         \
+    X(RENDEZVOUS, rendezvous, "rendezvous", 2)                                       \
+    X(JUMP, jump, "jump", 3)                                                         \
+    X(MAGLEV, maglev, "maglev", 4)                                                   \
+    X(KETAMA, ketama, "ketama", 5)                                                   \
+    X(MODULA, modula, "modula", 6)                                                   \
+    X(RANDOM, random, "random", 7)                                                   \
+    X(LIBMEMCACHED_KETAMA, libmemcached_ketama, "libmemcached_ketama", 8)            \
+    X(LIBMEMCACHED_KETAMA_SPY, libmemcached_ketama_spy, "libmemcached_ketama_spy", 9) \
+    X(JAVA_HASHCODE_RING, java_hashcode_ring, "java_hashcode_ring", 10)              \
+    X(MD5_64_RING, md5_64_ring, "md5_64_ring", 11)                                   \
+    X(DALLI_3, dalli_3, "dalli@3", 12)
+
+#define CH__ALGO_PLUS1(id, ident, name, value) +1
 
 typedef enum ch_algo_id {
-#define CH__ALGO_ENUM(id, name) CH_ALGO_##id,
+#define CH__ALGO_ENUM(id, ident, name, value) CH_ALGO_##id = value,
     CH_ALGO_LIST(CH__ALGO_ENUM)
 #undef CH__ALGO_ENUM
-    CH_ALGO_COUNT_ /* number of algorithms; not an algorithm */
+    CH_ALGO_COUNT_ = 0 CH_ALGO_LIST(CH__ALGO_PLUS1) /* number of algorithms; not an algorithm */
 } ch_algo_id;
 
 /* Parses an algorithm name; same contract as ch_hash_from_name(). */
@@ -205,6 +230,19 @@ int ch_algo_from_name(const char *name, ch_algo_id *out);
 
 /* Returns the registry name of an algorithm, or NULL if id is out of range. */
 const char *ch_algo_name(ch_algo_id id);
+
+/* What an algorithm accepts, as CH_ALGO_F_* bits; 0 for an id out of range. Cost: O(1).
+ *   CH_ALGO_F_WEIGHTED    nodes may have unequal weights (without it, ch_table_build refuses
+ *                         them with CH_EUNSUPPORTED; the tutorial rings refuse any weight but 1);
+ *   CH_ALGO_F_FIXED_HASH  the scheme reproduces a client library whose key and point hash is
+ *                         part of it: ch_options.hash is ignored, ch_algo_hash() names it. */
+#define CH_ALGO_F_WEIGHTED 1u
+#define CH_ALGO_F_FIXED_HASH 2u
+unsigned ch_algo_flags(ch_algo_id id);
+
+/* The key hash a CH_ALGO_F_FIXED_HASH scheme always uses, into *out. Returns CH_OK,
+ * CH_EUNSUPPORTED for an algorithm that takes ch_options.hash, CH_EINVAL for a bad id or out. */
+int ch_algo_hash(ch_algo_id id, ch_hash_id *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Building tables.

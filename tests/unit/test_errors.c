@@ -178,7 +178,7 @@ static void test_allocation_failure(void **state)
     ch_node nodes[] = {{"alpha", 1}, {"beta", 2}, {"gamma", 0.5}, {"delta", 1}};
     ch_node eq[] = {{"alpha", 1}, {"beta", 1}, {"gamma", 1}, {"delta", 1}};
     for (int a = 0; a < CH_ALGO_COUNT_; a++) {
-        bool weighted = a != CH_ALGO_JUMP && a != CH_ALGO_MODULO;
+        bool weighted = (ch_algo_flags((ch_algo_id)a) & CH_ALGO_F_WEIGHTED) != 0;
         long k = 0;
         for (;; k++) {
             tu_alloc al;

@@ -253,7 +253,7 @@ static void test_shares_match_keys(void **state)
     ch_node nodes[] = {{"cache-a", 4}, {"cache-b", 4}, {"cache-c", 1}, {"cache-d", 1}};
     ch_node eq[] = {{"cache-a", 1}, {"cache-b", 1}, {"cache-c", 1}, {"cache-d", 1}};
     for (int a = 0; a < CH_ALGO_COUNT_; a++) {
-        bool weighted = a != CH_ALGO_JUMP && a != CH_ALGO_MODULO;
+        bool weighted = (ch_algo_flags((ch_algo_id)a) & CH_ALGO_F_WEIGHTED) != 0;
         ch_table *t = tu_build(weighted ? nodes : eq, 4, (ch_algo_id)a, CH_HASH_DEFAULT, 160);
         double shares[4], sum = 0;
         size_t count[4] = {0};

@@ -559,7 +559,7 @@ ch_options cli_options(const cli *c, const fleet *f, ch_algo_id algo, ch_hash_id
 
 bool algo_weighted(ch_algo_id a)
 {
-    return a != CH_ALGO_MODULO && a != CH_ALGO_JUMP;
+    return (ch_algo_flags(a) & CH_ALGO_F_WEIGHTED) != 0;
 }
 
 ch_table *cli_build(const cli *c, const fleet *f, const ch_options *opt, bool skip)
