@@ -1,0 +1,16 @@
+# Client libraries as oracles (docs/COMPATIBILITY.md, "Client libraries"): for each scheme, the
+# real library (or, for the two tutorial rings, an oracle written from their description) places
+# >= 5,000 keys per server set, in-process in its own language, and libchash's clients_place
+# must place every key on the same server (clients_compat.py). Each oracle program is in
+# oracles/; scripts/bootstrap installs the languages and libraries. A missing oracle skips
+# (exit 77), or fails when CI is set.
+add_executable(clients_place ${CMAKE_CURRENT_LIST_DIR}/clients_place.c)
+target_link_libraries(clients_place PRIVATE chash)
+
+foreach(scheme java_hashcode_ring md5_64_ring dalli@3)
+  string(REGEX REPLACE "[^A-Za-z0-9_]" "_" test_name "compat_${scheme}")
+  add_test(NAME ${test_name}
+    COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/clients_compat.py ${scheme}
+            $<TARGET_FILE:clients_place>)
+  set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+endforeach()

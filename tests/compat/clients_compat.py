@@ -1,0 +1,311 @@
+#!/usr/bin/env python3
+"""clients_compat.py -- a client library's placement against libchash's scheme for it, key for
+key (docs/COMPATIBILITY.md, "Client libraries").
+
+    clients_compat.py SCHEME PLACE
+
+SCHEME is a libchash algorithm name (java_hashcode_ring, md5_64_ring, dalli@3, ...); PLACE is
+the clients_place binary (libchash's side). For every server set of the scheme (named and
+unnamed servers, unequal weights where the library has weights, a server added and one removed
+in the middle of the list, the issue's own cases), the same case (nodes in list order, >= 5,000
+keys: ASCII, UTF-8, binary and empty where the library takes them, plus keys the scheme's rules
+make interesting) is given to the real library's oracle program (tests/compat/oracles/) and to
+PLACE; every key's owner must be the same. On a mismatch it prints the set, the first keys that
+differ (hex) and both owners, and exits 1.
+
+An oracle that cannot run (its language or library missing) makes the test skip with exit 77,
+or fail with exit 1 when the environment variable CI is set; scripts/bootstrap installs them all.
+"""
+import hashlib
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ORACLES = os.path.join(HERE, "oracles")
+KEYS_PER_SET = 5000
+
+
+# ---- keys -----------------------------------------------------------------------------------
+
+def ascii_keys(rng, n):
+    keys = [b"user:%d" % i for i in range(n // 2)]
+    printable = bytes(range(0x20, 0x7F))
+    while len(keys) < n:
+        keys.append(bytes(rng.choice(printable) for _ in range(rng.randint(1, 60))))
+    return keys
+
+
+def utf8_keys(rng, n):
+    ranges = [(0xA0, 0x7FF), (0x800, 0xD7FF), (0xE000, 0xFFFD), (0x10000, 0x10FFFF)]
+    keys = []
+    for _ in range(n):
+        chars = []
+        for _ in range(rng.randint(1, 20)):
+            lo, hi = rng.choice(ranges) if rng.random() < 0.6 else (0x20, 0x7E)
+            chars.append(chr(rng.randint(lo, hi)))
+        keys.append("".join(chars).encode("utf-8"))
+    return keys
+
+
+def binary_keys(rng, n):
+    # No newline or NUL restriction: the case format carries keys in hex.
+    return [bytes(rng.randrange(256) for _ in range(rng.randint(1, 40))) for _ in range(n)]
+
+
+def key_set(rng, kinds, extra=()):
+    """>= KEYS_PER_SET keys of the kinds the library takes, then the scheme's extra keys."""
+    keys = ascii_keys(rng, 2500)
+    keys += utf8_keys(rng, 1500 if "binary" in kinds else 2500)
+    if "binary" in kinds:
+        keys += binary_keys(rng, 1000)
+    if "empty" in kinds:
+        keys.append(b"")
+    keys += list(extra)
+    assert len(keys) >= KEYS_PER_SET
+    return keys
+
+
+# ---- cases ----------------------------------------------------------------------------------
+
+def case_text(nodes, keys, vnodes=None):
+    lines = []
+    if vnodes is not None:
+        lines.append("vnodes %d" % vnodes)
+    for node_id, w in nodes:
+        lines.append("node %r %s" % (float(w), node_id.hex()))
+    for k in keys:
+        lines.append("key %s" % (k.hex() if k else "-"))
+    return "\n".join(lines) + "\n"
+
+
+def run_owners(cmd, text, what):
+    p = subprocess.run(cmd, input=text.encode(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        sys.exit("clients_compat: %s failed (exit %d): %s" % (what, p.returncode,
+                                                              p.stderr.decode(errors="replace")[-2000:]))
+    return [int(x) for x in p.stdout.split()]
+
+
+def middle_variants(nodes, new):
+    """The list with a server removed from the middle, and with one inserted there."""
+    mid = len(nodes) // 2
+    return [(", middle one removed", nodes[:mid] + nodes[mid + 1:]),
+            (", one added in the middle", nodes[:mid] + [new] + nodes[mid:])]
+
+
+def named(prefix, n, w=1):
+    return [(("%s%02d" % (prefix, i)).encode(), w) for i in range(n)]
+
+
+def unnamed(n, port=11211, w=1):
+    return [(("10.0.%d.%d:%d" % (i // 200, 1 + i % 200, port)).encode(), w) for i in range(n)]
+
+
+def standard_sets(weighted, host_port_only=False):
+    """(name, nodes, vnodes) for a scheme. Host names are "host:port" where the library names its
+    servers that way."""
+    sets = []
+    if not host_port_only:
+        sets.append(("named, 3", named("cache-", 3)))
+        sets.append(("named, 8", named("cache-", 8)))
+        sets.append(("named, 1", named("solo-", 1)))
+    else:
+        sets.append(("named hosts, 3", [(b"cache-%d.example.net:11211" % i, 1) for i in range(3)]))
+        sets.append(("named hosts, 8", [(b"mc%d.local:%d" % (i, 11211 + i), 1) for i in range(8)]))
+        sets.append(("one server", [(b"solo.example:11211", 1)]))
+    sets.append(("unnamed, 5", unnamed(5)))
+    sets.append(("unnamed, 30, port 22122", unnamed(30, 22122)))
+    sets.append(("two", unnamed(2)))
+    base = unnamed(9)
+    new = (b"10.9.9.9:11211", 1)
+    for what, nodes in middle_variants(base, new):
+        sets.append(("unnamed, 9" + what, nodes))
+    if weighted:
+        ws = [1, 2, 3, 5, 1, 8, 1, 2]
+        sets.append(("unequal weights", [(n, w) for (n, _), w in zip(unnamed(8), ws)]))
+        sets.append(("very unequal weights", [(b"a.example:11211", 1), (b"b.example:11211", 10),
+                                              (b"c.example:11211", 100), (b"d.example:11211", 3)]))
+        wbase = [(n, w) for (n, _), w in zip(unnamed(7), [3, 1, 4, 1, 5, 9, 2])]
+        for what, nodes in middle_variants(wbase, (b"10.9.9.9:11211", 6)):
+            sets.append(("unequal weights" + what, nodes))
+    return [(name, nodes, None) for name, nodes in sets]
+
+
+# ---- schemes --------------------------------------------------------------------------------
+
+def java_hashcode(s):
+    units = s.encode("utf-16-be")
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + (units[i] << 8 | units[i + 1])) & 0xFFFFFFFF
+    return h
+
+
+def java_min_value_server(rng):
+    """A server name whose point "<name>#0" has String.hashCode() == Integer.MIN_VALUE (so
+    Math.abs keeps it negative): the name is a random prefix and two chars u1, u2 solving
+    h = ((P*31 + u1)*31 + u2)*31^2 + hash("#0") (mod 2^32)."""
+    target, tail = 0x80000000, java_hashcode("#0")
+    inv = pow(31 * 31, -1, 1 << 32)
+    while True:
+        prefix = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(6))
+        p = java_hashcode(prefix)
+        need = ((target - tail) * inv - p * 31 * 31) % (1 << 32)  # u1*31 + u2
+        u1, u2 = divmod(need, 31)
+        # u1*31 + u2 with u2 in 0..30 and u1 a char: other splits add 31 to u2 per char taken off.
+        while u1 > 0xD7FF and u2 + 31 <= 0xD7FF:
+            u1, u2 = u1 - 1, u2 + 31
+        if 0x20 <= u1 <= 0xD7FF and 0x20 <= u2 + 0 <= 0xD7FF:
+            name = prefix + chr(u1) + chr(u2)
+            assert java_hashcode(name + "#0") == target
+            return name.encode("utf-8")
+        if 0x20 <= u1 - 1 <= 0xD7FF and 0x20 <= u2 + 31 <= 0xD7FF:
+            name = prefix + chr(u1 - 1) + chr(u2 + 31)
+            assert java_hashcode(name + "#0") == target
+            return name.encode("utf-8")
+
+
+def java_sets(rng):
+    sets = [(name, nodes, 100) for name, nodes, _ in standard_sets(False)]
+    sets.append(("named, 4, 160 points", named("node-", 4), 160))
+    sets.append(("unnamed, 6, 7 points", unnamed(6), 7))
+    # The issue's case: three servers, 100 points each.
+    sets.append(("serveur_A/B/C, 100 points",
+                 [(b"serveur_A", 1), (b"serveur_B", 1), (b"serveur_C", 1)], 100))
+    # "Aa" and "BB" have equal hashCode()s, so every point of the two collides: the later put
+    # (BB) owns them all.
+    sets.append(("colliding Aa / BB", [(b"Aa", 1), (b"zz", 1), (b"BB", 1)], 50))
+    sets.append(("colliding BB / Aa", [(b"BB", 1), (b"zz", 1), (b"Aa", 1)], 50))
+    # A server whose point #0 sits at Math.abs(Integer.MIN_VALUE), the smallest key of the map.
+    sets.append(("a point at Integer.MIN_VALUE",
+                 [(b"cache-a", 1), (java_min_value_server(rng), 1), (b"cache-b", 1)], 20))
+    return sets
+
+
+def java_extra(nodes, vnodes):
+    # Keys on the points themselves (ceilingEntry takes the equal one), and keys whose hashCode
+    # is Integer.MIN_VALUE ("polygenelubricants") or 0.
+    extra = [n + b"#%d" % i for n, _ in nodes for i in (0, 1, vnodes - 1)]
+    return extra + [b"polygenelubricants", b"\x00", "\u0000\u0000".encode()]
+
+
+def md5_64_extra(nodes, vnodes, rng):
+    """Keys on the points, and keys whose hash has the top 32 bits of a point's position but
+    differs below: a ring cut to 32 bits would place some of them on the wrong side of it."""
+    extra = [n + b"#%d" % i for n, _ in nodes for i in (0, 1, vnodes - 1)]
+    tops = {}
+    for n, _ in nodes:
+        for i in range(vnodes):
+            pos = int.from_bytes(hashlib.md5(n + b"#%d" % i).digest()[:8], "big")
+            tops[pos >> 32] = pos
+    # A birthday search: P points and K probes give about K * P / 2^32 such keys, half of them
+    # above their point (those a 32-bit ring misplaces). Only for the large set.
+    above = 0
+    for j in range(600000 if len(tops) >= 50000 else 0):
+        k = b"probe:%d" % j
+        pos = int.from_bytes(hashlib.md5(k).digest()[:8], "big")
+        if pos >> 32 in tops and pos != tops[pos >> 32]:
+            extra.append(k)
+            above += pos > tops[pos >> 32]
+            if above == 3:
+                break
+    if len(tops) >= 50000 and above < 3:
+        sys.exit("clients_compat: the search found %d keys above a point's top 32 bits, not 3"
+                 % above)
+    return extra
+
+
+def md5_sets(rng):
+    sets = [(name, nodes, 100) for name, nodes, _ in standard_sets(False)]
+    sets.append(("named, 4, 160 points", named("node-", 4), 160))
+    # 200 servers x 500 points: enough positions to find keys that tie a point in 32 bits.
+    sets.append(("unnamed, 200 x 500 points: keys tying a point's top 32 bits", unnamed(200), 500))
+    return sets
+
+
+def oracle_java(tmp):
+    if shutil.which("javac") is None or shutil.which("java") is None:
+        return None, "java and javac (default-jdk-headless) missing"
+    src = os.path.join(ORACLES, "JavaHashcodeRing.java")
+    p = subprocess.run(["javac", "-d", tmp, src], stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        return None, "javac failed: " + p.stderr.decode(errors="replace")
+    return ["java", "-cp", tmp, "JavaHashcodeRing"], None
+
+
+def oracle_python(script, modules=()):
+    def make(tmp):
+        py = "/usr/bin/python3"
+        for m in modules:
+            if subprocess.run([py, "-c", "import " + m], stderr=subprocess.DEVNULL).returncode:
+                return None, "python module %s (python3-%s) missing" % (m, m)
+        return [py, os.path.join(ORACLES, script)], None
+    return make
+
+
+def oracle_dalli(tmp):
+    if shutil.which("ruby") is None:
+        return None, "ruby missing"
+    if subprocess.run(["ruby", "-e", "require 'dalli'"], stderr=subprocess.DEVNULL).returncode:
+        return None, "ruby-dalli missing"
+    return ["ruby", os.path.join(ORACLES, "dalli_ring.rb")], None
+
+
+SCHEMES = {
+    # Java rings take Strings: keys are well-formed UTF-8 (a byte string that is not has no
+    # String; Java's decoder and the Unicode practice chash follows replace ill-formed bytes
+    # differently, e.g. an encoded surrogate is one U+FFFD in Java, three in Unicode's).
+    "java_hashcode_ring": dict(oracle=oracle_java, kinds=("empty",), sets=java_sets,
+                               extra=lambda nodes, v, rng: java_extra(nodes, v)),
+    "md5_64_ring": dict(oracle=oracle_python("md5_64_ring.py"), kinds=("binary", "empty"),
+                        sets=md5_sets, extra=md5_64_extra),
+    "dalli@3": dict(oracle=oracle_dalli, kinds=("binary", "empty"),
+                    sets=lambda rng: standard_sets(True, host_port_only=True),
+                    extra=lambda nodes, v, rng: [n + b":%d" % i for n, _ in nodes for i in (0, 1)]),
+}
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in SCHEMES:
+        sys.exit("usage: clients_compat.py {%s} PLACE" % ",".join(SCHEMES))
+    name, place = sys.argv[1], sys.argv[2]
+    scheme = SCHEMES[name]
+    rng = random.Random("clients_compat:" + name)
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd, why = scheme["oracle"](tmp)
+        if cmd is None:
+            print("clients_compat %s: oracle unavailable: %s; run scripts/bootstrap" % (name, why))
+            sys.exit(1 if os.environ.get("CI") else 77)
+        total = 0
+        sets = scheme["sets"](rng)
+        for set_name, nodes, vnodes in sets:
+            keys = key_set(rng, scheme["kinds"], scheme["extra"](nodes, vnodes or 160, rng))
+            text = case_text(nodes, keys, vnodes)
+            want = run_owners(cmd, text, "oracle for " + name)
+            got = run_owners([place, name], text, "clients_place")
+            if len(want) != len(keys) or len(got) != len(keys):
+                sys.exit("clients_compat %s [%s]: %d keys, oracle gave %d owners, chash %d"
+                         % (name, set_name, len(keys), len(want), len(got)))
+            bad = [i for i in range(len(keys)) if want[i] != got[i]]
+            if bad:
+                print("clients_compat %s [%s]: %d of %d keys differ" % (name, set_name, len(bad),
+                                                                         len(keys)))
+                for i in bad[:5]:
+                    print("  key %s: library -> %s, chash -> %s"
+                          % (keys[i].hex() or "(empty)", nodes[want[i]][0].decode(errors="replace"),
+                             nodes[got[i]][0].decode(errors="replace")))
+                sys.exit(1)
+            used = len(set(want))
+            print("  %-55s %2d servers, %5d keys, %2d servers used: equal"
+                  % (set_name, len(nodes), len(keys), used))
+            total += len(keys)
+        print("clients_compat %s: %d server sets, %d keys, 100%% equal to the library"
+              % (name, len(sets), total))
+
+
+if __name__ == "__main__":
+    main()
