@@ -193,6 +193,33 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *   libmemcached_ketama_spy  libmemcached's MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA_SPY with
  *               weighted ketama (spymemcached's point strings "/host:port-k"); otherwise as
  *               libmemcached_ketama.
+ *
+ * Client libraries' schemes (docs/COMPATIBILITY.md, "Client libraries", has the exact rules and
+ * the proofs). Each fixes its own key hash (CH_ALGO_F_FIXED_HASH: ch_options.hash is ignored),
+ * reproduces the library's tie rule and search, and places by the key's full registry hash.
+ * Node i of the list is the library's i-th server, named as the library names it.
+ *   java_hashcode_ring  the Java tutorial ring: Math.abs(("<id>#<j>").hashCode()), j < vnodes,
+ *               in a TreeMap (a later put at an equal position wins), ceilingEntry, wrapping;
+ *               keys Math.abs(key.hashCode()) (java_hashcode). Weights must be 1.
+ *   md5_64_ring the Python tutorial ring: MD5("<id>#<j>") bytes 0..7 big-endian (md5_64be),
+ *               j < vnodes, compared at 64 bits; a dict (a later node wins), bisect_left,
+ *               wrapping. Weights must be 1.
+ *   dalli@3     Dalli 3's ring (Ruby): floor(N * 160 * w_i / W) points at SHA-1("<id>:<k>")
+ *               bytes 0..3 big-endian; keys Zlib.crc32 (crc32a); the LAST point <= the key's
+ *               hash, wrapping to the last point. Ids "host:port". Dalli's failover rehash is
+ *               not reproduced (a walk is chash's failover order).
+ *   uhashring@2 uhashring 2's default ring (Python): vnodes * w_i points (vnodes 160) at
+ *               int(MD5("<id>-<k>").hexdigest(), 16), compared on its top 64 bits
+ *               (md5_64be); keys the same; a dict (a later node wins), bisect_right (the first
+ *               point ABOVE the key's hash), wrapping.
+ *   uhashring_ketama@2  uhashring 2's HashRing(hash_fn="ketama"): floor(vnodes * N * w_i / W)
+ *               MD5 digests of "<id>-<g>" (vnodes 40), 4 points each as ketama's; keys md5;
+ *               a dict, bisect_right, wrapping.
+ *   groupcache@0  Go groupcache's consistenthash: replicas (vnodes; 0: 50) points
+ *               at crc32a("<j><id>") (the index first), a map (a later put wins), the first
+ *               point >= crc32a(key), wrapping. No weights.
+ *   ch_options.vnodes 0 gives each scheme its library's default (uhashring 160 and 40,
+ *   groupcache 50; 160 for the others).
  * ------------------------------------------------------------------------------------------- */
 /* The list is ABI: append only, never reorder or renumber. Each entry carries its enum value,
  * pinned by tests/unit/test_api.c; values are dense from 0.
@@ -214,7 +241,10 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
     X(LIBMEMCACHED_KETAMA_SPY, libmemcached_ketama_spy, "libmemcached_ketama_spy", 9) \
     X(JAVA_HASHCODE_RING, java_hashcode_ring, "java_hashcode_ring", 10)              \
     X(MD5_64_RING, md5_64_ring, "md5_64_ring", 11)                                   \
-    X(DALLI_3, dalli_3, "dalli@3", 12)
+    X(DALLI_3, dalli_3, "dalli@3", 12)                                               \
+    X(UHASHRING_2, uhashring_2, "uhashring@2", 13)                                   \
+    X(UHASHRING_KETAMA_2, uhashring_ketama_2, "uhashring_ketama@2", 14)              \
+    X(GROUPCACHE_0, groupcache_0, "groupcache@0", 15)
 
 #define CH__ALGO_PLUS1(id, ident, name, value) +1
 
@@ -275,7 +305,9 @@ typedef struct ch_options {
     size_t size;                   /* sizeof(ch_options), set by ch_options_init() */
     ch_algo_id algo;               /* default CH_ALGO_RING */
     ch_hash_id hash;               /* default CH_HASH_DEFAULT, for keys and for points */
-    uint32_t vnodes;               /* ring points per unit weight, > 0; default 160 */
+    uint32_t vnodes;               /* ring points per unit weight; default 160; 0: the
+                                      algorithm's own default (a client library's, for its
+                                      scheme; 160 for chash's) */
     uint32_t table_size;           /* maglev table size M: a prime > N; default 65537 */
     const ch_allocator *allocator; /* NULL: malloc/free */
     /* twemproxy's hash_tag, e.g. {'{', '}'}; {0, 0} (the default) for none. With a tag, only the
@@ -292,7 +324,7 @@ typedef struct ch_table ch_table;
 /* Builds a placement table from nodes[0..n-1] and opt (NULL means the defaults). Node i of the
  * list is node index i in every lookup result.
  * Returns CH_OK and *out, or:
- *   CH_EINVAL      out or nodes NULL, opt->size unusable, vnodes 0, table_size not a prime > n,
+ *   CH_EINVAL      out or nodes NULL, opt->size unusable, table_size not a prime > n,
  *                  or an unknown algo/hash id;
  *   CH_EEMPTY      n == 0;  CH_EBADID  an empty or NULL id;  CH_EDUPID  two equal ids;
  *   CH_EWEIGHT     a weight that is not finite and > 0;

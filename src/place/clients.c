@@ -253,3 +253,207 @@ const ch__algo ch__algo_dalli_3 = {
     .hash = CH_HASH_TW_CRC32A,
     .points = ch__ring_points,
 };
+
+/* ---- uhashring@2 and uhashring_ketama@2 ------------------------------------------------------ *
+ * uhashring 2 (python3-uhashring; uhashring/ring.py, ring_meta.py, ring_ketama.py). Both modes
+ * fill a dict position -> node in list order (a later node at an equal position replaces the
+ * owner) and send a key to bisect_right over the sorted positions, i.e. the first position
+ * strictly greater than the key's, wrapping to index 0: "first position >= h + 1", where h + 1
+ * wraps to 0 past the largest hash. Weights are whole numbers in uhashring.
+ *
+ * uhashring_ketama@2 (HashRing(hash_fn="ketama")): node i gets floor(vnodes * N * w_i / W)
+ * groups (vnodes 40 by default), group g is MD5("<id>-<g>") giving 4 positions, digest bytes
+ * 4x..4x+3 little-endian; keys hash with md5 (its low 32 bits, the same bytes).
+ *
+ * uhashring@2 (HashRing(), its default): node i gets vnodes * w_i positions (vnodes 160 by
+ * default) at int(MD5("<id>-<k>").hexdigest(), 16), a 128-bit number; keys the same. chash
+ * compares the top 64 bits (md5_64be) at full 64-bit width: exact unless a key's digest shares
+ * its first 8 bytes with a point's and is smaller below them (a 64-bit MD5 prefix collision).
+ *
+ * ch_options.vnodes 0 means the library's default (40 and 160). */
+
+static size_t uhk_groups(const ch_table *t, size_t i)
+{
+    double v = (double)t->opt.vnodes;
+    double g = floor(v * (double)t->n * t->weights[i] / t->weight_sum);
+    return g > (double)(CH_MAX_POINTS / 4) ? SIZE_MAX : (size_t)g;
+}
+
+static int uhk_build(ch_table *t)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t g = uhk_groups(t, i);
+        if (g == SIZE_MAX || (total += 4 * g) > CH_MAX_POINTS)
+            return CH_ETOOBIG;
+    }
+    if (total == 0)
+        return CH_EINVAL;
+    size_t cap = max_id_len(t) + 12;
+    ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
+    char *name = ch__alloc(t, cap);
+    if (pts == NULL || name == NULL) {
+        ch__free(t, pts, (total + CH__RING_SCAN) * sizeof(*pts));
+        ch__free(t, name, cap);
+        return CH_ENOMEM;
+    }
+    /* Generated from the last dict write to the first, so the first point of a run of equal
+     * positions is the owner the dict keeps. */
+    size_t k = 0;
+    for (size_t i = t->n; i-- > 0;) {
+        size_t idlen = strlen(t->ids[i]);
+        memcpy(name, t->ids[i], idlen);
+        for (size_t g = uhk_groups(t, i); g-- > 0;) {
+            uint8_t d[MD5_DIGEST_LENGTH];
+            MD5_CTX ctx;
+            MD5Init(&ctx);
+            MD5Update(&ctx, (const uint8_t *)name, ch__append_index(name, idlen, '-', (uint32_t)g));
+            MD5Final(d, &ctx);
+            for (int x = 4; x-- > 0;) {
+                const uint8_t *b = d + 4 * x;
+                uint32_t pos = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+                               (uint32_t)b[3] << 24;
+                pts[k++] = (ch__point){.pos = pos, .node = (uint32_t)i};
+            }
+        }
+    }
+    ch__free(t, name, cap);
+    return ch__ring_index(t, pts, total);
+}
+
+static size_t uhk_lookup(const ch_table *t, uint64_t h)
+{
+    return ch__ring_lookup(t, (uint32_t)h + 1);
+}
+
+static void uhk_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
+{
+    ch__ring_walk_start(t, (uint32_t)h + 1, w);
+}
+
+const ch__algo ch__algo_uhashring_ketama_2 = {
+    .build = uhk_build,
+    .destroy = ch__ring_destroy,
+    .lookup = uhk_lookup,
+    .shares = ch__ring_shares,
+    .walk_start = uhk_walk_start,
+    .walk_next = ch__ring_walk_next,
+    .default_vnodes = 40,
+    .fixed_hash = true,
+    .hash = CH_HASH_MD5,
+    .points = ch__ring_points,
+};
+
+static size_t uhm_points(const ch_table *t, size_t i)
+{
+    double p = (double)t->opt.vnodes * t->weights[i];
+    return p > (double)CH_MAX_POINTS ? SIZE_MAX : (size_t)p;
+}
+
+static int uhm_build(ch_table *t)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t p = uhm_points(t, i);
+        if (p == SIZE_MAX || (total += p) > CH_MAX_POINTS)
+            return CH_ETOOBIG;
+    }
+    if (total == 0)
+        return CH_EINVAL;
+    size_t cap = max_id_len(t) + 12;
+    ch__point64 *pts = ch__alloc(t, (total + 1) * sizeof(*pts));
+    char *name = ch__alloc(t, cap);
+    if (pts == NULL || name == NULL) {
+        ch__free(t, pts, (total + 1) * sizeof(*pts));
+        ch__free(t, name, cap);
+        return CH_ENOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t idlen = strlen(t->ids[i]), p = uhm_points(t, i);
+        memcpy(name, t->ids[i], idlen);
+        for (uint32_t j = 0; j < p; j++) {
+            size_t len = ch__append_index(name, idlen, '-', j);
+            pts[k++] = (ch__point64){.pos = t->hash(name, len), .node = (uint32_t)i};
+        }
+    }
+    ch__free(t, name, cap);
+    return ch__ring64_index(t, pts, total);
+}
+
+static size_t uhm_lookup(const ch_table *t, uint64_t h)
+{
+    return ch__ring64_lookup(t, h + 1);
+}
+
+static void uhm_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
+{
+    ch__ring64_walk_start(t, h + 1, w);
+}
+
+const ch__algo ch__algo_uhashring_2 = {
+    .build = uhm_build,
+    .destroy = ch__ring64_destroy,
+    .lookup = uhm_lookup,
+    .shares = ch__ring64_shares,
+    .walk_start = uhm_walk_start,
+    .walk_next = ch__ring64_walk_next,
+    .fixed_hash = true,
+    .hash = CH_HASH_MD5_64BE,
+    .points = ch__ring64_points,
+};
+
+/* ---- groupcache@0 --------------------------------------------------------------------------- *
+ * Go groupcache's consistenthash (github.com/golang/groupcache/consistenthash, unchanged since
+ * 2013; the module has only v0 pseudo-versions): Map.Add(ids...) puts, for each id in list
+ * order and i < replicas, crc32.ChecksumIEEE("<i><id>") (the index BEFORE the id) into a Go map
+ * hash -> id (a later put wins) and a sorted slice; Get(key) takes the first hash >=
+ * ChecksumIEEE(key) (crc32a), wrapping to index 0. No weights. Replicas: ch_options.vnodes; 0
+ * means 50, groupcache's HTTPPool default. */
+
+static int groupcache_build(ch_table *t)
+{
+    if (!t->uniform)
+        return CH_EUNSUPPORTED;
+    uint32_t reps = t->opt.vnodes;
+    uint64_t total64 = (uint64_t)t->n * reps;
+    if (total64 > CH_MAX_POINTS)
+        return CH_ETOOBIG;
+    size_t total = (size_t)total64, cap = max_id_len(t) + 12;
+    ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
+    char *name = ch__alloc(t, cap);
+    if (pts == NULL || name == NULL) {
+        ch__free(t, pts, (total + CH__RING_SCAN) * sizeof(*pts));
+        ch__free(t, name, cap);
+        return CH_ENOMEM;
+    }
+    /* From the last put to the first: the first of equal positions is the map's owner. */
+    size_t k = 0;
+    for (size_t i = t->n; i-- > 0;) {
+        size_t idlen = strlen(t->ids[i]);
+        for (uint32_t j = reps; j-- > 0;) {
+            /* "<j><id>": the digits of j (ch__append_index writes a separator first). */
+            size_t len = ch__append_index(name, 0, '#', j) - 1;
+            memmove(name, name + 1, len);
+            memcpy(name + len, t->ids[i], idlen);
+            pts[k++] = (ch__point){.pos = (uint32_t)t->hash(name, len + idlen),
+                                   .node = (uint32_t)i};
+        }
+    }
+    ch__free(t, name, cap);
+    return ch__ring_index(t, pts, total);
+}
+
+const ch__algo ch__algo_groupcache_0 = {
+    .build = groupcache_build,
+    .destroy = ch__ring_destroy,
+    .lookup = ch__ring_lookup,
+    .shares = ch__ring_shares,
+    .walk_start = ch__ring_walk_start,
+    .walk_next = ch__ring_walk_next,
+    .fixed_hash = true,
+    .hash = CH_HASH_TW_CRC32A,
+    .unweighted = true,
+    .default_vnodes = 50,
+    .points = ch__ring_points,
+};

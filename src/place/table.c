@@ -121,8 +121,12 @@ static int read_options(const ch_options *opt, ch_options *o)
     memcpy(o, opt, opt->size);
     o->size = sizeof(*o);
     if ((unsigned)o->algo >= CH_ALGO_COUNT_ || (unsigned)o->hash >= CH_HASH_COUNT_ ||
-        o->vnodes == 0 || (o->hash_tag[0] == '\0') != (o->hash_tag[1] == '\0'))
+        (o->hash_tag[0] == '\0') != (o->hash_tag[1] == '\0'))
         return CH_EINVAL;
+    if (o->vnodes == 0) {
+        uint32_t d = algos[o->algo].ops->default_vnodes;
+        o->vnodes = d != 0 ? d : CH_DEFAULT_VNODES;
+    }
     return CH_OK;
 }
 

@@ -176,6 +176,11 @@ def java_sets(rng):
     # The case: three servers, 100 points each.
     sets.append(("serveur_A/B/C, 100 points",
                  [(b"serveur_A", 1), (b"serveur_B", 1), (b"serveur_C", 1)], 100))
+    # ... and its keys: user:0 .. user:19999 all go to two of the three servers, in Java too
+    # (the points of "serveur_X#i" and the keys cluster; chash hashcheck shows it).
+    sets.append(("serveur_A/B/C, keys user:0..19999 (2 servers used)",
+                 [(b"serveur_A", 1), (b"serveur_B", 1), (b"serveur_C", 1)], 100,
+                 [b"user:%d" % i for i in range(20000)], 2))
     # "Aa" and "BB" have equal hashCode()s, so every point of the two collides: the later put
     # (BB) owns them all.
     sets.append(("colliding Aa / BB", [(b"Aa", 1), (b"zz", 1), (b"BB", 1)], 50))
@@ -237,13 +242,13 @@ def oracle_java(tmp):
     return ["java", "-cp", tmp, "JavaHashcodeRing"], None
 
 
-def oracle_python(script, modules=()):
+def oracle_python(script, modules=(), args=()):
     def make(tmp):
         py = "/usr/bin/python3"
         for m in modules:
             if subprocess.run([py, "-c", "import " + m], stderr=subprocess.DEVNULL).returncode:
                 return None, "python module %s (python3-%s) missing" % (m, m)
-        return [py, os.path.join(ORACLES, script)], None
+        return [py, os.path.join(ORACLES, script)] + list(args), None
     return make
 
 
@@ -255,6 +260,44 @@ def oracle_dalli(tmp):
     return ["ruby", os.path.join(ORACLES, "dalli_ring.rb")], None
 
 
+def uhashring_sets(rng):
+    sets = standard_sets(True)
+    sets.append(("named, 5, vnodes 7", named("redis-", 5), 7))
+    sets.append(("named, 3, vnodes 1", named("r", 3), 1))
+    return sets
+
+
+def uhashring_extra(sep):
+    # Keys equal to point strings (bisect_right passes the equal point).
+    return lambda nodes, v, rng: [n + sep + b"%d" % i for n, _ in nodes for i in (0, 1, 2)]
+
+
+def oracle_groupcache(tmp):
+    src = "/usr/share/gocode/src/github.com/golang/groupcache/consistenthash"
+    if shutil.which("go") is None:
+        return None, "go (golang-go) missing"
+    if not os.path.isdir(src):
+        return None, "groupcache (golang-github-golang-groupcache-dev) missing"
+    env = dict(os.environ, GO111MODULE="off", GOPATH="/usr/share/gocode",
+               GOCACHE=os.path.join(tmp, "gocache"), GOFLAGS="")
+    exe = os.path.join(tmp, "groupcache_ring")
+    p = subprocess.run(["go", "build", "-o", exe, os.path.join(ORACLES, "groupcache_ring.go")],
+                       env=env, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        return None, "go build failed: " + p.stderr.decode(errors="replace")
+    return [exe], None
+
+
+def groupcache_sets(rng):
+    sets = [(name, nodes, None) for name, nodes, _ in standard_sets(False)]
+    sets.append(("named, 4, 3 replicas", named("peer-", 4), 3))
+    sets.append(("unnamed, 6, 160 replicas", unnamed(6), 160))
+    # "1" + "0x" and "10" + "x" are the same point string: ids "0x" and "x" collide on replica
+    # 1 of one and 10 of the other, 2/20, ... (a later put wins).
+    sets.append(("colliding point strings 0x / x", [(b"0x", 1), (b"x", 1), (b"y", 1)], 40))
+    return sets
+
+
 SCHEMES = {
     # Java rings take Strings: keys are well-formed UTF-8 (a byte string that is not has no
     # String; Java's decoder and the Unicode practice chash follows replace ill-formed bytes
@@ -263,6 +306,15 @@ SCHEMES = {
                                extra=lambda nodes, v, rng: java_extra(nodes, v)),
     "md5_64_ring": dict(oracle=oracle_python("md5_64_ring.py"), kinds=("binary", "empty"),
                         sets=md5_sets, extra=md5_64_extra),
+    # uhashring hashes str(key): keys are text (UTF-8), no binary.
+    "uhashring@2": dict(oracle=oracle_python("uhashring_ring.py", ("uhashring",), ["meta"]),
+                        kinds=("empty",), sets=uhashring_sets, extra=uhashring_extra(b"-")),
+    "uhashring_ketama@2": dict(oracle=oracle_python("uhashring_ring.py", ("uhashring",),
+                                                    ["ketama"]),
+                               kinds=("empty",), sets=uhashring_sets, extra=uhashring_extra(b"-")),
+    "groupcache@0": dict(oracle=oracle_groupcache, kinds=("binary", "empty"), sets=groupcache_sets,
+                         extra=lambda nodes, v, rng: [b"%d" % i + n for n, _ in nodes
+                                                      for i in (0, 1, 2)]),
     "dalli@3": dict(oracle=oracle_dalli, kinds=("binary", "empty"),
                     sets=lambda rng: standard_sets(True, host_port_only=True),
                     extra=lambda nodes, v, rng: [n + b":%d" % i for n, _ in nodes for i in (0, 1)]),
@@ -282,8 +334,10 @@ def main():
             sys.exit(1 if os.environ.get("CI") else 77)
         total = 0
         sets = scheme["sets"](rng)
-        for set_name, nodes, vnodes in sets:
-            keys = key_set(rng, scheme["kinds"], scheme["extra"](nodes, vnodes or 160, rng))
+        for set_name, nodes, vnodes, *fixed in sets:
+            # A set may bring its own keys and the number of servers they must use.
+            keys = fixed[0] if fixed else key_set(rng, scheme["kinds"],
+                                                  scheme["extra"](nodes, vnodes or 160, rng))
             text = case_text(nodes, keys, vnodes)
             want = run_owners(cmd, text, "oracle for " + name)
             got = run_owners([place, name], text, "clients_place")
@@ -300,6 +354,9 @@ def main():
                              nodes[got[i]][0].decode(errors="replace")))
                 sys.exit(1)
             used = len(set(want))
+            if len(fixed) > 1 and used != fixed[1]:
+                sys.exit("clients_compat %s [%s]: the library used %d servers, expected %d"
+                         % (name, set_name, used, fixed[1]))
             print("  %-55s %2d servers, %5d keys, %2d servers used: equal"
                   % (set_name, len(nodes), len(keys), used))
             total += len(keys)

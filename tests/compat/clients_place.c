@@ -3,7 +3,7 @@
  *
  * Usage: clients_place ALGO < case
  * The case is lines of text:
- *   vnodes V            (optional; ch_options.vnodes)
+ *   vnodes V            (optional; ch_options.vnodes, else 0: the library's default)
  *   node W HEXID        one per node, in list order: weight W, id as hex bytes
  *   key HEX             one per key, hex bytes ("key -" is the empty key)
  * Prints, for every key in order, the index of its owner in the node list, one per line.
@@ -58,6 +58,7 @@ int main(int argc, char **argv)
     ch_options_init(&o);
     if (ch_algo_from_name(argv[1], &o.algo) != CH_OK)
         die("unknown algorithm");
+    o.vnodes = 0; /* without a vnodes line: the algorithm's (the library's) default */
 
     size_t cap = 0, n = 0;
     ch_node *nodes = NULL;

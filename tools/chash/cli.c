@@ -550,7 +550,10 @@ ch_options cli_options(const cli *c, const fleet *f, ch_algo_id algo, ch_hash_id
     memcpy(o.hash_tag, f->hash_tag, sizeof(o.hash_tag));
     o.algo = algo;
     o.hash = hash;
-    if (vnodes)
+    /* Without --vnodes, 0: the algorithm's default (a client library's own for its scheme). */
+    if (c->vnodes == NULL && c->new_vnodes == NULL && vnodes == CH_DEFAULT_VNODES)
+        o.vnodes = 0;
+    else if (vnodes)
         o.vnodes = vnodes;
     if (c->table_size)
         o.table_size = c->table_size;
