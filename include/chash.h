@@ -218,6 +218,9 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *   groupcache@0  Go groupcache's consistenthash: replicas (vnodes; 0: 50) points
  *               at crc32a("<j><id>") (the index first), a map (a later put wins), the first
  *               point >= crc32a(key), wrapping. No weights.
+ *   guava@31    Guava's Hashing.consistentHash(input, N): a jump driven by a 64-bit LCG over
+ *               the key's 64-bit hash (ch_options.hash: md5 is Guava's md5().padToLong(),
+ *               crc32a its crc32()). Node i is bucket i; no weights, no walk (as jump).
  *   ch_options.vnodes 0 gives each scheme its library's default (uhashring 160 and 40,
  *   groupcache 50; 160 for the others).
  * ------------------------------------------------------------------------------------------- */
@@ -244,7 +247,8 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
     X(DALLI_3, dalli_3, "dalli@3", 12)                                               \
     X(UHASHRING_2, uhashring_2, "uhashring@2", 13)                                   \
     X(UHASHRING_KETAMA_2, uhashring_ketama_2, "uhashring_ketama@2", 14)              \
-    X(GROUPCACHE_0, groupcache_0, "groupcache@0", 15)
+    X(GROUPCACHE_0, groupcache_0, "groupcache@0", 15)                                \
+    X(GUAVA_31, guava_31, "guava@31", 16)
 
 #define CH__ALGO_PLUS1(id, ident, name, value) +1
 

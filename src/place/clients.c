@@ -457,3 +457,61 @@ const ch__algo ch__algo_groupcache_0 = {
     .default_vnodes = 50,
     .points = ch__ring_points,
 };
+
+/* ---- guava@31 ------------------------------------------------------------------------------- *
+ * Guava's Hashing.consistentHash(long input, int buckets) (Guava 31, Debian libguava-java; the
+ * function is unchanged since Guava 11): a jump over buckets driven by a 64-bit linear
+ * congruential generator seeded with the input,
+ *     state = 2862933555777941757 * state + 1;  d = ((int)(state >>> 33) + 1) / 2^31;
+ *     next = (int)((candidate + 1) / d)  while next < buckets: candidate = next.
+ * The input is the key's 64-bit registry hash: Guava's HashCode.padToLong(), which for md5 is
+ * digest bytes 0..7 little-endian (chash's md5) and for crc32 the CRC zero-extended (crc32a).
+ * Bucket i is node i; no weights, no second choice (like jump: a node removed from the middle
+ * renumbers the ones after it). */
+
+static size_t guava_lookup(const ch_table *t, uint64_t h)
+{
+    uint64_t state = h;
+    int32_t candidate = 0;
+    int64_t buckets = (int64_t)t->n;
+    for (;;) {
+        state = UINT64_C(2862933555777941757) * state + 1;
+        /* Java's (int)(state >>> 33) + 1 in int arithmetic: 2^31 wraps to Integer.MIN_VALUE,
+         * and the negative d that gives ends the jump below. */
+        int64_t v = (int64_t)(state >> 33) + 1;
+        if (v > INT32_MAX)
+            v = INT32_MIN;
+        double q = (double)(candidate + 1) / ((double)v / 0x1p31);
+        /* Java's (int) of a double: toward zero, saturating (q is never NaN here). */
+        int64_t next = q >= 2147483647.0 ? INT32_MAX : q <= -2147483648.0 ? INT32_MIN : (int64_t)q;
+        if (next < 0 || next >= buckets)
+            return (size_t)candidate;
+        candidate = (int32_t)next;
+    }
+}
+
+static int guava_build(ch_table *t)
+{
+    return t->uniform ? (t->n <= INT32_MAX ? CH_OK : CH_ETOOBIG) : CH_EUNSUPPORTED;
+}
+
+static void guava_destroy(ch_table *t)
+{
+    (void)t;
+}
+
+static void guava_shares(const ch_table *t, double *shares)
+{
+    for (size_t i = 0; i < t->n; i++)
+        shares[i] = 1.0 / (double)t->n;
+}
+
+const ch__algo ch__algo_guava_31 = {
+    .build = guava_build,
+    .destroy = guava_destroy,
+    .lookup = guava_lookup,
+    .shares = guava_shares,
+    .walk_start = NULL,
+    .walk_next = NULL,
+    .unweighted = true,
+};

@@ -273,7 +273,8 @@ def test_weights():
     W = sum(w.values())
     doc, err = run_json("simulate", "--nodes", "a:4,b:4,c:1,d:1", "--keys", str(MILLION))
     r = by_algo(doc)
-    unweighted = ["modulo", "jump", "java_hashcode_ring", "md5_64_ring", "groupcache@0"]
+    unweighted = ["modulo", "jump", "java_hashcode_ring", "md5_64_ring", "groupcache@0",
+                  "guava@31"]
     check(doc["skipped"] == unweighted and set(r) == ALGOS - set(unweighted),
           "weights: the unweighted algorithms must be skipped: %r" % doc["skipped"])
     check("modulo skipped" in err and "jump skipped" in err, "no skip note: %r" % err)

@@ -71,8 +71,10 @@ def key_set(rng, kinds, extra=()):
 
 # ---- cases ----------------------------------------------------------------------------------
 
-def case_text(nodes, keys, vnodes=None):
+def case_text(nodes, keys, vnodes=None, hash_name=None):
     lines = []
+    if hash_name is not None:
+        lines.append("hash %s" % hash_name)
     if vnodes is not None:
         lines.append("vnodes %d" % vnodes)
     for node_id, w in nodes:
@@ -298,6 +300,37 @@ def groupcache_sets(rng):
     return sets
 
 
+def oracle_guava(fn):
+    def make(tmp):
+        jar = "/usr/share/java/guava.jar"
+        if shutil.which("javac") is None or not os.path.exists(jar):
+            return None, "javac (default-jdk-headless) or guava (libguava-java) missing"
+        src = os.path.join(ORACLES, "GuavaConsistentHash.java")
+        p = subprocess.run(["javac", "-cp", jar, "-d", tmp, src], stderr=subprocess.PIPE)
+        if p.returncode != 0:
+            return None, "javac failed: " + p.stderr.decode(errors="replace")
+        return ["java", "-cp", jar + ":" + tmp, "GuavaConsistentHash", fn], None
+    return make
+
+
+def guava_inputs():
+    """Raw 64-bit inputs for Hashing.consistentHash(long, N): 0, -1, and inputs whose first
+    generator step gives (int)(state >>> 33) + 1 == 2^31, which Java's int arithmetic wraps to
+    Integer.MIN_VALUE (a negative draw ends the jump at once)."""
+    a, m = 2862933555777941757, 1 << 64
+    inv = pow(a, -1, m)
+    out = [0, m - 1, 1, 1 << 63]
+    for s1 in (0xFFFFFFFE00000000, 0xFFFFFFFFFFFFFFFF, 0xFFFFFFFE12345678):
+        out.append(((s1 - 1) * inv) % m)
+    return out
+
+
+def guava_sets(rng):
+    sets = [(name, nodes, None) for name, nodes, _ in standard_sets(False)]
+    sets.append(("1000 buckets", unnamed(1000), None))
+    return sets
+
+
 SCHEMES = {
     # Java rings take Strings: keys are well-formed UTF-8 (a byte string that is not has no
     # String; Java's decoder and the Unicode practice chash follows replace ill-formed bytes
@@ -315,6 +348,13 @@ SCHEMES = {
     "groupcache@0": dict(oracle=oracle_groupcache, kinds=("binary", "empty"), sets=groupcache_sets,
                          extra=lambda nodes, v, rng: [b"%d" % i + n for n, _ in nodes
                                                       for i in (0, 1, 2)]),
+    # Guava's consistentHash over Guava's own key hashes: md5 (padToLong: digest bytes 0..7
+    # little-endian, chash's md5) and crc32 (chash's crc32a). "SCHEME+HASH" names the table's
+    # hash for a scheme that takes one.
+    "guava@31+md5": dict(oracle=oracle_guava("md5"), kinds=("binary", "empty"), sets=guava_sets,
+                         extra=lambda nodes, v, rng: [], inputs=guava_inputs),
+    "guava@31+crc32a": dict(oracle=oracle_guava("crc32"), kinds=("binary", "empty"),
+                            sets=guava_sets, extra=lambda nodes, v, rng: []),
     "dalli@3": dict(oracle=oracle_dalli, kinds=("binary", "empty"),
                     sets=lambda rng: standard_sets(True, host_port_only=True),
                     extra=lambda nodes, v, rng: [n + b":%d" % i for n, _ in nodes for i in (0, 1)]),
@@ -338,9 +378,12 @@ def main():
             # A set may bring its own keys and the number of servers they must use.
             keys = fixed[0] if fixed else key_set(rng, scheme["kinds"],
                                                   scheme["extra"](nodes, vnodes or 160, rng))
-            text = case_text(nodes, keys, vnodes)
+            text = case_text(nodes, keys, vnodes, name.split("+")[1] if "+" in name else None)
+            raw = scheme.get("inputs", list)()
+            text += "".join("keyhash %016x\n" % h for h in raw)
+            keys = keys + [b"<hash %016x>" % h for h in raw]
             want = run_owners(cmd, text, "oracle for " + name)
-            got = run_owners([place, name], text, "clients_place")
+            got = run_owners([place, name.split("+")[0]], text, "clients_place")
             if len(want) != len(keys) or len(got) != len(keys):
                 sys.exit("clients_compat %s [%s]: %d keys, oracle gave %d owners, chash %d"
                          % (name, set_name, len(keys), len(want), len(got)))

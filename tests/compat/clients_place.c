@@ -3,9 +3,11 @@
  *
  * Usage: clients_place ALGO < case
  * The case is lines of text:
+ *   hash NAME           (optional; ch_options.hash, for a scheme that takes the table's hash)
  *   vnodes V            (optional; ch_options.vnodes, else 0: the library's default)
  *   node W HEXID        one per node, in list order: weight W, id as hex bytes
  *   key HEX             one per key, hex bytes ("key -" is the empty key)
+ *   keyhash HEX64       a key hash given directly (ch_lookup_hash), after the first key
  * Prints, for every key in order, the index of its owner in the node list, one per line.
  * Exit status: 0, or 2 with a message on stderr (bad input, a build that fails).
  */
@@ -66,7 +68,10 @@ int main(int argc, char **argv)
     static char line[1 << 16];
     while (fgets(line, sizeof line, stdin) != NULL) {
         line[strcspn(line, "\n")] = '\0';
-        if (strncmp(line, "vnodes ", 7) == 0) {
+        if (strncmp(line, "hash ", 5) == 0) {
+            if (ch_hash_from_name(line + 5, &o.hash) != CH_OK)
+                die("unknown hash");
+        } else if (strncmp(line, "vnodes ", 7) == 0) {
             o.vnodes = (uint32_t)strtoul(line + 7, NULL, 10);
         } else if (strncmp(line, "node ", 5) == 0) {
             char *sp = strchr(line + 5, ' ');
@@ -94,6 +99,10 @@ int main(int argc, char **argv)
             if (len < 0)
                 die("bad key hex");
             printf("%zu\n", ch_lookup(t, line + 4, (size_t)len));
+        } else if (strncmp(line, "keyhash ", 8) == 0) {
+            if (t == NULL)
+                die("keyhash before the first key");
+            printf("%zu\n", ch_lookup_hash(t, strtoull(line + 8, NULL, 16)));
         } else if (line[0] != '\0') {
             die("unknown line");
         }

@@ -7,7 +7,8 @@
  *
  * Reads the case format of clients_compat.py on stdin (node W HEXID, key HEX; keys are bytes)
  * and prints, for each key, Hashing.consistentHash(Hashing.md5().hashBytes(key), N) (or
- * crc32()): the bucket, which is the node's index in the list.
+ * crc32()): the bucket, which is the node's index in the list; for "keyhash HEX64" lines,
+ * Hashing.consistentHash(long, N) of that input.
  */
 import com.google.common.hash.HashFunction;
 import com.google.common.hash.Hashing;
@@ -38,6 +39,10 @@ public class GuavaConsistentHash {
             String[] f = line.split(" ");
             if (f[0].equals("node")) {
                 buckets++;
+            } else if (f[0].equals("keyhash")) {
+                long h = Long.parseUnsignedLong(f[1], 16);
+                out.write(Integer.toString(Hashing.consistentHash(h, buckets)));
+                out.write('\n');
             } else if (f[0].equals("key")) {
                 out.write(Integer.toString(Hashing.consistentHash(fn.hashBytes(unhex(f[1])), buckets)));
                 out.write('\n');
