@@ -221,6 +221,12 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *   guava@31    Guava's Hashing.consistentHash(input, N): a jump driven by a 64-bit LCG over
  *               the key's 64-bit hash (ch_options.hash: md5 is Guava's md5().padToLong(),
  *               crc32a its crc32()). Node i is bucket i; no weights, no walk (as jump).
+ *   spymemcached@2  spymemcached 2's KetamaNodeLocator (KETAMA_HASH): 4 points per MD5 of
+ *               "<id>-<i>" little-endian, 40 digests per node (vnodes / 4), or with unequal
+ *               weights ketama's float count; a TreeMap (a later put wins), ceiling, wrapping;
+ *               keys md5. Ids are its node keys: "ip:port" or "host/ip:port".
+ *   spymemcached_libmemcached@2  the same with Format.LIBMEMCACHED: ids "host:port", the
+ *               node key without ":11211".
  *   ch_options.vnodes 0 gives each scheme its library's default (uhashring 160 and 40,
  *   groupcache 50; 160 for the others).
  * ------------------------------------------------------------------------------------------- */
@@ -248,7 +254,9 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
     X(UHASHRING_2, uhashring_2, "uhashring@2", 13)                                   \
     X(UHASHRING_KETAMA_2, uhashring_ketama_2, "uhashring_ketama@2", 14)              \
     X(GROUPCACHE_0, groupcache_0, "groupcache@0", 15)                                \
-    X(GUAVA_31, guava_31, "guava@31", 16)
+    X(GUAVA_31, guava_31, "guava@31", 16)                                            \
+    X(SPYMEMCACHED_2, spymemcached_2, "spymemcached@2", 17)                          \
+    X(SPYMEMCACHED_LIBMEMCACHED_2, spymemcached_libmemcached_2, "spymemcached_libmemcached@2", 18)
 
 #define CH__ALGO_PLUS1(id, ident, name, value) +1
 

@@ -515,3 +515,90 @@ const ch__algo ch__algo_guava_31 = {
     .walk_next = NULL,
     .unweighted = true,
 };
+
+/* ---- spymemcached@2 and spymemcached_libmemcached@2 ----------------------------------------- *
+ * spymemcached 2.x's KetamaNodeLocator with DefaultHashAlgorithm.KETAMA_HASH (KetamaConnection-
+ * Factory's), Debian libspymemcached-java: a TreeMap<Long, node> (a later put wins), a key goes
+ * to the first position >= md5(key) (its low 4 bytes little-endian), else to the first entry.
+ * Positions: 4 per MD5 digest of "<node key>-<i>", bytes 4x..4x+3 little-endian. Points:
+ *   - equal weights (no weights map): 160 / 4 = 40 digests per node (vnodes / 4);
+ *   - unequal weights (a weights map): floor((float)w_i / (float)W * 160 / 4 * N) digests, in
+ *     float as spymemcached computes it (its + 1e-10 never changes the floor).
+ * The node key is the id as given for spymemcached@2 (KetamaNodeKeyFormatter.Format.SPYMEMCACHED:
+ * String.valueOf(InetSocketAddress) without a leading "/": "10.0.0.1:11211" for an address
+ * given as an IP, "host/10.0.0.1:11211" for a resolved name), and for
+ * spymemcached_libmemcached@2 (Format.LIBMEMCACHED) the id "host:port" without ":11211". */
+
+static size_t spy_groups(const ch_table *t, size_t i)
+{
+    if (t->uniform)
+        return t->opt.vnodes / 4;
+    float pct = (float)t->weights[i] / (float)t->weight_sum;
+    float x = floorf(pct * (float)t->opt.vnodes / 4.0f * (float)t->n);
+    return !(x <= (float)(CH_MAX_POINTS / 4)) ? SIZE_MAX : (size_t)x;
+}
+
+static int spy_build_format(ch_table *t, bool libmemcached_format)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t g = spy_groups(t, i);
+        if (g == SIZE_MAX || (total += 4 * g) > CH_MAX_POINTS)
+            return CH_ETOOBIG;
+    }
+    if (total == 0)
+        return CH_EINVAL;
+    size_t cap = max_id_len(t) + 12;
+    ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
+    char *name = ch__alloc(t, cap);
+    if (pts == NULL || name == NULL) {
+        ch__free(t, pts, (total + CH__RING_SCAN) * sizeof(*pts));
+        ch__free(t, name, cap);
+        return CH_ENOMEM;
+    }
+    /* From the last put to the first: the first point of equal positions is the map's owner. */
+    size_t k = 0;
+    for (size_t i = t->n; i-- > 0;) {
+        size_t len = strlen(t->ids[i]);
+        const char *colon = strrchr(t->ids[i], ':');
+        if (libmemcached_format && colon != NULL && strcmp(colon, ":11211") == 0)
+            len = (size_t)(colon - t->ids[i]);
+        memcpy(name, t->ids[i], len);
+        for (size_t g = spy_groups(t, i); g-- > 0;) {
+            uint8_t d[MD5_DIGEST_LENGTH];
+            MD5_CTX ctx;
+            MD5Init(&ctx);
+            MD5Update(&ctx, (const uint8_t *)name, ch__append_index(name, len, '-', (uint32_t)g));
+            MD5Final(d, &ctx);
+            for (int x = 4; x-- > 0;) {
+                const uint8_t *b = d + 4 * x;
+                uint32_t pos = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+                               (uint32_t)b[3] << 24;
+                pts[k++] = (ch__point){.pos = pos, .node = (uint32_t)i};
+            }
+        }
+    }
+    ch__free(t, name, cap);
+    return ch__ring_index(t, pts, total);
+}
+
+static int spy_build(ch_table *t)
+{
+    return spy_build_format(t, false);
+}
+
+static int spy_libmemcached_build(ch_table *t)
+{
+    return spy_build_format(t, true);
+}
+
+#define SPY_OPS(build_fn)                                                                       \
+    {                                                                                           \
+        .build = build_fn, .destroy = ch__ring_destroy, .lookup = ch__ring_lookup,              \
+        .shares = ch__ring_shares, .walk_start = ch__ring_walk_start,                           \
+        .walk_next = ch__ring_walk_next, .fixed_hash = true, .hash = CH_HASH_MD5,               \
+        .points = ch__ring_points,                                                              \
+    }
+
+const ch__algo ch__algo_spymemcached_2 = SPY_OPS(spy_build);
+const ch__algo ch__algo_spymemcached_libmemcached_2 = SPY_OPS(spy_libmemcached_build);

@@ -331,6 +331,47 @@ def guava_sets(rng):
     return sets
 
 
+def oracle_spy(fmt):
+    def make(tmp):
+        jar = "/usr/share/java/spymemcached.jar"
+        if shutil.which("javac") is None or not os.path.exists(jar):
+            return None, "javac (default-jdk-headless) or spymemcached (libspymemcached-java) missing"
+        src = os.path.join(ORACLES, "SpyKetama.java")
+        p = subprocess.run(["javac", "-cp", jar, "-d", tmp, src], stderr=subprocess.PIPE)
+        if p.returncode != 0:
+            return None, "javac failed: " + p.stderr.decode(errors="replace")
+        return ["java", "-cp", jar + ":" + tmp, "SpyKetama", fmt], None
+    return make
+
+
+def spy_sets(libmemcached_format):
+    def sets(rng):
+        out = []
+        for name, nodes, v in standard_sets(True, host_port_only=False):
+            if name.startswith("named"):
+                continue
+            if not libmemcached_format and not all(n[:1].isdigit() for n, _ in nodes):
+                # Format.SPYMEMCACHED names a server by its address: IP literals here, and
+                # "host/ip:port" in the set below.
+                nodes = [(b"10.7.0.%d:11211" % (i + 1), w) for i, (_, w) in enumerate(nodes)]
+            out.append((name, nodes, v))
+        if libmemcached_format:
+            out.append(("host names, port 11211 and others",
+                        [(b"cache-a.example:11211", 1), (b"cache-b.example:11212", 1),
+                         (b"mc.local:11211", 1), (b"10.1.2.3:22122", 1)], None))
+        else:
+            out.append(("resolved names host/ip:port",
+                        [(b"cache-a.example/10.1.0.1:11211", 1), (b"cache-b/10.1.0.2:11211", 1),
+                         (b"mc.local/10.1.0.3:22122", 1)], None))
+        # 25 equal servers: with a weights map ketama's float count gives 39 digests, without
+        # it 40; equal weights here mean no map.
+        out.append(("unnamed, 25", unnamed(25), None))
+        out.append(("unequal weights, 25 (float rounding)",
+                    [(n, 1 + i % 3) for i, (n, _) in enumerate(unnamed(25))], None))
+        return out
+    return sets
+
+
 SCHEMES = {
     # Java rings take Strings: keys are well-formed UTF-8 (a byte string that is not has no
     # String; Java's decoder and the Unicode practice chash follows replace ill-formed bytes
@@ -355,6 +396,16 @@ SCHEMES = {
                          extra=lambda nodes, v, rng: [], inputs=guava_inputs),
     "guava@31+crc32a": dict(oracle=oracle_guava("crc32"), kinds=("binary", "empty"),
                             sets=guava_sets, extra=lambda nodes, v, rng: []),
+    # spymemcached takes String keys (UTF-8): no binary keys.
+    "spymemcached@2": dict(oracle=oracle_spy("SPYMEMCACHED"), kinds=("empty",),
+                           sets=spy_sets(False),
+                           extra=lambda nodes, v, rng: [n + b"-%d" % i for n, _ in nodes
+                                                        for i in (0, 1)]),
+    "spymemcached_libmemcached@2": dict(oracle=oracle_spy("LIBMEMCACHED"), kinds=("empty",),
+                                        sets=spy_sets(True),
+                                        extra=lambda nodes, v, rng: [n + b"-%d" % i
+                                                                     for n, _ in nodes
+                                                                     for i in (0, 1)]),
     "dalli@3": dict(oracle=oracle_dalli, kinds=("binary", "empty"),
                     sets=lambda rng: standard_sets(True, host_port_only=True),
                     extra=lambda nodes, v, rng: [n + b":%d" % i for n, _ in nodes for i in (0, 1)]),
