@@ -487,6 +487,32 @@ def test_plan():
         check(["%s\t%s -> %s" % (m["key"], m["from"], m["to"]) for m in kf["moves"]] == want,
               "plan --key-file JSON moves")
 
+    # --from/--to: one fleet moved from one scheme to another. The same scheme on both sides
+    # moves nothing; dalli@3 -> ring is sampled and moves about 1 - 1/N; with --key-file the
+    # keys listed are exactly those whose owner differs between lookups under each scheme.
+    fleet3 = "10.0.0.1:11211:1,10.0.0.2:11211:1,10.0.0.3:11211:1"
+    doc, _ = run_json("plan", "--from", "dalli@3", "--to", "dalli@3", fleet3, "--keys", "20000")
+    check(doc["moved_fraction"] == 0 and doc["new_algo"] == "dalli@3", "dalli -> dalli moves")
+    doc, err = run_json("plan", "--from", "dalli@3", "--to", "ring", fleet3, "--keys", "100000")
+    check(doc["method"] == "sampled" and doc["algo"] == "dalli@3" and doc["new_algo"] == "ring"
+          and 0.55 < doc["moved_fraction"] < 0.78 and "placement changes" in err,
+          "dalli -> ring: %r" % {k: doc[k] for k in ("method", "moved_fraction")})
+    check(doc["old"]["hash"] == "crc32a", "dalli's own hash: %r" % doc["old"])
+    with tempfile.NamedTemporaryFile("w", suffix=".keys") as f:
+        f.write("\n".join(keys) + "\n")
+        f.flush()
+        out, err = run("plan", "--from", "dalli@3", "--to", "uhashring@2", fleet3,
+                       "--key-file", f.name)
+        a, _ = run("lookup", "--algo", "dalli@3", "--nodes", fleet3, "-",
+                   stdin="\n".join(keys) + "\n")
+        b, _ = run("lookup", "--algo", "uhashring@2", "--nodes", fleet3, "-",
+                   stdin="\n".join(keys) + "\n")
+        want = ["%s\t%s -> %s" % (x.split("\t")[0], x.split("\t")[1], y.split("\t")[1])
+                for x, y in zip(a.splitlines(), b.splitlines()) if x != y]
+        check(len(want) > 1000 and out.splitlines() == want,
+              "plan --from/--to --key-file lists other keys than lookup")
+    run("plan", "--algo", "ring", "--from", "dalli@3", fleet3, rc=2)
+
     # Loud warnings, on stderr and in the JSON: a new hash, a new vnode count, ids respelt.
     doc, err = run_json("plan", "8", "9", "--new-hash", "xxh3", "--keys", "10000")
     check("WARNING" in err and "hash changes" in err and doc["method"] == "sampled", err)

@@ -91,7 +91,7 @@ uint64_t cli_u64(const cli *c, const char *opt, const char *s, uint64_t min, uin
 enum {
     O_NODES = 256, O_CONFIG, O_POOL, O_ALGO, O_HASH, O_VNODES, O_SEED, O_KEYS, O_KEYFILE, O_JSON,
     O_REPLICAS, O_ADD, O_REMOVE, O_TO, O_OUT, O_TABLESIZE, O_NEWHASH, O_NEWVNODES,
-    O_SHOWVERSION,
+    O_SHOWVERSION, O_FROM,
 };
 
 static const struct {
@@ -111,11 +111,12 @@ static const struct {
     {{"replicas", required_argument, NULL, O_REPLICAS}, OPT_REPLICAS},
     {{"add", required_argument, NULL, O_ADD}, OPT_CHANGE},
     {{"remove", required_argument, NULL, O_REMOVE}, OPT_CHANGE},
-    {{"to", required_argument, NULL, O_TO}, OPT_CHANGE},
+    {{"to", required_argument, NULL, O_TO}, OPT_CHANGE | OPT_NEW}, /* plan: the NEW scheme */
     {{"out", required_argument, NULL, O_OUT}, OPT_OUT},
     {{"table-size", required_argument, NULL, O_TABLESIZE}, OPT_MAGLEV},
     {{"new-hash", required_argument, NULL, O_NEWHASH}, OPT_NEW},
     {{"new-vnodes", required_argument, NULL, O_NEWVNODES}, OPT_NEW},
+    {{"from", required_argument, NULL, O_FROM}, OPT_NEW},
     {{"show-version", no_argument, NULL, O_SHOWVERSION}, OPT_SHOWVERSION},
     {{"help", no_argument, NULL, 'h'}, 0},
 };
@@ -184,6 +185,7 @@ void cli_parse(cli *c, int argc, char **argv, unsigned allowed, const char *help
             break;
         case O_NEWHASH: c->new_hash = optarg; break;
         case O_NEWVNODES: c->new_vnodes = optarg; break;
+        case O_FROM: c->from = optarg; break;
         case O_SHOWVERSION: c->show_version = true; break;
         }
     }
