@@ -365,7 +365,8 @@ def test_json():
     for algo, method in (("ring", "exact"), ("rendezvous", "sampled")):
         doc, _ = run_json("plan", ids, ids + ",new", "--algo", algo, "--keys", "20000")
         side = {"source": s, "nodes": n, "hash": s, "vnodes": n}
-        check_fields(doc, {"algo": s, "old": dict, "new": dict, "method": lambda x: x == method,
+        check_fields(doc, {"algo": s, "new_algo": lambda x: x == algo, "old": dict,
+                           "new": dict, "method": lambda x: x == method,
                            "sample_keys": (nul if method == "exact" else n),
                            "moved_fraction": num, "theory": num, "flows": list,
                            "warnings": lambda x: x == []}, "plan")
