@@ -227,6 +227,10 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *               keys md5. Ids are its node keys: "ip:port" or "host/ip:port".
  *   spymemcached_libmemcached@2  the same with Format.LIBMEMCACHED: ids "host:port", the
  *               node key without ":11211".
+ *   pecl_memcache@4  PECL memcache 4's consistent strategy: vnodes * w_i points at
+ *               hash("<host:port>-<k>") with the table's hash (crc32a: PECL's crc32, the
+ *               default; fnv1a_32: its fnv), quantised into 1024 buckets (bucket b: the first
+ *               point >= b * floor((2^32 - 1) / 1024)); a key goes to bucket hash % 1024.
  *   ch_options.vnodes 0 gives each scheme its library's default (uhashring 160 and 40,
  *   groupcache 50; 160 for the others).
  * ------------------------------------------------------------------------------------------- */
@@ -256,7 +260,8 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
     X(GROUPCACHE_0, groupcache_0, "groupcache@0", 15)                                \
     X(GUAVA_31, guava_31, "guava@31", 16)                                            \
     X(SPYMEMCACHED_2, spymemcached_2, "spymemcached@2", 17)                          \
-    X(SPYMEMCACHED_LIBMEMCACHED_2, spymemcached_libmemcached_2, "spymemcached_libmemcached@2", 18)
+    X(SPYMEMCACHED_LIBMEMCACHED_2, spymemcached_libmemcached_2, "spymemcached_libmemcached@2", 18) \
+    X(PECL_MEMCACHE_4, pecl_memcache_4, "pecl_memcache@4", 19)
 
 #define CH__ALGO_PLUS1(id, ident, name, value) +1
 

@@ -602,3 +602,88 @@ static int spy_libmemcached_build(ch_table *t)
 
 const ch__algo ch__algo_spymemcached_2 = SPY_OPS(spy_build);
 const ch__algo ch__algo_spymemcached_libmemcached_2 = SPY_OPS(spy_libmemcached_build);
+
+/* ---- pecl_memcache@4 ------------------------------------------------------------------------ *
+ * PECL memcache 4.x (php-memcache, memcache_consistent_hash.c) with memcache.hash_strategy =
+ * consistent: server i, added as host:port (the id "host:port"), gets weight * 160 points
+ * (vnodes * w_i, whole weights), point k at hash("<host>:<port>-<k>") with the pool's
+ * memcache.hash_function: crc32 (the default; chash's crc32a) or fnv (FNV-1a over signed chars:
+ * fnv1a_32), taken from ch_options.hash. The points are sorted (glibc's qsort, stable: the
+ * earlier server first among equal points) and quantised into 1024 buckets: bucket b belongs to
+ * the first point >= b * floor((2^32 - 1) / 1024), wrapping; a key goes to bucket hash % 1024.
+ * One server takes every key. PECL prepares keys first (bytes <= 0x20 become '_', at most 250
+ * bytes): chash hashes the key it is given. */
+
+#define PECL_BUCKETS 1024u
+#define PECL_STEP (UINT32_C(0xffffffff) / PECL_BUCKETS)
+
+static size_t pecl_points(const ch_table *t, size_t i)
+{
+    double p = floor((double)t->opt.vnodes * t->weights[i]);
+    return p > (double)CH_MAX_POINTS ? SIZE_MAX : (size_t)p;
+}
+
+static int pecl_build(ch_table *t)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t p = pecl_points(t, i);
+        if (p == SIZE_MAX || (total += p) > CH_MAX_POINTS)
+            return CH_ETOOBIG;
+    }
+    if (total == 0)
+        return CH_EINVAL;
+    size_t cap = max_id_len(t) + 12;
+    ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
+    char *name = ch__alloc(t, cap);
+    if (pts == NULL || name == NULL) {
+        ch__free(t, pts, (total + CH__RING_SCAN) * sizeof(*pts));
+        ch__free(t, name, cap);
+        return CH_ENOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t idlen = strlen(t->ids[i]), p = pecl_points(t, i);
+        memcpy(name, t->ids[i], idlen);
+        for (uint32_t j = 0; j < p; j++) {
+            size_t len = ch__append_index(name, idlen, '-', j);
+            pts[k++] = (ch__point){.pos = (uint32_t)t->hash(name, len), .node = (uint32_t)i};
+        }
+    }
+    ch__free(t, name, cap);
+    return ch__ring_index(t, pts, total);
+}
+
+static uint32_t pecl_bucket_start(uint64_t h)
+{
+    return PECL_STEP * ((uint32_t)h % PECL_BUCKETS);
+}
+
+static size_t pecl_lookup(const ch_table *t, uint64_t h)
+{
+    return t->n == 1 ? 0 : ch__ring_lookup(t, pecl_bucket_start(h));
+}
+
+static void pecl_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
+{
+    ch__ring_walk_start(t, pecl_bucket_start(h), w);
+}
+
+/* Each bucket holds 1/1024 of the key hashes (h % 1024 over 2^32 values). */
+static void pecl_shares(const ch_table *t, double *shares)
+{
+    for (size_t i = 0; i < t->n; i++)
+        shares[i] = 0.0;
+    for (uint32_t b = 0; b < PECL_BUCKETS; b++)
+        shares[pecl_lookup(t, b)] += 1.0 / PECL_BUCKETS;
+}
+
+const ch__algo ch__algo_pecl_memcache_4 = {
+    .build = pecl_build,
+    .destroy = ch__ring_destroy,
+    .lookup = pecl_lookup,
+    .shares = pecl_shares,
+    .walk_start = pecl_walk_start,
+    .walk_next = ch__ring_walk_next,
+    .points = ch__ring_points,
+};

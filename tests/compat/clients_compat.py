@@ -372,6 +372,23 @@ def spy_sets(libmemcached_format):
     return sets
 
 
+def oracle_pecl(fn):
+    def make(tmp):
+        if shutil.which("php") is None:
+            return None, "php (php-cli) missing"
+        p = subprocess.run(["php", "-r", "exit(extension_loaded('memcache') ? 0 : 1);"])
+        if p.returncode != 0:
+            return None, "the memcache extension (php-memcache) missing"
+        return ["php", os.path.join(ORACLES, "pecl_memcache.php"), fn], None
+    return make
+
+
+def memcached_key(k):
+    """A key PECL memcache passes unchanged: 1..250 bytes, none <= 0x20 (it replaces those with
+    '_' before hashing; memcached's protocol forbids them anyway)."""
+    return 0 < len(k) <= 250 and all(b > 0x20 for b in k)
+
+
 SCHEMES = {
     # Java rings take Strings: keys are well-formed UTF-8 (a byte string that is not has no
     # String; Java's decoder and the Unicode practice chash follows replace ill-formed bytes
@@ -406,6 +423,12 @@ SCHEMES = {
                                         extra=lambda nodes, v, rng: [n + b"-%d" % i
                                                                      for n, _ in nodes
                                                                      for i in (0, 1)]),
+    "pecl_memcache@4+crc32a": dict(oracle=oracle_pecl("crc32"), kinds=("binary",),
+                                   sets=lambda rng: standard_sets(True, host_port_only=True),
+                                   extra=lambda nodes, v, rng: [], key_ok=memcached_key),
+    "pecl_memcache@4+fnv1a_32": dict(oracle=oracle_pecl("fnv"), kinds=("binary",),
+                                     sets=lambda rng: standard_sets(True, host_port_only=True),
+                                     extra=lambda nodes, v, rng: [], key_ok=memcached_key),
     "dalli@3": dict(oracle=oracle_dalli, kinds=("binary", "empty"),
                     sets=lambda rng: standard_sets(True, host_port_only=True),
                     extra=lambda nodes, v, rng: [n + b":%d" % i for n, _ in nodes for i in (0, 1)]),
@@ -429,6 +452,15 @@ def main():
             # A set may bring its own keys and the number of servers they must use.
             keys = fixed[0] if fixed else key_set(rng, scheme["kinds"],
                                                   scheme["extra"](nodes, vnodes or 160, rng))
+            if "key_ok" in scheme:
+                keys = [k for k in keys if scheme["key_ok"](k)]
+                # Topped up with printable keys without spaces, and binary keys above 0x20.
+                while len(keys) < KEYS_PER_SET + 500:
+                    keys.append(bytes(rng.randint(0x21, 0x7E if len(keys) % 2 else 0xFF)
+                                      for _ in range(rng.randint(1, 60))))
+                if len(keys) < KEYS_PER_SET:
+                    sys.exit("clients_compat %s [%s]: only %d keys the library takes"
+                             % (name, set_name, len(keys)))
             text = case_text(nodes, keys, vnodes, name.split("+")[1] if "+" in name else None)
             raw = scheme.get("inputs", list)()
             text += "".join("keyhash %016x\n" % h for h in raw)
