@@ -231,8 +231,11 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *               hash("<host:port>-<k>") with the table's hash (crc32a: PECL's crc32, the
  *               default; fnv1a_32: its fnv), quantised into 1024 buckets (bucket b: the first
  *               point >= b * floor((2^32 - 1) / 1024)); a key goes to bucket hash % 1024.
+ *   hashring@3  Node's hashring 3: floor(w_i / W * vnodes * N) MD5 digests of "<id>-<k>"
+ *               (vnodes 40), 4 points each as ketama's; keys md5; first point >= hash.
+ *   hashring_hash_ring@3  the same with { compatibility: "hash_ring" }: 3 points a digest.
  *   ch_options.vnodes 0 gives each scheme its library's default (uhashring 160 and 40,
- *   groupcache 50; 160 for the others).
+ *   groupcache 50, hashring 40; 160 for the others).
  * ------------------------------------------------------------------------------------------- */
 /* The list is ABI: append only, never reorder or renumber. Each entry carries its enum value,
  * pinned by tests/unit/test_api.c; values are dense from 0.
@@ -261,7 +264,9 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
     X(GUAVA_31, guava_31, "guava@31", 16)                                            \
     X(SPYMEMCACHED_2, spymemcached_2, "spymemcached@2", 17)                          \
     X(SPYMEMCACHED_LIBMEMCACHED_2, spymemcached_libmemcached_2, "spymemcached_libmemcached@2", 18) \
-    X(PECL_MEMCACHE_4, pecl_memcache_4, "pecl_memcache@4", 19)
+    X(PECL_MEMCACHE_4, pecl_memcache_4, "pecl_memcache@4", 19)                       \
+    X(HASHRING_3, hashring_3, "hashring@3", 20)                                      \
+    X(HASHRING_HASH_RING_3, hashring_hash_ring_3, "hashring_hash_ring@3", 21)
 
 #define CH__ALGO_PLUS1(id, ident, name, value) +1
 

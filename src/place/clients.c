@@ -687,3 +687,78 @@ const ch__algo ch__algo_pecl_memcache_4 = {
     .walk_next = ch__ring_walk_next,
     .points = ch__ring_points,
 };
+
+/* ---- hashring@3 and hashring_hash_ring@3 ---------------------------------------------------- *
+ * Node's hashring 3.x (npm): server i (id: its connection string, "host:port") gets
+ * floor(w_i / W * vnodes * N) MD5 digests of "<id>-<k>" (in double; "vnode count" 40 by
+ * default), each giving 4 positions (replicas), digest bytes 4x..4x+3 little-endian, or 3 with
+ * its { compatibility: "hash_ring" } switch. The ring is sorted stably (V8's sort: the earlier
+ * server first among equal positions); a key, md5 of its UTF-8 text (Node's crypto hashes a
+ * string as UTF-8), goes to the first position >= its hash, wrapping to index 0. */
+
+static size_t hashring_digests(const ch_table *t, size_t i)
+{
+    double d = floor(t->weights[i] / t->weight_sum * (double)t->opt.vnodes * (double)t->n);
+    return d > (double)(CH_MAX_POINTS / 4) ? SIZE_MAX : (size_t)d;
+}
+
+static int hashring_build_replicas(ch_table *t, unsigned replicas)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t d = hashring_digests(t, i);
+        if (d == SIZE_MAX || (total += replicas * d) > CH_MAX_POINTS)
+            return CH_ETOOBIG;
+    }
+    if (total == 0)
+        return CH_EINVAL;
+    size_t cap = max_id_len(t) + 12;
+    ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
+    char *name = ch__alloc(t, cap);
+    if (pts == NULL || name == NULL) {
+        ch__free(t, pts, (total + CH__RING_SCAN) * sizeof(*pts));
+        ch__free(t, name, cap);
+        return CH_ENOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t idlen = strlen(t->ids[i]), nd = hashring_digests(t, i);
+        memcpy(name, t->ids[i], idlen);
+        for (size_t g = 0; g < nd; g++) {
+            uint8_t d[MD5_DIGEST_LENGTH];
+            MD5_CTX ctx;
+            MD5Init(&ctx);
+            MD5Update(&ctx, (const uint8_t *)name, ch__append_index(name, idlen, '-', (uint32_t)g));
+            MD5Final(d, &ctx);
+            for (unsigned x = 0; x < replicas; x++) {
+                const uint8_t *b = d + 4 * x;
+                uint32_t pos = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+                               (uint32_t)b[3] << 24;
+                pts[k++] = (ch__point){.pos = pos, .node = (uint32_t)i};
+            }
+        }
+    }
+    ch__free(t, name, cap);
+    return ch__ring_index(t, pts, total);
+}
+
+static int hashring_build(ch_table *t)
+{
+    return hashring_build_replicas(t, 4);
+}
+
+static int hashring_hash_ring_build(ch_table *t)
+{
+    return hashring_build_replicas(t, 3);
+}
+
+#define HASHRING_OPS(build_fn)                                                                  \
+    {                                                                                           \
+        .build = build_fn, .destroy = ch__ring_destroy, .lookup = ch__ring_lookup,              \
+        .shares = ch__ring_shares, .walk_start = ch__ring_walk_start,                           \
+        .walk_next = ch__ring_walk_next, .fixed_hash = true, .hash = CH_HASH_MD5,               \
+        .default_vnodes = 40, .points = ch__ring_points,                                        \
+    }
+
+const ch__algo ch__algo_hashring_3 = HASHRING_OPS(hashring_build);
+const ch__algo ch__algo_hashring_hash_ring_3 = HASHRING_OPS(hashring_hash_ring_build);

@@ -389,6 +389,27 @@ def memcached_key(k):
     return 0 < len(k) <= 250 and all(b > 0x20 for b in k)
 
 
+NPM_PREFIX = "/usr/local/lib/chash-oracles"
+
+
+def oracle_hashring(mode):
+    def make(tmp):
+        mod = os.path.join(NPM_PREFIX, "node_modules")
+        if shutil.which("node") is None:
+            return None, "node (nodejs) missing"
+        if not os.path.isfile(os.path.join(mod, "hashring", "package.json")):
+            return None, "the npm package hashring missing in " + NPM_PREFIX
+        return ["env", "NODE_PATH=" + mod, "node", os.path.join(ORACLES, "hashring.js"), mode], None
+    return make
+
+
+def hashring_sets(rng):
+    sets = standard_sets(True, host_port_only=True)
+    sets.append(("unnamed, 6, vnode count 160", unnamed(6), 160))
+    sets.append(("unnamed, 25, vnode count 7", unnamed(25), 7))
+    return sets
+
+
 SCHEMES = {
     # Java rings take Strings: keys are well-formed UTF-8 (a byte string that is not has no
     # String; Java's decoder and the Unicode practice chash follows replace ill-formed bytes
@@ -429,6 +450,14 @@ SCHEMES = {
     "pecl_memcache@4+fnv1a_32": dict(oracle=oracle_pecl("fnv"), kinds=("binary",),
                                      sets=lambda rng: standard_sets(True, host_port_only=True),
                                      extra=lambda nodes, v, rng: [], key_ok=memcached_key),
+    # Node's hashring takes JavaScript strings: text keys (UTF-8), no binary.
+    "hashring@3": dict(oracle=oracle_hashring("default"), kinds=("empty",), sets=hashring_sets,
+                       extra=lambda nodes, v, rng: [n + b"-%d" % i for n, _ in nodes
+                                                    for i in (0, 1)]),
+    "hashring_hash_ring@3": dict(oracle=oracle_hashring("hash_ring"), kinds=("empty",),
+                                 sets=hashring_sets,
+                                 extra=lambda nodes, v, rng: [n + b"-%d" % i for n, _ in nodes
+                                                              for i in (0, 1)]),
     "dalli@3": dict(oracle=oracle_dalli, kinds=("binary", "empty"),
                     sets=lambda rng: standard_sets(True, host_port_only=True),
                     extra=lambda nodes, v, rng: [n + b":%d" % i for n, _ in nodes for i in (0, 1)]),
