@@ -268,6 +268,25 @@ def test_simulate():
     check(re.search(r"^ring +\d+\.\d\d% +11\.11% ", out, re.M), "text output:\n" + out)
 
 
+def test_client_schemes():
+    # simulate hashes keys with each scheme's own hash (md5_64be for md5_64_ring, a 64-bit
+    # position): the loads it reports are the ones lookup gives, key for key.
+    keys = ["user:%d" % i for i in range(20000)]
+    with tempfile.NamedTemporaryFile("w", suffix=".keys") as f:
+        f.write("\n".join(keys) + "\n")
+        f.flush()
+        for algo in ("md5_64_ring", "uhashring@2", "dalli@3", "pecl_memcache@4"):
+            doc, _ = run_json("simulate", "--nodes", "8", "--algo", "ring," + algo,
+                              "--key-file", f.name)
+            r = by_algo(doc)[algo]
+            out, _ = run("lookup", "--nodes", "8", "--algo", algo, "-",
+                         stdin="\n".join(keys) + "\n")
+            owners = [line.split("\t")[1] for line in out.splitlines()]
+            want = max(owners.count(n) for n in set(owners)) / (len(keys) / 8)
+            near(r["max_load"], want, 1e-3, "simulate %s max load %r, lookup %r"
+                 % (algo, r["max_load"], want))
+
+
 def test_weights():
     w = {"a": 4, "b": 4, "c": 1, "d": 1}
     W = sum(w.values())
@@ -579,7 +598,7 @@ GROUPS = {
     "help": test_help,
     "lookup": test_lookup,
     "simulate": test_simulate,
-    "weights": test_weights,
+    "weights": lambda: (test_weights(), test_client_schemes()),
     "json": test_json,
     "errors": test_errors,
     "plan": test_plan,
