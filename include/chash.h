@@ -234,6 +234,9 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *   hashring@3  Node's hashring 3: floor(w_i / W * vnodes * N) MD5 digests of "<id>-<k>"
  *               (vnodes 40), 4 points each as ketama's; keys md5; first point >= hash.
  *   hashring_hash_ring@3  the same with { compatibility: "hash_ring" }: 3 points a digest.
+ *   nginx@1     nginx's "hash $key consistent": weight * 160 points per server, chained
+ *               crc32(host "\0" port prev) from the server string ("ip:port", "unix:/path"),
+ *               equal points to the earlier server; keys crc32a; first point >= hash.
  *   ch_options.vnodes 0 gives each scheme its library's default (uhashring 160 and 40,
  *   groupcache 50, hashring 40; 160 for the others).
  * ------------------------------------------------------------------------------------------- */
@@ -266,7 +269,8 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
     X(SPYMEMCACHED_LIBMEMCACHED_2, spymemcached_libmemcached_2, "spymemcached_libmemcached@2", 18) \
     X(PECL_MEMCACHE_4, pecl_memcache_4, "pecl_memcache@4", 19)                       \
     X(HASHRING_3, hashring_3, "hashring@3", 20)                                      \
-    X(HASHRING_HASH_RING_3, hashring_hash_ring_3, "hashring_hash_ring@3", 21)
+    X(HASHRING_HASH_RING_3, hashring_hash_ring_3, "hashring_hash_ring@3", 21)        \
+    X(NGINX_1, nginx_1, "nginx@1", 22)
 
 #define CH__ALGO_PLUS1(id, ident, name, value) +1
 

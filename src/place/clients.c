@@ -762,3 +762,91 @@ static int hashring_hash_ring_build(ch_table *t)
 
 const ch__algo ch__algo_hashring_3 = HASHRING_OPS(hashring_build);
 const ch__algo ch__algo_hashring_hash_ring_3 = HASHRING_OPS(hashring_hash_ring_build);
+
+/* ---- nginx@1 -------------------------------------------------------------------------------- *
+ * nginx's "hash $key consistent" (ngx_http_upstream_hash_module, since 1.7.2; Debian
+ * nginx-light 1.22): server i (the id: the server as written in the upstream block, "ip:port"
+ * or "unix:/path") is split into host and port (the digits after the last ':'; none for
+ * "unix:" servers, whose host is the path) and gets weight * 160 points, chained:
+ *     point_j = crc32(host "\0" port prev_j),  prev_0 = 0,  prev_{j+1} = point_j
+ * (prev as 4 bytes little-endian). The points are sorted (glibc's stable qsort) and equal ones
+ * dropped but the first (the earlier server); a key goes to the first point >= crc32(key),
+ * wrapping. nginx sends an empty key, or every key of a one-server upstream, round robin:
+ * chash gives them server 0. */
+
+static size_t nginx_points(const ch_table *t, size_t i)
+{
+    double p = floor(t->weights[i]) * (double)t->opt.vnodes;
+    return p > (double)CH_MAX_POINTS ? SIZE_MAX : (size_t)p;
+}
+
+/* Writes "host\0port" of an nginx server string into buf; returns its length. */
+static size_t nginx_base(const char *id, char *buf)
+{
+    size_t len = strlen(id), host_len = len, port_at = len;
+    if (len >= 5 && (id[0] | 0x20) == 'u' && (id[1] | 0x20) == 'n' && (id[2] | 0x20) == 'i' &&
+        (id[3] | 0x20) == 'x' && id[4] == ':') {
+        memcpy(buf, id + 5, len - 5);
+        buf[len - 5] = '\0';
+        return len - 4;
+    }
+    for (size_t j = 0; j < len; j++) {
+        char c = id[len - j - 1];
+        if (c == ':') {
+            host_len = len - j - 1;
+            port_at = len - j;
+            break;
+        }
+        if (c < '0' || c > '9')
+            break;
+    }
+    memcpy(buf, id, host_len);
+    buf[host_len] = '\0';
+    memcpy(buf + host_len + 1, id + port_at, len - port_at);
+    return host_len + 1 + (len - port_at);
+}
+
+static int nginx_build(ch_table *t)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t p = nginx_points(t, i);
+        if (p == SIZE_MAX || (total += p) > CH_MAX_POINTS)
+            return CH_ETOOBIG;
+    }
+    if (total == 0)
+        return CH_EINVAL;
+    size_t cap = max_id_len(t) + 8;
+    ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
+    char *buf = ch__alloc(t, cap);
+    if (pts == NULL || buf == NULL) {
+        ch__free(t, pts, (total + CH__RING_SCAN) * sizeof(*pts));
+        ch__free(t, buf, cap);
+        return CH_ENOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t base = nginx_base(t->ids[i], buf), p = nginx_points(t, i);
+        uint32_t prev = 0;
+        for (size_t j = 0; j < p; j++) {
+            for (int b = 0; b < 4; b++)
+                buf[base + (size_t)b] = (char)(prev >> (8 * b));
+            prev = (uint32_t)t->hash(buf, base + 4);
+            pts[k++] = (ch__point){.pos = prev, .node = (uint32_t)i};
+        }
+    }
+    ch__free(t, buf, cap);
+    return ch__ring_index(t, pts, total);
+}
+
+const ch__algo ch__algo_nginx_1 = {
+    .build = nginx_build,
+    .destroy = ch__ring_destroy,
+    .lookup = ch__ring_lookup,
+    .shares = ch__ring_shares,
+    .walk_start = ch__ring_walk_start,
+    .walk_next = ch__ring_walk_next,
+    .fixed_hash = true,
+    .hash = CH_HASH_TW_CRC32A,
+    .points = ch__ring_points,
+};

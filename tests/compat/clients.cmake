@@ -17,3 +17,10 @@ foreach(scheme java_hashcode_ring md5_64_ring dalli@3 uhashring@2 uhashring_keta
             $<TARGET_FILE:clients_place>)
   set_tests_properties(${test_name} PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
 endforeach()
+
+# compat_nginx_1: a real nginx (nginx-light) with loopback and unix-socket upstreams under
+# "hash $http_x_key consistent"; each key's chosen upstream ($upstream_addr) against nginx@1
+# (nginx_compat.py). About 20 s.
+add_test(NAME compat_nginx_1
+  COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/nginx_compat.py $<TARGET_FILE:clients_place>)
+set_tests_properties(compat_nginx_1 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
