@@ -96,6 +96,8 @@ const char *ch_strerror(int status);
  *                 replaces it.
  *   md5_64be      MD5, digest bytes 0..7 read BIG-endian as a 64-bit value (the top 64 bits of
  *                 Python's int(md5(...).hexdigest(), 16)); 32-bit value = its low 32 bits.
+ *   sdbm          sdbm over unsigned bytes, h = c + (h << 6) + (h << 16) - h from 0 (HAProxy's
+ *                 default hash function).
  * ------------------------------------------------------------------------------------------- */
 /* The list is ABI: append only, never reorder or renumber. Each entry carries its enum value,
  * pinned by tests/unit/test_api.c; values are dense from 0. */
@@ -117,7 +119,8 @@ const char *ch_strerror(int status);
     X(TW_MURMUR, murmur, 32, 14)               \
     X(TW_JENKINS, jenkins, 32, 15)             \
     X(JAVA_HASHCODE, java_hashcode, 32, 16)    \
-    X(MD5_64BE, md5_64be, 64, 17)
+    X(MD5_64BE, md5_64be, 64, 17)              \
+    X(SDBM, sdbm, 32, 18)
 
 #define CH__HASH_PLUS1(id, name, bits, value) +1
 
@@ -237,6 +240,10 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *   nginx@1     nginx's "hash $key consistent": weight * 160 points per server, chained
  *               crc32(host "\0" port prev) from the server string ("ip:port", "unix:/path"),
  *               equal points to the earlier server; keys crc32a; first point >= hash.
+ *   haproxy@2   HAProxy's "hash-type consistent" (its default: sdbm keys, avalanche): weight *
+ *               16 points per server at full_hash(puid * 4096 + j), puid the numeric id (ids
+ *               all decimal) or i + 1; a key goes to the point NEAREST full_hash(sdbm(key))
+ *               (the earlier one on a tie). Weights 1..256.
  *   ch_options.vnodes 0 gives each scheme its library's default (uhashring 160 and 40,
  *   groupcache 50, hashring 40; 160 for the others).
  * ------------------------------------------------------------------------------------------- */
@@ -270,7 +277,8 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
     X(PECL_MEMCACHE_4, pecl_memcache_4, "pecl_memcache@4", 19)                       \
     X(HASHRING_3, hashring_3, "hashring@3", 20)                                      \
     X(HASHRING_HASH_RING_3, hashring_hash_ring_3, "hashring_hash_ring@3", 21)        \
-    X(NGINX_1, nginx_1, "nginx@1", 22)
+    X(NGINX_1, nginx_1, "nginx@1", 22)                                               \
+    X(HAPROXY_2, haproxy_2, "haproxy@2", 23)
 
 #define CH__ALGO_PLUS1(id, ident, name, value) +1
 

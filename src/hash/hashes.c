@@ -178,3 +178,14 @@ uint64_t ch__hash_java_hashcode(const void *key, size_t len)
     }
     return h;
 }
+
+/* sdbm over the key's bytes (unsigned): h = c + (h << 6) + (h << 16) - h, from 0. HAProxy's
+ * default hash for "balance hdr/uri/..." under hash-type consistent. */
+uint64_t ch__hash_sdbm(const void *key, size_t len)
+{
+    const uint8_t *p = key;
+    uint32_t h = 0;
+    for (size_t i = 0; i < len; i++)
+        h = p[i] + (h << 6) + (h << 16) - h;
+    return h;
+}

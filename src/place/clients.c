@@ -19,6 +19,7 @@
 #include <math.h>
 #include <md5.h>
 #include <sha1.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The tutorial rings have no weights: every weight must be 1. */
@@ -848,5 +849,126 @@ const ch__algo ch__algo_nginx_1 = {
     .walk_next = ch__ring_walk_next,
     .fixed_hash = true,
     .hash = CH_HASH_TW_CRC32A,
+    .points = ch__ring_points,
+};
+
+/* ---- haproxy@2 ------------------------------------------------------------------------------ *
+ * HAProxy 2.x's "hash-type consistent" (lb_chash.c; Debian haproxy 2.6) with no function
+ * given, which means sdbm with the avalanche modifier: a key's hash is full_hash(sdbm(key)).
+ * Server i gets weight * 16 points (BE_WEIGHT_SCALE; weights
+ * 1..256), point j at full_hash(puid * 4096 + j), where puid is the server's numeric id: the id
+ * itself when every id is a decimal number (HAProxy's "id" keyword), else i + 1 (HAProxy numbers
+ * servers without one by position, so removing one renumbers those after it). full_hash is
+ * Bob Jenkins' 32-bit integer hash times 3221225473, a bijection: points never collide. A key
+ * goes to the point NEAREST to full_hash(sdbm(key)), the one after it or the one before it
+ * (the one before when the distances are equal), wrapping both ways. */
+
+static uint32_t haproxy_full_hash(uint32_t a)
+{
+    a = (a + UINT32_C(0x7ed55d16)) + (a << 12);
+    a = (a ^ UINT32_C(0xc761c23c)) ^ (a >> 19);
+    a = (a + UINT32_C(0x165667b1)) + (a << 5);
+    a = (a + UINT32_C(0xd3a2646c)) ^ (a << 9);
+    a = (a + UINT32_C(0xfd7046c5)) + (a << 3);
+    a = (a ^ UINT32_C(0xb55a4f09)) ^ (a >> 16);
+    return a * UINT32_C(3221225473);
+}
+
+/* Every id a decimal number below 2^20 (puid * 4096 + j then fits 32 bits as in HAProxy). */
+static bool haproxy_numeric_ids(const ch_table *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        const char *s = t->ids[i];
+        size_t len = strlen(s);
+        if (len > 7 || strspn(s, "0123456789") != len)
+            return false;
+    }
+    return true;
+}
+
+/* HAProxy's weights are whole numbers from 1 to 256: chash's are rounded, at least 1; above
+ * 256 is refused. */
+static size_t haproxy_points(const ch_table *t, size_t i)
+{
+    double w = round(t->weights[i]);
+    return w > 256.0 ? 0 : w < 1.0 ? 16 : (size_t)w * 16;
+}
+
+static int haproxy_build(ch_table *t)
+{
+    size_t total = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t p = haproxy_points(t, i);
+        if (p == 0)
+            return CH_EWEIGHT;
+        total += p;
+    }
+    bool numeric = haproxy_numeric_ids(t);
+    ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
+    if (pts == NULL)
+        return CH_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        uint32_t puid = numeric ? (uint32_t)strtoul(t->ids[i], NULL, 10) : (uint32_t)(i + 1);
+        size_t p = haproxy_points(t, i);
+        for (uint32_t j = 0; j < p; j++)
+            pts[k++] = (ch__point){.pos = haproxy_full_hash(puid * 4096u + j),
+                                   .node = (uint32_t)i};
+    }
+    return ch__ring_index(t, pts, total);
+}
+
+/* The index of the point nearest to h: the first point >= h (wrapping to point 0) or the one
+ * before it (wrapping to the last), the one before on equal distances. */
+static size_t haproxy_nearest(const ch_table *t, uint64_t h)
+{
+    const ch__point *pts = t->u.ring.points;
+    size_t np = t->u.ring.npoints;
+    ch__walk w;
+    ch__ring_walk_start(t, h, &w);
+    size_t next = w.next, prev = next == 0 ? np - 1 : next - 1;
+    uint32_t x = (uint32_t)h, dp = x - pts[prev].pos, dn = pts[next].pos - x;
+    return dp <= dn ? prev : next;
+}
+
+static size_t haproxy_lookup(const ch_table *t, uint64_t h)
+{
+    return t->u.ring.points[haproxy_nearest(t, haproxy_full_hash((uint32_t)h))].node;
+}
+
+static void haproxy_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
+{
+    w->next = haproxy_nearest(t, haproxy_full_hash((uint32_t)h));
+    w->left = t->u.ring.npoints;
+}
+
+/* Point i owns the hashes nearer to it than to its neighbours: half of each gap on either
+ * side (the midpoint itself goes to the earlier point). */
+static void haproxy_shares(const ch_table *t, double *shares)
+{
+    const ch__point *pts = t->u.ring.points;
+    size_t np = t->u.ring.npoints;
+    for (size_t i = 0; i < t->n; i++)
+        shares[i] = 0.0;
+    for (size_t i = 0; i < np; i++) {
+        size_t j = i + 1 == np ? 0 : i + 1;
+        /* The gap from point i to point j (2^32 for a single point). */
+        double gap = np == 1 ? 0x1p32 : (double)(uint32_t)(pts[j].pos - pts[i].pos);
+        shares[pts[i].node] += gap / 2;
+        shares[pts[j].node] += gap / 2;
+    }
+    for (size_t i = 0; i < t->n; i++)
+        shares[i] *= 0x1p-32;
+}
+
+const ch__algo ch__algo_haproxy_2 = {
+    .build = haproxy_build,
+    .destroy = ch__ring_destroy,
+    .lookup = haproxy_lookup,
+    .shares = haproxy_shares,
+    .walk_start = haproxy_walk_start,
+    .walk_next = ch__ring_walk_next,
+    .fixed_hash = true,
+    .hash = CH_HASH_SDBM,
     .points = ch__ring_points,
 };

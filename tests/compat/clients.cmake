@@ -24,3 +24,9 @@ endforeach()
 add_test(NAME compat_nginx_1
   COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/nginx_compat.py $<TARGET_FILE:clients_place>)
 set_tests_properties(compat_nginx_1 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)
+
+# compat_haproxy_2: a real HAProxy with loopback servers under "balance hdr(X-Key)" and
+# "hash-type consistent"; each key's chosen server against haproxy@2 (haproxy_compat.py).
+add_test(NAME compat_haproxy_2
+  COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/haproxy_compat.py $<TARGET_FILE:clients_place>)
+set_tests_properties(compat_haproxy_2 PROPERTIES SKIP_RETURN_CODE 77 TIMEOUT 300)

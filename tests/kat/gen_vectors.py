@@ -63,7 +63,7 @@ M64 = 0xFFFFFFFFFFFFFFFF
 # vectors, which test_kat.c reports as a failure.
 HASHES = ["fnv1a32_fmix", "fnv1a32", "murmur3_32", "xxh3", "md5",
           "one_at_a_time", "crc16", "crc32", "crc32a", "fnv1_64", "fnv1a_64", "fnv1_32",
-          "fnv1a_32", "hsieh", "murmur", "jenkins", "java_hashcode", "md5_64be"]
+          "fnv1a_32", "hsieh", "murmur", "jenkins", "java_hashcode", "md5_64be", "sdbm"]
 TWEMPROXY_HASHES = HASHES[5:16]
 
 
@@ -131,6 +131,14 @@ def java_hashcode(data):
     h = 0
     for i in range(0, len(units), 2):
         h = (31 * h + (units[i] << 8 | units[i + 1])) & M32
+    return h
+
+
+def sdbm(data):
+    """sdbm (HAProxy's hash_sdbm): h = c + (h << 6) + (h << 16) - h over unsigned bytes."""
+    h = 0
+    for c in data:
+        h = (c + (h << 6) + (h << 16) - h) & M32
     return h
 
 
@@ -312,6 +320,7 @@ IMPLS = {
     "md5": (64, md5_64),
     "java_hashcode": (32, java_hashcode),
     "md5_64be": (64, md5_64be),
+    "sdbm": (32, sdbm),
 }
 IMPLS.update((name, (32, fn)) for name, fn in TWEMPROXY.items())
 

@@ -2962,6 +2962,157 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"md5_64be", "\xc0\xaf", 2, UINT32_C(0xe1564279), UINT64_C(0x4fd701e0e1564279)},
     /* input 74: above U+10FFFF */
     {"md5_64be", "\xf4\x90\x80\x80", 4, UINT32_C(0x1c9c8017), UINT64_C(0xed4024ca1c9c8017)},
+    /* sdbm (32-bit) */
+    /* input 0: empty */
+    {"sdbm", "", 0, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 1: prefix 1 */
+    {"sdbm", "a", 1, UINT32_C(0x00000061), UINT64_C(0x0000000000000061)},
+    /* input 2: prefix 2 */
+    {"sdbm", "ab", 2, UINT32_C(0x00611841), UINT64_C(0x0000000000611841)},
+    /* input 3: prefix 3 */
+    {"sdbm", "abc", 3, UINT32_C(0x3025f862), UINT64_C(0x000000003025f862)},
+    /* input 4: prefix 4 */
+    {"sdbm", "abcd", 4, UINT32_C(0xd1ba2082), UINT64_C(0x00000000d1ba2082)},
+    /* input 5: prefix 5 */
+    {"sdbm", "abcde", 5, UINT32_C(0xbd500063), UINT64_C(0x00000000bd500063)},
+    /* input 6: prefix 6 */
+    {"sdbm", "abcdef", 6, UINT32_C(0x971318c3), UINT64_C(0x00000000971318c3)},
+    /* input 7: prefix 7 */
+    {"sdbm", "abcdefg", 7, UINT32_C(0x46761864), UINT64_C(0x0000000046761864)},
+    /* input 8: prefix 8 */
+    {"sdbm", "abcdefgh", 8, UINT32_C(0x6f740104), UINT64_C(0x000000006f740104)},
+    /* input 9: prefix 9 */
+    {"sdbm", "abcdefghi", 9, UINT32_C(0x6e904065), UINT64_C(0x000000006e904065)},
+    /* input 10: prefix 10 */
+    {"sdbm", "abcdefghij", 10, UINT32_C(0x75e4d945), UINT64_C(0x0000000075e4d945)},
+    /* input 11: prefix 11 */
+    {"sdbm", "abcdefghijk", 11, UINT32_C(0xdc967866), UINT64_C(0x00000000dc967866)},
+    /* input 12: prefix 12 */
+    {"sdbm", "abcdefghijkl", 12, UINT32_C(0xc16da186), UINT64_C(0x00000000c16da186)},
+    /* input 13: prefix 13 */
+    {"sdbm", "abcdefghijklm", 13, UINT32_C(0x3b80c067), UINT64_C(0x000000003b80c067)},
+    /* input 14: prefix 14 */
+    {"sdbm", "abcdefghijklmn", 14, UINT32_C(0x651659c7), UINT64_C(0x00000000651659c7)},
+    /* input 15: prefix 15 */
+    {"sdbm", "abcdefghijklmno", 15, UINT32_C(0x3a471868), UINT64_C(0x000000003a471868)},
+    /* input 16: prefix 16 */
+    {"sdbm", "abcdefghijklmnop", 16, UINT32_C(0x6fe70208), UINT64_C(0x000000006fe70208)},
+    /* input 17: prefix 17 */
+    {"sdbm", "abcdefghijklmnopq", 17, UINT32_C(0x8be18069), UINT64_C(0x000000008be18069)},
+    /* input 18: 0x80 */
+    {"sdbm", "\x80", 1, UINT32_C(0x00000080), UINT64_C(0x0000000000000080)},
+    /* input 19: 0xff */
+    {"sdbm", "\xff", 1, UINT32_C(0x000000ff), UINT64_C(0x00000000000000ff)},
+    /* input 20: four 0xff (murmur3 published, seed 0) */
+    {"sdbm", "\xff\xff\xff\xff", 4, UINT32_C(0xd6da9f80), UINT64_C(0x00000000d6da9f80)},
+    /* input 21: high bytes then low */
+    {"sdbm", "\xfe\xdc\xba\x98vT2\x10", 8, UINT32_C(0xe4bdbd78), UINT64_C(0x00000000e4bdbd78)},
+    /* input 22: 0x80..0xff */
+    {"sdbm", KAT_IN_22, 128, UINT32_C(0xbc860040), UINT64_C(0x00000000bc860040)},
+    /* input 23: UTF-8 pi x8 */
+    {"sdbm", KAT_IN_23, 16, UINT32_C(0x50e52d88), UINT64_C(0x0000000050e52d88)},
+    /* input 24: UTF-8 key */
+    {"sdbm", "caf\xc3\xa9:\xc3\xbc\xc3\xb1\xc3\xae", 12, UINT32_C(0x2125dffe), UINT64_C(0x000000002125dffe)},
+    /* input 25: 0xff then hex-like letters */
+    {"sdbm", "\xff" "abc", 4, UINT32_C(0x886fe6a3), UINT64_C(0x00000000886fe6a3)},
+    /* input 26: 0x01 then digits */
+    {"sdbm", "\x01" "23", 3, UINT32_C(0x00b01c02), UINT64_C(0x0000000000b01c02)},
+    /* input 27: one NUL */
+    {"sdbm", "\x00", 1, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 28: four NULs (murmur3 published, seed 0) */
+    {"sdbm", "\x00\x00\x00\x00", 4, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 29: embedded NUL */
+    {"sdbm", "a\x00" "b", 3, UINT32_C(0x2fc3e043), UINT64_C(0x000000002fc3e043)},
+    /* input 30: NUL inside a key */
+    {"sdbm", "node\x00" "1", 6, UINT32_C(0x58f4a333), UINT64_C(0x0000000058f4a333)},
+    /* input 31: trailing NUL (FNV suite TEST0) */
+    {"sdbm", "foobar\x00", 7, UINT32_C(0x65a84833), UINT64_C(0x0000000065a84833)},
+    /* input 32: murmur3 endianness vector */
+    {"sdbm", "!Ce\x87", 4, UINT32_C(0x20c410c4), UINT64_C(0x0000000020c410c4)},
+    /* input 33: murmur3 3-byte tail vector */
+    {"sdbm", "!Ce", 3, UINT32_C(0x10831083), UINT64_C(0x0000000010831083)},
+    /* input 34: FNV suite */
+    {"sdbm", "foobar", 6, UINT32_C(0xa6437b0d), UINT64_C(0x00000000a6437b0d)},
+    /* input 35: FNV suite, 17 bytes */
+    {"sdbm", "chongo was here!\n", 17, UINT32_C(0x5e4df204), UINT64_C(0x000000005e4df204)},
+    /* input 36: RFC 1321 */
+    {"sdbm", "message digest", 14, UINT32_C(0x1893d83d), UINT64_C(0x000000001893d83d)},
+    /* input 37: RFC 1321 */
+    {"sdbm", KAT_IN_37, 62, UINT32_C(0xbd17a51f), UINT64_C(0x00000000bd17a51f)},
+    /* input 38: pangram */
+    {"sdbm", "The quick brown fox jumps over the lazy dog", 43, UINT32_C(0x8ca77173), UINT64_C(0x000000008ca77173)},
+    /* input 39: murmur3 suite string */
+    {"sdbm", "Hello, world!", 13, UINT32_C(0xcf856ff5), UINT64_C(0x00000000cf856ff5)},
+    /* input 40: key */
+    {"sdbm", "user:1", 6, UINT32_C(0x39047082), UINT64_C(0x0000000039047082)},
+    /* input 41: key */
+    {"sdbm", "user:2", 6, UINT32_C(0x39047083), UINT64_C(0x0000000039047083)},
+    /* input 42: key */
+    {"sdbm", "user:42", 7, UINT32_C(0x789cb0ed), UINT64_C(0x00000000789cb0ed)},
+    /* input 43: key */
+    {"sdbm", "session:7f3a9c", 14, UINT32_C(0x3fed3e4b), UINT64_C(0x000000003fed3e4b)},
+    /* input 44: node id */
+    {"sdbm", "node-1", 6, UINT32_C(0x5921ae46), UINT64_C(0x000000005921ae46)},
+    /* input 45: ring point */
+    {"sdbm", "node-1#0", 8, UINT32_C(0xa9c5f413), UINT64_C(0x00000000a9c5f413)},
+    /* input 46: ring point */
+    {"sdbm", "node-1#1", 8, UINT32_C(0xa9c5f414), UINT64_C(0x00000000a9c5f414)},
+    /* input 47: ring point (last of 160) */
+    {"sdbm", "node-1#159", 10, UINT32_C(0x481a3758), UINT64_C(0x00000000481a3758)},
+    /* input 48: ring point */
+    {"sdbm", "node-2#0", 8, UINT32_C(0xaa440394), UINT64_C(0x00000000aa440394)},
+    /* input 49: ketama point */
+    {"sdbm", "10.0.0.1:11211-0", 16, UINT32_C(0x7e948001), UINT64_C(0x000000007e948001)},
+    /* input 50: path key */
+    {"sdbm", "cache/objects/2024/01/31/thumbnail-000123.jpg", 45, UINT32_C(0xe6a53c20), UINT64_C(0x00000000e6a53c20)},
+    /* input 51: 1000-byte pattern (i*131+17) */
+    {"sdbm", KAT_IN_51, 1000, UINT32_C(0x1c9daedc), UINT64_C(0x000000001c9daedc)},
+    /* input 52: 256 x 'a' */
+    {"sdbm", KAT_IN_52, 256, UINT32_C(0x66942000), UINT64_C(0x0000000066942000)},
+    /* input 53: xxHash sanity buffer [0:6] */
+    {"sdbm", "\x00R\x92\x9b\xb7" "2", 6, UINT32_C(0x97a40b96), UINT64_C(0x0000000097a40b96)},
+    /* input 54: xxHash sanity buffer [0:12] */
+    {"sdbm", "\x00R\x92\x9b\xb7" "2\xa3$-\x00\xaf\x95", 12, UINT32_C(0x10ec6f10), UINT64_C(0x0000000010ec6f10)},
+    /* input 55: xxHash sanity buffer [0:24] (the first 24 bytes of input 63) */
+    {"sdbm", KAT_IN_63, 24, UINT32_C(0xc078edb2), UINT64_C(0x00000000c078edb2)},
+    /* input 56: xxHash sanity buffer [0:48] (the first 48 bytes of input 63) */
+    {"sdbm", KAT_IN_63, 48, UINT32_C(0xdd3b6d01), UINT64_C(0x00000000dd3b6d01)},
+    /* input 57: xxHash sanity buffer [0:80] (the first 80 bytes of input 63) */
+    {"sdbm", KAT_IN_63, 80, UINT32_C(0x83232310), UINT64_C(0x0000000083232310)},
+    /* input 58: xxHash sanity buffer [0:195] (the first 195 bytes of input 63) */
+    {"sdbm", KAT_IN_63, 195, UINT32_C(0xa3da3ea9), UINT64_C(0x00000000a3da3ea9)},
+    /* input 59: xxHash sanity buffer [0:403] (the first 403 bytes of input 63) */
+    {"sdbm", KAT_IN_63, 403, UINT32_C(0x24e7ef92), UINT64_C(0x0000000024e7ef92)},
+    /* input 60: xxHash sanity buffer [0:512] (the first 512 bytes of input 63) */
+    {"sdbm", KAT_IN_63, 512, UINT32_C(0xf7f42e14), UINT64_C(0x00000000f7f42e14)},
+    /* input 61: xxHash sanity buffer [0:2048] (the first 2048 bytes of input 63) */
+    {"sdbm", KAT_IN_63, 2048, UINT32_C(0x3012172a), UINT64_C(0x000000003012172a)},
+    /* input 62: xxHash sanity buffer [0:2240] (the first 2240 bytes of input 63) */
+    {"sdbm", KAT_IN_63, 2240, UINT32_C(0x4ce225c2), UINT64_C(0x000000004ce225c2)},
+    /* input 63: xxHash sanity buffer [0:2367] */
+    {"sdbm", KAT_IN_63, 2367, UINT32_C(0x2151137b), UINT64_C(0x000000002151137b)},
+    /* input 64: CRC check string */
+    {"sdbm", "123456789", 9, UINT32_C(0x68a07035), UINT64_C(0x0000000068a07035)},
+    /* input 65: 3-byte tail ending in 0xff */
+    {"sdbm", "ab\xff", 3, UINT32_C(0x3025f8fe), UINT64_C(0x000000003025f8fe)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes */
+    {"sdbm", "abcd\xe9\xe8\xff", 7, UINT32_C(0x87f8377e), UINT64_C(0x0000000087f8377e)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"sdbm", "abcd\xfe", 5, UINT32_C(0xbd5000fc), UINT64_C(0x00000000bd5000fc)},
+    /* input 68: 13 bytes, high bytes inside */
+    {"sdbm", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0xe2dfb8e6), UINT64_C(0x00000000e2dfb8e6)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc */
+    {"sdbm", KAT_IN_69, 21, UINT32_C(0x1bf94a36), UINT64_C(0x000000001bf94a36)},
+    /* input 70: U+1F600, 4 bytes */
+    {"sdbm", "\xf0\x9f\x98\x80", 4, UINT32_C(0xed477a17), UINT64_C(0x00000000ed477a17)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"sdbm", "\xe2\x82x", 3, UINT32_C(0x6fcbd058), UINT64_C(0x000000006fcbd058)},
+    /* input 72: an encoded surrogate */
+    {"sdbm", "\xed\xa0\x80", 3, UINT32_C(0x7554824d), UINT64_C(0x000000007554824d)},
+    /* input 73: overlong '/' */
+    {"sdbm", "\xc0\xaf", 2, UINT32_C(0x00c02fef), UINT64_C(0x0000000000c02fef)},
+    /* input 74: above U+10FFFF */
+    {"sdbm", "\xf4\x90\x80\x80", 4, UINT32_C(0x9fe7ce9c), UINT64_C(0x000000009fe7ce9c)},
 };
 
 #define KAT_HASH_VECTORS_COUNT (sizeof kat_hash_vectors / sizeof kat_hash_vectors[0])
