@@ -96,6 +96,10 @@ const char *ch_strerror(int status);
  *                 replaces it.
  *   md5_64be      MD5, digest bytes 0..7 read BIG-endian as a 64-bit value (the top 64 bits of
  *                 Python's int(md5(...).hexdigest(), 16)); 32-bit value = its low 32 bits.
+ *   fnv1a32_fmix_utf16  the default hash over the key's UTF-16 code units (decoded from UTF-8
+ *                 as java_hashcode does): one FNV-1a step per code unit, then fmix32. A
+ *                 JavaScript port of the default ring hashing charCodeAt() agrees with the ring
+ *                 under this hash on every key (with fnv1a32_fmix only on ASCII keys).
  *   sdbm          sdbm over unsigned bytes, h = c + (h << 6) + (h << 16) - h from 0 (HAProxy's
  *                 default hash function).
  * ------------------------------------------------------------------------------------------- */
@@ -120,7 +124,8 @@ const char *ch_strerror(int status);
     X(TW_JENKINS, jenkins, 32, 15)             \
     X(JAVA_HASHCODE, java_hashcode, 32, 16)    \
     X(MD5_64BE, md5_64be, 64, 17)              \
-    X(SDBM, sdbm, 32, 18)
+    X(SDBM, sdbm, 32, 18)                      \
+    X(FNV1A32_FMIX_UTF16, fnv1a32_fmix_utf16, 32, 19)
 
 #define CH__HASH_PLUS1(id, name, bits, value) +1
 

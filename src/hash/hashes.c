@@ -189,3 +189,30 @@ uint64_t ch__hash_sdbm(const void *key, size_t len)
         h = p[i] + (h << 6) + (h << 16) - h;
     return h;
 }
+
+/* fnv1a32_fmix over the UTF-16 code units of the key decoded from UTF-8 (as java_hashcode
+ * decodes it): h ^= unit; h *= 16777619 per code unit, then fmix32. What a JavaScript port of
+ * chash's default hash computes with charCodeAt(); equal to fnv1a32_fmix on ASCII keys. */
+uint64_t ch__hash_fnv1a32_fmix_utf16(const void *key, size_t len)
+{
+    const uint8_t *s = key;
+    uint32_t h = UINT32_C(2166136261);
+    size_t i = 0;
+    while (i < len) {
+        uint32_t cp;
+        size_t bad, k = utf8_next(s + i, len - i, &cp, &bad);
+        if (k == 0) {
+            cp = 0xFFFD;
+            k = bad;
+        }
+        if (cp >= 0x10000) {
+            cp -= 0x10000;
+            h = (h ^ (0xD800 + (cp >> 10))) * UINT32_C(16777619);
+            h = (h ^ (0xDC00 + (cp & 0x3FF))) * UINT32_C(16777619);
+        } else {
+            h = (h ^ cp) * UINT32_C(16777619);
+        }
+        i += k;
+    }
+    return ch__fmix32(h);
+}

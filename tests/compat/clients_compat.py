@@ -410,6 +410,20 @@ def hashring_sets(rng):
     return sets
 
 
+def oracle_node_script(script):
+    def make(tmp):
+        if shutil.which("node") is None:
+            return None, "node (nodejs) missing"
+        return ["node", os.path.join(ORACLES, script)], None
+    return make
+
+
+def ring_utf16_sets(rng):
+    sets = [(name, nodes, None) for name, nodes, _ in standard_sets(True)]
+    sets.append(("named, 5, 1000 vnodes", named("cache-", 5), 1000))
+    return sets
+
+
 SCHEMES = {
     # Java rings take Strings: keys are well-formed UTF-8 (a byte string that is not has no
     # String; Java's decoder and the Unicode practice chash follows replace ill-formed bytes
@@ -458,6 +472,12 @@ SCHEMES = {
                                  sets=hashring_sets,
                                  extra=lambda nodes, v, rng: [n + b"-%d" % i for n, _ in nodes
                                                               for i in (0, 1)]),
+    # chash's own ring under fnv1a32_fmix_utf16 against a JavaScript port hashing charCodeAt():
+    # text keys, including 4-byte characters (two code units each).
+    "ring+fnv1a32_fmix_utf16": dict(oracle=oracle_node_script("chash_ring_utf16.js"),
+                                    kinds=("empty",), sets=ring_utf16_sets,
+                                    extra=lambda nodes, v, rng: [n + b"#%d" % i for n, _ in nodes
+                                                                 for i in (0, 1)]),
     "dalli@3": dict(oracle=oracle_dalli, kinds=("binary", "empty"),
                     sets=lambda rng: standard_sets(True, host_port_only=True),
                     extra=lambda nodes, v, rng: [n + b":%d" % i for n, _ in nodes for i in (0, 1)]),

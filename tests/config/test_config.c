@@ -304,7 +304,7 @@ static const struct {
     {"err_hash.yml", 2, 9,
      "unknown hash \"sha1\"; expected one of: fnv1a32_fmix fnv1a32 murmur3_32 xxh3 md5 "
      "one_at_a_time crc16 crc32 crc32a fnv1_64 fnv1a_64 fnv1_32 fnv1a_32 hsieh murmur jenkins "
-     "java_hashcode md5_64be sdbm"},
+     "java_hashcode md5_64be sdbm fnv1a32_fmix_utf16"},
     {"err_distribution.yml", 2, 17,
      "unknown distribution \"consistent\"; expected one of: modulo ring rendezvous jump maglev "
      "ketama modula random libmemcached_ketama libmemcached_ketama_spy java_hashcode_ring "

@@ -63,7 +63,8 @@ M64 = 0xFFFFFFFFFFFFFFFF
 # vectors, which test_kat.c reports as a failure.
 HASHES = ["fnv1a32_fmix", "fnv1a32", "murmur3_32", "xxh3", "md5",
           "one_at_a_time", "crc16", "crc32", "crc32a", "fnv1_64", "fnv1a_64", "fnv1_32",
-          "fnv1a_32", "hsieh", "murmur", "jenkins", "java_hashcode", "md5_64be", "sdbm"]
+          "fnv1a_32", "hsieh", "murmur", "jenkins", "java_hashcode", "md5_64be", "sdbm",
+          "fnv1a32_fmix_utf16"]
 TWEMPROXY_HASHES = HASHES[5:16]
 
 
@@ -132,6 +133,17 @@ def java_hashcode(data):
     for i in range(0, len(units), 2):
         h = (31 * h + (units[i] << 8 | units[i + 1])) & M32
     return h
+
+
+def fnv1a32_fmix_utf16(data):
+    """FNV-1a 32 over the UTF-16 code units of the UTF-8-decoded key (ill-formed bytes as
+    U+FFFD, as java_hashcode), then fmix32: JavaScript's charCodeAt() view of a string."""
+    units = data.decode("utf-8", errors="replace").encode("utf-16-be")
+    h = 2166136261
+    for i in range(0, len(units), 2):
+        h ^= units[i] << 8 | units[i + 1]
+        h = (h * 16777619) & M32
+    return fmix32(h)
 
 
 def sdbm(data):
@@ -321,6 +333,7 @@ IMPLS = {
     "java_hashcode": (32, java_hashcode),
     "md5_64be": (64, md5_64be),
     "sdbm": (32, sdbm),
+    "fnv1a32_fmix_utf16": (32, fnv1a32_fmix_utf16),
 }
 IMPLS.update((name, (32, fn)) for name, fn in TWEMPROXY.items())
 

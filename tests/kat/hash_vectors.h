@@ -3113,6 +3113,157 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"sdbm", "\xc0\xaf", 2, UINT32_C(0x00c02fef), UINT64_C(0x0000000000c02fef)},
     /* input 74: above U+10FFFF */
     {"sdbm", "\xf4\x90\x80\x80", 4, UINT32_C(0x9fe7ce9c), UINT64_C(0x000000009fe7ce9c)},
+    /* fnv1a32_fmix_utf16 (32-bit) */
+    /* input 0: empty */
+    {"fnv1a32_fmix_utf16", "", 0, UINT32_C(0xab3e7c0b), UINT64_C(0x00000000ab3e7c0b)},
+    /* input 1: prefix 1 */
+    {"fnv1a32_fmix_utf16", "a", 1, UINT32_C(0x1a80b1b3), UINT64_C(0x000000001a80b1b3)},
+    /* input 2: prefix 2 */
+    {"fnv1a32_fmix_utf16", "ab", 2, UINT32_C(0x98cc640d), UINT64_C(0x0000000098cc640d)},
+    /* input 3: prefix 3 */
+    {"fnv1a32_fmix_utf16", "abc", 3, UINT32_C(0x1cc93dbc), UINT64_C(0x000000001cc93dbc)},
+    /* input 4: prefix 4 */
+    {"fnv1a32_fmix_utf16", "abcd", 4, UINT32_C(0xe89ff54e), UINT64_C(0x00000000e89ff54e)},
+    /* input 5: prefix 5 */
+    {"fnv1a32_fmix_utf16", "abcde", 5, UINT32_C(0xd39e9494), UINT64_C(0x00000000d39e9494)},
+    /* input 6: prefix 6 */
+    {"fnv1a32_fmix_utf16", "abcdef", 6, UINT32_C(0x2feec3fd), UINT64_C(0x000000002feec3fd)},
+    /* input 7: prefix 7 */
+    {"fnv1a32_fmix_utf16", "abcdefg", 7, UINT32_C(0xa2ff9645), UINT64_C(0x00000000a2ff9645)},
+    /* input 8: prefix 8 */
+    {"fnv1a32_fmix_utf16", "abcdefgh", 8, UINT32_C(0xdd301ff0), UINT64_C(0x00000000dd301ff0)},
+    /* input 9: prefix 9 */
+    {"fnv1a32_fmix_utf16", "abcdefghi", 9, UINT32_C(0x4824bbf2), UINT64_C(0x000000004824bbf2)},
+    /* input 10: prefix 10 */
+    {"fnv1a32_fmix_utf16", "abcdefghij", 10, UINT32_C(0xb0cf1ef3), UINT64_C(0x00000000b0cf1ef3)},
+    /* input 11: prefix 11 */
+    {"fnv1a32_fmix_utf16", "abcdefghijk", 11, UINT32_C(0x840b0489), UINT64_C(0x00000000840b0489)},
+    /* input 12: prefix 12 */
+    {"fnv1a32_fmix_utf16", "abcdefghijkl", 12, UINT32_C(0x3ad78dfc), UINT64_C(0x000000003ad78dfc)},
+    /* input 13: prefix 13 */
+    {"fnv1a32_fmix_utf16", "abcdefghijklm", 13, UINT32_C(0x10f8c010), UINT64_C(0x0000000010f8c010)},
+    /* input 14: prefix 14 */
+    {"fnv1a32_fmix_utf16", "abcdefghijklmn", 14, UINT32_C(0x35375d43), UINT64_C(0x0000000035375d43)},
+    /* input 15: prefix 15 */
+    {"fnv1a32_fmix_utf16", "abcdefghijklmno", 15, UINT32_C(0x4219a1c0), UINT64_C(0x000000004219a1c0)},
+    /* input 16: prefix 16 */
+    {"fnv1a32_fmix_utf16", "abcdefghijklmnop", 16, UINT32_C(0x724aed00), UINT64_C(0x00000000724aed00)},
+    /* input 17: prefix 17 */
+    {"fnv1a32_fmix_utf16", "abcdefghijklmnopq", 17, UINT32_C(0xafae7b56), UINT64_C(0x00000000afae7b56)},
+    /* input 18: 0x80 */
+    {"fnv1a32_fmix_utf16", "\x80", 1, UINT32_C(0x21b7041f), UINT64_C(0x0000000021b7041f)},
+    /* input 19: 0xff */
+    {"fnv1a32_fmix_utf16", "\xff", 1, UINT32_C(0x21b7041f), UINT64_C(0x0000000021b7041f)},
+    /* input 20: four 0xff (murmur3 published, seed 0) */
+    {"fnv1a32_fmix_utf16", "\xff\xff\xff\xff", 4, UINT32_C(0xb81018b1), UINT64_C(0x00000000b81018b1)},
+    /* input 21: high bytes then low */
+    {"fnv1a32_fmix_utf16", "\xfe\xdc\xba\x98vT2\x10", 8, UINT32_C(0x3547ef50), UINT64_C(0x000000003547ef50)},
+    /* input 22: 0x80..0xff */
+    {"fnv1a32_fmix_utf16", KAT_IN_22, 128, UINT32_C(0xbdc41689), UINT64_C(0x00000000bdc41689)},
+    /* input 23: UTF-8 pi x8 */
+    {"fnv1a32_fmix_utf16", KAT_IN_23, 16, UINT32_C(0xb871f2ed), UINT64_C(0x00000000b871f2ed)},
+    /* input 24: UTF-8 key */
+    {"fnv1a32_fmix_utf16", "caf\xc3\xa9:\xc3\xbc\xc3\xb1\xc3\xae", 12, UINT32_C(0x1c863b8d), UINT64_C(0x000000001c863b8d)},
+    /* input 25: 0xff then hex-like letters */
+    {"fnv1a32_fmix_utf16", "\xff" "abc", 4, UINT32_C(0x1857e669), UINT64_C(0x000000001857e669)},
+    /* input 26: 0x01 then digits */
+    {"fnv1a32_fmix_utf16", "\x01" "23", 3, UINT32_C(0x2cb3a604), UINT64_C(0x000000002cb3a604)},
+    /* input 27: one NUL */
+    {"fnv1a32_fmix_utf16", "\x00", 1, UINT32_C(0x0578ab1b), UINT64_C(0x000000000578ab1b)},
+    /* input 28: four NULs (murmur3 published, seed 0) */
+    {"fnv1a32_fmix_utf16", "\x00\x00\x00\x00", 4, UINT32_C(0x4997eb7b), UINT64_C(0x000000004997eb7b)},
+    /* input 29: embedded NUL */
+    {"fnv1a32_fmix_utf16", "a\x00" "b", 3, UINT32_C(0x5d40db2d), UINT64_C(0x000000005d40db2d)},
+    /* input 30: NUL inside a key */
+    {"fnv1a32_fmix_utf16", "node\x00" "1", 6, UINT32_C(0x1e2d8377), UINT64_C(0x000000001e2d8377)},
+    /* input 31: trailing NUL (FNV suite TEST0) */
+    {"fnv1a32_fmix_utf16", "foobar\x00", 7, UINT32_C(0xfd2d4f00), UINT64_C(0x00000000fd2d4f00)},
+    /* input 32: murmur3 endianness vector */
+    {"fnv1a32_fmix_utf16", "!Ce\x87", 4, UINT32_C(0xa0525ac1), UINT64_C(0x00000000a0525ac1)},
+    /* input 33: murmur3 3-byte tail vector */
+    {"fnv1a32_fmix_utf16", "!Ce", 3, UINT32_C(0x423f2a1b), UINT64_C(0x00000000423f2a1b)},
+    /* input 34: FNV suite */
+    {"fnv1a32_fmix_utf16", "foobar", 6, UINT32_C(0x0c0da6dc), UINT64_C(0x000000000c0da6dc)},
+    /* input 35: FNV suite, 17 bytes */
+    {"fnv1a32_fmix_utf16", "chongo was here!\n", 17, UINT32_C(0xe3e3d320), UINT64_C(0x00000000e3e3d320)},
+    /* input 36: RFC 1321 */
+    {"fnv1a32_fmix_utf16", "message digest", 14, UINT32_C(0x41b971cc), UINT64_C(0x0000000041b971cc)},
+    /* input 37: RFC 1321 */
+    {"fnv1a32_fmix_utf16", KAT_IN_37, 62, UINT32_C(0x38d0e29c), UINT64_C(0x0000000038d0e29c)},
+    /* input 38: pangram */
+    {"fnv1a32_fmix_utf16", "The quick brown fox jumps over the lazy dog", 43, UINT32_C(0xcc6bf03d), UINT64_C(0x00000000cc6bf03d)},
+    /* input 39: murmur3 suite string */
+    {"fnv1a32_fmix_utf16", "Hello, world!", 13, UINT32_C(0xe43cc6c2), UINT64_C(0x00000000e43cc6c2)},
+    /* input 40: key */
+    {"fnv1a32_fmix_utf16", "user:1", 6, UINT32_C(0x692440ef), UINT64_C(0x00000000692440ef)},
+    /* input 41: key */
+    {"fnv1a32_fmix_utf16", "user:2", 6, UINT32_C(0x21812afe), UINT64_C(0x0000000021812afe)},
+    /* input 42: key */
+    {"fnv1a32_fmix_utf16", "user:42", 7, UINT32_C(0x23bf9c12), UINT64_C(0x0000000023bf9c12)},
+    /* input 43: key */
+    {"fnv1a32_fmix_utf16", "session:7f3a9c", 14, UINT32_C(0xc892f9b6), UINT64_C(0x00000000c892f9b6)},
+    /* input 44: node id */
+    {"fnv1a32_fmix_utf16", "node-1", 6, UINT32_C(0xaac87624), UINT64_C(0x00000000aac87624)},
+    /* input 45: ring point */
+    {"fnv1a32_fmix_utf16", "node-1#0", 8, UINT32_C(0x98b960ff), UINT64_C(0x0000000098b960ff)},
+    /* input 46: ring point */
+    {"fnv1a32_fmix_utf16", "node-1#1", 8, UINT32_C(0x59e6553a), UINT64_C(0x0000000059e6553a)},
+    /* input 47: ring point (last of 160) */
+    {"fnv1a32_fmix_utf16", "node-1#159", 10, UINT32_C(0x25a779f6), UINT64_C(0x0000000025a779f6)},
+    /* input 48: ring point */
+    {"fnv1a32_fmix_utf16", "node-2#0", 8, UINT32_C(0xa1d95aa9), UINT64_C(0x00000000a1d95aa9)},
+    /* input 49: ketama point */
+    {"fnv1a32_fmix_utf16", "10.0.0.1:11211-0", 16, UINT32_C(0x7093bd24), UINT64_C(0x000000007093bd24)},
+    /* input 50: path key */
+    {"fnv1a32_fmix_utf16", "cache/objects/2024/01/31/thumbnail-000123.jpg", 45, UINT32_C(0x0c83eed5), UINT64_C(0x000000000c83eed5)},
+    /* input 51: 1000-byte pattern (i*131+17) */
+    {"fnv1a32_fmix_utf16", KAT_IN_51, 1000, UINT32_C(0x7064d3ee), UINT64_C(0x000000007064d3ee)},
+    /* input 52: 256 x 'a' */
+    {"fnv1a32_fmix_utf16", KAT_IN_52, 256, UINT32_C(0x4e7356ee), UINT64_C(0x000000004e7356ee)},
+    /* input 53: xxHash sanity buffer [0:6] */
+    {"fnv1a32_fmix_utf16", "\x00R\x92\x9b\xb7" "2", 6, UINT32_C(0x79281a9f), UINT64_C(0x0000000079281a9f)},
+    /* input 54: xxHash sanity buffer [0:12] */
+    {"fnv1a32_fmix_utf16", "\x00R\x92\x9b\xb7" "2\xa3$-\x00\xaf\x95", 12, UINT32_C(0x2554966d), UINT64_C(0x000000002554966d)},
+    /* input 55: xxHash sanity buffer [0:24] (the first 24 bytes of input 63) */
+    {"fnv1a32_fmix_utf16", KAT_IN_63, 24, UINT32_C(0x8db6a364), UINT64_C(0x000000008db6a364)},
+    /* input 56: xxHash sanity buffer [0:48] (the first 48 bytes of input 63) */
+    {"fnv1a32_fmix_utf16", KAT_IN_63, 48, UINT32_C(0x213923f6), UINT64_C(0x00000000213923f6)},
+    /* input 57: xxHash sanity buffer [0:80] (the first 80 bytes of input 63) */
+    {"fnv1a32_fmix_utf16", KAT_IN_63, 80, UINT32_C(0x136a77a9), UINT64_C(0x00000000136a77a9)},
+    /* input 58: xxHash sanity buffer [0:195] (the first 195 bytes of input 63) */
+    {"fnv1a32_fmix_utf16", KAT_IN_63, 195, UINT32_C(0xd64c757d), UINT64_C(0x00000000d64c757d)},
+    /* input 59: xxHash sanity buffer [0:403] (the first 403 bytes of input 63) */
+    {"fnv1a32_fmix_utf16", KAT_IN_63, 403, UINT32_C(0x96fdc042), UINT64_C(0x0000000096fdc042)},
+    /* input 60: xxHash sanity buffer [0:512] (the first 512 bytes of input 63) */
+    {"fnv1a32_fmix_utf16", KAT_IN_63, 512, UINT32_C(0x449129fb), UINT64_C(0x00000000449129fb)},
+    /* input 61: xxHash sanity buffer [0:2048] (the first 2048 bytes of input 63) */
+    {"fnv1a32_fmix_utf16", KAT_IN_63, 2048, UINT32_C(0x841bbba6), UINT64_C(0x00000000841bbba6)},
+    /* input 62: xxHash sanity buffer [0:2240] (the first 2240 bytes of input 63) */
+    {"fnv1a32_fmix_utf16", KAT_IN_63, 2240, UINT32_C(0xc73df365), UINT64_C(0x00000000c73df365)},
+    /* input 63: xxHash sanity buffer [0:2367] */
+    {"fnv1a32_fmix_utf16", KAT_IN_63, 2367, UINT32_C(0xb68051d8), UINT64_C(0x00000000b68051d8)},
+    /* input 64: CRC check string */
+    {"fnv1a32_fmix_utf16", "123456789", 9, UINT32_C(0x44ae166b), UINT64_C(0x0000000044ae166b)},
+    /* input 65: 3-byte tail ending in 0xff */
+    {"fnv1a32_fmix_utf16", "ab\xff", 3, UINT32_C(0xc65b4d89), UINT64_C(0x00000000c65b4d89)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes */
+    {"fnv1a32_fmix_utf16", "abcd\xe9\xe8\xff", 7, UINT32_C(0x8525d01e), UINT64_C(0x000000008525d01e)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"fnv1a32_fmix_utf16", "abcd\xfe", 5, UINT32_C(0x762d979b), UINT64_C(0x00000000762d979b)},
+    /* input 68: 13 bytes, high bytes inside */
+    {"fnv1a32_fmix_utf16", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0xd6070bbe), UINT64_C(0x00000000d6070bbe)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc */
+    {"fnv1a32_fmix_utf16", KAT_IN_69, 21, UINT32_C(0x508d14b5), UINT64_C(0x00000000508d14b5)},
+    /* input 70: U+1F600, 4 bytes */
+    {"fnv1a32_fmix_utf16", "\xf0\x9f\x98\x80", 4, UINT32_C(0x6a85a426), UINT64_C(0x000000006a85a426)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"fnv1a32_fmix_utf16", "\xe2\x82x", 3, UINT32_C(0x1e6a9f23), UINT64_C(0x000000001e6a9f23)},
+    /* input 72: an encoded surrogate */
+    {"fnv1a32_fmix_utf16", "\xed\xa0\x80", 3, UINT32_C(0x4d16218a), UINT64_C(0x000000004d16218a)},
+    /* input 73: overlong '/' */
+    {"fnv1a32_fmix_utf16", "\xc0\xaf", 2, UINT32_C(0x523a55d0), UINT64_C(0x00000000523a55d0)},
+    /* input 74: above U+10FFFF */
+    {"fnv1a32_fmix_utf16", "\xf4\x90\x80\x80", 4, UINT32_C(0xb81018b1), UINT64_C(0x00000000b81018b1)},
 };
 
 #define KAT_HASH_VECTORS_COUNT (sizeof kat_hash_vectors / sizeof kat_hash_vectors[0])
