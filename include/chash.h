@@ -304,9 +304,12 @@ const char *ch_algo_name(ch_algo_id id);
  *   CH_ALGO_F_WEIGHTED    nodes may have unequal weights (without it, ch_table_build refuses
  *                         them with CH_EUNSUPPORTED; the tutorial rings refuse any weight but 1);
  *   CH_ALGO_F_FIXED_HASH  the scheme reproduces a client library whose key and point hash is
- *                         part of it: ch_options.hash is ignored, ch_algo_hash() names it. */
+ *                         part of it: ch_options.hash is ignored, ch_algo_hash() names it;
+ *   CH_ALGO_F_ADDR_IDS    the library names servers by address: node ids are "host:port" as
+ *                         the servers are written (a config gives them so, not by name). */
 #define CH_ALGO_F_WEIGHTED 1u
 #define CH_ALGO_F_FIXED_HASH 2u
+#define CH_ALGO_F_ADDR_IDS 4u
 unsigned ch_algo_flags(ch_algo_id id);
 
 /* The key hash a CH_ALGO_F_FIXED_HASH scheme always uses, into *out. Returns CH_OK,

@@ -91,6 +91,9 @@ typedef struct ch__algo {
     /* The algorithm has no weights: it refuses unequal weights (the tutorial rings: any weight
      * other than 1). */
     bool unweighted;
+    /* The library names a server by its address ("host:port" as written): a config's servers
+     * are given to it by address, not by their twemproxy names (CH_ALGO_F_ADDR_IDS). */
+    bool addr_ids;
     ch_hash_id hash;
     /* The points per node (or per unit weight) that ch_options.vnodes == 0 stands for: the
      * library's own default for a client library's scheme; 0 here means CH_DEFAULT_VNODES. */

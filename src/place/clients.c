@@ -250,6 +250,7 @@ const ch__algo ch__algo_dalli_3 = {
     .shares = ch__ring_shares,
     .walk_start = dalli_walk_start,
     .walk_next = ch__ring_walk_next,
+    .addr_ids = true,
     .fixed_hash = true,
     .hash = CH_HASH_TW_CRC32A,
     .points = ch__ring_points,
@@ -598,7 +599,7 @@ static int spy_libmemcached_build(ch_table *t)
         .build = build_fn, .destroy = ch__ring_destroy, .lookup = ch__ring_lookup,              \
         .shares = ch__ring_shares, .walk_start = ch__ring_walk_start,                           \
         .walk_next = ch__ring_walk_next, .fixed_hash = true, .hash = CH_HASH_MD5,               \
-        .points = ch__ring_points,                                                              \
+        .points = ch__ring_points, .addr_ids = true,                                            \
     }
 
 const ch__algo ch__algo_spymemcached_2 = SPY_OPS(spy_build);
@@ -687,6 +688,7 @@ const ch__algo ch__algo_pecl_memcache_4 = {
     .walk_start = pecl_walk_start,
     .walk_next = ch__ring_walk_next,
     .points = ch__ring_points,
+    .addr_ids = true,
 };
 
 /* ---- hashring@3 and hashring_hash_ring@3 ---------------------------------------------------- *
@@ -758,7 +760,7 @@ static int hashring_hash_ring_build(ch_table *t)
         .build = build_fn, .destroy = ch__ring_destroy, .lookup = ch__ring_lookup,              \
         .shares = ch__ring_shares, .walk_start = ch__ring_walk_start,                           \
         .walk_next = ch__ring_walk_next, .fixed_hash = true, .hash = CH_HASH_MD5,               \
-        .default_vnodes = 40, .points = ch__ring_points,                                        \
+        .default_vnodes = 40, .points = ch__ring_points, .addr_ids = true,                      \
     }
 
 const ch__algo ch__algo_hashring_3 = HASHRING_OPS(hashring_build);
@@ -841,6 +843,7 @@ static int nginx_build(ch_table *t)
 }
 
 const ch__algo ch__algo_nginx_1 = {
+    .addr_ids = true,
     .build = nginx_build,
     .destroy = ch__ring_destroy,
     .lookup = ch__ring_lookup,

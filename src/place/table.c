@@ -52,7 +52,8 @@ unsigned ch_algo_flags(ch_algo_id id)
     if ((unsigned)id >= CH_ALGO_COUNT_)
         return 0;
     const ch__algo *a = algos[id].ops;
-    return (a->unweighted ? 0u : CH_ALGO_F_WEIGHTED) | (a->fixed_hash ? CH_ALGO_F_FIXED_HASH : 0u);
+    return (a->unweighted ? 0u : CH_ALGO_F_WEIGHTED) | (a->fixed_hash ? CH_ALGO_F_FIXED_HASH : 0u) |
+           (a->addr_ids ? CH_ALGO_F_ADDR_IDS : 0u);
 }
 
 int ch_algo_hash(ch_algo_id id, ch_hash_id *out)

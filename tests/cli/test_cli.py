@@ -268,6 +268,31 @@ def test_simulate():
     check(re.search(r"^ring +\d+\.\d\d% +11\.11% ", out, re.M), "text output:\n" + out)
 
 
+def test_client_schemes_config():
+    # A pool's "distribution:" takes the versioned ids; the servers go to a scheme that names
+    # them by address as "host:port" (Dalli's names; twemproxy's name for port 11211 is the host
+    # alone), so the config places as --nodes with those addresses does.
+    keys = "\n".join("user:%d" % i for i in range(2000)) + "\n"
+    for dist, hash_line in (("dalli@3", ""), ("pecl_memcache@4", "  hash: crc32a\n"),
+                            ("nginx@1", ""), ("uhashring@2", "")):
+        with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
+            f.write("pool:\n  listen: 127.0.0.1:22121\n  distribution: %s\n%s"
+                    "  servers:\n   - 10.0.0.1:11211:1\n   - 10.0.0.2:11211:2 cache-b\n"
+                    "   - 10.0.0.3:11212:1\n" % (dist, hash_line))
+            f.flush()
+            a, _ = run("lookup", "--config", f.name, "-", stdin=keys)
+        ids = ("10.0.0.1:11211:1,10.0.0.2:11211:2,10.0.0.3:11212:1" if dist != "uhashring@2"
+               else "10.0.0.1:1,cache-b:2,10.0.0.3:11212:1")
+        b, _ = run("lookup", "--algo", dist, "--nodes", ids, "--hash", "crc32a", "-", stdin=keys)
+        owners_a = [line.split("\t")[1] for line in a.splitlines()]
+        owners_b = [line.split("\t")[1] for line in b.splitlines()]
+        check(len(set(owners_b)) == 3, "%s: all three servers own keys" % dist)
+        # --config prints host:port; --nodes prints the id.
+        norm = {"10.0.0.1": "10.0.0.1:11211", "cache-b": "10.0.0.2:11211"}
+        check([norm.get(x, x) for x in owners_b] == owners_a,
+              "%s: --config and --nodes place differently" % dist)
+
+
 def test_client_schemes():
     # simulate hashes keys with each scheme's own hash (md5_64be for md5_64_ring, a 64-bit
     # position): the loads it reports are the ones lookup gives, key for key.
@@ -598,7 +623,7 @@ GROUPS = {
     "help": test_help,
     "lookup": test_lookup,
     "simulate": test_simulate,
-    "weights": lambda: (test_weights(), test_client_schemes()),
+    "weights": lambda: (test_weights(), test_client_schemes(), test_client_schemes_config()),
     "json": test_json,
     "errors": test_errors,
     "plan": test_plan,
