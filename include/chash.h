@@ -249,6 +249,9 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *               16 points per server at full_hash(puid * 4096 + j), puid the numeric id (ids
  *               all decimal) or i + 1; a key goes to the point NEAREST full_hash(sdbm(key))
  *               (the earlier one on a tie). Weights 1..256.
+ *   pymemcache@3  pymemcache 3's HashClient (RendezvousHash): the node with the highest
+ *               murmur3_32("<id>-<key>") (seed 0, over the text's code points mod 256), ties
+ *               to the greatest id; ids "host:port". CH_ALGO_F_KEYED: only ch_lookup().
  *   ch_options.vnodes 0 gives each scheme its library's default (uhashring 160 and 40,
  *   groupcache 50, hashring 40; 160 for the others).
  * ------------------------------------------------------------------------------------------- */
@@ -283,7 +286,8 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
     X(HASHRING_3, hashring_3, "hashring@3", 20)                                      \
     X(HASHRING_HASH_RING_3, hashring_hash_ring_3, "hashring_hash_ring@3", 21)        \
     X(NGINX_1, nginx_1, "nginx@1", 22)                                               \
-    X(HAPROXY_2, haproxy_2, "haproxy@2", 23)
+    X(HAPROXY_2, haproxy_2, "haproxy@2", 23)                                         \
+    X(PYMEMCACHE_3, pymemcache_3, "pymemcache@3", 24)
 
 #define CH__ALGO_PLUS1(id, ident, name, value) +1
 
@@ -306,10 +310,15 @@ const char *ch_algo_name(ch_algo_id id);
  *   CH_ALGO_F_FIXED_HASH  the scheme reproduces a client library whose key and point hash is
  *                         part of it: ch_options.hash is ignored, ch_algo_hash() names it;
  *   CH_ALGO_F_ADDR_IDS    the library names servers by address: node ids are "host:port" as
- *                         the servers are written (a config gives them so, not by name). */
+ *                         the servers are written (a config gives them so, not by name);
+ *   CH_ALGO_F_KEYED       the placement hashes the key together with each node, so there is no
+ *                         key hash: only ch_lookup() gives the library's answer; ch_lookup_hash
+ *                         gives h % N, there is no walk (replicas, bounded loads:
+ *                         CH_EUNSUPPORTED), and ch_membership_build() refuses it. */
 #define CH_ALGO_F_WEIGHTED 1u
 #define CH_ALGO_F_FIXED_HASH 2u
 #define CH_ALGO_F_ADDR_IDS 4u
+#define CH_ALGO_F_KEYED 8u
 unsigned ch_algo_flags(ch_algo_id id);
 
 /* The key hash a CH_ALGO_F_FIXED_HASH scheme always uses, into *out. Returns CH_OK,

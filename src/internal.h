@@ -19,6 +19,10 @@ CH_HASH_LIST(CH__HASH_DECL)
 /* The registry function of a valid hash id. */
 ch__hash_fn ch__hash_fn_of(ch_hash_id id);
 
+/* The well-formed UTF-8 sequence at s[0..n-1]: its length and code point, or 0 and in *bad the
+ * length of the ill-formed maximal subpart one U+FFFD replaces (hashes.c). */
+size_t ch__utf8_next(const uint8_t *s, size_t n, uint32_t *cp, size_t *bad);
+
 /* Building blocks exposed for tests against published vectors. */
 uint32_t ch__murmur3_32(const void *key, size_t len, uint32_t seed);
 
@@ -94,6 +98,10 @@ typedef struct ch__algo {
     /* The library names a server by its address ("host:port" as written): a config's servers
      * are given to it by address, not by their twemproxy names (CH_ALGO_F_ADDR_IDS). */
     bool addr_ids;
+    /* Optional: a placement that hashes the key with each node (pymemcache's rendezvous over
+     * "<node>-<key>") has no single key hash; ch_lookup() calls this instead of lookup(). Such
+     * an algorithm is CH_ALGO_F_KEYED: its lookup(h) is only h % N. */
+    size_t (*lookup_key)(const ch_table *t, const void *key, size_t len);
     ch_hash_id hash;
     /* The points per node (or per unit weight) that ch_options.vnodes == 0 stands for: the
      * library's own default for a client library's scheme; 0 here means CH_DEFAULT_VNODES. */

@@ -975,3 +975,91 @@ const ch__algo ch__algo_haproxy_2 = {
     .hash = CH_HASH_SDBM,
     .points = ch__ring_points,
 };
+
+/* ---- pymemcache@3 --------------------------------------------------------------------------- *
+ * pymemcache 3's HashClient (Debian python3-pymemcache 3.5; client/rendezvous.py, murmur3.py):
+ * RendezvousHash.get_node(key) scores every node, in list order, with
+ * murmur3_32("%s-%s" % (node, key), seed 0) and keeps the highest, a tie going to the greater
+ * name (max(str(node), str(winner))). Nodes are HashClient's "host:port". pymemcache's pure
+ * Python murmur3 reads a str by code points, each taken mod 256, its length the number of code
+ * points: for ASCII keys (HashClient's default allows no other) the bytes' murmur3_32; chash
+ * decodes keys from UTF-8 (as java_hashcode does) for allow_unicode_keys. No weights. There is
+ * no key hash: lookups need the key (CH_ALGO_F_KEYED). Cost: N murmur3s per lookup. */
+
+/* pymemcache refuses keys over 250 bytes; ids and keys up to this many code points are scored,
+ * longer ones go to node 0. */
+#define PYM_MAX 4096
+
+/* Writes the code points of s[0..n-1] (UTF-8), each mod 256, to out; returns their count. */
+static size_t codepoints_mod256(const uint8_t *s, size_t n, uint8_t *out)
+{
+    size_t k = 0, i = 0;
+    while (i < n) {
+        uint32_t cp;
+        size_t bad, step = ch__utf8_next(s + i, n - i, &cp, &bad);
+        if (step == 0) {
+            cp = 0xFFFD;
+            step = bad;
+        }
+        out[k++] = (uint8_t)cp;
+        i += step;
+    }
+    return k;
+}
+
+static int pymemcache_build(ch_table *t)
+{
+    return t->uniform ? CH_OK : CH_EUNSUPPORTED;
+}
+
+static void pymemcache_destroy(ch_table *t)
+{
+    (void)t;
+}
+
+static size_t pymemcache_lookup_hash(const ch_table *t, uint64_t h)
+{
+    return (size_t)(h % t->n);
+}
+
+static size_t pymemcache_lookup_key(const ch_table *t, const void *key, size_t len)
+{
+    uint8_t buf[PYM_MAX];
+    size_t best = 0;
+    uint32_t best_score = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t idlen = strlen(t->ids[i]);
+        if (idlen + 1 + len > PYM_MAX)
+            return 0;
+        size_t n = codepoints_mod256((const uint8_t *)t->ids[i], idlen, buf);
+        buf[n++] = '-';
+        n += codepoints_mod256(key, len, buf + n);
+        uint32_t score = ch__murmur3_32(buf, n, 0);
+        if (i == 0 || score > best_score ||
+            (score == best_score && strcmp(t->ids[i], t->ids[best]) > 0)) {
+            best = i;
+            best_score = score;
+        }
+    }
+    return best;
+}
+
+static void pymemcache_shares(const ch_table *t, double *shares)
+{
+    for (size_t i = 0; i < t->n; i++)
+        shares[i] = 1.0 / (double)t->n;
+}
+
+const ch__algo ch__algo_pymemcache_3 = {
+    .build = pymemcache_build,
+    .destroy = pymemcache_destroy,
+    .lookup = pymemcache_lookup_hash,
+    .lookup_key = pymemcache_lookup_key,
+    .shares = pymemcache_shares,
+    .walk_start = NULL,
+    .walk_next = NULL,
+    .unweighted = true,
+    .addr_ids = true,
+    .fixed_hash = true,
+    .hash = CH_HASH_MURMUR3_32,
+};

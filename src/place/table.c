@@ -53,7 +53,7 @@ unsigned ch_algo_flags(ch_algo_id id)
         return 0;
     const ch__algo *a = algos[id].ops;
     return (a->unweighted ? 0u : CH_ALGO_F_WEIGHTED) | (a->fixed_hash ? CH_ALGO_F_FIXED_HASH : 0u) |
-           (a->addr_ids ? CH_ALGO_F_ADDR_IDS : 0u);
+           (a->addr_ids ? CH_ALGO_F_ADDR_IDS : 0u) | (a->lookup_key ? CH_ALGO_F_KEYED : 0u);
 }
 
 int ch_algo_hash(ch_algo_id id, ch_hash_id *out)
@@ -345,7 +345,10 @@ size_t ch_lookup_hash(const ch_table *t, uint64_t h)
 
 size_t ch_lookup(const ch_table *t, const void *key, size_t len)
 {
-    return t->algo->lookup(t, ch_key_hash(t, key, len));
+    const ch__algo *a = t->algo;
+    if (a->lookup_key != NULL)
+        return a->lookup_key(t, key, len);
+    return a->lookup(t, ch_key_hash(t, key, len));
 }
 
 static bool listed(const size_t *out, size_t count, size_t node)

@@ -10,7 +10,7 @@ target_link_libraries(clients_place PRIVATE chash)
 foreach(scheme java_hashcode_ring md5_64_ring dalli@3 uhashring@2 uhashring_ketama@2
                groupcache@0 guava@31+md5 guava@31+crc32a spymemcached@2
                spymemcached_libmemcached@2 pecl_memcache@4+crc32a pecl_memcache@4+fnv1a_32
-               hashring@3 hashring_hash_ring@3 ring+fnv1a32_fmix_utf16)
+               hashring@3 hashring_hash_ring@3 ring+fnv1a32_fmix_utf16 pymemcache@3)
   string(REGEX REPLACE "[^A-Za-z0-9_]" "_" test_name "compat_${scheme}")
   add_test(NAME ${test_name}
     COMMAND /usr/bin/python3 ${CMAKE_CURRENT_LIST_DIR}/clients_compat.py ${scheme}

@@ -424,6 +424,11 @@ def ring_utf16_sets(rng):
     return sets
 
 
+def pymemcache_key(k):
+    """A key HashClient takes: at most 250 bytes, no ASCII white space (bytes.split()) or NUL."""
+    return len(k) <= 250 and not any(b in b" \t\n\r\x0b\x0c\x00" for b in k)
+
+
 SCHEMES = {
     # Java rings take Strings: keys are well-formed UTF-8 (a byte string that is not has no
     # String; Java's decoder and the Unicode practice chash follows replace ill-formed bytes
@@ -478,6 +483,12 @@ SCHEMES = {
                                     kinds=("empty",), sets=ring_utf16_sets,
                                     extra=lambda nodes, v, rng: [n + b"#%d" % i for n, _ in nodes
                                                                  for i in (0, 1)]),
+    # pymemcache's HashClient: text keys (allow_unicode_keys) it accepts; no weights.
+    "pymemcache@3": dict(oracle=oracle_python("pymemcache_hash.py", ("pymemcache",)),
+                         kinds=("empty",), key_ok=pymemcache_key,
+                         sets=lambda rng: [(n, [(i, 1) for i, _ in nodes], v)
+                                           for n, nodes, v in standard_sets(False, True)],
+                         extra=lambda nodes, v, rng: [n + b"-" for n, _ in nodes]),
     "dalli@3": dict(oracle=oracle_dalli, kinds=("binary", "empty"),
                     sets=lambda rng: standard_sets(True, host_port_only=True),
                     extra=lambda nodes, v, rng: [n + b":%d" % i for n, _ in nodes for i in (0, 1)]),
@@ -504,8 +515,9 @@ def main():
             if "key_ok" in scheme:
                 keys = [k for k in keys if scheme["key_ok"](k)]
                 # Topped up with printable keys without spaces, and binary keys above 0x20.
+                top = 0xFF if "binary" in scheme["kinds"] else 0x7E
                 while len(keys) < KEYS_PER_SET + 500:
-                    keys.append(bytes(rng.randint(0x21, 0x7E if len(keys) % 2 else 0xFF)
+                    keys.append(bytes(rng.randint(0x21, 0x7E if len(keys) % 2 else top)
                                       for _ in range(rng.randint(1, 60))))
                 if len(keys) < KEYS_PER_SET:
                     sys.exit("clients_compat %s [%s]: only %d keys the library takes"

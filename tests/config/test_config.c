@@ -310,7 +310,7 @@ static const struct {
      "ketama modula random libmemcached_ketama libmemcached_ketama_spy java_hashcode_ring "
      "md5_64_ring dalli@3 uhashring@2 uhashring_ketama@2 groupcache@0 guava@31 "
      "spymemcached@2 spymemcached_libmemcached@2 pecl_memcache@4 hashring@3 "
-     "hashring_hash_ring@3 nginx@1 haproxy@2"},
+     "hashring_hash_ring@3 nginx@1 haproxy@2 pymemcache@3"},
     {"err_hash_tag.yml", 2, 13, "expected 2 characters for \"hash_tag\" (e.g. \"{}\"), got \"{\""},
     {"err_flow_mapping.yml", 2, 13,
      "flow mappings {...} are not allowed (twemproxy rejects them); quote a value that starts "

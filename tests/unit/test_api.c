@@ -4,6 +4,7 @@
  * rule (first point with position >= hash, ties by id then vnode index, wrap to the first).
  */
 #include "testutil.h"
+#include "chash_route.h"
 
 #include <stdarg.h>
 #include <setjmp.h>
@@ -78,7 +79,8 @@ PIN(CH_ALGO_PECL_MEMCACHE_4, 19)
 PIN(CH_ALGO_HASHRING_3, 20) PIN(CH_ALGO_HASHRING_HASH_RING_3, 21)
 PIN(CH_ALGO_NGINX_1, 22)
 PIN(CH_ALGO_HAPROXY_2, 23)
-PIN(CH_ALGO_COUNT_, 24)
+PIN(CH_ALGO_PYMEMCACHE_3, 24)
+PIN(CH_ALGO_COUNT_, 25)
 #undef PIN
 
 /* Values are dense: each entry's value is its position in its list. */
@@ -374,6 +376,8 @@ static void test_lookup_equals_lookup_hash(void **state)
     (void)state;
     tu_nodes s = tu_nodes_random(8, 6, "k");
     for (int a = 0; a < CH_ALGO_COUNT_; a++) {
+        if (ch_algo_flags((ch_algo_id)a) & CH_ALGO_F_KEYED)
+            continue; /* no key hash: tested in test_keyed_scheme */
         ch_table *t = tu_build(s.nodes, s.n, (ch_algo_id)a, CH_HASH_XXH3, 160);
         /* A scheme that fixes its hash uses it whatever the options say. */
         ch_hash_id hash = CH_HASH_XXH3;
@@ -398,6 +402,35 @@ static void test_lookup_equals_lookup_hash(void **state)
     tu_nodes_free(&s);
 }
 
+/* pymemcache@3 places by the key itself: ch_lookup() is its placement, ch_lookup_hash() is
+ * h % N, it has no walk, and routing refuses it. */
+static void test_keyed_scheme(void **state)
+{
+    (void)state;
+    assert_int_equal(ch_algo_flags(CH_ALGO_PYMEMCACHE_3),
+                     CH_ALGO_F_FIXED_HASH | CH_ALGO_F_ADDR_IDS | CH_ALGO_F_KEYED);
+    tu_nodes s = tu_nodes_random(3, 5, "mc");
+    ch_table *t = tu_build(s.nodes, s.n, CH_ALGO_PYMEMCACHE_3, CH_HASH_DEFAULT, 160);
+    assert_int_equal(ch_lookup_hash(t, 12), 12 % 5);
+    size_t out[2], n;
+    assert_int_equal(ch_replicas(t, "k", 1, 2, out, &n), CH_EUNSUPPORTED);
+    size_t seen[5] = {0};
+    char key[48];
+    for (size_t k = 0; k < 2000; k++)
+        seen[ch_lookup(t, key, tu_key(key, 4, k))]++;
+    for (size_t i = 0; i < 5; i++)
+        assert_true(seen[i] > 300); /* rendezvous spreads keys */
+    ch_table_free(t);
+    ch_member m[2] = {{.id = "a:1", .addr = "a:1", .weight = 1}, {.id = "b:1", .addr = "b:1", .weight = 1}};
+    ch_options o;
+    ch_options_init(&o);
+    o.algo = CH_ALGO_PYMEMCACHE_3;
+    ch_membership *ms = NULL;
+    assert_int_equal(ch_membership_build(m, 2, &o, NULL, &ms), CH_EUNSUPPORTED);
+    assert_null(ms);
+    tu_nodes_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -405,6 +438,7 @@ int main(void)
         cmocka_unit_test(test_hash_registry),
         cmocka_unit_test(test_algo_registry),
         cmocka_unit_test(test_registry_values_dense),
+        cmocka_unit_test(test_keyed_scheme),
         cmocka_unit_test(test_options_defaults),
         cmocka_unit_test(test_options_older_struct),
         cmocka_unit_test(test_table_info_and_nodes),

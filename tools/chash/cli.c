@@ -570,6 +570,19 @@ bool algo_weighted(ch_algo_id a)
 ch_table *cli_build(const cli *c, const fleet *f, const ch_options *opt, bool skip)
 {
     ch_table *t;
+    /* A scheme that places by the key itself (pymemcache@3) has no key hash for the commands
+     * that hash keys once for many tables; lookup and bench call ch_lookup. */
+    if ((ch_algo_flags(opt->algo) & CH_ALGO_F_KEYED) && strcmp(c->cmd, "lookup") != 0 &&
+        strcmp(c->cmd, "bench") != 0) {
+        if (skip) {
+            fprintf(stderr, "chash %s: note: %s skipped: it places by the key, not a key hash "
+                            "(only chash lookup and bench take it)\n",
+                    c->cmd, ch_algo_name(opt->algo));
+            return NULL;
+        }
+        cli_fail(c, "%s places by the key, not a key hash: only chash lookup and bench take it",
+                 ch_algo_name(opt->algo));
+    }
     int rc = ch_table_build(f->nodes, f->n, opt, &t);
     if (rc == CH_OK)
         return t;

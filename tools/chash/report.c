@@ -356,9 +356,18 @@ static int chart_moved(rep *r)
             ch_table_info info = {.size = sizeof(info)};
             ch_table_info_get(before, &info);
             int own = info.hash != o->hash;
+            int keyed = (ch_algo_flags((ch_algo_id)a) & CH_ALGO_F_KEYED) != 0;
             size_t moved_add = 0, moved_rm = 0;
             for (size_t i = 0; i < o->keys; i++) {
-                uint64_t kh = own ? ch_key_hash(before, r->keys + i * KEY_LEN, KEY_LEN) : r->kh[i];
+                const char *k = r->keys + i * KEY_LEN;
+                if (keyed) { /* pymemcache@3 places by the key itself */
+                    size_t owner = ch_lookup(before, k, KEY_LEN);
+                    moved_add += ch_lookup(grown, k, KEY_LEN) != owner;
+                    if (shrunk != NULL)
+                        moved_rm += ch_lookup(shrunk, k, KEY_LEN) != owner;
+                    continue;
+                }
+                uint64_t kh = own ? ch_key_hash(before, k, KEY_LEN) : r->kh[i];
                 size_t owner = ch_lookup_hash(before, kh);
                 moved_add += ch_lookup_hash(grown, kh) != owner;
                 if (shrunk != NULL)
