@@ -117,7 +117,7 @@ uint64_t ch__hash_md5_64be(const void *key, size_t len)
  * s[0] starts none. *bad receives the length of the maximal subpart of an ill-formed sequence
  * (at least 1): the bytes that one U+FFFD replaces, as Java's UTF-8 decoder and the Unicode
  * standard's recommended practice do. */
-size_t ch__utf8_next(const uint8_t *s, size_t n, uint32_t *cp, size_t *bad)
+static inline size_t utf8_next(const uint8_t *s, size_t n, uint32_t *cp, size_t *bad)
 {
     uint8_t b = s[0];
     *bad = 1;
@@ -162,7 +162,7 @@ uint64_t ch__hash_java_hashcode(const void *key, size_t len)
     size_t i = 0;
     while (i < len) {
         uint32_t cp;
-        size_t bad, k = ch__utf8_next(s + i, len - i, &cp, &bad);
+        size_t bad, k = utf8_next(s + i, len - i, &cp, &bad);
         if (k == 0) {
             cp = 0xFFFD;
             k = bad;
@@ -200,7 +200,7 @@ uint64_t ch__hash_fnv1a32_fmix_utf16(const void *key, size_t len)
     size_t i = 0;
     while (i < len) {
         uint32_t cp;
-        size_t bad, k = ch__utf8_next(s + i, len - i, &cp, &bad);
+        size_t bad, k = utf8_next(s + i, len - i, &cp, &bad);
         if (k == 0) {
             cp = 0xFFFD;
             k = bad;
@@ -215,4 +215,10 @@ uint64_t ch__hash_fnv1a32_fmix_utf16(const void *key, size_t len)
         i += k;
     }
     return ch__fmix32(h);
+}
+
+/* utf8_next() for the placements (pymemcache@3); the hashes above use the inline one. */
+size_t ch__utf8_next(const uint8_t *s, size_t n, uint32_t *cp, size_t *bad)
+{
+    return utf8_next(s, n, cp, bad);
 }
