@@ -11,6 +11,9 @@
  *     ketama hashes keys with md5). random gets no second row: ch_lookup() hashes the key and
  *     takes it modulo N whatever the hash (twemproxy draws a random value instead), so it costs
  *     what modulo costs; modula with weights 1 is the same h % N over a slot table.
+ *   - a client library's scheme (CH_ALGO_F_FIXED_HASH) once, with its own key hash: the hash
+ *     column is that hash alone, the lookup column the scheme's whole lookup; guava@31 takes
+ *     the table's hash and gets the default's row and an md5 row (Guava's md5().padToLong()).
  *   - the ring with every other hash: the "hash ns" column of these rows is each hash's
  *     hash-only cost on the keys (twemproxy's hashes included), and the lookup column what the
  *     ring adds to it.
@@ -238,6 +241,7 @@ static bool compat_hash(ch_algo_id a, ch_hash_id *out)
         return true;
     case CH_ALGO_LIBMEMCACHED_KETAMA:
     case CH_ALGO_LIBMEMCACHED_KETAMA_SPY:
+    case CH_ALGO_GUAVA_31:
         *out = CH_HASH_MD5;
         return true;
     default:
@@ -372,7 +376,8 @@ static ch_table *build_table(row *r)
     ch_options_init(&opt);
     opt.algo = r->algo;
     opt.hash = r->hash;
-    opt.vnodes = VNODES;
+    /* A client library's scheme with its library's points per node (0: its default). */
+    opt.vnodes = ch_algo_flags(r->algo) & CH_ALGO_F_FIXED_HASH ? 0 : VNODES;
     ch_table *t = NULL;
     r->build_ns = 1e300;
     for (int rep = 0; rep < BUILD_REPS; rep++) {
@@ -677,7 +682,12 @@ int main(void)
         size_t n = node_counts[c];
         for (unsigned a = 0; a < CH_ALGO_COUNT_; a++) {
             ch_algo_id algo = algo_id(a);
-            ch_hash_id compat;
+            ch_hash_id compat, own;
+            /* A client library's scheme has its own key hash: one row, against that hash. */
+            if (ch_algo_hash(algo, &own) == CH_OK) {
+                measure_row(n, algo, own);
+                continue;
+            }
             measure_row(n, algo, CH_HASH_DEFAULT);
             if (compat_hash(algo, &compat))
                 measure_row(n, algo, compat);

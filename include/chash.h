@@ -61,8 +61,8 @@ const char *ch_version(void);
 /* ---------------------------------------------------------------------------------------------
  * Hash functions. One registry list; it yields the enum, the names used by the CLI and config,
  * and the test tables. Adding a hash is one line here plus its function.
- * X(ENUM_SUFFIX, name, native_bits): the name token is both the registry name ("name") and,
- * inside the library, the implementing function.
+ * X(ENUM_SUFFIX, name, native_bits, value): the name token is both the registry name ("name")
+ * and, inside the library, the implementing function; value is the enum value (ABI).
  *
  * Every hash gives a 32-bit ring position, and a 64-bit value that is the hash's native 64-bit
  * output where it has one; for the 32-bit hashes the 64-bit value is the 32-bit one with zero
@@ -93,30 +93,52 @@ const char *ch_version(void);
  *   hsieh         Paul Hsieh's SuperFastHash with an initial value of 0.
  *   murmur        MurmurHash2 with seed 0xdeadbeef * len.
  *   jenkins       Bob Jenkins' lookup3 hashlittle() with initval 13.
+ *
+ * Hashes of client libraries' rings (docs/COMPATIBILITY.md):
+ *   java_hashcode Java's String.hashCode() of the key read as UTF-8: s[0]*31^(n-1) + ... over
+ *                 its UTF-16 code units, in 32-bit two's complement (as uint32_t). A byte that is
+ *                 not part of a well-formed UTF-8 sequence counts as U+FFFD, as Java's decoder
+ *                 replaces it.
+ *   md5_64be      MD5, digest bytes 0..7 read BIG-endian as a 64-bit value (the top 64 bits of
+ *                 Python's int(md5(...).hexdigest(), 16)); 32-bit value = its low 32 bits.
+ *   fnv1a32_fmix_utf16  the default hash over the key's UTF-16 code units (decoded from UTF-8
+ *                 as java_hashcode does): one FNV-1a step per code unit, then fmix32. A
+ *                 JavaScript port of the default ring hashing charCodeAt() agrees with the ring
+ *                 under this hash on every key (with fnv1a32_fmix only on ASCII keys).
+ *   sdbm          sdbm over unsigned bytes, h = c + (h << 6) + (h << 16) - h from 0 (HAProxy's
+ *                 default hash function).
  * ------------------------------------------------------------------------------------------- */
-#define CH_HASH_LIST(X)              \
-    X(FNV1A32_FMIX, fnv1a32_fmix, 32) \
-    X(FNV1A32, fnv1a32, 32)           \
-    X(MURMUR3_32, murmur3_32, 32)     \
-    X(XXH3, xxh3, 64)                 \
-    X(MD5, md5, 64)                   \
-    X(TW_ONE_AT_A_TIME, one_at_a_time, 32) \
-    X(TW_CRC16, crc16, 32)            \
-    X(TW_CRC32, crc32, 32)            \
-    X(TW_CRC32A, crc32a, 32)          \
-    X(TW_FNV1_64, fnv1_64, 32)        \
-    X(TW_FNV1A_64, fnv1a_64, 32)      \
-    X(TW_FNV1_32, fnv1_32, 32)        \
-    X(TW_FNV1A_32, fnv1a_32, 32)      \
-    X(TW_HSIEH, hsieh, 32)            \
-    X(TW_MURMUR, murmur, 32)          \
-    X(TW_JENKINS, jenkins, 32)
+/* The list is ABI: append only, never reorder or renumber. Each entry carries its enum value,
+ * pinned by tests/unit/test_api.c; values are dense from 0. */
+#define CH_HASH_LIST(X)                        \
+    X(FNV1A32_FMIX, fnv1a32_fmix, 32, 0)       \
+    X(FNV1A32, fnv1a32, 32, 1)                 \
+    X(MURMUR3_32, murmur3_32, 32, 2)           \
+    X(XXH3, xxh3, 64, 3)                       \
+    X(MD5, md5, 64, 4)                         \
+    X(TW_ONE_AT_A_TIME, one_at_a_time, 32, 5)  \
+    X(TW_CRC16, crc16, 32, 6)                  \
+    X(TW_CRC32, crc32, 32, 7)                  \
+    X(TW_CRC32A, crc32a, 32, 8)                \
+    X(TW_FNV1_64, fnv1_64, 32, 9)              \
+    X(TW_FNV1A_64, fnv1a_64, 32, 10)           \
+    X(TW_FNV1_32, fnv1_32, 32, 11)             \
+    X(TW_FNV1A_32, fnv1a_32, 32, 12)           \
+    X(TW_HSIEH, hsieh, 32, 13)                 \
+    X(TW_MURMUR, murmur, 32, 14)               \
+    X(TW_JENKINS, jenkins, 32, 15)             \
+    X(JAVA_HASHCODE, java_hashcode, 32, 16)    \
+    X(MD5_64BE, md5_64be, 64, 17)              \
+    X(SDBM, sdbm, 32, 18)                      \
+    X(FNV1A32_FMIX_UTF16, fnv1a32_fmix_utf16, 32, 19)
+
+#define CH__HASH_PLUS1(id, name, bits, value) +1
 
 typedef enum ch_hash_id {
-#define CH__HASH_ENUM(id, name, bits) CH_HASH_##id,
+#define CH__HASH_ENUM(id, name, bits, value) CH_HASH_##id = value,
     CH_HASH_LIST(CH__HASH_ENUM)
 #undef CH__HASH_ENUM
-    CH_HASH_COUNT_ /* number of hashes; not a hash */
+    CH_HASH_COUNT_ = 0 CH_HASH_LIST(CH__HASH_PLUS1) /* number of hashes; not a hash */
 } ch_hash_id;
 
 #define CH_HASH_DEFAULT CH_HASH_FNV1A32_FMIX
@@ -139,7 +161,6 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Placement algorithms. One registry list, like the hashes.
- * X(ENUM_SUFFIX, name), as for hashes.
  *   modulo      hash32(key) % N. The baseline: a change of N moves almost every key.
  *   ring        consistent-hash ring with virtual nodes: node i has max(1, round(vnodes * w_i))
  *               points at hash32("<id>#<j>"), j from 0; a key belongs to the first point at or
@@ -185,24 +206,101 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *   libmemcached_ketama_spy  libmemcached's MEMCACHED_DISTRIBUTION_CONSISTENT_KETAMA_SPY with
  *               weighted ketama (spymemcached's point strings "/host:port-k"); otherwise as
  *               libmemcached_ketama.
+ *
+ * Client libraries' schemes (docs/COMPATIBILITY.md, "Client libraries", has the exact rules and
+ * the proofs). Each fixes its own key hash (CH_ALGO_F_FIXED_HASH: ch_options.hash is ignored),
+ * reproduces the library's tie rule and search, and places by the key's full registry hash.
+ * Node i of the list is the library's i-th server, named as the library names it.
+ *   java_hashcode_ring  the Java tutorial ring: Math.abs(("<id>#<j>").hashCode()), j < vnodes,
+ *               in a TreeMap (a later put at an equal position wins), ceilingEntry, wrapping;
+ *               keys Math.abs(key.hashCode()) (java_hashcode). Weights must be 1.
+ *   md5_64_ring the Python tutorial ring: MD5("<id>#<j>") bytes 0..7 big-endian (md5_64be),
+ *               j < vnodes, compared at 64 bits; a dict (a later node wins), bisect_left,
+ *               wrapping. Weights must be 1.
+ *   dalli@3     Dalli 3's ring (Ruby): floor(N * 160 * w_i / W) points at SHA-1("<id>:<k>")
+ *               bytes 0..3 big-endian; keys Zlib.crc32 (crc32a); the LAST point <= the key's
+ *               hash, wrapping to the last point. Ids "host:port". Dalli's failover rehash is
+ *               not reproduced (a walk is chash's failover order).
+ *   uhashring@2 uhashring 2's default ring (Python): vnodes * w_i points (vnodes 160) at
+ *               int(MD5("<id>-<k>").hexdigest(), 16), compared on its top 64 bits
+ *               (md5_64be); keys the same; a dict (a later node wins), bisect_right (the first
+ *               point ABOVE the key's hash), wrapping.
+ *   uhashring_ketama@2  uhashring 2's HashRing(hash_fn="ketama"): floor(vnodes * N * w_i / W)
+ *               MD5 digests of "<id>-<g>" (vnodes 40), 4 points each as ketama's; keys md5;
+ *               a dict, bisect_right, wrapping.
+ *   groupcache@0  Go groupcache's consistenthash: replicas (vnodes; 0: 50) points
+ *               at crc32a("<j><id>") (the index first), a map (a later put wins), the first
+ *               point >= crc32a(key), wrapping. No weights.
+ *   guava@31    Guava's Hashing.consistentHash(input, N): a jump driven by a 64-bit LCG over
+ *               the key's 64-bit hash (ch_options.hash: md5 is Guava's md5().padToLong(),
+ *               crc32a its crc32()). Node i is bucket i; no weights, no walk (as jump).
+ *   spymemcached@2  spymemcached 2's KetamaNodeLocator (KETAMA_HASH): 4 points per MD5 of
+ *               "<id>-<i>" little-endian, 40 digests per node (vnodes / 4), or with unequal
+ *               weights ketama's float count; a TreeMap (a later put wins), ceiling, wrapping;
+ *               keys md5. Ids are its node keys: "ip:port" or "host/ip:port".
+ *   spymemcached_libmemcached@2  the same with Format.LIBMEMCACHED: ids "host:port", the
+ *               node key without ":11211".
+ *   pecl_memcache@4  PECL memcache 4's consistent strategy: vnodes * w_i points at
+ *               hash("<host:port>-<k>") with the table's hash (crc32a: PECL's crc32, the
+ *               default; fnv1a_32: its fnv), quantised into 1024 buckets (bucket b: the first
+ *               point >= b * floor((2^32 - 1) / 1024)); a key goes to bucket hash % 1024.
+ *   hashring@3  Node's hashring 3: floor(w_i / W * vnodes * N) MD5 digests of "<id>-<k>"
+ *               (vnodes 40), 4 points each as ketama's; keys md5; first point >= hash.
+ *   hashring_hash_ring@3  the same with { compatibility: "hash_ring" }: 3 points a digest.
+ *   nginx@1     nginx's "hash $key consistent": weight * 160 points per server, chained
+ *               crc32(host "\0" port prev) from the server string ("ip:port", "unix:/path"),
+ *               equal points to the earlier server; keys crc32a; first point >= hash.
+ *   haproxy@2   HAProxy's "hash-type consistent" (its default: sdbm keys, avalanche): weight *
+ *               16 points per server at full_hash(puid * 4096 + j), puid the numeric id (ids
+ *               all decimal) or i + 1; a key goes to the point NEAREST full_hash(sdbm(key))
+ *               (the earlier one on a tie). Weights 1..256.
+ *   pymemcache@3  pymemcache 3's HashClient (RendezvousHash): the node with the highest
+ *               murmur3_32("<id>-<key>") (seed 0, over the text's code points mod 256), ties
+ *               to the greatest id; ids "host:port". CH_ALGO_F_KEYED: only ch_lookup().
+ *   ch_options.vnodes 0 gives each scheme its library's default (uhashring 160 and 40,
+ *   groupcache 50, hashring 40; 160 for the others).
  * ------------------------------------------------------------------------------------------- */
-#define CH_ALGO_LIST(X)        \
-    X(MODULO, modulo)          \
-    X(RING, ring)              \
-    X(RENDEZVOUS, rendezvous)  \
-    X(JUMP, jump)              \
-    X(MAGLEV, maglev)          \
-    X(KETAMA, ketama)          \
-    X(MODULA, modula)          \
-    X(RANDOM, random)          \
-    X(LIBMEMCACHED_KETAMA, libmemcached_ketama) \
-    X(LIBMEMCACHED_KETAMA_SPY, libmemcached_ketama_spy)
+/* The list is ABI: append only, never reorder or renumber. Each entry carries its enum value,
+ * pinned by tests/unit/test_api.c; values are dense from 0.
+ * X(ENUM_SUFFIX, ident, "registry name", value): ident names the implementation inside the
+ * library; the registry name is what ch_algo_from_name() parses, the CLI's --algo and a pool's
+ * "distribution:". Compatible schemes of client libraries have versioned names
+ * "<library>@<major version>" (docs/COMPATIBILITY.md), because libraries change their placement
+ * between releases. */
+#define CH_ALGO_LIST(X)                                                              \
+    X(MODULO, modulo, "modulo", 0)                                                   \
+    X(RING, ring, "ring", 1)                                                         \
+    X(RENDEZVOUS, rendezvous, "rendezvous", 2)                                       \
+    X(JUMP, jump, "jump", 3)                                                         \
+    X(MAGLEV, maglev, "maglev", 4)                                                   \
+    X(KETAMA, ketama, "ketama", 5)                                                   \
+    X(MODULA, modula, "modula", 6)                                                   \
+    X(RANDOM, random, "random", 7)                                                   \
+    X(LIBMEMCACHED_KETAMA, libmemcached_ketama, "libmemcached_ketama", 8)            \
+    X(LIBMEMCACHED_KETAMA_SPY, libmemcached_ketama_spy, "libmemcached_ketama_spy", 9) \
+    X(JAVA_HASHCODE_RING, java_hashcode_ring, "java_hashcode_ring", 10)              \
+    X(MD5_64_RING, md5_64_ring, "md5_64_ring", 11)                                   \
+    X(DALLI_3, dalli_3, "dalli@3", 12)                                               \
+    X(UHASHRING_2, uhashring_2, "uhashring@2", 13)                                   \
+    X(UHASHRING_KETAMA_2, uhashring_ketama_2, "uhashring_ketama@2", 14)              \
+    X(GROUPCACHE_0, groupcache_0, "groupcache@0", 15)                                \
+    X(GUAVA_31, guava_31, "guava@31", 16)                                            \
+    X(SPYMEMCACHED_2, spymemcached_2, "spymemcached@2", 17)                          \
+    X(SPYMEMCACHED_LIBMEMCACHED_2, spymemcached_libmemcached_2, "spymemcached_libmemcached@2", 18) \
+    X(PECL_MEMCACHE_4, pecl_memcache_4, "pecl_memcache@4", 19)                       \
+    X(HASHRING_3, hashring_3, "hashring@3", 20)                                      \
+    X(HASHRING_HASH_RING_3, hashring_hash_ring_3, "hashring_hash_ring@3", 21)        \
+    X(NGINX_1, nginx_1, "nginx@1", 22)                                               \
+    X(HAPROXY_2, haproxy_2, "haproxy@2", 23)                                         \
+    X(PYMEMCACHE_3, pymemcache_3, "pymemcache@3", 24)
+
+#define CH__ALGO_PLUS1(id, ident, name, value) +1
 
 typedef enum ch_algo_id {
-#define CH__ALGO_ENUM(id, name) CH_ALGO_##id,
+#define CH__ALGO_ENUM(id, ident, name, value) CH_ALGO_##id = value,
     CH_ALGO_LIST(CH__ALGO_ENUM)
 #undef CH__ALGO_ENUM
-    CH_ALGO_COUNT_ /* number of algorithms; not an algorithm */
+    CH_ALGO_COUNT_ = 0 CH_ALGO_LIST(CH__ALGO_PLUS1) /* number of algorithms; not an algorithm */
 } ch_algo_id;
 
 /* Parses an algorithm name; same contract as ch_hash_from_name(). */
@@ -210,6 +308,27 @@ int ch_algo_from_name(const char *name, ch_algo_id *out);
 
 /* Returns the registry name of an algorithm, or NULL if id is out of range. */
 const char *ch_algo_name(ch_algo_id id);
+
+/* What an algorithm accepts, as CH_ALGO_F_* bits; 0 for an id out of range. Cost: O(1).
+ *   CH_ALGO_F_WEIGHTED    nodes may have unequal weights (without it, ch_table_build refuses
+ *                         them with CH_EUNSUPPORTED; the tutorial rings refuse any weight but 1);
+ *   CH_ALGO_F_FIXED_HASH  the scheme reproduces a client library whose key and point hash is
+ *                         part of it: ch_options.hash is ignored, ch_algo_hash() names it;
+ *   CH_ALGO_F_ADDR_IDS    the library names servers by address: node ids are "host:port" as
+ *                         the servers are written (a config gives them so, not by name);
+ *   CH_ALGO_F_KEYED       the placement hashes the key together with each node, so there is no
+ *                         key hash: only ch_lookup() gives the library's answer; ch_lookup_hash
+ *                         gives h % N, there is no walk (replicas, bounded loads:
+ *                         CH_EUNSUPPORTED), and ch_membership_build() refuses it. */
+#define CH_ALGO_F_WEIGHTED 1u
+#define CH_ALGO_F_FIXED_HASH 2u
+#define CH_ALGO_F_ADDR_IDS 4u
+#define CH_ALGO_F_KEYED 8u
+unsigned ch_algo_flags(ch_algo_id id);
+
+/* The key hash a CH_ALGO_F_FIXED_HASH scheme always uses, into *out. Returns CH_OK,
+ * CH_EUNSUPPORTED for an algorithm that takes ch_options.hash, CH_EINVAL for a bad id or out. */
+int ch_algo_hash(ch_algo_id id, ch_hash_id *out);
 
 /* ---------------------------------------------------------------------------------------------
  * Building tables.
@@ -242,7 +361,9 @@ typedef struct ch_options {
     size_t size;                   /* sizeof(ch_options), set by ch_options_init() */
     ch_algo_id algo;               /* default CH_ALGO_RING */
     ch_hash_id hash;               /* default CH_HASH_DEFAULT, for keys and for points */
-    uint32_t vnodes;               /* ring points per unit weight, > 0; default 160 */
+    uint32_t vnodes;               /* ring points per unit weight; default 160; 0: the
+                                      algorithm's own default (a client library's, for its
+                                      scheme; 160 for chash's) */
     uint32_t table_size;           /* maglev table size M: a prime > N; default 65537 */
     const ch_allocator *allocator; /* NULL: malloc/free */
     /* twemproxy's hash_tag, e.g. {'{', '}'}; {0, 0} (the default) for none. With a tag, only the
@@ -259,7 +380,7 @@ typedef struct ch_table ch_table;
 /* Builds a placement table from nodes[0..n-1] and opt (NULL means the defaults). Node i of the
  * list is node index i in every lookup result.
  * Returns CH_OK and *out, or:
- *   CH_EINVAL      out or nodes NULL, opt->size unusable, vnodes 0, table_size not a prime > n,
+ *   CH_EINVAL      out or nodes NULL, opt->size unusable, table_size not a prime > n,
  *                  or an unknown algo/hash id;
  *   CH_EEMPTY      n == 0;  CH_EBADID  an empty or NULL id;  CH_EDUPID  two equal ids;
  *   CH_EWEIGHT     a weight that is not finite and > 0;

@@ -123,7 +123,7 @@ typedef struct ch_config_error {
     char file[256];
     unsigned line;
     unsigned column;
-    char message[256];
+    char message[512]; /* room for the list of every distribution name */
 } ch_config_error;
 
 /* Largest file ch_config_load() reads (an addition): larger files are rejected with CH_ETOOBIG. */

@@ -12,12 +12,16 @@
 /* A registry hash: the native value, 32-bit hashes zero-extended to 64 bits. */
 typedef uint64_t (*ch__hash_fn)(const void *key, size_t len);
 
-#define CH__HASH_DECL(id, name, bits) uint64_t ch__hash_##name(const void *key, size_t len);
+#define CH__HASH_DECL(id, name, bits, value) uint64_t ch__hash_##name(const void *key, size_t len);
 CH_HASH_LIST(CH__HASH_DECL)
 #undef CH__HASH_DECL
 
 /* The registry function of a valid hash id. */
 ch__hash_fn ch__hash_fn_of(ch_hash_id id);
+
+/* The well-formed UTF-8 sequence at s[0..n-1]: its length and code point, or 0 and in *bad the
+ * length of the ill-formed maximal subpart one U+FFFD replaces (hashes.c). */
+size_t ch__utf8_next(const uint8_t *s, size_t n, uint32_t *cp, size_t *bad);
 
 /* Building blocks exposed for tests against published vectors. */
 uint32_t ch__murmur3_32(const void *key, size_t len, uint32_t seed);
@@ -56,6 +60,12 @@ typedef struct ch__point {
 
 /* A walk over a key's candidate nodes, in the algorithm's failover order. Candidates may repeat
  * (a ring passes several points of one node); callers deduplicate where they need to. */
+/* A point of a ring whose positions are 64 bits wide (ring64.c). */
+typedef struct ch__point64 {
+    uint64_t pos;
+    uint32_t node;
+} ch__point64;
+
 typedef struct ch__walk {
     uint64_t h;        /* the key hash */
     size_t next;       /* algorithm-specific cursor */
@@ -79,9 +89,29 @@ typedef struct ch__algo {
     size_t (*walk_next)(const ch_table *t, ch__walk *w);
     /* twemproxy's placements hash an empty key to 0 whatever the hash function. */
     bool empty_key_zero;
+    /* A client library's scheme fixes its key hash: the table uses `hash` whatever
+     * ch_options.hash says (ch_table_info reports it). */
+    bool fixed_hash;
+    /* The algorithm has no weights: it refuses unequal weights (the tutorial rings: any weight
+     * other than 1). */
+    bool unweighted;
+    /* The library names a server by its address ("host:port" as written): a config's servers
+     * are given to it by address, not by their twemproxy names (CH_ALGO_F_ADDR_IDS). */
+    bool addr_ids;
+    /* Optional: a placement that hashes the key with each node (pymemcache's rendezvous over
+     * "<node>-<key>") has no single key hash; ch_lookup() calls this instead of lookup(). Such
+     * an algorithm is CH_ALGO_F_KEYED: its lookup(h) is only h % N. */
+    size_t (*lookup_key)(const ch_table *t, const void *key, size_t len);
+    ch_hash_id hash;
+    /* The points per node (or per unit weight) that ch_options.vnodes == 0 stands for: the
+     * library's own default for a client library's scheme; 0 here means CH_DEFAULT_VNODES. */
+    uint32_t default_vnodes;
+    /* Optional: the number of points or slots ch_table_info reports; NULL: N, or the ring's
+     * points for the ring layout's own lookup. */
+    size_t (*points)(const ch_table *t);
 } ch__algo;
 
-#define CH__ALGO_DECL(id, name) extern const ch__algo ch__algo_##name;
+#define CH__ALGO_DECL(id, ident, name, value) extern const ch__algo ch__algo_##ident;
 CH_ALGO_LIST(CH__ALGO_DECL)
 #undef CH__ALGO_DECL
 
@@ -111,6 +141,13 @@ struct ch_table {
             unsigned shift;    /* 32 - log2(nbuckets) */
         } ring;
         struct {
+            ch__point64 *points; /* sorted by pos, one point per position; + 1 padding point */
+            size_t npoints;
+            uint32_t *bucket;    /* as the ring's, over the top 64 - shift bits */
+            unsigned shift;
+            size_t allocated;    /* entries allocated for points */
+        } ring64;
+        struct {
             uint32_t *slot;    /* M entries, each a node index; every slot is filled */
             uint32_t m;
         } maglev;              /* also modula's slot table: m slots, round(w_i) per node */
@@ -131,6 +168,21 @@ size_t ch__ring_lookup(const ch_table *t, uint64_t h);
 void ch__ring_walk_start(const ch_table *t, uint64_t h, ch__walk *w);
 size_t ch__ring_walk_next(const ch_table *t, ch__walk *w);
 void ch__ring_shares(const ch_table *t, double *shares);
+
+/* The 64-bit ring layout (ring64.c). ch__ring64_index() takes ownership of pts (total + 1
+ * entries, the first total filled in generation order), sorts them stably by position, keeps
+ * the LAST generated point of each position (a later insert replaces the owner, as a map from
+ * position to node does), and builds the bucket index; on failure it frees pts and returns
+ * CH_ENOMEM. Lookups find the first point with pos >= h at full 64-bit width, wrapping. */
+int ch__ring64_index(ch_table *t, ch__point64 *pts, size_t total);
+void ch__ring64_destroy(ch_table *t);
+size_t ch__ring64_find(const ch_table *t, uint64_t h); /* index, wrapped; see ring64.c */
+size_t ch__ring64_lookup(const ch_table *t, uint64_t h);
+void ch__ring64_walk_start(const ch_table *t, uint64_t h, ch__walk *w);
+size_t ch__ring64_walk_next(const ch_table *t, ch__walk *w);
+void ch__ring64_shares(const ch_table *t, double *shares);
+size_t ch__ring64_points(const ch_table *t);
+size_t ch__ring_points(const ch_table *t);
 
 /* Slot tables (maglev.c; modula shares them): u.maglev.slot[m]. */
 void ch__slots_destroy(ch_table *t);

@@ -619,7 +619,7 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
     size_t len = e->data.scalar.length;
     const char *k = keys[id].name;
     yaml_mark_t m = e->start_mark;
-    char q[QB], names[256];
+    char q[QB], names[1024];
     int n, rc;
 
     switch (keys[id].kind) {

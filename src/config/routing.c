@@ -23,8 +23,10 @@ int ch_config_options(const ch_conf_pool *p, ch_options *opt)
 void ch_config_members(const ch_conf_pool *p, ch_algo_id algo, ch_member *members)
 {
     bool twemproxy = algo == CH_ALGO_KETAMA || algo == CH_ALGO_MODULA || algo == CH_ALGO_RANDOM;
-    bool libmemcached =
-        algo == CH_ALGO_LIBMEMCACHED_KETAMA || algo == CH_ALGO_LIBMEMCACHED_KETAMA_SPY;
+    /* libmemcached and the client libraries that name servers by address (dalli@3, ...). */
+    bool libmemcached = algo == CH_ALGO_LIBMEMCACHED_KETAMA ||
+                        algo == CH_ALGO_LIBMEMCACHED_KETAMA_SPY ||
+                        (ch_algo_flags(algo) & CH_ALGO_F_ADDR_IDS) != 0;
     for (size_t i = 0; i < p->nservers; i++) {
         const ch_conf_server *s = &p->servers[twemproxy ? p->order[i] : i];
         members[i] = (ch_member){

@@ -97,3 +97,128 @@ uint64_t ch__hash_md5(const void *key, size_t len)
         v = v << 8 | d[i];
     return v;
 }
+
+/* Bytes 0..7 of the digest, big-endian: Python's int(md5(x).hexdigest(), 16) >> 64, the
+ * position of the rings that read an MD5 digest as one big number. */
+uint64_t ch__hash_md5_64be(const void *key, size_t len)
+{
+    MD5_CTX ctx;
+    uint8_t d[MD5_DIGEST_LENGTH];
+    MD5Init(&ctx);
+    MD5Update(&ctx, key, len);
+    MD5Final(d, &ctx);
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | d[i];
+    return v;
+}
+
+/* The length of the well-formed UTF-8 sequence at s[0..n-1] and its code point in *cp; 0 when
+ * s[0] starts none. *bad receives the length of the maximal subpart of an ill-formed sequence
+ * (at least 1): the bytes that one U+FFFD replaces, as Java's UTF-8 decoder and the Unicode
+ * standard's recommended practice do. */
+static inline size_t utf8_next(const uint8_t *s, size_t n, uint32_t *cp, size_t *bad)
+{
+    uint8_t b = s[0];
+    *bad = 1;
+    if (b < 0x80) {
+        *cp = b;
+        return 1;
+    }
+    size_t need;
+    uint32_t c;
+    uint8_t lo = 0x80, hi = 0xBF; /* the range of the second byte */
+    if (b >= 0xC2 && b <= 0xDF) {
+        need = 1, c = b & 0x1F;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+        need = 2, c = b & 0x0F;
+        lo = b == 0xE0 ? 0xA0 : 0x80;
+        hi = b == 0xED ? 0x9F : 0xBF;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+        need = 3, c = b & 0x07;
+        lo = b == 0xF0 ? 0x90 : 0x80;
+        hi = b == 0xF4 ? 0x8F : 0xBF;
+    } else {
+        return 0;
+    }
+    for (size_t k = 1; k <= need; k++) {
+        uint8_t lo_k = k == 1 ? lo : 0x80, hi_k = k == 1 ? hi : 0xBF;
+        if (k >= n || s[k] < lo_k || s[k] > hi_k) {
+            *bad = k;
+            return 0;
+        }
+        c = c << 6 | (s[k] & 0x3F);
+    }
+    *cp = c;
+    return need + 1;
+}
+
+/* Java's String.hashCode() over the UTF-16 code units of the key decoded from UTF-8: h = 31h + u
+ * in 32-bit arithmetic, a code point above U+FFFF as its two surrogates. */
+uint64_t ch__hash_java_hashcode(const void *key, size_t len)
+{
+    const uint8_t *s = key;
+    uint32_t h = 0;
+    size_t i = 0;
+    while (i < len) {
+        uint32_t cp;
+        size_t bad, k = utf8_next(s + i, len - i, &cp, &bad);
+        if (k == 0) {
+            cp = 0xFFFD;
+            k = bad;
+        }
+        if (cp >= 0x10000) {
+            cp -= 0x10000;
+            h = 31 * h + (0xD800 + (cp >> 10));
+            h = 31 * h + (0xDC00 + (cp & 0x3FF));
+        } else {
+            h = 31 * h + cp;
+        }
+        i += k;
+    }
+    return h;
+}
+
+/* sdbm over the key's bytes (unsigned): h = c + (h << 6) + (h << 16) - h, from 0. HAProxy's
+ * default hash for "balance hdr/uri/..." under hash-type consistent. */
+uint64_t ch__hash_sdbm(const void *key, size_t len)
+{
+    const uint8_t *p = key;
+    uint32_t h = 0;
+    for (size_t i = 0; i < len; i++)
+        h = p[i] + (h << 6) + (h << 16) - h;
+    return h;
+}
+
+/* fnv1a32_fmix over the UTF-16 code units of the key decoded from UTF-8 (as java_hashcode
+ * decodes it): h ^= unit; h *= 16777619 per code unit, then fmix32. What a JavaScript port of
+ * chash's default hash computes with charCodeAt(); equal to fnv1a32_fmix on ASCII keys. */
+uint64_t ch__hash_fnv1a32_fmix_utf16(const void *key, size_t len)
+{
+    const uint8_t *s = key;
+    uint32_t h = UINT32_C(2166136261);
+    size_t i = 0;
+    while (i < len) {
+        uint32_t cp;
+        size_t bad, k = utf8_next(s + i, len - i, &cp, &bad);
+        if (k == 0) {
+            cp = 0xFFFD;
+            k = bad;
+        }
+        if (cp >= 0x10000) {
+            cp -= 0x10000;
+            h = (h ^ (0xD800 + (cp >> 10))) * UINT32_C(16777619);
+            h = (h ^ (0xDC00 + (cp & 0x3FF))) * UINT32_C(16777619);
+        } else {
+            h = (h ^ cp) * UINT32_C(16777619);
+        }
+        i += k;
+    }
+    return ch__fmix32(h);
+}
+
+/* utf8_next() for the placements (pymemcache@3); the hashes above use the inline one. */
+size_t ch__utf8_next(const uint8_t *s, size_t n, uint32_t *cp, size_t *bad)
+{
+    return utf8_next(s, n, cp, bad);
+}

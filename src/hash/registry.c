@@ -10,7 +10,7 @@ static const struct {
     unsigned bits;
     ch__hash_fn fn;
 } registry[CH_HASH_COUNT_] = {
-#define ENTRY(id, name, bits) [CH_HASH_##id] = {#name, bits, ch__hash_##name},
+#define ENTRY(id, name, bits, value) [CH_HASH_##id] = {#name, bits, ch__hash_##name},
     CH_HASH_LIST(ENTRY)
 #undef ENTRY
 };

@@ -46,4 +46,5 @@ const ch__algo ch__algo_jump = {
     .shares = jump_shares,
     .walk_start = NULL,
     .walk_next = NULL,
+    .unweighted = true,
 };

@@ -53,6 +53,7 @@ const ch__algo ch__algo_modulo = {
     .shares = ch__modulo_shares,
     .walk_start = ch__modulo_walk_start,
     .walk_next = ch__modulo_walk_next,
+    .unweighted = true,
 };
 
 static int random_build(ch_table *t)

@@ -226,6 +226,11 @@ void ch__ring_shares(const ch_table *t, double *shares)
         shares[i] *= 0x1p-32;
 }
 
+size_t ch__ring_points(const ch_table *t)
+{
+    return t->u.ring.npoints;
+}
+
 const ch__algo ch__algo_ring = {
     .build = ring_build,
     .destroy = ch__ring_destroy,

@@ -24,7 +24,7 @@ static const struct {
     const char *name;
     const ch__algo *ops;
 } algos[CH_ALGO_COUNT_] = {
-#define ENTRY(id, name) [CH_ALGO_##id] = {#name, &ch__algo_##name},
+#define ENTRY(id, ident, name, value) [CH_ALGO_##id] = {name, &ch__algo_##ident},
     CH_ALGO_LIST(ENTRY)
 #undef ENTRY
 };
@@ -45,6 +45,25 @@ int ch_algo_from_name(const char *name, ch_algo_id *out)
 const char *ch_algo_name(ch_algo_id id)
 {
     return (unsigned)id < CH_ALGO_COUNT_ ? algos[id].name : NULL;
+}
+
+unsigned ch_algo_flags(ch_algo_id id)
+{
+    if ((unsigned)id >= CH_ALGO_COUNT_)
+        return 0;
+    const ch__algo *a = algos[id].ops;
+    return (a->unweighted ? 0u : CH_ALGO_F_WEIGHTED) | (a->fixed_hash ? CH_ALGO_F_FIXED_HASH : 0u) |
+           (a->addr_ids ? CH_ALGO_F_ADDR_IDS : 0u) | (a->lookup_key ? CH_ALGO_F_KEYED : 0u);
+}
+
+int ch_algo_hash(ch_algo_id id, ch_hash_id *out)
+{
+    if ((unsigned)id >= CH_ALGO_COUNT_ || out == NULL)
+        return CH_EINVAL;
+    if (!algos[id].ops->fixed_hash)
+        return CH_EUNSUPPORTED;
+    *out = algos[id].ops->hash;
+    return CH_OK;
 }
 
 void ch_options_init(ch_options *opt)
@@ -103,8 +122,12 @@ static int read_options(const ch_options *opt, ch_options *o)
     memcpy(o, opt, opt->size);
     o->size = sizeof(*o);
     if ((unsigned)o->algo >= CH_ALGO_COUNT_ || (unsigned)o->hash >= CH_HASH_COUNT_ ||
-        o->vnodes == 0 || (o->hash_tag[0] == '\0') != (o->hash_tag[1] == '\0'))
+        (o->hash_tag[0] == '\0') != (o->hash_tag[1] == '\0'))
         return CH_EINVAL;
+    if (o->vnodes == 0) {
+        uint32_t d = algos[o->algo].ops->default_vnodes;
+        o->vnodes = d != 0 ? d : CH_DEFAULT_VNODES;
+    }
     return CH_OK;
 }
 
@@ -223,7 +246,9 @@ int ch_table_build(const ch_node *nodes, size_t n, const ch_options *opt, ch_tab
     t->opt = o;
     t->opt.allocator = &t->alloc;
     t->algo = algos[o.algo].ops;
-    t->hash = ch__hash_fn_of(o.hash);
+    if (t->algo->fixed_hash)
+        t->opt.hash = t->algo->hash;
+    t->hash = ch__hash_fn_of(t->opt.hash);
     t->n = n;
 
     if ((rc = copy_nodes(t, nodes)) == CH_OK && (rc = t->algo->build(t)) == CH_OK) {
@@ -254,7 +279,8 @@ int ch_table_info_get(const ch_table *t, ch_table_info *info)
         .algo = t->opt.algo,
         .hash = t->opt.hash,
         .nodes = t->n,
-        .points = t->algo->lookup == ch__ring_lookup ? t->u.ring.npoints
+        .points = t->algo->points != NULL              ? t->algo->points(t)
+                  : t->algo->lookup == ch__ring_lookup ? t->u.ring.npoints
                   : t->opt.algo == CH_ALGO_MAGLEV || t->opt.algo == CH_ALGO_MODULA
                       ? t->u.maglev.m
                                                   : t->n,
@@ -319,7 +345,10 @@ size_t ch_lookup_hash(const ch_table *t, uint64_t h)
 
 size_t ch_lookup(const ch_table *t, const void *key, size_t len)
 {
-    return t->algo->lookup(t, ch_key_hash(t, key, len));
+    const ch__algo *a = t->algo;
+    if (a->lookup_key != NULL)
+        return a->lookup_key(t, key, len);
+    return a->lookup(t, ch_key_hash(t, key, len));
 }
 
 static bool listed(const size_t *out, size_t count, size_t node)

@@ -143,6 +143,10 @@ int ch_membership_build(const ch_member *members, size_t n, const ch_options *op
      * CH_MAX_NODES the node array's size could overflow: answer as the table would. */
     if (n > CH_MAX_NODES)
         return CH_ETOOBIG;
+    /* Routing places keys by their hash (ch_route_hash): a scheme without one cannot route. */
+    if (opt != NULL && opt->size >= offsetof(ch_options, algo) + sizeof(opt->algo) &&
+        (ch_algo_flags(opt->algo) & CH_ALGO_F_KEYED))
+        return CH_EUNSUPPORTED;
     ch_node *nodes = calloc(n > 0 ? n : 1, sizeof(*nodes));
     if (nodes == NULL)
         return CH_ENOMEM;

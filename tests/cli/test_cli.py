@@ -36,15 +36,18 @@ def registry(macro):
     lines = open(header).read().split("#define %s(X)" % macro, 1)[1].splitlines()[1:]
     names = []
     for line in lines:
-        m = re.match(r"\s*X\(\w+, (\w+)", line)
+        # X(ID, name, bits, value) for hashes; X(ID, ident, "name", value) for algorithms.
+        m = re.match(r'\s*X\(\w+, (?:\w+, "([^"]+)"|(\w+))', line)
         if m:
-            names.append(m.group(1))
+            names.append(m.group(1) or m.group(2))
         if not line.rstrip().endswith("\\"):
             break
     return set(names)
 
 
 ALGOS = registry("CH_ALGO_LIST")
+# Placed by the key itself, without a key hash: only lookup and bench take them; simulate skips.
+KEYED = {"pymemcache@3"}
 HASHES = registry("CH_HASH_LIST")
 
 
@@ -211,7 +214,7 @@ def test_lookup():
 def test_simulate():
     doc, _ = run_json("simulate", "--nodes", "8", "--add", "node-9", "--keys", str(MILLION))
     r = by_algo(doc)
-    check(set(r) == ALGOS, "algos %s" % sorted(r))
+    check(set(r) == ALGOS - KEYED, "algos %s" % sorted(r))
     check(doc["keys"] == MILLION and doc["old_nodes"] == 8 and doc["new_nodes"] == 9, "header")
     for a in r.values():
         near(a["theory"], 1 / 9, 1e-6, "theory 8 -> 9")
@@ -267,13 +270,59 @@ def test_simulate():
     check(re.search(r"^ring +\d+\.\d\d% +11\.11% ", out, re.M), "text output:\n" + out)
 
 
+def test_client_schemes_config():
+    # A pool's "distribution:" takes the versioned ids; the servers go to a scheme that names
+    # them by address as "host:port" (Dalli's names; twemproxy's name for port 11211 is the host
+    # alone), so the config places as --nodes with those addresses does.
+    keys = "\n".join("user:%d" % i for i in range(2000)) + "\n"
+    for dist, hash_line in (("dalli@3", ""), ("pecl_memcache@4", "  hash: crc32a\n"),
+                            ("nginx@1", ""), ("uhashring@2", "")):
+        with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
+            f.write("pool:\n  listen: 127.0.0.1:22121\n  distribution: %s\n%s"
+                    "  servers:\n   - 10.0.0.1:11211:1\n   - 10.0.0.2:11211:2 cache-b\n"
+                    "   - 10.0.0.3:11212:1\n" % (dist, hash_line))
+            f.flush()
+            a, _ = run("lookup", "--config", f.name, "-", stdin=keys)
+        ids = ("10.0.0.1:11211:1,10.0.0.2:11211:2,10.0.0.3:11212:1" if dist != "uhashring@2"
+               else "10.0.0.1:1,cache-b:2,10.0.0.3:11212:1")
+        b, _ = run("lookup", "--algo", dist, "--nodes", ids, "--hash", "crc32a", "-", stdin=keys)
+        owners_a = [line.split("\t")[1] for line in a.splitlines()]
+        owners_b = [line.split("\t")[1] for line in b.splitlines()]
+        check(len(set(owners_b)) == 3, "%s: all three servers own keys" % dist)
+        # --config prints host:port; --nodes prints the id.
+        norm = {"10.0.0.1": "10.0.0.1:11211", "cache-b": "10.0.0.2:11211"}
+        check([norm.get(x, x) for x in owners_b] == owners_a,
+              "%s: --config and --nodes place differently" % dist)
+
+
+def test_client_schemes():
+    # simulate hashes keys with each scheme's own hash (md5_64be for md5_64_ring, a 64-bit
+    # position): the loads it reports are the ones lookup gives, key for key.
+    keys = ["user:%d" % i for i in range(20000)]
+    with tempfile.NamedTemporaryFile("w", suffix=".keys") as f:
+        f.write("\n".join(keys) + "\n")
+        f.flush()
+        for algo in ("md5_64_ring", "uhashring@2", "dalli@3", "pecl_memcache@4"):
+            doc, _ = run_json("simulate", "--nodes", "8", "--algo", "ring," + algo,
+                              "--key-file", f.name)
+            r = by_algo(doc)[algo]
+            out, _ = run("lookup", "--nodes", "8", "--algo", algo, "-",
+                         stdin="\n".join(keys) + "\n")
+            owners = [line.split("\t")[1] for line in out.splitlines()]
+            want = max(owners.count(n) for n in set(owners)) / (len(keys) / 8)
+            near(r["max_load"], want, 1e-3, "simulate %s max load %r, lookup %r"
+                 % (algo, r["max_load"], want))
+
+
 def test_weights():
     w = {"a": 4, "b": 4, "c": 1, "d": 1}
     W = sum(w.values())
     doc, err = run_json("simulate", "--nodes", "a:4,b:4,c:1,d:1", "--keys", str(MILLION))
     r = by_algo(doc)
-    check(doc["skipped"] == ["modulo", "jump"] and set(r) == ALGOS - {"modulo", "jump"},
-          "weights: modulo and jump must be skipped: %r" % doc["skipped"])
+    unweighted = ["modulo", "jump", "java_hashcode_ring", "md5_64_ring", "groupcache@0",
+                  "guava@31", "pymemcache@3"]
+    check(doc["skipped"] == unweighted and set(r) == ALGOS - set(unweighted),
+          "weights: the unweighted algorithms must be skipped: %r" % doc["skipped"])
     check("modulo skipped" in err and "jump skipped" in err, "no skip note: %r" % err)
     for node, wi in w.items():
         p = wi / W
@@ -307,8 +356,8 @@ def test_json():
     # simulate, with ids that need escaping.
     doc, _ = run_json("simulate", "--nodes", ids, "--add", "new", "--keys", "20000")
     check_fields(doc, {"keys": n, "hash": s, "vnodes": n, "old_nodes": n, "new_nodes": n,
-                       "results": lambda x: isinstance(x, list) and len(x) == len(ALGOS),
-                       "skipped": lambda x: x == []}, "simulate")
+                       "results": lambda x: isinstance(x, list) and len(x) == len(ALGOS - KEYED),
+                       "skipped": lambda x: set(x) == KEYED}, "simulate")
     for r in doc["results"]:
         check_fields(r, {"algo": s, "moved_fraction": num, "theory": num, "min_load": num,
                          "max_load": num, "stddev_load": num,
@@ -362,7 +411,8 @@ def test_json():
     for algo, method in (("ring", "exact"), ("rendezvous", "sampled")):
         doc, _ = run_json("plan", ids, ids + ",new", "--algo", algo, "--keys", "20000")
         side = {"source": s, "nodes": n, "hash": s, "vnodes": n}
-        check_fields(doc, {"algo": s, "old": dict, "new": dict, "method": lambda x: x == method,
+        check_fields(doc, {"algo": s, "new_algo": lambda x: x == algo, "old": dict,
+                           "new": dict, "method": lambda x: x == method,
                            "sample_keys": (nul if method == "exact" else n),
                            "moved_fraction": num, "theory": num, "flows": list,
                            "warnings": lambda x: x == []}, "plan")
@@ -484,6 +534,32 @@ def test_plan():
         check(["%s\t%s -> %s" % (m["key"], m["from"], m["to"]) for m in kf["moves"]] == want,
               "plan --key-file JSON moves")
 
+    # --from/--to: one fleet moved from one scheme to another. The same scheme on both sides
+    # moves nothing; dalli@3 -> ring is sampled and moves about 1 - 1/N; with --key-file the
+    # keys listed are exactly those whose owner differs between lookups under each scheme.
+    fleet3 = "10.0.0.1:11211:1,10.0.0.2:11211:1,10.0.0.3:11211:1"
+    doc, _ = run_json("plan", "--from", "dalli@3", "--to", "dalli@3", fleet3, "--keys", "20000")
+    check(doc["moved_fraction"] == 0 and doc["new_algo"] == "dalli@3", "dalli -> dalli moves")
+    doc, err = run_json("plan", "--from", "dalli@3", "--to", "ring", fleet3, "--keys", "100000")
+    check(doc["method"] == "sampled" and doc["algo"] == "dalli@3" and doc["new_algo"] == "ring"
+          and 0.55 < doc["moved_fraction"] < 0.78 and "placement changes" in err,
+          "dalli -> ring: %r" % {k: doc[k] for k in ("method", "moved_fraction")})
+    check(doc["old"]["hash"] == "crc32a", "dalli's own hash: %r" % doc["old"])
+    with tempfile.NamedTemporaryFile("w", suffix=".keys") as f:
+        f.write("\n".join(keys) + "\n")
+        f.flush()
+        out, err = run("plan", "--from", "dalli@3", "--to", "uhashring@2", fleet3,
+                       "--key-file", f.name)
+        a, _ = run("lookup", "--algo", "dalli@3", "--nodes", fleet3, "-",
+                   stdin="\n".join(keys) + "\n")
+        b, _ = run("lookup", "--algo", "uhashring@2", "--nodes", fleet3, "-",
+                   stdin="\n".join(keys) + "\n")
+        want = ["%s\t%s -> %s" % (x.split("\t")[0], x.split("\t")[1], y.split("\t")[1])
+                for x, y in zip(a.splitlines(), b.splitlines()) if x != y]
+        check(len(want) > 1000 and out.splitlines() == want,
+              "plan --from/--to --key-file lists other keys than lookup")
+    run("plan", "--algo", "ring", "--from", "dalli@3", fleet3, rc=2)
+
     # Loud warnings, on stderr and in the JSON: a new hash, a new vnode count, ids respelt.
     doc, err = run_json("plan", "8", "9", "--new-hash", "xxh3", "--keys", "10000")
     check("WARNING" in err and "hash changes" in err and doc["method"] == "sampled", err)
@@ -549,7 +625,7 @@ GROUPS = {
     "help": test_help,
     "lookup": test_lookup,
     "simulate": test_simulate,
-    "weights": test_weights,
+    "weights": lambda: (test_weights(), test_client_schemes(), test_client_schemes_config()),
     "json": test_json,
     "errors": test_errors,
     "plan": test_plan,

@@ -39,10 +39,12 @@ def check(ok, what):
 
 
 def registry(list_name):
-    """The names of an X-macro registry list in chash.h: the second argument of each X(...)."""
+    """The names of an X-macro registry list in chash.h: X(ID, name, bits, value) for hashes,
+    X(ID, ident, "name", value) for algorithms."""
     text = open(header_path, encoding="utf-8").read()
     m = re.search(r"#define " + list_name + r"\(X\)(.*?)\n\n", text, re.S)
-    names = re.findall(r"X\(\s*\w+\s*,\s*(\w+)", m.group(1)) if m else []
+    found = re.findall(r'X\(\s*\w+\s*,\s*(?:\w+\s*,\s*"([^"]+)"|(\w+))', m.group(1)) if m else []
+    names = [a or b for a, b in found]
     if not names:
         sys.exit("FAIL: no entries found for %s in %s" % (list_name, header_path))
     return names

@@ -63,8 +63,9 @@ M64 = 0xFFFFFFFFFFFFFFFF
 # vectors, which test_kat.c reports as a failure.
 HASHES = ["fnv1a32_fmix", "fnv1a32", "murmur3_32", "xxh3", "md5",
           "one_at_a_time", "crc16", "crc32", "crc32a", "fnv1_64", "fnv1a_64", "fnv1_32",
-          "fnv1a_32", "hsieh", "murmur", "jenkins"]
-TWEMPROXY_HASHES = HASHES[5:]
+          "fnv1a_32", "hsieh", "murmur", "jenkins", "java_hashcode", "md5_64be", "sdbm",
+          "fnv1a32_fmix_utf16"]
+TWEMPROXY_HASHES = HASHES[5:16]
 
 
 # ---- independent implementations -------------------------------------------------------------
@@ -117,6 +118,40 @@ def murmur3_32(data, seed=0):
 
 def md5_64(data):
     return int.from_bytes(hashlib.md5(data).digest()[:8], "little")
+
+
+def md5_64be(data):
+    return int.from_bytes(hashlib.md5(data).digest()[:8], "big")
+
+
+def java_hashcode(data):
+    """Java's String.hashCode() of the key decoded from UTF-8, malformed bytes replaced by
+    U+FFFD (Python's decoder replaces each maximal ill-formed subpart, as Java's does), over its
+    UTF-16 code units."""
+    units = data.decode("utf-8", errors="replace").encode("utf-16-be")
+    h = 0
+    for i in range(0, len(units), 2):
+        h = (31 * h + (units[i] << 8 | units[i + 1])) & M32
+    return h
+
+
+def fnv1a32_fmix_utf16(data):
+    """FNV-1a 32 over the UTF-16 code units of the UTF-8-decoded key (ill-formed bytes as
+    U+FFFD, as java_hashcode), then fmix32: JavaScript's charCodeAt() view of a string."""
+    units = data.decode("utf-8", errors="replace").encode("utf-16-be")
+    h = 2166136261
+    for i in range(0, len(units), 2):
+        h ^= units[i] << 8 | units[i + 1]
+        h = (h * 16777619) & M32
+    return fmix32(h)
+
+
+def sdbm(data):
+    """sdbm (HAProxy's hash_sdbm): h = c + (h << 6) + (h << 16) - h over unsigned bytes."""
+    h = 0
+    for c in data:
+        h = (c + (h << 6) + (h << 16) - h) & M32
+    return h
 
 
 def xxh3_64(data):
@@ -295,6 +330,10 @@ IMPLS = {
     "murmur3_32": (32, lambda d: murmur3_32(d, 0)),
     "xxh3": (64, xxh3_64),
     "md5": (64, md5_64),
+    "java_hashcode": (32, java_hashcode),
+    "md5_64be": (64, md5_64be),
+    "sdbm": (32, sdbm),
+    "fnv1a32_fmix_utf16": (32, fnv1a32_fmix_utf16),
 }
 IMPLS.update((name, (32, fn)) for name, fn in TWEMPROXY.items())
 
@@ -597,6 +636,15 @@ XXH3_PUBLISHED = [
 ]
 
 
+JAVA_HASHCODE_PUBLISHED = [
+    ("", 0),
+    ("hello", 99162322),
+    ("Aa", 2112),
+    ("BB", 2112),
+    ("\U0001F600", (31 * 0xD83D + 0xDE00) & M32),
+]
+
+
 def self_check():
     """Checks every independent implementation against the published vectors; dies on error."""
     errors = []
@@ -659,6 +707,13 @@ def self_check():
         for name, want in row.items():
             expect("%s(%r)" % (name, data[:24]), TWEMPROXY[name](data), want,
                    "nutcracker 0.5.0 computes")
+    # Java's documented String.hashCode() values: "" is 0, "hello" 99162322, and the textbook
+    # collision "Aa" / "BB" (2112 both); U+1F600 as its surrogates D83D DE00.
+    for text, want in JAVA_HASHCODE_PUBLISHED:
+        expect("java_hashcode(%r)" % text, java_hashcode(text.encode("utf-8")), want)
+    # md5_64be is the top 64 bits of Python's int(md5(x).hexdigest(), 16).
+    for data, want in MD5_PUBLISHED:
+        expect("md5_64be(%r)" % data[:24], md5_64be(data), int(want, 16) >> 64)
     if errors:
         sys.stderr.write("gen_vectors.py: FAIL: an implementation disagrees with the published "
                          "(or observed) reference values; nothing written:\n  " + "\n  ".join(errors) + "\n")
@@ -738,6 +793,15 @@ def inputs():
         (b"abcd\xfe", "4-byte block, then a lone 0xfe"),
         (b"key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", "13 bytes, high bytes inside"),
         (bytes(range(0x70, 0x100, 7)), "21 bytes 0x70, 0x77, ..., 0xfc"),
+    ]
+    # java_hashcode's UTF-8 decoding: a 4-byte sequence (two UTF-16 units), a truncated one,
+    # an encoded surrogate (ill-formed: three U+FFFD), an overlong form.
+    items += [
+        ("\U0001F600".encode("utf-8"), "U+1F600, 4 bytes"),
+        (b"\xe2\x82x", "truncated 3-byte sequence, then x"),
+        (b"\xed\xa0\x80", "an encoded surrogate"),
+        (b"\xc0\xaf", "overlong '/'"),
+        (b"\xf4\x90\x80\x80", "above U+10FFFF"),
     ]
     seen = set()
     for data, _ in items:

@@ -385,6 +385,16 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"fnv1a32_fmix", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x153ff13b), UINT64_C(0x00000000153ff13b)},
     /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc */
     {"fnv1a32_fmix", KAT_IN_69, 21, UINT32_C(0xbd372a91), UINT64_C(0x00000000bd372a91)},
+    /* input 70: U+1F600, 4 bytes */
+    {"fnv1a32_fmix", "\xf0\x9f\x98\x80", 4, UINT32_C(0x3303a80a), UINT64_C(0x000000003303a80a)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"fnv1a32_fmix", "\xe2\x82x", 3, UINT32_C(0xee0863a2), UINT64_C(0x00000000ee0863a2)},
+    /* input 72: an encoded surrogate */
+    {"fnv1a32_fmix", "\xed\xa0\x80", 3, UINT32_C(0x6ff96ac3), UINT64_C(0x000000006ff96ac3)},
+    /* input 73: overlong '/' */
+    {"fnv1a32_fmix", "\xc0\xaf", 2, UINT32_C(0x9ea3dc66), UINT64_C(0x000000009ea3dc66)},
+    /* input 74: above U+10FFFF */
+    {"fnv1a32_fmix", "\xf4\x90\x80\x80", 4, UINT32_C(0xe4f847ea), UINT64_C(0x00000000e4f847ea)},
     /* fnv1a32 (32-bit) */
     /* input 0: empty; published value (FNV suite) */
     {"fnv1a32", "", 0, UINT32_C(0x811c9dc5), UINT64_C(0x00000000811c9dc5)},
@@ -526,6 +536,16 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"fnv1a32", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0xba669279), UINT64_C(0x00000000ba669279)},
     /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc */
     {"fnv1a32", KAT_IN_69, 21, UINT32_C(0x2a0a45db), UINT64_C(0x000000002a0a45db)},
+    /* input 70: U+1F600, 4 bytes */
+    {"fnv1a32", "\xf0\x9f\x98\x80", 4, UINT32_C(0x33a29608), UINT64_C(0x0000000033a29608)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"fnv1a32", "\xe2\x82x", 3, UINT32_C(0xfd90d0e7), UINT64_C(0x00000000fd90d0e7)},
+    /* input 72: an encoded surrogate */
+    {"fnv1a32", "\xed\xa0\x80", 3, UINT32_C(0x75a7b798), UINT64_C(0x0000000075a7b798)},
+    /* input 73: overlong '/' */
+    {"fnv1a32", "\xc0\xaf", 2, UINT32_C(0x209a1a50), UINT64_C(0x00000000209a1a50)},
+    /* input 74: above U+10FFFF */
+    {"fnv1a32", "\xf4\x90\x80\x80", 4, UINT32_C(0xd2885b71), UINT64_C(0x00000000d2885b71)},
     /* murmur3_32 (32-bit) */
     /* input 0: empty; published value (murmur3 vectors) */
     {"murmur3_32", "", 0, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
@@ -667,6 +687,16 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"murmur3_32", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x79b8939f), UINT64_C(0x0000000079b8939f)},
     /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc */
     {"murmur3_32", KAT_IN_69, 21, UINT32_C(0x09fe9a97), UINT64_C(0x0000000009fe9a97)},
+    /* input 70: U+1F600, 4 bytes */
+    {"murmur3_32", "\xf0\x9f\x98\x80", 4, UINT32_C(0xbeb42efa), UINT64_C(0x00000000beb42efa)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"murmur3_32", "\xe2\x82x", 3, UINT32_C(0x99b24cd3), UINT64_C(0x0000000099b24cd3)},
+    /* input 72: an encoded surrogate */
+    {"murmur3_32", "\xed\xa0\x80", 3, UINT32_C(0xb622c94e), UINT64_C(0x00000000b622c94e)},
+    /* input 73: overlong '/' */
+    {"murmur3_32", "\xc0\xaf", 2, UINT32_C(0xd593519b), UINT64_C(0x00000000d593519b)},
+    /* input 74: above U+10FFFF */
+    {"murmur3_32", "\xf4\x90\x80\x80", 4, UINT32_C(0x1321ecae), UINT64_C(0x000000001321ecae)},
     /* xxh3 (64-bit) */
     /* input 0: empty; published value (xxhsum sanity check) */
     {"xxh3", "", 0, UINT32_C(0x38d394c2), UINT64_C(0x2d06800538d394c2)},
@@ -808,6 +838,16 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"xxh3", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x3ccf9835), UINT64_C(0xf641f3883ccf9835)},
     /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc */
     {"xxh3", KAT_IN_69, 21, UINT32_C(0x0f08dea3), UINT64_C(0xa9e7e1e30f08dea3)},
+    /* input 70: U+1F600, 4 bytes */
+    {"xxh3", "\xf0\x9f\x98\x80", 4, UINT32_C(0x21a0808e), UINT64_C(0x0b4fecf421a0808e)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"xxh3", "\xe2\x82x", 3, UINT32_C(0x7b83b7d5), UINT64_C(0xd87f8b0f7b83b7d5)},
+    /* input 72: an encoded surrogate */
+    {"xxh3", "\xed\xa0\x80", 3, UINT32_C(0x539269d0), UINT64_C(0xdaab8382539269d0)},
+    /* input 73: overlong '/' */
+    {"xxh3", "\xc0\xaf", 2, UINT32_C(0x97508ea1), UINT64_C(0xfd754f4a97508ea1)},
+    /* input 74: above U+10FFFF */
+    {"xxh3", "\xf4\x90\x80\x80", 4, UINT32_C(0x1bed9de4), UINT64_C(0x79c0904e1bed9de4)},
     /* md5 (64-bit) */
     /* input 0: empty; published value (RFC 1321) */
     {"md5", "", 0, UINT32_C(0xd98c1dd4), UINT64_C(0x04b2008fd98c1dd4)},
@@ -949,6 +989,16 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"md5", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0xcc18f79e), UINT64_C(0xfafed4b2cc18f79e)},
     /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc */
     {"md5", KAT_IN_69, 21, UINT32_C(0xf01b0aa1), UINT64_C(0xb8b2663ff01b0aa1)},
+    /* input 70: U+1F600, 4 bytes */
+    {"md5", "\xf0\x9f\x98\x80", 4, UINT32_C(0xc3ea022a), UINT64_C(0x706a719dc3ea022a)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"md5", "\xe2\x82x", 3, UINT32_C(0x63701ed7), UINT64_C(0xeecf7d3063701ed7)},
+    /* input 72: an encoded surrogate */
+    {"md5", "\xed\xa0\x80", 3, UINT32_C(0xc83d6d54), UINT64_C(0xf8fb10dec83d6d54)},
+    /* input 73: overlong '/' */
+    {"md5", "\xc0\xaf", 2, UINT32_C(0xe001d74f), UINT64_C(0x794256e1e001d74f)},
+    /* input 74: above U+10FFFF */
+    {"md5", "\xf4\x90\x80\x80", 4, UINT32_C(0xca2440ed), UINT64_C(0x17809c1cca2440ed)},
     /* one_at_a_time (32-bit) */
     /* input 0: empty; value observed from nutcracker 0.5.0 */
     {"one_at_a_time", "", 0, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
@@ -1090,6 +1140,16 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"one_at_a_time", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x9fffb71a), UINT64_C(0x000000009fffb71a)},
     /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
     {"one_at_a_time", KAT_IN_69, 21, UINT32_C(0x3f4e2f9c), UINT64_C(0x000000003f4e2f9c)},
+    /* input 70: U+1F600, 4 bytes */
+    {"one_at_a_time", "\xf0\x9f\x98\x80", 4, UINT32_C(0x97a64f98), UINT64_C(0x0000000097a64f98)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"one_at_a_time", "\xe2\x82x", 3, UINT32_C(0x4aefbf3c), UINT64_C(0x000000004aefbf3c)},
+    /* input 72: an encoded surrogate */
+    {"one_at_a_time", "\xed\xa0\x80", 3, UINT32_C(0x0fd08eed), UINT64_C(0x000000000fd08eed)},
+    /* input 73: overlong '/' */
+    {"one_at_a_time", "\xc0\xaf", 2, UINT32_C(0x69a15211), UINT64_C(0x0000000069a15211)},
+    /* input 74: above U+10FFFF */
+    {"one_at_a_time", "\xf4\x90\x80\x80", 4, UINT32_C(0x34009a14), UINT64_C(0x0000000034009a14)},
     /* crc16 (32-bit) */
     /* input 0: empty; value observed from nutcracker 0.5.0 */
     {"crc16", "", 0, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
@@ -1231,6 +1291,16 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"crc16", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x73acab25), UINT64_C(0x0000000073acab25)},
     /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
     {"crc16", KAT_IN_69, 21, UINT32_C(0x32c8ddd7), UINT64_C(0x0000000032c8ddd7)},
+    /* input 70: U+1F600, 4 bytes */
+    {"crc16", "\xf0\x9f\x98\x80", 4, UINT32_C(0x61e9cb8f), UINT64_C(0x0000000061e9cb8f)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"crc16", "\xe2\x82x", 3, UINT32_C(0xddc74c34), UINT64_C(0x00000000ddc74c34)},
+    /* input 72: an encoded surrogate */
+    {"crc16", "\xed\xa0\x80", 3, UINT32_C(0x2cd36e96), UINT64_C(0x000000002cd36e96)},
+    /* input 73: overlong '/' */
+    {"crc16", "\xc0\xaf", 2, UINT32_C(0x00d95251), UINT64_C(0x0000000000d95251)},
+    /* input 74: above U+10FFFF */
+    {"crc16", "\xf4\x90\x80\x80", 4, UINT32_C(0x5cb6a795), UINT64_C(0x000000005cb6a795)},
     /* crc32 (32-bit) */
     /* input 0: empty; value observed from nutcracker 0.5.0 */
     {"crc32", "", 0, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
@@ -1372,6 +1442,16 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"crc32", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x000006c3), UINT64_C(0x00000000000006c3)},
     /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
     {"crc32", KAT_IN_69, 21, UINT32_C(0x00003a10), UINT64_C(0x0000000000003a10)},
+    /* input 70: U+1F600, 4 bytes */
+    {"crc32", "\xf0\x9f\x98\x80", 4, UINT32_C(0x0000054d), UINT64_C(0x000000000000054d)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"crc32", "\xe2\x82x", 3, UINT32_C(0x0000024c), UINT64_C(0x000000000000024c)},
+    /* input 72: an encoded surrogate */
+    {"crc32", "\xed\xa0\x80", 3, UINT32_C(0x00001dc4), UINT64_C(0x0000000000001dc4)},
+    /* input 73: overlong '/' */
+    {"crc32", "\xc0\xaf", 2, UINT32_C(0x00004c4a), UINT64_C(0x0000000000004c4a)},
+    /* input 74: above U+10FFFF */
+    {"crc32", "\xf4\x90\x80\x80", 4, UINT32_C(0x00000368), UINT64_C(0x0000000000000368)},
     /* crc32a (32-bit) */
     /* input 0: empty; value observed from nutcracker 0.5.0 */
     {"crc32a", "", 0, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
@@ -1513,6 +1593,16 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"crc32a", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x86c34244), UINT64_C(0x0000000086c34244)},
     /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
     {"crc32a", KAT_IN_69, 21, UINT32_C(0xba104e96), UINT64_C(0x00000000ba104e96)},
+    /* input 70: U+1F600, 4 bytes */
+    {"crc32a", "\xf0\x9f\x98\x80", 4, UINT32_C(0x054db544), UINT64_C(0x00000000054db544)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"crc32a", "\xe2\x82x", 3, UINT32_C(0x024cde1b), UINT64_C(0x00000000024cde1b)},
+    /* input 72: an encoded surrogate */
+    {"crc32a", "\xed\xa0\x80", 3, UINT32_C(0x1dc4a528), UINT64_C(0x000000001dc4a528)},
+    /* input 73: overlong '/' */
+    {"crc32a", "\xc0\xaf", 2, UINT32_C(0xcc4a7bc8), UINT64_C(0x00000000cc4a7bc8)},
+    /* input 74: above U+10FFFF */
+    {"crc32a", "\xf4\x90\x80\x80", 4, UINT32_C(0x0368fd77), UINT64_C(0x000000000368fd77)},
     /* fnv1_64 (32-bit) */
     /* input 0: empty; published value (FNV suite, low 32 bits) */
     {"fnv1_64", "", 0, UINT32_C(0x84222325), UINT64_C(0x0000000084222325)},
@@ -1654,6 +1744,16 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"fnv1_64", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0xa0629915), UINT64_C(0x00000000a0629915)},
     /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
     {"fnv1_64", KAT_IN_69, 21, UINT32_C(0xcab7beb3), UINT64_C(0x00000000cab7beb3)},
+    /* input 70: U+1F600, 4 bytes */
+    {"fnv1_64", "\xf0\x9f\x98\x80", 4, UINT32_C(0x5977d85a), UINT64_C(0x000000005977d85a)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"fnv1_64", "\xe2\x82x", 3, UINT32_C(0x6bbdfea7), UINT64_C(0x000000006bbdfea7)},
+    /* input 72: an encoded surrogate */
+    {"fnv1_64", "\xed\xa0\x80", 3, UINT32_C(0x942164a2), UINT64_C(0x00000000942164a2)},
+    /* input 73: overlong '/' */
+    {"fnv1_64", "\xc0\xaf", 2, UINT32_C(0xb4eb7302), UINT64_C(0x00000000b4eb7302)},
+    /* input 74: above U+10FFFF */
+    {"fnv1_64", "\xf4\x90\x80\x80", 4, UINT32_C(0x6b80b1a9), UINT64_C(0x000000006b80b1a9)},
     /* fnv1a_64 (32-bit) */
     /* input 0: empty; published value (FNV suite, low 32 bits) */
     {"fnv1a_64", "", 0, UINT32_C(0x84222325), UINT64_C(0x0000000084222325)},
@@ -1795,6 +1895,16 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"fnv1a_64", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x04e42899), UINT64_C(0x0000000004e42899)},
     /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
     {"fnv1a_64", KAT_IN_69, 21, UINT32_C(0xd5e0021b), UINT64_C(0x00000000d5e0021b)},
+    /* input 70: U+1F600, 4 bytes */
+    {"fnv1a_64", "\xf0\x9f\x98\x80", 4, UINT32_C(0x74e30688), UINT64_C(0x0000000074e30688)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"fnv1a_64", "\xe2\x82x", 3, UINT32_C(0xcd98e327), UINT64_C(0x00000000cd98e327)},
+    /* input 72: an encoded surrogate */
+    {"fnv1a_64", "\xed\xa0\x80", 3, UINT32_C(0x35d274b8), UINT64_C(0x0000000035d274b8)},
+    /* input 73: overlong '/' */
+    {"fnv1a_64", "\xc0\xaf", 2, UINT32_C(0xb4ce3d10), UINT64_C(0x00000000b4ce3d10)},
+    /* input 74: above U+10FFFF */
+    {"fnv1a_64", "\xf4\x90\x80\x80", 4, UINT32_C(0x2e5c3391), UINT64_C(0x000000002e5c3391)},
     /* fnv1_32 (32-bit) */
     /* input 0: empty; published value (FNV suite) */
     {"fnv1_32", "", 0, UINT32_C(0x811c9dc5), UINT64_C(0x00000000811c9dc5)},
@@ -1936,6 +2046,16 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"fnv1_32", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x56814e35), UINT64_C(0x0000000056814e35)},
     /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
     {"fnv1_32", KAT_IN_69, 21, UINT32_C(0x8cbd6fb3), UINT64_C(0x000000008cbd6fb3)},
+    /* input 70: U+1F600, 4 bytes */
+    {"fnv1_32", "\xf0\x9f\x98\x80", 4, UINT32_C(0x50a6f03a), UINT64_C(0x0000000050a6f03a)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"fnv1_32", "\xe2\x82x", 3, UINT32_C(0x2e6ba767), UINT64_C(0x000000002e6ba767)},
+    /* input 72: an encoded surrogate */
+    {"fnv1_32", "\xed\xa0\x80", 3, UINT32_C(0xef78b1e2), UINT64_C(0x00000000ef78b1e2)},
+    /* input 73: overlong '/' */
+    {"fnv1_32", "\xc0\xaf", 2, UINT32_C(0x13769aa2), UINT64_C(0x0000000013769aa2)},
+    /* input 74: above U+10FFFF */
+    {"fnv1_32", "\xf4\x90\x80\x80", 4, UINT32_C(0x1d5e52c9), UINT64_C(0x000000001d5e52c9)},
     /* fnv1a_32 (32-bit) */
     /* input 0: empty; published value (FNV suite) */
     {"fnv1a_32", "", 0, UINT32_C(0x811c9dc5), UINT64_C(0x00000000811c9dc5)},
@@ -2077,6 +2197,16 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"fnv1a_32", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x0485c079), UINT64_C(0x000000000485c079)},
     /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
     {"fnv1a_32", KAT_IN_69, 21, UINT32_C(0x60303fdb), UINT64_C(0x0000000060303fdb)},
+    /* input 70: U+1F600, 4 bytes */
+    {"fnv1a_32", "\xf0\x9f\x98\x80", 4, UINT32_C(0x2400ca08), UINT64_C(0x000000002400ca08)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"fnv1a_32", "\xe2\x82x", 3, UINT32_C(0xb573a8e7), UINT64_C(0x00000000b573a8e7)},
+    /* input 72: an encoded surrogate */
+    {"fnv1a_32", "\xed\xa0\x80", 3, UINT32_C(0xb968c898), UINT64_C(0x00000000b968c898)},
+    /* input 73: overlong '/' */
+    {"fnv1a_32", "\xc0\xaf", 2, UINT32_C(0x64fce650), UINT64_C(0x0000000064fce650)},
+    /* input 74: above U+10FFFF */
+    {"fnv1a_32", "\xf4\x90\x80\x80", 4, UINT32_C(0xc54aed71), UINT64_C(0x00000000c54aed71)},
     /* hsieh (32-bit) */
     /* input 0: empty; value observed from nutcracker 0.5.0 */
     {"hsieh", "", 0, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
@@ -2218,6 +2348,16 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"hsieh", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0xf5fb522c), UINT64_C(0x00000000f5fb522c)},
     /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
     {"hsieh", KAT_IN_69, 21, UINT32_C(0xdc935a5d), UINT64_C(0x00000000dc935a5d)},
+    /* input 70: U+1F600, 4 bytes */
+    {"hsieh", "\xf0\x9f\x98\x80", 4, UINT32_C(0x570c9e05), UINT64_C(0x00000000570c9e05)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"hsieh", "\xe2\x82x", 3, UINT32_C(0xebe1e3a7), UINT64_C(0x00000000ebe1e3a7)},
+    /* input 72: an encoded surrogate */
+    {"hsieh", "\xed\xa0\x80", 3, UINT32_C(0xc6cd3e5a), UINT64_C(0x00000000c6cd3e5a)},
+    /* input 73: overlong '/' */
+    {"hsieh", "\xc0\xaf", 2, UINT32_C(0xa0816095), UINT64_C(0x00000000a0816095)},
+    /* input 74: above U+10FFFF */
+    {"hsieh", "\xf4\x90\x80\x80", 4, UINT32_C(0xa3b6e731), UINT64_C(0x00000000a3b6e731)},
     /* murmur (32-bit) */
     /* input 0: empty; value observed from nutcracker 0.5.0 */
     {"murmur", "", 0, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
@@ -2359,6 +2499,16 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"murmur", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x09bd1e69), UINT64_C(0x0000000009bd1e69)},
     /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
     {"murmur", KAT_IN_69, 21, UINT32_C(0x7e6f93d5), UINT64_C(0x000000007e6f93d5)},
+    /* input 70: U+1F600, 4 bytes */
+    {"murmur", "\xf0\x9f\x98\x80", 4, UINT32_C(0x3368cea2), UINT64_C(0x000000003368cea2)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"murmur", "\xe2\x82x", 3, UINT32_C(0xc552ed23), UINT64_C(0x00000000c552ed23)},
+    /* input 72: an encoded surrogate */
+    {"murmur", "\xed\xa0\x80", 3, UINT32_C(0x2b3f4ecc), UINT64_C(0x000000002b3f4ecc)},
+    /* input 73: overlong '/' */
+    {"murmur", "\xc0\xaf", 2, UINT32_C(0x890643dc), UINT64_C(0x00000000890643dc)},
+    /* input 74: above U+10FFFF */
+    {"murmur", "\xf4\x90\x80\x80", 4, UINT32_C(0x0ea62418), UINT64_C(0x000000000ea62418)},
     /* jenkins (32-bit) */
     /* input 0: empty; value observed from nutcracker 0.5.0 */
     {"jenkins", "", 0, UINT32_C(0xdeadbefc), UINT64_C(0x00000000deadbefc)},
@@ -2500,6 +2650,620 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"jenkins", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x21df2fbf), UINT64_C(0x0000000021df2fbf)},
     /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc; value observed from nutcracker 0.5.0 */
     {"jenkins", KAT_IN_69, 21, UINT32_C(0xad4f5599), UINT64_C(0x00000000ad4f5599)},
+    /* input 70: U+1F600, 4 bytes */
+    {"jenkins", "\xf0\x9f\x98\x80", 4, UINT32_C(0xee64e9e1), UINT64_C(0x00000000ee64e9e1)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"jenkins", "\xe2\x82x", 3, UINT32_C(0x1b0b8fca), UINT64_C(0x000000001b0b8fca)},
+    /* input 72: an encoded surrogate */
+    {"jenkins", "\xed\xa0\x80", 3, UINT32_C(0xb72906cd), UINT64_C(0x00000000b72906cd)},
+    /* input 73: overlong '/' */
+    {"jenkins", "\xc0\xaf", 2, UINT32_C(0x597e0490), UINT64_C(0x00000000597e0490)},
+    /* input 74: above U+10FFFF */
+    {"jenkins", "\xf4\x90\x80\x80", 4, UINT32_C(0x522842df), UINT64_C(0x00000000522842df)},
+    /* java_hashcode (32-bit) */
+    /* input 0: empty */
+    {"java_hashcode", "", 0, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 1: prefix 1 */
+    {"java_hashcode", "a", 1, UINT32_C(0x00000061), UINT64_C(0x0000000000000061)},
+    /* input 2: prefix 2 */
+    {"java_hashcode", "ab", 2, UINT32_C(0x00000c21), UINT64_C(0x0000000000000c21)},
+    /* input 3: prefix 3 */
+    {"java_hashcode", "abc", 3, UINT32_C(0x00017862), UINT64_C(0x0000000000017862)},
+    /* input 4: prefix 4 */
+    {"java_hashcode", "abcd", 4, UINT32_C(0x002d9442), UINT64_C(0x00000000002d9442)},
+    /* input 5: prefix 5 */
+    {"java_hashcode", "abcde", 5, UINT32_C(0x0584f463), UINT64_C(0x000000000584f463)},
+    /* input 6: prefix 6 */
+    {"java_hashcode", "abcdef", 6, UINT32_C(0xab199863), UINT64_C(0x00000000ab199863)},
+    /* input 7: prefix 7 */
+    {"java_hashcode", "abcdefg", 7, UINT32_C(0xb8197464), UINT64_C(0x00000000b8197464)},
+    /* input 8: prefix 8 */
+    {"java_hashcode", "abcdefgh", 8, UINT32_C(0x4b151884), UINT64_C(0x000000004b151884)},
+    /* input 9: prefix 9 */
+    {"java_hashcode", "abcdefghi", 9, UINT32_C(0x178df865), UINT64_C(0x00000000178df865)},
+    /* input 10: prefix 10 */
+    {"java_hashcode", "abcdefghij", 10, UINT32_C(0xda3114a5), UINT64_C(0x00000000da3114a5)},
+    /* input 11: prefix 11 */
+    {"java_hashcode", "abcdefghijk", 11, UINT32_C(0x6bf18066), UINT64_C(0x000000006bf18066)},
+    /* input 12: prefix 12 */
+    {"java_hashcode", "abcdefghijkl", 12, UINT32_C(0x123e8cc6), UINT64_C(0x00000000123e8cc6)},
+    /* input 13: prefix 13 */
+    {"java_hashcode", "abcdefghijklm", 13, UINT32_C(0x35930c67), UINT64_C(0x0000000035930c67)},
+    /* input 14: prefix 14 */
+    {"java_hashcode", "abcdefghijklmn", 14, UINT32_C(0x7cce80e7), UINT64_C(0x000000007cce80e7)},
+    /* input 15: prefix 15 */
+    {"java_hashcode", "abcdefghijklmno", 15, UINT32_C(0x1d019c68), UINT64_C(0x000000001d019c68)},
+    /* input 16: prefix 16 */
+    {"java_hashcode", "abcdefghijklmnop", 16, UINT32_C(0x8331f108), UINT64_C(0x000000008331f108)},
+    /* input 17: prefix 17 */
+    {"java_hashcode", "abcdefghijklmnopq", 17, UINT32_C(0xe30c3069), UINT64_C(0x00000000e30c3069)},
+    /* input 18: 0x80 */
+    {"java_hashcode", "\x80", 1, UINT32_C(0x0000fffd), UINT64_C(0x000000000000fffd)},
+    /* input 19: 0xff */
+    {"java_hashcode", "\xff", 1, UINT32_C(0x0000fffd), UINT64_C(0x000000000000fffd)},
+    /* input 20: four 0xff (murmur3 published, seed 0) */
+    {"java_hashcode", "\xff\xff\xff\xff", 4, UINT32_C(0x783e9740), UINT64_C(0x00000000783e9740)},
+    /* input 21: high bytes then low */
+    {"java_hashcode", "\xfe\xdc\xba\x98vT2\x10", 8, UINT32_C(0x090159fc), UINT64_C(0x00000000090159fc)},
+    /* input 22: 0x80..0xff */
+    {"java_hashcode", KAT_IN_22, 128, UINT32_C(0x246ce800), UINT64_C(0x00000000246ce800)},
+    /* input 23: UTF-8 pi x8 */
+    {"java_hashcode", KAT_IN_23, 16, UINT32_C(0x888de000), UINT64_C(0x00000000888de000)},
+    /* input 24: UTF-8 key */
+    {"java_hashcode", "caf\xc3\xa9:\xc3\xbc\xc3\xb1\xc3\xae", 12, UINT32_C(0xf250af40), UINT64_C(0x00000000f250af40)},
+    /* input 25: 0xff then hex-like letters */
+    {"java_hashcode", "\xff" "abc", 4, UINT32_C(0x745f1b45), UINT64_C(0x00000000745f1b45)},
+    /* input 26: 0x01 then digits */
+    {"java_hashcode", "\x01" "23", 3, UINT32_C(0x00000a02), UINT64_C(0x0000000000000a02)},
+    /* input 27: one NUL */
+    {"java_hashcode", "\x00", 1, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 28: four NULs (murmur3 published, seed 0) */
+    {"java_hashcode", "\x00\x00\x00\x00", 4, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 29: embedded NUL */
+    {"java_hashcode", "a\x00" "b", 3, UINT32_C(0x00016c83), UINT64_C(0x0000000000016c83)},
+    /* input 30: NUL inside a key */
+    {"java_hashcode", "node\x00" "1", 6, UINT32_C(0xc20035b3), UINT64_C(0x00000000c20035b3)},
+    /* input 31: trailing NUL (FNV suite TEST0) */
+    {"java_hashcode", "foobar\x00", 7, UINT32_C(0xd76fc013), UINT64_C(0x00000000d76fc013)},
+    /* input 32: murmur3 endianness vector */
+    {"java_hashcode", "!Ce\x87", 4, UINT32_C(0x001107fa), UINT64_C(0x00000000001107fa)},
+    /* input 33: murmur3 3-byte tail vector */
+    {"java_hashcode", "!Ce", 3, UINT32_C(0x00008463), UINT64_C(0x0000000000008463)},
+    /* input 34: FNV suite */
+    {"java_hashcode", "foobar", 6, UINT32_C(0xb45e718d), UINT64_C(0x00000000b45e718d)},
+    /* input 35: FNV suite, 17 bytes */
+    {"java_hashcode", "chongo was here!\n", 17, UINT32_C(0x7bf428c4), UINT64_C(0x000000007bf428c4)},
+    /* input 36: RFC 1321 */
+    {"java_hashcode", "message digest", 14, UINT32_C(0x1d413ffd), UINT64_C(0x000000001d413ffd)},
+    /* input 37: RFC 1321 */
+    {"java_hashcode", KAT_IN_37, 62, UINT32_C(0xe911d69f), UINT64_C(0x00000000e911d69f)},
+    /* input 38: pangram */
+    {"java_hashcode", "The quick brown fox jumps over the lazy dog", 43, UINT32_C(0xdbacdd53), UINT64_C(0x00000000dbacdd53)},
+    /* input 39: murmur3 suite string */
+    {"java_hashcode", "Hello, world!", 13, UINT32_C(0x8ff0cbf5), UINT64_C(0x000000008ff0cbf5)},
+    /* input 40: key */
+    {"java_hashcode", "user:1", 6, UINT32_C(0xce2b2c42), UINT64_C(0x00000000ce2b2c42)},
+    /* input 41: key */
+    {"java_hashcode", "user:2", 6, UINT32_C(0xce2b2c43), UINT64_C(0x00000000ce2b2c43)},
+    /* input 42: key */
+    {"java_hashcode", "user:42", 7, UINT32_C(0xf73a5c8d), UINT64_C(0x00000000f73a5c8d)},
+    /* input 43: key */
+    {"java_hashcode", "session:7f3a9c", 14, UINT32_C(0x66237f4b), UINT64_C(0x0000000066237f4b)},
+    /* input 44: node id */
+    {"java_hashcode", "node-1", 6, UINT32_C(0xc2003b26), UINT64_C(0x00000000c2003b26)},
+    /* input 45: ring point */
+    {"java_hashcode", "node-1#0", 8, UINT32_C(0x42de0e13), UINT64_C(0x0000000042de0e13)},
+    /* input 46: ring point */
+    {"java_hashcode", "node-1#1", 8, UINT32_C(0x42de0e14), UINT64_C(0x0000000042de0e14)},
+    /* input 47: ring point (last of 160) */
+    {"java_hashcode", "node-1#159", 10, UINT32_C(0x0392dfb8), UINT64_C(0x000000000392dfb8)},
+    /* input 48: ring point */
+    {"java_hashcode", "node-2#0", 8, UINT32_C(0x42de11d4), UINT64_C(0x0000000042de11d4)},
+    /* input 49: ketama point */
+    {"java_hashcode", "10.0.0.1:11211-0", 16, UINT32_C(0xe71e3801), UINT64_C(0x00000000e71e3801)},
+    /* input 50: path key */
+    {"java_hashcode", "cache/objects/2024/01/31/thumbnail-000123.jpg", 45, UINT32_C(0xb7a42660), UINT64_C(0x00000000b7a42660)},
+    /* input 51: 1000-byte pattern (i*131+17) */
+    {"java_hashcode", KAT_IN_51, 1000, UINT32_C(0x18534877), UINT64_C(0x0000000018534877)},
+    /* input 52: 256 x 'a' */
+    {"java_hashcode", KAT_IN_52, 256, UINT32_C(0xdea81000), UINT64_C(0x00000000dea81000)},
+    /* input 53: xxHash sanity buffer [0:6] */
+    {"java_hashcode", "\x00R\x92\x9b\xb7" "2", 6, UINT32_C(0x7cc11ec7), UINT64_C(0x000000007cc11ec7)},
+    /* input 54: xxHash sanity buffer [0:12] */
+    {"java_hashcode", "\x00R\x92\x9b\xb7" "2\xa3$-\x00\xaf\x95", 12, UINT32_C(0x179ae621), UINT64_C(0x00000000179ae621)},
+    /* input 55: xxHash sanity buffer [0:24] (the first 24 bytes of input 63) */
+    {"java_hashcode", KAT_IN_63, 24, UINT32_C(0xb3486c26), UINT64_C(0x00000000b3486c26)},
+    /* input 56: xxHash sanity buffer [0:48] (the first 48 bytes of input 63) */
+    {"java_hashcode", KAT_IN_63, 48, UINT32_C(0x2c90325c), UINT64_C(0x000000002c90325c)},
+    /* input 57: xxHash sanity buffer [0:80] (the first 80 bytes of input 63) */
+    {"java_hashcode", KAT_IN_63, 80, UINT32_C(0x976086f5), UINT64_C(0x00000000976086f5)},
+    /* input 58: xxHash sanity buffer [0:195] (the first 195 bytes of input 63) */
+    {"java_hashcode", KAT_IN_63, 195, UINT32_C(0xe3ffc96e), UINT64_C(0x00000000e3ffc96e)},
+    /* input 59: xxHash sanity buffer [0:403] (the first 403 bytes of input 63) */
+    {"java_hashcode", KAT_IN_63, 403, UINT32_C(0x86351342), UINT64_C(0x0000000086351342)},
+    /* input 60: xxHash sanity buffer [0:512] (the first 512 bytes of input 63) */
+    {"java_hashcode", KAT_IN_63, 512, UINT32_C(0xae8ea5cf), UINT64_C(0x00000000ae8ea5cf)},
+    /* input 61: xxHash sanity buffer [0:2048] (the first 2048 bytes of input 63) */
+    {"java_hashcode", KAT_IN_63, 2048, UINT32_C(0x36dbbbe9), UINT64_C(0x0000000036dbbbe9)},
+    /* input 62: xxHash sanity buffer [0:2240] (the first 2240 bytes of input 63) */
+    {"java_hashcode", KAT_IN_63, 2240, UINT32_C(0xe1027ffd), UINT64_C(0x00000000e1027ffd)},
+    /* input 63: xxHash sanity buffer [0:2367] */
+    {"java_hashcode", KAT_IN_63, 2367, UINT32_C(0xc891bec1), UINT64_C(0x00000000c891bec1)},
+    /* input 64: CRC check string */
+    {"java_hashcode", "123456789", 9, UINT32_C(0x90b21035), UINT64_C(0x0000000090b21035)},
+    /* input 65: 3-byte tail ending in 0xff */
+    {"java_hashcode", "ab\xff", 3, UINT32_C(0x000277fc), UINT64_C(0x00000000000277fc)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes */
+    {"java_hashcode", "abcd\xe9\xe8\xff", 7, UINT32_C(0xbbf8e0db), UINT64_C(0x00000000bbf8e0db)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"java_hashcode", "abcd\xfe", 5, UINT32_C(0x0585f3fb), UINT64_C(0x000000000585f3fb)},
+    /* input 68: 13 bytes, high bytes inside */
+    {"java_hashcode", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x19a85646), UINT64_C(0x0000000019a85646)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc */
+    {"java_hashcode", KAT_IN_69, 21, UINT32_C(0x9bf78837), UINT64_C(0x000000009bf78837)},
+    /* input 70: U+1F600, 4 bytes */
+    {"java_hashcode", "\xf0\x9f\x98\x80", 4, UINT32_C(0x001b0d63), UINT64_C(0x00000000001b0d63)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"java_hashcode", "\xe2\x82x", 3, UINT32_C(0x001f001b), UINT64_C(0x00000000001f001b)},
+    /* input 72: an encoded surrogate */
+    {"java_hashcode", "\xed\xa0\x80", 3, UINT32_C(0x03e0f45d), UINT64_C(0x0000000003e0f45d)},
+    /* input 73: overlong '/' */
+    {"java_hashcode", "\xc0\xaf", 2, UINT32_C(0x001fffa0), UINT64_C(0x00000000001fffa0)},
+    /* input 74: above U+10FFFF */
+    {"java_hashcode", "\xf4\x90\x80\x80", 4, UINT32_C(0x783e9740), UINT64_C(0x00000000783e9740)},
+    /* md5_64be (64-bit) */
+    /* input 0: empty */
+    {"md5_64be", "", 0, UINT32_C(0x8f00b204), UINT64_C(0xd41d8cd98f00b204)},
+    /* input 1: prefix 1 */
+    {"md5_64be", "a", 1, UINT32_C(0xc0f1b6a8), UINT64_C(0x0cc175b9c0f1b6a8)},
+    /* input 2: prefix 2 */
+    {"md5_64be", "ab", 2, UINT32_C(0x6122d1cc), UINT64_C(0x187ef4436122d1cc)},
+    /* input 3: prefix 3 */
+    {"md5_64be", "abc", 3, UINT32_C(0x3cd24fb0), UINT64_C(0x900150983cd24fb0)},
+    /* input 4: prefix 4 */
+    {"md5_64be", "abcd", 4, UINT32_C(0x4727ee93), UINT64_C(0xe2fc714c4727ee93)},
+    /* input 5: prefix 5 */
+    {"md5_64be", "abcde", 5, UINT32_C(0x2b40713a), UINT64_C(0xab56b4d92b40713a)},
+    /* input 6: prefix 6 */
+    {"md5_64be", "abcdef", 6, UINT32_C(0x098950fc), UINT64_C(0xe80b5017098950fc)},
+    /* input 7: prefix 7 */
+    {"md5_64be", "abcdefg", 7, UINT32_C(0x148de951), UINT64_C(0x7ac66c0f148de951)},
+    /* input 8: prefix 8 */
+    {"md5_64be", "abcdefgh", 8, UINT32_C(0xb13434b4), UINT64_C(0xe8dc4081b13434b4)},
+    /* input 9: prefix 9 */
+    {"md5_64be", "abcdefghi", 9, UINT32_C(0x439ff712), UINT64_C(0x8aa99b1f439ff712)},
+    /* input 10: prefix 10 */
+    {"md5_64be", "abcdefghij", 10, UINT32_C(0x42e94b2e), UINT64_C(0xa925576942e94b2e)},
+    /* input 11: prefix 11 */
+    {"md5_64be", "abcdefghijk", 11, UINT32_C(0x0b98c3a0), UINT64_C(0x92b9cccc0b98c3a0)},
+    /* input 12: prefix 12 */
+    {"md5_64be", "abcdefghijkl", 12, UINT32_C(0x912030dc), UINT64_C(0x9fc9d606912030dc)},
+    /* input 13: prefix 13 */
+    {"md5_64be", "abcdefghijklm", 13, UINT32_C(0x4e72f6b3), UINT64_C(0x22aebdd14e72f6b3)},
+    /* input 14: prefix 14 */
+    {"md5_64be", "abcdefghijklmn", 14, UINT32_C(0x2cd9ad4a), UINT64_C(0x0845a5972cd9ad4a)},
+    /* input 15: prefix 15 */
+    {"md5_64be", "abcdefghijklmno", 15, UINT32_C(0xf6544a74), UINT64_C(0x8a7319dbf6544a74)},
+    /* input 16: prefix 16 */
+    {"md5_64be", "abcdefghijklmnop", 16, UINT32_C(0x39c4437b), UINT64_C(0x1d64dce239c4437b)},
+    /* input 17: prefix 17 */
+    {"md5_64be", "abcdefghijklmnopq", 17, UINT32_C(0xa6b4d82d), UINT64_C(0x9a8d9845a6b4d82d)},
+    /* input 18: 0x80 */
+    {"md5_64be", "\x80", 1, UINT32_C(0xef115ea6), UINT64_C(0x8d39dd7eef115ea6)},
+    /* input 19: 0xff */
+    {"md5_64be", "\xff", 1, UINT32_C(0xf42ba43f), UINT64_C(0x00594fd4f42ba43f)},
+    /* input 20: four 0xff (murmur3 published, seed 0) */
+    {"md5_64be", "\xff\xff\xff\xff", 4, UINT32_C(0xa9e15b05), UINT64_C(0xa54f0041a9e15b05)},
+    /* input 21: high bytes then low */
+    {"md5_64be", "\xfe\xdc\xba\x98vT2\x10", 8, UINT32_C(0x37818ce9), UINT64_C(0x30a17da837818ce9)},
+    /* input 22: 0x80..0xff */
+    {"md5_64be", KAT_IN_22, 128, UINT32_C(0x6c0500ac), UINT64_C(0x16f404156c0500ac)},
+    /* input 23: UTF-8 pi x8 */
+    {"md5_64be", KAT_IN_23, 16, UINT32_C(0x3cba3853), UINT64_C(0x66ed04e23cba3853)},
+    /* input 24: UTF-8 key */
+    {"md5_64be", "caf\xc3\xa9:\xc3\xbc\xc3\xb1\xc3\xae", 12, UINT32_C(0x13e50523), UINT64_C(0x1777294d13e50523)},
+    /* input 25: 0xff then hex-like letters */
+    {"md5_64be", "\xff" "abc", 4, UINT32_C(0xf12a708a), UINT64_C(0x7382756cf12a708a)},
+    /* input 26: 0x01 then digits */
+    {"md5_64be", "\x01" "23", 3, UINT32_C(0x7665bc6d), UINT64_C(0xc202a9c37665bc6d)},
+    /* input 27: one NUL */
+    {"md5_64be", "\x00", 1, UINT32_C(0xfe0da089), UINT64_C(0x93b885adfe0da089)},
+    /* input 28: four NULs (murmur3 published, seed 0) */
+    {"md5_64be", "\x00\x00\x00\x00", 4, UINT32_C(0x43297732), UINT64_C(0xf1d3ff8443297732)},
+    /* input 29: embedded NUL */
+    {"md5_64be", "a\x00" "b", 3, UINT32_C(0x27bce371), UINT64_C(0x70350f6027bce371)},
+    /* input 30: NUL inside a key */
+    {"md5_64be", "node\x00" "1", 6, UINT32_C(0x69bed137), UINT64_C(0xaad1b40769bed137)},
+    /* input 31: trailing NUL (FNV suite TEST0) */
+    {"md5_64be", "foobar\x00", 7, UINT32_C(0xeea29e87), UINT64_C(0xb4258860eea29e87)},
+    /* input 32: murmur3 endianness vector */
+    {"md5_64be", "!Ce\x87", 4, UINT32_C(0xdf93edb1), UINT64_C(0xf28592b1df93edb1)},
+    /* input 33: murmur3 3-byte tail vector */
+    {"md5_64be", "!Ce", 3, UINT32_C(0xa357d832), UINT64_C(0xb812c12aa357d832)},
+    /* input 34: FNV suite */
+    {"md5_64be", "foobar", 6, UINT32_C(0x30ac3c91), UINT64_C(0x3858f62230ac3c91)},
+    /* input 35: FNV suite, 17 bytes */
+    {"md5_64be", "chongo was here!\n", 17, UINT32_C(0xe17cd50f), UINT64_C(0x2ad807afe17cd50f)},
+    /* input 36: RFC 1321 */
+    {"md5_64be", "message digest", 14, UINT32_C(0x7cb7938d), UINT64_C(0xf96b697d7cb7938d)},
+    /* input 37: RFC 1321 */
+    {"md5_64be", KAT_IN_37, 62, UINT32_C(0xd277d9f5), UINT64_C(0xd174ab98d277d9f5)},
+    /* input 38: pangram */
+    {"md5_64be", "The quick brown fox jumps over the lazy dog", 43, UINT32_C(0x372bb682), UINT64_C(0x9e107d9d372bb682)},
+    /* input 39: murmur3 suite string */
+    {"md5_64be", "Hello, world!", 13, UINT32_C(0xeb0da54b), UINT64_C(0x6cd3556deb0da54b)},
+    /* input 40: key */
+    {"md5_64be", "user:1", 6, UINT32_C(0x5679979c), UINT64_C(0xbdb1dd105679979c)},
+    /* input 41: key */
+    {"md5_64be", "user:2", 6, UINT32_C(0x52410201), UINT64_C(0xfbb798c252410201)},
+    /* input 42: key */
+    {"md5_64be", "user:42", 7, UINT32_C(0x68c3ba34), UINT64_C(0x56dadf1868c3ba34)},
+    /* input 43: key */
+    {"md5_64be", "session:7f3a9c", 14, UINT32_C(0x1145ee30), UINT64_C(0x84e3eeee1145ee30)},
+    /* input 44: node id */
+    {"md5_64be", "node-1", 6, UINT32_C(0x587cab73), UINT64_C(0xd50164b9587cab73)},
+    /* input 45: ring point */
+    {"md5_64be", "node-1#0", 8, UINT32_C(0x67339570), UINT64_C(0xdfcd0c9a67339570)},
+    /* input 46: ring point */
+    {"md5_64be", "node-1#1", 8, UINT32_C(0x0b0349fd), UINT64_C(0x80bd99a00b0349fd)},
+    /* input 47: ring point (last of 160) */
+    {"md5_64be", "node-1#159", 10, UINT32_C(0x16bc3c32), UINT64_C(0xcf2ffc2116bc3c32)},
+    /* input 48: ring point */
+    {"md5_64be", "node-2#0", 8, UINT32_C(0x4ca9964e), UINT64_C(0xef25b9224ca9964e)},
+    /* input 49: ketama point */
+    {"md5_64be", "10.0.0.1:11211-0", 16, UINT32_C(0xe29fe30f), UINT64_C(0x76240962e29fe30f)},
+    /* input 50: path key */
+    {"md5_64be", "cache/objects/2024/01/31/thumbnail-000123.jpg", 45, UINT32_C(0x05393ad0), UINT64_C(0xc946c99e05393ad0)},
+    /* input 51: 1000-byte pattern (i*131+17) */
+    {"md5_64be", KAT_IN_51, 1000, UINT32_C(0xf83f5e9c), UINT64_C(0x709ab688f83f5e9c)},
+    /* input 52: 256 x 'a' */
+    {"md5_64be", KAT_IN_52, 256, UINT32_C(0x5aa1a284), UINT64_C(0x81109eec5aa1a284)},
+    /* input 53: xxHash sanity buffer [0:6] */
+    {"md5_64be", "\x00R\x92\x9b\xb7" "2", 6, UINT32_C(0x5fcedf73), UINT64_C(0x3e8b86ed5fcedf73)},
+    /* input 54: xxHash sanity buffer [0:12] */
+    {"md5_64be", "\x00R\x92\x9b\xb7" "2\xa3$-\x00\xaf\x95", 12, UINT32_C(0xc8d40db6), UINT64_C(0x178766abc8d40db6)},
+    /* input 55: xxHash sanity buffer [0:24] (the first 24 bytes of input 63) */
+    {"md5_64be", KAT_IN_63, 24, UINT32_C(0xadf41d78), UINT64_C(0x107fc030adf41d78)},
+    /* input 56: xxHash sanity buffer [0:48] (the first 48 bytes of input 63) */
+    {"md5_64be", KAT_IN_63, 48, UINT32_C(0xcb530221), UINT64_C(0xce8420cccb530221)},
+    /* input 57: xxHash sanity buffer [0:80] (the first 80 bytes of input 63) */
+    {"md5_64be", KAT_IN_63, 80, UINT32_C(0x56eb4c36), UINT64_C(0x9dae194a56eb4c36)},
+    /* input 58: xxHash sanity buffer [0:195] (the first 195 bytes of input 63) */
+    {"md5_64be", KAT_IN_63, 195, UINT32_C(0xe2095e8f), UINT64_C(0x945840c5e2095e8f)},
+    /* input 59: xxHash sanity buffer [0:403] (the first 403 bytes of input 63) */
+    {"md5_64be", KAT_IN_63, 403, UINT32_C(0x424dd5b3), UINT64_C(0x4d4e5c0e424dd5b3)},
+    /* input 60: xxHash sanity buffer [0:512] (the first 512 bytes of input 63) */
+    {"md5_64be", KAT_IN_63, 512, UINT32_C(0x035bd84c), UINT64_C(0x65a2cecf035bd84c)},
+    /* input 61: xxHash sanity buffer [0:2048] (the first 2048 bytes of input 63) */
+    {"md5_64be", KAT_IN_63, 2048, UINT32_C(0xd1995bbf), UINT64_C(0x4be71ab4d1995bbf)},
+    /* input 62: xxHash sanity buffer [0:2240] (the first 2240 bytes of input 63) */
+    {"md5_64be", KAT_IN_63, 2240, UINT32_C(0x6cf5aa13), UINT64_C(0x5014a5786cf5aa13)},
+    /* input 63: xxHash sanity buffer [0:2367] */
+    {"md5_64be", KAT_IN_63, 2367, UINT32_C(0x07bc6ee0), UINT64_C(0xf878618f07bc6ee0)},
+    /* input 64: CRC check string */
+    {"md5_64be", "123456789", 9, UINT32_C(0x323b4538), UINT64_C(0x25f9e794323b4538)},
+    /* input 65: 3-byte tail ending in 0xff */
+    {"md5_64be", "ab\xff", 3, UINT32_C(0x7ad1ad91), UINT64_C(0x74bdab827ad1ad91)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes */
+    {"md5_64be", "abcd\xe9\xe8\xff", 7, UINT32_C(0x1f96b3c0), UINT64_C(0xae7ab5861f96b3c0)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"md5_64be", "abcd\xfe", 5, UINT32_C(0xdb606801), UINT64_C(0xd2661865db606801)},
+    /* input 68: 13 bytes, high bytes inside */
+    {"md5_64be", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0xb2d4fefa), UINT64_C(0x9ef718ccb2d4fefa)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc */
+    {"md5_64be", KAT_IN_69, 21, UINT32_C(0x3f66b2b8), UINT64_C(0xa10a1bf03f66b2b8)},
+    /* input 70: U+1F600, 4 bytes */
+    {"md5_64be", "\xf0\x9f\x98\x80", 4, UINT32_C(0x9d716a70), UINT64_C(0x2a02eac39d716a70)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"md5_64be", "\xe2\x82x", 3, UINT32_C(0x307dcfee), UINT64_C(0xd71e7063307dcfee)},
+    /* input 72: an encoded surrogate */
+    {"md5_64be", "\xed\xa0\x80", 3, UINT32_C(0xde10fbf8), UINT64_C(0x546d3dc8de10fbf8)},
+    /* input 73: overlong '/' */
+    {"md5_64be", "\xc0\xaf", 2, UINT32_C(0xe1564279), UINT64_C(0x4fd701e0e1564279)},
+    /* input 74: above U+10FFFF */
+    {"md5_64be", "\xf4\x90\x80\x80", 4, UINT32_C(0x1c9c8017), UINT64_C(0xed4024ca1c9c8017)},
+    /* sdbm (32-bit) */
+    /* input 0: empty */
+    {"sdbm", "", 0, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 1: prefix 1 */
+    {"sdbm", "a", 1, UINT32_C(0x00000061), UINT64_C(0x0000000000000061)},
+    /* input 2: prefix 2 */
+    {"sdbm", "ab", 2, UINT32_C(0x00611841), UINT64_C(0x0000000000611841)},
+    /* input 3: prefix 3 */
+    {"sdbm", "abc", 3, UINT32_C(0x3025f862), UINT64_C(0x000000003025f862)},
+    /* input 4: prefix 4 */
+    {"sdbm", "abcd", 4, UINT32_C(0xd1ba2082), UINT64_C(0x00000000d1ba2082)},
+    /* input 5: prefix 5 */
+    {"sdbm", "abcde", 5, UINT32_C(0xbd500063), UINT64_C(0x00000000bd500063)},
+    /* input 6: prefix 6 */
+    {"sdbm", "abcdef", 6, UINT32_C(0x971318c3), UINT64_C(0x00000000971318c3)},
+    /* input 7: prefix 7 */
+    {"sdbm", "abcdefg", 7, UINT32_C(0x46761864), UINT64_C(0x0000000046761864)},
+    /* input 8: prefix 8 */
+    {"sdbm", "abcdefgh", 8, UINT32_C(0x6f740104), UINT64_C(0x000000006f740104)},
+    /* input 9: prefix 9 */
+    {"sdbm", "abcdefghi", 9, UINT32_C(0x6e904065), UINT64_C(0x000000006e904065)},
+    /* input 10: prefix 10 */
+    {"sdbm", "abcdefghij", 10, UINT32_C(0x75e4d945), UINT64_C(0x0000000075e4d945)},
+    /* input 11: prefix 11 */
+    {"sdbm", "abcdefghijk", 11, UINT32_C(0xdc967866), UINT64_C(0x00000000dc967866)},
+    /* input 12: prefix 12 */
+    {"sdbm", "abcdefghijkl", 12, UINT32_C(0xc16da186), UINT64_C(0x00000000c16da186)},
+    /* input 13: prefix 13 */
+    {"sdbm", "abcdefghijklm", 13, UINT32_C(0x3b80c067), UINT64_C(0x000000003b80c067)},
+    /* input 14: prefix 14 */
+    {"sdbm", "abcdefghijklmn", 14, UINT32_C(0x651659c7), UINT64_C(0x00000000651659c7)},
+    /* input 15: prefix 15 */
+    {"sdbm", "abcdefghijklmno", 15, UINT32_C(0x3a471868), UINT64_C(0x000000003a471868)},
+    /* input 16: prefix 16 */
+    {"sdbm", "abcdefghijklmnop", 16, UINT32_C(0x6fe70208), UINT64_C(0x000000006fe70208)},
+    /* input 17: prefix 17 */
+    {"sdbm", "abcdefghijklmnopq", 17, UINT32_C(0x8be18069), UINT64_C(0x000000008be18069)},
+    /* input 18: 0x80 */
+    {"sdbm", "\x80", 1, UINT32_C(0x00000080), UINT64_C(0x0000000000000080)},
+    /* input 19: 0xff */
+    {"sdbm", "\xff", 1, UINT32_C(0x000000ff), UINT64_C(0x00000000000000ff)},
+    /* input 20: four 0xff (murmur3 published, seed 0) */
+    {"sdbm", "\xff\xff\xff\xff", 4, UINT32_C(0xd6da9f80), UINT64_C(0x00000000d6da9f80)},
+    /* input 21: high bytes then low */
+    {"sdbm", "\xfe\xdc\xba\x98vT2\x10", 8, UINT32_C(0xe4bdbd78), UINT64_C(0x00000000e4bdbd78)},
+    /* input 22: 0x80..0xff */
+    {"sdbm", KAT_IN_22, 128, UINT32_C(0xbc860040), UINT64_C(0x00000000bc860040)},
+    /* input 23: UTF-8 pi x8 */
+    {"sdbm", KAT_IN_23, 16, UINT32_C(0x50e52d88), UINT64_C(0x0000000050e52d88)},
+    /* input 24: UTF-8 key */
+    {"sdbm", "caf\xc3\xa9:\xc3\xbc\xc3\xb1\xc3\xae", 12, UINT32_C(0x2125dffe), UINT64_C(0x000000002125dffe)},
+    /* input 25: 0xff then hex-like letters */
+    {"sdbm", "\xff" "abc", 4, UINT32_C(0x886fe6a3), UINT64_C(0x00000000886fe6a3)},
+    /* input 26: 0x01 then digits */
+    {"sdbm", "\x01" "23", 3, UINT32_C(0x00b01c02), UINT64_C(0x0000000000b01c02)},
+    /* input 27: one NUL */
+    {"sdbm", "\x00", 1, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 28: four NULs (murmur3 published, seed 0) */
+    {"sdbm", "\x00\x00\x00\x00", 4, UINT32_C(0x00000000), UINT64_C(0x0000000000000000)},
+    /* input 29: embedded NUL */
+    {"sdbm", "a\x00" "b", 3, UINT32_C(0x2fc3e043), UINT64_C(0x000000002fc3e043)},
+    /* input 30: NUL inside a key */
+    {"sdbm", "node\x00" "1", 6, UINT32_C(0x58f4a333), UINT64_C(0x0000000058f4a333)},
+    /* input 31: trailing NUL (FNV suite TEST0) */
+    {"sdbm", "foobar\x00", 7, UINT32_C(0x65a84833), UINT64_C(0x0000000065a84833)},
+    /* input 32: murmur3 endianness vector */
+    {"sdbm", "!Ce\x87", 4, UINT32_C(0x20c410c4), UINT64_C(0x0000000020c410c4)},
+    /* input 33: murmur3 3-byte tail vector */
+    {"sdbm", "!Ce", 3, UINT32_C(0x10831083), UINT64_C(0x0000000010831083)},
+    /* input 34: FNV suite */
+    {"sdbm", "foobar", 6, UINT32_C(0xa6437b0d), UINT64_C(0x00000000a6437b0d)},
+    /* input 35: FNV suite, 17 bytes */
+    {"sdbm", "chongo was here!\n", 17, UINT32_C(0x5e4df204), UINT64_C(0x000000005e4df204)},
+    /* input 36: RFC 1321 */
+    {"sdbm", "message digest", 14, UINT32_C(0x1893d83d), UINT64_C(0x000000001893d83d)},
+    /* input 37: RFC 1321 */
+    {"sdbm", KAT_IN_37, 62, UINT32_C(0xbd17a51f), UINT64_C(0x00000000bd17a51f)},
+    /* input 38: pangram */
+    {"sdbm", "The quick brown fox jumps over the lazy dog", 43, UINT32_C(0x8ca77173), UINT64_C(0x000000008ca77173)},
+    /* input 39: murmur3 suite string */
+    {"sdbm", "Hello, world!", 13, UINT32_C(0xcf856ff5), UINT64_C(0x00000000cf856ff5)},
+    /* input 40: key */
+    {"sdbm", "user:1", 6, UINT32_C(0x39047082), UINT64_C(0x0000000039047082)},
+    /* input 41: key */
+    {"sdbm", "user:2", 6, UINT32_C(0x39047083), UINT64_C(0x0000000039047083)},
+    /* input 42: key */
+    {"sdbm", "user:42", 7, UINT32_C(0x789cb0ed), UINT64_C(0x00000000789cb0ed)},
+    /* input 43: key */
+    {"sdbm", "session:7f3a9c", 14, UINT32_C(0x3fed3e4b), UINT64_C(0x000000003fed3e4b)},
+    /* input 44: node id */
+    {"sdbm", "node-1", 6, UINT32_C(0x5921ae46), UINT64_C(0x000000005921ae46)},
+    /* input 45: ring point */
+    {"sdbm", "node-1#0", 8, UINT32_C(0xa9c5f413), UINT64_C(0x00000000a9c5f413)},
+    /* input 46: ring point */
+    {"sdbm", "node-1#1", 8, UINT32_C(0xa9c5f414), UINT64_C(0x00000000a9c5f414)},
+    /* input 47: ring point (last of 160) */
+    {"sdbm", "node-1#159", 10, UINT32_C(0x481a3758), UINT64_C(0x00000000481a3758)},
+    /* input 48: ring point */
+    {"sdbm", "node-2#0", 8, UINT32_C(0xaa440394), UINT64_C(0x00000000aa440394)},
+    /* input 49: ketama point */
+    {"sdbm", "10.0.0.1:11211-0", 16, UINT32_C(0x7e948001), UINT64_C(0x000000007e948001)},
+    /* input 50: path key */
+    {"sdbm", "cache/objects/2024/01/31/thumbnail-000123.jpg", 45, UINT32_C(0xe6a53c20), UINT64_C(0x00000000e6a53c20)},
+    /* input 51: 1000-byte pattern (i*131+17) */
+    {"sdbm", KAT_IN_51, 1000, UINT32_C(0x1c9daedc), UINT64_C(0x000000001c9daedc)},
+    /* input 52: 256 x 'a' */
+    {"sdbm", KAT_IN_52, 256, UINT32_C(0x66942000), UINT64_C(0x0000000066942000)},
+    /* input 53: xxHash sanity buffer [0:6] */
+    {"sdbm", "\x00R\x92\x9b\xb7" "2", 6, UINT32_C(0x97a40b96), UINT64_C(0x0000000097a40b96)},
+    /* input 54: xxHash sanity buffer [0:12] */
+    {"sdbm", "\x00R\x92\x9b\xb7" "2\xa3$-\x00\xaf\x95", 12, UINT32_C(0x10ec6f10), UINT64_C(0x0000000010ec6f10)},
+    /* input 55: xxHash sanity buffer [0:24] (the first 24 bytes of input 63) */
+    {"sdbm", KAT_IN_63, 24, UINT32_C(0xc078edb2), UINT64_C(0x00000000c078edb2)},
+    /* input 56: xxHash sanity buffer [0:48] (the first 48 bytes of input 63) */
+    {"sdbm", KAT_IN_63, 48, UINT32_C(0xdd3b6d01), UINT64_C(0x00000000dd3b6d01)},
+    /* input 57: xxHash sanity buffer [0:80] (the first 80 bytes of input 63) */
+    {"sdbm", KAT_IN_63, 80, UINT32_C(0x83232310), UINT64_C(0x0000000083232310)},
+    /* input 58: xxHash sanity buffer [0:195] (the first 195 bytes of input 63) */
+    {"sdbm", KAT_IN_63, 195, UINT32_C(0xa3da3ea9), UINT64_C(0x00000000a3da3ea9)},
+    /* input 59: xxHash sanity buffer [0:403] (the first 403 bytes of input 63) */
+    {"sdbm", KAT_IN_63, 403, UINT32_C(0x24e7ef92), UINT64_C(0x0000000024e7ef92)},
+    /* input 60: xxHash sanity buffer [0:512] (the first 512 bytes of input 63) */
+    {"sdbm", KAT_IN_63, 512, UINT32_C(0xf7f42e14), UINT64_C(0x00000000f7f42e14)},
+    /* input 61: xxHash sanity buffer [0:2048] (the first 2048 bytes of input 63) */
+    {"sdbm", KAT_IN_63, 2048, UINT32_C(0x3012172a), UINT64_C(0x000000003012172a)},
+    /* input 62: xxHash sanity buffer [0:2240] (the first 2240 bytes of input 63) */
+    {"sdbm", KAT_IN_63, 2240, UINT32_C(0x4ce225c2), UINT64_C(0x000000004ce225c2)},
+    /* input 63: xxHash sanity buffer [0:2367] */
+    {"sdbm", KAT_IN_63, 2367, UINT32_C(0x2151137b), UINT64_C(0x000000002151137b)},
+    /* input 64: CRC check string */
+    {"sdbm", "123456789", 9, UINT32_C(0x68a07035), UINT64_C(0x0000000068a07035)},
+    /* input 65: 3-byte tail ending in 0xff */
+    {"sdbm", "ab\xff", 3, UINT32_C(0x3025f8fe), UINT64_C(0x000000003025f8fe)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes */
+    {"sdbm", "abcd\xe9\xe8\xff", 7, UINT32_C(0x87f8377e), UINT64_C(0x0000000087f8377e)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"sdbm", "abcd\xfe", 5, UINT32_C(0xbd5000fc), UINT64_C(0x00000000bd5000fc)},
+    /* input 68: 13 bytes, high bytes inside */
+    {"sdbm", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0xe2dfb8e6), UINT64_C(0x00000000e2dfb8e6)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc */
+    {"sdbm", KAT_IN_69, 21, UINT32_C(0x1bf94a36), UINT64_C(0x000000001bf94a36)},
+    /* input 70: U+1F600, 4 bytes */
+    {"sdbm", "\xf0\x9f\x98\x80", 4, UINT32_C(0xed477a17), UINT64_C(0x00000000ed477a17)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"sdbm", "\xe2\x82x", 3, UINT32_C(0x6fcbd058), UINT64_C(0x000000006fcbd058)},
+    /* input 72: an encoded surrogate */
+    {"sdbm", "\xed\xa0\x80", 3, UINT32_C(0x7554824d), UINT64_C(0x000000007554824d)},
+    /* input 73: overlong '/' */
+    {"sdbm", "\xc0\xaf", 2, UINT32_C(0x00c02fef), UINT64_C(0x0000000000c02fef)},
+    /* input 74: above U+10FFFF */
+    {"sdbm", "\xf4\x90\x80\x80", 4, UINT32_C(0x9fe7ce9c), UINT64_C(0x000000009fe7ce9c)},
+    /* fnv1a32_fmix_utf16 (32-bit) */
+    /* input 0: empty */
+    {"fnv1a32_fmix_utf16", "", 0, UINT32_C(0xab3e7c0b), UINT64_C(0x00000000ab3e7c0b)},
+    /* input 1: prefix 1 */
+    {"fnv1a32_fmix_utf16", "a", 1, UINT32_C(0x1a80b1b3), UINT64_C(0x000000001a80b1b3)},
+    /* input 2: prefix 2 */
+    {"fnv1a32_fmix_utf16", "ab", 2, UINT32_C(0x98cc640d), UINT64_C(0x0000000098cc640d)},
+    /* input 3: prefix 3 */
+    {"fnv1a32_fmix_utf16", "abc", 3, UINT32_C(0x1cc93dbc), UINT64_C(0x000000001cc93dbc)},
+    /* input 4: prefix 4 */
+    {"fnv1a32_fmix_utf16", "abcd", 4, UINT32_C(0xe89ff54e), UINT64_C(0x00000000e89ff54e)},
+    /* input 5: prefix 5 */
+    {"fnv1a32_fmix_utf16", "abcde", 5, UINT32_C(0xd39e9494), UINT64_C(0x00000000d39e9494)},
+    /* input 6: prefix 6 */
+    {"fnv1a32_fmix_utf16", "abcdef", 6, UINT32_C(0x2feec3fd), UINT64_C(0x000000002feec3fd)},
+    /* input 7: prefix 7 */
+    {"fnv1a32_fmix_utf16", "abcdefg", 7, UINT32_C(0xa2ff9645), UINT64_C(0x00000000a2ff9645)},
+    /* input 8: prefix 8 */
+    {"fnv1a32_fmix_utf16", "abcdefgh", 8, UINT32_C(0xdd301ff0), UINT64_C(0x00000000dd301ff0)},
+    /* input 9: prefix 9 */
+    {"fnv1a32_fmix_utf16", "abcdefghi", 9, UINT32_C(0x4824bbf2), UINT64_C(0x000000004824bbf2)},
+    /* input 10: prefix 10 */
+    {"fnv1a32_fmix_utf16", "abcdefghij", 10, UINT32_C(0xb0cf1ef3), UINT64_C(0x00000000b0cf1ef3)},
+    /* input 11: prefix 11 */
+    {"fnv1a32_fmix_utf16", "abcdefghijk", 11, UINT32_C(0x840b0489), UINT64_C(0x00000000840b0489)},
+    /* input 12: prefix 12 */
+    {"fnv1a32_fmix_utf16", "abcdefghijkl", 12, UINT32_C(0x3ad78dfc), UINT64_C(0x000000003ad78dfc)},
+    /* input 13: prefix 13 */
+    {"fnv1a32_fmix_utf16", "abcdefghijklm", 13, UINT32_C(0x10f8c010), UINT64_C(0x0000000010f8c010)},
+    /* input 14: prefix 14 */
+    {"fnv1a32_fmix_utf16", "abcdefghijklmn", 14, UINT32_C(0x35375d43), UINT64_C(0x0000000035375d43)},
+    /* input 15: prefix 15 */
+    {"fnv1a32_fmix_utf16", "abcdefghijklmno", 15, UINT32_C(0x4219a1c0), UINT64_C(0x000000004219a1c0)},
+    /* input 16: prefix 16 */
+    {"fnv1a32_fmix_utf16", "abcdefghijklmnop", 16, UINT32_C(0x724aed00), UINT64_C(0x00000000724aed00)},
+    /* input 17: prefix 17 */
+    {"fnv1a32_fmix_utf16", "abcdefghijklmnopq", 17, UINT32_C(0xafae7b56), UINT64_C(0x00000000afae7b56)},
+    /* input 18: 0x80 */
+    {"fnv1a32_fmix_utf16", "\x80", 1, UINT32_C(0x21b7041f), UINT64_C(0x0000000021b7041f)},
+    /* input 19: 0xff */
+    {"fnv1a32_fmix_utf16", "\xff", 1, UINT32_C(0x21b7041f), UINT64_C(0x0000000021b7041f)},
+    /* input 20: four 0xff (murmur3 published, seed 0) */
+    {"fnv1a32_fmix_utf16", "\xff\xff\xff\xff", 4, UINT32_C(0xb81018b1), UINT64_C(0x00000000b81018b1)},
+    /* input 21: high bytes then low */
+    {"fnv1a32_fmix_utf16", "\xfe\xdc\xba\x98vT2\x10", 8, UINT32_C(0x3547ef50), UINT64_C(0x000000003547ef50)},
+    /* input 22: 0x80..0xff */
+    {"fnv1a32_fmix_utf16", KAT_IN_22, 128, UINT32_C(0xbdc41689), UINT64_C(0x00000000bdc41689)},
+    /* input 23: UTF-8 pi x8 */
+    {"fnv1a32_fmix_utf16", KAT_IN_23, 16, UINT32_C(0xb871f2ed), UINT64_C(0x00000000b871f2ed)},
+    /* input 24: UTF-8 key */
+    {"fnv1a32_fmix_utf16", "caf\xc3\xa9:\xc3\xbc\xc3\xb1\xc3\xae", 12, UINT32_C(0x1c863b8d), UINT64_C(0x000000001c863b8d)},
+    /* input 25: 0xff then hex-like letters */
+    {"fnv1a32_fmix_utf16", "\xff" "abc", 4, UINT32_C(0x1857e669), UINT64_C(0x000000001857e669)},
+    /* input 26: 0x01 then digits */
+    {"fnv1a32_fmix_utf16", "\x01" "23", 3, UINT32_C(0x2cb3a604), UINT64_C(0x000000002cb3a604)},
+    /* input 27: one NUL */
+    {"fnv1a32_fmix_utf16", "\x00", 1, UINT32_C(0x0578ab1b), UINT64_C(0x000000000578ab1b)},
+    /* input 28: four NULs (murmur3 published, seed 0) */
+    {"fnv1a32_fmix_utf16", "\x00\x00\x00\x00", 4, UINT32_C(0x4997eb7b), UINT64_C(0x000000004997eb7b)},
+    /* input 29: embedded NUL */
+    {"fnv1a32_fmix_utf16", "a\x00" "b", 3, UINT32_C(0x5d40db2d), UINT64_C(0x000000005d40db2d)},
+    /* input 30: NUL inside a key */
+    {"fnv1a32_fmix_utf16", "node\x00" "1", 6, UINT32_C(0x1e2d8377), UINT64_C(0x000000001e2d8377)},
+    /* input 31: trailing NUL (FNV suite TEST0) */
+    {"fnv1a32_fmix_utf16", "foobar\x00", 7, UINT32_C(0xfd2d4f00), UINT64_C(0x00000000fd2d4f00)},
+    /* input 32: murmur3 endianness vector */
+    {"fnv1a32_fmix_utf16", "!Ce\x87", 4, UINT32_C(0xa0525ac1), UINT64_C(0x00000000a0525ac1)},
+    /* input 33: murmur3 3-byte tail vector */
+    {"fnv1a32_fmix_utf16", "!Ce", 3, UINT32_C(0x423f2a1b), UINT64_C(0x00000000423f2a1b)},
+    /* input 34: FNV suite */
+    {"fnv1a32_fmix_utf16", "foobar", 6, UINT32_C(0x0c0da6dc), UINT64_C(0x000000000c0da6dc)},
+    /* input 35: FNV suite, 17 bytes */
+    {"fnv1a32_fmix_utf16", "chongo was here!\n", 17, UINT32_C(0xe3e3d320), UINT64_C(0x00000000e3e3d320)},
+    /* input 36: RFC 1321 */
+    {"fnv1a32_fmix_utf16", "message digest", 14, UINT32_C(0x41b971cc), UINT64_C(0x0000000041b971cc)},
+    /* input 37: RFC 1321 */
+    {"fnv1a32_fmix_utf16", KAT_IN_37, 62, UINT32_C(0x38d0e29c), UINT64_C(0x0000000038d0e29c)},
+    /* input 38: pangram */
+    {"fnv1a32_fmix_utf16", "The quick brown fox jumps over the lazy dog", 43, UINT32_C(0xcc6bf03d), UINT64_C(0x00000000cc6bf03d)},
+    /* input 39: murmur3 suite string */
+    {"fnv1a32_fmix_utf16", "Hello, world!", 13, UINT32_C(0xe43cc6c2), UINT64_C(0x00000000e43cc6c2)},
+    /* input 40: key */
+    {"fnv1a32_fmix_utf16", "user:1", 6, UINT32_C(0x692440ef), UINT64_C(0x00000000692440ef)},
+    /* input 41: key */
+    {"fnv1a32_fmix_utf16", "user:2", 6, UINT32_C(0x21812afe), UINT64_C(0x0000000021812afe)},
+    /* input 42: key */
+    {"fnv1a32_fmix_utf16", "user:42", 7, UINT32_C(0x23bf9c12), UINT64_C(0x0000000023bf9c12)},
+    /* input 43: key */
+    {"fnv1a32_fmix_utf16", "session:7f3a9c", 14, UINT32_C(0xc892f9b6), UINT64_C(0x00000000c892f9b6)},
+    /* input 44: node id */
+    {"fnv1a32_fmix_utf16", "node-1", 6, UINT32_C(0xaac87624), UINT64_C(0x00000000aac87624)},
+    /* input 45: ring point */
+    {"fnv1a32_fmix_utf16", "node-1#0", 8, UINT32_C(0x98b960ff), UINT64_C(0x0000000098b960ff)},
+    /* input 46: ring point */
+    {"fnv1a32_fmix_utf16", "node-1#1", 8, UINT32_C(0x59e6553a), UINT64_C(0x0000000059e6553a)},
+    /* input 47: ring point (last of 160) */
+    {"fnv1a32_fmix_utf16", "node-1#159", 10, UINT32_C(0x25a779f6), UINT64_C(0x0000000025a779f6)},
+    /* input 48: ring point */
+    {"fnv1a32_fmix_utf16", "node-2#0", 8, UINT32_C(0xa1d95aa9), UINT64_C(0x00000000a1d95aa9)},
+    /* input 49: ketama point */
+    {"fnv1a32_fmix_utf16", "10.0.0.1:11211-0", 16, UINT32_C(0x7093bd24), UINT64_C(0x000000007093bd24)},
+    /* input 50: path key */
+    {"fnv1a32_fmix_utf16", "cache/objects/2024/01/31/thumbnail-000123.jpg", 45, UINT32_C(0x0c83eed5), UINT64_C(0x000000000c83eed5)},
+    /* input 51: 1000-byte pattern (i*131+17) */
+    {"fnv1a32_fmix_utf16", KAT_IN_51, 1000, UINT32_C(0x7064d3ee), UINT64_C(0x000000007064d3ee)},
+    /* input 52: 256 x 'a' */
+    {"fnv1a32_fmix_utf16", KAT_IN_52, 256, UINT32_C(0x4e7356ee), UINT64_C(0x000000004e7356ee)},
+    /* input 53: xxHash sanity buffer [0:6] */
+    {"fnv1a32_fmix_utf16", "\x00R\x92\x9b\xb7" "2", 6, UINT32_C(0x79281a9f), UINT64_C(0x0000000079281a9f)},
+    /* input 54: xxHash sanity buffer [0:12] */
+    {"fnv1a32_fmix_utf16", "\x00R\x92\x9b\xb7" "2\xa3$-\x00\xaf\x95", 12, UINT32_C(0x2554966d), UINT64_C(0x000000002554966d)},
+    /* input 55: xxHash sanity buffer [0:24] (the first 24 bytes of input 63) */
+    {"fnv1a32_fmix_utf16", KAT_IN_63, 24, UINT32_C(0x8db6a364), UINT64_C(0x000000008db6a364)},
+    /* input 56: xxHash sanity buffer [0:48] (the first 48 bytes of input 63) */
+    {"fnv1a32_fmix_utf16", KAT_IN_63, 48, UINT32_C(0x213923f6), UINT64_C(0x00000000213923f6)},
+    /* input 57: xxHash sanity buffer [0:80] (the first 80 bytes of input 63) */
+    {"fnv1a32_fmix_utf16", KAT_IN_63, 80, UINT32_C(0x136a77a9), UINT64_C(0x00000000136a77a9)},
+    /* input 58: xxHash sanity buffer [0:195] (the first 195 bytes of input 63) */
+    {"fnv1a32_fmix_utf16", KAT_IN_63, 195, UINT32_C(0xd64c757d), UINT64_C(0x00000000d64c757d)},
+    /* input 59: xxHash sanity buffer [0:403] (the first 403 bytes of input 63) */
+    {"fnv1a32_fmix_utf16", KAT_IN_63, 403, UINT32_C(0x96fdc042), UINT64_C(0x0000000096fdc042)},
+    /* input 60: xxHash sanity buffer [0:512] (the first 512 bytes of input 63) */
+    {"fnv1a32_fmix_utf16", KAT_IN_63, 512, UINT32_C(0x449129fb), UINT64_C(0x00000000449129fb)},
+    /* input 61: xxHash sanity buffer [0:2048] (the first 2048 bytes of input 63) */
+    {"fnv1a32_fmix_utf16", KAT_IN_63, 2048, UINT32_C(0x841bbba6), UINT64_C(0x00000000841bbba6)},
+    /* input 62: xxHash sanity buffer [0:2240] (the first 2240 bytes of input 63) */
+    {"fnv1a32_fmix_utf16", KAT_IN_63, 2240, UINT32_C(0xc73df365), UINT64_C(0x00000000c73df365)},
+    /* input 63: xxHash sanity buffer [0:2367] */
+    {"fnv1a32_fmix_utf16", KAT_IN_63, 2367, UINT32_C(0xb68051d8), UINT64_C(0x00000000b68051d8)},
+    /* input 64: CRC check string */
+    {"fnv1a32_fmix_utf16", "123456789", 9, UINT32_C(0x44ae166b), UINT64_C(0x0000000044ae166b)},
+    /* input 65: 3-byte tail ending in 0xff */
+    {"fnv1a32_fmix_utf16", "ab\xff", 3, UINT32_C(0xc65b4d89), UINT64_C(0x00000000c65b4d89)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes */
+    {"fnv1a32_fmix_utf16", "abcd\xe9\xe8\xff", 7, UINT32_C(0x8525d01e), UINT64_C(0x000000008525d01e)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"fnv1a32_fmix_utf16", "abcd\xfe", 5, UINT32_C(0x762d979b), UINT64_C(0x00000000762d979b)},
+    /* input 68: 13 bytes, high bytes inside */
+    {"fnv1a32_fmix_utf16", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0xd6070bbe), UINT64_C(0x00000000d6070bbe)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc */
+    {"fnv1a32_fmix_utf16", KAT_IN_69, 21, UINT32_C(0x508d14b5), UINT64_C(0x00000000508d14b5)},
+    /* input 70: U+1F600, 4 bytes */
+    {"fnv1a32_fmix_utf16", "\xf0\x9f\x98\x80", 4, UINT32_C(0x6a85a426), UINT64_C(0x000000006a85a426)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"fnv1a32_fmix_utf16", "\xe2\x82x", 3, UINT32_C(0x1e6a9f23), UINT64_C(0x000000001e6a9f23)},
+    /* input 72: an encoded surrogate */
+    {"fnv1a32_fmix_utf16", "\xed\xa0\x80", 3, UINT32_C(0x4d16218a), UINT64_C(0x000000004d16218a)},
+    /* input 73: overlong '/' */
+    {"fnv1a32_fmix_utf16", "\xc0\xaf", 2, UINT32_C(0x523a55d0), UINT64_C(0x00000000523a55d0)},
+    /* input 74: above U+10FFFF */
+    {"fnv1a32_fmix_utf16", "\xf4\x90\x80\x80", 4, UINT32_C(0xb81018b1), UINT64_C(0x00000000b81018b1)},
 };
 
 #define KAT_HASH_VECTORS_COUNT (sizeof kat_hash_vectors / sizeof kat_hash_vectors[0])

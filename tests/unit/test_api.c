@@ -4,6 +4,7 @@
  * rule (first point with position >= hash, ties by id then vnode index, wrap to the first).
  */
 #include "testutil.h"
+#include "chash_route.h"
 
 #include <stdarg.h>
 #include <setjmp.h>
@@ -55,6 +56,55 @@ static void test_hash_registry(void **state)
     assert_int_equal(ch_hash_from_name("md5", NULL), CH_EINVAL);
     assert_null(ch_hash_name(CH_HASH_COUNT_));
     assert_int_equal(ch_hash_bits(CH_HASH_COUNT_), 0);
+}
+
+/* The registries are ABI: every value is pinned here, so a line inserted or renumbered in
+ * CH_HASH_LIST or CH_ALGO_LIST fails to compile. Append a line here with each new entry. */
+#define PIN(e, v) _Static_assert((e) == (v), #e " is ABI: append only, never renumber");
+PIN(CH_HASH_FNV1A32_FMIX, 0) PIN(CH_HASH_FNV1A32, 1) PIN(CH_HASH_MURMUR3_32, 2)
+PIN(CH_HASH_XXH3, 3) PIN(CH_HASH_MD5, 4) PIN(CH_HASH_TW_ONE_AT_A_TIME, 5) PIN(CH_HASH_TW_CRC16, 6)
+PIN(CH_HASH_TW_CRC32, 7) PIN(CH_HASH_TW_CRC32A, 8) PIN(CH_HASH_TW_FNV1_64, 9)
+PIN(CH_HASH_TW_FNV1A_64, 10) PIN(CH_HASH_TW_FNV1_32, 11) PIN(CH_HASH_TW_FNV1A_32, 12)
+PIN(CH_HASH_TW_HSIEH, 13) PIN(CH_HASH_TW_MURMUR, 14) PIN(CH_HASH_TW_JENKINS, 15)
+PIN(CH_HASH_JAVA_HASHCODE, 16) PIN(CH_HASH_MD5_64BE, 17) PIN(CH_HASH_SDBM, 18)
+PIN(CH_HASH_FNV1A32_FMIX_UTF16, 19) PIN(CH_HASH_COUNT_, 20)
+PIN(CH_ALGO_MODULO, 0) PIN(CH_ALGO_RING, 1) PIN(CH_ALGO_RENDEZVOUS, 2) PIN(CH_ALGO_JUMP, 3)
+PIN(CH_ALGO_MAGLEV, 4) PIN(CH_ALGO_KETAMA, 5) PIN(CH_ALGO_MODULA, 6) PIN(CH_ALGO_RANDOM, 7)
+PIN(CH_ALGO_LIBMEMCACHED_KETAMA, 8) PIN(CH_ALGO_LIBMEMCACHED_KETAMA_SPY, 9)
+PIN(CH_ALGO_JAVA_HASHCODE_RING, 10) PIN(CH_ALGO_MD5_64_RING, 11) PIN(CH_ALGO_DALLI_3, 12)
+PIN(CH_ALGO_UHASHRING_2, 13) PIN(CH_ALGO_UHASHRING_KETAMA_2, 14) PIN(CH_ALGO_GROUPCACHE_0, 15)
+PIN(CH_ALGO_GUAVA_31, 16)
+PIN(CH_ALGO_SPYMEMCACHED_2, 17) PIN(CH_ALGO_SPYMEMCACHED_LIBMEMCACHED_2, 18)
+PIN(CH_ALGO_PECL_MEMCACHE_4, 19)
+PIN(CH_ALGO_HASHRING_3, 20) PIN(CH_ALGO_HASHRING_HASH_RING_3, 21)
+PIN(CH_ALGO_NGINX_1, 22)
+PIN(CH_ALGO_HAPROXY_2, 23)
+PIN(CH_ALGO_PYMEMCACHE_3, 24)
+PIN(CH_ALGO_COUNT_, 25)
+#undef PIN
+
+/* Values are dense: each entry's value is its position in its list. */
+static void test_registry_values_dense(void **state)
+{
+    (void)state;
+    int k = 0;
+#define AT(id, name, bits, value) assert_int_equal(value, k++);
+    CH_HASH_LIST(AT)
+#undef AT
+    assert_int_equal(k, CH_HASH_COUNT_);
+    k = 0;
+#define AT(id, ident, name, value) assert_int_equal(value, k++);
+    CH_ALGO_LIST(AT)
+#undef AT
+    assert_int_equal(k, CH_ALGO_COUNT_);
+    assert_string_equal(ch_algo_name(CH_ALGO_DALLI_3), "dalli@3");
+    assert_int_equal(ch_algo_flags(CH_ALGO_COUNT_), 0);
+    assert_int_equal(ch_algo_flags(CH_ALGO_RING), CH_ALGO_F_WEIGHTED);
+    assert_int_equal(ch_algo_flags(CH_ALGO_JUMP), 0);
+    assert_int_equal(ch_algo_flags(CH_ALGO_MD5_64_RING), CH_ALGO_F_FIXED_HASH);
+    ch_hash_id h;
+    assert_int_equal(ch_algo_hash(CH_ALGO_COUNT_, &h), CH_EINVAL);
+    assert_int_equal(ch_algo_hash(CH_ALGO_DALLI_3, NULL), CH_EINVAL);
 }
 
 static void test_algo_registry(void **state)
@@ -326,12 +376,23 @@ static void test_lookup_equals_lookup_hash(void **state)
     (void)state;
     tu_nodes s = tu_nodes_random(8, 6, "k");
     for (int a = 0; a < CH_ALGO_COUNT_; a++) {
+        if (ch_algo_flags((ch_algo_id)a) & CH_ALGO_F_KEYED)
+            continue; /* no key hash: tested in test_keyed_scheme */
         ch_table *t = tu_build(s.nodes, s.n, (ch_algo_id)a, CH_HASH_XXH3, 160);
+        /* A scheme that fixes its hash uses it whatever the options say. */
+        ch_hash_id hash = CH_HASH_XXH3;
+        if (ch_algo_flags((ch_algo_id)a) & CH_ALGO_F_FIXED_HASH)
+            assert_int_equal(ch_algo_hash((ch_algo_id)a, &hash), CH_OK);
+        else
+            assert_int_equal(ch_algo_hash((ch_algo_id)a, &hash), CH_EUNSUPPORTED);
+        ch_table_info info = {.size = sizeof(info)};
+        assert_int_equal(ch_table_info_get(t, &info), CH_OK);
+        assert_int_equal(info.hash, hash);
         char key[48];
         for (size_t k = 0; k < 1000; k++) {
             size_t len = tu_key(key, 1, k);
             uint64_t h;
-            assert_int_equal(ch_hash64(CH_HASH_XXH3, key, len, &h), CH_OK);
+            assert_int_equal(ch_hash64(hash, key, len, &h), CH_OK);
             assert_int_equal(ch_key_hash(t, key, len), h);
             assert_int_equal(ch_lookup(t, key, len), ch_lookup_hash(t, h));
             assert_true(ch_lookup(t, key, len) < s.n);
@@ -341,12 +402,43 @@ static void test_lookup_equals_lookup_hash(void **state)
     tu_nodes_free(&s);
 }
 
+/* pymemcache@3 places by the key itself: ch_lookup() is its placement, ch_lookup_hash() is
+ * h % N, it has no walk, and routing refuses it. */
+static void test_keyed_scheme(void **state)
+{
+    (void)state;
+    assert_int_equal(ch_algo_flags(CH_ALGO_PYMEMCACHE_3),
+                     CH_ALGO_F_FIXED_HASH | CH_ALGO_F_ADDR_IDS | CH_ALGO_F_KEYED);
+    tu_nodes s = tu_nodes_random(3, 5, "mc");
+    ch_table *t = tu_build(s.nodes, s.n, CH_ALGO_PYMEMCACHE_3, CH_HASH_DEFAULT, 160);
+    assert_int_equal(ch_lookup_hash(t, 12), 12 % 5);
+    size_t out[2], n;
+    assert_int_equal(ch_replicas(t, "k", 1, 2, out, &n), CH_EUNSUPPORTED);
+    size_t seen[5] = {0};
+    char key[48];
+    for (size_t k = 0; k < 2000; k++)
+        seen[ch_lookup(t, key, tu_key(key, 4, k))]++;
+    for (size_t i = 0; i < 5; i++)
+        assert_true(seen[i] > 300); /* rendezvous spreads keys */
+    ch_table_free(t);
+    ch_member m[2] = {{.id = "a:1", .addr = "a:1", .weight = 1}, {.id = "b:1", .addr = "b:1", .weight = 1}};
+    ch_options o;
+    ch_options_init(&o);
+    o.algo = CH_ALGO_PYMEMCACHE_3;
+    ch_membership *ms = NULL;
+    assert_int_equal(ch_membership_build(m, 2, &o, NULL, &ms), CH_EUNSUPPORTED);
+    assert_null(ms);
+    tu_nodes_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_codes),
         cmocka_unit_test(test_hash_registry),
         cmocka_unit_test(test_algo_registry),
+        cmocka_unit_test(test_registry_values_dense),
+        cmocka_unit_test(test_keyed_scheme),
         cmocka_unit_test(test_options_defaults),
         cmocka_unit_test(test_options_older_struct),
         cmocka_unit_test(test_table_info_and_nodes),

@@ -55,9 +55,23 @@ static void test_bad_options(void **state)
     ch_table *t;
     ch_options o;
 
-    ch_options_init(&o);
-    o.vnodes = 0;
-    assert_int_equal(ch_table_build(nodes, 3, &o, &t), CH_EINVAL);
+    /* vnodes 0 is the algorithm's default: 160 for chash's ring, a library's own for its
+     * scheme (groupcache's 50 replicas, uhashring's ketama mode's 40). */
+    struct {
+        ch_algo_id algo;
+        uint32_t vnodes;
+    } dflt[] = {{CH_ALGO_RING, 160}, {CH_ALGO_GROUPCACHE_0, 50}, {CH_ALGO_UHASHRING_KETAMA_2, 40},
+                {CH_ALGO_UHASHRING_2, 160}};
+    for (size_t i = 0; i < sizeof dflt / sizeof dflt[0]; i++) {
+        ch_options_init(&o);
+        o.algo = dflt[i].algo;
+        o.vnodes = 0;
+        assert_int_equal(ch_table_build(nodes, 3, &o, &t), CH_OK);
+        ch_table_info info = {.size = sizeof(info)};
+        assert_int_equal(ch_table_info_get(t, &info), CH_OK);
+        assert_int_equal(info.vnodes, dflt[i].vnodes);
+        ch_table_free(t);
+    }
 
     ch_options_init(&o);
     o.hash = CH_HASH_COUNT_;
@@ -178,7 +192,7 @@ static void test_allocation_failure(void **state)
     ch_node nodes[] = {{"alpha", 1}, {"beta", 2}, {"gamma", 0.5}, {"delta", 1}};
     ch_node eq[] = {{"alpha", 1}, {"beta", 1}, {"gamma", 1}, {"delta", 1}};
     for (int a = 0; a < CH_ALGO_COUNT_; a++) {
-        bool weighted = a != CH_ALGO_JUMP && a != CH_ALGO_MODULO;
+        bool weighted = (ch_algo_flags((ch_algo_id)a) & CH_ALGO_F_WEIGHTED) != 0;
         long k = 0;
         for (;; k++) {
             tu_alloc al;

@@ -1052,7 +1052,7 @@ static void test_membership_errors(void **state)
                      CH_EUNSUPPORTED);
     ch_options badopt;
     ch_options_init(&badopt);
-    badopt.vnodes = 0;
+    badopt.hash_tag[0] = '{'; /* half a hash tag */
     assert_int_equal(ch_membership_build(base_members, NBASE, &badopt, NULL, &ms), CH_EINVAL);
     assert_null(ms);
 

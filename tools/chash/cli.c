@@ -91,7 +91,7 @@ uint64_t cli_u64(const cli *c, const char *opt, const char *s, uint64_t min, uin
 enum {
     O_NODES = 256, O_CONFIG, O_POOL, O_ALGO, O_HASH, O_VNODES, O_SEED, O_KEYS, O_KEYFILE, O_JSON,
     O_REPLICAS, O_ADD, O_REMOVE, O_TO, O_OUT, O_TABLESIZE, O_NEWHASH, O_NEWVNODES,
-    O_SHOWVERSION,
+    O_SHOWVERSION, O_FROM,
 };
 
 static const struct {
@@ -111,11 +111,12 @@ static const struct {
     {{"replicas", required_argument, NULL, O_REPLICAS}, OPT_REPLICAS},
     {{"add", required_argument, NULL, O_ADD}, OPT_CHANGE},
     {{"remove", required_argument, NULL, O_REMOVE}, OPT_CHANGE},
-    {{"to", required_argument, NULL, O_TO}, OPT_CHANGE},
+    {{"to", required_argument, NULL, O_TO}, OPT_CHANGE | OPT_NEW}, /* plan: the NEW scheme */
     {{"out", required_argument, NULL, O_OUT}, OPT_OUT},
     {{"table-size", required_argument, NULL, O_TABLESIZE}, OPT_MAGLEV},
     {{"new-hash", required_argument, NULL, O_NEWHASH}, OPT_NEW},
     {{"new-vnodes", required_argument, NULL, O_NEWVNODES}, OPT_NEW},
+    {{"from", required_argument, NULL, O_FROM}, OPT_NEW},
     {{"show-version", no_argument, NULL, O_SHOWVERSION}, OPT_SHOWVERSION},
     {{"help", no_argument, NULL, 'h'}, 0},
 };
@@ -184,6 +185,7 @@ void cli_parse(cli *c, int argc, char **argv, unsigned allowed, const char *help
             break;
         case O_NEWHASH: c->new_hash = optarg; break;
         case O_NEWVNODES: c->new_vnodes = optarg; break;
+        case O_FROM: c->from = optarg; break;
         case O_SHOWVERSION: c->show_version = true; break;
         }
     }
@@ -550,7 +552,10 @@ ch_options cli_options(const cli *c, const fleet *f, ch_algo_id algo, ch_hash_id
     memcpy(o.hash_tag, f->hash_tag, sizeof(o.hash_tag));
     o.algo = algo;
     o.hash = hash;
-    if (vnodes)
+    /* Without --vnodes, 0: the algorithm's default (a client library's own for its scheme). */
+    if (c->vnodes == NULL && c->new_vnodes == NULL && vnodes == CH_DEFAULT_VNODES)
+        o.vnodes = 0;
+    else if (vnodes)
         o.vnodes = vnodes;
     if (c->table_size)
         o.table_size = c->table_size;
@@ -559,12 +564,25 @@ ch_options cli_options(const cli *c, const fleet *f, ch_algo_id algo, ch_hash_id
 
 bool algo_weighted(ch_algo_id a)
 {
-    return a != CH_ALGO_MODULO && a != CH_ALGO_JUMP;
+    return (ch_algo_flags(a) & CH_ALGO_F_WEIGHTED) != 0;
 }
 
 ch_table *cli_build(const cli *c, const fleet *f, const ch_options *opt, bool skip)
 {
     ch_table *t;
+    /* A scheme that places by the key itself (pymemcache@3) has no key hash for the commands
+     * that hash keys once for many tables; lookup and bench call ch_lookup. */
+    if ((ch_algo_flags(opt->algo) & CH_ALGO_F_KEYED) && strcmp(c->cmd, "lookup") != 0 &&
+        strcmp(c->cmd, "bench") != 0) {
+        if (skip) {
+            fprintf(stderr, "chash %s: note: %s skipped: it places by the key, not a key hash "
+                            "(only chash lookup and bench take it)\n",
+                    c->cmd, ch_algo_name(opt->algo));
+            return NULL;
+        }
+        cli_fail(c, "%s places by the key, not a key hash: only chash lookup and bench take it",
+                 ch_algo_name(opt->algo));
+    }
     int rc = ch_table_build(f->nodes, f->n, opt, &t);
     if (rc == CH_OK)
         return t;

@@ -29,7 +29,7 @@ enum {
     OPT_CHANGE = 1u << 9,   /* --add, --remove, --to */
     OPT_OUT = 1u << 10,     /* --out */
     OPT_MAGLEV = 1u << 11,  /* --table-size */
-    OPT_NEW = 1u << 12,     /* --new-hash, --new-vnodes */
+    OPT_NEW = 1u << 12,     /* --new-hash, --new-vnodes, --from, --to (plan's schemes) */
     OPT_SHOWVERSION = 1u << 13, /* --show-version */
 };
 
@@ -49,7 +49,8 @@ typedef struct cli {
     const char *key_file;
     bool json;
     size_t replicas;        /* --replicas R; default 1 */
-    const char *to;         /* --to NODES|FILE */
+    const char *to;         /* --to NODES|FILE (simulate); --to SCHEME (plan) */
+    const char *from;       /* --from SCHEME (plan) */
     const char *add[CLI_MAX_LIST];
     size_t nadd;
     const char *remove[CLI_MAX_LIST];

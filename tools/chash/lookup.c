@@ -57,12 +57,17 @@ static void print_version(const cli *c, const fleet *f, const ch_options *opt)
     ch_membership_free(ms);
 }
 
+/* The table places by the key itself, not a key hash (pymemcache@3). */
+static bool keyed;
+
 static void lookup_one(const ch_table *t, const fleet *f, size_t r, size_t *walk, const char *key,
                        size_t len)
 {
     size_t n = 1;
     uint64_t h = draw_state ? draw() : ch_key_hash(t, key, len);
-    if (r > 1)
+    if (keyed)
+        walk[0] = ch_lookup(t, key, len);
+    else if (r > 1)
         ch_replicas_hash(t, h, r, walk, &n); /* cannot fail: r > 1 is refused for jump */
     else
         walk[0] = ch_lookup_hash(t, h);
@@ -87,6 +92,12 @@ int cmd_lookup(cli *c)
     cli_vnodes(c, c->vnodes ? c->vnodes : "160", &vnodes, 1);
     ch_options opt = cli_options(c, &f, algo, fleet_hash(c, &f), vnodes);
     ch_table *t = cli_build(c, &f, &opt, false);
+    /* jump, guava@31, pymemcache@3: no failover order. */
+    size_t probe[2], nprobe;
+    if (c->replicas > 1 && ch_replicas_hash(t, 0, 2, probe, &nprobe) == CH_EUNSUPPORTED)
+        cli_usage(c, "%s has no failover order: --replicas must be 1 with it",
+                  ch_algo_name(algo));
+    keyed = (ch_algo_flags(algo) & CH_ALGO_F_KEYED) != 0;
     if (c->show_version)
         print_version(c, &f, &opt);
     if (algo == CH_ALGO_RANDOM) {

@@ -140,6 +140,7 @@ static const struct command {
      "which share of the keys moves from which node to which",
      "usage: chash plan OLD NEW [--algo NAME] [--hash NAME] [--vnodes N]\n"
      "                  [--new-hash NAME] [--new-vnodes N] [--keys N | --key-file F] [--json]\n"
+     "       chash plan OLD [NEW] --from SCHEME --to SCHEME [...]\n"
      "\n"
      "OLD and NEW are node lists (as --nodes) or config files (--pool applies to both). Prints\n"
      "the share of the key space that changes owner, from which node to which: exact from the\n"
@@ -149,7 +150,11 @@ static const struct command {
      "count, or the spelling of a node id (the same host:port under another name, ids that\n"
      "differ only in case, spaces or zero padding): that remaps far more than it seems to.\n"
      "\n"
-     "  --algo NAME        ring (default), modulo, rendezvous, jump, maglev\n"
+     "  --algo NAME        ring (default), modulo, rendezvous, jump, maglev, or any\n"
+     "                     registry name (dalli@3, ...): both sides\n"
+     "  --from SCHEME      the algorithm of OLD (a config's distribution otherwise)\n"
+     "  --to SCHEME        the algorithm of NEW (default: NEW's distribution, else OLD's);\n"
+     "                     with --from/--to, NEW may be left out: the same fleet\n"
      "  --hash NAME        hash of OLD (and NEW unless --new-hash)\n"
      "  --vnodes N         vnodes of OLD (and NEW unless --new-vnodes)\n"
      "  --pool NAME        the pool to read from config files\n"
@@ -158,7 +163,8 @@ static const struct command {
      "  --json             one JSON object (schema in docs/CLI.md)\n"
      "\n"
      "example:\n"
-     "  chash plan cache-01,cache-02,cache-03 cache-01,cache-02,cache-03,cache-04\n"},
+     "  chash plan cache-01,cache-02,cache-03 cache-01,cache-02,cache-03,cache-04\n"
+     "  chash plan --from dalli@3 --to ring 10.0.0.1:11211:1,10.0.0.2:11211:1\n"},
 
     {"report", cmd_report, OPT_NODES | OPT_HASH | OPT_VNODES | OPT_SEED | OPT_KEYS | OPT_OUT,
      "write a self-contained HTML report with SVG charts",

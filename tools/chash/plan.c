@@ -120,15 +120,30 @@ int cmd_plan(cli *c)
 {
     if (c->nodes || c->config)
         cli_usage(c, "give the fleets as arguments: chash plan OLD NEW (a node list or a file)");
-    if (c->argc != 2)
+    /* --from/--to: OLD placed by one scheme, NEW by another; NEW may be left out (the same
+     * fleet, switched from one scheme to the other). */
+    bool schemes = c->from != NULL || c->to != NULL;
+    if (c->argc != 2 && !(c->argc == 1 && schemes))
         cli_usage(c, "want two fleets, OLD and NEW (got %d argument%s)", c->argc,
                   c->argc == 1 ? "" : "s");
+    if (c->algo && c->from)
+        cli_usage(c, "give either --algo or --from (the scheme of OLD)");
     fleet a, b;
     fleet_from_spec(c, "OLD", c->argv[0], &a);
-    fleet_from_spec(c, "NEW", c->argv[1], &b);
-    ch_algo_id algo = cli_algo1(c, fleet_algo_spec(c, &a, "ring"), "ring");
+    fleet_from_spec(c, "NEW", c->argv[c->argc - 1], &b);
+    ch_algo_id algo = cli_algo1(c, c->from ? c->from : fleet_algo_spec(c, &a, "ring"), "ring");
+    /* NEW: --to, else --algo for both, else NEW's own distribution (a config's), else OLD's. */
+    ch_algo_id algob = c->to       ? cli_algo1(c, c->to, "ring")
+                       : c->algo || c->from || !b.conf_dist ? algo
+                                                          : cli_algo1(c, b.conf_dist, "ring");
     ch_hash_id ha = fleet_hash(c, &a);
     ch_hash_id hb = c->new_hash ? cli_hash1(c, c->new_hash) : c->hash ? ha : fleet_hash(c, &b);
+    /* A client library's scheme hashes keys its own way, whatever --hash says. */
+    ch_hash_id own;
+    if (ch_algo_hash(algo, &own) == CH_OK)
+        ha = own;
+    if (ch_algo_hash(algob, &own) == CH_OK)
+        hb = own;
     uint32_t va = 0, vb = 0;
     cli_vnodes(c, c->vnodes ? c->vnodes : "160", &va, 1);
     vb = va;
@@ -141,7 +156,10 @@ int cmd_plan(cli *c)
              ch_hash_name(hb));
     if (va != vb && algo == CH_ALGO_RING)
         warn(c, &w, "the vnode count changes (%u -> %u): most keys move", va, vb);
-    if (a.conf_dist && b.conf_dist && differs(a.conf_dist, b.conf_dist))
+    if (algo != algob)
+        warn(c, &w, "the placement changes (%s -> %s): almost every key moves",
+             ch_algo_name(algo), ch_algo_name(algob));
+    else if (a.conf_dist && b.conf_dist && differs(a.conf_dist, b.conf_dist))
         warn(c, &w,
              "the pool's distribution changes (%s -> %s): almost every key moves (this plan "
              "places both with %s)",
@@ -150,7 +168,7 @@ int cmd_plan(cli *c)
         warn(c, &w, "the pool's hash_tag changes: every tagged key may move");
     check_spelling(c, &a, &b, &w);
 
-    ch_options oa = cli_options(c, &a, algo, ha, va), ob = cli_options(c, &b, algo, hb, vb);
+    ch_options oa = cli_options(c, &a, algo, ha, va), ob = cli_options(c, &b, algob, hb, vb);
     ch_table *ta = cli_build(c, &a, &oa, false), *tb = cli_build(c, &b, &ob, false);
 
     /* share[i * Nb + j]: the key space owned by OLD's node i and NEW's node j. */
@@ -170,7 +188,7 @@ int cmd_plan(cli *c)
         size_t len;
         while (keys_next(c, &ks, &key, &len)) {
             uint64_t h = ch_key_hash(ta, key, len);
-            uint64_t h2 = ha == hb ? h : ch_key_hash(tb, key, len);
+            uint64_t h2 = ha == hb && algo == algob ? h : ch_key_hash(tb, key, len);
             share[ch_lookup_hash(ta, h) * b.n + ch_lookup_hash(tb, h2)] += 1.0;
             if ((ks.done & 0xffff) == 0)
                 progress_update(&pg, ks.done);
@@ -212,6 +230,8 @@ int cmd_plan(cli *c)
         json_obj(&j);
         json_key(&j, "algo");
         json_str(&j, ch_algo_name(algo));
+        json_key(&j, "new_algo");
+        json_str(&j, ch_algo_name(algob));
         json_key(&j, "old");
         side_json(&j, &a, ha, va);
         json_key(&j, "new");
@@ -296,7 +316,9 @@ int cmd_plan(cli *c)
         json_done(&j);
     } else if (!c->key_file) {
         printf("plan: %s, %s", ch_algo_name(algo), ch_hash_name(ha));
-        if (hb != ha)
+        if (algob != algo)
+            printf(" -> %s, %s", ch_algo_name(algob), ch_hash_name(hb));
+        else if (hb != ha)
             printf(" -> %s", ch_hash_name(hb));
         if (algo == CH_ALGO_RING)
             printf(va == vb ? ", %u vnodes" : ", %u -> %u vnodes", va, vb);
@@ -304,7 +326,7 @@ int cmd_plan(cli *c)
         if (sample)
             printf("measured on a sample of %zu keys (key:%llu:<i>): %s plans are not exact\n",
                    sample, (unsigned long long)c->seed,
-                   ha != hb ? "two-hash" : ch_algo_name(algo));
+                   algob != algo ? "two-scheme" : ha != hb ? "two-hash" : ch_algo_name(algo));
         else
             printf("exact: from the %s of both tables\n",
                    algo == CH_ALGO_RING ? "ring arcs" : "maglev slots");

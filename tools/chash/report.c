@@ -351,13 +351,27 @@ static int chart_moved(rep *r)
                  (n >= 2 &&
                   build(r, nodes, n - 1, (ch_algo_id)a, o->hash, o->vnodes, &shrunk, chart));
         if (rc == 0) {
-            /* Node i is index i in all three tables, so an index change is an owner change. */
+            /* Node i is index i in all three tables, so an index change is an owner change. A
+             * client library's scheme hashes the keys its own way. */
+            ch_table_info info = {.size = sizeof(info)};
+            ch_table_info_get(before, &info);
+            int own = info.hash != o->hash;
+            int keyed = (ch_algo_flags((ch_algo_id)a) & CH_ALGO_F_KEYED) != 0;
             size_t moved_add = 0, moved_rm = 0;
             for (size_t i = 0; i < o->keys; i++) {
-                size_t owner = ch_lookup_hash(before, r->kh[i]);
-                moved_add += ch_lookup_hash(grown, r->kh[i]) != owner;
+                const char *k = r->keys + i * KEY_LEN;
+                if (keyed) { /* pymemcache@3 places by the key itself */
+                    size_t owner = ch_lookup(before, k, KEY_LEN);
+                    moved_add += ch_lookup(grown, k, KEY_LEN) != owner;
+                    if (shrunk != NULL)
+                        moved_rm += ch_lookup(shrunk, k, KEY_LEN) != owner;
+                    continue;
+                }
+                uint64_t kh = own ? ch_key_hash(before, k, KEY_LEN) : r->kh[i];
+                size_t owner = ch_lookup_hash(before, kh);
+                moved_add += ch_lookup_hash(grown, kh) != owner;
                 if (shrunk != NULL)
-                    moved_rm += ch_lookup_hash(shrunk, r->kh[i]) != owner;
+                    moved_rm += ch_lookup_hash(shrunk, kh) != owner;
             }
             add[a] = (double)moved_add / (double)o->keys;
             rm[a] = shrunk != NULL ? (double)moved_rm / (double)o->keys : NAN;

@@ -161,24 +161,41 @@ int cmd_simulate(cli *c)
     keys_open(c, &ks, c->keys ? c->keys : 1000000);
     progress pg;
     progress_start(&pg, "simulate", ks.total);
-    uint64_t *h = xmalloc(c, BLOCK * sizeof(*h));
+    /* A key is hashed once per distinct key hash: a client library's scheme hashes keys its
+     * own way (ch_algo_hash), the others with the fleet's hash. own[r]: result r's table hashes
+     * differently from the first table, so its keys get their own row of h. */
+    bool *own = xcalloc(c, nres, sizeof(*own));
+    ch_table_info i0 = {.size = sizeof(i0)};
+    ch_table_info_get(res[0].before, &i0);
+    for (size_t r = 1; r < nres; r++) {
+        ch_table_info ir = {.size = sizeof(ir)};
+        ch_table_info_get(res[r].before, &ir);
+        own[r] = ir.hash != i0.hash;
+    }
+    uint64_t *h = xmalloc(c, nres * BLOCK * sizeof(*h));
     uint64_t nkeys = 0;
     for (;;) {
         size_t n = 0;
         const char *key;
         size_t len;
-        while (n < BLOCK && keys_next(c, &ks, &key, &len))
-            h[n++] = ch_key_hash(res[0].before, key, len);
+        while (n < BLOCK && keys_next(c, &ks, &key, &len)) {
+            h[n] = ch_key_hash(res[0].before, key, len);
+            for (size_t r = 1; r < nres; r++)
+                if (own[r])
+                    h[r * BLOCK + n] = ch_key_hash(res[r].before, key, len);
+            n++;
+        }
         if (n == 0)
             break;
         nkeys += n;
         for (size_t r = 0; r < nres; r++) {
             result *x = &res[r];
+            const uint64_t *hr = own[r] ? h + r * BLOCK : h;
             for (size_t k = 0; k < n; k++) {
-                size_t to = ch_lookup_hash(x->after, h[k]);
+                size_t to = ch_lookup_hash(x->after, hr[k]);
                 x->count[to]++;
                 if (change)
-                    x->moved += map[ch_lookup_hash(x->before, h[k])] != to;
+                    x->moved += map[ch_lookup_hash(x->before, hr[k])] != to;
             }
         }
         progress_update(&pg, keys_pos(&ks));
@@ -186,6 +203,7 @@ int cmd_simulate(cli *c)
     progress_end(&pg);
     keys_close(&ks);
     free(h);
+    free(own);
     free(map);
     if (nkeys == 0)
         cli_fail(c, "no keys in %s", c->key_file);
@@ -257,13 +275,19 @@ int cmd_simulate(cli *c)
         printf("%s; %llu keys%s%s, hash %s, ring %u vnodes\n\n", what, (unsigned long long)nkeys,
                c->key_file ? " from " : "", c->key_file ? c->key_file : "", ch_hash_name(hash),
                vnodes);
+        /* The name column fits the longest name (the client schemes' are long). */
+        int wn = 12;
+        for (size_t r = 0; r < nres; r++) {
+            int l = (int)strlen(ch_algo_name(res[r].algo));
+            wn = l > wn ? l : wn;
+        }
         if (change)
-            printf("%-12s %8s %9s", "", "moved", "minimum");
+            printf("%-*s %8s %9s", wn, "", "moved", "minimum");
         else
-            printf("%-12s", "");
+            printf("%-*s", wn, "");
         printf(" %10s %7s %7s\n", "load min", "max", "stddev");
         for (size_t r = 0; r < nres; r++) {
-            printf("%-12s", ch_algo_name(res[r].algo));
+            printf("%-*s", wn, ch_algo_name(res[r].algo));
             if (change)
                 printf(" %7.2f%% %8.2f%%", 100.0 * (double)res[r].moved / (double)nkeys,
                        100.0 * theory);

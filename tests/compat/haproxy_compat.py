@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""haproxy_compat.py -- HAProxy's "hash-type consistent" against libchash's haproxy@2.
+
+    haproxy_compat.py PLACE
+
+A real HAProxy (Debian haproxy, 2.6) runs on loopback only: one frontend per backend server on
+127.0.0.x:<free port> answering 200 itself (`http-request return`), and a front whose backend
+lists those servers in list order, with their weights (and, in some sets, explicit numeric
+`id`s), under `balance hdr(X-Key)` and `hash-type consistent` (its default function, sdbm). Each
+key is sent as the X-Key header of one request over a kept-alive connection; the front names
+the server it chose in a response header (`%s`). PLACE (clients_place) places the same keys
+with haproxy@2; every key must agree.
+
+Server sets: 2, 3, 8 and 30 servers, unequal weights (1:2:3:5:1:8:1:2, 1:10:100:3), a server
+removed from and one added in the middle of the list with and without explicit ids; >= 5,000
+keys each (ASCII, UTF-8 and binary bytes a header carries unchanged, no comma: hdr() hashes the
+first element of a comma-separated list; HAProxy sends an empty key round robin).
+
+Without haproxy the test skips (exit 77), or fails when CI is set; scripts/bootstrap installs it.
+"""
+import http.client
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clients_compat as cc  # noqa: E402
+from nginx_compat import free_port, header_key as nginx_header_key  # noqa: E402
+
+HAPROXY = "/usr/sbin/haproxy"
+
+
+def header_key(k):
+    """A header value HAProxy hashes whole: as nginx's, and no comma (hdr() takes a header as a
+    comma-separated list and hashes its first element)."""
+    return nginx_header_key(k) and b"," not in k
+
+
+def config(front, servers):
+    """servers: [(name, addr, weight, explicit id or None)]."""
+    lines = ["global", "  maxconn 512", "defaults", "  mode http",
+             "  timeout connect 2s", "  timeout client 10s", "  timeout server 10s"]
+    for i, (name, addr, _, _) in enumerate(servers):
+        lines += ["frontend be_%d" % i, "  bind %s" % addr,
+                  "  http-request return status 200"]
+    lines += ["backend pool", "  balance hdr(X-Key)", "  hash-type consistent"]
+    for name, addr, w, sid in servers:
+        lines.append("  server %s %s weight %d%s" % (name, addr, w,
+                                                      " id %d" % sid if sid else ""))
+    lines += ["frontend front", "  bind 127.0.0.1:%d" % front, "  default_backend pool",
+              "  http-response set-header X-Server %s"]
+    return "\n".join(lines) + "\n"
+
+
+def ask(front, keys):
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", front, timeout=10)
+            conn.connect()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    out = []
+    for k in keys:
+        conn.putrequest("GET", "/", skip_accept_encoding=True)
+        conn.putheader("X-Key", k)
+        conn.endheaders()
+        r = conn.getresponse()
+        r.read()
+        if r.status != 200:
+            raise RuntimeError("haproxy answered %d for key %r" % (r.status, k))
+        out.append(r.getheader("X-Server"))
+    conn.close()
+    return out
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: haproxy_compat.py PLACE")
+    place = sys.argv[1]
+    if not os.access(HAPROXY, os.X_OK):
+        print("haproxy_compat: haproxy missing; run scripts/bootstrap")
+        sys.exit(1 if os.environ.get("CI") else 77)
+    rng = random.Random("haproxy_compat")
+
+    def tcp(n, weights=None, first=1, ids=None):
+        out = []
+        for i in range(n):
+            host = "127.0.0.%d" % (first + i)
+            addr = "%s:%d" % (host, free_port(host))
+            out.append(("s%d_%d" % (first, i), addr, weights[i] if weights else 1,
+                        ids[i] if ids else None))
+        return out
+
+    nine = tcp(9, first=20)
+    nine_ids = tcp(9, first=40, ids=[11, 12, 13, 14, 15, 16, 17, 18, 19])
+    mid = 4
+    sets = [("2 servers", tcp(2)), ("3 servers", tcp(3)), ("8 servers", tcp(8)),
+            ("30 servers", tcp(30, first=60)),
+            ("unequal weights 1:2:3:5:1:8:1:2", tcp(8, [1, 2, 3, 5, 1, 8, 1, 2], first=100)),
+            ("very unequal weights 1:10:100:3", tcp(4, [1, 10, 100, 3], first=110)),
+            ("9 servers", nine),
+            ("9, middle one removed (ids renumber)", nine[:mid] + nine[mid + 1:]),
+            ("9, one added in the middle (ids renumber)",
+             nine[:mid] + tcp(1, first=120) + nine[mid:]),
+            ("9 with ids 11..19", nine_ids),
+            ("ids 11..19, middle one removed", nine_ids[:mid] + nine_ids[mid + 1:]),
+            ("ids 11..19, id 99 added in the middle",
+             nine_ids[:mid] + tcp(1, first=130, ids=[99]) + nine_ids[mid:])]
+    total = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        for set_name, servers in sets:
+            keys = [k for k in cc.key_set(rng, ("binary",)) if header_key(k)]
+            while len(keys) < cc.KEYS_PER_SET + 200:
+                k = bytes(rng.randint(0x21, 0x7E if len(keys) % 2 else 0xFF)
+                          for _ in range(rng.randint(1, 40)))
+                if header_key(k):
+                    keys.append(k)
+            front = free_port("127.0.0.1")
+            cfg = os.path.join(tmp, "haproxy.cfg")
+            with open(cfg, "w") as f:
+                f.write(config(front, servers))
+            p = subprocess.Popen([HAPROXY, "-db", "-f", cfg], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE)
+            try:
+                names = ask(front, keys)
+            finally:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            index = {name: i for i, (name, _, _, _) in enumerate(servers)}
+            want = [index[n] for n in names]
+            # chash's ids: the servers' numeric ids where the backend gives them, else their
+            # names (haproxy@2 numbers those by position, as HAProxy does).
+            nodes = [((b"%d" % sid) if sid else name.encode(), w)
+                     for name, _, w, sid in servers]
+            got = cc.run_owners([place, "haproxy@2"], cc.case_text(nodes, keys), "clients_place")
+            bad = [i for i in range(len(keys)) if want[i] != got[i]]
+            if bad:
+                print("haproxy_compat [%s]: %d of %d keys differ" % (set_name, len(bad), len(keys)))
+                for i in bad[:5]:
+                    print("  key %s: haproxy -> %s, chash -> %s"
+                          % (keys[i].hex(), servers[want[i]][0], servers[got[i]][0]))
+                sys.exit(1)
+            print("  %-45s %2d servers, %5d keys, %2d servers used: equal"
+                  % (set_name, len(servers), len(keys), len(set(want))))
+            total += len(keys)
+    print("haproxy_compat: %d server sets, %d keys through a real HAProxy, 100%% equal"
+          % (len(sets), total))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""nginx_compat.py -- nginx's "hash $key consistent" against libchash's nginx@1, key for key.
+
+    nginx_compat.py PLACE
+
+A real nginx (Debian nginx-light) runs in a temporary prefix, on loopback only: N backend
+servers (each a `server { listen ... }` block of the same nginx on 127.0.0.x:<free port>, or on
+a unix socket in the temp dir, answering 204) and a front server whose `upstream` block lists
+them, in list order with their weights, under `hash $http_x_key consistent;`. Each key is sent
+as the X-Key header of one request to the front over a kept-alive connection, and the front
+answers with the peer it chose (`add_header X-Upstream $upstream_addr`). PLACE (clients_place)
+places the same keys with nginx@1 over the same server strings; every key must agree.
+
+Server sets: 2, 3, 8 and 30 servers on 127.0.0.x, unix-socket servers, unequal weights
+(1:2:3:5:1:8:1:2 and 1:10:100:3), a server removed from and one added in the middle of a list;
+>= 5,000 keys each (ASCII, UTF-8, binary bytes): keys nginx carries in a header unchanged (no
+NUL, CR, LF, no white space or control bytes) and non-empty (nginx sends an empty key round
+robin).
+
+Without nginx the test skips (exit 77), or fails when CI is set; scripts/bootstrap installs it.
+"""
+import http.client
+import os
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import clients_compat as cc  # noqa: E402
+
+NGINX = "/usr/sbin/nginx"
+
+
+def free_port(host):
+    s = socket.socket()
+    s.bind((host, 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def header_key(k):
+    return 0 < len(k) <= 200 and all(b > 0x20 and b != 0x7F for b in k)
+
+
+def config(tmp, front, servers):
+    """servers: [(server string, weight, listen directive)]."""
+    lines = ["daemon off;", "master_process off;", "worker_processes 1;",
+             "error_log %s/error.log warn;" % tmp, "pid %s/nginx.pid;" % tmp,
+             "events { worker_connections 256; }", "http {",
+             "  access_log off;", "  client_body_temp_path %s/body;" % tmp,
+             "  proxy_temp_path %s/proxy;" % tmp,
+             "  upstream pool {", "    hash $http_x_key consistent;"]
+    for s, w, _ in servers:
+        lines.append("    server %s weight=%d max_fails=0;" % (s, w))
+    lines.append("  }")
+    for _, _, listen in servers:
+        lines.append("  server { listen %s; location / { return 204; } }" % listen)
+    lines += ["  server {", "    listen 127.0.0.1:%d;" % front,
+              "    location / { proxy_pass http://pool; add_header X-Upstream $upstream_addr always; }",
+              "  }", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def run_nginx(tmp, text):
+    conf = os.path.join(tmp, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(text)
+    p = subprocess.Popen([NGINX, "-p", tmp, "-c", conf], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    return p
+
+
+def ask(front, keys):
+    """The upstream address nginx picks for each key."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", front, timeout=10)
+            conn.connect()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+    out = []
+    for k in keys:
+        conn.putrequest("GET", "/", skip_accept_encoding=True)
+        conn.putheader("X-Key", k)
+        conn.endheaders()
+        r = conn.getresponse()
+        r.read()
+        if r.status != 204:
+            raise RuntimeError("nginx answered %d for key %r" % (r.status, k))
+        out.append(r.getheader("X-Upstream"))
+    conn.close()
+    return out
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit("usage: nginx_compat.py PLACE")
+    place = sys.argv[1]
+    if not os.access(NGINX, os.X_OK):
+        print("nginx_compat: nginx (nginx-light) missing; run scripts/bootstrap")
+        sys.exit(1 if os.environ.get("CI") else 77)
+    rng = random.Random("nginx_compat")
+    total = nsets = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        def tcp(n, weights=None, first=1):
+            out = []
+            for i in range(n):
+                host = "127.0.0.%d" % (first + i)
+                port = free_port(host)
+                s = "%s:%d" % (host, port)
+                out.append((s, weights[i] if weights else 1, s))
+            return out
+
+        def unix(n):
+            return [("unix:%s/b%d.sock" % (tmp, i), 1, "unix:%s/b%d.sock" % (tmp, i))
+                    for i in range(n)]
+
+        nine = tcp(9, first=20)
+        mid = len(nine) // 2
+        wbase = tcp(7, [3, 1, 4, 1, 5, 9, 2], first=40)
+        sets = [("2 servers", tcp(2)), ("3 servers", tcp(3)), ("8 servers", tcp(8)),
+                ("30 servers", tcp(30, first=60)), ("unix sockets, 4", unix(4)),
+                ("unequal weights 1:2:3:5:1:8:1:2", tcp(8, [1, 2, 3, 5, 1, 8, 1, 2])),
+                ("very unequal weights 1:10:100:3", tcp(4, [1, 10, 100, 3])),
+                ("9 servers", nine),
+                ("9, middle one removed", nine[:mid] + nine[mid + 1:]),
+                ("9, one added in the middle", nine[:mid] + tcp(1, first=99) + nine[mid:]),
+                ("weights 3:1:4:1:5:9:2, middle one removed", wbase[:3] + wbase[4:])]
+        for set_name, servers in sets:
+            keys = [k for k in cc.key_set(rng, ("binary",)) if header_key(k)]
+            while len(keys) < cc.KEYS_PER_SET + 200:
+                keys.append(bytes(rng.randint(0x21, 0x7E if len(keys) % 2 else 0xFF)
+                                  for _ in range(rng.randint(1, 40))))
+            keys = [k for k in keys if header_key(k)]
+            front = free_port("127.0.0.1")
+            p = run_nginx(tmp, config(tmp, front, servers))
+            try:
+                got_addr = ask(front, keys)
+            finally:
+                p.send_signal(signal.SIGQUIT)
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            index = {s: i for i, (s, _, _) in enumerate(servers)}
+            want = [index[a] for a in got_addr]
+            nodes = [(s.encode(), w) for s, w, _ in servers]
+            text = cc.case_text(nodes, keys)
+            got = cc.run_owners([place, "nginx@1"], text, "clients_place")
+            bad = [i for i in range(len(keys)) if want[i] != got[i]]
+            if bad:
+                print("nginx_compat [%s]: %d of %d keys differ" % (set_name, len(bad), len(keys)))
+                for i in bad[:5]:
+                    print("  key %s: nginx -> %s, chash -> %s"
+                          % (keys[i].hex(), servers[want[i]][0], servers[got[i]][0]))
+                sys.exit(1)
+            print("  %-45s %2d servers, %5d keys, %2d servers used: equal"
+                  % (set_name, len(servers), len(keys), len(set(want))))
+            total += len(keys)
+            nsets += 1
+    print("nginx_compat: %d server sets, %d keys through a real nginx, 100%% equal" % (nsets, total))
+
+
+if __name__ == "__main__":
+    main()
