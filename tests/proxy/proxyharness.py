@@ -606,13 +606,24 @@ class Proxy:
         return "%s (%s)" % ("nutcracker" if self.nutcracker else "chash-proxy", self.label)
 
     def start(self):
-        self.proc = spawn(self.argv, self.stdout, self.stderr,
-                          env=None if self.nutcracker else sanitizer_env())
-        try:
-            wait_accepting(self.proc, self.listens + [("127.0.0.1", self.stats_port)],
-                           self.stderr, self.what)
-        except TestFailure as e:
-            fail("%s\n%s log:\n%s" % (e, self.what, tail(self.log)))
+        for attempt in range(3):
+            self.proc = spawn(self.argv, self.stdout, self.stderr,
+                              env=None if self.nutcracker else sanitizer_env())
+            try:
+                wait_accepting(self.proc, self.listens + [("127.0.0.1", self.stats_port)],
+                               self.stderr, self.what)
+                return self
+            except TestFailure as e:
+                # The stats port was free when chosen, but a client connection of this run may
+                # have taken it as its own port since: choose another, twice at most.
+                logged = tail(self.log)
+                if attempt < 2 and self.proc.poll() is not None and \
+                        ("stats: cannot listen" in logged or "stats on" not in logged and
+                         "in use" in logged.lower()):
+                    self.stats_port = free_ports(1)[0]
+                    self.argv[self.argv.index("-s") + 1] = str(self.stats_port)
+                    continue
+                fail("%s\n%s log:\n%s" % (e, self.what, logged))
         return self
 
     def alive(self):
