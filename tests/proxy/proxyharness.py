@@ -326,16 +326,12 @@ def resp_call(addr, *args, timeout=SOCK_TIMEOUT):
 # ---------------------------------------------------------------------------------------------
 # redis-server.
 
-class Redis:
-    """A redis-server on 127.0.0.1:port (or host:port), no persistence, in its own dir; with a
-    password, it requires AUTH (--requirepass) and call()/keys() authenticate first."""
+class Server:
+    """A server process on host:port (a free loopback port unless given), stopped by kill()."""
 
-    def __init__(self, exe, tmp, port=None, host="127.0.0.1", password=None):
-        self.exe, self.host, self.password = exe, host, password
+    def __init__(self, exe, port=None, host="127.0.0.1"):
+        self.exe, self.host = exe, host
         self.port = port or free_ports(1)[0]
-        self.dir = os.path.join(tmp, "redis-%s-%d" % (host, self.port))
-        os.makedirs(self.dir, exist_ok=True)
-        self.log = os.path.join(self.dir, "log")
         self.proc = None
 
     @property
@@ -346,6 +342,40 @@ class Redis:
     def text(self):
         return "%s:%d" % self.addr
 
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+
+def start_servers(make, n, what):
+    """n servers made by make() and started (a port lost to a race is replaced)."""
+    out = []
+    for _attempt in range(n + 10):
+        if len(out) == n:
+            break
+        srv = make()
+        try:
+            out.append(srv.start())
+        except TestFailure:
+            if srv.proc and srv.proc.poll() is None:
+                raise
+    if len(out) < n:
+        fail("could not start %d %s" % (n, what))
+    return out
+
+
+class Redis(Server):
+    """A redis-server on 127.0.0.1:port (or host:port), no persistence, in its own dir; with a
+    password, it requires AUTH (--requirepass) and call()/keys() authenticate first."""
+
+    def __init__(self, exe, tmp, port=None, host="127.0.0.1", password=None):
+        Server.__init__(self, exe, port, host)
+        self.password = password
+        self.dir = os.path.join(tmp, "redis-%s-%d" % (host, self.port))
+        os.makedirs(self.dir, exist_ok=True)
+        self.log = os.path.join(self.dir, "log")
+
     def start(self):
         self.proc = spawn([self.exe, "--port", str(self.port), "--bind", self.host,
                            "--save", "", "--appendonly", "no", "--daemonize", "no",
@@ -353,11 +383,6 @@ class Redis:
                           (["--requirepass", self.password] if self.password else []), self.log)
         wait_accepting(self.proc, [self.addr], self.log, "redis-server " + self.text)
         return self
-
-    def kill(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
 
     def call(self, *args):
         if not self.password:
@@ -380,20 +405,8 @@ class Redis:
 
 
 def start_redises(exe, tmp, n, password=None):
-    """n redis-servers on free loopback ports (a port lost to a race is replaced)."""
-    out = []
-    for _attempt in range(n + 10):
-        if len(out) == n:
-            break
-        r = Redis(exe, tmp, password=password)
-        try:
-            out.append(r.start())
-        except TestFailure:
-            if r.proc and r.proc.poll() is None:
-                raise
-    if len(out) < n:
-        fail("could not start %d redis-servers" % n)
-    return out
+    """n redis-servers on free loopback ports."""
+    return start_servers(lambda: Redis(exe, tmp, password=password), n, "redis-servers")
 
 
 def start_redises_11211(exe, tmp, n):
@@ -422,23 +435,12 @@ def start_redises_11211(exe, tmp, n):
     return out
 
 
-class Memcached:
-    """A memcached on 127.0.0.1:port (TCP only, as root with -u root), with a tiny text client:
-    call() sends raw bytes and reads one reply of the given shape."""
+class Memcached(Server):
+    """A memcached on 127.0.0.1:port (TCP only; as root with -u root)."""
 
     def __init__(self, exe, tmp, port=None, host="127.0.0.1"):
-        self.exe, self.host = exe, host
-        self.port = port or free_ports(1)[0]
+        Server.__init__(self, exe, port, host)
         self.log = os.path.join(tmp, "memcached-%s-%d.log" % (host, self.port))
-        self.proc = None
-
-    @property
-    def addr(self):
-        return (self.host, self.port)
-
-    @property
-    def text(self):
-        return "%s:%d" % self.addr
 
     def start(self):
         argv = [self.exe, "-p", str(self.port), "-l", self.host, "-U", "0", "-m", "64"]
@@ -447,11 +449,6 @@ class Memcached:
         self.proc = spawn(argv, self.log)
         wait_accepting(self.proc, [self.addr], self.log, "memcached " + self.text)
         return self
-
-    def kill(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
 
     def keys_present(self, keys):
         """The subset of keys (bytes) this server holds."""
@@ -469,19 +466,8 @@ class Memcached:
 
 
 def start_memcacheds(exe, tmp, n):
-    out = []
-    for _attempt in range(n + 10):
-        if len(out) == n:
-            break
-        m = Memcached(exe, tmp)
-        try:
-            out.append(m.start())
-        except TestFailure:
-            if m.proc and m.proc.poll() is None:
-                raise
-    if len(out) < n:
-        fail("could not start %d memcacheds" % n)
-    return out
+    """n memcacheds on free loopback ports."""
+    return start_servers(lambda: Memcached(exe, tmp), n, "memcacheds")
 
 
 class Mc(Conn):
