@@ -19,25 +19,11 @@ done
 proxy=$(cd "$(dirname "$proxy")" && pwd)/chash-proxy
 chash=$(cd "$(dirname "$chash")" && pwd)/chash
 
-if [ -t 1 ]; then bold=$'\e[1m' off=$'\e[0m'; else bold= off=; fi
-tmp=$(mktemp -d /tmp/chash-proxy-demo.XXXXXX)
-pids=()
-cleanup() {
-    local pid
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+. "$(dirname "$0")/demo_lib.sh"
+demo_begin chash-proxy-demo
 
 # Free loopback ports: 3 backends, the proxy, its stats, a 4th backend added by a reload.
-read -r -a ports <<<"$(python3 -c '
-import socket
-s = [socket.socket() for _ in range(6)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(" ".join(str(x.getsockname()[1]) for x in s))')"
+read -r -a ports <<<"$(demo_ports 6)"
 backends=("${ports[@]:0:3}" "${ports[5]}")
 names=(cache-01 cache-02 cache-03 cache-04)
 pport=${ports[3]} sport=${ports[4]}

@@ -23,24 +23,10 @@ done
     exit 1
 }
 
-if [ -t 1 ]; then bold=$'\e[1m' off=$'\e[0m'; else bold= off=; fi
-tmp=$(mktemp -d /tmp/chash-mc-demo.XXXXXX)
-pids=()
-cleanup() {
-    local pid
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-    for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+. "$(dirname "$0")/demo_lib.sh"
+demo_begin chash-mc-demo
 
-read -r -a ports <<<"$(/usr/bin/python3 -c '
-import socket
-s = [socket.socket() for _ in range(5)]
-for x in s: x.bind(("127.0.0.1", 0))
-print(" ".join(str(x.getsockname()[1]) for x in s))')"
+read -r -a ports <<<"$(demo_ports 5)"
 backends=("${ports[@]:0:3}")
 names=(mc-01 mc-02 mc-03)
 pport=${ports[3]} sport=${ports[4]}
