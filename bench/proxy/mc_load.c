@@ -30,24 +30,13 @@
  *                [-d value_bytes] [-r keyspace] [-k mget_keys] [-T seconds] [-S seed] [-s]
  */
 #define _POSIX_C_SOURCE 200809L
+#define LOAD_PROG "mc_load"
 
+#include "load_util.h"
 #include "mc.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
-#include <sys/time.h>
-#include <time.h>
-#include <unistd.h>
 
 enum { CMD_GET, CMD_SET, CMD_MGET };
 
@@ -78,41 +67,10 @@ static uint64_t rng_state;
 static long long next_seq;
 static char *value; /* value_bytes of 'x' */
 
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("mc_load: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(1);
-}
-
-static void *xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n ? n : 1);
-    if (!q)
-        die("out of memory (%zu bytes)", n);
-    return q;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* xorshift64*: fast, fixed-seed, good enough to spread keys. */
+/* xorshift64*, fixed seed (load_util.h). */
 static uint64_t rng(void)
 {
-    uint64_t x = rng_state;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    rng_state = x;
-    return x * 0x2545F4914F6CDD1DULL;
+    return rng_next(&rng_state);
 }
 
 static long next_key(void)
@@ -120,16 +78,6 @@ static long next_key(void)
     if (opt.sequential)
         return (long)(next_seq++ % opt.keyspace);
     return (long)(rng() % (uint64_t)opt.keyspace);
-}
-
-static long parse_num(const char *s, const char *what, long lo, long hi)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        die("%s: %s is not a number in [%ld, %ld]", what, s, lo, hi);
-    return v;
 }
 
 static void usage(void)
@@ -368,49 +316,25 @@ static void on_readable(conn *c, double t)
 
 static int connect_one(const struct sockaddr_in *sa)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int fd = connect_tcp(sa);
     if (fd < 0)
-        die("socket: %s", strerror(errno));
-    struct timeval tv = {.tv_sec = 5, .tv_usec = 0}; /* bounds a blocking connect */
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) < 0)
         die("connect to %s:%d: %s", opt.host, opt.port, strerror(errno));
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct timeval zero = {0, 0};
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &zero, sizeof zero);
     return fd;
-}
-
-static int cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
 }
 
 static uint32_t percentile(double q)
 {
-    if (nlat == 0)
-        return 0;
-    size_t i = (size_t)(q * (double)(nlat - 1) + 0.5);
-    return lat[i < nlat ? i : nlat - 1];
+    return percentile_sorted(lat, nlat, q);
 }
 
 int main(int argc, char **argv)
 {
     parse_args(argc, argv);
-    rng_state = opt.seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL;
-    if (rng_state == 0)
-        rng_state = 1;
+    rng_state = rng_seed(opt.seed);
     value = xrealloc(NULL, (size_t)opt.value_bytes);
     memset(value, 'x', (size_t)opt.value_bytes);
 
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons((uint16_t)opt.port);
-    if (inet_pton(AF_INET, opt.host, &sa.sin_addr) != 1)
-        die("-h: %s is not an IPv4 address", opt.host);
+    struct sockaddr_in sa = ipv4_addr(opt.host, opt.port);
 
     epfd = epoll_create1(0);
     if (epfd < 0)

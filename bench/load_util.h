@@ -1,0 +1,149 @@
+/*
+ * load_util.h — the few helpers the load generators of bench/ share (bench/proxy/mc_load.c,
+ * bench/migration/cache_aside.c): a fatal message, an allocation that cannot fail, the monotonic
+ * clock, a fixed-seed PRNG, a bounded number parser and a bounded blocking loopback connect.
+ *
+ * Header only, every function static inline: each load generator is one translation unit.
+ * Define LOAD_PROG (the program's name, a string literal) before including it.
+ */
+#ifndef CHASH_BENCH_LOAD_UTIL_H
+#define CHASH_BENCH_LOAD_UTIL_H
+
+#ifndef LOAD_PROG
+#error "define LOAD_PROG before including load_util.h"
+#endif
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static inline void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* "<prog>: <message>" on stderr, then exit status 1. */
+static inline void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs(LOAD_PROG ": ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(1);
+}
+
+static inline void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        die("out of memory (%zu bytes)", n);
+    return q;
+}
+
+/* CLOCK_MONOTONIC in seconds (the clock Python's time.monotonic() reads on Linux). */
+static inline double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* xorshift64*: fast, fixed-seed, good enough to spread keys. *state must not be 0. */
+static inline uint64_t rng_next(uint64_t *state)
+{
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* A non-zero PRNG state from a seed. */
+static inline uint64_t rng_seed(uint64_t seed)
+{
+    uint64_t s = seed * 0x9E3779B97F4A7C15ULL + 0x1234567ULL;
+    return s ? s : 1;
+}
+
+/* s as a decimal number in [lo, hi], or a fatal message naming the option what. */
+static inline long parse_num(const char *s, const char *what, long lo, long hi)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        die("%s: %s is not a number in [%ld, %ld]", what, s, lo, hi);
+    return v;
+}
+
+/* s as a decimal fraction in [lo, hi]. */
+static inline double parse_real(const char *s, const char *what, double lo, double hi)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v >= lo && v <= hi))
+        die("%s: %s is not a number in [%g, %g]", what, s, lo, hi);
+    return v;
+}
+
+/* host (IPv4 text) and port as a sockaddr, or a fatal message. */
+static inline struct sockaddr_in ipv4_addr(const char *host, int port)
+{
+    struct sockaddr_in sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, host, &sa.sin_addr) != 1)
+        die("-h: %s is not an IPv4 address", host);
+    return sa;
+}
+
+/* A blocking TCP connect bounded by 5 s, TCP_NODELAY; returns the socket or -1 (errno set). The
+ * socket is left blocking, with no send timeout. */
+static inline int connect_tcp(const struct sockaddr_in *sa)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    struct timeval tv = {.tv_sec = 5, .tv_usec = 0}; /* bounds a blocking connect */
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    if (connect(fd, (const struct sockaddr *)sa, sizeof *sa) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    struct timeval zero = {0, 0};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &zero, sizeof zero);
+    return fd;
+}
+
+static inline int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The q-quantile (0..1) of n sorted values (nearest rank); 0 when n is 0. */
+static inline uint32_t percentile_sorted(const uint32_t *v, size_t n, double q)
+{
+    if (n == 0)
+        return 0;
+    size_t i = (size_t)(q * (double)(n - 1) + 0.5);
+    return v[i < n ? i : n - 1];
+}
+
+#endif /* CHASH_BENCH_LOAD_UTIL_H */
