@@ -32,7 +32,8 @@
  * writes them from `chash plan --key-file`): their reads and misses are also counted apart
  * (moved_reads=, moved_misses=). SIGUSR1 starts a new phase (the orchestrator sends it when it
  * reloads the proxy, and when the warm-up window ends): the JSON summary has the counts and exact
- * p50/p99 of every phase.
+ * p50/p99 of every phase. SIGUSR2 ends the run early, as the time limit does (no new operation,
+ * the ones in flight finish, then the last line and the summary).
  *
  * -F: fill mode: SET every key 0 .. r-1 once (version -V, TTL -e), as fast as -c connections go,
  * then the summary and exit; the cache then holds exactly what the database does.
@@ -115,7 +116,7 @@ static size_t phase_lat0[MAX_PHASES]; /* index into lat of each phase's first la
 static int nphases = 1;
 static uint32_t *lat; /* every read latency of the run, µs, in completion order */
 static size_t nlat, caplat, sec_lat0;
-static volatile sig_atomic_t phase_requests;
+static volatile sig_atomic_t phase_requests, stop_requested;
 
 /* JSON of the per-second lines, kept for the summary. */
 static char *persec;
@@ -617,6 +618,12 @@ static void on_usr1(int sig)
     phase_requests++;
 }
 
+static void on_usr2(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
 static void new_phase(double t_rel)
 {
     if (nphases == MAX_PHASES)
@@ -677,6 +684,8 @@ int main(int argc, char **argv)
     sa.sa_handler = on_usr1;
     sa.sa_flags = SA_RESTART;
     sigaction(SIGUSR1, &sa, NULL);
+    sa.sa_handler = on_usr2;
+    sigaction(SIGUSR2, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
 
     epfd = epoll_create1(0);
@@ -710,7 +719,7 @@ int main(int argc, char **argv)
             new_phase(t - t0);
         }
         /* Ticks: a line per second, and the connections lost since the last one opened again. */
-        int stopping = opt.fill ? next_fill >= opt.keyspace : t >= deadline;
+        int stopping = stop_requested || (opt.fill ? next_fill >= opt.keyspace : t >= deadline);
         while (t >= next_tick && !stopping) {
             emit_second(++sec);
             next_tick += 1;
