@@ -417,8 +417,16 @@ def print_columns(results, args):
                     cells.append("%14s" % "")
             mark = "  <- reload" if i + 1 == args.warm + 1 else ""
             say("  %4d  " % (i + 1) + "".join("%14s" % c for c in cells) + mark)
+        for r in run:
+            rec = ("%d s" % r["recover_s"]) if r["recover_s"] is not None else \
+                ("more than %d s" % r["observed_after_s"])
+            say("  %s: %s of the keys moved; %s of the moved keys read from the database "
+                "again; back within 1 point of the baseline after %s; %d client errors, %d stale "
+                "reads" % (r["mode"], pct(r["moved_key_share"]), pct(r["extra_per_moved_key_after"]),
+                           rec, r["client_errors"], r["stale"]))
         for r in skipped:
-            say("  (%s: not supported by this build: %s)" % (r["mode"], r["why"]))
+            say("  %s: not supported by this build (%s), so only the other column" % (
+                r["mode"], r["why"]))
 
 
 def main():

@@ -123,3 +123,6 @@ grep -o 'reload: pool demo: membership.*' "$tmp/proxy.log" | sed 's/^/   log:   
 info | sed 's/^/   after:  /'
 echo "   (chash plan OLD NEW --pool demo --keys 100000 gives the same share before the reload;"
 echo "    kill -HUP or POST /-/reload on --metrics-port apply it; docs/OPERATIONS.md)"
+
+# Issue 13: the same reload under a cache-aside load, with and without warm-up.
+"$(dirname "$0")/migration_demo.sh" "$build"

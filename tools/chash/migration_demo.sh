@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The `make demo` step of issue 13: chash-proxy over 8 of 12 local redis-servers under a
+# cache-aside load (build/release/bench/cache_aside), reloaded to all 12, once without warm-up
+# and once with `warm_up:` (when this build has it), the misses per second side by side. It is
+# bench/migration/bench_migration.py --quick, 8 -> 12 only, Redis only: about 40 s.
+# usage: tools/chash/migration_demo.sh BUILD_DIR
+set -euo pipefail
+build=${1:-build/release}
+for f in "$build/proxy/chash-proxy" "$build/tools/chash" "$build/bench/cache_aside"; do
+    [ -x "$f" ] || { echo "migration demo: $f not built (run make build)" >&2; exit 1; }
+done
+command -v redis-server >/dev/null || {
+    echo "migration demo: redis-server not found (scripts/bootstrap installs it)" >&2
+    exit 1
+}
+. "$(dirname "$0")/demo_lib.sh"
+
+printf '\n%s== A reload 8 -> 12 under load: moved keys miss, the database pays (issue 13)%s\n' \
+    "$bold" "$off"
+echo "   15,000 keys, 5,000 reads/s through chash-proxy, every miss = a database read + SET;"
+echo "   after 4 s the proxy is reloaded from 8 to 12 redis-servers (SIGHUP), without warm-up,"
+echo "   then with warm_up: 6000 (a moved key missing at its new owner is read from its old one)"
+printf '$ bench/migration/bench_migration.py --quick --only redis --changes 8-12 --modes none,warm_up --columns\n'
+/usr/bin/python3 "$(dirname "$0")/../../bench/migration/bench_migration.py" --build "$build" \
+    --quick --only redis --changes 8-12 --modes none,warm_up --columns
+echo "   (make bench runs the whole matrix: 8 -> 12 and 8 -> 7, warm-up and ramp, Redis and"
+echo "    memcached pools; docs/PERFORMANCE.md, \"Membership changes\")"
