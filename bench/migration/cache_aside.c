@@ -567,7 +567,8 @@ static uint32_t *sorted_copy(size_t from, size_t to)
 {
     size_t n = to - from;
     uint32_t *v = xrealloc(NULL, n * sizeof *v);
-    memcpy(v, lat + from, n * sizeof *v);
+    if (n)
+        memcpy(v, lat + from, n * sizeof *v); /* lat is NULL before the first read */
     qsort(v, n, sizeof *v, cmp_u32);
     return v;
 }
