@@ -174,8 +174,8 @@ def reload_proxy(args, proxy, conf_path, new_text, mode_params):
         resp = c.getresponse()
         body = resp.read().decode("utf-8", "replace").strip()
         c.close()
-        if resp.status != 200:
-            return time.monotonic() - t0, "POST /-/reload: %d %s" % (resp.status, body)
+        if resp.status != 200 or not body.startswith("reloaded"):
+            return time.monotonic() - t0, "FAILED: POST /-/reload: %d %s" % (resp.status, body)
         return time.monotonic() - t0, body
     with open(proxy.log, "rb") as f:
         before = f.read().count(b"reload done")
@@ -187,11 +187,13 @@ def reload_proxy(args, proxy, conf_path, new_text, mode_params):
         if log.count(b"reload done") > before:
             lines = [ln for ln in log.decode("utf-8", "replace").splitlines()
                      if "membership" in ln and "reload: pool" in ln]
-            return time.monotonic() - t0, lines[-1].split("reload: ", 1)[-1] if lines else "done"
+            if not lines or "unchanged" in lines[-1]:
+                return time.monotonic() - t0, "FAILED: no membership change logged"
+            return time.monotonic() - t0, lines[-1].split("reload: ", 1)[-1]
         if b"reload failed" in log:
-            return time.monotonic() - t0, "reload failed: " + ph.tail(proxy.log)
+            return time.monotonic() - t0, "FAILED: " + ph.tail(proxy.log)
         time.sleep(0.01)
-    return time.monotonic() - t0, "no 'reload done' within 10 s"
+    return time.monotonic() - t0, "FAILED: no 'reload done' within 10 s"
 
 
 def run_scenario(args, kind, change, mode, tmp, proxy_bin, chash, keyfile):
@@ -355,6 +357,8 @@ def analyse(args, kind, change, mode, share, method, moved_keys, s, reload_s, ou
         goals.append(("peak extra miss rate <= 2 x share/D = %.2f%%: %.2f%%" % (
             100 * lim, 100 * (peak - base)), peak - base <= lim))
     goals.append(("0 stale reads: %d" % r["stale"], r["stale"] == 0))
+    if outcome is None or outcome.startswith("FAILED"):
+        goals.append(("the reload applied: %s" % outcome, False))
     if not alive:
         goals.append(("proxy still running", False))
     r["goals"] = [{"goal": g, "met": ok} for g, ok in goals]
@@ -401,7 +405,7 @@ def print_columns(results, args):
         if not run:
             continue
         say()
-        say("misses per second (= database reads), %s, reload %s at second %d%s:" % (
+        say("misses per second (= database reads), %s, reload %s after second %d%s:" % (
             kind, change.replace("-", " -> "), args.warm,
             "; reads per second ~%d" % args.rate))
         say("  %4s  " % "sec" + "".join("%14s" % r["mode"] for r in run))
@@ -415,7 +419,7 @@ def print_columns(results, args):
                     cells.append("%7d %5.1f%%" % (m[i], 100 * m[i] / rd if rd else 0))
                 else:
                     cells.append("%14s" % "")
-            mark = "  <- reload" if i + 1 == args.warm + 1 else ""
+            mark = "  <- the first second after the reload" if i + 1 == args.warm + 1 else ""
             say("  %4d  " % (i + 1) + "".join("%14s" % c for c in cells) + mark)
         for r in run:
             rec = ("%d s" % r["recover_s"]) if r["recover_s"] is not None else \
