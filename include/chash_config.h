@@ -93,6 +93,13 @@ typedef struct ch_conf_pool {
                                     deleted on it before it is readmitted; beyond this many it
                                     is flushed instead; 0: always flushed; default
                                     CH_CONF_DEFAULT_REJOIN_JOURNAL_KEYS */
+    int warm_up_ms;             /* "warm_up": after a reload that changes the membership, for
+                                   this long a moved key missing at its new owner is read from
+                                   its old one and copied over (docs/OPERATIONS.md, "Growing and
+                                   shrinking without a miss storm"); 0 (default): off */
+    int ramp_ms;                /* "ramp": a membership change switches each moved key to its
+                                   new owner at a moment spread over this long (start + hash of
+                                   the key mod ramp); 0 (default): all at once */
     double max_ejected_share;   /* "max_ejected_share": the most of a pool's servers ejected at
                                    once, in [0, 1]; a failure that would eject one more leaves
                                    the server in (fail-open); default

@@ -143,11 +143,58 @@ static void mconn_error(mconn *mc, int code, const char *reason)
     mconn_error_allow(mc, code, reason, "GET, HEAD");
 }
 
+/* The query of POST /-/reload: warm_up=<ms>, ramp=<ms>, ramp_start=<Unix ms> (reload.h), each
+ * a decimal integer >= 0 at most once. Returns NULL, or what is wrong (no value is echoed). */
+static const char *reload_query(const char *q, size_t len, px_reload_opts *o)
+{
+    static const char *const names[] = {"warm_up", "ramp", "ramp_start"};
+    int64_t *fields[] = {&o->warm_up_ms, &o->ramp_ms, &o->ramp_start_unix_ms};
+    bool seen[3] = {false, false, false};
+    for (size_t i = 0; i < len;) {
+        size_t j = i;
+        while (j < len && q[j] != '&')
+            j++;
+        const char *eq = memchr(q + i, '=', j - i);
+        size_t k = 0;
+        while (eq != NULL && k < 3 &&
+               !(strlen(names[k]) == (size_t)(eq - (q + i)) &&
+                 memcmp(names[k], q + i, strlen(names[k])) == 0))
+            k++;
+        if (eq == NULL || k == 3)
+            return "unknown parameter: expected warm_up=<ms>, ramp=<ms> or ramp_start=<Unix ms>";
+        if (seen[k])
+            return "a parameter given twice";
+        seen[k] = true;
+        int64_t v = 0;
+        const char *d = eq + 1;
+        if (d == q + j)
+            return "a parameter without a value";
+        for (; d < q + j; d++) {
+            if (*d < '0' || *d > '9' || v > (INT64_MAX - 9) / 10)
+                return "expected a decimal integer >= 0 (milliseconds)";
+            v = v * 10 + (*d - '0');
+        }
+        if (k < 2 && v > INT32_MAX)
+            return "warm_up and ramp are at most 2147483647 ms";
+        *fields[k] = v;
+        i = j + 1;
+    }
+    return NULL;
+}
+
 /* POST /-/reload: the SIGHUP reload (reload.c), its outcome as a one-line text body. */
-static void mconn_reload(mconn *mc)
+static void mconn_reload(mconn *mc, const char *query, size_t qlen)
 {
     px_buf body = {0};
-    int rc = px_reload(mc->ms->px, "POST /-/reload", &body);
+    px_reload_opts opt = PX_RELOAD_OPTS_POOLS;
+    const char *bad = reload_query(query, qlen, &opt);
+    if (bad != NULL) {
+        (void)px_buf_printf(&body, "%s\n", bad);
+        mconn_respond(mc, 400, "Bad Request", "text/plain; charset=utf-8", &body, false, NULL);
+        px_buf_free(&body);
+        return;
+    }
+    int rc = px_reload(mc->ms->px, "POST /-/reload", &opt, &body);
     if (px_buf_append(&body, "\n", 1) != 0) {
         px_buf_free(&body);
         mconn_error(mc, 500, "Internal Server Error");
@@ -300,7 +347,7 @@ static void mconn_request(mconn *mc, size_t n)
         else if (!reload_authorized(mc->ms, hdr, hlen))
             mconn_error(mc, 401, "Unauthorized");
         else
-            mconn_reload(mc);
+            mconn_reload(mc, t + plen + (plen < tlen), tlen - plen - (plen < tlen));
         return;
     }
     bool head = mlen == 4 && memcmp(m, "HEAD", 4) == 0;

@@ -95,6 +95,10 @@ struct px_server {
      * fragments; its health is no longer tracked (its index means nothing in the new
      * membership). It is closed and freed once its connections' FIFOs are empty. */
     bool retired;
+    /* A moved key's old owner in its pool's warm-up window (warm.h): a retired one is not
+     * reaped while set; warm_dead: it failed during the window, its keys are not looked for
+     * on it any more. */
+    bool warm_source, warm_dead;
     px_dl retired_link; /* in the worker's retired list while retired and not yet closing */
     px_conf *cref;      /* retired: a reference to the config its conf points into */
     unsigned closing;   /* timers whose close callback is pending; the last one frees it */

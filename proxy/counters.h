@@ -28,6 +28,19 @@ typedef enum px_cmd_class {
     X(0.25) X(0.5) X(1)
 #define PX_LAT_NBOUNDS 13
 
+/* A pool's warm-up and ramp counters (warm.h): reads answered from a moved key's old owner,
+ * reads that found it at neither, copies stored at the new owner, copies not stored because
+ * the key was there already, copies that failed (or were dropped for a write since), deletes at
+ * old owners for writes, and requests served by an old owner before their key's switch. */
+#define PX_WARM_SUMS                                                                              \
+    X(warm_hits) X(warm_misses) X(warm_fills) X(warm_fills_present) X(warm_fill_errors)           \
+    X(warm_deletes) X(ramp_old)
+typedef struct px_warm_stats {
+#define X(f) uint64_t f;
+    PX_WARM_SUMS
+#undef X
+} px_warm_stats;
+
 /* Per pool. A request is counted once, when its reply is complete (queued for its client, or
  * dropped because its client has gone), so requests[] summed over the classes equals the
  * histogram's count at every instant. */
@@ -37,6 +50,7 @@ typedef struct px_pool_metrics {
     uint64_t lat_buckets[PX_LAT_NBOUNDS + 1]; /* not cumulative; the last is (1 s, +Inf) */
     uint64_t lat_sum_ns;
     uint64_t clients_accepted; /* client connections accepted since start */
+    px_warm_stats warm;
 } px_pool_metrics;
 
 /* Counts one answered request of class cls that took ns nanoseconds. Cost: <= 14 compares. */

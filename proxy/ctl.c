@@ -58,8 +58,9 @@ static void sighup_cb(uv_signal_t *h, int signum)
             PX_LOG(m, PX_LOG_ERR, "SIGHUP: cannot reopen log file '%s': %s; still writing "
                    "to the old one", m->log_path, strerror(errno));
     }
+    px_reload_opts pools = PX_RELOAD_OPTS_POOLS;
     if (!m->stopping)
-        (void)px_reload(m, "SIGHUP", NULL);
+        (void)px_reload(m, "SIGHUP", &pools, NULL);
 }
 
 /* SIGTTIN raises the log level by one, SIGTTOU lowers it (0..11), as nutcracker's do;

@@ -6,6 +6,7 @@
 
 #include "metrics.h"
 #include "snapshot.h"
+#include "warm.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,10 @@ PV(pv_forward_err, s->stats.forward_error)
 PV(pv_fragments, s->stats.fragments)
 PV(pv_nservers, p->nservers)
 PV(pv_fail_open, PX_ATOMIC_LOAD(p->health->fail_open))
+PV(pv_warm_left, p->prev != NULL ? px_warm_times_left(&p->warm, uv_hrtime() / 1000000u) : 0)
+#define X(f) PV(pv_##f, s->m.warm.f)
+PX_WARM_SUMS
+#undef X
 #undef PV
 
 static const struct {
@@ -140,6 +145,28 @@ static const struct {
     {"chash_proxy_fail_open_total", "counter",
      "Ejections not made because max_ejected_share of the pool's servers were out already.",
      pv_fail_open},
+    {"chash_proxy_warm_up_left_milliseconds", "gauge",
+     "Time left of the window after a membership change (ramp and warm-up; 0: none).",
+     pv_warm_left},
+    {"chash_proxy_warm_up_hits_total", "counter",
+     "Reads of a moved key that missed at its new owner and were answered by its old one.",
+     pv_warm_hits},
+    {"chash_proxy_warm_up_misses_total", "counter",
+     "Reads of a moved key found at neither its new nor its old owner.", pv_warm_misses},
+    {"chash_proxy_warm_up_fills_total", "counter",
+     "Moved keys copied from their old owner to their new one with their lifetime.",
+     pv_warm_fills},
+    {"chash_proxy_warm_up_fills_present_total", "counter",
+     "Copies not stored because the key was at its new owner already.", pv_warm_fills_present},
+    {"chash_proxy_warm_up_fill_errors_total", "counter",
+     "Copies that failed, or were dropped because the key was written meanwhile.",
+     pv_warm_fill_errors},
+    {"chash_proxy_warm_up_old_deletes_total", "counter",
+     "Deletes at a moved key's old owner made before a write to its new owner.",
+     pv_warm_deletes},
+    {"chash_proxy_ramp_old_owner_total", "counter",
+     "Requests served by a moved key's old owner because the ramp had not switched it yet.",
+     pv_ramp_old},
 };
 
 int px_metrics_text(px_ctl *m, px_buf *b)
@@ -292,6 +319,23 @@ int px_metrics_info(px_worker *px, px_buf *b)
         rc |= px_buf_append(b, "pool_", 5);
         rc |= info_name(b, pool->conf->name);
         rc |= px_buf_printf(b, "_servers_up:%zu\r\n", up);
+        rc |= px_buf_append(b, "pool_", 5);
+        rc |= info_name(b, pool->conf->name);
+        uint64_t left = px_warm_left(pool, px_io_now(&px->io));
+        rc |= px_buf_printf(b, "_warm_up:%s\r\n",
+                            left == 0                                    ? "off"
+                            : px_io_now(&px->io) < pool->warm.start_ms + pool->warm.ramp_ms
+                                ? "ramp"
+                                : "warm");
+        rc |= px_buf_append(b, "pool_", 5);
+        rc |= info_name(b, pool->conf->name);
+        rc |= px_buf_printf(b, "_warm_up_left_ms:%llu\r\n", U(left));
+#define X(f)                                                                                      \
+    rc |= px_buf_append(b, "pool_", 5);                                                           \
+    rc |= info_name(b, pool->conf->name);                                                         \
+    rc |= px_buf_printf(b, "_" #f ":%llu\r\n", U(pool->m.warm.f));
+        PX_WARM_SUMS
+#undef X
     }
     return rc == 0 ? 0 : -1;
 }

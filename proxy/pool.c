@@ -43,6 +43,10 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
 void px_shared_pool_clear(px_shared_pool *sp)
 {
     ch_membership_free(sp->members);
+    ch_membership_free(sp->prev);
+    sp->prev = NULL;
+    memset(&sp->warm, 0, sizeof(sp->warm));
+    sp->warm_from = PX_WARM_FROM_NONE;
     px_health_free(sp->health);
     free(sp->servers);
     px_conf_unref(sp->cref);

@@ -16,6 +16,7 @@
 #include "health_shared.h"
 #include "io.h"
 #include "proto/codec.h"
+#include "window.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -64,6 +65,15 @@ typedef struct px_shared_pool {
     px_health *health;          /* owned */
     const ch_conf_server **servers; /* in membership order (owned array) */
     size_t nservers;
+    /* A warm-up window or ramp (warm.h) after the reload that made this state: the previous
+     * membership (owned; NULL: none) and the window's times. */
+    ch_membership *prev;
+    px_warm_times warm;
+    enum {
+        PX_WARM_FROM_NONE, /* no window: a worker ends its own */
+        PX_WARM_FROM_NOW,  /* a window starts over the placement in force until this state */
+        PX_WARM_FROM_KEPT, /* the running window goes on (a change that moved no key) */
+    } warm_from;
     uint64_t clients;           /* client connections open, all workers (atomic) */
 } px_shared_pool;
 
@@ -98,6 +108,7 @@ typedef struct px_pool {
     px_span *args, *keys;    /* the parser's arrays for its clients' requests, grown on demand */
     size_t args_cap, keys_cap;
     px_route *route;         /* where its requests start (route_pool.c) */
+    px_warm warm;            /* the window after a membership change (warm.h) */
     /* The INFO text for this worker (metrics.c, set by the worker). */
     int (*info)(void *arg, px_buf *out);
     void *info_arg;

@@ -33,10 +33,12 @@
 
 #include "reload.h"
 #include "backend.h"
+#include "warm.h"
 #include "resolve.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Keys through both tables when the library cannot compare them exactly (ketama, modula, ...). */
 #define RELOAD_SAMPLE_KEYS 100000u
@@ -211,6 +213,44 @@ static void server_move(px_server *dst, px_server *src)
         dst->conns[c].server = dst;
 }
 
+/* The server that serves what old[j] served, once p is applied. */
+static px_server *moved_to(const pool_plan *p, size_t j)
+{
+    if (p->map[j] != SIZE_MAX)
+        return &p->servers[p->map[j]];
+    size_t r = 0; /* retire[] holds the removed servers in old order */
+    for (size_t k = 0; k < j; k++)
+        r += p->map[k] == SIZE_MAX;
+    return p->retire[r];
+}
+
+/* The pool's window after p (warm.h; old: its server array before, servers already moved):
+ * a new one over the placement in force until now when the change moved keys and asks for a
+ * window; the one running, its servers followed to their new places, when the change moved
+ * nothing; else none. */
+static void warm_apply(px_pool *pool, const pool_plan *p, px_server *old, size_t oldn)
+{
+    const px_shared_pool *next = p->next;
+    px_warm *w = &pool->warm;
+    for (size_t i = 0; i < w->nsrc; i++) { /* the running window's servers, where they are now */
+        px_server *s = w->src[i];
+        if (s != NULL && s >= old && s < old + oldn)
+            w->src[i] = moved_to(p, (size_t)(s - old));
+    }
+    if (next->warm_from == PX_WARM_FROM_NOW && oldn > 0) {
+        px_server **src = malloc(oldn * sizeof(*src));
+        for (size_t j = 0; src != NULL && j < oldn; j++)
+            src[j] = moved_to(p, j);
+        if (src != NULL)
+            px_warm_begin(pool, pool->table, src, oldn, &next->warm);
+        else
+            px_warm_end(pool);
+        free(src);
+    } else if (next->warm_from != PX_WARM_FROM_KEPT) {
+        px_warm_end(pool);
+    }
+}
+
 /* Swaps p in (a worker's commit). Cannot fail. */
 static void plan_apply(pool_plan *p)
 {
@@ -244,10 +284,12 @@ static void plan_apply(pool_plan *p)
         if (px->index == 0)
             PX_LOG(&px->io, PX_LOG_NOTICE,
                    "reload: pool %s: server %s (%s) removed: its connections close once the "
-                   "requests in flight on them are answered",
-                   next->conf->name, s->conf->id, s->conf->addr);
+                   "requests in flight on them are answered%s",
+                   next->conf->name, s->conf->id, s->conf->addr,
+                   next->warm_from == PX_WARM_FROM_NOW ? " and the warm-up window is over" : "");
     }
 
+    warm_apply(pool, p, old, oldn);
     free(old);
     pool->conf = next->conf;
     pool->members = next->members;
@@ -339,13 +381,44 @@ static void health_carry(px_ctl *m, const px_shared_pool *cur, px_shared_pool *n
     }
 }
 
-/* Logs pool i's change from cur to next and appends "<pool>: <old> -> <new>" to changed
- * (", "-separated) when its version changed. */
-static void log_change(px_ctl *m, const px_shared_pool *cur, const px_shared_pool *next,
-                       px_buf *changed)
+/* The loop clock every worker's px_io_now follows (monotonic ms). */
+static uint64_t mono_ms(void)
 {
-    bool exact = false;
-    double moved = moved_share(cur->members, next->members, &exact);
+    return uv_hrtime() / 1000000u;
+}
+
+/* next's window (warm.h) after cur, which moved the share `moved` of the key space. */
+static void warm_plan(const px_shared_pool *cur, px_shared_pool *next, const px_reload_opts *opt,
+                      double moved)
+{
+    const ch_conf_pool *pc = next->conf;
+    int64_t warm = opt->warm_up_ms >= 0 ? opt->warm_up_ms : pc->warm_up_ms;
+    int64_t ramp = opt->ramp_ms >= 0 ? opt->ramp_ms : pc->ramp_ms;
+    uint64_t now = mono_ms();
+    if (moved != 0 && (warm > 0 || ramp > 0)) {
+        uint64_t start = now;
+        if (opt->ramp_start_unix_ms != 0) {
+            struct timespec ts;
+            clock_gettime(CLOCK_REALTIME, &ts);
+            int64_t wall = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+            int64_t at = (int64_t)now + (opt->ramp_start_unix_ms - wall);
+            start = at > 0 ? (uint64_t)at : 0;
+        }
+        next->warm_from = PX_WARM_FROM_NOW;
+        next->warm = (px_warm_times){start, (uint64_t)ramp, (uint64_t)warm};
+    } else if (moved == 0 && cur->prev != NULL &&
+               cur->warm.start_ms + cur->warm.ramp_ms + cur->warm.warm_ms > now) {
+        next->warm_from = PX_WARM_FROM_KEPT;
+        next->warm = cur->warm;
+    }
+}
+
+/* Logs pool i's change from cur to next (which moved the share `moved` of the key space, -1
+ * when unknown) and appends "<pool>: <old> -> <new>" to changed (", "-separated) when its
+ * version changed. */
+static void log_change(px_ctl *m, const px_shared_pool *cur, const px_shared_pool *next,
+                       double moved, bool exact, px_buf *changed)
+{
     const char *was = ch_membership_version(cur->members);
     const char *now = ch_membership_version(next->members);
     const char *name = next->conf->name;
@@ -368,6 +441,12 @@ static void log_change(px_ctl *m, const px_shared_pool *cur, const px_shared_poo
                "space moved (%s)",
                name, was, now, cur->nservers, next->nservers, 100.0 * moved, how);
     }
+    if (next->warm_from == PX_WARM_FROM_NOW)
+        PX_LOG(m, PX_LOG_NOTICE,
+               "reload: pool %s: the moved keys switch over %llu ms (ramp) and warm from their "
+               "old owners for %llu ms after (warm_up)",
+               name, (unsigned long long)next->warm.ramp_ms,
+               (unsigned long long)next->warm.warm_ms);
 }
 
 /* A config error as a reload reports it (log line and POST /-/reload body): its ", got
@@ -380,7 +459,7 @@ static void value_not_shown(char *msg, size_t cap)
         snprintf(got, cap - (size_t)(got - msg), " (the value is not shown)");
 }
 
-int px_reload(px_ctl *m, const char *trigger, px_buf *result)
+int px_reload(px_ctl *m, const char *trigger, const px_reload_opts *opt, px_buf *result)
 {
     if (m->stopping) { /* the workers take no more jobs */
         if (result != NULL)
@@ -404,7 +483,9 @@ int px_reload(px_ctl *m, const char *trigger, px_buf *result)
     snprintf(job.why, sizeof(job.why), "out of memory");
     px_conf *cref = px_conf_new(cfg);
     job.next = calloc(m->npools, sizeof(*job.next));
-    if (cref == NULL || job.next == NULL) {
+    double *moved = calloc(m->npools, sizeof(*moved));
+    bool *exact = calloc(m->npools, sizeof(*exact));
+    if (cref == NULL || job.next == NULL || moved == NULL || exact == NULL) {
         if (cref == NULL)
             ch_config_free(cfg);
         job.ok = false;
@@ -435,6 +516,8 @@ int px_reload(px_ctl *m, const char *trigger, px_buf *result)
             job.ok = false;
         } else {
             health_carry(m, cur, &job.next[i]);
+            moved[i] = moved_share(cur->members, job.next[i].members, &exact[i]);
+            warm_plan(cur, &job.next[i], opt, moved[i]);
         }
     }
     for (size_t k = 0; job.ok && k < cfg->npools; k++) {
@@ -460,6 +543,8 @@ int px_reload(px_ctl *m, const char *trigger, px_buf *result)
         for (size_t i = 0; job.next != NULL && i < m->npools; i++)
             px_shared_pool_clear(&job.next[i]);
         free(job.next);
+        free(moved);
+        free(exact);
         px_conf_unref(cref);
         m->reload_failures++;
         px_buf_free(&held);
@@ -476,7 +561,15 @@ int px_reload(px_ctl *m, const char *trigger, px_buf *result)
         px_shared_pool *cur = &m->pools[i], *next = &job.next[i];
         if (next->conf == NULL)
             continue;
-        log_change(m, cur, next, &changed);
+        log_change(m, cur, next, moved[i], exact[i], &changed);
+        /* The placement a window starts from, or the running one's, passes to next. */
+        if (next->warm_from == PX_WARM_FROM_NOW) {
+            next->prev = cur->members;
+            cur->members = NULL;
+        } else if (next->warm_from == PX_WARM_FROM_KEPT) {
+            next->prev = cur->prev;
+            cur->prev = NULL;
+        }
         px_shared_pool_clear(cur); /* next's reference to the config passes to cur */
         cur->cref = next->cref;
         cur->conf = next->conf;
@@ -484,8 +577,13 @@ int px_reload(px_ctl *m, const char *trigger, px_buf *result)
         cur->health = next->health;
         cur->servers = next->servers;
         cur->nservers = next->nservers;
+        cur->prev = next->prev;
+        cur->warm = next->warm;
+        cur->warm_from = next->warm_from;
     }
     free(job.next);
+    free(moved);
+    free(exact);
     px_conf_unref(m->conf);
     m->conf = cref;
     m->reloads++;

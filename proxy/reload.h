@@ -20,6 +20,15 @@ enum {
                               pool's listen, redis, redis_db or server_connections; pools added
                               or removed): result says which */
 };
-int px_reload(px_ctl *m, const char *trigger, px_buf *result);
+/* A reload's own window after a membership change (warm.h), instead of the pools' warm_up and
+ * ramp keys: -1 takes the pool's; ramp_start_unix_ms, when not 0, is the wall-clock time (Unix
+ * ms) at which the ramp starts, so every proxy given the same change switches each key at the
+ * same moment (else the reload's own time). */
+typedef struct px_reload_opts {
+    int64_t warm_up_ms, ramp_ms;
+    int64_t ramp_start_unix_ms;
+} px_reload_opts;
+#define PX_RELOAD_OPTS_POOLS ((px_reload_opts){-1, -1, 0})
+int px_reload(px_ctl *m, const char *trigger, const px_reload_opts *opt, px_buf *result);
 
 #endif /* CHASH_PROXY_RELOAD_H */

@@ -110,6 +110,20 @@ const px_span *px_rq_key(const px_rq *rq, px_slot s)
     return &rq->msg.keys[rq->slots[s].key];
 }
 
+const char *px_rq_route_key(const px_rq *rq, px_slot s, char *buf, size_t cap, size_t *len)
+{
+    const px_span *k = px_rq_key(rq, s);
+    if ((rq->msg.flags & PX_MSG_ENCODED_KEYS) == 0) {
+        *len = k->len;
+        return rq->msg.raw + k->off;
+    }
+    long n = rq->codec->route_key(&rq->msg, *k, buf, cap);
+    if (n < 0)
+        return NULL;
+    *len = (size_t)n;
+    return buf;
+}
+
 /* ---- answers ----------------------------------------------------------------------------------- */
 
 void px_rq_answer(px_rq *rq, const px_slot *slots, size_t n, const px_reply *r)
@@ -171,8 +185,13 @@ void px_rq_answer_error(px_rq *rq, const px_slot *slots, size_t n, px_error why,
 
 void px_rq_send(px_rq *rq, px_slot s, px_server *to)
 {
+    px_rq_send_op(rq, s, to, PX_SEND_REQUEST);
+}
+
+void px_rq_send_op(px_rq *rq, px_slot s, px_server *to, px_send_op op)
+{
     px_rq_slot *sl = &rq->slots[s];
-    if (sl->ntried < PX_MAX_DEPTH)
+    if (op != PX_SEND_DELETE && sl->ntried < PX_MAX_DEPTH)
         sl->tried[sl->ntried++] = to->uid;
     if (rq->nsends == rq->sends_cap) {
         size_t cap = rq->sends_cap ? rq->sends_cap * 2 : (rq->nslots < 4 ? rq->nslots : 4);
@@ -184,28 +203,45 @@ void px_rq_send(px_rq *rq, px_slot s, px_server *to)
         rq->sends = a;
         rq->sends_cap = cap;
     }
-    rq->sends[rq->nsends++] = (px_rq_queued){to, s};
+    rq->sends[rq->nsends++] = (px_rq_queued){to, s, op};
 }
 
+/* By server, the coalesced sends first, then by slot. */
 static int send_order(const void *a, const void *b)
 {
     const px_rq_queued *x = a, *y = b;
     if (x->server->uid != y->server->uid)
         return x->server->uid < y->server->uid ? -1 : 1;
+    if ((x->op == PX_SEND_REQUEST) != (y->op == PX_SEND_REQUEST))
+        return x->op == PX_SEND_REQUEST ? -1 : 1;
     return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+/* Whether queued send b joins a's backend request. */
+static bool same_frag(const px_rq_queued *a, const px_rq_queued *b)
+{
+    return a->server == b->server && a->op == PX_SEND_REQUEST && b->op == PX_SEND_REQUEST;
 }
 
 typedef struct encode_arg {
     const px_rq *rq;
     const px_frag *f;
+    px_send_op op;
 } encode_arg;
 
-/* The backend request for fragment f: the message for the keys of f's slots. */
+/* The backend request for fragment f: the message for the keys of f's slots, or a delete of
+ * its one slot's key. */
 static int encode_frag(void *arg, px_buf *out, uint8_t *expect)
 {
     const encode_arg *ea = arg;
     const px_rq *rq = ea->rq;
     const px_frag *f = ea->f;
+    if (ea->op == PX_SEND_DELETE) {
+        char buf[PX_MAX_ROUTE_KEY];
+        size_t len;
+        const char *key = px_rq_route_key(rq, f->slots[0], buf, sizeof(buf), &len);
+        return key == NULL ? -1 : rq->codec->encode_delete(out, key, len, expect);
+    }
     uint32_t stack[64] = {0}, *keys = f->nslots <= 64 ? stack : malloc(f->nslots * sizeof(*keys));
     if (keys == NULL)
         return -1;
@@ -224,6 +260,22 @@ static void frag_done(px_frag *f, const px_reply *r)
     rq->route->ops->reply(rq->route, rq, f->slots, f->nslots, r);
 }
 
+int px_rq_send_own(px_rq *rq, px_slot s, px_server *to, px_encode_fn enc, void *arg)
+{
+    px_frag *f = px_frag_new(1);
+    if (f == NULL)
+        return -1;
+    f->done = frag_done;
+    f->ctx = rq;
+    f->cid = rq->cid;
+    f->slots[0] = s;
+    if (px_server_send(to, f, enc, arg) != 0) {
+        px_frag_free(f);
+        return -1;
+    }
+    return 0;
+}
+
 void px_rq_flush(px_rq *rq)
 {
     size_t n = rq->nsends;
@@ -236,14 +288,15 @@ void px_rq_flush(px_rq *rq)
         qsort(sends, n, sizeof(*sends), send_order);
     size_t nfrags = 1;
     for (size_t i = 1; i < n; i++)
-        nfrags += sends[i].server != sends[i - 1].server;
+        nfrags += !same_frag(&sends[i - 1], &sends[i]);
     px_frag *stack[8], **frags = nfrags <= 8 ? stack : calloc(nfrags, sizeof(*frags));
     px_server *fstack[8], **servers = nfrags <= 8 ? fstack : calloc(nfrags, sizeof(*servers));
-    bool ok = frags != NULL && servers != NULL;
+    px_send_op ostack[8], *ops = nfrags <= 8 ? ostack : calloc(nfrags, sizeof(*ops));
+    bool ok = frags != NULL && servers != NULL && ops != NULL;
     size_t built = 0;
     for (size_t i = 0; ok && i < n;) {
-        size_t j = i;
-        while (j < n && sends[j].server == sends[i].server)
+        size_t j = i + 1;
+        while (j < n && same_frag(&sends[i], &sends[j]))
             j++;
         px_frag *f = px_frag_new(j - i);
         if (f == NULL) {
@@ -256,6 +309,7 @@ void px_rq_flush(px_rq *rq)
         for (size_t k = i; k < j; k++)
             f->slots[k - i] = sends[k].slot;
         frags[built] = f;
+        ops[built] = sends[i].op;
         servers[built++] = sends[i].server;
         i = j;
     }
@@ -269,6 +323,8 @@ void px_rq_flush(px_rq *rq)
             free(frags);
         if (servers != fstack)
             free(servers);
+        if (ops != ostack)
+            free(ops);
         return;
     }
     free(sends);
@@ -277,7 +333,7 @@ void px_rq_flush(px_rq *rq)
     /* Hand-offs: from here on rq may complete (and be freed) at any send. */
     for (size_t i = 0; i < built; i++) {
         px_frag *f = frags[i];
-        encode_arg ea = {rq, f};
+        encode_arg ea = {rq, f, ops[i]};
         if (px_server_send(servers[i], f, encode_frag, &ea) != 0) {
             px_rq_answer_error(rq, f->slots, f->nslots, PX_ERR_SERVER, "out of memory");
             px_frag_free(f);
@@ -287,6 +343,8 @@ void px_rq_flush(px_rq *rq)
         free(frags);
     if (servers != fstack)
         free(servers);
+    if (ops != ostack)
+        free(ops);
 }
 
 void px_rq_start(px_rq *rq, px_route *rt)

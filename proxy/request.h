@@ -17,15 +17,29 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The longest encoded key decoded for routing (memcached's keys: at most 250 bytes). */
+#define PX_MAX_ROUTE_KEY 4096
+
 typedef struct px_rq_slot {
     uint32_t key;                  /* index into msg.keys (0 for a command not split) */
     uint32_t ntried;
     uint32_t tried[PX_MAX_DEPTH];  /* px_server.uid of the servers it was sent to */
+    uint8_t phase;                 /* the route's own step for it (route_pool.c: warm-up) */
+    uint32_t gen;                  /* the route's own (warm.h: the key's write generation) */
 } px_rq_slot;
+
+/* How a slot is sent. */
+typedef enum px_send_op {
+    PX_SEND_REQUEST, /* the request for the slot's key, coalesced with the request's others */
+    PX_SEND_ALONE,   /* the request for the slot's key alone: its part's reply is that key's */
+    PX_SEND_DELETE,  /* a delete of the slot's key (codec->encode_delete), alone; not recorded
+                        as tried */
+} px_send_op;
 
 typedef struct px_rq_queued {
     px_server *server;
     px_slot slot;
+    px_send_op op;
 } px_rq_queued;
 
 struct px_rq {
@@ -65,9 +79,18 @@ void px_rq_start(px_rq *rq, px_route *rt);
 
 /* For routes. */
 const px_span *px_rq_key(const px_rq *rq, px_slot s);  /* the slot's key (raw: rq->msg.raw) */
+/* The bytes slot s's key routes by: in rq->msg.raw, or decoded into buf[0, cap) (memcached's
+ * base64 keys); *len their length. NULL when the key does not decode. */
+const char *px_rq_route_key(const px_rq *rq, px_slot s, char *buf, size_t cap, size_t *len);
 /* Queues slot s for server `to` (recorded as tried). The sends of one request to one server
  * go as one backend request when the request flushes. */
 void px_rq_send(px_rq *rq, px_slot s, px_server *to);
+/* px_rq_send with a way to send it (px_send_op). */
+void px_rq_send_op(px_rq *rq, px_slot s, px_server *to, px_send_op op);
+/* Sends, now, the route's own request for slot s to `to` (enc writes it: a copy, a clean-up);
+ * its reply comes back to the route like any part's, for slot s alone. Not recorded as tried.
+ * 0, or -1 when out of memory (nothing sent). */
+int px_rq_send_own(px_rq *rq, px_slot s, px_server *to, px_encode_fn enc, void *arg);
 /* Slots slots[0, n) are answered by r (an error made by the proxy or the server, a value...). */
 void px_rq_answer(px_rq *rq, const px_slot *slots, size_t n, const px_reply *r);
 /* Answers slots[0, n) with an error made by the proxy. */

@@ -25,6 +25,9 @@ static void snap_add(px_worker *px, void *arg)
             sp->m.lat_buckets[k] += pool->m.lat_buckets[k];
         sp->m.lat_sum_ns += pool->m.lat_sum_ns;
         sp->m.clients_accepted += pool->m.clients_accepted;
+#define X(f) sp->m.warm.f += pool->m.warm.f;
+        PX_WARM_SUMS
+#undef X
         /* Every worker's pool has the shared pool's servers, in its order (a reload commits on
          * every worker before the control thread runs anything else). */
         for (size_t j = 0; j < pool->nservers; j++) {

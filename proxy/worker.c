@@ -5,6 +5,7 @@
  */
 #include "worker.h"
 #include "backend.h"
+#include "warm.h"
 #include "client.h"
 #include "ctl.h"
 #include "metrics.h"
@@ -21,8 +22,12 @@
 static void probe_cb(uv_timer_t *t)
 {
     px_worker *w = t->data;
-    for (size_t i = 0; i < w->npools; i++)
+    for (size_t i = 0; i < w->npools; i++) {
         px_probe_due(&w->pools[i]);
+        /* A window over with no request to notice it: its retired servers can go. */
+        if (w->pools[i].warm.table != NULL && px_warm_left(&w->pools[i], px_io_now(&w->io)) == 0)
+            px_warm_end(&w->pools[i]);
+    }
     /* Every PX_SWEEP_TICKS ticks: the clients' timeouts. */
     if (++w->ticks % PX_SWEEP_TICKS == 0)
         for (size_t i = 0; i < w->npools; i++)
@@ -39,7 +44,7 @@ void px_worker_reap(px_worker *w)
     while (d != &w->retired) {
         px_dl *next = d->next;
         px_server *s = PX_CONTAINER(d, px_server, retired_link);
-        if (!px_server_busy(s)) {
+        if (!px_server_busy(s) && !s->warm_source) {
             PX_LOG(&w->io, PX_LOG_INFO, "pool %s: removed server %s closed", s->pool->conf->name,
                    s->conf->id);
             px_server_dispose(s);
@@ -335,6 +340,7 @@ void px_worker_stop(px_worker *w, void *arg)
             close(pool->listen_spare);
             pool->listen_spare = -1;
         }
+        px_warm_end(pool); /* its retired servers close below */
         for (px_dl *d = pool->clients.next; d != NULL && d != &pool->clients; d = d->next)
             px_client_close(PX_CONTAINER(d, px_client, link));
         for (size_t s = 0; pool->servers != NULL && s < pool->nservers; s++)
@@ -365,6 +371,7 @@ void px_worker_free(px_worker *w)
     }
     for (size_t i = 0; i < w->npools; i++) {
         px_pool *pool = &w->pools[i];
+        px_warm_end(pool);
         for (size_t s = 0; pool->servers != NULL && s < pool->nservers; s++)
             px_server_free(&pool->servers[s]);
         free(pool->servers);

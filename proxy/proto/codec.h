@@ -191,6 +191,24 @@ typedef struct px_codec {
     /* Optional: the bytes a key routes by when m has PX_MSG_ENCODED_KEYS (base64 decoded into
      * buf[0, cap)); its length, or -1 when it does not decode. */
     long (*route_key)(const px_msg *m, px_span key, char *buf, size_t cap);
+    /* Warm-up after a membership change (warm.h). is_miss: whether r, the reply to read m sent
+     * for one key (a split command's part for that key alone, or the whole request), says the
+     * key is absent, so its previous owner may have it. encode_fetch: one request reading a
+     * key (its routing bytes) with what a copy needs: its value and remaining lifetime.
+     * encode_fill: the request storing that copy on another server unless the key exists
+     * there (it never overwrites), from the fetch's reply; now_unix: the wall clock in
+     * seconds, for protocols whose long lifetimes are absolute times. encode_fill returns 1
+     * when written, 0 when the fetch found nothing to copy (absent, expired), -1 when out of
+     * memory; fill_stored tells from the fill's reply: 1 stored, 0 not (the key was there),
+     * -1 an error. */
+    bool (*is_miss)(const px_msg *m, const px_reply *r);
+    int (*encode_fetch)(px_buf *out, const char *key, size_t len, uint8_t *expect);
+    /* Optional: encode_fetch that also deletes the key, atomically (a write moves a key from
+     * its old owner before it applies); NULL: a fetch, then encode_delete. */
+    int (*encode_take)(px_buf *out, const char *key, size_t len, uint8_t *expect);
+    int (*encode_fill)(px_buf *out, const char *key, size_t len, const px_reply *fetched,
+                       int64_t now_unix, uint8_t *expect);
+    int (*fill_stored)(const px_reply *r);
 } px_codec;
 
 extern const px_codec px_codec_redis, px_codec_memcache;

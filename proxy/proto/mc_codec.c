@@ -311,23 +311,22 @@ static int mc_encode_probe(px_buf *out, uint8_t *expect)
     return px_buf_append(out, "version\r\n", 9);
 }
 
-/* A key as the text protocol can carry it: "delete <key>"; one it cannot (a decoded base64 key
- * with spaces or control bytes) goes as the meta "md <base64> b". */
-static int mc_encode_delete(px_buf *out, const char *key, size_t len, uint8_t *expect)
+/* Whether a key (its routing bytes) can go as a text-protocol token as it is. */
+static bool plain_key(const char *key, size_t len)
 {
     bool plain = len > 0;
     for (size_t i = 0; i < len && plain; i++)
         plain = (unsigned char)key[i] > 0x20 && (unsigned char)key[i] != 0x7f;
-    if (plain) {
-        *expect = (uint8_t)CH_MC_CMD_DELETE;
-        return px_buf_append(out, "delete ", 7) == 0 && px_buf_append(out, key, len) == 0 &&
-                       px_buf_append(out, "\r\n", 2) == 0
-                   ? 0
-                   : -1;
-    }
+    return plain;
+}
+
+/* A key for a meta command: as it is, or base64 (then the command needs the "b" flag). */
+static int meta_key(px_buf *out, const char *key, size_t len)
+{
+    if (plain_key(key, len))
+        return px_buf_append(out, key, len);
     static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    *expect = (uint8_t)CH_MC_CMD_MD;
-    int rc = px_buf_append(out, "md ", 3);
+    int rc = 0;
     for (size_t i = 0; rc == 0 && i < len; i += 3) {
         unsigned v = (unsigned)(unsigned char)key[i] << 16;
         if (i + 1 < len)
@@ -338,7 +337,97 @@ static int mc_encode_delete(px_buf *out, const char *key, size_t len, uint8_t *e
                      i + 2 < len ? tbl[v & 63] : '='};
         rc = px_buf_append(out, q, 4);
     }
-    return rc == 0 ? px_buf_append(out, " b\r\n", 4) : -1;
+    return rc;
+}
+
+/* A key as the text protocol can carry it: "delete <key>"; one it cannot (a decoded base64 key
+ * with spaces or control bytes) goes as the meta "md <base64> b". */
+static int mc_encode_delete(px_buf *out, const char *key, size_t len, uint8_t *expect)
+{
+    bool plain = plain_key(key, len);
+    *expect = (uint8_t)(plain ? CH_MC_CMD_DELETE : CH_MC_CMD_MD);
+    int rc = px_buf_append(out, plain ? "delete " : "md ", plain ? 7 : 3);
+    rc |= meta_key(out, key, len);
+    return rc == 0 ? px_buf_append(out, plain ? "\r\n" : " b\r\n", plain ? 2 : 4) : -1;
+}
+
+/* ---- warm-up copies ------------------------------------------------------------------------- */
+
+static bool mc_is_miss(const px_msg *m, const px_reply *r)
+{
+    (void)m;
+    return r->kind == PX_REPLY_MISS;
+}
+
+/* mg with the value, its remaining lifetime (t: seconds, -1 for none) and its client flags. */
+static int mc_encode_fetch(px_buf *out, const char *key, size_t len, uint8_t *expect)
+{
+    *expect = (uint8_t)CH_MC_CMD_MG;
+    int rc = px_buf_append(out, "mg ", 3);
+    rc |= meta_key(out, key, len);
+    if (rc == 0 && !plain_key(key, len))
+        rc = px_buf_append(out, " b", 2);
+    return rc == 0 ? px_buf_append(out, " v t f\r\n", 8) : -1;
+}
+
+/* The number after a one-letter flag token ("t123") of the return line, or false. */
+static bool meta_flag(const char *line, size_t n, char flag, long long *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (line[i] != flag || (i > 0 && line[i - 1] != ' '))
+            continue;
+        char num[24];
+        size_t k = 0;
+        for (size_t j = i + 1; j < n && line[j] != ' ' && k + 1 < sizeof(num); j++)
+            num[k++] = line[j];
+        num[k] = '\0';
+        char *end;
+        *out = strtoll(num, &end, 10);
+        return k > 0 && *end == '\0';
+    }
+    return false;
+}
+
+/* memcached takes a lifetime beyond 30 days as an absolute Unix time. */
+#define MC_RELATIVE_MAX 2592000LL
+
+/* ms in mode E (add): stored only if the key is not there (NS otherwise), with the lifetime
+ * left and the client flags of the fetched copy. */
+static int mc_encode_fill(px_buf *out, const char *key, size_t len, const px_reply *fetched,
+                          int64_t now_unix, uint8_t *expect)
+{
+    *expect = (uint8_t)CH_MC_CMD_MS;
+    const char *p = fetched->p;
+    size_t n = fetched->len;
+    if (fetched->kind != PX_REPLY_VALUE || n < 5 || memcmp(p, "VA ", 3) != 0)
+        return 0;
+    const char *eol = memchr(p, '\r', n);
+    if (eol == NULL)
+        return 0;
+    size_t line = (size_t)(eol - p);
+    char *end;
+    unsigned long long vlen = strtoull(p + 3, &end, 10);
+    long long ttl = -1, flags = 0;
+    if (end == p + 3 || line + 2 + vlen + 2 != n || !meta_flag(p, line, 't', &ttl) ||
+        !meta_flag(p, line, 'f', &flags) || ttl == 0 || ttl < -1)
+        return 0;
+    int rc = px_buf_append(out, "ms ", 3);
+    rc |= meta_key(out, key, len);
+    rc |= px_buf_printf(out, " %llu", vlen);
+    if (rc == 0 && !plain_key(key, len))
+        rc = px_buf_append(out, " b", 2);
+    if (rc == 0 && ttl > 0)
+        rc = px_buf_printf(out, " T%lld", ttl > MC_RELATIVE_MAX ? (long long)now_unix + ttl : ttl);
+    rc |= px_buf_printf(out, " F%lld ME\r\n", flags);
+    rc |= px_buf_append(out, p + line + 2, (size_t)vlen + 2);
+    return rc == 0 ? 1 : -1;
+}
+
+static int mc_fill_stored(const px_reply *r)
+{
+    if (r->len >= 2 && memcmp(r->p, "HD", 2) == 0)
+        return 1;
+    return r->len >= 2 && memcmp(r->p, "NS", 2) == 0 ? 0 : -1;
 }
 
 static int mc_encode_flush(px_buf *out, uint8_t *expect)
@@ -453,6 +542,10 @@ const px_codec px_codec_memcache = {
     .encode_probe = mc_encode_probe,
     .encode_delete = mc_encode_delete,
     .encode_flush = mc_encode_flush,
+    .is_miss = mc_is_miss,
+    .encode_fetch = mc_encode_fetch,
+    .encode_fill = mc_encode_fill,
+    .fill_stored = mc_fill_stored,
     .encode_handshake = mc_encode_handshake,
     .merge_begin = mc_merge_begin,
     .merge_part = mc_merge_part,

@@ -366,6 +366,95 @@ static int redis_encode_delete(px_buf *out, const char *key, size_t len, uint8_t
                                                                                       : -1;
 }
 
+/* ---- warm-up copies ------------------------------------------------------------------------- */
+
+/* A miss: a null (GET, HGET), an empty or null array (LRANGE, SMEMBERS, HGETALL of a key that
+ * does not exist), or an MGET part for one key whose one value is null. Integer replies (EXISTS,
+ * STRLEN, TTL) are never misses: their key is not looked for elsewhere. */
+static bool redis_is_miss(const px_msg *m, const px_reply *r)
+{
+    (void)m;
+    static const char *const shapes[] = {"$-1\r\n", "*-1\r\n", "*0\r\n", "*1\r\n$-1\r\n"};
+    for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
+        if (r->len == strlen(shapes[i]) && memcmp(r->p, shapes[i], r->len) == 0)
+            return true;
+    return false;
+}
+
+/* The key's remaining lifetime and serialized value in one round trip, read atomically: nil
+ * when it does not exist, else {PTTL, DUMP}. EVAL keeps the contract of one reply per request;
+ * Redis caches the script's compilation after the first call. */
+#define FETCH_SCRIPT                                                                             \
+    "local t = redis.call('PTTL', KEYS[1]) if t == -2 then return nil end "                     \
+    "return {t, redis.call('DUMP', KEYS[1])}"
+
+/* The same, deleting the key in the same step. */
+#define TAKE_SCRIPT                                                                              \
+    "local t = redis.call('PTTL', KEYS[1]) if t == -2 then return nil end "                     \
+    "local v = redis.call('DUMP', KEYS[1]) redis.call('DEL', KEYS[1]) return {t, v}"
+
+static int eval_one_key(px_buf *out, const char *script, size_t slen, const char *key,
+                        size_t len, uint8_t *expect)
+{
+    *expect = 0;
+    int rc = px_buf_append(out, "*4\r\n$4\r\nEVAL\r\n", 14);
+    rc |= bulk(out, script, slen);
+    rc |= px_buf_append(out, "$1\r\n1\r\n", 7);
+    return rc == 0 ? bulk(out, key, len) : -1;
+}
+
+static int redis_encode_fetch(px_buf *out, const char *key, size_t len, uint8_t *expect)
+{
+    return eval_one_key(out, FETCH_SCRIPT, sizeof(FETCH_SCRIPT) - 1, key, len, expect);
+}
+
+static int redis_encode_take(px_buf *out, const char *key, size_t len, uint8_t *expect)
+{
+    return eval_one_key(out, TAKE_SCRIPT, sizeof(TAKE_SCRIPT) - 1, key, len, expect);
+}
+
+/* RESTORE key ttl payload, without REPLACE: a key that exists at the new owner (written there
+ * since the change) answers BUSYKEY and keeps its value. A lifetime of -1 (none) is RESTORE's
+ * 0; a key that expires before the copy (PTTL 0) is not copied. */
+static int redis_encode_fill(px_buf *out, const char *key, size_t len, const px_reply *fetched,
+                             int64_t now_unix, uint8_t *expect)
+{
+    (void)now_unix;
+    *expect = 0;
+    ch_resp_limits rl;
+    ch_resp_limits_init(&rl);
+    rl.max_bulk = rl.max_request = (size_t)1 << 40;
+    ch_resp_reply a, t, v;
+    size_t need;
+    const char *p = fetched->p;
+    size_t n = fetched->len;
+    if (ch_resp_scan_reply(p, n, &rl, &a, &need, NULL, 0) != CH_RESP_OK ||
+        a.type != CH_RESP_ARRAY || a.integer != 2)
+        return 0;
+    const char *e = p + a.body;
+    if (ch_resp_scan_reply(e, n - a.body, &rl, &t, &need, NULL, 0) != CH_RESP_OK ||
+        t.type != CH_RESP_INTEGER || (t.integer <= 0 && t.integer != -1))
+        return 0;
+    e += t.len;
+    if (ch_resp_scan_reply(e, n - (size_t)(e - p), &rl, &v, &need, NULL, 0) != CH_RESP_OK ||
+        v.type != CH_RESP_BULK || v.integer < 0)
+        return 0;
+    int rc = px_buf_append(out, "*4\r\n$7\r\nRESTORE\r\n", 17);
+    rc |= bulk(out, key, len);
+    char ttl[24];
+    int tl = snprintf(ttl, sizeof(ttl), "%lld", t.integer < 0 ? 0LL : (long long)t.integer);
+    rc |= bulk(out, ttl, (size_t)tl);
+    rc |= bulk(out, e + v.body, v.body_len);
+    return rc == 0 ? 1 : -1;
+}
+
+static int redis_fill_stored(const px_reply *r)
+{
+    if (r->kind == PX_REPLY_OK)
+        return 1;
+    return r->len >= 8 && memcmp(r->p, "-BUSYKEY", 8) == 0 ? 0 : -1;
+}
+
 /* FLUSHDB: the connection's database (redis_db was SELECTed when it opened). */
 static int redis_encode_flush(px_buf *out, uint8_t *expect)
 {
@@ -616,4 +705,9 @@ const px_codec px_codec_redis = {
     .merge_part = redis_merge_part,
     .merge_end = redis_merge_end,
     .answer_local = redis_answer_local,
+    .is_miss = redis_is_miss,
+    .encode_fetch = redis_encode_fetch,
+    .encode_take = redis_encode_take,
+    .encode_fill = redis_encode_fill,
+    .fill_stored = redis_fill_stored,
 };

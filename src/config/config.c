@@ -136,7 +136,9 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS };
     X(REJOIN_JOURNAL_KEYS, rejoin_journal_keys, K_INT, "an integer")                        \
     X(MAX_CLIENT_INFLIGHT_BYTES, max_client_inflight_bytes, K_INT, "an integer")            \
     X(BOUNDED_LOAD_FACTOR, bounded_load_factor, K_STR, "a number >= 1")                    \
-    X(MAX_EJECTED_SHARE, max_ejected_share, K_STR, "a number from 0 to 1")
+    X(MAX_EJECTED_SHARE, max_ejected_share, K_STR, "a number from 0 to 1")                 \
+    X(WARM_UP, warm_up, K_INT, "an integer")                                                \
+    X(RAMP, ramp, K_INT, "an integer")
 
 enum key_id {
 #define KEY_ENUM(id, name, kind, expect) KEY_##id,
@@ -155,7 +157,7 @@ static const struct {
 #undef KEY_ENTRY
 };
 
-_Static_assert(KEY_COUNT <= 32, "pool_state.seen holds one bit per key");
+_Static_assert(KEY_COUNT <= 64, "pool_state.seen holds one bit per key");
 
 static int key_lookup(const char *s, size_t len)
 {
@@ -184,6 +186,8 @@ static int *int_field(ch_conf_pool *p, int id)
     case KEY_CLIENT_READ_TIMEOUT: return &p->client_read_timeout;
     case KEY_REJOIN_JOURNAL_KEYS: return &p->rejoin_journal_keys;
     case KEY_MAX_CLIENT_INFLIGHT_BYTES: return &p->max_client_inflight_bytes;
+    case KEY_WARM_UP: return &p->warm_up_ms;
+    case KEY_RAMP: return &p->ramp_ms;
     default: return &p->server_failure_limit;
     }
 }
@@ -331,7 +335,7 @@ typedef struct loader {
 
 /* Per-pool bookkeeping while its keys are read. */
 typedef struct pool_state {
-    uint32_t seen; /* bit i: key i was given */
+    uint64_t seen; /* bit i: key i was given */
     yaml_mark_t mark[KEY_COUNT];
 } pool_state;
 
@@ -857,11 +861,11 @@ static int load_key(loader *ld, ch_conf_pool *p, pool_state *st)
     if (id < 0)
         return fail(ld, km, "unknown key \"%s\" in pool \"%s\"", ch__conf_quote(q, sizeof q, k, klen),
                     ch__conf_quote(q2, sizeof q2, p->name, strlen(p->name)));
-    if (st->seen & (UINT32_C(1) << id))
+    if (st->seen & (UINT64_C(1) << id))
         return fail(ld, km, "duplicate key \"%s\" in pool \"%s\" (first on line %zu)", keys[id].name,
                     ch__conf_quote(q2, sizeof q2, p->name, strlen(p->name)),
                     st->mark[id].line + 1);
-    st->seen |= UINT32_C(1) << id;
+    st->seen |= UINT64_C(1) << id;
     st->mark[id] = km;
 
     if ((rc = next(ld)) != CH_OK)
@@ -927,9 +931,9 @@ static int load_pool(loader *ld)
         return fail(ld, pm, "pool \"%s\" has no servers", name);
     if ((rc = twemproxy_order(p)) != CH_OK)
         return nomem(ld);
-    p->has_auto_eject_hosts = st.seen & (UINT32_C(1) << KEY_AUTO_EJECT_HOSTS);
-    p->has_server_failure_limit = st.seen & (UINT32_C(1) << KEY_SERVER_FAILURE_LIMIT);
-    p->has_server_retry_timeout = st.seen & (UINT32_C(1) << KEY_SERVER_RETRY_TIMEOUT);
+    p->has_auto_eject_hosts = st.seen & (UINT64_C(1) << KEY_AUTO_EJECT_HOSTS);
+    p->has_server_failure_limit = st.seen & (UINT64_C(1) << KEY_SERVER_FAILURE_LIMIT);
+    p->has_server_retry_timeout = st.seen & (UINT64_C(1) << KEY_SERVER_RETRY_TIMEOUT);
     /* Both passwords need a redis pool; when both are misplaced, the first in the file is named. */
     bool redis_auth_bad = p->redis_auth != NULL && !p->redis;
     bool client_auth_bad = p->client_auth != NULL && !p->redis;

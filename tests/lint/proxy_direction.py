@@ -5,9 +5,9 @@ Each file of proxy/ has a rank; a data-path file may include only headers of a l
 leaves, so nothing calls up except through a function pointer it was given (px_frag.done,
 px_rq.on_done, px_flushable.flush, px_route_ops):
 
-    worker -> client -> dispatch -> route_* -> request -> backend -> pool, io
+    worker -> client -> dispatch -> route_* -> request, warm -> backend -> pool, io
     leaves (include only leaves): proto/*, buf, log, counters, health_shared, conf_ref,
-    resolve, route.h
+    resolve, route.h, window.h
 
 The worker is the boundary: it may also include the control plane (ctl, metrics), which may
 include anything. A file of proxy/ that has no rank here fails the check, so a new module has to
@@ -21,14 +21,14 @@ import tempfile
 LEAF = 0
 RANKS = {
     "buf": LEAF, "log": LEAF, "counters": LEAF, "health_shared": LEAF,
-    "conf_ref": LEAF, "resolve": LEAF, "route": LEAF,
-    "io": 1, "pool": 1, "backend": 2, "request": 3, "route_pool": 4, "dispatch": 5, "client": 6,
+    "conf_ref": LEAF, "resolve": LEAF, "route": LEAF, "window": LEAF,
+    "io": 1, "pool": 1, "backend": 2, "request": 3, "warm": 3, "route_pool": 4, "dispatch": 5, "client": 6,
     "worker": 7,
     # the control plane: unchecked above the worker
     "listen": 8, "snapshot": 8, "metrics": 8, "stats": 8, "reload": 8, "admin_http": 9,
     "ctl": 10, "main": 11,
 }
-DATA_PATH = {"io", "backend", "request", "route_pool", "dispatch", "client"}
+DATA_PATH = {"io", "backend", "request", "warm", "route_pool", "dispatch", "client"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

@@ -2,7 +2,8 @@
  * fake_backend.c — backend.c's interface to the request layer (px_frag_new, px_frag_free,
  * px_server_send), with no sockets: every fragment sent is recorded with its bytes, and the test
  * answers it when it likes (fake_reply, fake_fail), in any order. A server can be made to fail
- * its sends at once (fake_down), as a connection that cannot be opened does.
+ * its sends at once (fake_down), as a connection that cannot be opened does. The loop's clock
+ * (px_io_now) is fake_now_ms, which only the test moves.
  */
 #include "fake_backend.h"
 
@@ -11,6 +12,13 @@
 
 fake_sent fake_log[FAKE_MAX];
 size_t fake_nlog;
+uint64_t fake_now_ms;
+
+uint64_t px_io_now(const px_io *io)
+{
+    (void)io;
+    return fake_now_ms;
+}
 static uint32_t down[64];
 static size_t ndown;
 

@@ -16,6 +16,7 @@ typedef struct fake_sent {
 
 extern fake_sent fake_log[FAKE_MAX];
 extern size_t fake_nlog;
+extern uint64_t fake_now_ms; /* px_io_now's answer */
 
 void fake_reset(void);
 void fake_down(const px_server *s); /* its sends fail at once from now on (until fake_reset) */
