@@ -27,8 +27,10 @@ rate x reads) / moved reads), extra database reads over the whole run after the 
 key, the peak miss rate of a second, the seconds until the miss rate is back within 1 point of the
 baseline, client errors (error replies, closed connections, timeouts), p99 of the GETs before the
 reload and during the window, stale reads. Goals (issue 13): warm_up: extra <= 1 % of the moved
-keys' reads, 0 client errors, p99 during <= 2x before; ramp: peak extra miss rate <= 2 x (moved
-share / D) per second; every scenario: 0 stale reads. Goals are MET or MISSED, never fatal.
+keys' reads, 0 client errors, p99 during <= 2x before; ramp: "peak extra miss rate <= 2 x (moved
+share / D) per second", read as: no second has more extra database reads than twice the ramp's
+even share, moved keys / D (the miss share of that second's reads is printed beside it); every
+scenario: 0 stale reads, and the reload applied. Goals are MET or MISSED, never fatal.
 
 Then, per kind and change, the misses per second of each mode side by side (what `make demo`
 shows, with --quick --only redis --changes 8-12).
@@ -268,7 +270,8 @@ def run_scenario(args, kind, change, mode, tmp, proxy_bin, chash, keyfile):
             drv.send_signal(signal.SIGUSR1)      # phase 2: after the window
         if 1 < sec <= args.warm:
             warm_reads, warm_misses = warm_reads + reads, warm_misses + misses
-        if reload_s is not None and sec > args.warm:
+        if reload_s is not None and sec > window_end:
+            # Only seconds after the window count: a warm-up's cold tail starts when it ends.
             base = warm_misses / warm_reads if warm_reads else 0.0
             recovered_run = recovered_run + 1 if rate <= base + 0.01 else 0
             if sec >= window_end + 1 and recovered_run >= RECOVER_SECONDS:
@@ -311,12 +314,17 @@ def analyse(args, kind, change, mode, share, method, moved_keys, s, reload_s, ou
     ex_all, _ = extra(after)
     rates = [(p["misses"] / p["reads"] if p["reads"] else 0.0) for p in after]
     peak = max(rates) if rates else 0.0
-    recover = None
-    for i in range(len(rates)):
-        if all(r <= base + 0.01 for r in rates[i:i + RECOVER_SECONDS]) and \
-                len(rates[i:i + RECOVER_SECONDS]) == RECOVER_SECONDS:
-            recover = i
-            break
+    # Back within 1 point: from the second after the last one above baseline + 1 point, if at
+    # least RECOVER_SECONDS seconds were observed from there on (a warm-up's window can be within
+    # 1 point and its cold tail, after the window, above again).
+    above = [i for i, r in enumerate(rates) if r > base + 0.01]
+    recover = above[-1] + 1 if above else 0
+    if len(rates) - recover < RECOVER_SECONDS:
+        recover = None
+    # The ramp's even share: its moved keys over D seconds; the peak second's extra database
+    # reads against it (every mode, so that the rows compare).
+    extra_s = [p["misses"] - base * p["reads"] for p in after]
+    peak_extra = max(extra_s) if extra_s else 0.0
     p_before = phases[0] if phases else None
     p_during = phases[1] if len(phases) > 1 else None
     tot = s["totals"]
@@ -334,6 +342,8 @@ def analyse(args, kind, change, mode, share, method, moved_keys, s, reload_s, ou
         "extra_db_reads_after": round(ex_all),
         "extra_per_moved_key_after": ex_all / moved_keys if moved_keys else None,
         "recover_s": recover, "observed_after_s": len(after),
+        "peak_extra_db_reads_s": round(peak_extra),
+        "peak_extra_per_moved_key_s": peak_extra / moved_keys if moved_keys else None,
         "client_errors": tot["errors"] + tot["write_errors"],
         "stale": tot["stale"], "late": tot["late"],
         "p99_before_us": p_before["p99_us"] if p_before else None,
@@ -353,9 +363,14 @@ def analyse(args, kind, change, mode, share, method, moved_keys, s, reload_s, ou
         goals.append(("p99 during <= 2x before: %.2f vs %.2f ms" % (pd / 1000, pb / 1000),
                       pd <= 2 * pb))
     if mode == "ramp":
-        lim = 2 * share / args.ramp_s
-        goals.append(("peak extra miss rate <= 2 x share/D = %.2f%%: %.2f%%" % (
-            100 * lim, 100 * (peak - base)), peak - base <= lim))
+        # "peak extra miss rate <= 2 x (moved share / D) per second": read as database reads of
+        # a second against the ramp's even share, moved keys / D (the share of the key space
+        # that switches each second); the miss share of reads is printed beside it.
+        lim = 2 * moved_keys / args.ramp_s
+        goals.append(("peak extra db reads of a second <= 2 x moved keys / D = %d: %d (%.2f%% "
+                      "of the moved keys; %.2f%% of that second's reads)" % (
+                          lim, peak_extra, 100 * r["peak_extra_per_moved_key_s"],
+                          100 * (peak - base)), peak_extra <= lim))
     goals.append(("0 stale reads: %d" % r["stale"], r["stale"] == 0))
     if outcome is None or outcome.startswith("FAILED"):
         goals.append(("the reload applied: %s" % outcome, False))
@@ -385,6 +400,8 @@ def print_row(r):
             r["kind"], r["change"], r["mode"], pct(r["plan_moved"]), pct(r["moved_key_share"]),
             pct(r["baseline_miss_rate"]), pct(r["peak_miss_rate"]), r["window_s"],
             pct(r["extra_per_moved_read_window"]), pct(r["extra_per_moved_key_after"]), rec))
+    say("  %-23s peak second: %d extra db reads (%s of the moved keys)" % (
+        "", r["peak_extra_db_reads_s"], pct(r["peak_extra_per_moved_key_s"])))
     say("  %-23s errors %d  stale %d  late %d  p99 before %s ms, during %s ms (p50 %s, %s)  "
         "reload %.0f ms: %s" % (
             "", r["client_errors"], r["stale"], r["late"], ms(r["p99_before_us"]),
