@@ -38,16 +38,20 @@ shows, with --quick --only redis --changes 8-12).
 usage: bench/migration/bench_migration.py [--build build/release] [--quick]
            [--only redis|memcache] [--changes 8-12,8-7] [--modes none,warm_up,ramp]
            [--keys K] [--rate R] [--conns C] [--warm S] [--window S] [--ramp-s S]
-           [--max-after S] [--reload sighup|http] [--json FILE] [--columns]
+           [--max-after S] [--reload sighup|http] [--writes set|del] [--parallel]
+           [--threads1] [--json FILE] [--columns] [--verbose]
   --quick    15,000 keys at 5,000 reads/s, 4 s warm, 6 s window, ramp 4 s, at most 16 s after:
              about 80 s for both kinds' baseline rows.
   --writes   set (default): a write SETs the new version (write-through), so the baseline miss
              rate is ~0 and steady; del: a write deletes (the next read refills), a baseline of
              about the write share that builds up over K / R seconds.
   --columns  print only the side-by-side misses per second (the demo's view).
+  --parallel the Redis and memcached parts at the same time, each in a child process: about
+             half the time, but the two loads share the cores (p99 and late= suffer first).
 Full run (defaults): 200,000 keys at 10,000 reads/s (the issue's), 20 connections, warm 10 s,
-window 30 s, ramp 20 s, at most 90 s after the reload: 5-6 minutes for the baseline rows, about
-12 with warm-up and ramp.
+window 30 s, ramp 20 s, at most 90 s after the reload: 5 minutes for the baseline rows alone,
+16-17 minutes for the whole matrix, 8-9 with --parallel (`make bench` uses it). Most of it is the
+issue's own time constant: a moved key waits K / R = 20 s on average for its first read.
 """
 
 import argparse
@@ -290,8 +294,10 @@ def run_scenario(args, kind, change, mode, tmp, proxy_bin, chash, keyfile):
         die("the driver failed (status %s): %s" % (drv.returncode, err.strip()[-2000:]))
     alive = proxy.alive()
     proxy.stop(check=False)
-    return analyse(args, kind.name, change, mode, share, method, len(moved), summary, reload_s,
-                   outcome, fill_s, alive)
+    r = analyse(args, kind.name, change, mode, share, method, len(moved), summary, reload_s,
+                outcome, fill_s, alive)
+    r["driver_notes"] = [ln for ln in err.splitlines() if ln.startswith("cache_aside: ")]
+    return r
 
 
 def analyse(args, kind, change, mode, share, method, moved_keys, s, reload_s, outcome, fill_s,
@@ -345,6 +351,7 @@ def analyse(args, kind, change, mode, share, method, moved_keys, s, reload_s, ou
         "peak_extra_db_reads_s": round(peak_extra),
         "peak_extra_per_moved_key_s": peak_extra / moved_keys if moved_keys else None,
         "client_errors": tot["errors"] + tot["write_errors"],
+        "timeouts": tot.get("timeouts", 0), "closed": tot.get("closed", 0),
         "stale": tot["stale"], "late": tot["late"],
         "p99_before_us": p_before["p99_us"] if p_before else None,
         "p99_during_us": p_during["p99_us"] if p_during else None,
@@ -407,6 +414,11 @@ def print_row(r):
             "", r["client_errors"], r["stale"], r["late"], ms(r["p99_before_us"]),
             ms(r["p99_during_us"]), ms(r["p50_before_us"]), ms(r["p50_during_us"]),
             1000 * (r["reload_s"] or 0), r["reload_outcome"]))
+    if r["client_errors"]:
+        say("  %-23s of the errors: %d timeouts (no reply within 2 s), %d connections closed" % (
+            "", r["timeouts"], r["closed"]))
+    for n in r.get("driver_notes", []):
+        say("  %-23s %s" % ("", n))
     for g in r["goals"]:
         say("  %-23s goal: %s  %s" % ("", g["goal"], "MET" if g["met"] else "MISSED"))
 
@@ -450,6 +462,48 @@ def print_columns(results, args):
                 r["mode"], r["why"]))
 
 
+def run_parallel(args, kinds, tmp):
+    """Each kind in a child process of this script (--only KIND) at the same time; their rows
+    printed kind by kind once both are done. Returns the rows of both."""
+    children = []
+    for k in kinds:
+        out = os.path.join(tmp, "parallel-%s.json" % k)
+        argv = [sys.executable, os.path.abspath(__file__), "--only", k, "--json", out]
+        for a in sys.argv[1:]:
+            if a in ("--parallel", "--columns"):
+                continue
+            argv.append(a)
+        # --json FILE and --only given by the user are overridden: argparse keeps the last.
+        argv += ["--only", k, "--json", out]
+        log = os.path.join(tmp, "parallel-%s.log" % k)
+        children.append((k, out, log, ph.spawn(argv, log)))
+    results = []
+    for k, out, log, p in children:
+        try:
+            p.wait(timeout=3600)
+        except subprocess.TimeoutExpired:
+            die("--parallel: the %s part did not finish in an hour" % k)
+        if p.returncode != 0:
+            die("--parallel: the %s part failed (status %d):\n%s" % (k, p.returncode,
+                                                                     ph.tail(log)))
+        with open(out) as f:
+            rows = json.load(f)["results"]
+        if not args.columns:
+            with open(log) as f:
+                lines = f.read().splitlines()
+            # its rows (two-space indented, before the columns) under a heading of its own
+            say("  -- %s (in parallel with the other kind)" % k)
+            for ln in lines:
+                if ln.startswith("misses per second"):
+                    break
+                if ln.startswith("  ") and not ln.startswith("   "):
+                    say(ln)
+                elif ln.startswith("                          "):
+                    say(ln)
+        results += rows
+    return results
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
@@ -466,6 +520,9 @@ def main():
     ap.add_argument("--max-after", type=int)
     ap.add_argument("--reload", choices=("sighup", "http"), default="sighup")
     ap.add_argument("--threads1", action="store_true", help="chash-proxy --threads 1")
+    ap.add_argument("--parallel", action="store_true",
+                    help="run the Redis and the memcached part at the same time (half the time; "
+                    "they share the cores)")
     ap.add_argument("--writes", choices=("set", "del"), default="set",
                     help="how a write updates the cache: SET of the new value (default) or DEL")
     ap.add_argument("--write-share", type=float, default=0.01)
@@ -525,6 +582,9 @@ def main():
                 say("   %s: not supported by this build (chash-proxy -t: %s)" % (m, support[m][1]))
 
     results = []
+    if args.parallel and len(kinds) > 1:
+        results = run_parallel(args, kinds, tmp)
+        kinds = []
     for kname in kinds:
         kind = Kind(kname, tmp)
         for change in changes:

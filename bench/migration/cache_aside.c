@@ -25,8 +25,9 @@
  * delete). Replies are framed by the project's own pure parsers (ch_resp_scan_reply, proxy/proto/
  * resp.h; ch_mc_scan_reply, proxy/proto/mc.h). An error reply counts in errors= (a read) or
  * write_errors= (a fill or a write); so does an operation whose connection is closed or that has
- * no reply after -o ms (default 2000): the connection is then closed and opened again. A reply
- * that breaks the protocol is fatal, as is having no connection for 10 s.
+ * no reply after -o ms (default 2000): the connection is then closed and opened again (those
+ * are also counted in closed= and timeouts=). The first 8 errors are described on stderr. A
+ * reply that breaks the protocol is fatal, as is having no connection for 10 s.
  *
  * -m FILE: key indices (one per line) of the keys a membership change moves (bench_migration.py
  * writes them from `chash plan --key-file`): their reads and misses are also counted apart
@@ -44,7 +45,8 @@
  * Output, stdout, line-buffered:
  *   cache_aside start proto=redis keys=200000 rate=10000 conns=20 ... t0_mono=12345.678901
  *   cache_aside sec=1 reads=9981 hits=9890 misses=91 errors=0 stale=0 writes=101
- *     write_errors=0 moved_reads=0 moved_misses=0 late=0 p50_us=180 p99_us=610   (one line)
+ *     write_errors=0 moved_reads=0 moved_misses=0 late=0 timeouts=0 closed=0 p50_us=180
+ *     p99_us=610   (one line)
  *   cache_aside phase=1 t=20.003
  *   {"proto": "redis", ..., "totals": {...}, "phases": [...], "per_second": [...]}
  * reads = hits + misses + errors always; misses = database reads. Latency is the GET's round
@@ -71,12 +73,12 @@ enum { PROTO_REDIS, PROTO_MC };
 enum { OP_NONE, OP_READ, OP_FILL, OP_WRITE };
 enum { WRITE_DEL, WRITE_SET };
 enum { KEY_BUSY = 1, KEY_MOVED = 2 };
-enum { NO_CONN_SECONDS = 10, MAX_CONNS = 1000, MAX_PHASES = 16, KEY_TRIES = 16 };
+enum { NO_CONN_SECONDS = 10, MAX_CONNS = 1000, MAX_PHASES = 16, KEY_TRIES = 16, MAX_NOTES = 8 };
 enum { R_HIT, R_MISS, R_DONE, R_ERR };
 
 typedef struct counts {
     long long reads, hits, misses, errors, stale, writes, write_errors, moved_reads, moved_misses,
-        late;
+        late, timeouts, closed;
 } counts;
 
 typedef struct conn {
@@ -310,10 +312,32 @@ static void op_done(conn *c)
     c->op = OP_NONE;
 }
 
-/* The operation in flight on c failed without a reply (closed, reset, timed out): counted as an
- * error of its kind; the connection is closed, to be opened again at the next tick. */
-static void conn_lost(conn *c)
+static int notes; /* error notes written to stderr so far */
+
+/* The first few errors, on stderr: what they were, for whoever reads the run. */
+static void note(const conn *c, const char *what, const char *text, size_t len)
 {
+    if (notes >= MAX_NOTES)
+        return;
+    notes++;
+    static const char *const ops[] = {"-", "GET", "refill SET", "write"};
+    fprintf(stderr, "cache_aside: %s of a %s of ca:%ld after %.0f ms: %.*s%s\n", what,
+            ops[c->op], c->key, (now() - c->t0) * 1000, (int)(len > 200 ? 200 : len), text,
+            notes == MAX_NOTES ? " (no more notes)" : "");
+}
+
+/* The operation in flight on c failed without a reply (closed or reset by the server: timeout
+ * 0; no reply within -o: timeout 1): counted as an error of its kind (and in closed= or
+ * timeouts=); the connection is closed, to be opened again at the next tick. */
+static void conn_lost(conn *c, int timeout, int err)
+{
+    if (timeout)
+        BUMP(timeouts);
+    else
+        BUMP(closed);
+    const char *why = timeout ? "no reply" : err ? strerror(err) : "closed by the server";
+    if (c->op != OP_NONE)
+        note(c, "lost", why, strlen(why));
     if (c->op == OP_READ) {
         BUMP(reads);
         BUMP(errors);
@@ -338,7 +362,7 @@ static void flush_out(conn *c)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK)
                 break;
-            conn_lost(c);
+            conn_lost(c, 0, errno);
             return;
         }
         c->woff += (size_t)w;
@@ -437,6 +461,8 @@ static int scan_reply(conn *c, int *kind, const char **val, size_t *vlen, size_t
         *used = r.len;
         if (r.type == CH_RESP_ERROR) {
             *kind = R_ERR;
+            *val = c->rbuf + r.body;
+            *vlen = r.body_len;
         } else if (r.type == CH_RESP_BULK && c->op == OP_READ) {
             *kind = r.integer < 0 ? R_MISS : R_HIT;
             *val = c->rbuf + r.body;
@@ -473,7 +499,11 @@ static int scan_reply(conn *c, int *kind, const char **val, size_t *vlen, size_t
     }
     case CH_MC_C_MISS: *kind = cmd == CH_MC_CMD_GET ? R_MISS : R_DONE; break; /* delete: NOT_FOUND */
     case CH_MC_C_OK: *kind = R_DONE; break;
-    default: *kind = R_ERR; break; /* ERROR, CLIENT_ERROR, SERVER_ERROR, NOT_STORED */
+    default: /* ERROR, CLIENT_ERROR, SERVER_ERROR, NOT_STORED */
+        *kind = R_ERR;
+        *val = c->rbuf + r.line.off;
+        *vlen = r.line.len;
+        break;
     }
     return 1;
 }
@@ -493,6 +523,7 @@ static void on_reply(conn *c, int kind, const char *val, size_t vlen, double t)
             long long v = value_version(val, vlen);
             if (v < 0) {
                 BUMP(errors); /* not a value of ours: as wrong as an error */
+                note(c, "a foreign value", val, vlen);
             } else {
                 BUMP(hits);
                 if (v < (long long)version[k])
@@ -509,14 +540,17 @@ static void on_reply(conn *c, int kind, const char *val, size_t vlen, double t)
             send_req(c, t);
         } else {
             BUMP(errors);
+            note(c, "error reply", val, vlen);
             op_done(c);
         }
         break;
     }
     case OP_FILL:
     case OP_WRITE:
-        if (kind == R_ERR)
+        if (kind == R_ERR) {
             BUMP(write_errors);
+            note(c, "error reply", val, vlen);
+        }
         else if (c->op == OP_WRITE || opt.fill)
             BUMP(writes); /* -F: the fills are the writes */
         op_done(c);
@@ -538,11 +572,11 @@ static void on_readable(conn *c, double t)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK)
                 return;
-            conn_lost(c);
+            conn_lost(c, 0, errno);
             return;
         }
         if (n == 0) {
-            conn_lost(c);
+            conn_lost(c, 0, 0);
             return;
         }
         c->rlen += (size_t)n;
@@ -586,12 +620,12 @@ static void persec_append(const char *s)
 
 #define COUNT_FIELDS(c)                                                                            \
     (c).reads, (c).hits, (c).misses, (c).errors, (c).stale, (c).writes, (c).write_errors,          \
-        (c).moved_reads, (c).moved_misses, (c).late
+        (c).moved_reads, (c).moved_misses, (c).late, (c).timeouts, (c).closed
 
 static const char *const json_counts_fmt =
     "\"reads\": %lld, \"hits\": %lld, \"misses\": %lld, \"errors\": %lld, \"stale\": %lld, "
     "\"writes\": %lld, \"write_errors\": %lld, \"moved_reads\": %lld, \"moved_misses\": %lld, "
-    "\"late\": %lld";
+    "\"late\": %lld, \"timeouts\": %lld, \"closed\": %lld";
 
 static void emit_second(int s)
 {
@@ -601,7 +635,7 @@ static void emit_second(int s)
     free(v);
     printf("cache_aside sec=%d reads=%lld hits=%lld misses=%lld errors=%lld stale=%lld "
            "writes=%lld write_errors=%lld moved_reads=%lld moved_misses=%lld late=%lld "
-           "p50_us=%u p99_us=%u\n",
+           "timeouts=%lld closed=%lld p50_us=%u p99_us=%u\n",
            s, COUNT_FIELDS(sec_c), p50, p99);
     fflush(stdout);
     char buf[512], cnt[400];
@@ -737,7 +771,7 @@ int main(int argc, char **argv)
             up++;
             if (c->op != OP_NONE) {
                 if ((t - c->t0) * 1000 > (double)opt.op_timeout_ms) {
-                    conn_lost(c); /* no reply in time: an error, and a new connection */
+                    conn_lost(c, 1, 0); /* no reply in time: an error, and a new connection */
                     continue;
                 }
                 busy++;
