@@ -39,7 +39,7 @@ usage: bench/migration/bench_migration.py [--build build/release] [--quick]
            [--only redis|memcache] [--changes 8-12,8-7] [--modes none,warm_up,ramp]
            [--keys K] [--rate R] [--conns C] [--warm S] [--window S] [--ramp-s S]
            [--max-after S] [--reload sighup|http] [--writes set|del] [--parallel]
-           [--threads1] [--json FILE] [--columns] [--verbose]
+           [--threads1] [--json FILE] [--columns] [--markdown] [--verbose]
   --quick    15,000 keys at 5,000 reads/s, 4 s warm, 6 s window, ramp 4 s, at most 16 s after:
              about 80 s for both kinds' baseline rows.
   --writes   set (default): a write SETs the new version (write-through), so the baseline miss
@@ -504,6 +504,30 @@ def run_parallel(args, kinds, tmp):
     return results
 
 
+def print_markdown(results):
+    """The rows as the Markdown table of docs/PERFORMANCE.md."""
+    say()
+    say("| pool | change | mode | peak miss share of a second | extra db reads / moved keys' "
+        "reads, window | extra db reads / moved keys, whole run | peak second's extra db reads "
+        "(/ moved keys) | back within 1 point | client errors | p99 ms before -> window | "
+        "stale | late |")
+    say("|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+    for r in results:
+        pool = "Redis" if r["kind"] == "redis" else "memcached"
+        if not r["supported"]:
+            say("| %s | %s | %s | not supported by this build (%s) |||||||||" % (
+                pool, r["change"].replace("-", " -> "), r["mode"], r["why"]))
+            continue
+        rec = ("%d s" % r["recover_s"]) if r["recover_s"] is not None else \
+            ("> %d s" % r["observed_after_s"])
+        say("| %s | %s | %s | %s | %s | %s | %d (%s) | %s | %d | %s -> %s | %d | %d |" % (
+            pool, r["change"].replace("-", " -> "), r["mode"], pct(r["peak_miss_rate"]),
+            pct(r["extra_per_moved_read_window"]), pct(r["extra_per_moved_key_after"]),
+            r["peak_extra_db_reads_s"], pct(r["peak_extra_per_moved_key_s"]), rec,
+            r["client_errors"], ms(r["p99_before_us"]), ms(r["p99_during_us"]), r["stale"],
+            r["late"]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
@@ -528,6 +552,7 @@ def main():
     ap.add_argument("--write-share", type=float, default=0.01)
     ap.add_argument("--json", metavar="FILE")
     ap.add_argument("--columns", action="store_true")
+    ap.add_argument("--markdown", action="store_true", help="also the rows as a Markdown table")
     ap.add_argument("--verbose", action="store_true", help="print the driver's lines")
     args = ap.parse_args()
     q = args.quick
@@ -600,6 +625,8 @@ def main():
         for s in kind.servers:
             s.kill()
     print_columns(results, args)
+    if args.markdown:
+        print_markdown(results)
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"args": {k: v for k, v in vars(args).items()
