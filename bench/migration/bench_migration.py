@@ -16,7 +16,8 @@ Scenarios: 8 -> 12 (4 servers added) and 8 -> 7 (cache-08 decommissioned), each
   none     the reload alone (today's behaviour: moved keys miss until refilled);
   warm_up  the pool's `warm_up: W` (a moved key that misses at its new owner is read from its old
            owner during W ms after the change, returned and copied to the new owner);
-  ramp     the pool's `ramp: D` (each moved key switches owner at start + hash(key) mod D).
+  ramp     the pool's `ramp: D` (each moved key switches owner at start + hash(key) mod D);
+  ramp_warm_up  both (not in the default matrix: --modes none,warm_up,ramp,ramp_warm_up).
 A build whose chash-proxy refuses `warm_up` / `ramp` (`chash-proxy -t` on a config with the key)
 gets those rows marked "not supported by this build"; nothing fails.
 
@@ -69,7 +70,8 @@ import proxyharness as ph  # noqa: E402  (real servers on free loopback ports, s
 
 POOL = "mig"
 CHANGES = {"8-12": (8, 12), "8-7": (8, 7)}
-MODES = ("none", "warm_up", "ramp")
+MODES = ("none", "warm_up", "ramp", "ramp_warm_up")
+DEFAULT_MODES = ("none", "warm_up", "ramp")
 RECOVER_SECONDS = 3      # consecutive seconds within 1 point of the baseline
 DRIVER_SLACK = 30        # seconds past its -T before a driver is killed
 
@@ -211,6 +213,8 @@ def run_scenario(args, kind, change, mode, tmp, proxy_bin, chash, keyfile):
         params = {"warm_up": args.window * 1000}
     elif mode == "ramp":
         params = {"ramp": args.ramp_s * 1000}
+    elif mode == "ramp_warm_up":
+        params = {"ramp": args.ramp_s * 1000, "warm_up": args.window * 1000}
     if args.reload == "sighup":
         extra = params
     kind.flush()
@@ -362,14 +366,14 @@ def analyse(args, kind, change, mode, share, method, moved_keys, s, reload_s, ou
         "reads_per_second": [p["reads"] for p in per],
     }
     goals = []
-    if mode == "warm_up":
+    if mode in ("warm_up", "ramp_warm_up"):
         e = r["extra_per_moved_read_window"] or 0.0
         goals.append(("extra db reads <= 1%% of moved reads: %.2f%%" % (100 * e), e <= 0.01))
         goals.append(("0 client errors: %d" % r["client_errors"], r["client_errors"] == 0))
         pb, pd = r["p99_before_us"] or 0, r["p99_during_us"] or 0
         goals.append(("p99 during <= 2x before: %.2f vs %.2f ms" % (pd / 1000, pb / 1000),
                       pd <= 2 * pb))
-    if mode == "ramp":
+    if mode in ("ramp", "ramp_warm_up"):
         # "peak extra miss rate <= 2 x (moved share / D) per second": read as database reads of
         # a second against the ramp's even share, moved keys / D (the share of the key space
         # that switches each second); the miss share of reads is printed beside it.
@@ -534,7 +538,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", choices=("redis", "memcache"))
     ap.add_argument("--changes", default="8-12,8-7")
-    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--modes", default=",".join(DEFAULT_MODES))
     ap.add_argument("--keys", type=int)
     ap.add_argument("--rate", type=int)
     ap.add_argument("--conns", type=int, default=20)
@@ -587,6 +591,7 @@ def main():
     for m, v in (("warm_up", args.window * 1000), ("ramp", args.ramp_s * 1000)):
         ok, why = supported(proxy_bin, tmp, m, v)
         support[m] = (ok, why)
+    support["ramp_warm_up"] = support["ramp"] if not support["ramp"][0] else support["warm_up"]
 
     if not args.columns:
         say("== membership changes under a cache-aside load (bench/migration/bench_migration.py)")
