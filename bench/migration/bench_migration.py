@@ -356,7 +356,7 @@ def analyse(args, kind, change, mode, share, method, moved_keys, s, reload_s, ou
         "peak_extra_per_moved_key_s": peak_extra / moved_keys if moved_keys else None,
         "client_errors": tot["errors"] + tot["write_errors"],
         "timeouts": tot.get("timeouts", 0), "closed": tot.get("closed", 0),
-        "stale": tot["stale"], "late": tot["late"],
+        "stale": tot["stale"], "late": tot["late"], "stale_lost": tot.get("stale_lost", 0),
         "p99_before_us": p_before["p99_us"] if p_before else None,
         "p99_during_us": p_during["p99_us"] if p_during else None,
         "p50_before_us": p_before["p50_us"] if p_before else None,
@@ -419,8 +419,9 @@ def print_row(r):
             ms(r["p99_during_us"]), ms(r["p50_before_us"]), ms(r["p50_during_us"]),
             1000 * (r["reload_s"] or 0), r["reload_outcome"]))
     if r["client_errors"]:
-        say("  %-23s of the errors: %d timeouts (no reply within 2 s), %d connections closed" % (
-            "", r["timeouts"], r["closed"]))
+        say("  %-23s of the errors: %d timeouts (no reply within 2 s), %d connections closed; %d "
+            "stale reads of keys whose own write or refill was lost (not counted as stale)" % (
+                "", r["timeouts"], r["closed"], r["stale_lost"]))
     for n in r.get("driver_notes", []):
         say("  %-23s %s" % ("", n))
     for g in r["goals"]:

@@ -10,7 +10,9 @@
  * that returns a value older than the key's last acknowledged write is detected and counted in
  * stale=. Operations on one key never overlap (a key in flight is not picked again until its
  * operation is done), so the driver's own races cannot make a read stale: a stale read is the
- * proxy's (or the servers') doing.
+ * proxy's (or the servers') doing, unless a refill or a write of that key was lost before (no
+ * reply: the cache may hold an older value, the lost operation's doing): those are counted
+ * apart, in stale_lost=.
  *
  * Keys "ca:<k>", k uniform in [0, -r) (default 200,000) from a fixed-seed PRNG (-S). Uniform on
  * purpose: it is the issue's scenario (the time a moved key waits for its first read is
@@ -72,13 +74,15 @@
 enum { PROTO_REDIS, PROTO_MC };
 enum { OP_NONE, OP_READ, OP_FILL, OP_WRITE };
 enum { WRITE_DEL, WRITE_SET };
-enum { KEY_BUSY = 1, KEY_MOVED = 2 };
+/* KEY_LOST: a refill or a write of the key was lost (no reply, or its connection closed): the
+ * cache may hold an older version with nobody at fault but the lost operation. */
+enum { KEY_BUSY = 1, KEY_MOVED = 2, KEY_LOST = 4 };
 enum { NO_CONN_SECONDS = 10, MAX_CONNS = 1000, MAX_PHASES = 16, KEY_TRIES = 16, MAX_NOTES = 8 };
 enum { R_HIT, R_MISS, R_DONE, R_ERR };
 
 typedef struct counts {
     long long reads, hits, misses, errors, stale, writes, write_errors, moved_reads, moved_misses,
-        late, timeouts, closed;
+        late, timeouts, closed, stale_lost;
 } counts;
 
 typedef struct conn {
@@ -338,6 +342,8 @@ static void conn_lost(conn *c, int timeout, int err)
     const char *why = timeout ? "no reply" : err ? strerror(err) : "closed by the server";
     if (c->op != OP_NONE)
         note(c, "lost", why, strlen(why));
+    if (c->op == OP_FILL || c->op == OP_WRITE)
+        kflags[c->key] |= KEY_LOST;
     if (c->op == OP_READ) {
         BUMP(reads);
         BUMP(errors);
@@ -526,8 +532,12 @@ static void on_reply(conn *c, int kind, const char *val, size_t vlen, double t)
                 note(c, "a foreign value", val, vlen);
             } else {
                 BUMP(hits);
-                if (v < (long long)version[k])
-                    BUMP(stale);
+                if (v < (long long)version[k]) {
+                    if (kflags[k] & KEY_LOST)
+                        BUMP(stale_lost); /* after a lost write or refill of its own */
+                    else
+                        BUMP(stale);
+                }
             }
             op_done(c);
         } else if (kind == R_MISS) {
@@ -620,12 +630,12 @@ static void persec_append(const char *s)
 
 #define COUNT_FIELDS(c)                                                                            \
     (c).reads, (c).hits, (c).misses, (c).errors, (c).stale, (c).writes, (c).write_errors,          \
-        (c).moved_reads, (c).moved_misses, (c).late, (c).timeouts, (c).closed
+        (c).moved_reads, (c).moved_misses, (c).late, (c).timeouts, (c).closed, (c).stale_lost
 
 static const char *const json_counts_fmt =
     "\"reads\": %lld, \"hits\": %lld, \"misses\": %lld, \"errors\": %lld, \"stale\": %lld, "
     "\"writes\": %lld, \"write_errors\": %lld, \"moved_reads\": %lld, \"moved_misses\": %lld, "
-    "\"late\": %lld, \"timeouts\": %lld, \"closed\": %lld";
+    "\"late\": %lld, \"timeouts\": %lld, \"closed\": %lld, \"stale_lost\": %lld";
 
 static void emit_second(int s)
 {
@@ -635,7 +645,7 @@ static void emit_second(int s)
     free(v);
     printf("cache_aside sec=%d reads=%lld hits=%lld misses=%lld errors=%lld stale=%lld "
            "writes=%lld write_errors=%lld moved_reads=%lld moved_misses=%lld late=%lld "
-           "timeouts=%lld closed=%lld p50_us=%u p99_us=%u\n",
+           "timeouts=%lld closed=%lld stale_lost=%lld p50_us=%u p99_us=%u\n",
            s, COUNT_FIELDS(sec_c), p50, p99);
     fflush(stdout);
     char buf[512], cnt[400];
@@ -769,6 +779,13 @@ int main(int argc, char **argv)
             if (c->fd < 0)
                 continue;
             up++;
+            if (c->op != OP_NONE && (t - c->t0) * 1000 > (double)opt.op_timeout_ms) {
+                /* A reply already in the socket is taken first: after this process was not
+                 * scheduled for a while, its replies are there, not lost. */
+                on_readable(c, t);
+                if (c->fd < 0)
+                    continue;
+            }
             if (c->op != OP_NONE) {
                 if ((t - c->t0) * 1000 > (double)opt.op_timeout_ms) {
                     conn_lost(c, 1, 0); /* no reply in time: an error, and a new connection */
