@@ -204,6 +204,15 @@ def reload_proxy(args, proxy, conf_path, new_text, mode_params):
     return time.monotonic() - t0, "FAILED: no 'reload done' within 10 s"
 
 
+def mode_window(args, mode):
+    """The proxy's window after the change, in seconds: warm-up and ramp alone, W (the ramp's D is
+    shorter); both, D + W (docs/PROXY.md: the window ends at start + ramp + warm_up). The run
+    goes on at least that long; the figures "in the window" are those of the first W seconds, in
+    which every moved key is either not switched yet or within its own warm-up (a key switched at
+    s is warm until s + W: from W on, the first keys' cold tail begins)."""
+    return args.window + (args.ramp_s if mode == "ramp_warm_up" else 0)
+
+
 def run_scenario(args, kind, change, mode, tmp, proxy_bin, chash, keyfile):
     old_n, new_n = CHANGES[change]
     proto = "redis" if kind.redis else "memcache"
@@ -242,7 +251,7 @@ def run_scenario(args, kind, change, mode, tmp, proxy_bin, chash, keyfile):
     proxy.start()
     fill_s = fill(args, listen, proto)
 
-    total = args.warm + args.max_after
+    total = args.warm + args.max_after + mode_window(args, mode) - args.window
     argv = driver_cmd(args, listen, proto, args.keys,
                       ["-R", str(args.rate), "-T", str(total), "-w", str(args.write_share),
                        "-W", args.writes, "-m", moved_file])
@@ -256,7 +265,8 @@ def run_scenario(args, kind, change, mode, tmp, proxy_bin, chash, keyfile):
     warm_reads = warm_misses = 0
     recovered_run = 0
     summary = None
-    window_end = args.warm + args.window
+    window_end = args.warm + args.window            # the measured window: phase 1
+    proxy_window_end = args.warm + mode_window(args, mode)
     for line in drv.stdout:
         if time.monotonic() - t_start > total + DRIVER_SLACK:
             break
@@ -278,11 +288,11 @@ def run_scenario(args, kind, change, mode, tmp, proxy_bin, chash, keyfile):
             drv.send_signal(signal.SIGUSR1)      # phase 2: after the window
         if 1 < sec <= args.warm:
             warm_reads, warm_misses = warm_reads + reads, warm_misses + misses
-        if reload_s is not None and sec > window_end:
+        if reload_s is not None and sec > proxy_window_end:
             # Only seconds after the window count: a warm-up's cold tail starts when it ends.
             base = warm_misses / warm_reads if warm_reads else 0.0
             recovered_run = recovered_run + 1 if rate <= base + 0.01 else 0
-            if sec >= window_end + 1 and recovered_run >= RECOVER_SECONDS:
+            if sec >= proxy_window_end + 1 and recovered_run >= RECOVER_SECONDS:
                 drv.send_signal(signal.SIGUSR2)   # back to baseline: end the run early
     try:
         rest, err = drv.communicate(timeout=DRIVER_SLACK)
@@ -312,7 +322,8 @@ def analyse(args, kind, change, mode, share, method, moved_keys, s, reload_s, ou
     phases = s["phases"]
     warm = [p for p in per if 1 < p["sec"] <= args.warm]
     after = [p for p in per if p["sec"] > args.warm]
-    window = [p for p in after if p["sec"] <= args.warm + args.window]
+    win = args.window
+    window = [p for p in after if p["sec"] <= args.warm + win]
     b_reads = sum(p["reads"] for p in warm)
     base = sum(p["misses"] for p in warm) / b_reads if b_reads else 0.0
 
@@ -343,7 +354,7 @@ def analyse(args, kind, change, mode, share, method, moved_keys, s, reload_s, ou
         "plan_moved": share, "plan_method": method, "moved_keys": moved_keys,
         "moved_key_share": moved_keys / args.keys,
         "keys": args.keys, "rate": args.rate, "conns": args.conns, "warm_s": args.warm,
-        "window_s": args.window, "fill_s": round(fill_s, 3),
+        "window_s": win, "fill_s": round(fill_s, 3),
         "reload_s": round(reload_s, 4) if reload_s is not None else None,
         "reload_outcome": outcome,
         "baseline_miss_rate": base, "peak_miss_rate": peak,
@@ -363,6 +374,7 @@ def analyse(args, kind, change, mode, share, method, moved_keys, s, reload_s, ou
         "p50_during_us": p_during["p50_us"] if p_during else None,
         "totals": tot, "proxy_alive": alive,
         "misses_per_second": [p["misses"] for p in per],
+        "moved_reads_per_second": [p["moved_reads"] for p in per],
         "reads_per_second": [p["reads"] for p in per],
     }
     goals = []
