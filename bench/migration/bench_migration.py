@@ -41,8 +41,9 @@ usage: bench/migration/bench_migration.py [--build build/release] [--quick]
            [--keys K] [--rate R] [--conns C] [--warm S] [--window S] [--ramp-s S]
            [--max-after S] [--reload sighup|http] [--writes set|del] [--parallel]
            [--threads1] [--json FILE] [--columns] [--markdown] [--verbose]
-  --quick    15,000 keys at 5,000 reads/s, 4 s warm, 6 s window, ramp 4 s, at most 16 s after:
-             about 80 s for both kinds' baseline rows.
+  --quick    15,000 keys at 5,000 reads/s, 4 s warm, 6 s window, ramp 4 s, at most 16 s after,
+             8 -> 12 only (unless --changes), both kinds in parallel (unless --only): about
+             60-70 s for the three default modes.
   --writes   set (default): a write SETs the new version (write-through), so the baseline miss
              rate is ~0 and steady; del: a write deletes (the next read refills), a baseline of
              about the write share that builds up over K / R seconds.
@@ -550,7 +551,7 @@ def main():
     ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--only", choices=("redis", "memcache"))
-    ap.add_argument("--changes", default="8-12,8-7")
+    ap.add_argument("--changes", help="default 8-12,8-7 (--quick: 8-12)")
     ap.add_argument("--modes", default=",".join(DEFAULT_MODES))
     ap.add_argument("--keys", type=int)
     ap.add_argument("--rate", type=int)
@@ -578,6 +579,10 @@ def main():
     for k, (full, quick) in defaults.items():
         if getattr(args, k) is None:
             setattr(args, k, quick if q else full)
+    if args.changes is None:
+        args.changes = "8-12" if q else "8-12,8-7"
+    if q and not args.only:
+        args.parallel = True
     changes = [c for c in args.changes.split(",") if c]
     modes = [m for m in args.modes.split(",") if m]
     for c in changes:
