@@ -23,5 +23,7 @@ echo "   then with warm_up: 6000 (a moved key missing at its new owner is read f
 printf '$ bench/migration/bench_migration.py --quick --only redis --changes 8-12 --modes none,warm_up --columns\n'
 /usr/bin/python3 "$(dirname "$0")/../../bench/migration/bench_migration.py" --build "$build" \
     --quick --only redis --changes 8-12 --modes none,warm_up --columns
+echo "   (with warm-up the database reads wait for the window's end: the moved keys nobody read"
+echo "    within its 6 s miss then; docs/OPERATIONS.md sizes the window to the key space)"
 echo "   (make bench runs the whole matrix: 8 -> 12 and 8 -> 7, warm-up and ramp, Redis and"
 echo "    memcached pools; docs/PERFORMANCE.md, \"Membership changes\")"
