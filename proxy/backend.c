@@ -18,6 +18,7 @@
  */
 
 #include "backend.h"
+#include "tls.h"
 #include "resolve.h"
 
 #include <inttypes.h>
@@ -172,6 +173,7 @@ void px_server_free(px_server *s)
     for (unsigned i = 0; s->conns != NULL && i < s->nconns; i++) {
         px_buf_free(&s->conns[i].wbuf);
         px_buf_free(&s->conns[i].rbuf);
+        px_tls_session_free(s->conns[i].tls_session);
     }
     free(s->conns);
     s->conns = NULL;
@@ -395,7 +397,8 @@ static void conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf
         if (nread == UV_EOF)
             conn_fail(c, WHY_EOF, "closed the connection");
         else
-            conn_fail(c, WHY_ERR, uv_strerror((int)nread));
+            conn_fail(c, WHY_ERR,
+                      px_stream_error(st) != NULL ? px_stream_error(st) : uv_strerror((int)nread));
         return;
     }
     c->rbuf.len += (size_t)nread;
@@ -437,7 +440,20 @@ static void conn_connect_cb(uv_connect_t *req, int status)
     }
     c->state = PX_CONN_UP;
     c->server->stats.server_connections++;
-    int rc = uv_read_start(&st->u.stream, conn_alloc_cb, conn_read_cb);
+    px_pool *pool = c->server->pool;
+    if (pool->tls_servers != NULL) {
+        /* TLS: the name sent as SNI and verified is server_tls_name, else the server's host. */
+        const char *name = pool->conf->server_tls_name != NULL ? pool->conf->server_tls_name
+                           : c->server->is_unix              ? NULL
+                                                             : c->server->conf->host;
+        px_tls *t = px_tls_new(pool->tls_servers, false, name, &c->tls_session);
+        int trc = t != NULL ? px_stream_tls(st, t) : UV_ENOMEM;
+        if (trc < 0) {
+            conn_fail(c, WHY_LOCAL, uv_strerror(trc));
+            return;
+        }
+    }
+    int rc = px_stream_read_start(st, conn_alloc_cb, conn_read_cb);
     if (rc < 0) {
         conn_fail(c, WHY_ERR, uv_strerror(rc));
         return;

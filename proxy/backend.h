@@ -71,6 +71,7 @@ struct px_conn {
     size_t bytes, unsent_bytes;   /* their request bytes */
     uv_timer_t timer;             /* the FIFO head's deadline */
     px_flushable flush;           /* marked when wbuf has bytes to write */
+    void *tls_session;            /* TLS: the session its next connect offers (tls.h) */
 };
 
 /* A backend server as one worker sees it: its connections from that worker, its counters (the

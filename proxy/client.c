@@ -16,6 +16,7 @@
  */
 #include "client.h"
 #include "dispatch.h"
+#include "tls.h"
 
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -69,7 +70,7 @@ static void client_over_limit(px_client *c)
 {
     if (client_held(c) <= c->pool->max_client_buffer || c->closing || c->paused)
         return;
-    uv_read_stop(&c->stream->u.stream);
+    px_stream_read_stop(c->stream);
     c->paused = true;
 }
 
@@ -218,7 +219,7 @@ static void client_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *b
     if (c->closing || nread == 0)
         return;
     if (nread < 0) {
-        uv_read_stop(stream);
+        px_stream_read_stop(c->stream);
         if (nread == UV_EOF) {
             c->pool->stats.client_eof++;
             /* A half-closed client (nc, shell pipes) still gets the replies it asked for:
@@ -264,7 +265,7 @@ static int grow_arrays(px_pool *pool, const px_msg *m)
 static void client_fail(px_client *c, const char *err)
 {
     c->pool->stats.client_err++;
-    uv_read_stop(&c->stream->u.stream);
+    px_stream_read_stop(c->stream);
     c->draining = true;
     px_msg none = {.raw = "", .args = NULL, .keys = NULL};
     px_rq *rq = client_rq(c, &none);
@@ -291,7 +292,7 @@ static void client_process(px_client *c)
     while (!c->closing && !c->draining && c->rbuf.len > off && c->rbuf.len >= c->need) {
         if (client_busy(c)) {
             /* Backpressure: resume when the queue drains (client_flush). */
-            uv_read_stop(&c->stream->u.stream);
+            px_stream_read_stop(c->stream);
             c->paused = true;
             break;
         }
@@ -339,7 +340,7 @@ static void client_process(px_client *c)
             c->draining = true;
     }
     if (c->draining && !c->closing)
-        uv_read_stop(&c->stream->u.stream);
+        px_stream_read_stop(c->stream);
     px_buf_consume(&c->rbuf, off);
     c->need = c->need > off ? c->need - off : 0;
     if (c->rbuf.len == 0 && c->rbuf.cap > PX_BUF_KEEP)
@@ -390,7 +391,7 @@ static void client_flush(px_client *c)
     c->inflight += queued;
     if (c->draining && c->head == NULL && !c->shut) {
         c->shut = true;
-        if (uv_shutdown(&c->shutdown, &c->stream->u.stream, client_shutdown_cb) < 0)
+        if (px_stream_shutdown(c->stream, &c->shutdown, client_shutdown_cb) < 0)
             px_client_close(c);
         return;
     }
@@ -398,7 +399,7 @@ static void client_flush(px_client *c)
         c->inflight_bytes < c->pool->max_client_inflight / 2 + 1 &&
         client_held(c) <= c->pool->max_client_buffer) {
         c->paused = false;
-        uv_read_start(&c->stream->u.stream, client_alloc_cb, client_read_cb);
+        px_stream_read_start(c->stream, client_alloc_cb, client_read_cb);
         client_process(c);
     }
 }
@@ -422,7 +423,7 @@ static void client_close_cb(uv_handle_t *h)
     px_buf_free(&c->rbuf);
     px_buf_free(&c->wbuf);
     free(c);
-    free(st);
+    px_stream_free(st);
 }
 
 void px_client_close(px_client *c)
@@ -492,7 +493,14 @@ void px_client_accept(px_pool *pool, uv_stream_t *listener)
     c->addr_hash = peer_hash(&st->u.stream);
     pool->m.clients_accepted++;
     PX_ATOMIC_ADD(*pool->accepted_total, 1);
-    if (uv_read_start(&st->u.stream, client_alloc_cb, client_read_cb) < 0)
+    if (pool->tls_listen != NULL) {
+        px_tls *t = px_tls_new(pool->tls_listen, true, NULL, NULL);
+        if (t == NULL || px_stream_tls(st, t) != 0) {
+            px_client_close(c);
+            return;
+        }
+    }
+    if (px_stream_read_start(st, client_alloc_cb, client_read_cb) < 0)
         px_client_close(c);
 }
 

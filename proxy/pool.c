@@ -2,6 +2,7 @@
  * pool.c — a pool's shared state and a worker's settings of it (pool.h).
  */
 #include "pool.h"
+#include "tls.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,17 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
         px_shared_pool_clear(sp);
         return -1;
     }
+    /* TLS contexts are built here, so a reload reads the certificate files again (and fails,
+     * leaving everything as it was, when one does not load). */
+    char dir[4096] = "";
+    const char *path = cref != NULL && cref->cfg != NULL ? cref->cfg->path : NULL;
+    const char *slash = path != NULL ? strrchr(path, '/') : NULL;
+    if (slash != NULL && (size_t)(slash - path) < sizeof(dir))
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+    if (px_tls_ctx_new(pc, dir, &sp->tls_listen, &sp->tls_servers, why, whylen) != 0) {
+        px_shared_pool_clear(sp);
+        return -1;
+    }
     sp->conf = pc;
     sp->cref = cref;
     px_conf_ref(cref);
@@ -45,6 +57,9 @@ void px_shared_pool_clear(px_shared_pool *sp)
     ch_membership_free(sp->members);
     ch_membership_free(sp->prev);
     sp->prev = NULL;
+    px_tls_ctx_free(sp->tls_listen);
+    px_tls_ctx_free(sp->tls_servers);
+    sp->tls_listen = sp->tls_servers = NULL;
     memset(&sp->warm, 0, sizeof(sp->warm));
     sp->warm_from = PX_WARM_FROM_NONE;
     px_health_free(sp->health);

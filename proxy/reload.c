@@ -295,6 +295,8 @@ static void plan_apply(pool_plan *p)
     pool->members = next->members;
     pool->table = ch_membership_table(next->members);
     pool->health = next->health;
+    pool->tls_listen = next->tls_listen;
+    pool->tls_servers = next->tls_servers;
     pool->servers = p->servers;
     pool->nservers = p->n;
     px_pool_configure(pool);
@@ -577,6 +579,8 @@ int px_reload(px_ctl *m, const char *trigger, const px_reload_opts *opt, px_buf 
         cur->health = next->health;
         cur->servers = next->servers;
         cur->nservers = next->nservers;
+        cur->tls_listen = next->tls_listen;
+        cur->tls_servers = next->tls_servers;
         cur->prev = next->prev;
         cur->warm = next->warm;
         cur->warm_from = next->warm_from;
