@@ -3,6 +3,8 @@
  * is, the codec answers and frames, the route sends.
  */
 #include "dispatch.h"
+#include "route_all.h"
+#include "route_scan.h"
 
 /* With client_auth, health checks (PING) are served before AUTH too; with redis_auth alone, as
  * twemproxy and Redis, only AUTH and QUIT are. */
@@ -41,5 +43,15 @@ void px_dispatch(px_rq *rq, px_local *ctx)
         px_buf_free(&out);
         return;
     }
-    px_rq_start(rq, rq->pool->route);
+    if (m->cmd->session != PX_SES_NONE) { /* no session yet */
+        char name[72];
+        px_printable_name(name, sizeof(name), m->raw + m->args[0].off, m->args[0].len);
+        px_rq_fail(rq, PX_ERR_UNKNOWN, name);
+        return;
+    }
+    /* SCAN walks the servers, SCRIPT goes to all of them; the rest takes the pool's route. */
+    px_route *rt = (m->cmd->flags & PX_CMD_SCAN) != 0       ? &px_route_scan
+                   : m->cmd->merge == PX_MERGE_EVERY ? &px_route_all
+                                                     : rq->pool->route;
+    px_rq_start(rq, rt);
 }

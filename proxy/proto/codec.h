@@ -37,6 +37,8 @@ typedef enum px_merge {
     PX_MERGE_SUM,    /* DEL UNLINK TOUCH EXISTS: integers summed */
     PX_MERGE_ALL_OK, /* MSET: OK unless a part failed */
     PX_MERGE_CONCAT, /* memcached get k1 k2: VALUE blocks in key order, one END */
+    PX_MERGE_EVERY,  /* sent whole to every server (SCRIPT LOAD/EXISTS/FLUSH), one part each:
+                        the codec checks that they agree and combines them (route_all.c) */
 } px_merge;
 
 enum {
@@ -44,7 +46,16 @@ enum {
     PX_CMD_HEALTH = 1u << 1,      /* also served before AUTH when the pool has client_auth */
     PX_CMD_ONE_SERVER = 1u << 2,  /* forwarded whole: every key must have the same owner
                                      (MSETNX, EVAL with keys), else PX_ERR_CROSS_SERVER */
+    PX_CMD_SCAN = 1u << 3,        /* a cursor walk over every server (route_scan.c) */
 };
+
+/* Commands whose state lives in a backend connection: served by the client's session
+ * (session.c) on a connection dedicated to that client, never on the shared ones. */
+typedef enum px_session_op {
+    PX_SES_NONE = 0,
+    PX_SES_MULTI, PX_SES_EXEC, PX_SES_DISCARD, PX_SES_WATCH, PX_SES_UNWATCH,
+    PX_SES_SUBSCRIBE, PX_SES_PSUBSCRIBE, PX_SES_UNSUBSCRIBE, PX_SES_PUNSUBSCRIBE,
+} px_session_op;
 
 /* One command, one line of its codec's table. The key spec is Redis's legacy form
  * (first key, last key, step; or a key count at an argument), reduced to what routing needs. */
@@ -61,6 +72,7 @@ typedef struct px_cmd {
     int8_t key_step;  /* 2: key value pairs (MSET) */
     int8_t keynum_at; /* > 0: args[keynum_at] holds the key count and keys follow (EVAL: 2) */
     uint8_t local;    /* the codec's own id of a command it answers itself (PX_CLASS_LOCAL) */
+    uint8_t session;  /* px_session_op: served by the client's session (session.c) */
 } px_cmd;
 
 enum {
@@ -84,6 +96,8 @@ typedef struct px_msg {
                             arity, a bad key count): answered at once, the connection kept */
     bool reject_server;  /* ...framed as a server error (memcached: an item too large) */
     uint8_t proto[16];   /* codec-private facts about the request (noreply, quiet, ...) */
+    uint64_t cursor;     /* PX_CMD_SCAN: the client's cursor as parse_request read it; the
+                            route replaces it with the chosen server's own before encoding */
 } px_msg;
 
 typedef enum px_reply_kind {
@@ -136,6 +150,7 @@ typedef struct px_local {
                              connection: an AUTH is refused without being compared */
     bool auth_failed;     /* out: this request was an AUTH with a wrong password */
     bool close;           /* out: close the client once this reply is out (QUIT) */
+    bool subscribed;      /* in: the client is in pub/sub mode (PING answers as Redis does there) */
     /* The INFO text (not framed), or -1 when out of memory. */
     int (*info)(void *arg, px_buf *out);
     void *info_arg;
@@ -191,7 +206,36 @@ typedef struct px_codec {
     /* Optional: the bytes a key routes by when m has PX_MSG_ENCODED_KEYS (base64 decoded into
      * buf[0, cap)); its length, or -1 when it does not decode. */
     long (*route_key)(const px_msg *m, px_span key, char *buf, size_t cap);
+
+    /* Optional (NULL: the protocol has no SCAN): a cursor walk (PX_CMD_SCAN). scan_cursor: the
+     * server's cursor in its reply r, 0 or -1 when r is not a cursor reply. scan_rewrite: r
+     * with its cursor replaced by cursor, into out; 0 or -1. */
+    int (*scan_cursor)(const px_reply *r, uint64_t *cursor);
+    int (*scan_rewrite)(px_buf *out, const px_reply *r, uint64_t cursor);
+
+    /* Optional (NULL: no pub/sub). What a reply read on a subscribed connection, that no
+     * request waits for, is (px_push). */
+    int (*push_kind)(const px_reply *r);
+    /* The client's confirmation of one (un)subscription: op, the channel or pattern (NULL:
+     * none, as UNSUBSCRIBE answers a client subscribed to nothing), the client's subscriptions
+     * after it. 0, or -1. */
+    int (*encode_sub_reply)(px_buf *out, px_session_op op, const char *name, size_t len,
+                            uint64_t count);
+    /* EXEC of a transaction that was refused while queueing (Redis's -EXECABORT), and of a
+     * transaction with nothing queued (an empty array). 0, or -1. */
+    int (*encode_exec_abort)(px_buf *out);
+    int (*encode_exec_empty)(px_buf *out);
+    /* The command op alone (MULTI, DISCARD: sent by the proxy itself on a dedicated
+     * connection). 0, or -1. */
+    int (*encode_op)(px_buf *out, px_session_op op);
 } px_codec;
+
+/* A reply that arrived on a subscribed connection with no request waiting for it. */
+typedef enum px_push {
+    PX_PUSH_OTHER = 0, /* not one of the below: dropped */
+    PX_PUSH_MESSAGE,   /* a message (message, pmessage): forwarded to the client as it is */
+    PX_PUSH_CONFIRM,   /* the server's confirmation of a (un)subscription the proxy sent */
+} px_push;
 
 extern const px_codec px_codec_redis, px_codec_memcache;
 

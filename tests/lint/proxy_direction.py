@@ -22,13 +22,15 @@ LEAF = 0
 RANKS = {
     "buf": LEAF, "log": LEAF, "counters": LEAF, "health_shared": LEAF,
     "conf_ref": LEAF, "resolve": LEAF, "route": LEAF,
-    "io": 1, "pool": 1, "backend": 2, "request": 3, "route_pool": 4, "dispatch": 5, "client": 6,
+    "io": 1, "pool": 1, "backend": 2, "request": 3, "route_pool": 4, "route_all": 4,
+    "route_scan": 4, "dispatch": 5, "client": 6,
     "worker": 7,
     # the control plane: unchecked above the worker
     "listen": 8, "snapshot": 8, "metrics": 8, "stats": 8, "reload": 8, "admin_http": 9,
     "ctl": 10, "main": 11,
 }
-DATA_PATH = {"io", "backend", "request", "route_pool", "dispatch", "client"}
+DATA_PATH = {"io", "backend", "request", "route_pool", "route_all", "route_scan", "dispatch",
+             "client"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
