@@ -15,7 +15,7 @@ static bool auth_gate_passes(const px_rq *rq, const px_local *ctx)
            ((c->flags & PX_CMD_HEALTH) != 0 && rq->pool->conf->client_auth != NULL);
 }
 
-void px_dispatch(px_rq *rq, px_local *ctx)
+void px_dispatch(px_rq *rq, px_local *ctx, px_session **session, const px_session_hooks *hooks)
 {
     const px_msg *m = &rq->msg;
     if (m->cmd == NULL) {
@@ -32,6 +32,17 @@ void px_dispatch(px_rq *rq, px_local *ctx)
         px_rq_fail(rq, m->reject_server ? PX_ERR_SERVER : PX_ERR_CLIENT, m->reject);
         return;
     }
+    /* Transactions, subscriptions, and whatever comes while one is open: the session's. */
+    if (session != NULL && *session == NULL && m->cmd->session != PX_SES_NONE &&
+        (*session = px_session_new(rq->pool, rq->cid, hooks)) == NULL) {
+        px_rq_fail(rq, PX_ERR_SERVER, "out of memory");
+        return;
+    }
+    if (session != NULL && *session != NULL) {
+        ctx->subscribed = px_session_subscribed(*session);
+        if (px_session_dispatch(*session, rq))
+            return;
+    }
     if (m->cmd->cls == PX_CLASS_LOCAL) {
         px_buf out = {0};
         int rc = rq->codec->answer_local(ctx, m, &out);
@@ -43,7 +54,7 @@ void px_dispatch(px_rq *rq, px_local *ctx)
         px_buf_free(&out);
         return;
     }
-    if (m->cmd->session != PX_SES_NONE) { /* no session yet */
+    if (m->cmd->session != PX_SES_NONE) { /* no session here */
         char name[72];
         px_printable_name(name, sizeof(name), m->raw + m->args[0].off, m->args[0].len);
         px_rq_fail(rq, PX_ERR_UNKNOWN, name);

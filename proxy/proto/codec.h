@@ -47,6 +47,7 @@ enum {
     PX_CMD_ONE_SERVER = 1u << 2,  /* forwarded whole: every key must have the same owner
                                      (MSETNX, EVAL with keys), else PX_ERR_CROSS_SERVER */
     PX_CMD_SCAN = 1u << 3,        /* a cursor walk over every server (route_scan.c) */
+    PX_CMD_SUBSCRIBED = 1u << 4,  /* allowed in pub/sub mode besides the subscriptions (PING) */
 };
 
 /* Commands whose state lives in a backend connection: served by the client's session
@@ -142,6 +143,14 @@ typedef enum px_error {
     PX_ERR_CROSS_SERVER, /* the keys of a one-server command have different owners */
 } px_error;
 
+/* What the proxy answers itself within a transaction. */
+typedef enum px_txn_reply {
+    PX_TXN_OK,       /* MULTI, DISCARD, UNWATCH answered without a server (+OK) */
+    PX_TXN_EMPTY,    /* EXEC of a transaction with nothing queued (an empty array) */
+    PX_TXN_NIL,      /* EXEC not run (a null array, as after a WATCHed key changed) */
+    PX_TXN_EXECABORT, /* EXEC of a transaction refused while queueing (Redis's -EXECABORT) */
+} px_txn_reply;
+
 /* What answer_local may look at and change of the client and the proxy. */
 typedef struct px_local {
     const char *password; /* what the client must AUTH with; NULL: none */
@@ -221,13 +230,12 @@ typedef struct px_codec {
      * after it. 0, or -1. */
     int (*encode_sub_reply)(px_buf *out, px_session_op op, const char *name, size_t len,
                             uint64_t count);
-    /* EXEC of a transaction that was refused while queueing (Redis's -EXECABORT), and of a
-     * transaction with nothing queued (an empty array). 0, or -1. */
-    int (*encode_exec_abort)(px_buf *out);
-    int (*encode_exec_empty)(px_buf *out);
-    /* The command op alone (MULTI, DISCARD: sent by the proxy itself on a dedicated
-     * connection). 0, or -1. */
-    int (*encode_op)(px_buf *out, px_session_op op);
+    /* The replies a transaction's commands get from the proxy itself (px_txn_reply). 0, or -1. */
+    int (*encode_txn)(px_buf *out, px_txn_reply what);
+    /* The command op with arguments names[0, n) (MULTI, DISCARD, SUBSCRIBE ch...: sent by the
+     * proxy itself on a dedicated connection). 0, or -1. */
+    int (*encode_op)(px_buf *out, px_session_op op, const char *const *names, const size_t *lens,
+                     size_t n);
 } px_codec;
 
 /* A reply that arrived on a subscribed connection with no request waiting for it. */

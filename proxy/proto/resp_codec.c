@@ -112,8 +112,9 @@ enum { R = 1, W = 0 }; /* R: a read, safe to retry on the next candidate */
     ((k) == K_MGET ? PX_MERGE_ARRAY : (k) == K_MSET ? PX_MERGE_ALL_OK                            \
      : (k) == K_SUM ? PX_MERGE_SUM : (k) == K_SCRIPT ? PX_MERGE_EVERY : PX_MERGE_ONE)
 #define KIND_FLAGS(k)                                                                            \
-    ((k) == K_AUTH || (k) == K_QUIT || (k) == K_HELLO ? PX_CMD_AUTH_EXEMPT                      \
-     : (k) == K_PING                                  ? PX_CMD_HEALTH                           \
+    ((k) == K_QUIT                                    ? PX_CMD_AUTH_EXEMPT | PX_CMD_SUBSCRIBED  \
+     : (k) == K_AUTH || (k) == K_HELLO                ? PX_CMD_AUTH_EXEMPT                      \
+     : (k) == K_PING                                  ? PX_CMD_HEALTH | PX_CMD_SUBSCRIBED       \
      : (k) == K_EVAL || (k) == K_KEYS1                ? PX_CMD_ONE_SERVER                       \
      : (k) == K_SCAN                                  ? PX_CMD_SCAN                             \
                                                       : 0)
@@ -410,10 +411,7 @@ static int redis_encode_request(px_buf *out, const px_msg *m, const uint32_t *ke
             rc = span_bulk(out, m, m->args[i]);
         return rc;
     }
-    /* Subscriptions go to each server for its own channels (patterns: all of them). */
-    bool subset = c->cls == PX_CLASS_MULTI ||
-                  (c->session >= PX_SES_SUBSCRIBE && c->session <= PX_SES_PUNSUBSCRIBE);
-    if (!subset) {
+    if (c->cls != PX_CLASS_MULTI) {
         if (m->len > 0 && m->raw[0] == '*')
             return px_buf_append(out, m->raw, m->len);
         int rc = px_buf_printf(out, "*%zu\r\n", m->nargs);
@@ -768,21 +766,29 @@ static int redis_encode_sub_reply(px_buf *out, px_session_op op, const char *nam
     return rc != 0 ? -1 : 0;
 }
 
-static int redis_encode_exec_abort(px_buf *out)
+static int redis_encode_txn(px_buf *out, px_txn_reply what)
 {
-    static const char a[] = "-EXECABORT Transaction discarded because of previous errors.\r\n";
-    return px_buf_append(out, a, sizeof(a) - 1);
+    static const char abort[] = "-EXECABORT Transaction discarded because of previous errors.\r\n";
+    switch (what) {
+    case PX_TXN_OK:
+        return px_buf_append(out, "+OK\r\n", 5);
+    case PX_TXN_EMPTY:
+        return px_buf_append(out, "*0\r\n", 4);
+    case PX_TXN_NIL:
+        return px_buf_append(out, "*-1\r\n", 5);
+    default:
+        return px_buf_append(out, abort, sizeof(abort) - 1);
+    }
 }
 
-static int redis_encode_exec_empty(px_buf *out)
-{
-    return px_buf_append(out, "*0\r\n", 4);
-}
-
-static int redis_encode_op(px_buf *out, px_session_op op)
+static int redis_encode_op(px_buf *out, px_session_op op, const char *const *names,
+                           const size_t *lens, size_t n)
 {
     const char *w = op_word(op);
-    return px_buf_printf(out, "*1\r\n$%zu\r\n%s\r\n", strlen(w), w);
+    int rc = px_buf_printf(out, "*%zu\r\n", 1 + n) | bulk(out, w, strlen(w));
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = bulk(out, names[i], lens[i]);
+    return rc != 0 ? -1 : 0;
 }
 
 /* ---- local commands ---------------------------------------------------------------------------- */
@@ -911,7 +917,6 @@ const px_codec px_codec_redis = {
     .scan_rewrite = redis_scan_rewrite,
     .push_kind = redis_push_kind,
     .encode_sub_reply = redis_encode_sub_reply,
-    .encode_exec_abort = redis_encode_exec_abort,
-    .encode_exec_empty = redis_encode_exec_empty,
+    .encode_txn = redis_encode_txn,
     .encode_op = redis_encode_op,
 };

@@ -91,8 +91,12 @@ def body(proxy_exe, chash, redis_exe, cli_exe):
 
     scan(r, backends, cli)
     scripts(r, backends, owner)
+    transactions(r, port, paddr, backends, by_addr, owner)
+    pubsub(r, port, paddr, owner)
+    misc(r, paddr, owner, by_addr)
+    check(proxy.alive(), "chash-proxy exited during the test")
     proxy.stop()
-    return "4 backends: SCAN, SCRIPT, EVAL"
+    return "4 backends: SCAN, SCRIPT, EVAL, MULTI/EXEC/WATCH, pub/sub, MSETNX, HELLO"
 
 
 def scan(r, backends, cli):
@@ -178,6 +182,205 @@ def scripts(r, backends, owner):
         soft_fail("SCRIPT KILL answered")
     except redis.ResponseError as e:
         check("script kill" in str(e).lower(), "SCRIPT KILL: %s" % e)
+
+
+def two_servers(owner, prefix):
+    """Two keys with different owners."""
+    a = prefix + "0"
+    for i in range(1, 200):
+        b = "%s%d" % (prefix, i)
+        if owner(b) != owner(a):
+            return a, b
+    fail("no two keys on different servers")
+
+
+def in_multi(backends):
+    """The backend connections in a transaction (CLIENT LIST flags containing x)."""
+    stuck = []
+    for b in backends:
+        for line in b.call("CLIENT", "LIST").decode().splitlines():
+            fields = dict(f.split("=", 1) for f in line.split() if "=" in f)
+            if "x" in fields.get("flags", ""):
+                stuck.append((b.text, line))
+    return stuck
+
+
+def transactions(r, port, paddr, backends, by_addr, owner):
+    """MULTI/EXEC on one server, refused across servers, WATCH, errors, a MULTI left open."""
+    # A hash-tagged transaction commits on its server, atomically.
+    pipe = r.pipeline(transaction=True)
+    pipe.set("{acct:1}:a", 10).set("{acct:1}:b", 20).incrby("{acct:1}:a", 5).mget(
+        "{acct:1}:a", "{acct:1}:b")
+    res = pipe.execute()
+    check(res == [True, True, 15, [b"15", b"20"]], "hash-tagged MULTI/EXEC: %r" % res)
+    home = by_addr[owner("{acct:1}:a")]
+    check(home.call("GET", "{acct:1}:a") == b"15", "transaction not applied on its server")
+    # Keys on two servers: refused, nothing applied, EXEC answers EXECABORT.
+    a, b = two_servers(owner, "tx:")
+    pipe = r.pipeline(transaction=True)
+    pipe.set(a, "1").set(b, "2")
+    try:
+        pipe.execute()
+        soft_fail("a transaction across servers was executed")
+    except redis.ResponseError as e:
+        check("CROSSSLOT" in str(e) or "EXECABORT" in str(e), "cross-server transaction: %s" % e)
+    check(r.exists(a, b) == 0, "a refused transaction left keys: %s" % r.exists(a, b))
+    # The same by hand on one connection: the Redis errors and replies one by one.
+    with Resp(paddr) as c:
+        check(c.call("EXEC") == RespError("ERR EXEC without MULTI"), "EXEC without MULTI")
+        check(c.call("DISCARD") == RespError("ERR DISCARD without MULTI"),
+              "DISCARD without MULTI")
+        check(c.call("MULTI") == b"OK", "MULTI")
+        check(c.call("MULTI") == RespError("ERR MULTI calls can not be nested"), "nested MULTI")
+        check(c.call("EXEC") == [], "EXEC of an empty transaction")
+        check(c.call("MULTI") == b"OK", "MULTI")
+        check(c.call("SET", a, "x") == b"QUEUED", "SET queued")
+        got = c.call("SET", b, "y")
+        check(isinstance(got, RespError) and "CROSSSLOT" in got.args[0], "CROSSSLOT: %r" % got)
+        got = c.call("EXEC")
+        check(isinstance(got, RespError) and "EXECABORT" in got.args[0], "EXECABORT: %r" % got)
+        check(c.call("EXISTS", a) == 0, "an aborted transaction applied its SET")
+        check(c.call("MULTI") == b"OK" and c.call("INCR", "{n}c") == b"QUEUED" and
+              c.call("DISCARD") == b"OK", "DISCARD")
+        check(c.call("GET", "{n}c") is None, "a discarded INCR applied")
+    # WATCH, and a change by another client: EXEC answers nil.
+    r.set("{w}k", "1")
+    p = r.pipeline(transaction=True)
+    p.watch("{w}k")
+    check(p.get("{w}k") == b"1", "GET after WATCH")
+    r.set("{w}k", "2")  # another connection
+    p.multi()
+    p.set("{w}k", "3")
+    try:
+        p.execute()
+        soft_fail("EXEC ran although a WATCHed key changed")
+    except redis.WatchError:
+        pass
+    check(r.get("{w}k") == b"2", "the WATCHed key was overwritten")
+    # And without a concurrent change it commits.
+    with r.pipeline(transaction=True) as p:
+        p.watch("{w}k")
+        p.multi()
+        p.set("{w}k", "4")
+        check(p.execute() == [True], "WATCH + EXEC without a change")
+    check(r.get("{w}k") == b"4", "WATCH + EXEC not applied")
+    # A client closing with a MULTI open: no backend connection stays in it, and the next
+    # client's commands are not inside it.
+    s = socket.create_connection(paddr)
+    s.sendall(b"MULTI\r\nSET {open}k leaked\r\n")
+    buf = b""
+    while buf.count(b"\r\n") < 2:
+        buf += s.recv(4096)
+    check(buf == b"+OK\r\n+QUEUED\r\n", "MULTI then SET: %r" % buf)
+    check(in_multi(backends), "no backend connection in MULTI while the client has one open")
+    s.close()
+    deadline = time.time() + 5
+    while in_multi(backends) and time.time() < deadline:
+        time.sleep(0.05)
+    check(not in_multi(backends), "a backend connection is still in MULTI: %s" % in_multi(backends))
+    check(r.set("{open}k", "mine") and r.get("{open}k") == b"mine",
+          "the next client's SET was inside another's transaction")
+    try:
+        r.execute_command("EXEC")
+        soft_fail("EXEC without MULTI answered")
+    except redis.ResponseError as e:
+        check("without MULTI" in str(e), "EXEC without MULTI: %s" % e)
+
+
+def pubsub(r, port, paddr, owner):
+    """Channels on different servers, a pattern, PUBLISH from another client, subscribed mode."""
+    chans = []
+    for i in range(40):  # names that spread (fnv1a_64 keeps a common prefix on one server)
+        ch = "%x:news" % (i * 2654435761 % 2 ** 32)
+        if owner(ch) not in [owner(c) for c in chans]:
+            chans.append(ch)
+    check(len(chans) >= 3, "channels on %d servers only" % len(chans))
+    with Resp(paddr) as c:
+        c.send(b"*%d\r\n$9\r\nSUBSCRIBE\r\n" % (len(chans) + 1) +
+               b"".join(b"$%d\r\n%s\r\n" % (len(x), x.encode()) for x in chans))
+        for i, ch in enumerate(chans):
+            got = c.read()
+            check(got == [b"subscribe", ch.encode(), i + 1], "SUBSCRIBE reply %d: %r" % (i, got))
+        got = c.call("PSUBSCRIBE", "alert:*")
+        check(got == [b"psubscribe", b"alert:*", len(chans) + 1], "PSUBSCRIBE: %r" % got)
+        got = c.call("GET", "x")
+        check(isinstance(got, RespError) and "only" in got.args[0],
+              "GET in subscribed mode: %r" % got)
+        check(c.call("PING") == [b"pong", b""], "PING in subscribed mode")
+        for ch in chans:
+            check(r.publish(ch, "hello " + ch) == 1, "PUBLISH %s reached no subscriber" % ch)
+        for ch in chans:
+            got = c.read()
+            check(got == [b"message", ch.encode(), b"hello " + ch.encode()],
+                  "message on %s: %r" % (ch, got))
+        for i in range(8):  # patterns: every server, whatever the channel's owner
+            check(r.publish("alert:%d" % i, "a%d" % i) == 1, "PUBLISH alert:%d" % i)
+            got = c.read()
+            check(got == [b"pmessage", b"alert:*", b"alert:%d" % i, b"a%d" % i],
+                  "pmessage %d: %r" % (i, got))
+        got = c.call("UNSUBSCRIBE", chans[0])
+        check(got == [b"unsubscribe", chans[0].encode(), len(chans)], "UNSUBSCRIBE: %r" % got)
+        check(r.publish(chans[0], "gone") == 0, "PUBLISH after UNSUBSCRIBE delivered")
+        c.send(b"*1\r\n$11\r\nUNSUBSCRIBE\r\n")
+        counts = [c.read() for _ in chans[1:]]
+        check(sorted(x[2] for x in counts) == list(range(1, len(chans))),
+              "UNSUBSCRIBE all: %r" % counts)
+        got = c.call("PUNSUBSCRIBE")
+        check(got == [b"punsubscribe", b"alert:*", 0], "PUNSUBSCRIBE all: %r" % got)
+        check(c.call("PING") == b"PONG", "PING after leaving subscribed mode")
+        check(c.call("SET", "after", "sub") == b"OK", "SET after leaving subscribed mode")
+    # redis-py's PubSub with a listener thread, across the pool.
+    ps = r.pubsub()
+    ps.subscribe(*chans)
+    ps.psubscribe("p:*")
+    for _ in range(len(chans) + 1):
+        m = ps.get_message(timeout=5)
+        check(m is not None and m["type"] in ("subscribe", "psubscribe"), "confirmation %r" % m)
+    got = []
+    done = threading.Event()
+
+    def listen():
+        for m in ps.listen():
+            if m["type"] in ("message", "pmessage"):
+                got.append(m["data"])
+                if len(got) == len(chans) + 2:
+                    done.set()
+                    return
+
+    t = threading.Thread(target=listen, daemon=True)
+    t.start()
+    publisher = redis.Redis(host="127.0.0.1", port=port, socket_timeout=10)
+    for ch in chans:
+        publisher.publish(ch, ch)
+    publisher.publish("p:1", "p1")
+    publisher.publish("p:2", "p2")
+    check(done.wait(10), "redis-py listener got %d of %d messages" % (len(got), len(chans) + 2))
+    check(sorted(got) == sorted([c.encode() for c in chans] + [b"p1", b"p2"]),
+          "listener messages: %r" % got)
+    ps.close()
+    # Closed: the pinned connections go; publishing reaches nobody.
+    deadline = time.time() + 5
+    while publisher.publish(chans[0], "x") != 0 and time.time() < deadline:
+        time.sleep(0.05)
+    check(publisher.publish(chans[0], "x") == 0, "a closed subscriber still subscribed")
+
+
+def misc(r, paddr, owner, by_addr):
+    """MSETNX on one server, HELLO 2 and 3."""
+    check(r.msetnx({"{m}a": 1, "{m}b": 2}) is True, "MSETNX on one server")
+    check(r.msetnx({"{m}a": 1, "{m}c": 2}) is False, "MSETNX with an existing key")
+    a, b = two_servers(owner, "mx:")
+    try:
+        r.msetnx({a: 1, b: 2})
+        soft_fail("MSETNX across servers answered")
+    except redis.ResponseError as e:
+        check("CROSSSLOT" in str(e), "MSETNX across servers: %s" % e)
+    check(r.exists(a, b) == 0, "a refused MSETNX set keys")
+    with Resp(paddr) as c:
+        got = c.call("HELLO", "2")
+        check(isinstance(got, list) and b"proto" in got, "HELLO 2: %r" % got)
+        got = c.call("HELLO", "3")
+        check(isinstance(got, RespError) and "NOPROTO" in got.args[0], "HELLO 3: %r" % got)
 
 
 if __name__ == "__main__":

@@ -130,7 +130,7 @@ static void request(fixture *fx, px_local *ctx, const char *text)
     rq->owner = fx;
     rq->on_done = on_done;
     px_local none = {0};
-    px_dispatch(rq, ctx != NULL ? ctx : &none);
+    px_dispatch(rq, ctx != NULL ? ctx : &none, NULL, NULL);
 }
 
 /* The RESP array of bulk strings for words. */
