@@ -565,7 +565,8 @@ void px_client_sweep(px_pool *pool, uint64_t now)
         if (read > 0 && c->partial_since != 0 && now - c->partial_since >= read) {
             client_read_timed_out(c, read);
         } else if (idle > 0 && c->nreqs == 0 && c->rbuf.len == 0 && c->wbuf.len == 0 &&
-                   c->inflight == 0 && now - c->last_read_ms >= idle) {
+                   c->inflight == 0 && now - c->last_read_ms >= idle &&
+                   !px_session_subscribed(c->session)) { /* a subscriber waits, as on Redis */
             pool->stats.client_err++;
             px_client_close(c);
         }

@@ -18,10 +18,11 @@ static bool auth_gate_passes(const px_rq *rq, const px_local *ctx)
 void px_dispatch(px_rq *rq, px_local *ctx, px_session **session, const px_session_hooks *hooks)
 {
     const px_msg *m = &rq->msg;
+    px_session *ss = session != NULL ? *session : NULL;
     if (m->cmd == NULL) {
         char name[72];
         px_printable_name(name, sizeof(name), m->raw + m->args[0].off, m->args[0].len);
-        px_rq_fail(rq, PX_ERR_UNKNOWN, name);
+        px_session_refuse(ss, rq, PX_ERR_UNKNOWN, name);
         return;
     }
     if (!auth_gate_passes(rq, ctx)) {
@@ -29,7 +30,7 @@ void px_dispatch(px_rq *rq, px_local *ctx, px_session **session, const px_sessio
         return;
     }
     if (m->reject[0] != '\0') {
-        px_rq_fail(rq, m->reject_server ? PX_ERR_SERVER : PX_ERR_CLIENT, m->reject);
+        px_session_refuse(ss, rq, m->reject_server ? PX_ERR_SERVER : PX_ERR_CLIENT, m->reject);
         return;
     }
     /* Transactions, subscriptions, and whatever comes while one is open: the session's. */

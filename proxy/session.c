@@ -342,6 +342,14 @@ static void txn_dispatch(px_session *ss, px_rq *rq)
 
 /* ---- the session ---------------------------------------------------------------------------------- */
 
+void px_session_refuse(px_session *ss, px_rq *rq, px_error why, const char *msg)
+{
+    if (ss != NULL && (ss->txn == TXN_PENDING || ss->txn == TXN_MULTI))
+        abort_txn(ss, rq, why, msg);
+    else
+        px_rq_fail(rq, why, msg);
+}
+
 px_session *px_session_new(px_pool *pool, uint64_t cid, const px_session_hooks *hooks)
 {
     px_session *ss = calloc(1, sizeof(*ss));

@@ -30,5 +30,8 @@ bool px_session_subscribed(const px_session *ss);
  * Returns false when rq is not the session's (dispatch serves it as usual). rq may complete,
  * and be freed, before this returns. */
 bool px_session_dispatch(px_session *ss, px_rq *rq);
+/* rq is refused by dispatch (an unknown command, a wrong argument count) with this error:
+ * inside MULTI that also discards the transaction, as Redis does (EXEC answers -EXECABORT). */
+void px_session_refuse(px_session *ss, px_rq *rq, px_error why, const char *msg);
 
 #endif /* CHASH_PROXY_SESSION_H */

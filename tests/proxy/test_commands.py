@@ -240,6 +240,12 @@ def transactions(r, port, paddr, backends, by_addr, owner):
         got = c.call("EXEC")
         check(isinstance(got, RespError) and "EXECABORT" in got.args[0], "EXECABORT: %r" % got)
         check(c.call("EXISTS", a) == 0, "an aborted transaction applied its SET")
+        check(c.call("MULTI") == b"OK" and c.call("SET", a, "x") == b"QUEUED", "MULTI, SET")
+        check(isinstance(c.call("FOOBAR"), RespError), "an unknown command inside MULTI")
+        got = c.call("EXEC")
+        check(isinstance(got, RespError) and "EXECABORT" in got.args[0],
+              "EXEC after an unknown command: %r" % got)
+        check(c.call("EXISTS", a) == 0, "a transaction with an unknown command applied its SET")
         check(c.call("MULTI") == b"OK" and c.call("INCR", "{n}c") == b"QUEUED" and
               c.call("DISCARD") == b"OK", "DISCARD")
         check(c.call("GET", "{n}c") is None, "a discarded INCR applied")
