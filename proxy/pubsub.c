@@ -36,6 +36,7 @@ typedef struct sub_name {
 typedef struct sub_wait {
     px_rq *rq;
     px_buf reply;       /* the client's confirmations, written at dispatch */
+    bool error;         /* reply is an error instead */
     size_t remaining;   /* confirmations still owed by the servers */
 } sub_wait;
 
@@ -82,7 +83,7 @@ size_t px_pubsub_count(const px_pubsub *ps)
 
 static void wait_finish(sub_wait *w)
 {
-    px_rq_finish(w->rq, w->reply.p, w->reply.len, false);
+    px_rq_finish(w->rq, w->reply.p, w->reply.len, w->error);
     px_buf_free(&w->reply);
     free(w);
 }
@@ -174,9 +175,16 @@ static void sub_push(void *ctx, px_conn *c, const px_reply *r)
 
 static void sub_closed(void *ctx, px_conn *c, const char *why)
 {
-    (void)why;
     px_pubsub *ps = ctx;
     sub_conn *sc = conn_of(ps, c);
+    /* What it still owed will not come: those replies become the error (the client, closed
+     * next, is not told it subscribed). */
+    for (size_t i = sc != NULL ? sc->qhead : 0; sc != NULL && i < sc->qn; i++) {
+        px_buf *b = &sc->q[i].w->reply;
+        b->len = 0;
+        ps->pool->codec->encode_error(b, PX_ERR_SERVER, why);
+        sc->q[i].w->error = true;
+    }
     if (sc != NULL)
         conn_drop(ps, sc);
     if (!ps->closing) {
@@ -403,6 +411,7 @@ void px_pubsub_dispatch(px_pubsub *ps, px_rq *rq)
         w->reply.len = 0;
         ps->pool->codec->encode_error(&w->reply, PX_ERR_SERVER,
                                       "cannot subscribe on a backend: closing the connection");
+        w->error = true;
         if (!ps->closing) {
             ps->closing = true;
             ps->hooks.close(ps->hooks.arg);

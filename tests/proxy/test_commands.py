@@ -20,6 +20,7 @@ Usage: test_commands.py CHASH_PROXY CHASH_CLI
 Exit: 0 pass, 1 fail, 77 skip (redis-server, redis-cli or python3-redis missing and CI unset).
 """
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -27,7 +28,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Resp, RespError, chash_lookup, fail, free_ports,  # noqa: E402
+from proxyharness import (Closed, Proxy, Resp, RespError, chash_lookup, fail,  # noqa: E402
+                          free_ports,
                           make_tmpdir, pool_yaml, require_binary, require_programs, run_main,
                           soft_fail, start_redises, write_file)
 
@@ -92,8 +94,11 @@ def body(proxy_exe, chash, redis_exe, cli_exe):
     scan(r, backends, cli)
     scripts(r, backends, owner)
     transactions(r, port, paddr, backends, by_addr, owner)
+    out = cli(stdin=b"MULTI\nSET {cli}a 1\nINCR {cli}a\nEXEC\n").split()
+    check(out == ["OK", "QUEUED", "QUEUED", "OK", "2"], "redis-cli MULTI/EXEC: %r" % out)
     pubsub(r, port, paddr, owner)
     misc(r, paddr, owner, by_addr)
+    reload_(r, paddr, proxy, backends, config, port, owner)
     check(proxy.alive(), "chash-proxy exited during the test")
     proxy.stop()
     return "4 backends: SCAN, SCRIPT, EVAL, MULTI/EXEC/WATCH, pub/sub, MSETNX, HELLO"
@@ -387,6 +392,59 @@ def misc(r, paddr, owner, by_addr):
         check(isinstance(got, list) and b"proto" in got, "HELLO 2: %r" % got)
         got = c.call("HELLO", "3")
         check(isinstance(got, RespError) and "NOPROTO" in got.args[0], "HELLO 3: %r" % got)
+
+
+def reload_(r, paddr, proxy, backends, config, port, owner):
+    """A reload that removes a server: a cursor from before is refused, a walk from 0 covers the
+    servers left; a MULTI open on the removed server is aborted, its subscriber closed."""
+    gone = backends[3]
+    names = ["%x:rl" % (i * 2654435761 % 2 ** 32) for i in range(400)]
+    r.mset({k: "v" for k in names})
+    cursor, _ = r.scan(0, count=10)
+    check(cursor != 0, "a 400-key walk ended after one call")
+    key = next(k for k in names if owner(k) == gone.text)
+    ch = next("%x:ch" % (i * 2654435761 % 2 ** 32) for i in range(400)
+              if owner("%x:ch" % (i * 2654435761 % 2 ** 32)) == gone.text)
+    tx = Resp(paddr)
+    check(tx.call("MULTI") == b"OK" and tx.call("SET", key, "tx") == b"QUEUED", "MULTI before reload")
+    sub = Resp(paddr)
+    check(sub.call("SUBSCRIBE", ch) == [b"subscribe", ch.encode(), 1], "SUBSCRIBE before reload")
+    write_file(config, pool_yaml(
+        "alpha", port, [(b.text, 1, "s%d" % i) for i, b in enumerate(backends[:3])],
+        hash="fnv1a_64", distribution="ketama", hash_tag='"{}"', timeout=3000,
+        server_connections=1))
+    proxy.proc.send_signal(signal.SIGHUP)
+    deadline = time.time() + 10
+    while True:
+        try:
+            r.scan(cursor, count=10)
+        except redis.ResponseError as e:
+            check("invalid cursor" in str(e), "an old cursor after the reload: %s" % e)
+            break
+        check(time.time() < deadline, "a cursor from before the reload is still accepted")
+        time.sleep(0.05)
+    left = set()
+    for b in backends[:3]:
+        left.update(k.decode() for k in b.call("KEYS", "*:rl"))
+    got = [k.decode() for k in r.scan_iter(match="*:rl", count=50)]
+    check(sorted(got) == sorted(left), "a walk after the reload saw %d keys of %d on the servers "
+          "left" % (len(got), len(left)))
+    got = tx.call("EXEC")
+    check(isinstance(got, RespError) and "EXECABORT" in got.args[0],
+          "EXEC of a transaction on a removed server: %r" % got)
+    check(gone.call("GET", key) == b"v", "a transaction on a removed server was applied")
+    tx.close()
+    sub.sock.settimeout(5)
+    try:
+        soft_fail("the subscriber of a removed server got %r; closed expected" % (sub.read(),))
+    except Closed:
+        pass  # closed, as documented: it subscribes again when it reconnects
+    except socket.timeout:
+        soft_fail("the subscriber of a removed server was not closed")
+    except OSError:
+        pass  # reset: closed too
+    sub.close()
+    check(r.ping(), "the proxy does not answer after the reload")
 
 
 if __name__ == "__main__":
