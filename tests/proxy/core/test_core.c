@@ -881,6 +881,15 @@ static void test_scan(void **state)
         assert_non_null(strstr(last_done(), "-ERR invalid cursor"));
     }
     assert_int_equal(fake_nlog, before);
+
+    /* A backend's reply that is no cursor reply, or a cursor the proxy cannot carry. */
+    const char *bad[] = {"+OK\r\n", "*2\r\n$2\r\nab\r\n*0\r\n", "*1\r\n$1\r\n1\r\n",
+                         "*2\r\n$13\r\n1099511627776\r\n*0\r\n", ":3\r\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        request(fx, NULL, "*2\r\n$4\r\nSCAN\r\n$1\r\n0\r\n");
+        fake_reply(&fx->pool, &fake_log[fake_nlog - 1], bad[i], strlen(bad[i]));
+        assert_non_null(strstr(last_done(), "-ERR "));
+    }
     px_buf_free(&req);
 }
 
@@ -913,6 +922,14 @@ static void test_script_every_server(void **state)
         fake_reply(&fx->pool, sent_to(i), r, strlen(r));
     }
     assert_string_equal(last_done(), "*2\r\n:1\r\n:0\r\n");
+
+    /* A server answering EXISTS with the wrong count, or not an array: an error. */
+    request(fx, NULL, "*4\r\n$6\r\nSCRIPT\r\n$6\r\nEXISTS\r\n$1\r\na\r\n$1\r\nb\r\n");
+    for (size_t i = 0; i < NSERVERS; i++) {
+        const char *r = i == 0 ? "*1\r\n:1\r\n" : i == 1 ? "$1\r\nx\r\n" : "*2\r\n:1\r\n:1\r\n";
+        fake_reply(&fx->pool, sent_to(i), r, strlen(r));
+    }
+    assert_non_null(strstr(last_done(), "-ERR unexpected reply to SCRIPT EXISTS"));
 
     request(fx, NULL, "*2\r\n$6\r\nSCRIPT\r\n$4\r\nKILL\r\n");
     assert_non_null(strstr(last_done(), "unsupported command 'script kill'"));
@@ -1056,6 +1073,14 @@ static void test_pubsub(void **state)
     assert_int_equal(ndone, n + 1);
     assert_string_equal(last_done(), "*3\r\n$10\r\npsubscribe\r\n$2\r\np*\r\n:3\r\n");
     assert_int_equal(closes, 0);
+    /* What a subscribed server may send that is neither: dropped, nothing emitted. */
+    size_t before = emitted.len;
+    const char *junk[] = {"+OK\r\n", "*1\r\n$7\r\nmessage\r\n", "*3\r\n:1\r\n:2\r\n:3\r\n",
+                          "*3\r\n$9\r\nsubscribe\r\n$1\r\nz\r\n:9\r\n"};
+    for (size_t i = 0; i < sizeof(junk) / sizeof(junk[0]); i++)
+        fake_push(&fx->pool, fake_conns[0], junk[i], strlen(junk[i]));
+    assert_int_equal(emitted.len, before);
+    assert_int_equal(ndone, n + 1);
     px_session_free(ss);
     for (size_t i = 0; i < fake_nconns; i++)
         assert_true(fake_conns[i]->released);
