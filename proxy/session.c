@@ -81,7 +81,7 @@ static int encode_whole(void *arg, px_buf *out, uint8_t *expect)
 {
     const px_rq *rq = arg;
     size_t n = rq->msg.nkeys;
-    uint32_t stack[64], *keys = n <= 64 ? stack : malloc(n * sizeof(*keys));
+    uint32_t stack[64] = {0}, *keys = n <= 64 ? stack : malloc(n * sizeof(*keys));
     if (keys == NULL)
         return -1;
     for (size_t i = 0; i < n; i++)
