@@ -146,6 +146,32 @@ static px_rq *client_rq(px_client *c, const px_msg *m)
     return rq;
 }
 
+/* ---- the session's hooks ---------------------------------------------------------------------- */
+
+/* A pub/sub message: queued as an answered request, so it leaves after every reply before it.
+ * Not a request in the metrics. */
+static void client_emit(void *arg, const char *p, size_t len)
+{
+    px_client *c = arg;
+    if (c->closing)
+        return;
+    px_msg none = {.raw = "", .args = NULL, .keys = NULL};
+    px_rq *rq = client_rq(c, &none);
+    if (rq == NULL) {
+        px_client_close(c);
+        return;
+    }
+    rq->observed = true;
+    px_rq_finish(rq, p, len, false);
+}
+
+static void client_hook_close(void *arg)
+{
+    px_client *c = arg;
+    c->pool->stats.client_err++;
+    px_client_close(c);
+}
+
 /* ---- the AUTH guard ----------------------------------------------------------------------------- */
 
 /* The guard slot of addr (a slot is reused by another address once its window is over). */
@@ -330,7 +356,8 @@ static void client_process(px_client *c)
         px_local ctx = {.password = pool->client_password, .authed = c->authed,
                         .auth_blocked = pool->client_password != NULL && auth_blocked(c),
                         .info = pool->info, .info_arg = pool->info_arg};
-        px_dispatch(rq, &ctx); /* rq may be gone */
+        px_session_hooks hooks = {.emit = client_emit, .close = client_hook_close, .arg = c};
+        px_dispatch(rq, &ctx, &c->session, &hooks); /* rq may be gone */
         c->authed = ctx.authed;
         if (ctx.authed)
             c->auth_fails = 0;
@@ -420,6 +447,7 @@ static void client_close_cb(uv_handle_t *h)
             px_rq_free(rq);
         rq = next;
     }
+    px_session_free(c->session); /* after: the requests it holds have lost their owner */
     px_buf_free(&c->rbuf);
     px_buf_free(&c->wbuf);
     free(c);
@@ -545,7 +573,8 @@ void px_client_sweep(px_pool *pool, uint64_t now)
         if (read > 0 && c->partial_since != 0 && now - c->partial_since >= read) {
             client_read_timed_out(c, read);
         } else if (idle > 0 && c->nreqs == 0 && c->rbuf.len == 0 && c->wbuf.len == 0 &&
-                   c->inflight == 0 && now - c->last_read_ms >= idle) {
+                   c->inflight == 0 && now - c->last_read_ms >= idle &&
+                   !px_session_subscribed(c->session)) { /* a subscriber waits, as on Redis */
             pool->stats.client_err++;
             px_client_close(c);
         }

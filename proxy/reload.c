@@ -209,8 +209,7 @@ static double moved_share(const ch_membership *a, const ch_membership *b, bool *
 static void server_move(px_server *dst, px_server *src)
 {
     *dst = *src;
-    for (unsigned c = 0; c < dst->nconns; c++)
-        dst->conns[c].server = dst;
+    px_server_moved(dst);
 }
 
 /* The server that serves what old[j] served, once p is applied. */

@@ -20,10 +20,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Whether m's reply is merged from parts: a split command's (a slot per key), or a command
+ * sent to every server (a slot per server, route_all.c). */
+static bool merged(const px_msg *m)
+{
+    return m->cmd != NULL && (m->cmd->cls == PX_CLASS_MULTI || m->cmd->merge == PX_MERGE_EVERY);
+}
+
 px_rq *px_rq_new(px_pool *pool, const px_msg *m, uint64_t cid)
 {
-    bool split = m->cmd != NULL && m->cmd->cls == PX_CLASS_MULTI;
-    size_t nslots = split ? m->nkeys : 1;
+    size_t nslots = !merged(m)                          ? 1
+                    : m->cmd->merge == PX_MERGE_EVERY ? (pool->nservers > 0 ? pool->nservers : 1)
+                                                      : m->nkeys;
     size_t sz = sizeof(px_rq) + nslots * sizeof(px_rq_slot) + m->nargs * sizeof(px_span) +
                 m->nkeys * sizeof(px_span) + m->len;
     px_rq *rq = calloc(1, sz);
@@ -130,7 +138,7 @@ void px_rq_answer(px_rq *rq, const px_slot *slots, size_t n, const px_reply *r)
 {
     if (rq->done || n == 0)
         return;
-    bool split = rq->msg.cmd->cls == PX_CLASS_MULTI;
+    bool split = merged(&rq->msg);
     if (!split) {
         rq->reply.len = 0;
         if ((rq->msg.flags & PX_MSG_SWALLOW) != 0 ||
