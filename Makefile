@@ -30,7 +30,7 @@ test: bootstrap
 # chash-proxy's worker threads under ThreadSanitizer: a clang build of the proxy and the CLI,
 # and the proxy tests that drive threads (workers, shared health, reloads, stats) against it; a
 # ThreadSanitizer report on the proxy's stderr fails them.
-TSAN_TESTS := ^proxy_(threads|commands|reload|admin_reload|backend_failure|metrics|stats|bounded|memcache|descriptors|rejoin|signals|warmup)$$
+TSAN_TESTS := ^proxy_(threads|commands|reload|admin_reload|backend_failure|metrics|stats|bounded|memcache|descriptors|rejoin|signals|warmup|tls)$$
 test-tsan: bootstrap
 	@CC=clang cmake -S . -B $(TSAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHASH_TSAN=ON -DCHASH_WERROR=ON -DCHASH_BENCH=OFF >/dev/null
 	@cmake --build $(TSAN) -j $(JOBS) --target chash-proxy chash_cli
@@ -54,6 +54,7 @@ demo: build
 bench: build
 	@$(RELEASE)/bench/bench_place
 	@/usr/bin/python3 bench/proxy/bench_proxy.py --build $(RELEASE)
+	@/usr/bin/python3 bench/proxy/bench_tls.py --build $(RELEASE)
 
 # The release build, configured for PREFIX (default /usr/local) so that the paths written into
 # the systemd unit and the man pages are the installed ones; DESTDIR stages it elsewhere.

@@ -687,6 +687,7 @@ static void dedicated_free_cb(uv_handle_t *h)
     px_conn *c = h->data;
     px_buf_free(&c->wbuf);
     px_buf_free(&c->rbuf);
+    px_tls_session_free(c->tls_session);
     free(c);
 }
 

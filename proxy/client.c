@@ -570,7 +570,13 @@ void px_client_sweep(px_pool *pool, uint64_t now)
         d = d->next; /* c may close: its link stays valid until its close callback */
         if (c->closing || client_stalled(c, now) || c->draining || c->paused)
             continue;
-        if (read > 0 && c->partial_since != 0 && now - c->partial_since >= read) {
+        if (read > 0 && c->stream->tls != NULL && !c->stream->tls_up &&
+            now - c->last_read_ms >= read) {
+            /* A TLS handshake not done within the read timeout of the connection (nothing of
+             * it reaches the request framing, so partial_since never starts). */
+            pool->stats.client_err++;
+            px_client_close(c);
+        } else if (read > 0 && c->partial_since != 0 && now - c->partial_since >= read) {
             client_read_timed_out(c, read);
         } else if (idle > 0 && c->nreqs == 0 && c->rbuf.len == 0 && c->wbuf.len == 0 &&
                    c->inflight == 0 && now - c->last_read_ms >= idle &&

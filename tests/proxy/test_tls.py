@@ -12,7 +12,8 @@ a memcached listens with TLS (-Z); clients are redis-cli --tls and Python's ssl 
   2. Pool "plain" in the same process: plain clients, plain redis-server, unaffected.
   3. Refusals: a plain client on the TLS port, a TLS client without a certificate, a client
      certificate from the untrusted CA: each is closed without an answer; the stats count
-     client errors; a TLS client on the plain port is closed too.
+     client errors; a TLS client on the plain port is closed too; a handshake left unfinished
+     is closed after client_read_timeout.
   4. Pool "rogue": the servers' certificate is checked against the untrusted CA: requests
      answer an error naming the verification failure, nothing reaches Redis.
   5. SNI and session reuse: a Python TLS backend (PING/GET, closing every connection after one
@@ -188,7 +189,7 @@ def body(proxy_exe, chash, redis_exe, mc_exe, openssl):
     def conf_text(listen_key="listen.key"):
         lc = dict(listen_cert, tls_key_file=listen_key)
         return (pool_yaml("secure", sp, secure_servers, hash="fnv1a_64", distribution="ketama",
-                          tls_client_ca_file="ca.pem", server_tls=True,
+                          tls_client_ca_file="ca.pem", server_tls=True, client_read_timeout=2000,
                           server_tls_ca_file="ca.pem", server_tls_cert_file="client.pem",
                           server_tls_key_file="client.key", **lc) +
                 pool_yaml("plain", pp, [(plain.text, 1, None)]) +
@@ -250,6 +251,21 @@ def body(proxy_exe, chash, redis_exe, mc_exe, openssl):
     if got == b"+PONG\r\n":
         fail("a TLS client on the plain port was answered")
     log("refused: plain on TLS, no certificate, untrusted certificate, TLS on plain")
+    # A handshake that never completes (a TLS slowloris): closed after client_read_timeout
+    # (2 s in the secure pool).
+    stall = socket.create_connection(("127.0.0.1", sp), timeout=10)
+    stall.sendall(b"\x16\x03\x01")  # the first bytes of a ClientHello, then nothing
+    t0 = time.time()
+    try:
+        closed = stall.recv(100) == b""
+    except ConnectionResetError:
+        closed = True
+    except socket.timeout:
+        closed = False
+    stall.close()
+    if not closed:
+        fail("a TLS handshake left unfinished was not closed within 10 s")
+    log("an unfinished handshake closed after %.1f s" % (time.time() - t0))
 
     # 4. A server certificate the pool does not trust.
     with Resp(("127.0.0.1", rp)) as c:
