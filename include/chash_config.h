@@ -181,6 +181,11 @@ void ch_config_members(const ch_conf_pool *p, ch_algo_id algo, ch_member *member
 /* The pool's membership: ch_config_members() under its distribution, ch_config_options(), and
  * its "version" key (else a content hash). Returns what ch_membership_build() returns. */
 int ch_config_membership(const ch_conf_pool *p, ch_membership **out);
+/* ch_config_membership with the placement table's memory from alloc (NULL: malloc): e.g. one
+ * that refuses blocks over a bound, so a weight that would need gigabytes fails at once
+ * (CH_ENOMEM) instead of building. */
+int ch_config_membership_alloc(const ch_conf_pool *p, const ch_allocator *alloc,
+                               ch_membership **out);
 
 /* The pool's health policy. twemproxy's keys map onto chash's when the file gives them:
  *   auto_eject_hosts       -> eject (absent: true)
