@@ -47,9 +47,40 @@ void px_io_unmark(px_flushable *f)
     px_dl_remove(&f->link);
 }
 
+void px_io_defer(px_io *io, px_flushable *f)
+{
+    if (f->link.next != NULL)
+        return;
+    px_dl_push(&io->deferred, &f->link);
+    if (!uv_is_active((uv_handle_t *)&io->flush_idle))
+        uv_idle_start(&io->flush_idle, idle_cb);
+}
+
+/* The deferred work of this iteration: the list as it is now (what defers itself again waits
+ * for the next iteration). */
+static void run_deferred(px_io *io)
+{
+    if (io->deferred.next == &io->deferred)
+        return;
+    px_dl now;
+    px_dl_init(&now);
+    now.next = io->deferred.next;
+    now.prev = io->deferred.prev;
+    now.next->prev = &now;
+    now.prev->next = &now;
+    px_dl_init(&io->deferred);
+    while (now.next != &now) {
+        px_dl *d = now.next;
+        px_dl_remove(d);
+        px_flushable *f = PX_CONTAINER(d, px_flushable, link);
+        f->flush(f);
+    }
+}
+
 static void flush_cb(uv_check_t *h)
 {
     px_io *io = h->data;
+    run_deferred(io);
     for (int round = 0; round < 2; round++) {
         for (int l = 0; l < PX_FLUSH_NLISTS; l++) {
             while (io->dirty[l].next != &io->dirty[l]) {
@@ -71,6 +102,7 @@ void px_io_init(px_io *io, uv_loop_t *loop, px_log log, uint64_t seed)
     io->rng = seed != 0 ? seed : 1u;
     for (int l = 0; l < PX_FLUSH_NLISTS; l++)
         px_dl_init(&io->dirty[l]);
+    px_dl_init(&io->deferred);
     uv_check_init(loop, &io->flush_check);
     io->flush_check.data = io;
     uv_check_start(&io->flush_check, flush_cb);

@@ -72,6 +72,7 @@ typedef struct px_io {
     uint64_t rng;  /* xorshift64* state (px_io_rand) */
     bool stopping; /* the worker is shutting down: no failover, no new work */
     px_dl dirty[PX_FLUSH_NLISTS];
+    px_dl deferred; /* work for the next flush, once per iteration (px_io_defer) */
     uv_check_t flush_check; /* flushes dirty streams after each poll */
     uv_idle_t flush_idle;   /* keeps the poll from blocking while something is dirty */
     void (*after_flush)(struct px_io *io); /* run after each iteration's flush (may be NULL) */
@@ -85,6 +86,10 @@ uint64_t px_io_rand(px_io *io);      /* jitter for the health tracker's probe de
 /* Marks f for the flush at the end of this iteration (no-op when already marked). */
 void px_io_mark(px_io *io, px_flushable *f, int list);
 void px_io_unmark(px_flushable *f);
+/* Runs f->flush once at this iteration's flush, before the dirty lists (so what it sends goes
+ * out in the same iteration); f may defer itself again, for the next iteration: a long job
+ * done in slices lets the loop serve everyone else between them. px_io_unmark cancels it. */
+void px_io_defer(px_io *io, px_flushable *f);
 
 /* A new unopened stream (TCP, or a unix socket when is_unix) on loop, owned by owner.
  * NULL when out of memory or libuv refuses. */

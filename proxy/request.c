@@ -69,6 +69,7 @@ void px_rq_free(px_rq *rq)
 {
     if (rq == NULL)
         return;
+    px_dl_remove(&rq->cont.link); /* a slice still deferred (the request failed at once) */
     if (rq->merger != NULL) { /* never finished: the merge is dropped */
         px_buf tmp = {0};
         rq->codec->merge_end(rq->merger, &rq->msg, &tmp);
@@ -355,15 +356,32 @@ void px_rq_flush(px_rq *rq)
         free(ops);
 }
 
-void px_rq_start(px_rq *rq, px_route *rt)
+/* The next PX_RQ_SLICE slots of rq, their sends flushed; the rest deferred. The owner is told
+ * of completion only once this returns (rq->starting). */
+static void start_slice(px_rq *rq)
 {
-    rq->route = rt;
+    px_route *rt = rq->route;
+    uint32_t end = rq->nslots - rq->started > PX_RQ_SLICE ? rq->started + PX_RQ_SLICE : rq->nslots;
     rq->starting = true;
-    for (px_slot s = 0; s < rq->nslots && !rq->done; s++)
-        rt->ops->start(rt, rq, s);
+    while (rq->started < end && !rq->done)
+        rt->ops->start(rt, rq, rq->started++);
     if (!rq->done)
         px_rq_flush(rq);
+    if (!rq->done && rq->started < rq->nslots)
+        px_io_defer(rq->pool->io, &rq->cont);
     rq->starting = false;
     if (rq->done)
         rq_done(rq);
+}
+
+static void cont_cb(px_flushable *f)
+{
+    start_slice(PX_CONTAINER(f, px_rq, cont));
+}
+
+void px_rq_start(px_rq *rq, px_route *rt)
+{
+    rq->route = rt;
+    rq->cont.flush = cont_cb;
+    start_slice(rq);
 }

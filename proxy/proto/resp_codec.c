@@ -382,11 +382,32 @@ static px_parse redis_scan_reply(const px_limits *lim, uint8_t expect, const cha
 
 /* ---- writing ----------------------------------------------------------------------------------- */
 
+/* "$<len>\r\n<data>\r\n" in one reservation (the length written by hand: printf's cost was
+ * a tenth of a split command's encoding). */
 static int bulk(px_buf *b, const void *data, size_t len)
 {
-    if (px_buf_printf(b, "$%zu\r\n", len) != 0 || px_buf_append(b, data, len) != 0)
+    char num[24];
+    size_t n = 0;
+    size_t v = len;
+    do {
+        num[sizeof(num) - 1 - n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    if (px_buf_reserve(b, 1 + n + 2 + len + 2) != 0)
         return -1;
-    return px_buf_append(b, "\r\n", 2);
+    char *p = b->p + b->len;
+    *p++ = '$';
+    memcpy(p, num + sizeof(num) - n, n);
+    p += n;
+    *p++ = '\r';
+    *p++ = '\n';
+    if (len > 0)
+        memcpy(p, data, len);
+    p += len;
+    *p++ = '\r';
+    *p++ = '\n';
+    b->len = (size_t)(p - b->p);
+    return 0;
 }
 
 static int span_bulk(px_buf *b, const px_msg *m, px_span s)

@@ -14,6 +14,25 @@ fake_sent fake_log[FAKE_MAX];
 size_t fake_nlog;
 uint64_t fake_now_ms;
 
+px_dl fake_deferred = {&fake_deferred, &fake_deferred};
+
+void px_io_defer(px_io *io, px_flushable *f)
+{
+    (void)io;
+    if (f->link.next == NULL)
+        px_dl_push(&fake_deferred, &f->link);
+}
+
+void fake_run_deferred(void)
+{
+    while (fake_deferred.next != &fake_deferred) {
+        px_dl *d = fake_deferred.next;
+        px_dl_remove(d);
+        px_flushable *f = PX_CONTAINER(d, px_flushable, link);
+        f->flush(f);
+    }
+}
+
 uint64_t px_io_now(const px_io *io)
 {
     (void)io;

@@ -18,6 +18,8 @@ typedef struct fake_sent {
 extern fake_sent fake_log[FAKE_MAX];
 extern size_t fake_nlog;
 extern uint64_t fake_now_ms; /* px_io_now's answer */
+/* Runs the work px_io_defer left for the next loop iteration (once each, as a loop would). */
+void fake_run_deferred(void);
 
 void fake_reset(void);
 void fake_down(const px_server *s); /* its sends fail at once from now on (until fake_reset) */

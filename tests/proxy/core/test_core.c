@@ -144,8 +144,8 @@ static void hook_close(void *arg)
 static void request_in(fixture *fx, px_local *ctx, const char *text, px_session **ss)
 {
     px_pool *pool = &fx->pool;
-    px_span args[256], keys[256];
-    px_msg m = {.args = args, .args_cap = 256, .keys = keys, .keys_cap = 256};
+    static px_span args[16384], keys[16384];
+    px_msg m = {.args = args, .args_cap = 16384, .keys = keys, .keys_cap = 16384};
     size_t consumed = 0, need = 0;
     char err[128];
     assert_int_equal(pool->codec->parse_request(&pool->limits, text, strlen(text), &m, &consumed,
@@ -1377,11 +1377,75 @@ static void test_pubsub(void **state)
     px_buf_free(&emitted);
 }
 
+
+/* A split command over more keys than PX_RQ_SLICE starts one slice per loop iteration: the first
+ * slice's sends go out at once, the rest only when the loop runs its deferred work; the client
+ * still gets every value in its key order, and the request completes only after its last slice. */
+static void test_mget_slices(void **state)
+{
+    fixture *fx = *state;
+    px_pool *pool = &fx->pool;
+    enum { K = 2 * PX_RQ_SLICE + 100 };
+    px_buf req = {0};
+    px_buf_printf(&req, "*%d\r\n$4\r\nMGET\r\n", K + 1);
+    for (int i = 0; i < K; i++) {
+        char k[16];
+        int n = snprintf(k, sizeof(k), "s%d", i);
+        px_buf_printf(&req, "$%d\r\n%s\r\n", n, k);
+    }
+    px_buf_append(&req, "", 1);
+    req.len--;
+    request(fx, NULL, req.p);
+    size_t keys_sent = 0;
+    for (size_t k = 0; k < fake_nlog; k++)
+        keys_sent += fake_log[k].frag->nslots;
+    assert_int_equal(keys_sent, PX_RQ_SLICE);
+    fake_run_deferred();
+    keys_sent = 0;
+    for (size_t k = 0; k < fake_nlog; k++)
+        keys_sent += fake_log[k].frag->nslots;
+    assert_int_equal(keys_sent, K);
+    /* Each server answers its parts with the key's own name as the value. */
+    for (size_t k = 0; k < fake_nlog; k++) {
+        fake_sent *e = &fake_log[k];
+        px_buf r = {0};
+        px_buf_printf(&r, "*%zu\r\n", e->frag->nslots);
+        /* The part's request is MGET k1 k2 ...: its keys in order. */
+        const char *p = e->bytes.p, *end = e->bytes.p + e->bytes.len;
+        p = memchr(p, '\n', (size_t)(end - p)) + 1;                    /* *n */
+        p = memchr(p, '\n', (size_t)(end - p)) + 1;                    /* $4 */
+        p = memchr(p, '\n', (size_t)(end - p)) + 1;                    /* MGET */
+        for (size_t j = 0; j < e->frag->nslots; j++) {
+            int len = atoi(p + 1);
+            p = memchr(p, '\n', (size_t)(end - p)) + 1;
+            px_buf_printf(&r, "$%d\r\n%.*s\r\n", len, len, p);
+            p += len + 2;
+        }
+        fake_reply(pool, e, r.p, r.len);
+        px_buf_free(&r);
+        if (k + 1 < fake_nlog)
+            assert_int_equal(ndone, 0);
+    }
+    assert_int_equal(ndone, 1);
+    px_buf want = {0};
+    px_buf_printf(&want, "*%d\r\n", K);
+    for (int i = 0; i < K; i++) {
+        char k[16];
+        int n = snprintf(k, sizeof(k), "s%d", i);
+        px_buf_printf(&want, "$%d\r\n%s\r\n", n, k);
+    }
+    assert_int_equal(done_log[0].len, want.len);
+    assert_memory_equal(done_log[0].p, want.p, want.len);
+    px_buf_free(&want);
+    px_buf_free(&req);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_single_key, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mget_split_merge, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mget_slices, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sum_and_all_ok, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failover_reroute, setup, teardown),
         cmocka_unit_test_setup_teardown(test_split_failover, setup, teardown),
