@@ -31,6 +31,8 @@ enum {
     OPT_MAGLEV = 1u << 11,  /* --table-size */
     OPT_NEW = 1u << 12,     /* --new-hash, --new-vnodes, --from, --to (plan's schemes) */
     OPT_SHOWVERSION = 1u << 13, /* --show-version */
+    OPT_MIGRATE = 1u << 14, /* --rate, --checkpoint, --dry-run, --verify, --replace, --limit,
+                               --batch (migrate) */
 };
 
 #define CLI_MAX_LIST 16 /* repeated --add / --remove */
@@ -60,6 +62,11 @@ typedef struct cli {
     const char *new_hash;   /* --new-hash NAME */
     const char *new_vnodes; /* --new-vnodes N */
     bool show_version;      /* --show-version */
+    uint64_t rate;          /* --rate KEYS_PER_S; 0: no limit */
+    const char *checkpoint; /* --checkpoint FILE */
+    bool dry_run, verify, replace;
+    uint64_t limit;         /* --limit N keys scanned; 0: none */
+    size_t batch;           /* --batch N; 0: the subcommand's default */
 
     int argc; /* positional arguments */
     char **argv;

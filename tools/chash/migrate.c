@@ -1,0 +1,870 @@
+/*
+ * migrate.c — `chash migrate OLD NEW`: copy exactly the keys whose owner changes.
+ *
+ * Both placements are built as chash-proxy builds a pool's (ch_config_membership(): the pool's
+ * distribution, hash, hash_tag, weights, server names and order), so a key is copied to the
+ * server the proxy on NEW will ask for it. Servers are identified by address: a server in both
+ * files is the same node, and a key moves when its NEW owner's address differs from the
+ * address of the server it is on.
+ *
+ * Each OLD server is enumerated in batches (migrate.h, a driver per protocol); of a batch, only
+ * the keys that server owns under OLD and whose owner changes are copied (a key the server holds
+ * but does not own, e.g. the stale copy of an earlier migration, is counted "stray" and left).
+ * Copies are pipelined per batch; a lost connection is reopened and its keys retried, at most
+ * RETRIES times. Nothing is deleted at the source: until the switch to NEW the old owners keep
+ * serving, and a rollback to OLD finds its keys. Every key that moves ends in exactly one count:
+ * copied, present (already at the new owner, left alone without --replace), expired, failed.
+ *
+ * Cost: one SCAN / metadump pass over every OLD server, plus, for each moved key, a read at the
+ * source and a write at the new owner, pipelined per batch: about (keys / batch) x 3 round
+ * trips. Memory: one batch of keys and values.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "commands.h"
+#include "migrate.h"
+
+#include <chash_config.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define RETRIES 3              /* attempts per batch when a connection fails */
+#define CHECKPOINT_EVERY 5000  /* keys scanned between checkpoint writes */
+#define MAX_LISTED 20          /* failed keys and mismatches listed */
+#define TIMEOUT_MS 10000       /* every server operation */
+#define VERIFY_TOLERANCE_MS 2000
+
+/* ---- batches ------------------------------------------------------------------------------ */
+
+bool mig_batch_add(mig_batch *b, const char *key, size_t len, int64_t exp, uint64_t size)
+{
+    if (b->n == b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 1024;
+        mig_key *k = realloc(b->keys, cap * sizeof(*k));
+        if (k == NULL)
+            return false;
+        memset(k + b->cap, 0, (cap - b->cap) * sizeof(*k));
+        b->keys = k;
+        b->cap = cap;
+    }
+    mig_key *k = &b->keys[b->n];
+    char *copy = realloc(k->key, len + 1); /* a slot's buffer is reused by later batches */
+    if (copy == NULL)
+        return false;
+    memcpy(copy, key, len);
+    copy[len] = '\0';
+    *k = (mig_key){.key = copy, .len = len, .exp = exp, .size = size};
+    b->n++;
+    return true;
+}
+
+void mig_batch_clear(mig_batch *b)
+{
+    b->n = 0;
+}
+
+void mig_batch_free(mig_batch *b)
+{
+    for (size_t i = 0; i < b->cap; i++)
+        free(b->keys[i].key);
+    free(b->keys);
+    *b = (mig_batch){0};
+}
+
+/* ---- one side: a pool and its placement --------------------------------------------------- */
+
+typedef struct side {
+    const char *path;
+    ch_config *cfg;
+    const ch_conf_pool *pool;
+    ch_membership *members;
+    const ch_table *table;
+    mig_server *servers; /* in the membership's order: table node i is servers[i] */
+    size_t n;
+    mig_auth auth;
+} side;
+
+static void side_load(const cli *c, const char *path, side *s)
+{
+    *s = (side){.path = path};
+    ch_config_error err;
+    if (ch_config_load(path, &s->cfg, &err) != CH_OK) {
+        char buf[600];
+        if (err.line == 0)
+            cli_fail(c, "%s: %s", path, err.message);
+        cli_fail(c, "%s", ch_config_error_str(&err, buf, sizeof(buf)));
+    }
+    s->pool = ch_config_pool(s->cfg, c->pool);
+    if (s->pool == NULL) {
+        char names[512] = "";
+        for (size_t i = 0; i < s->cfg->npools; i++) {
+            size_t len = strlen(names);
+            snprintf(names + len, sizeof(names) - len, "%s%s", i ? ", " : "",
+                     s->cfg->pools[i].name);
+        }
+        if (c->pool)
+            cli_usage(c, "%s has no pool '%s' (pools: %s)", path, c->pool, names);
+        cli_usage(c, "%s has %zu pools; choose one with --pool (%s)", path, s->cfg->npools,
+                  names);
+    }
+    const ch_conf_pool *p = s->pool;
+    if (p->nservers == 0)
+        cli_fail(c, "%s: pool %s has no servers", path, p->name);
+    ch_options opt;
+    ch_config_options(p, &opt);
+    if (opt.algo == CH_ALGO_RANDOM)
+        cli_usage(c, "%s: pool %s has distribution random: a key has no owner, so there is "
+                     "nothing to migrate by",
+                  path, p->name);
+    if (p->bounded_load_factor >= 1)
+        cli_warn(c, "%s: pool %s has bounded_load_factor: chash-proxy may send a hot key to "
+                    "another server than its owner; keys are copied to their owners",
+                 path, p->name);
+    /* The proxy's own build of the pool's table (proxy/pool.c): the same call, so the same
+     * owners. */
+    int rc = ch_config_membership(p, &s->members);
+    if (rc != CH_OK)
+        cli_fail(c, "%s: pool %s: cannot build its placement: %s", path, p->name,
+                 ch_strerror(rc));
+    s->table = ch_membership_table(s->members);
+    s->n = ch_membership_size(s->members);
+    /* Table node i is ch_config_members()'s i-th member, whose addr points into the pool's
+     * servers: that gives its host and port. */
+    ch_member *m = xmalloc(c, p->nservers * sizeof(*m));
+    ch_config_members(p, opt.algo, m);
+    s->servers = xcalloc(c, s->n, sizeof(*s->servers));
+    for (size_t i = 0; i < s->n; i++) {
+        for (size_t j = 0; j < p->nservers; j++) {
+            if (m[i].addr == p->servers[j].addr) {
+                const ch_conf_server *cs = &p->servers[j];
+                s->servers[i] = (mig_server){cs->addr, cs->host, cs->port, cs->name};
+            }
+        }
+        if (s->servers[i].addr == NULL)
+            cli_fail(c, "%s: pool %s: member %zu has no server", path, p->name, i);
+    }
+    free(m);
+    for (size_t i = 0; i < s->n; i++)
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(s->servers[i].addr, s->servers[j].addr) == 0)
+                cli_fail(c, "%s: pool %s lists %s twice: a key's copy would have two homes",
+                         path, p->name, s->servers[i].addr);
+    s->auth = (mig_auth){p->redis_auth, p->redis_db, TIMEOUT_MS};
+}
+
+static void side_free(side *s)
+{
+    free(s->servers);
+    ch_membership_free(s->members);
+    ch_config_free(s->cfg);
+}
+
+static long find_server(const side *s, const char *addr)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->servers[i].addr, addr) == 0)
+            return (long)i;
+    return -1;
+}
+
+/* "addr" or "addr (name)", for messages. */
+static const char *label(const mig_server *s, char *buf, size_t len)
+{
+    if (s->name)
+        snprintf(buf, len, "%s (%s)", s->addr, s->name);
+    else
+        snprintf(buf, len, "%s", s->addr);
+    return buf;
+}
+
+/* ---- the rate limit ----------------------------------------------------------------------- */
+
+/* A token bucket of `rate` keys per second holding at most one batch: take(n) returns once n
+ * tokens are there. 0: no limit. */
+typedef struct bucket {
+    double rate;
+    double next; /* when the tokens taken so far are paid for */
+} bucket;
+
+static void bucket_take(bucket *b, size_t n, double burst_s)
+{
+    if (b->rate <= 0 || n == 0)
+        return;
+    double now = now_seconds();
+    if (b->next < now - burst_s) /* idle: at most one burst's worth was saved */
+        b->next = now - burst_s;
+    b->next += (double)n / b->rate;
+    double wait = b->next - now;
+    if (wait > 0) {
+        struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+            ;
+    }
+}
+
+/* ---- the run ------------------------------------------------------------------------------ */
+
+typedef struct listed {
+    char *key;
+    size_t from, to;
+    char *err;
+} listed;
+
+typedef struct run {
+    const cli *c;
+    const mig_driver *drv;
+    side old, neu;
+    long *same;              /* per OLD server: its index in NEW, or -1 */
+    mig_conn **src;          /* per OLD server (NULL: not connected) */
+    mig_conn **dst;          /* per NEW server (NULL in a dry run) */
+    bool *broken_dst;
+    mig_source_state *st;    /* per OLD server */
+    uint64_t *stray;         /* per OLD server: keys it holds but does not own (this run) */
+    bool *source_failed;
+    char **source_err;
+    bool dry_run, replace, verify;
+    size_t batch;
+    uint64_t limit;          /* keys scanned in this run before stopping; 0: none */
+    uint64_t scanned_run;    /* keys scanned in this run */
+    const char *checkpoint;
+    char id[256];
+    bucket rate;
+    progress prog;
+    uint64_t prog_done;
+    listed failed[MAX_LISTED];
+    size_t nfailed_listed;
+    /* verify */
+    uint64_t v_checked, v_ok, v_missing, v_ttl, v_gone, v_error;
+    listed mismatch[MAX_LISTED];
+    size_t nmismatch_listed;
+} run;
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop(int sig)
+{
+    (void)sig;
+    stop_requested = 1;
+}
+
+static void list_key(const cli *c, listed *l, size_t *n, const mig_key *k, size_t from, size_t to,
+                     const char *err)
+{
+    if (*n == MAX_LISTED)
+        return;
+    l[*n] = (listed){xstrdup(c, k->key), from, to, xstrdup(c, err)};
+    (*n)++;
+}
+
+static void save(run *r)
+{
+    if (r->checkpoint == NULL || r->dry_run)
+        return;
+    char err[512];
+    if (mig_checkpoint_save(r->checkpoint, r->id, r->old.servers, r->old.n, r->neu.servers,
+                            r->neu.n, r->st, err, sizeof(err)) != 0)
+        cli_fail(r->c, "checkpoint: %s", err);
+}
+
+/* Opens a connection to s, trying `tries` times with a doubling pause. */
+static mig_conn *connect_to(run *r, const mig_server *s, const mig_auth *a, int tries,
+                            char *err, size_t errlen)
+{
+    long pause_ms = 100;
+    for (int t = 0; t < tries; t++) {
+        if (t > 0) {
+            struct timespec ts = {pause_ms / 1000, (pause_ms % 1000) * 1000000L};
+            nanosleep(&ts, NULL);
+            pause_ms *= 2;
+        }
+        mig_conn *conn = r->drv->open(s, a, err, errlen);
+        if (conn)
+            return conn;
+    }
+    return NULL;
+}
+
+/* Reopens the OLD server's connection after a failure; false when it cannot. */
+static bool reopen_src(run *r, size_t i, char *err, size_t errlen)
+{
+    r->drv->close(r->src[i]);
+    r->src[i] = connect_to(r, &r->old.servers[i], &r->old.auth, RETRIES, err, errlen);
+    return r->src[i] != NULL;
+}
+
+static void reopen_dsts(run *r)
+{
+    for (size_t j = 0; j < r->neu.n; j++) {
+        if (!r->broken_dst[j])
+            continue;
+        char err[MIG_ERR_LEN];
+        r->drv->close(r->dst[j]);
+        r->dst[j] = connect_to(r, &r->neu.servers[j], &r->neu.auth, RETRIES, err, sizeof(err));
+        if (r->dst[j] == NULL) {
+            char lb[300];
+            cli_warn(r->c, "new owner %s is unreachable: %s; its keys fail",
+                     label(&r->neu.servers[j], lb, sizeof(lb)), err);
+        }
+        r->broken_dst[j] = false;
+    }
+}
+
+/* Marks the keys of b whose state (check) is `from` as `to` with err. */
+static void mark(mig_batch *b, bool check, int from, int to, const char *err)
+{
+    for (size_t k = 0; k < b->n; k++) {
+        mig_key *key = &b->keys[k];
+        int *f = check ? &key->check : &key->state;
+        if (key->state == MIG_SKIP || *f != from)
+            continue;
+        *f = to;
+        size_t n = strnlen(err, MIG_ERR_LEN - 1); /* truncated to fit */
+        memcpy(key->err, err, n);
+        key->err[n] = '\0';
+    }
+}
+
+/* Keys bound for a NEW server that is unreachable fail at once. */
+static void fail_unreachable(run *r, mig_batch *b, bool check)
+{
+    for (size_t k = 0; k < b->n; k++) {
+        mig_key *key = &b->keys[k];
+        if (key->state == MIG_SKIP || r->dst[key->to] != NULL)
+            continue;
+        if (check ? key->check == MIG_V_TODO || key->check == MIG_V_RETRY
+                  : key->state == MIG_TODO || key->state == MIG_RETRY) {
+            if (check)
+                key->check = MIG_V_ERROR;
+            else
+                key->state = MIG_FAILED;
+            snprintf(key->err, MIG_ERR_LEN, "new owner unreachable");
+        }
+    }
+}
+
+static bool any(const mig_batch *b, bool check, int v)
+{
+    for (size_t k = 0; k < b->n; k++)
+        if (b->keys[k].state != MIG_SKIP && (check ? b->keys[k].check : b->keys[k].state) == v)
+            return true;
+    return false;
+}
+
+/* Copies the batch's moved keys from OLD server i, retrying lost connections. */
+static void copy_batch(run *r, size_t i, mig_batch *b)
+{
+    for (int attempt = 0;; attempt++) {
+        fail_unreachable(r, b, false);
+        if (!any(b, false, MIG_TODO) && !any(b, false, MIG_RETRY))
+            return;
+        bool broken_src = false;
+        r->drv->copy(r->src[i], r->dst, r->neu.n, b, r->replace, &broken_src, r->broken_dst);
+        char err[MIG_ERR_LEN] = "";
+        bool src_ok = !broken_src || reopen_src(r, i, err, sizeof(err));
+        reopen_dsts(r);
+        if (!any(b, false, MIG_RETRY))
+            return;
+        if (!src_ok || attempt + 1 == RETRIES) {
+            char why[MIG_ERR_LEN + 64];
+            snprintf(why, sizeof(why), "connection lost after %d attempts%s%.200s", attempt + 1,
+                     err[0] ? ": " : "", err);
+            mark(b, false, MIG_RETRY, MIG_FAILED, why);
+            if (!src_ok)
+                return;
+        }
+    }
+}
+
+static void verify_batch(run *r, size_t i, mig_batch *b)
+{
+    for (int attempt = 0;; attempt++) {
+        fail_unreachable(r, b, true);
+        bool broken_src = false;
+        r->drv->verify(r->src[i], r->dst, r->neu.n, b, VERIFY_TOLERANCE_MS, &broken_src,
+                       r->broken_dst);
+        char err[MIG_ERR_LEN] = "";
+        bool src_ok = !broken_src || reopen_src(r, i, err, sizeof(err));
+        reopen_dsts(r);
+        if (!any(b, true, MIG_V_RETRY))
+            return;
+        if (!src_ok || attempt + 1 == RETRIES) {
+            mark(b, true, MIG_V_RETRY, MIG_V_ERROR, "connection lost");
+            return;
+        }
+    }
+}
+
+/* Decides, for each key of a batch from OLD server i, whether it moves and where. Returns the
+ * number that move. */
+static size_t classify(run *r, size_t i, mig_batch *b, bool for_verify)
+{
+    size_t moved = 0;
+    for (size_t k = 0; k < b->n; k++) {
+        mig_key *key = &b->keys[k];
+        key->state = MIG_SKIP;
+        key->check = MIG_V_TODO;
+        if (ch_lookup(r->old.table, key->key, key->len) != i) {
+            if (!for_verify)
+                r->stray[i]++;
+            continue;
+        }
+        size_t to = ch_lookup(r->neu.table, key->key, key->len);
+        if (r->same[i] >= 0 && (size_t)r->same[i] == to)
+            continue;
+        key->to = to;
+        key->state = MIG_TODO;
+        moved++;
+    }
+    return moved;
+}
+
+static void count_batch(run *r, size_t i, const mig_batch *b)
+{
+    mig_source_state *s = &r->st[i];
+    s->n.scanned += b->n;
+    for (size_t k = 0; k < b->n; k++) {
+        const mig_key *key = &b->keys[k];
+        if (key->state == MIG_SKIP)
+            continue;
+        s->n.moved++;
+        s->pairs[key->to]++;
+        switch (key->state) {
+        case MIG_COPIED: s->n.copied++; break;
+        case MIG_PRESENT: s->n.present++; break;
+        case MIG_EXPIRED: s->n.expired++; break;
+        case MIG_FAILED:
+            s->n.failed++;
+            list_key(r->c, r->failed, &r->nfailed_listed, key, i, key->to, key->err);
+            break;
+        default: break; /* a dry run: only counted as moved */
+        }
+    }
+}
+
+static void count_verify(run *r, size_t i, const mig_batch *b)
+{
+    for (size_t k = 0; k < b->n; k++) {
+        const mig_key *key = &b->keys[k];
+        if (key->state == MIG_SKIP)
+            continue;
+        r->v_checked++;
+        const char *what = NULL;
+        switch (key->check) {
+        case MIG_V_OK: r->v_ok++; break;
+        case MIG_V_GONE: r->v_gone++; break;
+        case MIG_V_MISSING: r->v_missing++; what = "missing at the new owner"; break;
+        case MIG_V_TTL: r->v_ttl++; what = key->err; break;
+        default: r->v_error++; what = key->err[0] ? key->err : "error"; break;
+        }
+        if (what)
+            list_key(r->c, r->mismatch, &r->nmismatch_listed, key, i, key->to, what);
+    }
+}
+
+/* Enumerates OLD server i from its cursor; copies (or, for verify, checks) what moves. Returns
+ * false when the run must stop (--limit reached, a signal). */
+static bool drain(run *r, size_t i, mig_batch *b, bool verify_pass)
+{
+    char lb[300];
+    const mig_server *s = &r->old.servers[i];
+    mig_cursor local = {0}, *cur = verify_pass ? &local : &r->st[i].cur;
+    uint64_t since_save = 0;
+    bool gave = false; /* keys were given by this enumeration */
+    size_t hint = r->batch;
+    if (r->rate.rate > 0 && r->rate.rate < (double)hint)
+        hint = (size_t)fmax(1, r->rate.rate);
+    while (!cur->done) {
+        if (stop_requested || (!verify_pass && r->limit && r->scanned_run >= r->limit))
+            return false;
+        mig_batch_clear(b);
+        char err[MIG_ERR_LEN];
+        int rc = r->drv->scan(r->src[i], cur, hint, b, err, sizeof(err));
+        for (int t = 1; rc != 0 && t < RETRIES && (r->drv->resumable || !gave); t++) {
+            char e2[MIG_ERR_LEN];
+            if (!reopen_src(r, i, e2, sizeof(e2))) {
+                snprintf(err, sizeof(err), "%s", e2);
+                break;
+            }
+            mig_batch_clear(b);
+            rc = r->drv->scan(r->src[i], cur, hint, b, err, sizeof(err));
+        }
+        if (rc != 0) {
+            cli_warn(r->c, "%s: enumeration failed: %s%s", label(s, lb, sizeof(lb)), err,
+                     r->drv->resumable ? "" : " (a rerun dumps this server again)");
+            r->source_failed[i] = true;
+            r->source_err[i] = xstrdup(r->c, err);
+            return true;
+        }
+        gave = gave || b->n > 0;
+        size_t moved = classify(r, i, b, verify_pass);
+        if (verify_pass) {
+            verify_batch(r, i, b);
+            count_verify(r, i, b);
+        } else {
+            if (!r->dry_run && moved > 0) {
+                bucket_take(&r->rate, moved, (double)hint / fmax(1, r->rate.rate));
+                copy_batch(r, i, b);
+            }
+            count_batch(r, i, b);
+            r->scanned_run += b->n;
+            since_save += b->n;
+            if (since_save >= CHECKPOINT_EVERY || cur->done) {
+                save(r);
+                since_save = 0;
+            }
+        }
+        r->prog_done += b->n;
+        progress_update(&r->prog, r->prog_done);
+    }
+    return true;
+}
+
+/* ---- output ------------------------------------------------------------------------------- */
+
+static void totals(const run *r, mig_counts *t)
+{
+    *t = (mig_counts){0};
+    for (size_t i = 0; i < r->old.n; i++) {
+        const mig_counts *n = &r->st[i].n;
+        t->scanned += n->scanned;
+        t->moved += n->moved;
+        t->copied += n->copied;
+        t->present += n->present;
+        t->expired += n->expired;
+        t->failed += n->failed;
+    }
+}
+
+static void json_listed(json *j, const run *r, const listed *l, size_t n, const char *errkey)
+{
+    json_arr(j);
+    for (size_t k = 0; k < n; k++) {
+        json_obj(j);
+        json_key(j, "key");
+        json_str(j, l[k].key);
+        json_key(j, "from");
+        json_str(j, r->old.servers[l[k].from].addr);
+        json_key(j, "to");
+        json_str(j, r->neu.servers[l[k].to].addr);
+        json_key(j, errkey);
+        json_str(j, l[k].err);
+        json_end(j);
+    }
+    json_end(j);
+}
+
+static void print_json(const run *r, bool complete, double secs)
+{
+    mig_counts t;
+    totals(r, &t);
+    uint64_t stray = 0, failed_sources = 0;
+    for (size_t i = 0; i < r->old.n; i++) {
+        stray += r->stray[i];
+        failed_sources += r->source_failed[i];
+    }
+    json j;
+    json_init(&j, stdout);
+    json_obj(&j);
+    json_key(&j, "old");
+    json_str(&j, r->old.path);
+    json_key(&j, "new");
+    json_str(&j, r->neu.path);
+    json_key(&j, "pool");
+    json_str(&j, r->old.pool->name);
+    json_key(&j, "protocol");
+    json_str(&j, r->drv->name);
+    json_key(&j, "dry_run");
+    fputs(r->dry_run ? "true" : "false", stdout);
+    json_key(&j, "complete");
+    fputs(complete ? "true" : "false", stdout);
+    json_key(&j, "scanned");
+    json_int(&j, t.scanned);
+    json_key(&j, "stray");
+    json_int(&j, stray);
+    json_key(&j, "moved");
+    json_int(&j, t.moved);
+    json_key(&j, "moved_share");
+    json_num(&j, t.scanned ? (double)t.moved / (double)t.scanned : 0.0);
+    json_key(&j, "copied");
+    json_int(&j, t.copied);
+    json_key(&j, "present");
+    json_int(&j, t.present);
+    json_key(&j, "expired");
+    json_int(&j, t.expired);
+    json_key(&j, "failed");
+    json_int(&j, t.failed);
+    json_key(&j, "failed_sources");
+    json_int(&j, failed_sources);
+    json_key(&j, "seconds");
+    json_num(&j, secs);
+    json_key(&j, "keys_per_second");
+    json_num(&j, secs > 0 ? (double)r->scanned_run / secs : 0.0);
+    json_key(&j, "pairs");
+    json_arr(&j);
+    for (size_t i = 0; i < r->old.n; i++)
+        for (size_t k = 0; k < r->neu.n; k++) {
+            if (r->st[i].pairs[k] == 0)
+                continue;
+            json_obj(&j);
+            json_key(&j, "from");
+            json_str(&j, r->old.servers[i].addr);
+            json_key(&j, "to");
+            json_str(&j, r->neu.servers[k].addr);
+            json_key(&j, "keys");
+            json_int(&j, r->st[i].pairs[k]);
+            json_end(&j);
+        }
+    json_end(&j);
+    json_key(&j, "sources");
+    json_arr(&j);
+    for (size_t i = 0; i < r->old.n; i++) {
+        const mig_counts *n = &r->st[i].n;
+        json_obj(&j);
+        json_key(&j, "server");
+        json_str(&j, r->old.servers[i].addr);
+        json_key(&j, "done");
+        fputs(r->st[i].cur.done && !r->source_failed[i] ? "true" : "false", stdout);
+        json_key(&j, "error");
+        json_str(&j, r->source_err[i]);
+        json_key(&j, "scanned");
+        json_int(&j, n->scanned);
+        json_key(&j, "stray");
+        json_int(&j, r->stray[i]);
+        json_key(&j, "moved");
+        json_int(&j, n->moved);
+        json_key(&j, "copied");
+        json_int(&j, n->copied);
+        json_key(&j, "present");
+        json_int(&j, n->present);
+        json_key(&j, "expired");
+        json_int(&j, n->expired);
+        json_key(&j, "failed");
+        json_int(&j, n->failed);
+        json_end(&j);
+    }
+    json_end(&j);
+    json_key(&j, "failures");
+    json_listed(&j, r, r->failed, r->nfailed_listed, "error");
+    json_key(&j, "verify");
+    if (!r->verify) {
+        json_null(&j);
+    } else {
+        json_obj(&j);
+        json_key(&j, "tolerance_ms");
+        json_int(&j, VERIFY_TOLERANCE_MS);
+        json_key(&j, "checked");
+        json_int(&j, r->v_checked);
+        json_key(&j, "ok");
+        json_int(&j, r->v_ok);
+        json_key(&j, "missing");
+        json_int(&j, r->v_missing);
+        json_key(&j, "ttl_mismatch");
+        json_int(&j, r->v_ttl);
+        json_key(&j, "gone");
+        json_int(&j, r->v_gone);
+        json_key(&j, "errors");
+        json_int(&j, r->v_error);
+        json_key(&j, "mismatches");
+        json_listed(&j, r, r->mismatch, r->nmismatch_listed, "problem");
+        json_end(&j);
+    }
+    json_end(&j);
+    json_done(&j);
+}
+
+static void print_text(const run *r, bool complete, double secs)
+{
+    mig_counts t;
+    totals(r, &t);
+    uint64_t stray = 0;
+    for (size_t i = 0; i < r->old.n; i++)
+        stray += r->stray[i];
+    printf("%s pool %s (%zu servers) -> %s pool %s (%zu servers), %s%s\n", r->old.path,
+           r->old.pool->name, r->old.n, r->neu.path, r->neu.pool->name, r->neu.n, r->drv->name,
+           r->dry_run ? ", dry run: nothing written" : "");
+    printf("scanned %" PRIu64 " keys; %" PRIu64 " %s (%.2f%%)", t.scanned, t.moved,
+           r->dry_run ? "would move" : "move", t.scanned ? 100.0 * (double)t.moved / (double)t.scanned : 0.0);
+    if (stray)
+        printf("; %" PRIu64 " stray (held by a server that does not own them under OLD: left)",
+               stray);
+    printf("\n");
+    char la[300], lb[300];
+    for (size_t i = 0; i < r->old.n; i++)
+        for (size_t k = 0; k < r->neu.n; k++)
+            if (r->st[i].pairs[k])
+                printf("  %-40s -> %-40s %" PRIu64 "\n", label(&r->old.servers[i], la, sizeof(la)),
+                       label(&r->neu.servers[k], lb, sizeof(lb)), r->st[i].pairs[k]);
+    if (!r->dry_run)
+        printf("copied %" PRIu64 ", present %" PRIu64 " (already at the new owner%s), expired %" PRIu64
+               ", failed %" PRIu64 "\n",
+               t.copied, t.present, r->replace ? "" : ", kept", t.expired, t.failed);
+    if (r->verify)
+        printf("verify: %" PRIu64 " checked, %" PRIu64 " ok, %" PRIu64 " missing, %" PRIu64
+               " TTL mismatches (tolerance %d ms), %" PRIu64 " gone from the source, %" PRIu64
+               " errors\n",
+               r->v_checked, r->v_ok, r->v_missing, r->v_ttl, VERIFY_TOLERANCE_MS, r->v_gone,
+               r->v_error);
+    printf("%.2f s, %.0f keys scanned/s%s\n", secs, secs > 0 ? (double)r->scanned_run / secs : 0.0,
+           complete ? "" : "; stopped before the end: rerun with the same --checkpoint to go on");
+}
+
+/* The failed keys and mismatches listed on stderr (with or without --json). */
+static void print_listed(const run *r)
+{
+    mig_counts t;
+    totals(r, &t);
+    for (size_t k = 0; k < r->nfailed_listed; k++)
+        fprintf(stderr, "chash migrate: failed: %s (%s -> %s): %s\n", r->failed[k].key,
+                r->old.servers[r->failed[k].from].addr, r->neu.servers[r->failed[k].to].addr,
+                r->failed[k].err);
+    if (t.failed > r->nfailed_listed)
+        fprintf(stderr, "chash migrate: ... and %" PRIu64 " more failed keys\n",
+                t.failed - r->nfailed_listed);
+    for (size_t k = 0; k < r->nmismatch_listed; k++)
+        fprintf(stderr, "chash migrate: verify: %s (%s -> %s): %s\n", r->mismatch[k].key,
+                r->old.servers[r->mismatch[k].from].addr,
+                r->neu.servers[r->mismatch[k].to].addr, r->mismatch[k].err);
+}
+
+/* ---- the command -------------------------------------------------------------------------- */
+
+int cmd_migrate(cli *c)
+{
+    if (c->argc != 2)
+        cli_usage(c, "wants OLD.yml and NEW.yml (see chash migrate --help)");
+    if (c->nodes || c->config)
+        cli_usage(c, "OLD and NEW are config files: --nodes and --config do not apply");
+    run r = {.c = c, .dry_run = c->dry_run, .replace = c->replace, .verify = c->verify,
+             .batch = c->batch ? c->batch : 1000, .limit = c->limit,
+             .checkpoint = c->checkpoint, .rate = {.rate = (double)c->rate}};
+    side_load(c, c->argv[0], &r.old);
+    side_load(c, c->argv[1], &r.neu);
+    if (r.old.pool->redis != r.neu.pool->redis)
+        cli_usage(c, "%s pool %s is a %s pool, %s pool %s a %s pool: keys cannot move between "
+                     "protocols",
+                  r.old.path, r.old.pool->name, r.old.pool->redis ? "redis" : "memcached",
+                  r.neu.path, r.neu.pool->name, r.neu.pool->redis ? "redis" : "memcached");
+    if (r.dry_run && r.replace)
+        cli_usage(c, "--replace does nothing in a dry run");
+    r.drv = r.old.pool->redis ? &mig_redis_driver : &mig_mc_driver;
+    snprintf(r.id, sizeof(r.id), "%s %s %s", r.old.pool->name,
+             ch_membership_version(r.old.members), ch_membership_version(r.neu.members));
+
+    size_t no = r.old.n, nn = r.neu.n;
+    r.same = xcalloc(c, no, sizeof(*r.same));
+    r.src = xcalloc(c, no, sizeof(*r.src));
+    r.dst = xcalloc(c, nn, sizeof(*r.dst));
+    r.broken_dst = xcalloc(c, nn, sizeof(*r.broken_dst));
+    r.st = xcalloc(c, no, sizeof(*r.st));
+    r.stray = xcalloc(c, no, sizeof(*r.stray));
+    r.source_failed = xcalloc(c, no, sizeof(*r.source_failed));
+    r.source_err = xcalloc(c, no, sizeof(*r.source_err));
+    for (size_t i = 0; i < no; i++) {
+        r.same[i] = find_server(&r.neu, r.old.servers[i].addr);
+        r.st[i].pairs = xcalloc(c, nn, sizeof(*r.st[i].pairs));
+    }
+    if (r.checkpoint && !r.dry_run) {
+        char err[600];
+        int rc = mig_checkpoint_load(r.checkpoint, r.id, r.old.servers, no, r.neu.servers, nn,
+                                     r.st, err, sizeof(err));
+        if (rc < 0)
+            cli_fail(c, "checkpoint: %s", err);
+        if (rc == 1 && !c->json)
+            fprintf(stderr, "chash migrate: resuming from %s\n", r.checkpoint);
+    }
+
+    /* Every server is reached before anything is written: a typo in a config stops the run
+     * here, naming the server. A dry run needs only the OLD servers. */
+    char err[MIG_ERR_LEN], lb[300];
+    for (size_t i = 0; i < no; i++)
+        if ((r.src[i] = connect_to(&r, &r.old.servers[i], &r.old.auth, 1, err, sizeof(err))) ==
+            NULL)
+            cli_fail(c, "OLD server %s: %s", label(&r.old.servers[i], lb, sizeof(lb)), err);
+    for (size_t j = 0; j < nn && !(r.dry_run && !r.verify); j++)
+        if ((r.dst[j] = connect_to(&r, &r.neu.servers[j], &r.neu.auth, 1, err, sizeof(err))) ==
+            NULL)
+            cli_fail(c, "NEW server %s: %s", label(&r.neu.servers[j], lb, sizeof(lb)), err);
+
+    struct sigaction sa = {.sa_handler = on_stop};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+
+    uint64_t total = 0;
+    for (size_t i = 0; i < no; i++)
+        if (!r.st[i].cur.done)
+            total += r.drv->count(r.src[i]);
+    double t0 = now_seconds();
+    mig_batch b = {0};
+    bool complete = true;
+    /* A dry run with --verify only checks: the copy pass is left out. */
+    if (!(r.dry_run && r.verify)) {
+        progress_start(&r.prog, r.dry_run ? "counting" : "migrating", total);
+        for (size_t i = 0; i < no && complete; i++)
+            if (!r.st[i].cur.done)
+                complete = drain(&r, i, &b, false);
+        progress_end(&r.prog);
+        save(&r);
+    }
+    if (r.verify && complete) {
+        total = 0;
+        for (size_t i = 0; i < no; i++)
+            total += r.drv->count(r.src[i]);
+        r.prog_done = 0;
+        progress_start(&r.prog, "verifying", total);
+        for (size_t i = 0; i < no && complete; i++)
+            complete = drain(&r, i, &b, true);
+        progress_end(&r.prog);
+    }
+    double secs = now_seconds() - t0;
+    mig_batch_free(&b);
+
+    if (c->json)
+        print_json(&r, complete, secs);
+    else
+        print_text(&r, complete, secs);
+    print_listed(&r);
+
+    mig_counts t;
+    totals(&r, &t);
+    bool bad_source = false;
+    for (size_t i = 0; i < no; i++)
+        bad_source = bad_source || r.source_failed[i];
+    int status = 0;
+    if (t.failed || bad_source || r.v_missing || r.v_ttl || r.v_error)
+        status = 1;
+    else if (!complete)
+        status = 3;
+
+    for (size_t i = 0; i < no; i++) {
+        r.drv->close(r.src[i]);
+        free(r.st[i].pairs);
+        free(r.source_err[i]);
+    }
+    for (size_t j = 0; j < nn; j++)
+        r.drv->close(r.dst[j]);
+    for (size_t k = 0; k < r.nfailed_listed; k++) {
+        free(r.failed[k].key);
+        free(r.failed[k].err);
+    }
+    for (size_t k = 0; k < r.nmismatch_listed; k++) {
+        free(r.mismatch[k].key);
+        free(r.mismatch[k].err);
+    }
+    free(r.same);
+    free(r.src);
+    free(r.dst);
+    free(r.broken_dst);
+    free(r.st);
+    free(r.stray);
+    free(r.source_failed);
+    free(r.source_err);
+    side_free(&r.old);
+    side_free(&r.neu);
+    return status;
+}
