@@ -830,6 +830,12 @@ void json_int(json *j, uint64_t v)
     fprintf(j->out, "%llu", (unsigned long long)v);
 }
 
+void json_bool(json *j, bool v)
+{
+    json_sep(j);
+    fputs(v ? "true" : "false", j->out);
+}
+
 void json_null(json *j)
 {
     json_sep(j);

@@ -209,6 +209,7 @@ void json_key(json *j, const char *k);
 void json_str(json *j, const char *s); /* NULL writes null */
 void json_num(json *j, double v);
 void json_int(json *j, uint64_t v);
+void json_bool(json *j, bool v);
 void json_null(json *j);
 void json_done(json *j); /* the final newline */
 

@@ -579,9 +579,9 @@ static void print_json(const run *r, bool complete, double secs)
     json_key(&j, "protocol");
     json_str(&j, r->drv->name);
     json_key(&j, "dry_run");
-    fputs(r->dry_run ? "true" : "false", stdout);
+    json_bool(&j, r->dry_run);
     json_key(&j, "complete");
-    fputs(complete ? "true" : "false", stdout);
+    json_bool(&j, complete);
     json_key(&j, "scanned");
     json_int(&j, t.scanned);
     json_key(&j, "stray");
@@ -628,7 +628,7 @@ static void print_json(const run *r, bool complete, double secs)
         json_key(&j, "server");
         json_str(&j, r->old.servers[i].addr);
         json_key(&j, "done");
-        fputs(r->st[i].cur.done && !r->source_failed[i] ? "true" : "false", stdout);
+        json_bool(&j, r->st[i].cur.done && !r->source_failed[i]);
         json_key(&j, "error");
         json_str(&j, r->source_err[i]);
         json_key(&j, "scanned");
