@@ -4,8 +4,8 @@
  *
  *   chash-migrate-checkpoint 1
  *   id <pool> <OLD membership version> <NEW membership version>
- *   source <addr> cursor <u64> done <0|1> scanned <n> moved <n> copied <n> present <n>
- *          expired <n> failed <n>                              (one line)
+ *   source <addr> cursor <u64> done <0|1> scanned <n> stray <n> moved <n> copied <n>
+ *          present <n> expired <n> failed <n>                  (one line)
  *   pair <old addr> <new addr> <keys>
  *   end
  *
@@ -44,9 +44,10 @@ int mig_checkpoint_save(const char *path, const char *id, const mig_server *olds
     for (size_t i = 0; i < nold; i++) {
         const mig_counts *n = &st[i].n;
         fprintf(f,
-                "source %s cursor %" PRIu64 " done %d scanned %" PRIu64 " moved %" PRIu64
+                "source %s cursor %" PRIu64 " done %d scanned %" PRIu64 " stray %" PRIu64
+                " moved %" PRIu64
                 " copied %" PRIu64 " present %" PRIu64 " expired %" PRIu64 " failed %" PRIu64 "\n",
-                olds[i].addr, st[i].cur.pos, st[i].cur.done ? 1 : 0, n->scanned, n->moved,
+                olds[i].addr, st[i].cur.pos, st[i].cur.done ? 1 : 0, n->scanned, n->stray, n->moved,
                 n->copied, n->present, n->expired, n->failed);
         for (size_t j = 0; j < nnew; j++)
             if (st[i].pairs[j] > 0)
@@ -115,19 +116,20 @@ int mig_checkpoint_load(const char *path, const char *id, const mig_server *olds
         }
         if (!have_id)
             break;
-        uint64_t pos, v[6], keys;
+        uint64_t pos, v[7], keys;
         int done;
         if (sscanf(line,
-                   "source %4095s cursor %" SCNu64 " done %d scanned %" SCNu64 " moved %" SCNu64
-                   " copied %" SCNu64 " present %" SCNu64 " expired %" SCNu64 " failed %" SCNu64,
-                   a, &pos, &done, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) == 9) {
+                   "source %4095s cursor %" SCNu64 " done %d scanned %" SCNu64 " stray %" SCNu64
+                   " moved %" SCNu64 " copied %" SCNu64 " present %" SCNu64 " expired %" SCNu64
+                   " failed %" SCNu64,
+                   a, &pos, &done, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6]) == 10) {
             long i = find_addr(olds, nold, a);
             if (i < 0) {
                 snprintf(err, errlen, "%s:%u: server %s is not in OLD", path, lineno, a);
                 goto out;
             }
-            st[i].cur = (mig_cursor){pos, done != 0};
-            st[i].n = (mig_counts){v[0], v[1], v[2], v[3], v[4], v[5]};
+            st[i].cur = (mig_cursor){.pos = pos, .done = done != 0};
+            st[i].n = (mig_counts){v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
         } else if (sscanf(line, "pair %4095s %4095s %" SCNu64, a, b, &keys) == 3) {
             long i = find_addr(olds, nold, a), j = find_addr(news, nnew, b);
             if (i < 0 || j < 0) {

@@ -1,10 +1,10 @@
 /*
  * mig_mc.c — the memcached driver of `chash migrate`, over mc_client.c.
  *
- * Enumeration is "lru_crawler metadump all" on a connection of its own, read a batch at a time
- * while the batch is copied over a second connection. The dump has no cursor: a dump lost
- * midway cannot be resumed (the driver is not resumable, and the checkpoint records only
- * whether a server is done).
+ * Enumeration is "lru_crawler metadump all" on a connection of its own, repeated until it gives
+ * no new key (see "the dumps" below); the keys are then handed out in batches, copied over a
+ * second connection. The dump has no cursor: the checkpoint records only whether a server is
+ * done, and a rerun dumps an unfinished server again.
  *
  * A copy is "mg <key> v t f" at the source (value, seconds left, client flags), then "add" (or
  * "set" with --replace) at the new owner with the flags and the time left: relative seconds up to
@@ -28,8 +28,7 @@
 #define MONTH_S 2592000     /* 30 days: memcached reads larger exptimes as unix times */
 
 struct mig_conn {
-    mc_client *cmd;  /* mg, add/set, stats */
-    mc_client *dump; /* the metadump in progress, or NULL */
+    mc_client *cmd; /* mg, add/set, stats; the dumps have connections of their own */
     mig_server s;
     int timeout_ms;
 };
@@ -63,7 +62,6 @@ static void m_close(mig_conn *c)
 {
     if (c) {
         mc_close(c->cmd);
-        mc_close(c->dump);
         free(c);
     }
 }
@@ -80,54 +78,192 @@ static void sleep_ms(long ms)
     nanosleep(&ts, NULL);
 }
 
+/* ---- the dumps: a server's keys, deduplicated ------------------------------------------------
+ * One metadump may list only part of a server: the crawler walks only the LRUs it could start
+ * on (one still finishing an earlier crawl is left out, seen on memcached 1.6.18 right after
+ * another dump), and items that move between LRUs during the walk can be passed over. The
+ * driver therefore dumps a server until the keys listed, deduplicated, are as many as the
+ * server's curr_items (read before each dump, after the previous one reclaimed what had
+ * expired), at most MAX_DUMPS times with a growing pause, reading each dump straight through;
+ * what is still missing then is reported (mig_cursor.unlisted). Memory: the server's keys,
+ * about key length + 40 bytes each. */
+
+#define MAX_DUMPS 8
+#define ARENA_CHUNK (1u << 20)
+
+typedef struct dump_key {
+    const char *key;
+    uint32_t len;
+    int64_t exp;
+    uint64_t size;
+} dump_key;
+
+typedef struct dump_set {
+    dump_key *keys; /* in the order first seen */
+    size_t n, cap;
+    uint32_t *slots; /* open addressing: index + 1 into keys; 0 empty; load <= 1/2 */
+    size_t nslots;
+    char **chunks; /* the keys' bytes */
+    size_t nchunks, used;
+    size_t next; /* the next key to hand out */
+    int dumps;
+    bool dumped;
+} dump_set;
+
+static uint64_t key_hash(const char *k, size_t len)
+{
+    uint64_t h = 14695981039346656037ull; /* FNV-1a 64 */
+    for (size_t i = 0; i < len; i++)
+        h = (h ^ (unsigned char)k[i]) * 1099511628211ull;
+    return h;
+}
+
+static void set_free(dump_set *d)
+{
+    if (d == NULL)
+        return;
+    for (size_t i = 0; i < d->nchunks; i++)
+        free(d->chunks[i]);
+    free(d->chunks);
+    free(d->keys);
+    free(d->slots);
+    free(d);
+}
+
+static bool set_grow(dump_set *d)
+{
+    size_t ns = d->nslots ? d->nslots * 2 : 4096;
+    uint32_t *slots = calloc(ns, sizeof(*slots));
+    if (slots == NULL)
+        return false;
+    for (size_t i = 0; i < d->n; i++) {
+        size_t h = key_hash(d->keys[i].key, d->keys[i].len) & (ns - 1);
+        while (slots[h] != 0)
+            h = (h + 1) & (ns - 1);
+        slots[h] = (uint32_t)(i + 1);
+    }
+    free(d->slots);
+    d->slots = slots;
+    d->nslots = ns;
+    return true;
+}
+
+/* Adds the key unless it is there. Returns false when out of memory. O(1) expected. */
+static bool set_add(dump_set *d, const mc_meta *m)
+{
+    if ((d->n + 1) * 2 > d->nslots && !set_grow(d))
+        return false;
+    size_t h = key_hash(m->key, m->len) & (d->nslots - 1);
+    for (; d->slots[h] != 0; h = (h + 1) & (d->nslots - 1)) {
+        const dump_key *k = &d->keys[d->slots[h] - 1];
+        if (k->len == m->len && memcmp(k->key, m->key, m->len) == 0)
+            return true;
+    }
+    if (d->n == d->cap) {
+        size_t cap = d->cap ? d->cap * 2 : 4096;
+        dump_key *keys = realloc(d->keys, cap * sizeof(*keys));
+        if (keys == NULL)
+            return false;
+        d->keys = keys;
+        d->cap = cap;
+    }
+    if (d->nchunks == 0 || d->used + m->len > ARENA_CHUNK) {
+        char **chunks = realloc(d->chunks, (d->nchunks + 1) * sizeof(*chunks));
+        if (chunks == NULL)
+            return false;
+        d->chunks = chunks;
+        if ((d->chunks[d->nchunks] = malloc(ARENA_CHUNK)) == NULL)
+            return false;
+        d->nchunks++;
+        d->used = 0;
+    }
+    char *dst = d->chunks[d->nchunks - 1] + d->used;
+    memcpy(dst, m->key, m->len);
+    d->used += m->len;
+    d->keys[d->n] = (dump_key){dst, (uint32_t)m->len, m->exp, m->size};
+    d->slots[h] = (uint32_t)(++d->n);
+    return true;
+}
+
+/* One whole dump of the server into d. Returns 0, or -1 with err. */
+static int dump_once(mig_conn *c, dump_set *d, char *err, size_t errlen)
+{
+    mc_client *mc = mc_connect(c->s.host, c->s.port, c->timeout_ms, err, errlen);
+    if (mc == NULL)
+        return -1;
+    mc_meta m;
+    int rc = MC_LOST;
+    /* Another crawl (the server's own, or another client's) makes the dump wait. */
+    for (int i = 0; i < BUSY_TRIES; i++) {
+        if (mc_metadump_begin(mc) != 0)
+            break;
+        rc = mc_metadump_next(mc, &m);
+        if (rc != MC_EREPLY || !mc_busy(mc))
+            break;
+        sleep_ms(100);
+    }
+    while (rc == 1) {
+        if (!set_add(d, &m)) {
+            snprintf(err, errlen, "out of memory for the keys of the dump");
+            mc_close(mc);
+            return -1;
+        }
+        rc = mc_metadump_next(mc, &m);
+    }
+    if (rc < 0)
+        snprintf(err, errlen, "lru_crawler metadump: %s", mc_error(mc));
+    mc_close(mc);
+    return rc < 0 ? -1 : 0;
+}
+
 static int m_scan(mig_conn *c, mig_cursor *cur, size_t hint, mig_batch *b, char *err,
                   size_t errlen)
 {
-    mc_meta m;
-    int rc = 1;
-    if (c->dump == NULL) {
-        c->dump = mc_connect(c->s.host, c->s.port, c->timeout_ms, err, errlen);
-        if (c->dump == NULL)
+    dump_set *d = cur->priv;
+    if (d == NULL && (d = cur->priv = calloc(1, sizeof(*d))) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    /* A failed dump is simply done again: the set keeps what the others gave, once each. */
+    while (!d->dumped) {
+        uint64_t items = 0;
+        if (mc_curr_items(c->cmd, &items) != 0) {
+            snprintf(err, errlen, "stats: %s", mc_error(c->cmd));
             return -1;
-        /* Another crawl (the server's own, or another client's) makes the dump wait. */
-        for (int i = 0; i < BUSY_TRIES; i++) {
-            if (mc_metadump_begin(c->dump) != 0)
-                break;
-            rc = mc_metadump_next(c->dump, &m);
-            if (rc != MC_EREPLY || !mc_busy(c->dump))
-                break;
-            sleep_ms(100);
         }
-        if (rc < 0)
-            goto fail;
-        if (rc == 0)
-            goto end;
-        if (!mig_batch_add(b, m.key, m.len, m.exp, m.size))
-            goto nomem;
+        if (d->dumps > 0 && d->n >= items)
+            break;
+        if (d->dumps == MAX_DUMPS) {
+            cur->unlisted = items - d->n;
+            break;
+        }
+        if (d->dumps > 0)
+            sleep_ms(50L << (d->dumps - 1)); /* 50 ms, doubling: 6.4 s in all at most */
+        if (dump_once(c, d, err, errlen) != 0)
+            return -1;
+        d->dumps++;
     }
-    while (b->n < hint) {
-        rc = mc_metadump_next(c->dump, &m);
-        if (rc < 0)
-            goto fail;
-        if (rc == 0)
-            goto end;
-        if (!mig_batch_add(b, m.key, m.len, m.exp, m.size))
-            goto nomem;
+    d->dumped = true;
+    while (b->n < hint && d->next < d->n) {
+        const dump_key *k = &d->keys[d->next];
+        if (!mig_batch_add(b, k->key, k->len, k->exp, k->size)) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        d->next++;
+    }
+    if (d->next == d->n) {
+        set_free(d);
+        cur->priv = NULL;
+        cur->done = true;
     }
     return 0;
-end:
-    mc_close(c->dump);
-    c->dump = NULL;
-    cur->done = true;
-    return 0;
-fail:
-    snprintf(err, errlen, "lru_crawler metadump: %s", mc_error(c->dump));
-    mc_close(c->dump);
-    c->dump = NULL;
-    return -1;
-nomem:
-    snprintf(err, errlen, "out of memory");
-    return -1;
+}
+
+static void m_cursor_free(mig_cursor *cur)
+{
+    set_free(cur->priv);
+    cur->priv = NULL;
 }
 
 static bool pending(const mig_key *k)
@@ -363,6 +499,7 @@ const mig_driver mig_mc_driver = {
     .count = m_count,
     .resumable = false,
     .scan = m_scan,
+    .cursor_free = m_cursor_free,
     .copy = m_copy,
     .verify = m_verify,
 };

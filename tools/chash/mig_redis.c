@@ -389,6 +389,11 @@ out:
     free(d);
 }
 
+static void r_cursor_free(mig_cursor *cur)
+{
+    (void)cur; /* a SCAN cursor is a number */
+}
+
 const mig_driver mig_redis_driver = {
     .name = "redis",
     .open = r_open,
@@ -396,6 +401,7 @@ const mig_driver mig_redis_driver = {
     .count = r_count,
     .resumable = true,
     .scan = r_scan,
+    .cursor_free = r_cursor_free,
     .copy = r_copy,
     .verify = r_verify,
 };

@@ -224,8 +224,8 @@ typedef struct run {
     mig_conn **dst;          /* per NEW server (NULL in a dry run) */
     bool *broken_dst;
     mig_source_state *st;    /* per OLD server */
-    uint64_t *stray;         /* per OLD server: keys it holds but does not own (this run) */
     bool *source_failed;
+    uint64_t *unlisted;      /* per OLD server: keys no dump listed (memcached), this run */
     char **source_err;
     bool dry_run, replace, verify;
     size_t batch;
@@ -410,7 +410,7 @@ static size_t classify(run *r, size_t i, mig_batch *b, bool for_verify)
         key->check = MIG_V_TODO;
         if (ch_lookup(r->old.table, key->key, key->len) != i) {
             if (!for_verify)
-                r->stray[i]++;
+                r->st[i].n.stray++;
             continue;
         }
         size_t to = ch_lookup(r->neu.table, key->key, key->len);
@@ -474,17 +474,18 @@ static bool drain(run *r, size_t i, mig_batch *b, bool verify_pass)
     const mig_server *s = &r->old.servers[i];
     mig_cursor local = {0}, *cur = verify_pass ? &local : &r->st[i].cur;
     uint64_t since_save = 0;
-    bool gave = false; /* keys were given by this enumeration */
     size_t hint = r->batch;
     if (r->rate.rate > 0 && r->rate.rate < (double)hint)
         hint = (size_t)fmax(1, r->rate.rate);
     while (!cur->done) {
-        if (stop_requested || (!verify_pass && r->limit && r->scanned_run >= r->limit))
+        if (stop_requested || (!verify_pass && r->limit && r->scanned_run >= r->limit)) {
+            r->drv->cursor_free(cur); /* a memcached server's keys: dumped again on a rerun */
             return false;
+        }
         mig_batch_clear(b);
         char err[MIG_ERR_LEN];
         int rc = r->drv->scan(r->src[i], cur, hint, b, err, sizeof(err));
-        for (int t = 1; rc != 0 && t < RETRIES && (r->drv->resumable || !gave); t++) {
+        for (int t = 1; rc != 0 && t < RETRIES; t++) {
             char e2[MIG_ERR_LEN];
             if (!reopen_src(r, i, e2, sizeof(e2))) {
                 snprintf(err, sizeof(err), "%s", e2);
@@ -494,13 +495,12 @@ static bool drain(run *r, size_t i, mig_batch *b, bool verify_pass)
             rc = r->drv->scan(r->src[i], cur, hint, b, err, sizeof(err));
         }
         if (rc != 0) {
-            cli_warn(r->c, "%s: enumeration failed: %s%s", label(s, lb, sizeof(lb)), err,
-                     r->drv->resumable ? "" : " (a rerun dumps this server again)");
+            cli_warn(r->c, "%s: enumeration failed: %s", label(s, lb, sizeof(lb)), err);
+            r->drv->cursor_free(cur);
             r->source_failed[i] = true;
             r->source_err[i] = xstrdup(r->c, err);
             return true;
         }
-        gave = gave || b->n > 0;
         size_t moved = classify(r, i, b, verify_pass);
         if (verify_pass) {
             verify_batch(r, i, b);
@@ -521,6 +521,12 @@ static bool drain(run *r, size_t i, mig_batch *b, bool verify_pass)
         r->prog_done += b->n;
         progress_update(&r->prog, r->prog_done);
     }
+    if (!verify_pass && cur->unlisted > 0) {
+        r->unlisted[i] = cur->unlisted;
+        cli_warn(r->c, "%s: %" PRIu64 " items its stats count were listed by none of its "
+                       "dumps (lru_crawler metadump): a rerun may copy them",
+                 label(s, lb, sizeof(lb)), cur->unlisted);
+    }
     return true;
 }
 
@@ -532,6 +538,7 @@ static void totals(const run *r, mig_counts *t)
     for (size_t i = 0; i < r->old.n; i++) {
         const mig_counts *n = &r->st[i].n;
         t->scanned += n->scanned;
+        t->stray += n->stray;
         t->moved += n->moved;
         t->copied += n->copied;
         t->present += n->present;
@@ -562,11 +569,9 @@ static void print_json(const run *r, bool complete, double secs)
 {
     mig_counts t;
     totals(r, &t);
-    uint64_t stray = 0, failed_sources = 0;
-    for (size_t i = 0; i < r->old.n; i++) {
-        stray += r->stray[i];
+    uint64_t failed_sources = 0, owned = t.scanned - t.stray;
+    for (size_t i = 0; i < r->old.n; i++)
         failed_sources += r->source_failed[i];
-    }
     json j;
     json_init(&j, stdout);
     json_obj(&j);
@@ -585,11 +590,11 @@ static void print_json(const run *r, bool complete, double secs)
     json_key(&j, "scanned");
     json_int(&j, t.scanned);
     json_key(&j, "stray");
-    json_int(&j, stray);
+    json_int(&j, t.stray);
     json_key(&j, "moved");
     json_int(&j, t.moved);
     json_key(&j, "moved_share");
-    json_num(&j, t.scanned ? (double)t.moved / (double)t.scanned : 0.0);
+    json_num(&j, owned ? (double)t.moved / (double)owned : 0.0);
     json_key(&j, "copied");
     json_int(&j, t.copied);
     json_key(&j, "present");
@@ -634,7 +639,9 @@ static void print_json(const run *r, bool complete, double secs)
         json_key(&j, "scanned");
         json_int(&j, n->scanned);
         json_key(&j, "stray");
-        json_int(&j, r->stray[i]);
+        json_int(&j, n->stray);
+        json_key(&j, "unlisted");
+        json_int(&j, r->unlisted[i]);
         json_key(&j, "moved");
         json_int(&j, n->moved);
         json_key(&j, "copied");
@@ -681,17 +688,16 @@ static void print_text(const run *r, bool complete, double secs)
 {
     mig_counts t;
     totals(r, &t);
-    uint64_t stray = 0;
-    for (size_t i = 0; i < r->old.n; i++)
-        stray += r->stray[i];
+    uint64_t owned = t.scanned - t.stray;
     printf("%s pool %s (%zu servers) -> %s pool %s (%zu servers), %s%s\n", r->old.path,
            r->old.pool->name, r->old.n, r->neu.path, r->neu.pool->name, r->neu.n, r->drv->name,
            r->dry_run ? ", dry run: nothing written" : "");
-    printf("scanned %" PRIu64 " keys; %" PRIu64 " %s (%.2f%%)", t.scanned, t.moved,
-           r->dry_run ? "would move" : "move", t.scanned ? 100.0 * (double)t.moved / (double)t.scanned : 0.0);
-    if (stray)
-        printf("; %" PRIu64 " stray (held by a server that does not own them under OLD: left)",
-               stray);
+    printf("scanned %" PRIu64 " keys; %" PRIu64 " of them %s (%.2f%%)", t.scanned, t.moved,
+           r->dry_run ? "would move" : "move",
+           owned ? 100.0 * (double)t.moved / (double)owned : 0.0);
+    if (t.stray)
+        printf("; %" PRIu64 " stray (on a server that does not own them under OLD: left alone)",
+               t.stray);
     printf("\n");
     char la[300], lb[300];
     for (size_t i = 0; i < r->old.n; i++)
@@ -761,8 +767,8 @@ int cmd_migrate(cli *c)
     r.dst = xcalloc(c, nn, sizeof(*r.dst));
     r.broken_dst = xcalloc(c, nn, sizeof(*r.broken_dst));
     r.st = xcalloc(c, no, sizeof(*r.st));
-    r.stray = xcalloc(c, no, sizeof(*r.stray));
     r.source_failed = xcalloc(c, no, sizeof(*r.source_failed));
+    r.unlisted = xcalloc(c, no, sizeof(*r.unlisted));
     r.source_err = xcalloc(c, no, sizeof(*r.source_err));
     for (size_t i = 0; i < no; i++) {
         r.same[i] = find_server(&r.neu, r.old.servers[i].addr);
@@ -776,6 +782,15 @@ int cmd_migrate(cli *c)
             cli_fail(c, "checkpoint: %s", err);
         if (rc == 1 && !c->json)
             fprintf(stderr, "chash migrate: resuming from %s\n", r.checkpoint);
+        /* A server whose enumeration cannot resume (metadump) starts again from nothing: its
+         * counts are redone, so that no key is counted twice. */
+        for (size_t i = 0; i < no && !r.drv->resumable; i++) {
+            if (r.st[i].cur.done)
+                continue;
+            r.st[i].cur = (mig_cursor){0};
+            r.st[i].n = (mig_counts){0};
+            memset(r.st[i].pairs, 0, nn * sizeof(*r.st[i].pairs));
+        }
     }
 
     /* Every server is reached before anything is written: a typo in a config stops the run
@@ -828,6 +843,7 @@ int cmd_migrate(cli *c)
         print_json(&r, complete, secs);
     else
         print_text(&r, complete, secs);
+    fflush(stdout); /* before the list on stderr, so that a terminal shows them in order */
     print_listed(&r);
 
     mig_counts t;
@@ -861,8 +877,8 @@ int cmd_migrate(cli *c)
     free(r.dst);
     free(r.broken_dst);
     free(r.st);
-    free(r.stray);
     free(r.source_failed);
+    free(r.unlisted);
     free(r.source_err);
     side_free(&r.old);
     side_free(&r.neu);

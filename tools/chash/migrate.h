@@ -80,11 +80,14 @@ bool mig_batch_add(mig_batch *b, const char *key, size_t len, int64_t exp, uint6
 void mig_batch_clear(mig_batch *b);
 void mig_batch_free(mig_batch *b);
 
-/* Where a source's enumeration stands: redis, the SCAN cursor; memcached, nothing (metadump has
- * no cursor: a server is done or to be dumped again from the start). */
+/* Where a source's enumeration stands: redis, the SCAN cursor; memcached, the keys its dumps
+ * gave, held by the driver (priv) across reconnections of the source; metadump has no cursor,
+ * so a checkpoint records only whether a server is done. */
 typedef struct mig_cursor {
     uint64_t pos;
     bool done;
+    uint64_t unlisted; /* memcached: items the server counted but no dump listed */
+    void *priv;        /* the driver's, freed by cursor_free() */
 } mig_cursor;
 
 typedef struct mig_conn mig_conn; /* one driver's connection to one server */
@@ -96,15 +99,17 @@ typedef struct mig_driver {
     void (*close)(mig_conn *c);
     /* The server's number of keys, for the progress bar; 0 when unknown. */
     uint64_t (*count)(mig_conn *c);
-    /* Whether scan() can go on from a cursor on a new connection (SCAN can; metadump cannot:
-     * a dump lost midway fails its server, which a rerun dumps again from the start). */
+    /* Whether a cursor saved in a checkpoint lets a rerun go on (SCAN's does; metadump has
+     * none: a rerun dumps an unfinished server again, and its counts are redone). */
     bool resumable;
     /* Appends the next keys of the enumeration (about `hint` of them) to b and advances cur;
      * sets cur->done after the last. Returns 0, or -1 with err when the connection failed or the
-     * server refused (the engine reconnects and, when resumable, calls again with the same
-     * cursor). */
+     * server refused; the engine reconnects and calls again with the same cursor, which gives
+     * no key twice. */
     int (*scan)(mig_conn *c, mig_cursor *cur, size_t hint, mig_batch *b, char *err,
                 size_t errlen);
+    /* Frees what scan() keeps in cur->priv (a no-op when nothing). */
+    void (*cursor_free)(mig_cursor *cur);
     /* Copies every key of b whose state is MIG_TODO or MIG_RETRY from src to dst[k->to], setting
      * its state. replace: overwrite a key already at the new owner. A failed connection marks
      * its keys MIG_RETRY and sets *broken_src or broken_dst[i]. */
@@ -123,7 +128,11 @@ extern const mig_driver mig_mc_driver;
 
 /* The counts of one source server, as the checkpoint keeps them. */
 typedef struct mig_counts {
-    uint64_t scanned, moved, copied, present, expired, failed;
+    uint64_t scanned; /* keys the enumeration gave */
+    uint64_t stray;   /* of them, keys the server holds but does not own under OLD (a copy
+                         into it, by this migration or an earlier one): never copied */
+    uint64_t moved;   /* of the others, keys whose owner changes */
+    uint64_t copied, present, expired, failed; /* what became of the moved keys */
 } mig_counts;
 
 /* The checkpoint's view of one source: its cursor and counts, and its moved keys per NEW
