@@ -246,11 +246,13 @@ static void r_copy(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, boo
                 b->keys[i].state = MIG_RETRY;
     }
 
-    /* 2. RESTORE of every key read, one pipeline per new owner; then the replies, in order. */
+    /* 2. RESTORE of every key read, one pipeline per new owner. Every pipeline is written out
+     * before any reply is read, so the new owners restore at the same time. */
     int64_t now = now_ms();
-    for (size_t j = 0; j < ndst; j++) {
-        bool sent = false, dlost = false;
-        for (size_t i = 0; i < b->n && !dlost; i++) {
+    bool *sent = calloc(ndst ? ndst : 1, sizeof(*sent));
+    bool *dlost = calloc(ndst ? ndst : 1, sizeof(*dlost));
+    for (size_t j = 0; j < ndst && sent && dlost; j++) {
+        for (size_t i = 0; i < b->n && !dlost[j]; i++) {
             mig_key *k = &b->keys[i];
             if (dump[i] == NULL || k->to != j)
                 continue;
@@ -265,16 +267,22 @@ static void r_copy(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, boo
             snprintf(ts, sizeof(ts), "%" PRId64, left);
             const char *argv[] = {"RESTORE", k->key, ts, dump[i]->str, "REPLACE"};
             size_t lens[] = {7, k->len, strlen(ts), dump[i]->len, 7};
-            dlost = redisAppendCommandArgv(dst[j]->rc, replace ? 5 : 4, argv, lens) != REDIS_OK;
-            sent = true;
+            dlost[j] = redisAppendCommandArgv(dst[j]->rc, replace ? 5 : 4, argv, lens) != REDIS_OK;
+            sent[j] = true;
         }
-        for (size_t i = 0; i < b->n && sent && !dlost; i++) {
+        /* The replies are 5 bytes each: the server can never block on them while we write. */
+        int done = 0;
+        while (sent[j] && !dlost[j] && !done)
+            dlost[j] = redisBufferWrite(dst[j]->rc, &done) != REDIS_OK;
+    }
+    for (size_t j = 0; j < ndst && sent && dlost; j++) {
+        for (size_t i = 0; i < b->n && sent[j] && !dlost[j]; i++) {
             mig_key *k = &b->keys[i];
             if (dump[i] == NULL || k->to != j)
                 continue;
             redisReply *r = next_reply(dst[j]->rc);
             if (r == NULL) {
-                dlost = true;
+                dlost[j] = true;
                 break;
             }
             if (r->type == REDIS_REPLY_STATUS) {
@@ -289,16 +297,24 @@ static void r_copy(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, boo
             freeReplyObject(dump[i]);
             dump[i] = NULL;
         }
-        if (dlost) {
+        if (dlost[j])
             broken_dst[j] = true;
-            for (size_t i = 0; i < b->n; i++)
-                if (dump[i] != NULL && b->keys[i].to == j) {
-                    b->keys[i].state = MIG_RETRY;
-                    freeReplyObject(dump[i]);
-                    dump[i] = NULL;
-                }
-        }
     }
+    /* What is left was not answered (a lost connection) or never sent (out of memory). */
+    for (size_t i = 0; i < b->n; i++) {
+        if (dump[i] == NULL)
+            continue;
+        mig_key *k = &b->keys[i];
+        if (sent && dlost) {
+            k->state = MIG_RETRY;
+        } else {
+            k->state = MIG_FAILED;
+            snprintf(k->err, MIG_ERR_LEN, "out of memory");
+        }
+        freeReplyObject(dump[i]);
+    }
+    free(sent);
+    free(dlost);
     free(dump);
     free(ttl);
 }
