@@ -198,7 +198,8 @@ def redis_test(proxy_exe, chash, tmp):
     # 3. --limit with --checkpoint stops early; the rerun completes.
     ckpt = os.path.join(tmp, "migrate.ckpt")
     rc, out, _ = chash_run(chash, ["migrate", old_cfg, new_cfg, "--checkpoint", ckpt,
-                                   "--limit", "700", "--batch", "100", "--json"], expect=3)
+                                   "--limit", "700", "--batch", "100", "--parallel", "1",
+                                   "--json"], expect=3)
     if out["complete"] or out["scanned"] >= len(allkeys) or out["scanned"] < 700:
         fail("--limit 700: complete %s after %d keys" % (out["complete"], out["scanned"]))
     part = sum(len(RedisSide(s).keys()) for s in olds + news) - len(allkeys)

@@ -92,6 +92,7 @@ enum {
     O_NODES = 256, O_CONFIG, O_POOL, O_ALGO, O_HASH, O_VNODES, O_SEED, O_KEYS, O_KEYFILE, O_JSON,
     O_REPLICAS, O_ADD, O_REMOVE, O_TO, O_OUT, O_TABLESIZE, O_NEWHASH, O_NEWVNODES,
     O_SHOWVERSION, O_FROM, O_RATE, O_CHECKPOINT, O_DRYRUN, O_VERIFY, O_REPLACE, O_LIMIT, O_BATCH,
+    O_PARALLEL,
 };
 
 static const struct {
@@ -125,6 +126,7 @@ static const struct {
     {{"replace", no_argument, NULL, O_REPLACE}, OPT_MIGRATE},
     {{"limit", required_argument, NULL, O_LIMIT}, OPT_MIGRATE},
     {{"batch", required_argument, NULL, O_BATCH}, OPT_MIGRATE},
+    {{"parallel", required_argument, NULL, O_PARALLEL}, OPT_MIGRATE},
     {{"help", no_argument, NULL, 'h'}, 0},
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
@@ -201,6 +203,7 @@ void cli_parse(cli *c, int argc, char **argv, unsigned allowed, const char *help
         case O_REPLACE: c->replace = true; break;
         case O_LIMIT: c->limit = cli_u64(c, "--limit", optarg, 1, UINT64_MAX); break;
         case O_BATCH: c->batch = (size_t)cli_u64(c, "--batch", optarg, 1, 100000); break;
+        case O_PARALLEL: c->parallel = (size_t)cli_u64(c, "--parallel", optarg, 1, 64); break;
         }
     }
     if (c->nodes && c->config)

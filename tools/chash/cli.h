@@ -32,7 +32,7 @@ enum {
     OPT_NEW = 1u << 12,     /* --new-hash, --new-vnodes, --from, --to (plan's schemes) */
     OPT_SHOWVERSION = 1u << 13, /* --show-version */
     OPT_MIGRATE = 1u << 14, /* --rate, --checkpoint, --dry-run, --verify, --replace, --limit,
-                               --batch (migrate) */
+                               --batch, --parallel (migrate) */
 };
 
 #define CLI_MAX_LIST 16 /* repeated --add / --remove */
@@ -67,6 +67,7 @@ typedef struct cli {
     bool dry_run, verify, replace;
     uint64_t limit;         /* --limit N keys scanned; 0: none */
     size_t batch;           /* --batch N; 0: the subcommand's default */
+    size_t parallel;        /* --parallel N; 0: the subcommand's default */
 
     int argc; /* positional arguments */
     char **argv;

@@ -170,7 +170,7 @@ static const struct command {
      "copy the keys whose owner changes from OLD's servers to NEW's",
      "usage: chash migrate OLD.yml NEW.yml [--pool NAME] [--rate KEYS_PER_S]\n"
      "                     [--checkpoint FILE] [--dry-run] [--verify] [--replace]\n"
-     "                     [--limit N] [--batch N] [--json]\n"
+     "                     [--limit N] [--batch N] [--parallel N] [--json]\n"
      "\n"
      "OLD and NEW are chash-proxy (twemproxy) configs; both placements are built as chash-proxy\n"
      "builds them (distribution, hash, hash_tag, weights, names). Every OLD server's keys are\n"
@@ -194,6 +194,8 @@ static const struct command {
      "  --replace          overwrite a key the new owner has already (RESTORE REPLACE / set)\n"
      "  --limit N          stop after about N keys scanned (resume with --checkpoint)\n"
      "  --batch N          keys per SCAN COUNT and per pipeline (default 1000)\n"
+     "  --parallel N       OLD servers drained at once, each by a thread with its own\n"
+     "                     connections (default 4, at most the OLD servers)\n"
      "  --json             one JSON object (schema in docs/CLI.md)\n"
      "\n"
      "example:\n"

@@ -28,6 +28,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -191,20 +192,26 @@ typedef struct bucket {
     double next; /* when the tokens taken so far are paid for */
 } bucket;
 
-static void bucket_take(bucket *b, size_t n, double burst_s)
+/* Takes n tokens; returns how long to sleep before using them (0: at once). The caller
+ * serializes calls (the run's lock); the sleep is the caller's, outside the lock. */
+static double bucket_take(bucket *b, size_t n, double burst_s)
 {
     if (b->rate <= 0 || n == 0)
-        return;
+        return 0;
     double now = now_seconds();
     if (b->next < now - burst_s) /* idle: at most one burst's worth was saved */
         b->next = now - burst_s;
     b->next += (double)n / b->rate;
-    double wait = b->next - now;
-    if (wait > 0) {
-        struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
-        while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-            ;
-    }
+    return b->next > now ? b->next - now : 0;
+}
+
+static void sleep_s(double wait)
+{
+    if (wait <= 0)
+        return;
+    struct timespec ts = {(time_t)wait, (long)((wait - floor(wait)) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
 }
 
 /* ---- the run ------------------------------------------------------------------------------ */
@@ -215,14 +222,18 @@ typedef struct listed {
     char *err;
 } listed;
 
+/* The run: both sides, the per-source state, the counts. Workers (one thread each, or the
+ * main thread alone with --parallel 1) each drain one OLD server at a time; what they share is
+ * under `mu`: the sources' states and counts (a source's cursor is published together with the
+ * counts of the batches before it, so a checkpoint never runs ahead of the copies), the lists,
+ * the rate bucket, the progress and the checkpoint file. A source's connection is used only by
+ * the worker draining it. */
 typedef struct run {
     const cli *c;
     const mig_driver *drv;
     side old, neu;
     long *same;              /* per OLD server: its index in NEW, or -1 */
-    mig_conn **src;          /* per OLD server (NULL: not connected) */
-    mig_conn **dst;          /* per NEW server (NULL in a dry run) */
-    bool *broken_dst;
+    mig_conn **src;          /* per OLD server */
     mig_source_state *st;    /* per OLD server */
     bool *source_failed;
     uint64_t *unlisted;      /* per OLD server: keys no dump listed (memcached), this run */
@@ -230,19 +241,33 @@ typedef struct run {
     bool dry_run, replace, verify;
     size_t batch;
     uint64_t limit;          /* keys scanned in this run before stopping; 0: none */
-    uint64_t scanned_run;    /* keys scanned in this run */
     const char *checkpoint;
     char id[256];
+    pthread_mutex_t mu;
+    /* under mu: */
+    uint64_t scanned_run;    /* keys scanned in this run */
+    uint64_t since_save;     /* keys scanned since the checkpoint was written */
+    size_t next_source;      /* the pass's next OLD server to hand to a worker */
+    bool stopped;            /* --limit or a signal: no more batches */
     bucket rate;
     progress prog;
     uint64_t prog_done;
     listed failed[MAX_LISTED];
     size_t nfailed_listed;
-    /* verify */
     uint64_t v_checked, v_ok, v_missing, v_ttl, v_gone, v_error;
     listed mismatch[MAX_LISTED];
     size_t nmismatch_listed;
 } run;
+
+/* One worker: its own connection to every NEW server, and its batch. */
+typedef struct worker {
+    run *r;
+    mig_conn **dst;   /* per NEW server (NULL: unreachable, or a dry run) */
+    bool *broken_dst;
+    mig_batch b;
+    bool verify_pass;
+    pthread_t thread;
+} worker;
 
 static volatile sig_atomic_t stop_requested;
 
@@ -261,6 +286,7 @@ static void list_key(const cli *c, listed *l, size_t *n, const mig_key *k, size_
     (*n)++;
 }
 
+/* Writes the checkpoint; the caller holds r->mu. */
 static void save(run *r)
 {
     if (r->checkpoint == NULL || r->dry_run)
@@ -297,20 +323,21 @@ static bool reopen_src(run *r, size_t i, char *err, size_t errlen)
     return r->src[i] != NULL;
 }
 
-static void reopen_dsts(run *r)
+static void reopen_dsts(worker *w)
 {
+    run *r = w->r;
     for (size_t j = 0; j < r->neu.n; j++) {
-        if (!r->broken_dst[j])
+        if (!w->broken_dst[j])
             continue;
         char err[MIG_ERR_LEN];
-        r->drv->close(r->dst[j]);
-        r->dst[j] = connect_to(r, &r->neu.servers[j], &r->neu.auth, RETRIES, err, sizeof(err));
-        if (r->dst[j] == NULL) {
+        r->drv->close(w->dst[j]);
+        w->dst[j] = connect_to(r, &r->neu.servers[j], &r->neu.auth, RETRIES, err, sizeof(err));
+        if (w->dst[j] == NULL) {
             char lb[300];
             cli_warn(r->c, "new owner %s is unreachable: %s; its keys fail",
                      label(&r->neu.servers[j], lb, sizeof(lb)), err);
         }
-        r->broken_dst[j] = false;
+        w->broken_dst[j] = false;
     }
 }
 
@@ -330,11 +357,11 @@ static void mark(mig_batch *b, bool check, int from, int to, const char *err)
 }
 
 /* Keys bound for a NEW server that is unreachable fail at once. */
-static void fail_unreachable(run *r, mig_batch *b, bool check)
+static void fail_unreachable(const worker *w, mig_batch *b, bool check)
 {
     for (size_t k = 0; k < b->n; k++) {
         mig_key *key = &b->keys[k];
-        if (key->state == MIG_SKIP || r->dst[key->to] != NULL)
+        if (key->state == MIG_SKIP || w->dst[key->to] != NULL)
             continue;
         if (check ? key->check == MIG_V_TODO || key->check == MIG_V_RETRY
                   : key->state == MIG_TODO || key->state == MIG_RETRY) {
@@ -356,17 +383,18 @@ static bool any(const mig_batch *b, bool check, int v)
 }
 
 /* Copies the batch's moved keys from OLD server i, retrying lost connections. */
-static void copy_batch(run *r, size_t i, mig_batch *b)
+static void copy_batch(worker *w, size_t i, mig_batch *b)
 {
+    run *r = w->r;
     for (int attempt = 0;; attempt++) {
-        fail_unreachable(r, b, false);
+        fail_unreachable(w, b, false);
         if (!any(b, false, MIG_TODO) && !any(b, false, MIG_RETRY))
             return;
         bool broken_src = false;
-        r->drv->copy(r->src[i], r->dst, r->neu.n, b, r->replace, &broken_src, r->broken_dst);
+        r->drv->copy(r->src[i], w->dst, r->neu.n, b, r->replace, &broken_src, w->broken_dst);
         char err[MIG_ERR_LEN] = "";
         bool src_ok = !broken_src || reopen_src(r, i, err, sizeof(err));
-        reopen_dsts(r);
+        reopen_dsts(w);
         if (!any(b, false, MIG_RETRY))
             return;
         if (!src_ok || attempt + 1 == RETRIES) {
@@ -380,16 +408,17 @@ static void copy_batch(run *r, size_t i, mig_batch *b)
     }
 }
 
-static void verify_batch(run *r, size_t i, mig_batch *b)
+static void verify_batch(worker *w, size_t i, mig_batch *b)
 {
+    run *r = w->r;
     for (int attempt = 0;; attempt++) {
-        fail_unreachable(r, b, true);
+        fail_unreachable(w, b, true);
         bool broken_src = false;
-        r->drv->verify(r->src[i], r->dst, r->neu.n, b, VERIFY_TOLERANCE_MS, &broken_src,
-                       r->broken_dst);
+        r->drv->verify(r->src[i], w->dst, r->neu.n, b, VERIFY_TOLERANCE_MS, &broken_src,
+                       w->broken_dst);
         char err[MIG_ERR_LEN] = "";
         bool src_ok = !broken_src || reopen_src(r, i, err, sizeof(err));
-        reopen_dsts(r);
+        reopen_dsts(w);
         if (!any(b, true, MIG_V_RETRY))
             return;
         if (!src_ok || attempt + 1 == RETRIES) {
@@ -400,17 +429,17 @@ static void verify_batch(run *r, size_t i, mig_batch *b)
 }
 
 /* Decides, for each key of a batch from OLD server i, whether it moves and where. Returns the
- * number that move. */
-static size_t classify(run *r, size_t i, mig_batch *b, bool for_verify)
+ * number that move; *stray, the number server i holds but does not own. Pure: no lock. */
+static size_t classify(const run *r, size_t i, mig_batch *b, uint64_t *stray)
 {
     size_t moved = 0;
+    *stray = 0;
     for (size_t k = 0; k < b->n; k++) {
         mig_key *key = &b->keys[k];
         key->state = MIG_SKIP;
         key->check = MIG_V_TODO;
         if (ch_lookup(r->old.table, key->key, key->len) != i) {
-            if (!for_verify)
-                r->st[i].n.stray++;
+            (*stray)++;
             continue;
         }
         size_t to = ch_lookup(r->neu.table, key->key, key->len);
@@ -423,10 +452,12 @@ static size_t classify(run *r, size_t i, mig_batch *b, bool for_verify)
     return moved;
 }
 
-static void count_batch(run *r, size_t i, const mig_batch *b)
+/* The caller holds r->mu (so do count_verify's). */
+static void count_batch(run *r, size_t i, const mig_batch *b, uint64_t stray)
 {
     mig_source_state *s = &r->st[i];
     s->n.scanned += b->n;
+    s->n.stray += stray;
     for (size_t k = 0; k < b->n; k++) {
         const mig_key *key = &b->keys[k];
         if (key->state == MIG_SKIP)
@@ -466,25 +497,44 @@ static void count_verify(run *r, size_t i, const mig_batch *b)
     }
 }
 
+/* Whether the run is to stop before its next batch. */
+static bool must_stop(run *r, bool verify_pass)
+{
+    pthread_mutex_lock(&r->mu);
+    if (stop_requested || (!verify_pass && r->limit && r->scanned_run >= r->limit))
+        r->stopped = true;
+    bool stop = r->stopped;
+    pthread_mutex_unlock(&r->mu);
+    return stop;
+}
+
 /* Enumerates OLD server i from its cursor; copies (or, for verify, checks) what moves. Returns
  * false when the run must stop (--limit reached, a signal). */
-static bool drain(run *r, size_t i, mig_batch *b, bool verify_pass)
+static bool drain(worker *w, size_t i)
 {
+    run *r = w->r;
+    bool verify_pass = w->verify_pass;
+    mig_batch *b = &w->b;
     char lb[300];
     const mig_server *s = &r->old.servers[i];
-    mig_cursor local = {0}, *cur = verify_pass ? &local : &r->st[i].cur;
-    uint64_t since_save = 0;
+    /* The worker's own cursor (with the driver's state); st[i].cur gets its position once the
+     * batch before it is counted. */
+    pthread_mutex_lock(&r->mu);
+    mig_cursor cur = {0};
+    if (!verify_pass)
+        cur = (mig_cursor){.pos = r->st[i].cur.pos, .done = r->st[i].cur.done};
+    pthread_mutex_unlock(&r->mu);
     size_t hint = r->batch;
     if (r->rate.rate > 0 && r->rate.rate < (double)hint)
         hint = (size_t)fmax(1, r->rate.rate);
-    while (!cur->done) {
-        if (stop_requested || (!verify_pass && r->limit && r->scanned_run >= r->limit)) {
-            r->drv->cursor_free(cur); /* a memcached server's keys: dumped again on a rerun */
+    while (!cur.done) {
+        if (must_stop(r, verify_pass)) {
+            r->drv->cursor_free(&cur); /* a memcached server's keys: dumped again on a rerun */
             return false;
         }
         mig_batch_clear(b);
         char err[MIG_ERR_LEN];
-        int rc = r->drv->scan(r->src[i], cur, hint, b, err, sizeof(err));
+        int rc = r->drv->scan(r->src[i], &cur, hint, b, err, sizeof(err));
         for (int t = 1; rc != 0 && t < RETRIES; t++) {
             char e2[MIG_ERR_LEN];
             if (!reopen_src(r, i, e2, sizeof(e2))) {
@@ -492,42 +542,90 @@ static bool drain(run *r, size_t i, mig_batch *b, bool verify_pass)
                 break;
             }
             mig_batch_clear(b);
-            rc = r->drv->scan(r->src[i], cur, hint, b, err, sizeof(err));
+            rc = r->drv->scan(r->src[i], &cur, hint, b, err, sizeof(err));
         }
         if (rc != 0) {
             cli_warn(r->c, "%s: enumeration failed: %s", label(s, lb, sizeof(lb)), err);
-            r->drv->cursor_free(cur);
+            r->drv->cursor_free(&cur);
             r->source_failed[i] = true;
             r->source_err[i] = xstrdup(r->c, err);
             return true;
         }
-        size_t moved = classify(r, i, b, verify_pass);
+        uint64_t stray;
+        size_t moved = classify(r, i, b, &stray);
         if (verify_pass) {
-            verify_batch(r, i, b);
+            verify_batch(w, i, b);
+            pthread_mutex_lock(&r->mu);
             count_verify(r, i, b);
         } else {
             if (!r->dry_run && moved > 0) {
-                bucket_take(&r->rate, moved, (double)hint / fmax(1, r->rate.rate));
-                copy_batch(r, i, b);
+                pthread_mutex_lock(&r->mu);
+                double wait = bucket_take(&r->rate, moved, (double)hint / fmax(1, r->rate.rate));
+                pthread_mutex_unlock(&r->mu);
+                sleep_s(wait);
+                copy_batch(w, i, b);
             }
-            count_batch(r, i, b);
+            pthread_mutex_lock(&r->mu);
+            count_batch(r, i, b, stray);
+            r->st[i].cur.pos = cur.pos;
+            r->st[i].cur.done = cur.done;
             r->scanned_run += b->n;
-            since_save += b->n;
-            if (since_save >= CHECKPOINT_EVERY || cur->done) {
+            r->since_save += b->n;
+            if (r->since_save >= CHECKPOINT_EVERY || cur.done) {
                 save(r);
-                since_save = 0;
+                r->since_save = 0;
             }
         }
         r->prog_done += b->n;
         progress_update(&r->prog, r->prog_done);
+        pthread_mutex_unlock(&r->mu);
     }
-    if (!verify_pass && cur->unlisted > 0) {
-        r->unlisted[i] = cur->unlisted;
+    if (!verify_pass && cur.unlisted > 0) {
+        r->unlisted[i] = cur.unlisted;
         cli_warn(r->c, "%s: %" PRIu64 " items its stats count were listed by none of its "
                        "dumps (lru_crawler metadump): a rerun may copy them",
-                 label(s, lb, sizeof(lb)), cur->unlisted);
+                 label(s, lb, sizeof(lb)), cur.unlisted);
     }
     return true;
+}
+
+/* A worker: drains the pass's OLD servers one after the other until none is left. */
+static void *work(void *arg)
+{
+    worker *w = arg;
+    run *r = w->r;
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        size_t i = r->next_source;
+        while (i < r->old.n && !w->verify_pass && r->st[i].cur.done)
+            i++;
+        bool go = !r->stopped && i < r->old.n;
+        r->next_source = go ? i + 1 : r->old.n;
+        pthread_mutex_unlock(&r->mu);
+        if (!go || !drain(w, i))
+            return NULL;
+    }
+}
+
+/* One pass over the OLD servers with nw workers (threads when nw > 1). Returns whether it ran
+ * to the end. */
+static bool pass(run *r, worker *w, size_t nw, bool verify_pass)
+{
+    r->next_source = 0;
+    r->stopped = false;
+    for (size_t k = 0; k < nw; k++)
+        w[k].verify_pass = verify_pass;
+    size_t started = 1;
+    for (size_t k = 1; k < nw; k++, started++)
+        if (pthread_create(&w[k].thread, NULL, work, &w[k]) != 0) {
+            cli_warn(r->c, "cannot start worker thread %zu of %zu: going on with %zu", k + 1, nw,
+                     k);
+            break;
+        }
+    work(&w[0]);
+    for (size_t k = 1; k < started; k++)
+        pthread_join(w[k].thread, NULL);
+    return !r->stopped;
 }
 
 /* ---- output ------------------------------------------------------------------------------- */
@@ -764,8 +862,6 @@ int cmd_migrate(cli *c)
     size_t no = r.old.n, nn = r.neu.n;
     r.same = xcalloc(c, no, sizeof(*r.same));
     r.src = xcalloc(c, no, sizeof(*r.src));
-    r.dst = xcalloc(c, nn, sizeof(*r.dst));
-    r.broken_dst = xcalloc(c, nn, sizeof(*r.broken_dst));
     r.st = xcalloc(c, no, sizeof(*r.st));
     r.source_failed = xcalloc(c, no, sizeof(*r.source_failed));
     r.unlisted = xcalloc(c, no, sizeof(*r.unlisted));
@@ -800,12 +896,22 @@ int cmd_migrate(cli *c)
         if ((r.src[i] = connect_to(&r, &r.old.servers[i], &r.old.auth, 1, err, sizeof(err))) ==
             NULL)
             cli_fail(c, "OLD server %s: %s", label(&r.old.servers[i], lb, sizeof(lb)), err);
-    for (size_t j = 0; j < nn && !(r.dry_run && !r.verify); j++)
-        if ((r.dst[j] = connect_to(&r, &r.neu.servers[j], &r.neu.auth, 1, err, sizeof(err))) ==
-            NULL)
-            cli_fail(c, "NEW server %s: %s", label(&r.neu.servers[j], lb, sizeof(lb)), err);
+    size_t nw = c->parallel ? c->parallel : 4;
+    if (nw > no)
+        nw = no;
+    worker *w = xcalloc(c, nw, sizeof(*w));
+    for (size_t k = 0; k < nw; k++) {
+        w[k].r = &r;
+        w[k].dst = xcalloc(c, nn, sizeof(*w[k].dst));
+        w[k].broken_dst = xcalloc(c, nn, sizeof(*w[k].broken_dst));
+        for (size_t j = 0; j < nn && !(r.dry_run && !r.verify); j++)
+            if ((w[k].dst[j] = connect_to(&r, &r.neu.servers[j], &r.neu.auth, 1, err,
+                                          sizeof(err))) == NULL)
+                cli_fail(c, "NEW server %s: %s", label(&r.neu.servers[j], lb, sizeof(lb)), err);
+    }
+    pthread_mutex_init(&r.mu, NULL);
 
-    struct sigaction sa = {.sa_handler = on_stop};
+    struct sigaction sa = {.sa_handler = on_stop, .sa_flags = SA_RESTART};
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
@@ -815,16 +921,13 @@ int cmd_migrate(cli *c)
         if (!r.st[i].cur.done)
             total += r.drv->count(r.src[i]);
     double t0 = now_seconds();
-    mig_batch b = {0};
     bool complete = true;
     /* A dry run with --verify only checks: the copy pass is left out. */
     if (!(r.dry_run && r.verify)) {
         progress_start(&r.prog, r.dry_run ? "counting" : "migrating", total);
-        for (size_t i = 0; i < no && complete; i++)
-            if (!r.st[i].cur.done)
-                complete = drain(&r, i, &b, false);
+        complete = pass(&r, w, nw, false);
         progress_end(&r.prog);
-        save(&r);
+        save(&r); /* the workers are done: no lock needed */
     }
     if (r.verify && complete) {
         total = 0;
@@ -832,12 +935,19 @@ int cmd_migrate(cli *c)
             total += r.drv->count(r.src[i]);
         r.prog_done = 0;
         progress_start(&r.prog, "verifying", total);
-        for (size_t i = 0; i < no && complete; i++)
-            complete = drain(&r, i, &b, true);
+        complete = pass(&r, w, nw, true);
         progress_end(&r.prog);
     }
     double secs = now_seconds() - t0;
-    mig_batch_free(&b);
+    for (size_t k = 0; k < nw; k++) {
+        for (size_t j = 0; j < nn; j++)
+            r.drv->close(w[k].dst[j]);
+        free(w[k].dst);
+        free(w[k].broken_dst);
+        mig_batch_free(&w[k].b);
+    }
+    free(w);
+    pthread_mutex_destroy(&r.mu);
 
     if (c->json)
         print_json(&r, complete, secs);
@@ -862,8 +972,6 @@ int cmd_migrate(cli *c)
         free(r.st[i].pairs);
         free(r.source_err[i]);
     }
-    for (size_t j = 0; j < nn; j++)
-        r.drv->close(r.dst[j]);
     for (size_t k = 0; k < r.nfailed_listed; k++) {
         free(r.failed[k].key);
         free(r.failed[k].err);
@@ -874,8 +982,6 @@ int cmd_migrate(cli *c)
     }
     free(r.same);
     free(r.src);
-    free(r.dst);
-    free(r.broken_dst);
     free(r.st);
     free(r.source_failed);
     free(r.unlisted);
