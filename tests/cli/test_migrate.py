@@ -236,12 +236,17 @@ def redis_test(proxy_exe, chash, tmp):
     mk = sorted(moved)
     for i in range(0, len(mk), 500):
         chunk = mk[i:i + 500]
-        for k, src_t, dst_t, src_p, dst_p in zip(chunk,
-                                                 *_pipelined(srv, chunk, own_old, own_new)):
+        t0 = time.monotonic()
+        types_src, types_dst, pttl_src, pttl_dst = _pipelined(srv, chunk, own_old, own_new)
+        gap_ms = (time.monotonic() - t0) * 1000      # between a key's two PTTL readings
+        for k, src_t, dst_t, src_p, dst_p in zip(chunk, types_src, types_dst, pttl_src,
+                                                 pttl_dst):
             if src_t != dst_t:
                 fail("%r: type %r at the source, %r at the new owner" % (k, src_t, dst_t))
-            if (src_p < 0) != (dst_p < 0) or abs(src_p - dst_p) > TTL_TOLERANCE_MS:
-                fail("%r: PTTL %d at the source, %d at the new owner" % (k, src_p, dst_p))
+            if (src_p < 0) != (dst_p < 0) or \
+                    not src_p - gap_ms - TTL_TOLERANCE_MS <= dst_p <= src_p + TTL_TOLERANCE_MS:
+                fail("%r: PTTL %d at the source, %d at the new owner (read %.0f ms apart at "
+                     "most)" % (k, src_p, dst_p, gap_ms))
 
     # 5. chash-proxy on NEW reads every key back.
     proxy_new = Proxy(proxy_exe, tmp, new_cfg, [("127.0.0.1", pn)], label="proxy-new").start()

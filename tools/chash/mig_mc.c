@@ -72,6 +72,13 @@ static uint64_t m_count(mig_conn *c)
     return mc_curr_items(c->cmd, &n) == 0 ? n : 0;
 }
 
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
@@ -435,11 +442,14 @@ static void m_verify(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, i
                      bool *broken_src, bool *broken_dst)
 {
     int64_t *s = calloc(b->n ? b->n : 1, sizeof(*s)), *d = calloc(b->n ? b->n : 1, sizeof(*d));
+    int64_t *t0 = calloc(ndst ? ndst : 1, sizeof(*t0)), *t1 = calloc(ndst ? ndst : 1, sizeof(*t1));
     /* Whole seconds on both sides: one more second of slack. */
     int64_t tol_s = tol_ms / 1000 + 1;
-    if (s == NULL || d == NULL) {
+    if (s == NULL || d == NULL || t0 == NULL || t1 == NULL) {
         free(s);
         free(d);
+        free(t0);
+        free(t1);
         for (size_t i = 0; i < b->n; i++)
             if (unchecked(&b->keys[i])) {
                 b->keys[i].check = MIG_V_ERROR;
@@ -453,7 +463,11 @@ static void m_verify(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, i
         size_t to = from;
         while (to < b->n && (to == from || bytes + b->keys[to].size <= CHUNK_BYTES / 2))
             bytes += b->keys[to++].size;
-        if (!ttls(src->cmd, b, from, to, SIZE_MAX, s)) {
+        /* The clock around each pipeline bounds the time between a key's two readings. */
+        int64_t s0 = now_ms();
+        bool src_ok = ttls(src->cmd, b, from, to, SIZE_MAX, s);
+        int64_t s1 = now_ms();
+        if (!src_ok) {
             *broken_src = true;
             for (size_t i = from; i < b->n; i++)
                 if (unchecked(&b->keys[i]))
@@ -461,9 +475,10 @@ static void m_verify(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, i
             break;
         }
         for (size_t j = 0; j < ndst; j++) {
-            if (broken_dst[j] || ttls(dst[j]->cmd, b, from, to, j, d))
-                continue;
-            broken_dst[j] = true;
+            t0[j] = now_ms();
+            if (!broken_dst[j] && !ttls(dst[j]->cmd, b, from, to, j, d))
+                broken_dst[j] = true;
+            t1[j] = now_ms();
         }
         for (size_t i = from; i < to; i++) {
             mig_key *k = &b->keys[i];
@@ -477,8 +492,8 @@ static void m_verify(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, i
                 k->check = MIG_V_GONE;
             else if (d[i] == -2)
                 k->check = MIG_V_MISSING;
-            else if ((s[i] == -1) != (d[i] == -1) ||
-                     (s[i] >= 0 && (s[i] > d[i] ? s[i] - d[i] : d[i] - s[i]) > tol_s)) {
+            else if (!mig_ttl_agrees(s[i], d[i], (t0[k->to] - s1) / 1000,
+                                     (t1[k->to] - s0 + 999) / 1000, tol_s)) {
                 k->check = MIG_V_TTL;
                 snprintf(k->err, MIG_ERR_LEN,
                          "TTL %lld s at the source, %lld s at the new owner", (long long)s[i],
@@ -490,6 +505,8 @@ static void m_verify(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, i
     }
     free(s);
     free(d);
+    free(t0);
+    free(t1);
 }
 
 const mig_driver mig_mc_driver = {

@@ -368,15 +368,23 @@ static void r_verify(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, i
             }
         return;
     }
-    if (!pttls(src->rc, b, SIZE_MAX, s)) {
-        *broken_src = true;
+    /* The clock around each pipeline bounds the time between a key's two readings. */
+    int64_t *t0 = calloc(ndst ? ndst : 1, sizeof(*t0)), *t1 = calloc(ndst ? ndst : 1, sizeof(*t1));
+    int64_t s0 = now_ms();
+    bool src_ok = t0 && t1 && pttls(src->rc, b, SIZE_MAX, s);
+    int64_t s1 = now_ms();
+    if (!src_ok) {
+        *broken_src = t0 && t1;
         for (size_t i = 0; i < b->n; i++)
             if (unchecked(&b->keys[i]))
                 b->keys[i].check = MIG_V_RETRY;
         goto out;
     }
     for (size_t j = 0; j < ndst; j++) {
-        if (pttls(dst[j]->rc, b, j, d))
+        t0[j] = now_ms();
+        bool ok = pttls(dst[j]->rc, b, j, d);
+        t1[j] = now_ms();
+        if (ok)
             continue;
         broken_dst[j] = true;
         for (size_t i = 0; i < b->n; i++)
@@ -393,7 +401,7 @@ static void r_verify(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, i
             k->check = MIG_V_GONE;
         else if (d[i] == -2)
             k->check = MIG_V_MISSING;
-        else if ((s[i] == -1) != (d[i] == -1) || (s[i] >= 0 && (s[i] > d[i] ? s[i] - d[i] : d[i] - s[i]) > tol_ms)) {
+        else if (!mig_ttl_agrees(s[i], d[i], t0[k->to] - s1, t1[k->to] - s0, tol_ms)) {
             k->check = MIG_V_TTL;
             snprintf(k->err, MIG_ERR_LEN, "TTL %" PRId64 " ms at the source, %" PRId64
                      " ms at the new owner", s[i], d[i]);
@@ -401,6 +409,8 @@ static void r_verify(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, i
             k->check = MIG_V_OK;
     }
 out:
+    free(t0);
+    free(t1);
     free(s);
     free(d);
 }

@@ -77,6 +77,15 @@ void mig_batch_free(mig_batch *b)
     *b = (mig_batch){0};
 }
 
+bool mig_ttl_agrees(int64_t src, int64_t dst, int64_t min_gap, int64_t max_gap, int64_t tol)
+{
+    if (src < 0 || dst < 0)
+        return src < 0 && dst < 0;
+    if (min_gap < 0)
+        min_gap = 0;
+    return dst >= src - max_gap - tol && dst <= src - min_gap + tol;
+}
+
 /* ---- one side: a pool and its placement --------------------------------------------------- */
 
 typedef struct side {

@@ -121,6 +121,12 @@ typedef struct mig_driver {
                    bool *broken_src, bool *broken_dst);
 } mig_driver;
 
+/* The verify pass's TTL check. src and dst are the TTLs read at the source and, later, at the new
+ * owner (one unit, -1: none); the time between the two readings is known to lie in [min_gap,
+ * max_gap] (from the clock around each pipeline), so dst must lie in
+ * [src - max_gap - tol, src - min_gap + tol]. Two keys without a TTL agree. */
+bool mig_ttl_agrees(int64_t src, int64_t dst, int64_t min_gap, int64_t max_gap, int64_t tol);
+
 extern const mig_driver mig_redis_driver;
 extern const mig_driver mig_mc_driver;
 
