@@ -457,6 +457,7 @@ def mc_test(proxy_exe, chash, tmp):
 
     # Values, flags and TTLs at the new owners; nothing else written; nothing deleted.
     for s in news:
+        t0 = time.monotonic()
         have = mc_items(s, keys)
         want = {k for k in moved if own_new[k] == s.text}
         if set(have) != want:
@@ -464,10 +465,12 @@ def mc_test(proxy_exe, chash, tmp):
         src = {}
         for o in olds:
             src.update(mc_items(o, sorted(k for k in want if own_old[k] == o.text)))
+        gap = time.monotonic() - t0     # the source read after the new owner, at most this later
         for k in want:
             v, f, t = have[k]
             sv, sf, st = src[k]
-            if v != sv or f != sf or (t < 0) != (st < 0) or abs(t - st) > 2:
+            if v != sv or f != sf or (t < 0) != (st < 0) or \
+                    not t - gap - 2 <= st <= t + 2:
                 fail("%r: (%r, flags %d, ttl %d) at the new owner, (%r, %d, %d) at the source"
                      % (k, v[:20], f, t, sv[:20], sf, st))
     for s in olds:
