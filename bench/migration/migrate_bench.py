@@ -19,7 +19,7 @@ Printed per protocol: keys scanned and moved, and per pass the seconds, chash's 
 key copied, or the run fails (a benchmark, not a test: no timing is asserted).
 
 usage: bench/migration/migrate_bench.py [--build build/release] [--keys N] [--only redis|memcached]
-                                       [--batch N]
+                                       [--batch N] [--parallel N]
 """
 import argparse
 import json
@@ -156,6 +156,7 @@ def main():
     ap.add_argument("--keys", type=int, default=1000000)
     ap.add_argument("--only", choices=("redis", "memcached"))
     ap.add_argument("--batch", type=int, help="chash migrate --batch (default: its own, 1000)")
+    ap.add_argument("--parallel", type=int, help="chash migrate --parallel (default: its own, 4)")
     a = ap.parse_args()
     chash = os.path.abspath(os.path.join(a.build, "tools", "chash"))
     if not os.access(chash, os.X_OK):
@@ -163,7 +164,9 @@ def main():
     tmp = make_tmpdir()
     for proto in ("redis", "memcached"):
         if a.only in (None, proto):
-            bench(proto, chash, tmp, a.keys, ["--batch", str(a.batch)] if a.batch else [])
+            extra = (["--batch", str(a.batch)] if a.batch else []) + \
+                (["--parallel", str(a.parallel)] if a.parallel else [])
+            bench(proto, chash, tmp, a.keys, extra)
 
 
 if __name__ == "__main__":
