@@ -15,7 +15,9 @@ written, nothing deleted; --verify; a key already at the new owner is kept witho
 overwritten with it; a new owner that refuses writes (Redis: maxmemory + noeviction; memcached:
 an item size limit) makes its keys fail, listed, exit 1; bad input (unknown pool, protocols that
 differ, an unreachable server, a refused password) is a clear error that names the server and
-never prints the password. Every chash run is checked for sanitizer reports (leaks included).
+never prints the password; Redis servers with a password and a database (redis_auth,
+redis_db). Every chash run is checked for sanitizer reports (leaks included; ThreadSanitizer
+in `make test-tsan`).
 """
 import hashlib
 import json
@@ -329,6 +331,31 @@ def redis_test(proxy_exe, chash, tmp):
     _, _, err = chash_run(chash, ["migrate", old_cfg, auth_cfg], expect=1)
     if "AUTH" not in err or PASSWORD in err:
         fail("refused password: %r" % err)
+
+    # 10. Password-protected servers and a database: redis_auth and redis_db are used (and the
+    #     password printed nowhere).
+    locked = start_redises(redis_exe, tmp, 2, password=PASSWORD)
+    lk = {"redis_auth": PASSWORD, "redis_db": 3}
+    lo = write_file(os.path.join(tmp, "lold.yml"), pool_yaml(
+        "cache", pn, [(locked[0].text, 1, None)], redis=True, **dict(settings, **lk)))
+    ln = write_file(os.path.join(tmp, "lnew.yml"), pool_yaml(
+        "cache", pn, [(l.text, 1, None) for l in locked], redis=True, **dict(settings, **lk)))
+    lkeys = [b"auth:%d:%s" % (i, _tag(i)) for i in range(300)]
+    with Resp(locked[0].addr) as c:
+        c.call("AUTH", PASSWORD)
+        c.call("SELECT", 3)
+        c.pipeline([("SET", k, b"v-" + k) for k in lkeys])
+    lmoved = [k for k, o in owners(chash, ln, lkeys).items() if o == locked[1].text]
+    rc, out, err = chash_run(chash, ["migrate", lo, ln, "--json"], expect=0)
+    if out["copied"] != len(lmoved) or PASSWORD in err or PASSWORD in json.dumps(out):
+        fail("with redis_auth and redis_db: copied %d of %d" % (out["copied"], len(lmoved)))
+    with Resp(locked[1].addr) as c:
+        c.call("AUTH", PASSWORD)
+        c.call("SELECT", 3)
+        if sorted(c.call("KEYS", "*")) != sorted(lmoved):
+            fail("with redis_auth and redis_db: the new server's database 3 does not hold the "
+                 "moved keys")
+    log("redis_auth and redis_db: %d keys copied into database 3" % len(lmoved))
     return "%d keys, %d moved" % (len(allkeys), len(moved))
 
 

@@ -3,9 +3,9 @@
  *
  * Both placements are built as chash-proxy builds a pool's (ch_config_membership(): the pool's
  * distribution, hash, hash_tag, weights, server names and order), so a key is copied to the
- * server the proxy on NEW will ask for it. Servers are identified by address: a server in both
- * files is the same node, and a key moves when its NEW owner's address differs from the
- * address of the server it is on.
+ * server the proxy on NEW will ask for it. Servers are identified by address, as chash-proxy's
+ * reload matches them (proxy/reload.c): a server in both files is the same node, and a key moves
+ * when its NEW owner's address differs from the address of the server it is on.
  *
  * Each OLD server is enumerated in batches (migrate.h, a driver per protocol); of a batch, only
  * the keys that server owns under OLD and whose owner changes are copied (a key the server holds
@@ -864,6 +864,8 @@ int cmd_migrate(cli *c)
                   r.neu.path, r.neu.pool->name, r.neu.pool->redis ? "redis" : "memcached");
     if (r.dry_run && r.replace)
         cli_usage(c, "--replace does nothing in a dry run");
+    if (r.dry_run && r.checkpoint)
+        cli_usage(c, "--checkpoint does nothing in a dry run (it records copies)");
     r.drv = r.old.pool->redis ? &mig_redis_driver : &mig_mc_driver;
     snprintf(r.id, sizeof(r.id), "%s %s %s", r.old.pool->name,
              ch_membership_version(r.old.members), ch_membership_version(r.neu.members));
