@@ -15,15 +15,17 @@
  * serving, and a rollback to OLD finds its keys. Every key that moves ends in exactly one count:
  * copied, present (already at the new owner, left alone without --replace), expired, failed.
  *
+ * --parallel workers (threads) drain that many OLD servers at once, each with its own
+ * connections to the NEW servers.
+ *
  * Cost: one SCAN / metadump pass over every OLD server, plus, for each moved key, a read at the
  * source and a write at the new owner, pipelined per batch: about (keys / batch) x 3 round
- * trips. Memory: one batch of keys and values.
+ * trips. Memory: one batch of keys and values per worker (memcached: plus the keys of the
+ * servers being drained). The output is mig_report.c's, a pool's placement mig_side.c's.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "commands.h"
-#include "migrate.h"
-
-#include <chash_config.h>
+#include "mig_run.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -36,9 +38,6 @@
 
 #define RETRIES 3              /* attempts per batch when a connection fails */
 #define CHECKPOINT_EVERY 5000  /* keys scanned between checkpoint writes */
-#define MAX_LISTED 20          /* failed keys and mismatches listed */
-#define TIMEOUT_MS 10000       /* every server operation */
-#define VERIFY_TOLERANCE_MS 2000
 
 /* ---- batches ------------------------------------------------------------------------------ */
 
@@ -86,120 +85,9 @@ bool mig_ttl_agrees(int64_t src, int64_t dst, int64_t min_gap, int64_t max_gap, 
     return dst >= src - max_gap - tol && dst <= src - min_gap + tol;
 }
 
-/* ---- one side: a pool and its placement --------------------------------------------------- */
-
-typedef struct side {
-    const char *path;
-    ch_config *cfg;
-    const ch_conf_pool *pool;
-    ch_membership *members;
-    const ch_table *table;
-    mig_server *servers; /* in the membership's order: table node i is servers[i] */
-    size_t n;
-    mig_auth auth;
-} side;
-
-static void side_load(const cli *c, const char *path, side *s)
-{
-    *s = (side){.path = path};
-    ch_config_error err;
-    if (ch_config_load(path, &s->cfg, &err) != CH_OK) {
-        char buf[600];
-        if (err.line == 0)
-            cli_fail(c, "%s: %s", path, err.message);
-        cli_fail(c, "%s", ch_config_error_str(&err, buf, sizeof(buf)));
-    }
-    s->pool = ch_config_pool(s->cfg, c->pool);
-    if (s->pool == NULL) {
-        char names[512] = "";
-        for (size_t i = 0; i < s->cfg->npools; i++) {
-            size_t len = strlen(names);
-            snprintf(names + len, sizeof(names) - len, "%s%s", i ? ", " : "",
-                     s->cfg->pools[i].name);
-        }
-        if (c->pool)
-            cli_usage(c, "%s has no pool '%s' (pools: %s)", path, c->pool, names);
-        cli_usage(c, "%s has %zu pools; choose one with --pool (%s)", path, s->cfg->npools,
-                  names);
-    }
-    const ch_conf_pool *p = s->pool;
-    if (p->nservers == 0)
-        cli_fail(c, "%s: pool %s has no servers", path, p->name);
-    ch_options opt;
-    ch_config_options(p, &opt);
-    if (opt.algo == CH_ALGO_RANDOM)
-        cli_usage(c, "%s: pool %s has distribution random: a key has no owner, so there is "
-                     "nothing to migrate by",
-                  path, p->name);
-    if (p->bounded_load_factor >= 1)
-        cli_warn(c, "%s: pool %s has bounded_load_factor: chash-proxy may send a hot key to "
-                    "another server than its owner; keys are copied to their owners",
-                 path, p->name);
-    /* The proxy's own build of the pool's table (proxy/pool.c): the same call, so the same
-     * owners. */
-    int rc = ch_config_membership(p, &s->members);
-    if (rc != CH_OK)
-        cli_fail(c, "%s: pool %s: cannot build its placement: %s", path, p->name,
-                 ch_strerror(rc));
-    s->table = ch_membership_table(s->members);
-    s->n = ch_membership_size(s->members);
-    /* Table node i is ch_config_members()'s i-th member, whose addr points into the pool's
-     * servers: that gives its host and port. */
-    ch_member *m = xmalloc(c, p->nservers * sizeof(*m));
-    ch_config_members(p, opt.algo, m);
-    s->servers = xcalloc(c, s->n, sizeof(*s->servers));
-    for (size_t i = 0; i < s->n; i++) {
-        for (size_t j = 0; j < p->nservers; j++) {
-            if (m[i].addr == p->servers[j].addr) {
-                const ch_conf_server *cs = &p->servers[j];
-                s->servers[i] = (mig_server){cs->addr, cs->host, cs->port, cs->name};
-            }
-        }
-        if (s->servers[i].addr == NULL)
-            cli_fail(c, "%s: pool %s: member %zu has no server", path, p->name, i);
-    }
-    free(m);
-    for (size_t i = 0; i < s->n; i++)
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(s->servers[i].addr, s->servers[j].addr) == 0)
-                cli_fail(c, "%s: pool %s lists %s twice: a key's copy would have two homes",
-                         path, p->name, s->servers[i].addr);
-    s->auth = (mig_auth){p->redis_auth, p->redis_db, TIMEOUT_MS};
-}
-
-static void side_free(side *s)
-{
-    free(s->servers);
-    ch_membership_free(s->members);
-    ch_config_free(s->cfg);
-}
-
-static long find_server(const side *s, const char *addr)
-{
-    for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->servers[i].addr, addr) == 0)
-            return (long)i;
-    return -1;
-}
-
-/* "addr" or "addr (name)", for messages. */
-static const char *label(const mig_server *s, char *buf, size_t len)
-{
-    if (s->name)
-        snprintf(buf, len, "%s (%s)", s->addr, s->name);
-    else
-        snprintf(buf, len, "%s", s->addr);
-    return buf;
-}
-
 /* ---- the rate limit ----------------------------------------------------------------------- */
 
-/* A token bucket of `rate` keys per second holding at most one batch: take(n) returns once n
- * tokens are there. 0: no limit. */
-typedef struct bucket {
-    double rate;
-    double next; /* when the tokens taken so far are paid for */
-} bucket;
+
 
 /* Takes n tokens; returns how long to sleep before using them (0: at once). The caller
  * serializes calls (the run's lock); the sleep is the caller's, outside the lock. */
@@ -225,48 +113,9 @@ static void sleep_s(double wait)
 
 /* ---- the run ------------------------------------------------------------------------------ */
 
-typedef struct listed {
-    char *key;
-    size_t from, to;
-    char *err;
-} listed;
 
-/* The run: both sides, the per-source state, the counts. Workers (one thread each, or the
- * main thread alone with --parallel 1) each drain one OLD server at a time; what they share is
- * under `mu`: the sources' states and counts (a source's cursor is published together with the
- * counts of the batches before it, so a checkpoint never runs ahead of the copies), the lists,
- * the rate bucket, the progress and the checkpoint file. A source's connection is used only by
- * the worker draining it. */
-typedef struct run {
-    const cli *c;
-    const mig_driver *drv;
-    side old, neu;
-    long *same;              /* per OLD server: its index in NEW, or -1 */
-    mig_conn **src;          /* per OLD server */
-    mig_source_state *st;    /* per OLD server */
-    bool *source_failed;
-    uint64_t *unlisted;      /* per OLD server: keys no dump listed (memcached), this run */
-    char **source_err;
-    bool dry_run, replace, verify;
-    size_t batch;
-    uint64_t limit;          /* keys scanned in this run before stopping; 0: none */
-    const char *checkpoint;
-    char id[256];
-    pthread_mutex_t mu;
-    /* under mu: */
-    uint64_t scanned_run;    /* keys scanned in this run */
-    uint64_t since_save;     /* keys scanned since the checkpoint was written */
-    size_t next_source;      /* the pass's next OLD server to hand to a worker */
-    bool stopped;            /* --limit or a signal: no more batches */
-    bucket rate;
-    progress prog;
-    uint64_t prog_done;
-    listed failed[MAX_LISTED];
-    size_t nfailed_listed;
-    uint64_t v_checked, v_ok, v_missing, v_ttl, v_gone, v_error;
-    listed mismatch[MAX_LISTED];
-    size_t nmismatch_listed;
-} run;
+
+
 
 /* One worker: its own connection to every NEW server, and its batch. */
 typedef struct worker {
@@ -344,7 +193,7 @@ static void reopen_dsts(worker *w)
         if (w->dst[j] == NULL) {
             char lb[300];
             cli_warn(r->c, "new owner %s is unreachable: %s; its keys fail",
-                     label(&r->neu.servers[j], lb, sizeof(lb)), err);
+                     server_label(&r->neu.servers[j], lb, sizeof(lb)), err);
         }
         w->broken_dst[j] = false;
     }
@@ -554,7 +403,7 @@ static bool drain(worker *w, size_t i)
             rc = r->drv->scan(r->src[i], &cur, hint, b, err, sizeof(err));
         }
         if (rc != 0) {
-            cli_warn(r->c, "%s: enumeration failed: %s", label(s, lb, sizeof(lb)), err);
+            cli_warn(r->c, "%s: enumeration failed: %s", server_label(s, lb, sizeof(lb)), err);
             r->drv->cursor_free(&cur);
             r->source_failed[i] = true;
             r->source_err[i] = xstrdup(r->c, err);
@@ -593,7 +442,7 @@ static bool drain(worker *w, size_t i)
         r->unlisted[i] = cur.unlisted;
         cli_warn(r->c, "%s: %" PRIu64 " items its stats count were listed by none of its "
                        "dumps (lru_crawler metadump): a rerun may copy them",
-                 label(s, lb, sizeof(lb)), cur.unlisted);
+                 server_label(s, lb, sizeof(lb)), cur.unlisted);
     }
     return true;
 }
@@ -637,213 +486,6 @@ static bool pass(run *r, worker *w, size_t nw, bool verify_pass)
     return !r->stopped;
 }
 
-/* ---- output ------------------------------------------------------------------------------- */
-
-static void totals(const run *r, mig_counts *t)
-{
-    *t = (mig_counts){0};
-    for (size_t i = 0; i < r->old.n; i++) {
-        const mig_counts *n = &r->st[i].n;
-        t->scanned += n->scanned;
-        t->stray += n->stray;
-        t->moved += n->moved;
-        t->copied += n->copied;
-        t->present += n->present;
-        t->expired += n->expired;
-        t->failed += n->failed;
-    }
-}
-
-static void json_listed(json *j, const run *r, const listed *l, size_t n, const char *errkey)
-{
-    json_arr(j);
-    for (size_t k = 0; k < n; k++) {
-        json_obj(j);
-        json_key(j, "key");
-        json_str(j, l[k].key);
-        json_key(j, "from");
-        json_str(j, r->old.servers[l[k].from].addr);
-        json_key(j, "to");
-        json_str(j, r->neu.servers[l[k].to].addr);
-        json_key(j, errkey);
-        json_str(j, l[k].err);
-        json_end(j);
-    }
-    json_end(j);
-}
-
-static void print_json(const run *r, bool complete, double secs)
-{
-    mig_counts t;
-    totals(r, &t);
-    uint64_t failed_sources = 0, owned = t.scanned - t.stray;
-    for (size_t i = 0; i < r->old.n; i++)
-        failed_sources += r->source_failed[i];
-    json j;
-    json_init(&j, stdout);
-    json_obj(&j);
-    json_key(&j, "old");
-    json_str(&j, r->old.path);
-    json_key(&j, "new");
-    json_str(&j, r->neu.path);
-    json_key(&j, "pool");
-    json_str(&j, r->old.pool->name);
-    json_key(&j, "protocol");
-    json_str(&j, r->drv->name);
-    json_key(&j, "dry_run");
-    json_bool(&j, r->dry_run);
-    json_key(&j, "complete");
-    json_bool(&j, complete);
-    json_key(&j, "scanned");
-    json_int(&j, t.scanned);
-    json_key(&j, "stray");
-    json_int(&j, t.stray);
-    json_key(&j, "moved");
-    json_int(&j, t.moved);
-    json_key(&j, "moved_share");
-    json_num(&j, owned ? (double)t.moved / (double)owned : 0.0);
-    json_key(&j, "copied");
-    json_int(&j, t.copied);
-    json_key(&j, "present");
-    json_int(&j, t.present);
-    json_key(&j, "expired");
-    json_int(&j, t.expired);
-    json_key(&j, "failed");
-    json_int(&j, t.failed);
-    json_key(&j, "failed_sources");
-    json_int(&j, failed_sources);
-    json_key(&j, "seconds");
-    json_num(&j, secs);
-    json_key(&j, "keys_per_second");
-    json_num(&j, secs > 0 ? (double)r->scanned_run / secs : 0.0);
-    json_key(&j, "pairs");
-    json_arr(&j);
-    for (size_t i = 0; i < r->old.n; i++)
-        for (size_t k = 0; k < r->neu.n; k++) {
-            if (r->st[i].pairs[k] == 0)
-                continue;
-            json_obj(&j);
-            json_key(&j, "from");
-            json_str(&j, r->old.servers[i].addr);
-            json_key(&j, "to");
-            json_str(&j, r->neu.servers[k].addr);
-            json_key(&j, "keys");
-            json_int(&j, r->st[i].pairs[k]);
-            json_end(&j);
-        }
-    json_end(&j);
-    json_key(&j, "sources");
-    json_arr(&j);
-    for (size_t i = 0; i < r->old.n; i++) {
-        const mig_counts *n = &r->st[i].n;
-        json_obj(&j);
-        json_key(&j, "server");
-        json_str(&j, r->old.servers[i].addr);
-        json_key(&j, "done");
-        json_bool(&j, r->st[i].cur.done && !r->source_failed[i]);
-        json_key(&j, "error");
-        json_str(&j, r->source_err[i]);
-        json_key(&j, "scanned");
-        json_int(&j, n->scanned);
-        json_key(&j, "stray");
-        json_int(&j, n->stray);
-        json_key(&j, "unlisted");
-        json_int(&j, r->unlisted[i]);
-        json_key(&j, "moved");
-        json_int(&j, n->moved);
-        json_key(&j, "copied");
-        json_int(&j, n->copied);
-        json_key(&j, "present");
-        json_int(&j, n->present);
-        json_key(&j, "expired");
-        json_int(&j, n->expired);
-        json_key(&j, "failed");
-        json_int(&j, n->failed);
-        json_end(&j);
-    }
-    json_end(&j);
-    json_key(&j, "failures");
-    json_listed(&j, r, r->failed, r->nfailed_listed, "error");
-    json_key(&j, "verify");
-    if (!r->verify) {
-        json_null(&j);
-    } else {
-        json_obj(&j);
-        json_key(&j, "tolerance_ms");
-        json_int(&j, VERIFY_TOLERANCE_MS);
-        json_key(&j, "checked");
-        json_int(&j, r->v_checked);
-        json_key(&j, "ok");
-        json_int(&j, r->v_ok);
-        json_key(&j, "missing");
-        json_int(&j, r->v_missing);
-        json_key(&j, "ttl_mismatch");
-        json_int(&j, r->v_ttl);
-        json_key(&j, "gone");
-        json_int(&j, r->v_gone);
-        json_key(&j, "errors");
-        json_int(&j, r->v_error);
-        json_key(&j, "mismatches");
-        json_listed(&j, r, r->mismatch, r->nmismatch_listed, "problem");
-        json_end(&j);
-    }
-    json_end(&j);
-    json_done(&j);
-}
-
-static void print_text(const run *r, bool complete, double secs)
-{
-    mig_counts t;
-    totals(r, &t);
-    uint64_t owned = t.scanned - t.stray;
-    printf("%s pool %s (%zu servers) -> %s pool %s (%zu servers), %s%s\n", r->old.path,
-           r->old.pool->name, r->old.n, r->neu.path, r->neu.pool->name, r->neu.n, r->drv->name,
-           r->dry_run ? ", dry run: nothing written" : "");
-    printf("scanned %" PRIu64 " keys; %" PRIu64 " of them %s (%.2f%%)", t.scanned, t.moved,
-           r->dry_run ? "would move" : "move",
-           owned ? 100.0 * (double)t.moved / (double)owned : 0.0);
-    if (t.stray)
-        printf("; %" PRIu64 " stray (on a server that does not own them under OLD: left alone)",
-               t.stray);
-    printf("\n");
-    char la[300], lb[300];
-    for (size_t i = 0; i < r->old.n; i++)
-        for (size_t k = 0; k < r->neu.n; k++)
-            if (r->st[i].pairs[k])
-                printf("  %-40s -> %-40s %" PRIu64 "\n", label(&r->old.servers[i], la, sizeof(la)),
-                       label(&r->neu.servers[k], lb, sizeof(lb)), r->st[i].pairs[k]);
-    if (!r->dry_run)
-        printf("copied %" PRIu64 ", present %" PRIu64 " (already at the new owner%s), expired %" PRIu64
-               ", failed %" PRIu64 "\n",
-               t.copied, t.present, r->replace ? "" : ", kept", t.expired, t.failed);
-    if (r->verify)
-        printf("verify: %" PRIu64 " checked, %" PRIu64 " ok, %" PRIu64 " missing, %" PRIu64
-               " TTL mismatches (tolerance %d ms), %" PRIu64 " gone from the source, %" PRIu64
-               " errors\n",
-               r->v_checked, r->v_ok, r->v_missing, r->v_ttl, VERIFY_TOLERANCE_MS, r->v_gone,
-               r->v_error);
-    printf("%.2f s, %.0f keys scanned/s%s\n", secs, secs > 0 ? (double)r->scanned_run / secs : 0.0,
-           complete ? "" : "; stopped before the end: rerun with the same --checkpoint to go on");
-}
-
-/* The failed keys and mismatches listed on stderr (with or without --json). */
-static void print_listed(const run *r)
-{
-    mig_counts t;
-    totals(r, &t);
-    for (size_t k = 0; k < r->nfailed_listed; k++)
-        fprintf(stderr, "chash migrate: failed: %s (%s -> %s): %s\n", r->failed[k].key,
-                r->old.servers[r->failed[k].from].addr, r->neu.servers[r->failed[k].to].addr,
-                r->failed[k].err);
-    if (t.failed > r->nfailed_listed)
-        fprintf(stderr, "chash migrate: ... and %" PRIu64 " more failed keys\n",
-                t.failed - r->nfailed_listed);
-    for (size_t k = 0; k < r->nmismatch_listed; k++)
-        fprintf(stderr, "chash migrate: verify: %s (%s -> %s): %s\n", r->mismatch[k].key,
-                r->old.servers[r->mismatch[k].from].addr,
-                r->neu.servers[r->mismatch[k].to].addr, r->mismatch[k].err);
-}
-
 /* ---- the command -------------------------------------------------------------------------- */
 
 int cmd_migrate(cli *c)
@@ -878,7 +520,7 @@ int cmd_migrate(cli *c)
     r.unlisted = xcalloc(c, no, sizeof(*r.unlisted));
     r.source_err = xcalloc(c, no, sizeof(*r.source_err));
     for (size_t i = 0; i < no; i++) {
-        r.same[i] = find_server(&r.neu, r.old.servers[i].addr);
+        r.same[i] = side_find(&r.neu, r.old.servers[i].addr);
         r.st[i].pairs = xcalloc(c, nn, sizeof(*r.st[i].pairs));
     }
     if (r.checkpoint && !r.dry_run) {
@@ -906,7 +548,8 @@ int cmd_migrate(cli *c)
     for (size_t i = 0; i < no; i++)
         if ((r.src[i] = connect_to(&r, &r.old.servers[i], &r.old.auth, 1, err, sizeof(err))) ==
             NULL)
-            cli_fail(c, "OLD server %s: %s", label(&r.old.servers[i], lb, sizeof(lb)), err);
+            cli_fail(c, "OLD server %s: %s",
+                     server_label(&r.old.servers[i], lb, sizeof(lb)), err);
     size_t nw = c->parallel ? c->parallel : 4;
     if (nw > no)
         nw = no;
@@ -918,7 +561,8 @@ int cmd_migrate(cli *c)
         for (size_t j = 0; j < nn && !(r.dry_run && !r.verify); j++)
             if ((w[k].dst[j] = connect_to(&r, &r.neu.servers[j], &r.neu.auth, 1, err,
                                           sizeof(err))) == NULL)
-                cli_fail(c, "NEW server %s: %s", label(&r.neu.servers[j], lb, sizeof(lb)), err);
+                cli_fail(c, "NEW server %s: %s",
+                         server_label(&r.neu.servers[j], lb, sizeof(lb)), err);
     }
     pthread_mutex_init(&r.mu, NULL);
 
@@ -961,14 +605,14 @@ int cmd_migrate(cli *c)
     pthread_mutex_destroy(&r.mu);
 
     if (c->json)
-        print_json(&r, complete, secs);
+        mig_print_json(&r, complete, secs);
     else
-        print_text(&r, complete, secs);
+        mig_print_text(&r, complete, secs);
     fflush(stdout); /* before the list on stderr, so that a terminal shows them in order */
-    print_listed(&r);
+    mig_print_listed(&r);
 
     mig_counts t;
-    totals(&r, &t);
+    mig_totals(&r, &t);
     bool bad_source = false;
     for (size_t i = 0; i < no; i++)
         bad_source = bad_source || r.source_failed[i];
