@@ -22,6 +22,7 @@ in `make test-tsan`).
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -311,7 +312,32 @@ def redis_test(proxy_exe, chash, tmp):
         c.call("CONFIG", "SET", "maxmemory", "0")
     log("a full new owner: %d keys failed and listed, exit 1" % to_full)
 
-    # 9. Bad input.
+    # 9. Killed midway (SIGTERM, during a --rate-limited run): exit 3 with the checkpoint saved;
+    #    the rerun completes with nothing lost.
+    for s in news:
+        RedisSide(s).flush()
+    ckpt2 = os.path.join(tmp, "killed.ckpt")
+    p = subprocess.Popen([chash, "migrate", old_cfg, new_cfg, "--rate", "400", "--checkpoint",
+                          ckpt2, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=sanitizer_env())
+    deadline = time.monotonic() + 30
+    while not os.path.exists(ckpt2) and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.05)      # the first checkpoint: some keys are copied
+    p.send_signal(signal.SIGTERM)
+    out_b, err_b = p.communicate(timeout=60)
+    killed = json.loads(out_b)
+    if p.returncode != 3 or killed["complete"] or killed["moved"] >= len(moved):
+        fail("SIGTERM: exit %d, %r" % (p.returncode, {k: killed[k] for k in (
+            "complete", "moved", "copied")}))
+    _, out, _ = chash_run(chash, ["migrate", old_cfg, new_cfg, "--checkpoint", ckpt2, "--json"],
+                          expect=0)
+    check_sums(out, len(moved), "after SIGTERM")
+    if out["failed"] or out["copied"] + out["present"] != len(moved):
+        fail("after SIGTERM: %r" % {k: out[k] for k in ("copied", "present", "failed")})
+    log("SIGTERM after %d moved keys: exit 3; the rerun completes (%d copied, %d present)" % (
+        killed["moved"], out["copied"], out["present"]))
+
+    # 10. Bad input.
     rc, _, err = chash_run(chash, ["migrate", old_cfg, new_cfg, "--pool", "nope"], expect=2)
     if "no pool 'nope'" not in err:
         fail("unknown pool: %r" % err)
@@ -332,7 +358,7 @@ def redis_test(proxy_exe, chash, tmp):
     if "AUTH" not in err or PASSWORD in err:
         fail("refused password: %r" % err)
 
-    # 10. Password-protected servers and a database: redis_auth and redis_db are used (and the
+    # 11. Password-protected servers and a database: redis_auth and redis_db are used (and the
     #     password printed nowhere).
     locked = start_redises(redis_exe, tmp, 2, password=PASSWORD)
     lk = {"redis_auth": PASSWORD, "redis_db": 3}
