@@ -327,8 +327,8 @@ def redis_test(proxy_exe, chash, tmp):
     out_b, err_b = p.communicate(timeout=60)
     killed = json.loads(out_b)
     if p.returncode != 3 or killed["complete"] or killed["moved"] >= len(moved):
-        fail("SIGTERM: exit %d, %r" % (p.returncode, {k: killed[k] for k in (
-            "complete", "moved", "copied")}))
+        fail("SIGTERM: exit %d, %r; stderr:\n%s" % (p.returncode, {k: killed[k] for k in (
+            "complete", "moved", "copied")}, err_b.decode("utf-8", "replace")[-3000:]))
     _, out, _ = chash_run(chash, ["migrate", old_cfg, new_cfg, "--checkpoint", ckpt2, "--json"],
                           expect=0)
     check_sums(out, len(moved), "after SIGTERM")
@@ -382,6 +382,28 @@ def redis_test(proxy_exe, chash, tmp):
             fail("with redis_auth and redis_db: the new server's database 3 does not hold the "
                  "moved keys")
     log("redis_auth and redis_db: %d keys copied into database 3" % len(lmoved))
+
+    # 12. A new owner killed midway: its keys fail (listed, exit 1), the others are copied.
+    for s in news:
+        RedisSide(s).flush()
+    victim_srv = news[0]
+    to_victim = len([k for k in moved if own_new[k] == victim_srv.text])
+    p = subprocess.Popen([chash, "migrate", old_cfg, new_cfg, "--rate", "250", "--parallel", "1",
+                          "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=sanitizer_env())
+    time.sleep(0.5)
+    victim_srv.kill()
+    out_b, err_b = p.communicate(timeout=60)
+    out = json.loads(out_b)
+    err = err_b.decode("utf-8", "replace")
+    if p.returncode != 1 or out["failed"] == 0 or out["failed"] > to_victim or \
+            out["copied"] + out["present"] + out["failed"] + out["expired"] != len(moved) or \
+            any(f["to"] != victim_srv.text for f in out["failures"]) or \
+            victim_srv.text not in err:
+        fail("a new owner killed midway: exit %d, %r; stderr %r" % (
+            p.returncode, {k: out[k] for k in ("copied", "present", "failed")}, err[-600:]))
+    log("a new owner killed midway: %d of its %d keys failed (%s), the rest copied, exit 1" % (
+        out["failed"], to_victim, out["failures"][0]["error"]))
     return "%d keys, %d moved" % (len(allkeys), len(moved))
 
 
@@ -578,10 +600,35 @@ def mc_test(proxy_exe, chash, tmp):
             out["failed"], to_small, out["failures"][:1]))
     log("a new owner refusing big items: %d failed and listed, exit 1" % to_small)
 
+    # A new owner killed midway: its keys fail (listed, exit 1), the others are copied.
+    for s in news:
+        with Mc(s.addr) as c:
+            c.call(b"flush_all\r\n")
+    time.sleep(1.1)     # flush_all hides items stored within the same second
+    victim_srv = news[0]
+    p = subprocess.Popen([chash, "migrate", old_cfg, new_cfg, "--rate", "250", "--parallel", "1",
+                          "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env=sanitizer_env())
+    time.sleep(0.5)
+    victim_srv.kill()
+    out_b, err_b = p.communicate(timeout=60)
+    out = json.loads(out_b)
+    # (The big keys bound for the small memcached still fail as above.)
+    lost = [f for f in out["failures"] if f["to"] == victim_srv.text]
+    others = [f for f in out["failures"] if f["to"] != victim_srv.text]
+    if p.returncode != 1 or not lost or \
+            any("unreachable" not in f["error"] and "connection" not in f["error"]
+                for f in lost) or \
+            any(f["to"] != small.text or "too large" not in f["error"] for f in others):
+        fail("a new owner killed midway: exit %d, %r" % (
+            p.returncode, {k: out[k] for k in ("copied", "present", "failed", "failures")}))
+    log("a new owner killed midway: %d keys failed (%s), exit 1" % (
+        out["failed"], lost[0]["error"]))
+
     _, _, err = chash_run(chash, ["migrate", old_cfg, new_cfg, "--pool", "nope"], expect=2)
     dead = "127.0.0.1:%d" % free_ports(1)[0]
     dead_cfg = write_file(os.path.join(tmp, "dead.yml"), pool_yaml(
-        "mc", pn, new_servers + [(dead, 1, None)], redis=False, **settings))
+        "mc", pn, old_servers + [(dead, 1, None)], redis=False, **settings))
     _, _, err = chash_run(chash, ["migrate", dead_cfg, new_cfg], expect=1)
     if dead not in err or "OLD server" not in err:
         fail("unreachable server not named: %r" % err)

@@ -32,6 +32,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -113,10 +114,6 @@ static void sleep_s(double wait)
 
 /* ---- the run ------------------------------------------------------------------------------ */
 
-
-
-
-
 /* One worker: its own connection to every NEW server, and its batch. */
 typedef struct worker {
     run *r;
@@ -127,12 +124,14 @@ typedef struct worker {
     pthread_t thread;
 } worker;
 
-static volatile sig_atomic_t stop_requested;
+/* Set by SIGINT / SIGTERM, read by every worker: a lock-free atomic, safe in a handler and
+ * between threads (a volatile sig_atomic_t is only the former). */
+static atomic_int stop_requested;
 
 static void on_stop(int sig)
 {
     (void)sig;
-    stop_requested = 1;
+    atomic_store_explicit(&stop_requested, 1, memory_order_relaxed);
 }
 
 static void list_key(const cli *c, listed *l, size_t *n, const mig_key *k, size_t from, size_t to,
@@ -359,7 +358,8 @@ static void count_verify(run *r, size_t i, const mig_batch *b)
 static bool must_stop(run *r, bool verify_pass)
 {
     pthread_mutex_lock(&r->mu);
-    if (stop_requested || (!verify_pass && r->limit && r->scanned_run >= r->limit))
+    if (atomic_load_explicit(&stop_requested, memory_order_relaxed) ||
+        (!verify_pass && r->limit && r->scanned_run >= r->limit))
         r->stopped = true;
     bool stop = r->stopped;
     pthread_mutex_unlock(&r->mu);
@@ -392,7 +392,10 @@ static bool drain(worker *w, size_t i)
         }
         mig_batch_clear(b);
         char err[MIG_ERR_LEN];
-        int rc = r->drv->scan(r->src[i], &cur, hint, b, err, sizeof(err));
+        /* A connection that could not be reopened after a failed copy is tried once more. */
+        int rc = r->src[i] != NULL || reopen_src(r, i, err, sizeof(err))
+                     ? r->drv->scan(r->src[i], &cur, hint, b, err, sizeof(err))
+                     : -1;
         for (int t = 1; rc != 0 && t < RETRIES; t++) {
             char e2[MIG_ERR_LEN];
             if (!reopen_src(r, i, e2, sizeof(e2))) {
@@ -570,6 +573,9 @@ int cmd_migrate(cli *c)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    /* hiredis writes with write(2): a server that died would kill us with SIGPIPE instead of
+     * failing its keys. */
+    signal(SIGPIPE, SIG_IGN);
 
     uint64_t total = 0;
     for (size_t i = 0; i < no; i++)
@@ -587,7 +593,7 @@ int cmd_migrate(cli *c)
     if (r.verify && complete) {
         total = 0;
         for (size_t i = 0; i < no; i++)
-            total += r.drv->count(r.src[i]);
+            total += r.src[i] ? r.drv->count(r.src[i]) : 0;
         r.prog_done = 0;
         progress_start(&r.prog, "verifying", total);
         complete = pass(&r, w, nw, true);
