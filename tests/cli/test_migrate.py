@@ -358,6 +358,17 @@ def redis_test(proxy_exe, chash, tmp):
     if "AUTH" not in err or PASSWORD in err:
         fail("refused password: %r" % err)
 
+    # A checkpoint of another migration, or not a checkpoint at all, is refused.
+    other = write_file(os.path.join(tmp, "other.ckpt"),
+                       "chash-migrate-checkpoint 1\nid cache m-1 m-2\nend\n")
+    _, _, err = chash_run(chash, ["migrate", old_cfg, new_cfg, "--checkpoint", other], expect=1)
+    if "another migration" not in err:
+        fail("a checkpoint of another migration: %r" % err)
+    junk = write_file(os.path.join(tmp, "junk.ckpt"), "hello\n")
+    _, _, err = chash_run(chash, ["migrate", old_cfg, new_cfg, "--checkpoint", junk], expect=1)
+    if "not a chash migrate checkpoint" not in err:
+        fail("a file that is not a checkpoint: %r" % err)
+
     # 11. Password-protected servers and a database: redis_auth and redis_db are used (and the
     #     password printed nowhere).
     locked = start_redises(redis_exe, tmp, 2, password=PASSWORD)
