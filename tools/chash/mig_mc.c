@@ -1,9 +1,9 @@
 /*
  * mig_mc.c — the memcached driver of `chash migrate`, over mc_client.c.
  *
- * Enumeration is "lru_crawler metadump all" on a connection of its own, repeated until it gives
- * no new key (see "the dumps" below); the keys are then handed out in batches, copied over a
- * second connection. The dump has no cursor: the checkpoint records only whether a server is
+ * Enumeration is "lru_crawler metadump all" on a connection of its own, repeated until the keys
+ * listed are as many as the server's curr_items (see "the dumps" below); the keys are then
+ * handed out in batches, copied over a second connection. The dump has no cursor: the checkpoint records only whether a server is
  * done, and a rerun dumps an unfinished server again.
  *
  * A copy is "mg <key> v t f" at the source (value, seconds left, client flags), then "add" (or
