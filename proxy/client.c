@@ -310,6 +310,30 @@ static void client_protocol_error(px_client *c, const char *err)
     client_fail(c, err);
 }
 
+/* The process holds more than its memory budget (--max-memory): a request that would go to a
+ * backend is answered with an error at once, in its place in the client's queue, without a copy
+ * of it; local commands are still answered. Logged once per pool per 10 s. */
+static void memory_refusal(px_client *c)
+{
+    px_pool *pool = c->pool;
+    pool->m.mem_refused++;
+    if (px_log_due(&pool->mem_log_at, px_io_now(pool->io), PX_FD_LOG_PERIOD_MS))
+        PX_LOG(pool->io, PX_LOG_WARN,
+               "pool %s: memory budget reached (%llu MiB held, --max-memory %llu MiB): "
+               "refusing requests until it drains",
+               pool->conf->name,
+               (unsigned long long)(__atomic_load_n(&px_mem_held, __ATOMIC_RELAXED) >> 20),
+               (unsigned long long)(px_mem_budget >> 20));
+    px_msg none = {.raw = "", .args = NULL, .keys = NULL};
+    px_rq *rq = client_rq(c, &none);
+    if (rq == NULL) {
+        px_client_close(c);
+        return;
+    }
+    px_rq_fail(rq, PX_ERR_SERVER,
+               "chash-proxy is over its memory budget (--max-memory): request refused");
+}
+
 /* Frames and dispatches every complete request in the buffer. */
 static void client_process(px_client *c)
 {
@@ -348,6 +372,10 @@ static void client_process(px_client *c)
         off += consumed;
         if (m.nargs == 0)
             continue; /* an empty inline line */
+        if (px_mem_over() && m.cmd != NULL && m.cmd->cls != PX_CLASS_LOCAL) {
+            memory_refusal(c);
+            continue;
+        }
         px_rq *rq = client_rq(c, &m);
         if (rq == NULL) {
             px_client_close(c);

@@ -163,6 +163,7 @@ static void write_cb(uv_write_t *req, int status)
     px_write *w = PX_CONTAINER(req, px_write, req);
     px_stream *s = PX_CONTAINER(req->handle, px_stream, u);
     w->done(w, s, status);
+    PX_MEM_SUB(w->cap);
     free(w->data);
     free(w);
 }
@@ -190,11 +191,13 @@ static int raw_write(px_stream *s, px_buf *b, px_write_done done, size_t *queued
     }
     w->data = b->p;
     w->len = b->len;
+    w->cap = b->cap;
     w->done = done;
     *b = (px_buf){0};
     ub = uv_buf_init(w->data, (unsigned)w->len);
     int rc = uv_write(&w->req, &s->u.stream, &ub, 1, write_cb);
     if (rc < 0) {
+        PX_MEM_SUB(w->cap);
         free(w->data);
         free(w);
         return rc;

@@ -53,6 +53,7 @@ struct px_write {
     uv_write_t req;
     char *data;
     size_t len;
+    size_t cap; /* data's allocation (px_mem_held) */
     px_write_done done;
 };
 

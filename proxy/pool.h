@@ -124,6 +124,7 @@ typedef struct px_pool {
     int listen_spare;     /* a dup of the listening socket: resumes accepting after a pause */
     uv_timer_t listen_retry;
     uint64_t fd_log_at, fd_unlogged; /* rate-limited "out of descriptors" lines */
+    uint64_t mem_log_at;             /* and "memory budget reached" lines */
     px_dl clients;
     uint64_t next_client_id;   /* of this worker's clients of the pool */
     uint64_t *accepted_total;  /* the control thread's count over all pools (atomic) */

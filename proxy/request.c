@@ -37,6 +37,8 @@ px_rq *px_rq_new(px_pool *pool, const px_msg *m, uint64_t cid)
     px_rq *rq = calloc(1, sz);
     if (rq == NULL)
         return NULL;
+    rq->bytes = sz;
+    PX_MEM_ADD(sz);
     char *p = (char *)(rq + 1);
     rq->slots = (px_rq_slot *)(void *)p;
     p += nslots * sizeof(px_rq_slot);
@@ -77,6 +79,7 @@ void px_rq_free(px_rq *rq)
     }
     px_buf_free(&rq->reply);
     free(rq->sends);
+    PX_MEM_SUB(rq->bytes);
     free(rq);
 }
 

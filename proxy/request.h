@@ -64,6 +64,7 @@ struct px_rq {
     bool close_after;           /* close the client once this reply is out */
     bool counted;               /* its reply bytes are in the client's `stored` (client.c) */
     bool observed;              /* counted in the metrics */
+    size_t bytes;               /* its allocation (px_mem_held) */
     uint32_t started;           /* slots started so far (px_rq_start: PX_RQ_SLICE at a time) */
     px_flushable cont;          /* deferred to the next loop iteration while slots remain */
 };
