@@ -50,6 +50,19 @@ def small_quarantine_env():
     return env
 
 
+def peak_rss_then_resume(p, stopped, seconds=8):
+    """The proxy's highest RSS (KiB) over the next seconds, then the stopped server resumed."""
+    peak = 0
+    try:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            peak = max(peak, p.rss_kib() or 0)
+            time.sleep(0.2)
+    finally:
+        os.kill(stopped.proc.pid, signal.SIGCONT)
+    return peak
+
+
 def body():
     proxy_exe = require_binary(sys.argv[1])
     chash = sys.argv[2]
@@ -90,14 +103,7 @@ def body():
 
     t = threading.Thread(target=writer, daemon=True)
     t.start()
-    peak = 0
-    try:
-        deadline = time.monotonic() + 8
-        while time.monotonic() < deadline:
-            peak = max(peak, p.rss_kib() or 0)
-            time.sleep(0.2)
-    finally:
-        os.kill(stopped.proc.pid, signal.SIGCONT)
+    peak = peak_rss_then_resume(p, stopped)
     if peak - base > 400 * 1024:
         fail("48 pipelined 16 MiB SETs to a stopped backend: RSS grew by %d MiB (%d SETs "
              "sent); the limit is 400" % ((peak - base) // 1024, sent[0]))
@@ -192,14 +198,7 @@ def budget_phase(proxy_exe, chash, tmp, backends):
     threads = [threading.Thread(target=writer, args=(sk,), daemon=True) for sk in socks]
     for t in threads:
         t.start()
-    peak = 0
-    try:
-        deadline = time.monotonic() + 8
-        while time.monotonic() < deadline:
-            peak = max(peak, p.rss_kib() or 0)
-            time.sleep(0.2)
-    finally:
-        os.kill(stopped.proc.pid, signal.SIGCONT)
+    peak = peak_rss_then_resume(p, stopped)
     growth = (peak - base) // 1024
     if growth > 300:
         fail("6 clients of pipelined 16 MiB SETs under --max-memory 96m: RSS +%d MiB (limit "
