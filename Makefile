@@ -29,8 +29,9 @@ test: bootstrap
 
 # chash-proxy's worker threads under ThreadSanitizer: a clang build of the proxy and the CLI,
 # and the proxy tests that drive threads (workers, shared health, reloads, stats) against it; a
-# ThreadSanitizer report on the proxy's stderr fails them.
-TSAN_TESTS := ^proxy_(threads|reload|admin_reload|backend_failure|metrics|stats|bounded|memcache|descriptors|rejoin|signals)$$
+# ThreadSanitizer report on the proxy's stderr fails them. The same for `chash migrate`'s
+# workers (--parallel), whose tests fail on a report on chash's stderr.
+TSAN_TESTS := ^(proxy_(threads|commands|reload|admin_reload|backend_failure|metrics|stats|bounded|memcache|descriptors|rejoin|signals|warmup|tls)|cli_migrate_(redis|memcached))$$
 test-tsan: bootstrap
 	@CC=clang cmake -S . -B $(TSAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHASH_TSAN=ON -DCHASH_WERROR=ON -DCHASH_BENCH=OFF >/dev/null
 	@cmake --build $(TSAN) -j $(JOBS) --target chash-proxy chash_cli
@@ -50,12 +51,14 @@ demo: build
 
 # bench_place: the placement library (docs/PERFORMANCE.md); bench-proxy (bench/proxy/): chash-proxy
 # against nutcracker and direct Redis, then direct memcached (load from build/release/bench/mc_load),
-# on loopback, 2-5 minutes by the box's load; bench/migration/: a hot reload 8 -> 12 and 8 -> 7
+# on loopback, 2-5 minutes by the box's load; bench_tls.py: TLS against plain (docs/PERFORMANCE.md);
+# bench/migration/bench_migration.py: a hot reload 8 -> 12 and 8 -> 7
 # under a cache-aside load (build/release/bench/cache_aside), without and with warm-up and ramp,
 # Redis and memcached pools (the two at once, --parallel), 8-9 minutes.
 bench: build
 	@$(RELEASE)/bench/bench_place
 	@/usr/bin/python3 bench/proxy/bench_proxy.py --build $(RELEASE)
+	@/usr/bin/python3 bench/proxy/bench_tls.py --build $(RELEASE)
 	@/usr/bin/python3 bench/migration/bench_migration.py --build $(RELEASE) --parallel
 
 # The release build, configured for PREFIX (default /usr/local) so that the paths written into

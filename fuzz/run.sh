@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds a fuzz target (fuzz/TARGET_fuzz.c and the sources it tests) with clang's libFuzzer, ASan
 # and UBSan, and runs it for SECONDS (default 60) from the seed corpus fuzz/corpus/TARGET.
-# TARGET is resp (the RESP parser, the default), mc (the memcached parser), config (the YAML
-# config loader, with the placement library for the memberships it builds) or address (the
+# TARGET is resp (the RESP parser, the default), mc (the memcached parser), codec (the Redis
+# codec's own parsing: key specs, SCAN cursors and replies, pub/sub pushes, merges), config (the
+# YAML config loader, with the placement library for the memberships it builds) or address (the
 # config's address and number parsers).
 #
 #   fuzz/run.sh [TARGET] [SECONDS] [BUILD_DIR]   BUILD_DIR defaults to build/fuzz
@@ -19,8 +20,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 target=resp
 case "${1:-}" in
-    resp | mc | config | address) target=$1; shift ;;
-    '' | *[!0-9]*) [ -z "${1:-}" ] || { echo "fuzz/run.sh: unknown target '$1' (resp, mc, config, address)" >&2; exit 2; } ;;
+    resp | mc | codec | config | address) target=$1; shift ;;
+    '' | *[!0-9]*) [ -z "${1:-}" ] || { echo "fuzz/run.sh: unknown target '$1' (resp, mc, codec, config, address)" >&2; exit 2; } ;;
 esac
 seconds=${1:-60}
 out=${2:-$root/build/fuzz}
@@ -41,22 +42,29 @@ printf '#include <stddef.h>\n#include <stdint.h>\nint LLVMFuzzerTestOneInput(con
 "$cc" -fsanitize=fuzzer "$probe" -o "$out/probe" >/dev/null 2>&1 ||
     unavailable "$cc cannot link -fsanitize=fuzzer (libFuzzer missing)"
 
+# chash_version.h is CMake's (configure_file): made here from the project's version (config and
+# codec include the public headers).
+ver=$(sed -n 's/^project(chash VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
+IFS=. read -r vmaj vmin vpat <<<"$ver"
+sed -e "s/@PROJECT_VERSION_MAJOR@/$vmaj/" -e "s/@PROJECT_VERSION_MINOR@/$vmin/" \
+    -e "s/@PROJECT_VERSION_PATCH@/$vpat/" -e "s/@PROJECT_VERSION@/$ver/" \
+    "$root/include/chash_version.h.in" >"$out/chash_version.h"
+
 # The sources and libraries of each target.
 case "$target" in
     resp | mc)
         srcs=("$root/proxy/proto/${target}.c") incs=(-I "$root/proxy/proto") libs=() ;;
+    codec)
+        srcs=("$root"/proxy/proto/{resp,resp_codec,codec,mc,mc_codec}.c "$root/proxy/buf.c")
+        incs=(-I "$out" -I "$root/proxy/proto" -I "$root/proxy" -I "$root/include"
+              -DPX_VERSION='"fuzz"')
+        libs=() ;;
     address)
         srcs=("$root/src/config/address.c") incs=(-I "$root/src/config" -I "$root/include")
         libs=() ;;
     config)
         mapfile -t srcs < <(ls "$root"/src/*.c "$root"/src/hash/*.c "$root"/src/place/*.c \
             "$root"/src/route/*.c "$root"/src/config/*.c 2>/dev/null)
-        # chash_version.h is CMake's (configure_file): made here from the project's version.
-        ver=$(sed -n 's/^project(chash VERSION \([0-9.]*\).*/\1/p' "$root/CMakeLists.txt")
-        IFS=. read -r vmaj vmin vpat <<<"$ver"
-        sed -e "s/@PROJECT_VERSION_MAJOR@/$vmaj/" -e "s/@PROJECT_VERSION_MINOR@/$vmin/" \
-            -e "s/@PROJECT_VERSION_PATCH@/$vpat/" -e "s/@PROJECT_VERSION@/$ver/" \
-            "$root/include/chash_version.h.in" >"$out/chash_version.h"
         incs=(-I "$out" -I "$root/src/config" -I "$root/src" -I "$root/include")
         libs=(-lyaml -lxxhash -lmd -lm) ;;
 esac

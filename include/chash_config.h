@@ -100,6 +100,15 @@ typedef struct ch_conf_pool {
     int ramp_ms;                /* "ramp": a membership change switches each moved key to its
                                    new owner at a moment spread over this long (start + hash of
                                    the key mod ramp); 0 (default): all at once */
+    /* TLS (chash-proxy; docs/PROXY.md, "TLS"). For clients, on the pool's listen: its
+     * certificate chain and key (PEM; both or neither), and the CA whose certificates clients
+     * must present (NULL: none asked). For the servers: server_tls on; verify their certificate
+     * (default true) against server_tls_ca_file (NULL: the system's store) and its name
+     * (server_tls_name, else each server's host); the name is also sent as SNI; an optional
+     * client certificate and key. Relative file names are relative to the config file. */
+    char *tls_cert_file, *tls_key_file, *tls_client_ca_file;
+    bool server_tls, server_tls_verify;
+    char *server_tls_ca_file, *server_tls_name, *server_tls_cert_file, *server_tls_key_file;
     double max_ejected_share;   /* "max_ejected_share": the most of a pool's servers ejected at
                                    once, in [0, 1]; a failure that would eject one more leaves
                                    the server in (fail-open); default
@@ -172,6 +181,11 @@ void ch_config_members(const ch_conf_pool *p, ch_algo_id algo, ch_member *member
 /* The pool's membership: ch_config_members() under its distribution, ch_config_options(), and
  * its "version" key (else a content hash). Returns what ch_membership_build() returns. */
 int ch_config_membership(const ch_conf_pool *p, ch_membership **out);
+/* ch_config_membership with the placement table's memory from alloc (NULL: malloc): e.g. one
+ * that refuses blocks over a bound, so a weight that would need gigabytes fails at once
+ * (CH_ENOMEM) instead of building. */
+int ch_config_membership_alloc(const ch_conf_pool *p, const ch_allocator *alloc,
+                               ch_membership **out);
 
 /* The pool's health policy. twemproxy's keys map onto chash's when the file gives them:
  *   auto_eject_hosts       -> eject (absent: true)

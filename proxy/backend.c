@@ -18,6 +18,7 @@
  */
 
 #include "backend.h"
+#include "tls.h"
 #include "resolve.h"
 
 #include <inttypes.h>
@@ -37,6 +38,7 @@ static bool local_error(int rc)
 }
 
 static void conn_fail(px_conn *c, conn_why why, const char *reason);
+static void dedicated_dispose(px_conn *c);
 static void probe_done(px_server *s, bool ok);
 static void rejoin(px_conn *c, px_server *s);
 
@@ -124,8 +126,28 @@ void px_server_start(px_server *s)
     }
 }
 
+/* Fails every dedicated connection of s (their owners told), e.g. when s leaves the pool. */
+static void dedicated_fail_all(px_server *s, const char *why)
+{
+    px_conn *d = s->dedicated;
+    while (d != NULL) {
+        px_conn *next = d->next_dedicated;
+        conn_fail(d, WHY_STOP, why);
+        d = next;
+    }
+}
+
+void px_server_moved(px_server *s)
+{
+    for (unsigned c = 0; c < s->nconns; c++)
+        s->conns[c].server = s;
+    for (px_conn *d = s->dedicated; d != NULL; d = d->next_dedicated)
+        d->server = s;
+}
+
 void px_server_close(px_server *s)
 {
+    dedicated_fail_all(s, "proxy shutting down");
     for (unsigned i = 0; s->conns != NULL && i < s->nconns; i++) {
         px_conn *c = &s->conns[i];
         conn_fail(c, WHY_STOP, "proxy shutting down");
@@ -147,6 +169,7 @@ static void retired_timer_close_cb(uv_handle_t *h)
 void px_server_dispose(px_server *s)
 {
     px_dl_remove(&s->retired_link);
+    dedicated_fail_all(s, "server removed from the pool");
     for (unsigned i = 0; i < s->nconns; i++) {
         px_conn *c = &s->conns[i];
         conn_fail(c, WHY_STOP, "server removed from the pool");
@@ -164,6 +187,9 @@ bool px_server_busy(const px_server *s)
     for (unsigned c = 0; c < s->nconns; c++)
         if (s->conns[c].head != NULL)
             return true;
+    for (const px_conn *d = s->dedicated; d != NULL; d = d->next_dedicated)
+        if (d->head != NULL)
+            return true;
     return false;
 }
 
@@ -172,6 +198,7 @@ void px_server_free(px_server *s)
     for (unsigned i = 0; s->conns != NULL && i < s->nconns; i++) {
         px_buf_free(&s->conns[i].wbuf);
         px_buf_free(&s->conns[i].rbuf);
+        px_tls_session_free(s->conns[i].tls_session);
     }
     free(s->conns);
     s->conns = NULL;
@@ -346,16 +373,20 @@ static void conn_scan(px_conn *c)
     size_t off = 0;
     while (c->stream == st && c->rbuf.len - off > 0 && c->rbuf.len >= c->need) {
         px_frag *f = c->head;
-        if (f == NULL) {
+        if (f == NULL && !c->dedicated) {
+            conn_fail(c, WHY_ERR, "a reply without a request");
+            return;
+        }
+        if (f == NULL && !c->released && c->owner.push == NULL) {
             conn_fail(c, WHY_ERR, "a reply without a request");
             return;
         }
         px_reply r;
         size_t need = 0, consumed = 0;
         char err[128] = "";
-        px_parse rs = pool->codec->scan_reply(&pool->backend_limits, f->expect, c->rbuf.p + off,
-                                              c->rbuf.len - off, &r, &consumed, &need, err,
-                                              sizeof(err));
+        px_parse rs = pool->codec->scan_reply(&pool->backend_limits, f != NULL ? f->expect : 0,
+                                              c->rbuf.p + off, c->rbuf.len - off, &r, &consumed,
+                                              &need, err, sizeof(err));
         if (rs == PX_PARSE_AGAIN) {
             c->need = off + need;
             break;
@@ -363,6 +394,13 @@ static void conn_scan(px_conn *c)
         if (rs != PX_PARSE_OK) {
             conn_fail(c, WHY_ERR, err[0] ? err : "bad reply");
             return;
+        }
+        if (f == NULL) { /* a dedicated connection's push (dropped once released) */
+            c->need = 0;
+            off += consumed;
+            if (!c->released)
+                c->owner.push(c->owner.ctx, c, &r);
+            continue;
         }
         c->head = f->next;
         if (c->head == NULL)
@@ -375,6 +413,8 @@ static void conn_scan(px_conn *c)
         /* The reply's bytes stay valid during the call: nothing appends to rbuf meanwhile. */
         conn_reply(c, f, &r);
         off += consumed;
+        if (c->stream == st && c->released && c->head == NULL)
+            dedicated_dispose(c); /* its last reply is in */
     }
     if (c->stream != st)
         return; /* failed meanwhile: its buffers were reset */
@@ -395,7 +435,8 @@ static void conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf
         if (nread == UV_EOF)
             conn_fail(c, WHY_EOF, "closed the connection");
         else
-            conn_fail(c, WHY_ERR, uv_strerror((int)nread));
+            conn_fail(c, WHY_ERR,
+                      px_stream_error(st) != NULL ? px_stream_error(st) : uv_strerror((int)nread));
         return;
     }
     c->rbuf.len += (size_t)nread;
@@ -437,7 +478,20 @@ static void conn_connect_cb(uv_connect_t *req, int status)
     }
     c->state = PX_CONN_UP;
     c->server->stats.server_connections++;
-    int rc = uv_read_start(&st->u.stream, conn_alloc_cb, conn_read_cb);
+    px_pool *pool = c->server->pool;
+    if (pool->tls_servers != NULL) {
+        /* TLS: the name sent as SNI and verified is server_tls_name, else the server's host. */
+        const char *name = pool->conf->server_tls_name != NULL ? pool->conf->server_tls_name
+                           : c->server->is_unix              ? NULL
+                                                             : c->server->conf->host;
+        px_tls *t = px_tls_new(pool->tls_servers, false, name, &c->tls_session);
+        int trc = t != NULL ? px_stream_tls(st, t) : UV_ENOMEM;
+        if (trc < 0) {
+            conn_fail(c, WHY_LOCAL, uv_strerror(trc));
+            return;
+        }
+    }
+    int rc = px_stream_read_start(st, conn_alloc_cb, conn_read_cb);
     if (rc < 0) {
         conn_fail(c, WHY_ERR, uv_strerror(rc));
         return;
@@ -617,6 +671,93 @@ static void conn_fail(px_conn *c, conn_why why, const char *reason)
         frag_failed(f, s, what);
         f = next;
     }
+    if (c->dedicated && !c->disposed) { /* never reopened: its owner is told, then it goes */
+        if (!c->released && c->owner.closed != NULL) {
+            c->released = true;
+            c->owner.closed(c->owner.ctx, c, what);
+        }
+        dedicated_dispose(c);
+    }
+}
+
+/* ---- dedicated connections ---------------------------------------------------------------------- */
+
+static void dedicated_free_cb(uv_handle_t *h)
+{
+    px_conn *c = h->data;
+    px_buf_free(&c->wbuf);
+    px_buf_free(&c->rbuf);
+    px_tls_session_free(c->tls_session);
+    free(c);
+}
+
+/* Closes c for good: out of its server's list at once, freed once its timer has closed (so a
+ * caller up the stack, conn_scan, may still look at it until it returns). */
+static void dedicated_dispose(px_conn *c)
+{
+    if (c->disposed)
+        return;
+    c->disposed = true;
+    c->released = true;
+    conn_fail(c, WHY_STOP, "released");
+    px_server *s = c->server;
+    for (px_conn **p = &s->dedicated; *p != NULL; p = &(*p)->next_dedicated) {
+        if (*p == c) {
+            *p = c->next_dedicated;
+            break;
+        }
+    }
+    uv_timer_stop(&c->timer);
+    uv_close((uv_handle_t *)&c->timer, dedicated_free_cb);
+}
+
+px_conn *px_conn_dedicated(px_server *s, const px_conn_owner *owner)
+{
+    if (s->retired || s->pool->io->stopping)
+        return NULL;
+    px_conn *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return NULL;
+    c->server = s;
+    c->flush.flush = conn_flush_cb;
+    c->dedicated = true;
+    c->owner = *owner;
+    uv_timer_init(s->pool->io->loop, &c->timer);
+    c->timer.data = c;
+    c->next_dedicated = s->dedicated;
+    s->dedicated = c;
+    if (conn_open(c) < 0) {
+        c->released = true; /* its owner has not got it: not told */
+        dedicated_dispose(c);
+        return NULL;
+    }
+    return c;
+}
+
+int px_conn_send(px_conn *c, px_frag *f, px_encode_fn enc, void *arg)
+{
+    size_t before = c->wbuf.len;
+    uint8_t expect = 0;
+    if (enc(arg, &c->wbuf, f != NULL ? &f->expect : &expect) != 0) {
+        c->wbuf.len = before;
+        return -1;
+    }
+    if (f != NULL) {
+        f->len = c->wbuf.len - before;
+        conn_enqueue(c, f);
+    } else if (c->state == PX_CONN_UP) {
+        conn_mark(c);
+    }
+    return 0;
+}
+
+void px_conn_release(px_conn *c)
+{
+    if (c == NULL || c->released)
+        return;
+    c->released = true;
+    if (c->head == NULL)
+        dedicated_dispose(c);
 }
 
 static void conn_timer_cb(uv_timer_t *t)

@@ -57,6 +57,19 @@ typedef int (*px_encode_fn)(void *arg, px_buf *out, uint8_t *expect);
 
 typedef enum px_conn_state { PX_CONN_DOWN, PX_CONN_CONNECTING, PX_CONN_UP } px_conn_state;
 
+/* The owner of a dedicated connection (px_conn_dedicated): how backend.c tells it what no
+ * fragment is waiting for. Both are called on the worker's loop, never from within a call the
+ * owner made into backend.c for this connection other than px_conn_send's failing at once. */
+typedef struct px_conn_owner {
+    /* A reply read while the FIFO is empty (NULL: that is a protocol error, as on a shared
+     * connection): pub/sub's messages and confirmations. r's bytes live during the call. */
+    void (*push)(void *ctx, px_conn *c, const px_reply *r);
+    /* The connection failed (or its server left the pool, or the proxy is stopping): c is
+     * released already and freed after this returns; the owner forgets it. */
+    void (*closed)(void *ctx, px_conn *c, const char *why);
+    void *ctx;
+} px_conn_owner;
+
 /* A connection to a backend server. Reconnected lazily: the first fragment sent to a DOWN
  * connection opens it; fragments sent while it connects wait in the FIFO and the output buffer. */
 struct px_conn {
@@ -71,6 +84,13 @@ struct px_conn {
     size_t bytes, unsent_bytes;   /* their request bytes */
     uv_timer_t timer;             /* the FIFO head's deadline */
     px_flushable flush;           /* marked when wbuf has bytes to write */
+    void *tls_session;            /* TLS: the session its next connect offers (tls.h) */
+    /* A dedicated connection: one client's alone, outside s->conns, never reopened. */
+    bool dedicated;
+    bool released;      /* its owner let go: closed once its FIFO is empty; no more pushes */
+    bool disposed;      /* closed: freed when its timer's close callback runs */
+    px_conn *next_dedicated; /* the server's list */
+    px_conn_owner owner;
 };
 
 /* A backend server as one worker sees it: its connections from that worker, its counters (the
@@ -84,6 +104,7 @@ struct px_server {
     bool is_unix;
     px_conn *conns;
     unsigned nconns;
+    px_conn *dedicated; /* its dedicated connections (next_dedicated), each its own allocation */
     bool probing; /* this worker has a probe of it in flight (claimed in the pool's px_health),
                      or the clean-up of its rejoin */
     unsigned cleanup_pending; /* its rejoin's clean-up requests not yet answered */
@@ -126,6 +147,30 @@ px_frag *px_frag_new(size_t nslots);
  * (its outcome goes to f->done, possibly before this returns, when the connection cannot be
  * opened); -1: enc ran out of memory, f is the caller's again. */
 int px_server_send(px_server *s, px_frag *f, px_encode_fn enc, void *arg);
+/* After a px_server was moved (a reload's new array, a retired server's own allocation): its
+ * connections, shared and dedicated, point at its new place. */
+void px_server_moved(px_server *s);
+
+/* Dedicated connections: state that lives in a backend connection (a transaction, WATCH,
+ * subscriptions) needs a connection no other client writes to. One is opened at once, with the
+ * codec's handshake first, and never reopened: when it fails its fragments fail as on a shared
+ * connection and its owner is told (owner->closed). Its requests keep the codec's contract
+ * (one reply each, in order, matched through the FIFO), except that with owner->push set a reply
+ * that arrives while the FIFO is empty goes to push: pub/sub's messages and the confirmations of
+ * subscriptions sent without a fragment (px_conn_send with f NULL). So the n-th reply read still
+ * belongs to the n-th fragment of the FIFO as long as requests sent without a fragment are only
+ * sent while the FIFO holds nothing that a push could overtake (session.c sends them only on a
+ * subscribed connection, whose FIFO holds the handshake alone).
+ * Cost: a connect per dedicated connection; it is closed, never reused, when released. */
+/* NULL when it cannot be opened or out of memory. */
+px_conn *px_conn_dedicated(px_server *s, const px_conn_owner *owner);
+/* Sends f on c as px_server_send does (f NULL: bytes whose replies, if any, go to push).
+ * 0, or -1 when enc ran out of memory (f is the caller's again). */
+int px_conn_send(px_conn *c, px_frag *f, px_encode_fn enc, void *arg);
+/* The owner lets go of c: no more pushes; c closes (a MULTI or a subscription left on it dies
+ * with it) once the replies of its FIFO are in. */
+void px_conn_release(px_conn *c);
+
 /* Probes the pool's ejected servers whose probe is due (each claimed in the shared health). */
 void px_probe_due(px_pool *pool);
 void px_frag_free(px_frag *f);

@@ -9,6 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+uint64_t px_mem_held;
+uint64_t px_mem_budget;
+
 int px_buf_reserve(px_buf *b, size_t extra)
 {
     if (b->cap - b->len >= extra)
@@ -21,6 +24,7 @@ int px_buf_reserve(px_buf *b, size_t extra)
     char *p = realloc(b->p, cap);
     if (p == NULL)
         return -1;
+    PX_MEM_ADD(cap - b->cap);
     b->p = p;
     b->cap = cap;
     return 0;
@@ -64,6 +68,7 @@ void px_buf_consume(px_buf *b, size_t n)
 
 void px_buf_free(px_buf *b)
 {
+    PX_MEM_SUB(b->cap);
     free(b->p);
     b->p = NULL;
     b->len = b->cap = 0;

@@ -16,6 +16,7 @@
  */
 #include "client.h"
 #include "dispatch.h"
+#include "tls.h"
 
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -69,7 +70,7 @@ static void client_over_limit(px_client *c)
 {
     if (client_held(c) <= c->pool->max_client_buffer || c->closing || c->paused)
         return;
-    uv_read_stop(&c->stream->u.stream);
+    px_stream_read_stop(c->stream);
     c->paused = true;
 }
 
@@ -145,6 +146,32 @@ static px_rq *client_rq(px_client *c, const px_msg *m)
     return rq;
 }
 
+/* ---- the session's hooks ---------------------------------------------------------------------- */
+
+/* A pub/sub message: queued as an answered request, so it leaves after every reply before it.
+ * Not a request in the metrics. */
+static void client_emit(void *arg, const char *p, size_t len)
+{
+    px_client *c = arg;
+    if (c->closing)
+        return;
+    px_msg none = {.raw = "", .args = NULL, .keys = NULL};
+    px_rq *rq = client_rq(c, &none);
+    if (rq == NULL) {
+        px_client_close(c);
+        return;
+    }
+    rq->observed = true;
+    px_rq_finish(rq, p, len, false);
+}
+
+static void client_hook_close(void *arg)
+{
+    px_client *c = arg;
+    c->pool->stats.client_err++;
+    px_client_close(c);
+}
+
 /* ---- the AUTH guard ----------------------------------------------------------------------------- */
 
 /* The guard slot of addr (a slot is reused by another address once its window is over). */
@@ -218,7 +245,7 @@ static void client_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *b
     if (c->closing || nread == 0)
         return;
     if (nread < 0) {
-        uv_read_stop(stream);
+        px_stream_read_stop(c->stream);
         if (nread == UV_EOF) {
             c->pool->stats.client_eof++;
             /* A half-closed client (nc, shell pipes) still gets the replies it asked for:
@@ -264,7 +291,7 @@ static int grow_arrays(px_pool *pool, const px_msg *m)
 static void client_fail(px_client *c, const char *err)
 {
     c->pool->stats.client_err++;
-    uv_read_stop(&c->stream->u.stream);
+    px_stream_read_stop(c->stream);
     c->draining = true;
     px_msg none = {.raw = "", .args = NULL, .keys = NULL};
     px_rq *rq = client_rq(c, &none);
@@ -283,6 +310,30 @@ static void client_protocol_error(px_client *c, const char *err)
     client_fail(c, err);
 }
 
+/* The process holds more than its memory budget (--max-memory): a request that would go to a
+ * backend is answered with an error at once, in its place in the client's queue, without a copy
+ * of it; local commands are still answered. Logged once per pool per 10 s. */
+static void memory_refusal(px_client *c)
+{
+    px_pool *pool = c->pool;
+    pool->m.mem_refused++;
+    if (px_log_due(&pool->mem_log_at, px_io_now(pool->io), PX_FD_LOG_PERIOD_MS))
+        PX_LOG(pool->io, PX_LOG_WARN,
+               "pool %s: memory budget reached (%llu MiB held, --max-memory %llu MiB): "
+               "refusing requests until it drains",
+               pool->conf->name,
+               (unsigned long long)(__atomic_load_n(&px_mem_held, __ATOMIC_RELAXED) >> 20),
+               (unsigned long long)(px_mem_budget >> 20));
+    px_msg none = {.raw = "", .args = NULL, .keys = NULL};
+    px_rq *rq = client_rq(c, &none);
+    if (rq == NULL) {
+        px_client_close(c);
+        return;
+    }
+    px_rq_fail(rq, PX_ERR_SERVER,
+               "chash-proxy is over its memory budget (--max-memory): request refused");
+}
+
 /* Frames and dispatches every complete request in the buffer. */
 static void client_process(px_client *c)
 {
@@ -291,7 +342,7 @@ static void client_process(px_client *c)
     while (!c->closing && !c->draining && c->rbuf.len > off && c->rbuf.len >= c->need) {
         if (client_busy(c)) {
             /* Backpressure: resume when the queue drains (client_flush). */
-            uv_read_stop(&c->stream->u.stream);
+            px_stream_read_stop(c->stream);
             c->paused = true;
             break;
         }
@@ -321,6 +372,10 @@ static void client_process(px_client *c)
         off += consumed;
         if (m.nargs == 0)
             continue; /* an empty inline line */
+        if (px_mem_over() && m.cmd != NULL && m.cmd->cls != PX_CLASS_LOCAL) {
+            memory_refusal(c);
+            continue;
+        }
         px_rq *rq = client_rq(c, &m);
         if (rq == NULL) {
             px_client_close(c);
@@ -329,7 +384,8 @@ static void client_process(px_client *c)
         px_local ctx = {.password = pool->client_password, .authed = c->authed,
                         .auth_blocked = pool->client_password != NULL && auth_blocked(c),
                         .info = pool->info, .info_arg = pool->info_arg};
-        px_dispatch(rq, &ctx); /* rq may be gone */
+        px_session_hooks hooks = {.emit = client_emit, .close = client_hook_close, .arg = c};
+        px_dispatch(rq, &ctx, &c->session, &hooks); /* rq may be gone */
         c->authed = ctx.authed;
         if (ctx.authed)
             c->auth_fails = 0;
@@ -339,7 +395,7 @@ static void client_process(px_client *c)
             c->draining = true;
     }
     if (c->draining && !c->closing)
-        uv_read_stop(&c->stream->u.stream);
+        px_stream_read_stop(c->stream);
     px_buf_consume(&c->rbuf, off);
     c->need = c->need > off ? c->need - off : 0;
     if (c->rbuf.len == 0 && c->rbuf.cap > PX_BUF_KEEP)
@@ -390,7 +446,7 @@ static void client_flush(px_client *c)
     c->inflight += queued;
     if (c->draining && c->head == NULL && !c->shut) {
         c->shut = true;
-        if (uv_shutdown(&c->shutdown, &c->stream->u.stream, client_shutdown_cb) < 0)
+        if (px_stream_shutdown(c->stream, &c->shutdown, client_shutdown_cb) < 0)
             px_client_close(c);
         return;
     }
@@ -398,7 +454,7 @@ static void client_flush(px_client *c)
         c->inflight_bytes < c->pool->max_client_inflight / 2 + 1 &&
         client_held(c) <= c->pool->max_client_buffer) {
         c->paused = false;
-        uv_read_start(&c->stream->u.stream, client_alloc_cb, client_read_cb);
+        px_stream_read_start(c->stream, client_alloc_cb, client_read_cb);
         client_process(c);
     }
 }
@@ -419,10 +475,11 @@ static void client_close_cb(uv_handle_t *h)
             px_rq_free(rq);
         rq = next;
     }
+    px_session_free(c->session); /* after: the requests it holds have lost their owner */
     px_buf_free(&c->rbuf);
     px_buf_free(&c->wbuf);
     free(c);
-    free(st);
+    px_stream_free(st);
 }
 
 void px_client_close(px_client *c)
@@ -492,7 +549,14 @@ void px_client_accept(px_pool *pool, uv_stream_t *listener)
     c->addr_hash = peer_hash(&st->u.stream);
     pool->m.clients_accepted++;
     PX_ATOMIC_ADD(*pool->accepted_total, 1);
-    if (uv_read_start(&st->u.stream, client_alloc_cb, client_read_cb) < 0)
+    if (pool->tls_listen != NULL) {
+        px_tls *t = px_tls_new(pool->tls_listen, true, NULL, NULL);
+        if (t == NULL || px_stream_tls(st, t) != 0) {
+            px_client_close(c);
+            return;
+        }
+    }
+    if (px_stream_read_start(st, client_alloc_cb, client_read_cb) < 0)
         px_client_close(c);
 }
 
@@ -534,10 +598,17 @@ void px_client_sweep(px_pool *pool, uint64_t now)
         d = d->next; /* c may close: its link stays valid until its close callback */
         if (c->closing || client_stalled(c, now) || c->draining || c->paused)
             continue;
-        if (read > 0 && c->partial_since != 0 && now - c->partial_since >= read) {
+        if (read > 0 && c->stream->tls != NULL && !c->stream->tls_up &&
+            now - c->last_read_ms >= read) {
+            /* A TLS handshake not done within the read timeout of the connection (nothing of
+             * it reaches the request framing, so partial_since never starts). */
+            pool->stats.client_err++;
+            px_client_close(c);
+        } else if (read > 0 && c->partial_since != 0 && now - c->partial_since >= read) {
             client_read_timed_out(c, read);
         } else if (idle > 0 && c->nreqs == 0 && c->rbuf.len == 0 && c->wbuf.len == 0 &&
-                   c->inflight == 0 && now - c->last_read_ms >= idle) {
+                   c->inflight == 0 && now - c->last_read_ms >= idle &&
+                   !px_session_subscribed(c->session)) { /* a subscriber waits, as on Redis */
             pool->stats.client_err++;
             px_client_close(c);
         }

@@ -12,6 +12,7 @@
 
 typedef struct px_client px_client;
 typedef struct px_rq px_rq; /* request.h */
+typedef struct px_session px_session; /* session.h */
 
 struct px_client {
     px_stream *stream;
@@ -22,6 +23,7 @@ struct px_client {
     px_buf rbuf;
     size_t need;
     px_rq *head, *tail; /* its requests, in arrival order */
+    px_session *session; /* transactions, subscriptions (NULL until its first) */
     size_t nreqs;
     size_t inflight_bytes; /* request bytes of the queue (their copies live until answered) */
     size_t stored;   /* reply bytes of done requests waiting behind an unfinished one */

@@ -50,6 +50,7 @@ typedef struct px_pool_metrics {
     uint64_t lat_buckets[PX_LAT_NBOUNDS + 1]; /* not cumulative; the last is (1 s, +Inf) */
     uint64_t lat_sum_ns;
     uint64_t clients_accepted; /* client connections accepted since start */
+    uint64_t mem_refused;      /* requests refused over the memory budget (--max-memory) */
     px_warm_stats warm;
 } px_pool_metrics;
 

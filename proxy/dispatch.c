@@ -3,6 +3,8 @@
  * is, the codec answers and frames, the route sends.
  */
 #include "dispatch.h"
+#include "route_all.h"
+#include "route_scan.h"
 
 /* With client_auth, health checks (PING) are served before AUTH too; with redis_auth alone, as
  * twemproxy and Redis, only AUTH and QUIT are. */
@@ -13,13 +15,14 @@ static bool auth_gate_passes(const px_rq *rq, const px_local *ctx)
            ((c->flags & PX_CMD_HEALTH) != 0 && rq->pool->conf->client_auth != NULL);
 }
 
-void px_dispatch(px_rq *rq, px_local *ctx)
+void px_dispatch(px_rq *rq, px_local *ctx, px_session **session, const px_session_hooks *hooks)
 {
     const px_msg *m = &rq->msg;
+    px_session *ss = session != NULL ? *session : NULL;
     if (m->cmd == NULL) {
         char name[72];
         px_printable_name(name, sizeof(name), m->raw + m->args[0].off, m->args[0].len);
-        px_rq_fail(rq, PX_ERR_UNKNOWN, name);
+        px_session_refuse(ss, rq, PX_ERR_UNKNOWN, name);
         return;
     }
     if (!auth_gate_passes(rq, ctx)) {
@@ -27,8 +30,19 @@ void px_dispatch(px_rq *rq, px_local *ctx)
         return;
     }
     if (m->reject[0] != '\0') {
-        px_rq_fail(rq, m->reject_server ? PX_ERR_SERVER : PX_ERR_CLIENT, m->reject);
+        px_session_refuse(ss, rq, m->reject_server ? PX_ERR_SERVER : PX_ERR_CLIENT, m->reject);
         return;
+    }
+    /* Transactions, subscriptions, and whatever comes while one is open: the session's. */
+    if (session != NULL && *session == NULL && m->cmd->session != PX_SES_NONE &&
+        (*session = px_session_new(rq->pool, rq->cid, hooks)) == NULL) {
+        px_rq_fail(rq, PX_ERR_SERVER, "out of memory");
+        return;
+    }
+    if (session != NULL && *session != NULL) {
+        ctx->subscribed = px_session_subscribed(*session);
+        if (px_session_dispatch(*session, rq))
+            return;
     }
     if (m->cmd->cls == PX_CLASS_LOCAL) {
         px_buf out = {0};
@@ -41,5 +55,15 @@ void px_dispatch(px_rq *rq, px_local *ctx)
         px_buf_free(&out);
         return;
     }
-    px_rq_start(rq, rq->pool->route);
+    if (m->cmd->session != PX_SES_NONE) { /* no session here */
+        char name[72];
+        px_printable_name(name, sizeof(name), m->raw + m->args[0].off, m->args[0].len);
+        px_rq_fail(rq, PX_ERR_UNKNOWN, name);
+        return;
+    }
+    /* SCAN walks the servers, SCRIPT goes to all of them; the rest takes the pool's route. */
+    px_route *rt = (m->cmd->flags & PX_CMD_SCAN) != 0       ? &px_route_scan
+                   : m->cmd->merge == PX_MERGE_EVERY ? &px_route_all
+                                                     : rq->pool->route;
+    px_rq_start(rq, rt);
 }

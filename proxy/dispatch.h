@@ -7,10 +7,13 @@
 #define CHASH_PROXY_DISPATCH_H
 
 #include "request.h"
+#include "session.h"
 
 /* Serves rq (its owner and on_done set: it may complete, and be freed by its owner, before this
  * returns). ctx carries the client's auth state in and out, and out whether the client is to be
- * closed after this reply (QUIT). */
-void px_dispatch(px_rq *rq, px_local *ctx);
+ * closed after this reply (QUIT). *session is the client's session (session.h), created here
+ * with hooks when a command first needs one; session NULL: the caller has none (transactions and
+ * subscriptions are refused). */
+void px_dispatch(px_rq *rq, px_local *ctx, px_session **session, const px_session_hooks *hooks);
 
 #endif /* CHASH_PROXY_DISPATCH_H */

@@ -19,8 +19,15 @@
 #define PX_READ_CHUNK (64u * 1024u)       /* bytes asked of the kernel per read */
 #define PX_READ_MAX (4u * 1024u * 1024u)  /* the most asked for at once, however much is owed */
 
+typedef struct px_tls px_tls; /* tls.h */
+
 /* A libuv stream of either family, with the object that owns it. Allocated per connection
- * attempt and freed in its close callback, so the owner can reconnect at once. */
+ * attempt and freed in its close callback, so the owner can reconnect at once.
+ *
+ * With TLS (px_stream_tls) the owner still reads and writes plaintext through the same calls:
+ * libuv reads ciphertext into tin, the engine decrypts it into the owner's buffers (its alloc
+ * and read callbacks, as libuv would call them), and writes are encrypted on their way out.
+ * Plaintext written before the handshake completes waits in pend. */
 typedef struct px_stream {
     union {
         uv_handle_t handle;
@@ -30,6 +37,13 @@ typedef struct px_stream {
     } u;
     uv_connect_t connect;
     void *owner; /* px_conn or px_client; NULL once the owner let go of it */
+    px_tls *tls; /* NULL: plain */
+    uv_alloc_cb alloc; /* TLS: the owner's callbacks */
+    uv_read_cb read;
+    bool reading;      /* TLS: the owner wants its plaintext */
+    bool tls_up;       /* TLS: the handshake is done */
+    px_buf tin, pend;
+    uv_idle_t *kick;   /* TLS: delivers plaintext left in the engine when reading resumes */
 } px_stream;
 
 /* One queued write: its bytes live until done runs (then px_stream_write frees it). */
@@ -39,6 +53,7 @@ struct px_write {
     uv_write_t req;
     char *data;
     size_t len;
+    size_t cap; /* data's allocation (px_mem_held) */
     px_write_done done;
 };
 
@@ -58,6 +73,7 @@ typedef struct px_io {
     uint64_t rng;  /* xorshift64* state (px_io_rand) */
     bool stopping; /* the worker is shutting down: no failover, no new work */
     px_dl dirty[PX_FLUSH_NLISTS];
+    px_dl deferred; /* work for the next flush, once per iteration (px_io_defer) */
     uv_check_t flush_check; /* flushes dirty streams after each poll */
     uv_idle_t flush_idle;   /* keeps the poll from blocking while something is dirty */
     void (*after_flush)(struct px_io *io); /* run after each iteration's flush (may be NULL) */
@@ -71,6 +87,10 @@ uint64_t px_io_rand(px_io *io);      /* jitter for the health tracker's probe de
 /* Marks f for the flush at the end of this iteration (no-op when already marked). */
 void px_io_mark(px_io *io, px_flushable *f, int list);
 void px_io_unmark(px_flushable *f);
+/* Runs f->flush once at this iteration's flush, before the dirty lists (so what it sends goes
+ * out in the same iteration); f may defer itself again, for the next iteration: a long job
+ * done in slices lets the loop serve everyone else between them. px_io_unmark cancels it. */
+void px_io_defer(px_io *io, px_flushable *f);
 
 /* A new unopened stream (TCP, or a unix socket when is_unix) on loop, owned by owner.
  * NULL when out of memory or libuv refuses. */
@@ -80,6 +100,19 @@ px_stream *px_stream_new(uv_loop_t *loop, bool is_unix, void *owner);
 void px_stream_close(px_stream *s);
 /* A close callback that only frees the px_stream (for handles closed by other paths). */
 void px_stream_free_cb(uv_handle_t *h);
+/* Frees s (its TLS state too) once its handle is closed: for close callbacks of owners. */
+void px_stream_free(px_stream *s);
+
+/* Makes s a TLS stream with engine t (taken over): a client-side engine sends its hello at once.
+ * 0, or a libuv error (t freed). */
+int px_stream_tls(px_stream *s, px_tls *t);
+/* uv_read_start / uv_read_stop for either kind of stream. */
+int px_stream_read_start(px_stream *s, uv_alloc_cb alloc, uv_read_cb read);
+void px_stream_read_stop(px_stream *s);
+/* uv_shutdown, after a TLS close_notify. */
+int px_stream_shutdown(px_stream *s, uv_shutdown_t *req, uv_shutdown_cb cb);
+/* Why a TLS stream failed (its read callback got UV_EPROTO), or NULL. */
+const char *px_stream_error(const px_stream *s);
 
 /* Writes b to s: what the socket takes at once (uv_try_write: no allocation, no callback, no
  * re-arming of POLLOUT), the rest in one queued uv_write that takes b's allocation over (libuv

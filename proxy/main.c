@@ -25,7 +25,37 @@
 #define DEFAULT_LOG_LEVEL PX_LOG_NOTICE
 #define DEFAULT_METRICS_ADDR "127.0.0.1"
 #define MAX_THREADS 256
-enum { OPT_METRICS_PORT = 256, OPT_METRICS_ADDR, OPT_THREADS, OPT_ADMIN_TOKEN_FILE }; /* long options */
+enum { OPT_METRICS_PORT = 256, OPT_METRICS_ADDR, OPT_THREADS, OPT_ADMIN_TOKEN_FILE,
+       OPT_MAX_MEMORY }; /* long options */
+
+/* Half the machine's memory: a budget that refuses requests well before the kernel's OOM
+ * killer would end the process (and every client's connection with it). */
+static uint64_t default_memory_budget(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+    return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size / 2 : 0;
+}
+
+/* A byte count with an optional k, m or g suffix (powers of 1024). */
+static bool parse_bytes(const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s || errno != 0 || s[0] == '-')
+        return false;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'k': case 'K': shift = 10; end++; break;
+    case 'm': case 'M': shift = 20; end++; break;
+    case 'g': case 'G': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end != '\0' || (shift > 0 && v > (UINT64_MAX >> shift)))
+        return false;
+    *out = (uint64_t)v << shift;
+    return true;
+}
 
 static void usage(FILE *fp)
 {
@@ -34,7 +64,7 @@ static void usage(FILE *fp)
             "                   [-c conf file] [-s stats port] [-a stats addr]\n"
             "                   [-i stats interval] [-p pid file] [-m mbuf size]\n"
             "                   [--metrics-port port] [--metrics-addr addr] [--threads N]\n"
-            "                   [--admin-token-file file]\n"
+            "                   [--admin-token-file file] [--max-memory bytes]\n"
             "\n"
             "Options:\n"
             "  -h, --help             : this help\n"
@@ -57,12 +87,17 @@ static void usage(FILE *fp)
             "      --metrics-addr=S   : set metrics ip (default: %s)\n"
             "      --admin-token-file=S : POST /-/reload needs \"Authorization: Bearer <the "
             "file's first line>\"\n"
+            "      --max-memory=N     : refuse requests while buffers and requests hold more than N "
+            "bytes\n"
+            "                           (k, m, g suffixes; 0: no budget; default: half the "
+            "memory, here %llu MiB)\n"
             "      --threads=N        : worker threads, each with its own event loop, listener "
             "and\n"
             "                           backend connections (default: the CPUs available, "
             "here %u; max %d)\n",
             DEFAULT_LOG_LEVEL, DEFAULT_CONF, DEFAULT_STATS_PORT, DEFAULT_STATS_ADDR,
-            DEFAULT_STATS_INTERVAL, DEFAULT_METRICS_ADDR, px_default_threads(), MAX_THREADS);
+            DEFAULT_STATS_INTERVAL, DEFAULT_METRICS_ADDR,
+            (unsigned long long)(default_memory_budget() >> 20), px_default_threads(), MAX_THREADS);
 }
 
 static void describe_stats(void)
@@ -215,6 +250,7 @@ int main(int argc, char **argv)
         {"metrics-addr", required_argument, NULL, OPT_METRICS_ADDR},
         {"threads", required_argument, NULL, OPT_THREADS},
         {"admin-token-file", required_argument, NULL, OPT_ADMIN_TOKEN_FILE},
+        {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
         {NULL, 0, NULL, 0},
     };
     const char *conf = DEFAULT_CONF, *log_file = NULL, *pid_file = NULL, *token_file = NULL;
@@ -223,6 +259,7 @@ int main(int argc, char **argv)
     long stats_port = DEFAULT_STATS_PORT, interval = DEFAULT_STATS_INTERVAL;
     long level = DEFAULT_LOG_LEVEL, mbuf = 0;
     bool test = false, daemon_mode = false;
+    uint64_t max_memory = default_memory_budget();
     int opt;
     while ((opt = getopt_long(argc, argv, "hVtdDv:o:c:s:a:i:p:m:", longopts, NULL)) != -1) {
         switch (opt) {
@@ -289,6 +326,13 @@ int main(int argc, char **argv)
             break;
         case OPT_ADMIN_TOKEN_FILE:
             token_file = optarg;
+            break;
+        case OPT_MAX_MEMORY:
+            if (!parse_bytes(optarg, &max_memory)) {
+                fprintf(stderr, "chash-proxy: option --max-memory requires a number of bytes "
+                                "(with k, m or g), or 0\n");
+                return 1;
+            }
             break;
         case 'm':
             if (!parse_int(optarg, 1, 1L << 30, &mbuf)) {
@@ -391,6 +435,12 @@ int main(int argc, char **argv)
 
     PX_LOG(&px, PX_LOG_NOTICE, "chash-proxy-%s starting, pid %ld, config '%s', %u worker%s",
            PX_VERSION, (long)getpid(), conf, nworkers, nworkers == 1 ? "" : "s");
+    px_mem_budget = max_memory;
+    if (max_memory > 0)
+        PX_LOG(&px, PX_LOG_NOTICE, "memory budget %llu MiB (--max-memory): requests are refused "
+               "while buffers and requests hold more", (unsigned long long)(max_memory >> 20));
+    else
+        PX_LOG(&px, PX_LOG_NOTICE, "no memory budget (--max-memory 0)");
     int status = 0;
     if (px_ctl_init(&px, cfg, nworkers) != 0) { /* takes cfg over */
         PX_LOG(&px, PX_LOG_ERR, "cannot start: see the errors above");

@@ -121,6 +121,7 @@ PV(pv_forward_err, s->stats.forward_error)
 PV(pv_fragments, s->stats.fragments)
 PV(pv_nservers, p->nservers)
 PV(pv_fail_open, PX_ATOMIC_LOAD(p->health->fail_open))
+PV(pv_mem_refused, s->m.mem_refused)
 PV(pv_warm_left, p->prev != NULL ? px_warm_times_left(&p->warm, uv_hrtime() / 1000000u) : 0)
 #define X(f) PV(pv_##f, s->m.warm.f)
 PX_WARM_SUMS
@@ -145,6 +146,9 @@ static const struct {
     {"chash_proxy_fail_open_total", "counter",
      "Ejections not made because max_ejected_share of the pool's servers were out already.",
      pv_fail_open},
+    {"chash_proxy_memory_refusals_total", "counter",
+     "Requests refused because the process held more than its memory budget (--max-memory).",
+     pv_mem_refused},
     {"chash_proxy_warm_up_left_milliseconds", "gauge",
      "Time left of the window after a membership change (ramp and warm-up; 0: none).",
      pv_warm_left},
@@ -189,6 +193,13 @@ int px_metrics_text(px_ctl *m, px_buf *b)
     rc |= family(b, "chash_proxy_worker_threads", "gauge",
                  "Worker threads serving clients (--threads).");
     rc |= px_buf_printf(b, "chash_proxy_worker_threads %u\n", m->nworkers);
+    rc |= family(b, "chash_proxy_memory_held_bytes", "gauge",
+                 "Bytes held in buffers and requests, what --max-memory bounds.");
+    rc |= px_buf_printf(b, "chash_proxy_memory_held_bytes %llu\n",
+                        U(__atomic_load_n(&px_mem_held, __ATOMIC_RELAXED)));
+    rc |= family(b, "chash_proxy_memory_budget_bytes", "gauge",
+                 "The memory budget (--max-memory; 0: none).");
+    rc |= px_buf_printf(b, "chash_proxy_memory_budget_bytes %llu\n", U(px_mem_budget));
 
     rc |= family(b, "chash_proxy_membership_info", "gauge",
                  "The membership version each pool serves, as a label (value 1).");

@@ -2,16 +2,50 @@
  * pool.c — a pool's shared state and a worker's settings of it (pool.h).
  */
 #include "pool.h"
+#include "tls.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* The most one block of a pool's placement table may take (a ring's points, 16 bytes each): a
+ * weight that would need more fails the start, -t or the reload at once, with the figure,
+ * instead of building for seconds into gigabytes. Placements are built by the control thread
+ * only (start, -t, reload); the refusal's size is left for its message. */
+#define PX_MAX_TABLE_BLOCK ((size_t)64 << 20)
+static _Thread_local size_t table_refused;
+
+static void *table_alloc(void *ctx, size_t size)
+{
+    (void)ctx;
+    if (size > PX_MAX_TABLE_BLOCK) {
+        table_refused = size;
+        return NULL;
+    }
+    return malloc(size);
+}
+
+static void table_free(void *ctx, void *p, size_t size)
+{
+    (void)ctx, (void)size;
+    free(p);
+}
+
+static const ch_allocator table_allocator = {table_alloc, table_free, NULL};
+
 int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *pc, char *why,
                         size_t whylen)
 {
     memset(sp, 0, sizeof(*sp));
-    int rc = ch_config_membership(pc, &sp->members);
+    table_refused = 0;
+    int rc = ch_config_membership_alloc(pc, &table_allocator, &sp->members);
+    if (rc == CH_ENOMEM && table_refused > 0) {
+        snprintf(why, whylen,
+                 "pool %s: its placement would need %.0f MiB in one table (chash-proxy allows "
+                 "%zu MiB): lower the weights (a ring has vnodes points per unit of weight)",
+                 pc->name, (double)table_refused / (1 << 20), PX_MAX_TABLE_BLOCK >> 20);
+        return -1;
+    }
     if (rc != CH_OK) {
         snprintf(why, whylen, "pool %s: cannot build its placement: %s", pc->name,
                  ch_strerror(rc));
@@ -34,6 +68,17 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
         px_shared_pool_clear(sp);
         return -1;
     }
+    /* TLS contexts are built here, so a reload reads the certificate files again (and fails,
+     * leaving everything as it was, when one does not load). */
+    char dir[4096] = "";
+    const char *path = cref != NULL && cref->cfg != NULL ? cref->cfg->path : NULL;
+    const char *slash = path != NULL ? strrchr(path, '/') : NULL;
+    if (slash != NULL && (size_t)(slash - path) < sizeof(dir))
+        snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+    if (px_tls_ctx_new(pc, dir, &sp->tls_listen, &sp->tls_servers, why, whylen) != 0) {
+        px_shared_pool_clear(sp);
+        return -1;
+    }
     sp->conf = pc;
     sp->cref = cref;
     px_conf_ref(cref);
@@ -45,6 +90,9 @@ void px_shared_pool_clear(px_shared_pool *sp)
     ch_membership_free(sp->members);
     ch_membership_free(sp->prev);
     sp->prev = NULL;
+    px_tls_ctx_free(sp->tls_listen);
+    px_tls_ctx_free(sp->tls_servers);
+    sp->tls_listen = sp->tls_servers = NULL;
     memset(&sp->warm, 0, sizeof(sp->warm));
     sp->warm_from = PX_WARM_FROM_NONE;
     px_health_free(sp->health);

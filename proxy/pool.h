@@ -56,6 +56,7 @@ typedef struct px_auth_guard {
 typedef struct px_worker px_worker; /* worker.h; opaque below it */
 typedef struct px_server px_server; /* backend.h */
 typedef struct px_route px_route;   /* route.h */
+typedef struct px_tls_ctx px_tls_ctx; /* tls.h */
 
 /* A pool as the control thread knows it: what every worker's copy of the pool points to. */
 typedef struct px_shared_pool {
@@ -67,6 +68,7 @@ typedef struct px_shared_pool {
     size_t nservers;
     /* A warm-up window or ramp (warm.h) after the reload that made this state: the previous
      * membership (owned; NULL: none) and the window's times. */
+    px_tls_ctx *tls_listen, *tls_servers; /* owned (tls.h; NULL: plain) */
     ch_membership *prev;
     px_warm_times warm;
     enum {
@@ -109,6 +111,8 @@ typedef struct px_pool {
     size_t args_cap, keys_cap;
     px_route *route;         /* where its requests start (route_pool.c) */
     px_warm warm;            /* the window after a membership change (warm.h) */
+    px_tls_ctx *tls_listen;  /* the shared pool's TLS contexts (NULL: plain) */
+    px_tls_ctx *tls_servers;
     /* The INFO text for this worker (metrics.c, set by the worker). */
     int (*info)(void *arg, px_buf *out);
     void *info_arg;
@@ -120,6 +124,7 @@ typedef struct px_pool {
     int listen_spare;     /* a dup of the listening socket: resumes accepting after a pause */
     uv_timer_t listen_retry;
     uint64_t fd_log_at, fd_unlogged; /* rate-limited "out of descriptors" lines */
+    uint64_t mem_log_at;             /* and "memory budget reached" lines */
     px_dl clients;
     uint64_t next_client_id;   /* of this worker's clients of the pool */
     uint64_t *accepted_total;  /* the control thread's count over all pools (atomic) */

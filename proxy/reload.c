@@ -209,8 +209,7 @@ static double moved_share(const ch_membership *a, const ch_membership *b, bool *
 static void server_move(px_server *dst, px_server *src)
 {
     *dst = *src;
-    for (unsigned c = 0; c < dst->nconns; c++)
-        dst->conns[c].server = dst;
+    px_server_moved(dst);
 }
 
 /* The server that serves what old[j] served, once p is applied. */
@@ -295,6 +294,8 @@ static void plan_apply(pool_plan *p)
     pool->members = next->members;
     pool->table = ch_membership_table(next->members);
     pool->health = next->health;
+    pool->tls_listen = next->tls_listen;
+    pool->tls_servers = next->tls_servers;
     pool->servers = p->servers;
     pool->nservers = p->n;
     px_pool_configure(pool);
@@ -577,6 +578,8 @@ int px_reload(px_ctl *m, const char *trigger, const px_reload_opts *opt, px_buf 
         cur->health = next->health;
         cur->servers = next->servers;
         cur->nservers = next->nservers;
+        cur->tls_listen = next->tls_listen;
+        cur->tls_servers = next->tls_servers;
         cur->prev = next->prev;
         cur->warm = next->warm;
         cur->warm_from = next->warm_from;

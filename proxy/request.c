@@ -20,15 +20,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Whether m's reply is merged from parts: a split command's (a slot per key), or a command
+ * sent to every server (a slot per server, route_all.c). */
+static bool merged(const px_msg *m)
+{
+    return m->cmd != NULL && (m->cmd->cls == PX_CLASS_MULTI || m->cmd->merge == PX_MERGE_EVERY);
+}
+
 px_rq *px_rq_new(px_pool *pool, const px_msg *m, uint64_t cid)
 {
-    bool split = m->cmd != NULL && m->cmd->cls == PX_CLASS_MULTI;
-    size_t nslots = split ? m->nkeys : 1;
+    size_t nslots = !merged(m)                          ? 1
+                    : m->cmd->merge == PX_MERGE_EVERY ? (pool->nservers > 0 ? pool->nservers : 1)
+                                                      : m->nkeys;
     size_t sz = sizeof(px_rq) + nslots * sizeof(px_rq_slot) + m->nargs * sizeof(px_span) +
                 m->nkeys * sizeof(px_span) + m->len;
     px_rq *rq = calloc(1, sz);
     if (rq == NULL)
         return NULL;
+    rq->bytes = sz;
+    PX_MEM_ADD(sz);
     char *p = (char *)(rq + 1);
     rq->slots = (px_rq_slot *)(void *)p;
     p += nslots * sizeof(px_rq_slot);
@@ -61,6 +71,7 @@ void px_rq_free(px_rq *rq)
 {
     if (rq == NULL)
         return;
+    px_dl_remove(&rq->cont.link); /* a slice still deferred (the request failed at once) */
     if (rq->merger != NULL) { /* never finished: the merge is dropped */
         px_buf tmp = {0};
         rq->codec->merge_end(rq->merger, &rq->msg, &tmp);
@@ -68,6 +79,7 @@ void px_rq_free(px_rq *rq)
     }
     px_buf_free(&rq->reply);
     free(rq->sends);
+    PX_MEM_SUB(rq->bytes);
     free(rq);
 }
 
@@ -130,7 +142,7 @@ void px_rq_answer(px_rq *rq, const px_slot *slots, size_t n, const px_reply *r)
 {
     if (rq->done || n == 0)
         return;
-    bool split = rq->msg.cmd->cls == PX_CLASS_MULTI;
+    bool split = merged(&rq->msg);
     if (!split) {
         rq->reply.len = 0;
         if ((rq->msg.flags & PX_MSG_SWALLOW) != 0 ||
@@ -347,15 +359,32 @@ void px_rq_flush(px_rq *rq)
         free(ops);
 }
 
-void px_rq_start(px_rq *rq, px_route *rt)
+/* The next PX_RQ_SLICE slots of rq, their sends flushed; the rest deferred. The owner is told
+ * of completion only once this returns (rq->starting). */
+static void start_slice(px_rq *rq)
 {
-    rq->route = rt;
+    px_route *rt = rq->route;
+    uint32_t end = rq->nslots - rq->started > PX_RQ_SLICE ? rq->started + PX_RQ_SLICE : rq->nslots;
     rq->starting = true;
-    for (px_slot s = 0; s < rq->nslots && !rq->done; s++)
-        rt->ops->start(rt, rq, s);
+    while (rq->started < end && !rq->done)
+        rt->ops->start(rt, rq, rq->started++);
     if (!rq->done)
         px_rq_flush(rq);
+    if (!rq->done && rq->started < rq->nslots)
+        px_io_defer(rq->pool->io, &rq->cont);
     rq->starting = false;
     if (rq->done)
         rq_done(rq);
+}
+
+static void cont_cb(px_flushable *f)
+{
+    start_slice(PX_CONTAINER(f, px_rq, cont));
+}
+
+void px_rq_start(px_rq *rq, px_route *rt)
+{
+    rq->route = rt;
+    rq->cont.flush = cont_cb;
+    start_slice(rq);
 }

@@ -64,7 +64,15 @@ struct px_rq {
     bool close_after;           /* close the client once this reply is out */
     bool counted;               /* its reply bytes are in the client's `stored` (client.c) */
     bool observed;              /* counted in the metrics */
+    size_t bytes;               /* its allocation (px_mem_held) */
+    uint32_t started;           /* slots started so far (px_rq_start: PX_RQ_SLICE at a time) */
+    px_flushable cont;          /* deferred to the next loop iteration while slots remain */
 };
+
+/* Slots a request starts in one loop iteration: a split command with more keys (an MGET of a
+ * million) starts the rest over the next iterations, so other clients are served between its
+ * slices. */
+#define PX_RQ_SLICE 4096u
 
 /* A request for m of pool's client cid, copied (m's bytes need not outlive the call). NULL when
  * out of memory. */
@@ -74,7 +82,8 @@ void px_rq_free(px_rq *rq);
 void px_rq_finish(px_rq *rq, const char *p, size_t len, bool error);
 /* Finishes rq at once with an error of this kind (codec->encode_error). */
 void px_rq_fail(px_rq *rq, px_error why, const char *msg);
-/* Starts every slot of rq on route rt, then flushes the sends. */
+/* Starts the slots of rq on route rt, PX_RQ_SLICE at a time, flushing each slice's sends; the
+ * slices after the first run in later loop iterations (px_io_defer). */
 void px_rq_start(px_rq *rq, px_route *rt);
 
 /* For routes. */

@@ -235,6 +235,8 @@ static int pool_init(px_worker *w, px_pool *pool, px_shared_pool *sp, int fd)
     pool->members = sp->members;
     pool->table = ch_membership_table(sp->members);
     pool->health = sp->health;
+    pool->tls_listen = sp->tls_listen;
+    pool->tls_servers = sp->tls_servers;
     pool->nservers = sp->nservers;
     pool->next_client_id = 1;
     pool->accepted_total = &w->ctl->total_connections;

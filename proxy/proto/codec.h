@@ -37,6 +37,8 @@ typedef enum px_merge {
     PX_MERGE_SUM,    /* DEL UNLINK TOUCH EXISTS: integers summed */
     PX_MERGE_ALL_OK, /* MSET: OK unless a part failed */
     PX_MERGE_CONCAT, /* memcached get k1 k2: VALUE blocks in key order, one END */
+    PX_MERGE_EVERY,  /* sent whole to every server (SCRIPT LOAD/EXISTS/FLUSH), one part each:
+                        the codec checks that they agree and combines them (route_all.c) */
 } px_merge;
 
 enum {
@@ -44,7 +46,17 @@ enum {
     PX_CMD_HEALTH = 1u << 1,      /* also served before AUTH when the pool has client_auth */
     PX_CMD_ONE_SERVER = 1u << 2,  /* forwarded whole: every key must have the same owner
                                      (MSETNX, EVAL with keys), else PX_ERR_CROSS_SERVER */
+    PX_CMD_SCAN = 1u << 3,        /* a cursor walk over every server (route_scan.c) */
+    PX_CMD_SUBSCRIBED = 1u << 4,  /* allowed in pub/sub mode besides the subscriptions (PING) */
 };
+
+/* Commands whose state lives in a backend connection: served by the client's session
+ * (session.c) on a connection dedicated to that client, never on the shared ones. */
+typedef enum px_session_op {
+    PX_SES_NONE = 0,
+    PX_SES_MULTI, PX_SES_EXEC, PX_SES_DISCARD, PX_SES_WATCH, PX_SES_UNWATCH,
+    PX_SES_SUBSCRIBE, PX_SES_PSUBSCRIBE, PX_SES_UNSUBSCRIBE, PX_SES_PUNSUBSCRIBE,
+} px_session_op;
 
 /* One command, one line of its codec's table. The key spec is Redis's legacy form
  * (first key, last key, step; or a key count at an argument), reduced to what routing needs. */
@@ -61,6 +73,7 @@ typedef struct px_cmd {
     int8_t key_step;  /* 2: key value pairs (MSET) */
     int8_t keynum_at; /* > 0: args[keynum_at] holds the key count and keys follow (EVAL: 2) */
     uint8_t local;    /* the codec's own id of a command it answers itself (PX_CLASS_LOCAL) */
+    uint8_t session;  /* px_session_op: served by the client's session (session.c) */
 } px_cmd;
 
 enum {
@@ -84,6 +97,8 @@ typedef struct px_msg {
                             arity, a bad key count): answered at once, the connection kept */
     bool reject_server;  /* ...framed as a server error (memcached: an item too large) */
     uint8_t proto[16];   /* codec-private facts about the request (noreply, quiet, ...) */
+    uint64_t cursor;     /* PX_CMD_SCAN: the client's cursor as parse_request read it; the
+                            route replaces it with the chosen server's own before encoding */
 } px_msg;
 
 typedef enum px_reply_kind {
@@ -128,6 +143,14 @@ typedef enum px_error {
     PX_ERR_CROSS_SERVER, /* the keys of a one-server command have different owners */
 } px_error;
 
+/* What the proxy answers itself within a transaction. */
+typedef enum px_txn_reply {
+    PX_TXN_OK,       /* MULTI, DISCARD, UNWATCH answered without a server (+OK) */
+    PX_TXN_EMPTY,    /* EXEC of a transaction with nothing queued (an empty array) */
+    PX_TXN_NIL,      /* EXEC not run (a null array, as after a WATCHed key changed) */
+    PX_TXN_EXECABORT, /* EXEC of a transaction refused while queueing (Redis's -EXECABORT) */
+} px_txn_reply;
+
 /* What answer_local may look at and change of the client and the proxy. */
 typedef struct px_local {
     const char *password; /* what the client must AUTH with; NULL: none */
@@ -136,6 +159,7 @@ typedef struct px_local {
                              connection: an AUTH is refused without being compared */
     bool auth_failed;     /* out: this request was an AUTH with a wrong password */
     bool close;           /* out: close the client once this reply is out (QUIT) */
+    bool subscribed;      /* in: the client is in pub/sub mode (PING answers as Redis does there) */
     /* The INFO text (not framed), or -1 when out of memory. */
     int (*info)(void *arg, px_buf *out);
     void *info_arg;
@@ -209,7 +233,35 @@ typedef struct px_codec {
     int (*encode_fill)(px_buf *out, const char *key, size_t len, const px_reply *fetched,
                        int64_t now_unix, uint8_t *expect);
     int (*fill_stored)(const px_reply *r);
+
+    /* Optional (NULL: the protocol has no SCAN): a cursor walk (PX_CMD_SCAN). scan_cursor: the
+     * server's cursor in its reply r, 0 or -1 when r is not a cursor reply. scan_rewrite: r
+     * with its cursor replaced by cursor, into out; 0 or -1. */
+    int (*scan_cursor)(const px_reply *r, uint64_t *cursor);
+    int (*scan_rewrite)(px_buf *out, const px_reply *r, uint64_t cursor);
+
+    /* Optional (NULL: no pub/sub). What a reply read on a subscribed connection, that no
+     * request waits for, is (px_push). */
+    int (*push_kind)(const px_reply *r);
+    /* The client's confirmation of one (un)subscription: op, the channel or pattern (NULL:
+     * none, as UNSUBSCRIBE answers a client subscribed to nothing), the client's subscriptions
+     * after it. 0, or -1. */
+    int (*encode_sub_reply)(px_buf *out, px_session_op op, const char *name, size_t len,
+                            uint64_t count);
+    /* The replies a transaction's commands get from the proxy itself (px_txn_reply). 0, or -1. */
+    int (*encode_txn)(px_buf *out, px_txn_reply what);
+    /* The command op with arguments names[0, n) (MULTI, DISCARD, SUBSCRIBE ch...: sent by the
+     * proxy itself on a dedicated connection). 0, or -1. */
+    int (*encode_op)(px_buf *out, px_session_op op, const char *const *names, const size_t *lens,
+                     size_t n);
 } px_codec;
+
+/* A reply that arrived on a subscribed connection with no request waiting for it. */
+typedef enum px_push {
+    PX_PUSH_OTHER = 0, /* not one of the below: dropped */
+    PX_PUSH_MESSAGE,   /* a message (message, pmessage): forwarded to the client as it is */
+    PX_PUSH_CONFIRM,   /* the server's confirmation of a (un)subscription the proxy sent */
+} px_push;
 
 extern const px_codec px_codec_redis, px_codec_memcache;
 

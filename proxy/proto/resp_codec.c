@@ -22,6 +22,11 @@ typedef enum kind {
     K_PING, K_ECHO, K_QUIT, K_SELECT, K_COMMAND, K_AUTH, K_INFO,
     K_HELLO, /* answered by the proxy for protocol 2 */
     K_KEYS1, /* every key (from 1, step 2) on one server, forwarded whole (MSETNX) */
+    K_SCAN,  /* SCAN: a cursor over every server in membership order (route_scan.c) */
+    K_SCRIPT, /* SCRIPT LOAD|EXISTS|FLUSH: sent to every server, replies combined */
+    /* served by the client's session on its dedicated connection (session.c) */
+    K_MULTI, K_EXEC, K_DISCARD, K_WATCH, K_UNWATCH,
+    K_SUBSCRIBE, K_PSUBSCRIBE, K_UNSUBSCRIBE, K_PUNSUBSCRIBE,
 } kind;
 
 enum { R = 1, W = 0 }; /* R: a read, safe to retry on the next candidate */
@@ -76,6 +81,14 @@ enum { R = 1, W = 0 }; /* R: a read, safe to retry on the next candidate */
     X(geopos, K_KEY, R, 2) X(georadius, K_KEY, W, 6) X(georadiusbymember, K_KEY, W, 5)            \
     /* scripting */                                                                              \
     X(eval, K_EVAL, W, 3) X(evalsha, K_EVAL, W, 3) X(msetnx, K_KEYS1, W, 3)                       \
+    X(script, K_SCRIPT, W, 2)                                                                    \
+    /* the key space, pub/sub: PUBLISH goes to its channel's server, hashed like a key */         \
+    X(scan, K_SCAN, W, 2) X(publish, K_KEY, W, 3)                                                \
+    /* transactions and subscriptions: the client's session (session.c) */                       \
+    X(multi, K_MULTI, W, 1) X(exec, K_EXEC, W, 1) X(discard, K_DISCARD, W, 1)                     \
+    X(watch, K_WATCH, W, 2) X(unwatch, K_UNWATCH, W, 1) X(subscribe, K_SUBSCRIBE, R, 2)           \
+    X(psubscribe, K_PSUBSCRIBE, R, 2) X(unsubscribe, K_UNSUBSCRIBE, R, 1)                         \
+    X(punsubscribe, K_PUNSUBSCRIBE, R, 1)                                                        \
     /* multi-key, split per server */                                                            \
     X(mget, K_MGET, R, 2) X(mset, K_MSET, W, 3) X(del, K_SUM, W, 2) X(unlink, K_SUM, W, 2)        \
     X(touch, K_SUM, R, 2) X(exists, K_SUM, R, 2)                                                  \
@@ -86,25 +99,40 @@ enum { R = 1, W = 0 }; /* R: a read, safe to retry on the next candidate */
 
 /* A kind's key spec and semantics, as constant expressions. */
 #define IS_MULTI(k) ((k) == K_MGET || (k) == K_MSET || (k) == K_SUM)
+#define IS_SESSION(k) ((k) >= K_MULTI && (k) <= K_PUNSUBSCRIBE)
+/* Their arguments from 1 on are keys (WATCH) or channels and patterns (hashed like keys). */
+#define IS_ARGKEYS(k) ((k) == K_WATCH || ((k) >= K_SUBSCRIBE && (k) <= K_PUNSUBSCRIBE))
 #define KIND_CLS(k, r)                                                                           \
-    ((k) == K_KEY || (k) == K_EVAL || (k) == K_KEYS1 ? ((r) ? PX_CLASS_READ : PX_CLASS_WRITE)    \
-     : IS_MULTI(k)                 ? PX_CLASS_MULTI                                              \
-                                   : PX_CLASS_LOCAL)
+    ((k) == K_KEY || (k) == K_EVAL || (k) == K_KEYS1 || (k) == K_SCRIPT || IS_SESSION(k)         \
+         ? ((r) ? PX_CLASS_READ : PX_CLASS_WRITE)                                                \
+     : (k) == K_SCAN ? PX_CLASS_READ                                                             \
+     : IS_MULTI(k)   ? PX_CLASS_MULTI                                                            \
+                     : PX_CLASS_LOCAL)
 #define KIND_MERGE(k)                                                                            \
     ((k) == K_MGET ? PX_MERGE_ARRAY : (k) == K_MSET ? PX_MERGE_ALL_OK                            \
-     : (k) == K_SUM ? PX_MERGE_SUM : PX_MERGE_ONE)
+     : (k) == K_SUM ? PX_MERGE_SUM : (k) == K_SCRIPT ? PX_MERGE_EVERY : PX_MERGE_ONE)
 #define KIND_FLAGS(k)                                                                            \
-    ((k) == K_AUTH || (k) == K_QUIT || (k) == K_HELLO ? PX_CMD_AUTH_EXEMPT                      \
-     : (k) == K_PING                                  ? PX_CMD_HEALTH                           \
+    ((k) == K_QUIT                                    ? PX_CMD_AUTH_EXEMPT | PX_CMD_SUBSCRIBED  \
+     : (k) == K_AUTH || (k) == K_HELLO                ? PX_CMD_AUTH_EXEMPT                      \
+     : (k) == K_PING                                  ? PX_CMD_HEALTH | PX_CMD_SUBSCRIBED       \
      : (k) == K_EVAL || (k) == K_KEYS1                ? PX_CMD_ONE_SERVER                       \
+     : (k) == K_SCAN                                  ? PX_CMD_SCAN                             \
                                                       : 0)
+#define KIND_SESSION(k)                                                                          \
+    ((k) == K_MULTI ? PX_SES_MULTI : (k) == K_EXEC ? PX_SES_EXEC                                 \
+     : (k) == K_DISCARD ? PX_SES_DISCARD : (k) == K_WATCH ? PX_SES_WATCH                         \
+     : (k) == K_UNWATCH ? PX_SES_UNWATCH : (k) == K_SUBSCRIBE ? PX_SES_SUBSCRIBE                 \
+     : (k) == K_PSUBSCRIBE ? PX_SES_PSUBSCRIBE : (k) == K_UNSUBSCRIBE ? PX_SES_UNSUBSCRIBE       \
+     : (k) == K_PUNSUBSCRIBE ? PX_SES_PUNSUBSCRIBE : PX_SES_NONE)
 
 static const px_cmd commands[] = {
 #define PX__CMD(n, k, r, a)                                                                      \
-    {#n, sizeof(#n) - 1, KIND_CLS(k, r), KIND_MERGE(k), KIND_FLAGS(k), r == R, a,                \
-     (k) == K_KEY || IS_MULTI(k) || (k) == K_KEYS1 ? 1 : 0,                                     \
-     (k) == K_KEY ? 1 : IS_MULTI(k) || (k) == K_KEYS1 ? -1 : 0,                                 \
-     (k) == K_MSET || (k) == K_KEYS1 ? 2 : 1, (k) == K_EVAL ? 2 : 0, (uint8_t)(k)},
+    {#n, sizeof(#n) - 1, KIND_CLS(k, r), KIND_MERGE(k), KIND_FLAGS(k),                           \
+     r == R && !IS_SESSION(k), a,                                                                \
+     (k) == K_KEY || IS_MULTI(k) || (k) == K_KEYS1 || IS_ARGKEYS(k) ? 1 : 0,                    \
+     (k) == K_KEY ? 1 : IS_MULTI(k) || (k) == K_KEYS1 || IS_ARGKEYS(k) ? -1 : 0,                \
+     (k) == K_MSET || (k) == K_KEYS1 ? 2 : 1, (k) == K_EVAL ? 2 : 0, (uint8_t)(k),              \
+     KIND_SESSION(k)},
     PX_COMMAND_LIST(PX__CMD)
 #undef PX__CMD
 };
@@ -205,6 +233,54 @@ static void find_keys(px_msg *m)
     }
 }
 
+/* SCAN's cursor: an unsigned decimal (Redis's own words when it is not one). */
+static void parse_cursor(px_msg *m)
+{
+    const px_span *a = &m->args[1];
+    uint64_t v = 0;
+    bool ok = a->len > 0 && a->len <= 20;
+    for (size_t i = 0; ok && i < a->len; i++) {
+        unsigned char ch = (unsigned char)m->raw[a->off + i];
+        unsigned d = (unsigned)(ch - '0');
+        ok = ch >= '0' && ch <= '9' && v <= (UINT64_MAX - d) / 10;
+        v = v * 10 + d;
+    }
+    if (!ok)
+        snprintf(m->reject, sizeof(m->reject), "invalid cursor");
+    m->cursor = v;
+}
+
+static bool arg_is(const px_msg *m, size_t i, const char *word)
+{
+    size_t n = strlen(word);
+    return m->args[i].len == n && strncasecmp(m->raw + m->args[i].off, word, n) == 0;
+}
+
+/* SCRIPT LOAD script | EXISTS sha... | FLUSH [ASYNC|SYNC]: what goes to every server. KILL and
+ * DEBUG act on one running script of one server: not served. */
+static void check_script(px_msg *m)
+{
+    bool ok = arg_is(m, 1, "load")     ? m->nargs == 3
+              : arg_is(m, 1, "exists") ? m->nargs >= 3
+              : arg_is(m, 1, "flush")
+                  ? m->nargs == 2 || (m->nargs == 3 && (arg_is(m, 2, "async") || arg_is(m, 2, "sync")))
+                  : false;
+    if (ok)
+        return;
+    if (arg_is(m, 1, "load") || arg_is(m, 1, "exists") || arg_is(m, 1, "flush")) {
+        char sub[32];
+        px_printable_name(sub, sizeof(sub), m->raw + m->args[1].off, m->args[1].len);
+        snprintf(m->reject, sizeof(m->reject), "wrong number of arguments for 'script|%s' command",
+                 sub);
+        return;
+    }
+    char sub[32];
+    px_printable_name(sub, sizeof(sub), m->raw + m->args[1].off, m->args[1].len);
+    snprintf(m->reject, sizeof(m->reject),
+             "unsupported command 'script %s' (the proxy serves SCRIPT LOAD, EXISTS and FLUSH)",
+             sub);
+}
+
 static px_parse from_resp(ch_resp_status st)
 {
     switch (st) {
@@ -255,8 +331,14 @@ static px_parse redis_parse_request(const px_limits *lim, const char *buf, size_
         if (c == NULL) {
             /* not served: dispatch answers it */
         } else if (argc < (size_t)c->arity || (c->key_step == 2 && (argc - 1) % 2 != 0) ||
-                   (c->local == K_ECHO && argc != 2)) {
+                   (c->local == K_ECHO && argc != 2) ||
+                   ((c->local == K_MULTI || c->local == K_EXEC || c->local == K_DISCARD ||
+                     c->local == K_UNWATCH) && argc != 1)) {
             reject_arity(m, buf + m->args[0].off, m->args[0].len);
+        } else if (c->local == K_SCAN) {
+            parse_cursor(m);
+        } else if (c->local == K_SCRIPT) {
+            check_script(m);
         } else {
             find_keys(m);
         }
@@ -300,11 +382,32 @@ static px_parse redis_scan_reply(const px_limits *lim, uint8_t expect, const cha
 
 /* ---- writing ----------------------------------------------------------------------------------- */
 
+/* "$<len>\r\n<data>\r\n" in one reservation (the length written by hand: printf's cost was
+ * a tenth of a split command's encoding). */
 static int bulk(px_buf *b, const void *data, size_t len)
 {
-    if (px_buf_printf(b, "$%zu\r\n", len) != 0 || px_buf_append(b, data, len) != 0)
+    char num[24];
+    size_t n = 0;
+    size_t v = len;
+    do {
+        num[sizeof(num) - 1 - n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    if (px_buf_reserve(b, 1 + n + 2 + len + 2) != 0)
         return -1;
-    return px_buf_append(b, "\r\n", 2);
+    char *p = b->p + b->len;
+    *p++ = '$';
+    memcpy(p, num + sizeof(num) - n, n);
+    p += n;
+    *p++ = '\r';
+    *p++ = '\n';
+    if (len > 0)
+        memcpy(p, data, len);
+    p += len;
+    *p++ = '\r';
+    *p++ = '\n';
+    b->len = (size_t)(p - b->p);
+    return 0;
 }
 
 static int span_bulk(px_buf *b, const px_msg *m, px_span s)
@@ -319,6 +422,16 @@ static int redis_encode_request(px_buf *out, const px_msg *m, const uint32_t *ke
 {
     *expect = 0;
     const px_cmd *c = m->cmd;
+    if (c->local == K_SCAN) { /* with the server's own cursor (the route set it) */
+        char cur[24];
+        int n = snprintf(cur, sizeof(cur), "%llu", (unsigned long long)m->cursor);
+        int rc = px_buf_printf(out, "*%zu\r\n", m->nargs);
+        rc |= span_bulk(out, m, m->args[0]);
+        rc |= bulk(out, cur, (size_t)n);
+        for (size_t i = 2; rc == 0 && i < m->nargs; i++)
+            rc = span_bulk(out, m, m->args[i]);
+        return rc;
+    }
     if (c->cls != PX_CLASS_MULTI) {
         if (m->len > 0 && m->raw[0] == '*')
             return px_buf_append(out, m->raw, m->len);
@@ -493,14 +606,74 @@ struct px_merger {
     int64_t sum;   /* PX_MERGE_SUM */
     size_t nslots; /* PX_MERGE_ARRAY: one value per key */
     px_span *slots; /* into vals; len 0: none yet ($-1) */
-    px_buf vals;
+    px_buf vals;    /* PX_MERGE_EVERY: the first part's reply, which every other must equal */
+    size_t nparts;  /* PX_MERGE_EVERY: parts merged */
+    uint8_t *all;   /* SCRIPT EXISTS: per SHA, 1 while every server so far has it */
+    size_t nall;
 };
+
+static void set_error(px_merger *mg, const char *p, size_t len)
+{
+    if (mg->err.len == 0)
+        px_buf_append(&mg->err, p, len);
+}
+
+/* SCRIPT EXISTS sha...: the AND over the servers' arrays, per script. */
+static void merge_exists(px_merger *mg, const px_reply *r)
+{
+    ch_resp_reply rr, el;
+    ch_resp_limits rl;
+    ch_resp_limits_init(&rl);
+    rl.max_request = SIZE_MAX;
+    size_t need;
+    static const char bad[] = "-ERR unexpected reply to SCRIPT EXISTS from a backend\r\n";
+    if (ch_resp_scan_reply(r->p, r->len, &rl, &rr, &need, NULL, 0) != CH_RESP_OK ||
+        rr.type != CH_RESP_ARRAY || rr.integer != (int64_t)mg->nall) {
+        set_error(mg, bad, sizeof(bad) - 1);
+        return;
+    }
+    size_t off = rr.body;
+    for (size_t k = 0; k < mg->nall; k++) {
+        if (ch_resp_scan_reply(r->p + off, r->len - off, &rl, &el, &need, NULL, 0) !=
+                CH_RESP_OK ||
+            el.type != CH_RESP_INTEGER) {
+            set_error(mg, bad, sizeof(bad) - 1);
+            return;
+        }
+        if (el.integer == 0)
+            mg->all[k] = 0;
+        off += el.len;
+    }
+}
+
+/* SCRIPT LOAD and FLUSH: every server must answer the same (the same SHA, +OK). */
+static void merge_same(px_merger *mg, const px_reply *r)
+{
+    if (mg->nparts == 1) {
+        if (px_buf_append(&mg->vals, r->p, r->len) != 0) {
+            static const char oom[] = "-ERR out of memory\r\n";
+            set_error(mg, oom, sizeof(oom) - 1);
+        }
+    } else if (r->len != mg->vals.len || memcmp(r->p, mg->vals.p, r->len) != 0) {
+        static const char bad[] = "-ERR the servers of the pool answered differently\r\n";
+        set_error(mg, bad, sizeof(bad) - 1);
+    }
+}
 
 static px_merger *redis_merge_begin(const px_msg *m)
 {
     px_merger *mg = calloc(1, sizeof(*mg));
     if (mg == NULL)
         return NULL;
+    if (m->cmd->merge == PX_MERGE_EVERY && arg_is(m, 1, "exists")) {
+        mg->nall = m->nargs - 2;
+        mg->all = malloc(mg->nall);
+        if (mg->all == NULL) {
+            free(mg);
+            return NULL;
+        }
+        memset(mg->all, 1, mg->nall);
+    }
     if (m->cmd->merge == PX_MERGE_ARRAY) {
         mg->nslots = m->nkeys;
         mg->slots = calloc(m->nkeys, sizeof(*mg->slots));
@@ -512,12 +685,6 @@ static px_merger *redis_merge_begin(const px_msg *m)
     return mg;
 }
 
-static void set_error(px_merger *mg, const char *p, size_t len)
-{
-    if (mg->err.len == 0)
-        px_buf_append(&mg->err, p, len);
-}
-
 static void redis_merge_part(px_merger *mg, const px_msg *m, const uint32_t *keys, size_t nkeys,
                              const px_reply *r)
 {
@@ -526,6 +693,13 @@ static void redis_merge_part(px_merger *mg, const px_msg *m, const uint32_t *key
         return;
     }
     switch (m->cmd->merge) {
+    case PX_MERGE_EVERY:
+        mg->nparts++;
+        if (mg->all != NULL)
+            merge_exists(mg, r);
+        else
+            merge_same(mg, r);
+        return;
     case PX_MERGE_ARRAY: {
         ch_resp_reply rr;
         ch_resp_limits rl;
@@ -579,14 +753,152 @@ static int redis_merge_end(px_merger *mg, const px_msg *m, px_buf *out)
                      : px_buf_append(out, mg->vals.p + mg->slots[i].off, mg->slots[i].len);
     } else if (m->cmd->merge == PX_MERGE_SUM) {
         rc = px_buf_printf(out, ":%lld\r\n", (long long)mg->sum);
+    } else if (m->cmd->merge == PX_MERGE_EVERY && mg->all != NULL) {
+        rc = px_buf_printf(out, "*%zu\r\n", mg->nall);
+        for (size_t i = 0; rc == 0 && i < mg->nall; i++)
+            rc = px_buf_printf(out, ":%d\r\n", mg->all[i]);
+    } else if (m->cmd->merge == PX_MERGE_EVERY) {
+        rc = px_buf_append(out, mg->vals.p, mg->vals.len);
     } else {
         rc = px_buf_append(out, "+OK\r\n", 5);
     }
     px_buf_free(&mg->err);
     px_buf_free(&mg->vals);
     free(mg->slots);
+    free(mg->all);
     free(mg);
     return rc != 0 ? -1 : error ? 1 : 0;
+}
+
+/* ---- SCAN, pub/sub, transactions ---------------------------------------------------------------- */
+
+static void reply_limits(ch_resp_limits *rl)
+{
+    ch_resp_limits_init(rl);
+    rl->max_request = SIZE_MAX;
+}
+
+/* A SCAN reply: [cursor (bulk), keys (array)]. *el0: the cursor's element. */
+static int scan_parts(const px_reply *r, ch_resp_reply *el0, size_t *at)
+{
+    ch_resp_reply rr;
+    ch_resp_limits rl;
+    reply_limits(&rl);
+    size_t need;
+    if (ch_resp_scan_reply(r->p, r->len, &rl, &rr, &need, NULL, 0) != CH_RESP_OK ||
+        rr.type != CH_RESP_ARRAY || rr.integer != 2)
+        return -1;
+    *at = rr.body;
+    if (ch_resp_scan_reply(r->p + *at, r->len - *at, &rl, el0, &need, NULL, 0) != CH_RESP_OK ||
+        el0->type != CH_RESP_BULK || el0->integer < 0)
+        return -1;
+    return 0;
+}
+
+static int redis_scan_cursor(const px_reply *r, uint64_t *cursor)
+{
+    ch_resp_reply el;
+    size_t at;
+    if (scan_parts(r, &el, &at) != 0 || el.body_len == 0 || el.body_len > 20)
+        return -1;
+    uint64_t v = 0;
+    for (size_t i = 0; i < el.body_len; i++) {
+        unsigned char ch = (unsigned char)r->p[at + el.body + i];
+        unsigned d = (unsigned)(ch - '0');
+        if (ch < '0' || ch > '9' || v > (UINT64_MAX - d) / 10)
+            return -1;
+        v = v * 10 + d;
+    }
+    *cursor = v;
+    return 0;
+}
+
+static int redis_scan_rewrite(px_buf *out, const px_reply *r, uint64_t cursor)
+{
+    ch_resp_reply el;
+    size_t at;
+    if (scan_parts(r, &el, &at) != 0)
+        return -1;
+    char cur[24];
+    int n = snprintf(cur, sizeof(cur), "%llu", (unsigned long long)cursor);
+    size_t keys = at + el.len; /* the keys' array, as the server sent it */
+    if (px_buf_append(out, "*2\r\n", 4) != 0 || bulk(out, cur, (size_t)n) != 0)
+        return -1;
+    return px_buf_append(out, r->p + keys, r->len - keys);
+}
+
+/* Pushes on a subscribed connection: [kind, ...] with kind one of Redis's words. */
+static int redis_push_kind(const px_reply *r)
+{
+    ch_resp_reply rr, el;
+    ch_resp_limits rl;
+    reply_limits(&rl);
+    size_t need;
+    if (ch_resp_scan_reply(r->p, r->len, &rl, &rr, &need, NULL, 0) != CH_RESP_OK ||
+        rr.type != CH_RESP_ARRAY || rr.integer < 3 ||
+        ch_resp_scan_reply(r->p + rr.body, r->len - rr.body, &rl, &el, &need, NULL, 0) !=
+            CH_RESP_OK ||
+        el.type != CH_RESP_BULK || el.integer < 0)
+        return PX_PUSH_OTHER;
+    const char *w = r->p + rr.body + el.body;
+    size_t n = el.body_len;
+#define IS(word) (n == sizeof(word) - 1 && memcmp(w, word, n) == 0)
+    if (IS("message") || IS("pmessage"))
+        return PX_PUSH_MESSAGE;
+    if (IS("subscribe") || IS("psubscribe") || IS("unsubscribe") || IS("punsubscribe"))
+        return PX_PUSH_CONFIRM;
+#undef IS
+    return PX_PUSH_OTHER;
+}
+
+static const char *op_word(px_session_op op)
+{
+    switch (op) {
+    case PX_SES_MULTI: return "MULTI";
+    case PX_SES_EXEC: return "EXEC";
+    case PX_SES_DISCARD: return "DISCARD";
+    case PX_SES_UNWATCH: return "UNWATCH";
+    case PX_SES_SUBSCRIBE: return "subscribe";
+    case PX_SES_PSUBSCRIBE: return "psubscribe";
+    case PX_SES_UNSUBSCRIBE: return "unsubscribe";
+    case PX_SES_PUNSUBSCRIBE: return "punsubscribe";
+    default: return "";
+    }
+}
+
+static int redis_encode_sub_reply(px_buf *out, px_session_op op, const char *name, size_t len,
+                                  uint64_t count)
+{
+    const char *w = op_word(op);
+    int rc = px_buf_append(out, "*3\r\n", 4) | bulk(out, w, strlen(w));
+    rc |= name != NULL ? bulk(out, name, len) : px_buf_append(out, "$-1\r\n", 5);
+    rc |= px_buf_printf(out, ":%llu\r\n", (unsigned long long)count);
+    return rc != 0 ? -1 : 0;
+}
+
+static int redis_encode_txn(px_buf *out, px_txn_reply what)
+{
+    static const char abort[] = "-EXECABORT Transaction discarded because of previous errors.\r\n";
+    switch (what) {
+    case PX_TXN_OK:
+        return px_buf_append(out, "+OK\r\n", 5);
+    case PX_TXN_EMPTY:
+        return px_buf_append(out, "*0\r\n", 4);
+    case PX_TXN_NIL:
+        return px_buf_append(out, "*-1\r\n", 5);
+    default:
+        return px_buf_append(out, abort, sizeof(abort) - 1);
+    }
+}
+
+static int redis_encode_op(px_buf *out, px_session_op op, const char *const *names,
+                           const size_t *lens, size_t n)
+{
+    const char *w = op_word(op);
+    int rc = px_buf_printf(out, "*%zu\r\n", 1 + n) | bulk(out, w, strlen(w));
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = bulk(out, names[i], lens[i]);
+    return rc != 0 ? -1 : 0;
 }
 
 /* ---- local commands ---------------------------------------------------------------------------- */
@@ -606,6 +918,12 @@ static int redis_answer_local(px_local *ctx, const px_msg *m, px_buf *out)
     const px_span *a = m->args;
     switch ((kind)m->cmd->local) {
     case K_PING:
+        if (ctx->subscribed) /* as Redis answers a subscribed RESP2 client */
+            return px_buf_append(out, "*2\r\n$4\r\npong\r\n", 14) == 0 &&
+                           (m->nargs == 1 ? px_buf_append(out, "$0\r\n\r\n", 6)
+                                          : span_bulk(out, m, a[1])) == 0
+                       ? 0
+                       : -1;
         if (m->nargs == 1)
             return reply(out, "+PONG\r\n", 7);
         return span_bulk(out, m, a[1]) == 0 ? 0 : -1; /* PING msg answers msg */
@@ -710,4 +1028,10 @@ const px_codec px_codec_redis = {
     .encode_take = redis_encode_take,
     .encode_fill = redis_encode_fill,
     .fill_stored = redis_fill_stored,
+    .scan_cursor = redis_scan_cursor,
+    .scan_rewrite = redis_scan_rewrite,
+    .push_kind = redis_push_kind,
+    .encode_sub_reply = redis_encode_sub_reply,
+    .encode_txn = redis_encode_txn,
+    .encode_op = redis_encode_op,
 };

@@ -138,7 +138,16 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS };
     X(BOUNDED_LOAD_FACTOR, bounded_load_factor, K_STR, "a number >= 1")                    \
     X(MAX_EJECTED_SHARE, max_ejected_share, K_STR, "a number from 0 to 1")                 \
     X(WARM_UP, warm_up, K_INT, "an integer")                                                \
-    X(RAMP, ramp, K_INT, "an integer")
+    X(RAMP, ramp, K_INT, "an integer")                                                      \
+    X(TLS_CERT_FILE, tls_cert_file, K_STR, "a file name")                                   \
+    X(TLS_KEY_FILE, tls_key_file, K_STR, "a file name")                                     \
+    X(TLS_CLIENT_CA_FILE, tls_client_ca_file, K_STR, "a file name")                         \
+    X(SERVER_TLS, server_tls, K_BOOL, "true or false")                                      \
+    X(SERVER_TLS_VERIFY, server_tls_verify, K_BOOL, "true or false")                        \
+    X(SERVER_TLS_CA_FILE, server_tls_ca_file, K_STR, "a file name")                         \
+    X(SERVER_TLS_NAME, server_tls_name, K_STR, "a host name")                               \
+    X(SERVER_TLS_CERT_FILE, server_tls_cert_file, K_STR, "a file name")                     \
+    X(SERVER_TLS_KEY_FILE, server_tls_key_file, K_STR, "a file name")
 
 enum key_id {
 #define KEY_ENUM(id, name, kind, expect) KEY_##id,
@@ -192,6 +201,20 @@ static int *int_field(ch_conf_pool *p, int id)
     }
 }
 
+/* The string of a TLS key. */
+static char **tls_field(ch_conf_pool *p, int id)
+{
+    switch (id) {
+    case KEY_TLS_CERT_FILE: return &p->tls_cert_file;
+    case KEY_TLS_KEY_FILE: return &p->tls_key_file;
+    case KEY_TLS_CLIENT_CA_FILE: return &p->tls_client_ca_file;
+    case KEY_SERVER_TLS_CA_FILE: return &p->server_tls_ca_file;
+    case KEY_SERVER_TLS_NAME: return &p->server_tls_name;
+    case KEY_SERVER_TLS_CERT_FILE: return &p->server_tls_cert_file;
+    default: return &p->server_tls_key_file;
+    }
+}
+
 static bool *bool_field(ch_conf_pool *p, int id)
 {
     switch (id) {
@@ -199,6 +222,8 @@ static bool *bool_field(ch_conf_pool *p, int id)
     case KEY_TCPKEEPALIVE: return &p->tcpkeepalive;
     case KEY_REUSEPORT: return &p->reuseport;
     case KEY_PRECONNECT: return &p->preconnect;
+    case KEY_SERVER_TLS: return &p->server_tls;
+    case KEY_SERVER_TLS_VERIFY: return &p->server_tls_verify;
     default: return &p->auto_eject_hosts;
     }
 }
@@ -556,6 +581,7 @@ static int pool_new(loader *ld, ch_conf_pool **out)
     p->max_client_buffer_bytes = CH_CONF_DEFAULT_MAX_CLIENT_BUFFER_BYTES;
     p->max_item_bytes = CH_CONF_DEFAULT_MAX_ITEM_BYTES;
     p->client_idle_timeout = 0;
+    p->server_tls_verify = true;
     p->client_read_timeout = CH_CONF_DEFAULT_CLIENT_READ_TIMEOUT;
     p->rejoin_journal_keys = CH_CONF_DEFAULT_REJOIN_JOURNAL_KEYS;
     p->max_client_inflight_bytes = CH_CONF_DEFAULT_MAX_CLIENT_INFLIGHT_BYTES;
@@ -697,6 +723,20 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
         return (p->version = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
     case KEY_CLIENT_AUTH:
         return (p->client_auth = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
+    case KEY_TLS_CERT_FILE:
+    case KEY_TLS_KEY_FILE:
+    case KEY_TLS_CLIENT_CA_FILE:
+    case KEY_SERVER_TLS_CA_FILE:
+    case KEY_SERVER_TLS_NAME:
+    case KEY_SERVER_TLS_CERT_FILE:
+    case KEY_SERVER_TLS_KEY_FILE: {
+        char **f = tls_field(p, id);
+        if (len == 0 || memchr(v, '\0', len) != NULL)
+            return fail(ld, m, "expected %s for \"%s\", got \"%s\"", keys[id].expect, k,
+                        ch__conf_quote(q, sizeof q, v, len));
+        xfree(*f);
+        return (*f = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
+    }
     case KEY_BOUNDED_LOAD_FACTOR: {
         double d = 0;
         if (!parse_number(v, len, &d) || !(d == 0 || d >= 1))
@@ -882,6 +922,38 @@ static int load_key(loader *ld, ch_conf_pool *p, pool_state *st)
 }
 
 /* A pool: the current event is its name, a scalar. */
+/* The TLS keys come in pairs and need what they refine: a key without its partner is named at
+ * its own place in the file. */
+static int check_tls(loader *ld, const ch_conf_pool *p, const pool_state *st)
+{
+    static const struct {
+        int key, needs;
+        const char *msg;
+    } rules[] = {
+        {KEY_TLS_CERT_FILE, KEY_TLS_KEY_FILE, "\"tls_cert_file\" needs \"tls_key_file\""},
+        {KEY_TLS_KEY_FILE, KEY_TLS_CERT_FILE, "\"tls_key_file\" needs \"tls_cert_file\""},
+        {KEY_TLS_CLIENT_CA_FILE, KEY_TLS_CERT_FILE,
+         "\"tls_client_ca_file\" needs \"tls_cert_file\" and \"tls_key_file\" (clients are "
+         "verified only on a TLS listener)"},
+        {KEY_SERVER_TLS_CERT_FILE, KEY_SERVER_TLS_KEY_FILE,
+         "\"server_tls_cert_file\" needs \"server_tls_key_file\""},
+        {KEY_SERVER_TLS_KEY_FILE, KEY_SERVER_TLS_CERT_FILE,
+         "\"server_tls_key_file\" needs \"server_tls_cert_file\""},
+    };
+    for (size_t i = 0; i < sizeof(rules) / sizeof(rules[0]); i++)
+        if ((st->seen & (UINT64_C(1) << rules[i].key)) != 0 &&
+            (st->seen & (UINT64_C(1) << rules[i].needs)) == 0)
+            return fail(ld, st->mark[rules[i].key], "%s", rules[i].msg);
+    static const int server_keys[] = {KEY_SERVER_TLS_VERIFY, KEY_SERVER_TLS_CA_FILE,
+                                      KEY_SERVER_TLS_NAME, KEY_SERVER_TLS_CERT_FILE,
+                                      KEY_SERVER_TLS_KEY_FILE};
+    for (size_t i = 0; !p->server_tls && i < sizeof(server_keys) / sizeof(server_keys[0]); i++)
+        if ((st->seen & (UINT64_C(1) << server_keys[i])) != 0)
+            return fail(ld, st->mark[server_keys[i]], "\"%s\" needs \"server_tls: true\"",
+                        keys[server_keys[i]].name);
+    return CH_OK;
+}
+
 static int load_pool(loader *ld)
 {
     const yaml_event_t *e = &ld->ev;
@@ -944,7 +1016,7 @@ static int load_pool(loader *ld)
     if (client_auth_bad)
         return fail(ld, st.mark[KEY_CLIENT_AUTH],
                     "\"client_auth\" is only valid in a redis pool (redis: true)");
-    return CH_OK;
+    return check_tls(ld, p, &st);
 }
 
 static int load_stream(loader *ld)
@@ -1186,6 +1258,13 @@ void ch_config_free(ch_config *cfg)
         xfree(p->redis_auth);
         xfree(p->client_auth);
         xfree(p->version);
+        xfree(p->tls_cert_file);
+        xfree(p->tls_key_file);
+        xfree(p->tls_client_ca_file);
+        xfree(p->server_tls_ca_file);
+        xfree(p->server_tls_name);
+        xfree(p->server_tls_cert_file);
+        xfree(p->server_tls_key_file);
     }
     xfree(cfg->pools);
     xfree(cfg->path);

@@ -40,10 +40,17 @@ void ch_config_members(const ch_conf_pool *p, ch_algo_id algo, ch_member *member
 
 int ch_config_membership(const ch_conf_pool *p, ch_membership **out)
 {
+    return ch_config_membership_alloc(p, NULL, out);
+}
+
+int ch_config_membership_alloc(const ch_conf_pool *p, const ch_allocator *alloc,
+                               ch_membership **out)
+{
     ch_options opt;
     int rc = ch_config_options(p, &opt);
     if (rc != CH_OK)
         return rc;
+    opt.allocator = alloc;
     ch_member *members = malloc(p->nservers * sizeof(*members));
     if (members == NULL)
         return CH_ENOMEM;

@@ -104,7 +104,7 @@ def check_fields(obj, fields, what):
 
 # ---- help -------------------------------------------------------------------------------------
 
-COMMANDS = ["lookup", "simulate", "sweep", "hashcheck", "bench", "plan", "report"]
+COMMANDS = ["lookup", "simulate", "sweep", "hashcheck", "bench", "plan", "report", "migrate"]
 
 
 def test_help():

@@ -5,9 +5,10 @@ Each file of proxy/ has a rank; a data-path file may include only headers of a l
 leaves, so nothing calls up except through a function pointer it was given (px_frag.done,
 px_rq.on_done, px_flushable.flush, px_route_ops):
 
-    worker -> client -> dispatch -> route_* -> request, warm -> backend -> pool, io
+    worker -> client -> dispatch -> session -> route_*, pubsub -> request, warm -> backend
+    -> pool, io
     leaves (include only leaves): proto/*, buf, log, counters, health_shared, conf_ref,
-    resolve, route.h, window.h
+    resolve, route.h, window.h, tls
 
 The worker is the boundary: it may also include the control plane (ctl, metrics), which may
 include anything. A file of proxy/ that has no rank here fails the check, so a new module has to
@@ -21,14 +22,16 @@ import tempfile
 LEAF = 0
 RANKS = {
     "buf": LEAF, "log": LEAF, "counters": LEAF, "health_shared": LEAF,
-    "conf_ref": LEAF, "resolve": LEAF, "route": LEAF, "window": LEAF,
-    "io": 1, "pool": 1, "backend": 2, "request": 3, "warm": 3, "route_pool": 4, "dispatch": 5, "client": 6,
-    "worker": 7,
+    "conf_ref": LEAF, "resolve": LEAF, "route": LEAF, "window": LEAF, "tls": LEAF,
+    "io": 1, "pool": 1, "backend": 2, "request": 3, "warm": 3, "route_pool": 4, "route_all": 4,
+    "route_scan": 4, "pubsub": 4, "session": 5, "dispatch": 6, "client": 7,
+    "worker": 8,
     # the control plane: unchecked above the worker
-    "listen": 8, "snapshot": 8, "metrics": 8, "stats": 8, "reload": 8, "admin_http": 9,
-    "ctl": 10, "main": 11,
+    "listen": 9, "snapshot": 9, "metrics": 9, "stats": 9, "reload": 9, "admin_http": 10,
+    "ctl": 11, "main": 12,
 }
-DATA_PATH = {"io", "backend", "request", "warm", "route_pool", "dispatch", "client"}
+DATA_PATH = {"io", "backend", "request", "warm", "route_pool", "route_all", "route_scan",
+             "pubsub", "session", "dispatch", "client"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

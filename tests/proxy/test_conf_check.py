@@ -4,7 +4,9 @@
 For each config below, `chash-proxy -t` and a real start must agree, each within a bound: both
 refuse (exit 1, naming the pool or the file) or both accept. Before, -t said "syntax is ok" for
 configs the proxy then refused (jump with weights, a weight of 2^31-1, servers or listen
-addresses that do not resolve), and a FIFO as the config blocked both forever.
+addresses that do not resolve), and a FIFO as the config blocked both forever; a weight of
+400000 on a ring passed and took seconds and a gigabyte to build: now refused with the
+table's figure.
 
 Then reloads through POST /-/reload: a file whose only change needs a restart (a new listen)
 answers 409 naming it (before: 200 "unchanged"), and the config path replaced by a FIFO answers
@@ -58,6 +60,10 @@ def body():
                                    "  distribution: jump\n"), False, "pool p"),
         ("a weight of 2^31-1 on a ring", pool(port, [backend.text + ":2147483647"],
                                              "  distribution: ring\n"), False, "pool p"),
+        # 400000 x 160 points, 64 M: 488 MiB of ring and seconds to build (the library's
+        # own bound is 64 M points): refused at once with the figure.
+        ("a weight of 400000 on a ring", pool(port, [backend.text + ":400000", "127.0.0.1:1:1"],
+                                              "  distribution: ring\n"), False, "488 MiB"),
         ("a server that does not resolve", pool(port, [ok_server, "no-such-host.invalid:6379:1"]),
          False, "no-such-host.invalid"),
         ("a listen address that does not resolve",

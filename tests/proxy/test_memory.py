@@ -16,6 +16,9 @@ redis-servers, pool timeout 30 s:
 3. A pool with max_client_buffer_bytes 8 MiB: a client reading a 40 MiB value as fast as it can
    gets all of it (before: closed at once, as a client that does not read), and one that never
    reads its replies is still closed (stats client_err) within 10 s.
+4. The process-wide budget (--max-memory 96m): six clients pipelining 16 MiB SETs to a stopped
+   backend; requests past the budget are refused with an error, the RSS stays bounded, no
+   client is closed, and everything drains once the backend is back.
 
 RSS is read from /proc (VmRSS); every wait is bounded.
 
@@ -45,6 +48,19 @@ def small_quarantine_env():
     env = _sanitizer_env()
     env["ASAN_OPTIONS"] = env["ASAN_OPTIONS"] + ":quarantine_size_mb=16"
     return env
+
+
+def peak_rss_then_resume(p, stopped, seconds=8):
+    """The proxy's highest RSS (KiB) over the next seconds, then the stopped server resumed."""
+    peak = 0
+    try:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            peak = max(peak, p.rss_kib() or 0)
+            time.sleep(0.2)
+    finally:
+        os.kill(stopped.proc.pid, signal.SIGCONT)
+    return peak
 
 
 def body():
@@ -87,14 +103,7 @@ def body():
 
     t = threading.Thread(target=writer, daemon=True)
     t.start()
-    peak = 0
-    try:
-        deadline = time.monotonic() + 8
-        while time.monotonic() < deadline:
-            peak = max(peak, p.rss_kib() or 0)
-            time.sleep(0.2)
-    finally:
-        os.kill(stopped.proc.pid, signal.SIGCONT)
+    peak = peak_rss_then_resume(p, stopped)
     if peak - base > 400 * 1024:
         fail("48 pipelined 16 MiB SETs to a stopped backend: RSS grew by %d MiB (%d SETs "
              "sent); the limit is 400" % ((peak - base) // 1024, sent[0]))
@@ -153,8 +162,82 @@ def body():
         fail("a client that never reads its 40 MiB replies was not closed within 10 s")
     lazy.close()
     p.stop()
-    return "RSS +%d MiB under 768 MiB of pipelined SETs; +%d MiB after 8 x 24 MiB requests" % (
-        (peak - base) // 1024, max(0, after - before) // 1024)
+    budget_growth, refused = budget_phase(proxy_exe, chash, tmp, backends)
+    return ("RSS +%d MiB under 768 MiB of pipelined SETs; +%d MiB after 8 x 24 MiB requests; "
+            "+%d MiB with 6 clients over a 96 MiB budget (%d requests refused)" % (
+                (peak - base) // 1024, max(0, after - before) // 1024, budget_growth, refused))
+
+
+def budget_phase(proxy_exe, chash, tmp, backends):
+    """4. The process-wide budget: --max-memory 96m, 6 clients each pipelining 16 MiB SETs to a
+    stopped backend (each may have 32 MiB waiting, 192 MiB in all, twice as many bytes again in
+    the backend's output): requests past the budget are refused with an error in their place,
+    the RSS stays within 300 MiB of the start, no client is closed, and once the backend is
+    back every client gets its replies and a new SET succeeds."""
+    port = free_ports(1)[0]
+    conf = write_file(os.path.join(tmp, "budget.yml"), pool_yaml(
+        "budget", port, [(r.text, 1, None) for r in backends], hash="md5",
+        distribution="ketama", timeout=30000))
+    p = Proxy(proxy_exe, tmp, conf, [("127.0.0.1", port)], label="budget",
+              extra_args=("--threads", "1", "--max-memory", "96m")).start()
+    key = b"big:1"
+    owner = chash_lookup(chash, conf, "budget", [key])[key]
+    stopped = next(r for r in backends if r.text == owner)
+    base = p.rss_kib()
+    one = encode("SET", key, b"z" * (16 * MIB))
+    per_client = 6
+    os.kill(stopped.proc.pid, signal.SIGSTOP)
+    socks = [socket.create_connection(("127.0.0.1", port), timeout=60) for _ in range(6)]
+
+    def writer(sk):
+        try:
+            for _ in range(per_client):
+                sk.sendall(one)
+        except OSError:
+            pass
+    threads = [threading.Thread(target=writer, args=(sk,), daemon=True) for sk in socks]
+    for t in threads:
+        t.start()
+    peak = peak_rss_then_resume(p, stopped)
+    growth = (peak - base) // 1024
+    if growth > 300:
+        fail("6 clients of pipelined 16 MiB SETs under --max-memory 96m: RSS +%d MiB (limit "
+             "300)" % growth)
+    ok = refused = 0
+    for sk in socks:
+        sk.settimeout(60)
+        buf = b""
+        while buf.count(b"\r\n") < per_client:
+            chunk = sk.recv(65536)
+            if not chunk:
+                fail("a client was closed under the memory budget (replies so far %r)" % buf[:200])
+            buf += chunk
+        for line in buf.split(b"\r\n")[:per_client]:
+            if line == b"+OK":
+                ok += 1
+            elif b"memory budget" in line:
+                refused += 1
+            else:
+                fail("a reply under the memory budget: %r" % line[:200])
+        sk.close()
+    for t in threads:
+        t.join(timeout=30)
+    if refused == 0:
+        fail("no request refused with 6 x %d pipelined 16 MiB SETs over a 96 MiB budget" %
+             per_client)
+    with Resp(("127.0.0.1", port), timeout=60) as c:
+        deadline = time.monotonic() + 20
+        while True:
+            got = c.call("SET", key, b"small")
+            if got == b"OK" or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        if got != b"OK":
+            fail("a SET after the load drained: %r" % got)
+    p.stop()
+    log("memory budget: RSS +%d MiB, %d SETs stored, %d refused with the budget's error" % (
+        growth, ok, refused))
+    return growth, refused
 
 
 if __name__ == "__main__":

@@ -108,7 +108,7 @@ def redis_phase(proxy_exe, chash, redis_exe, tmp):
     by_text = {s.text: s for s in servers}
 
     def conf(members, **extra):
-        return pool_yaml(POOL, port, [(s.text, 1, None) for s in members], hash="fnv1a_64",
+        return pool_yaml(POOL, port, [(s.text, 1, None) for s in members], hash="md5",
                          distribution="ketama", timeout=5000, **extra)
 
     f4 = write_file(os.path.join(tmp, "r4.yml"), conf(servers[:4]))
@@ -271,7 +271,7 @@ def ramp_phase(proxy_exe, chash, redis_exe, tmp):
     by_text = {s.text: s for s in servers}
 
     def conf(members):
-        return pool_yaml(POOL, port, [(s.text, 1, None) for s in members], hash="fnv1a_64",
+        return pool_yaml(POOL, port, [(s.text, 1, None) for s in members], hash="md5",
                          distribution="ketama", timeout=5000)
 
     f4 = write_file(os.path.join(tmp, "p4.yml"), conf(servers[:4]))
@@ -335,7 +335,7 @@ def mc_phase(proxy_exe, chash, mc_exe, tmp):
 
     def conf(members, **extra):
         return pool_yaml(POOL, port, [(s.text, 1, None) for s in members], redis=False,
-                         hash="fnv1a_64", distribution="ketama", timeout=5000, **extra)
+                         hash="md5", distribution="ketama", timeout=5000, **extra)
 
     f4 = write_file(os.path.join(tmp, "m4.yml"), conf(servers[:4]))
     f6 = write_file(os.path.join(tmp, "m6.yml"), conf(servers, warm_up=120000))

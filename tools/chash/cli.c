@@ -91,7 +91,8 @@ uint64_t cli_u64(const cli *c, const char *opt, const char *s, uint64_t min, uin
 enum {
     O_NODES = 256, O_CONFIG, O_POOL, O_ALGO, O_HASH, O_VNODES, O_SEED, O_KEYS, O_KEYFILE, O_JSON,
     O_REPLICAS, O_ADD, O_REMOVE, O_TO, O_OUT, O_TABLESIZE, O_NEWHASH, O_NEWVNODES,
-    O_SHOWVERSION, O_FROM,
+    O_SHOWVERSION, O_FROM, O_RATE, O_CHECKPOINT, O_DRYRUN, O_VERIFY, O_REPLACE, O_LIMIT, O_BATCH,
+    O_PARALLEL,
 };
 
 static const struct {
@@ -118,6 +119,14 @@ static const struct {
     {{"new-vnodes", required_argument, NULL, O_NEWVNODES}, OPT_NEW},
     {{"from", required_argument, NULL, O_FROM}, OPT_NEW},
     {{"show-version", no_argument, NULL, O_SHOWVERSION}, OPT_SHOWVERSION},
+    {{"rate", required_argument, NULL, O_RATE}, OPT_MIGRATE},
+    {{"checkpoint", required_argument, NULL, O_CHECKPOINT}, OPT_MIGRATE},
+    {{"dry-run", no_argument, NULL, O_DRYRUN}, OPT_MIGRATE},
+    {{"verify", no_argument, NULL, O_VERIFY}, OPT_MIGRATE},
+    {{"replace", no_argument, NULL, O_REPLACE}, OPT_MIGRATE},
+    {{"limit", required_argument, NULL, O_LIMIT}, OPT_MIGRATE},
+    {{"batch", required_argument, NULL, O_BATCH}, OPT_MIGRATE},
+    {{"parallel", required_argument, NULL, O_PARALLEL}, OPT_MIGRATE},
     {{"help", no_argument, NULL, 'h'}, 0},
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
@@ -187,6 +196,14 @@ void cli_parse(cli *c, int argc, char **argv, unsigned allowed, const char *help
         case O_NEWVNODES: c->new_vnodes = optarg; break;
         case O_FROM: c->from = optarg; break;
         case O_SHOWVERSION: c->show_version = true; break;
+        case O_RATE: c->rate = cli_u64(c, "--rate", optarg, 0, UINT64_C(1) << 40); break;
+        case O_CHECKPOINT: c->checkpoint = optarg; break;
+        case O_DRYRUN: c->dry_run = true; break;
+        case O_VERIFY: c->verify = true; break;
+        case O_REPLACE: c->replace = true; break;
+        case O_LIMIT: c->limit = cli_u64(c, "--limit", optarg, 1, UINT64_MAX); break;
+        case O_BATCH: c->batch = (size_t)cli_u64(c, "--batch", optarg, 1, 100000); break;
+        case O_PARALLEL: c->parallel = (size_t)cli_u64(c, "--parallel", optarg, 1, 64); break;
         }
     }
     if (c->nodes && c->config)
@@ -814,6 +831,12 @@ void json_int(json *j, uint64_t v)
 {
     json_sep(j);
     fprintf(j->out, "%llu", (unsigned long long)v);
+}
+
+void json_bool(json *j, bool v)
+{
+    json_sep(j);
+    fputs(v ? "true" : "false", j->out);
 }
 
 void json_null(json *j)

@@ -31,6 +31,8 @@ enum {
     OPT_MAGLEV = 1u << 11,  /* --table-size */
     OPT_NEW = 1u << 12,     /* --new-hash, --new-vnodes, --from, --to (plan's schemes) */
     OPT_SHOWVERSION = 1u << 13, /* --show-version */
+    OPT_MIGRATE = 1u << 14, /* --rate, --checkpoint, --dry-run, --verify, --replace, --limit,
+                               --batch, --parallel (migrate) */
 };
 
 #define CLI_MAX_LIST 16 /* repeated --add / --remove */
@@ -60,6 +62,12 @@ typedef struct cli {
     const char *new_hash;   /* --new-hash NAME */
     const char *new_vnodes; /* --new-vnodes N */
     bool show_version;      /* --show-version */
+    uint64_t rate;          /* --rate KEYS_PER_S; 0: no limit */
+    const char *checkpoint; /* --checkpoint FILE */
+    bool dry_run, verify, replace;
+    uint64_t limit;         /* --limit N keys scanned; 0: none */
+    size_t batch;           /* --batch N; 0: the subcommand's default */
+    size_t parallel;        /* --parallel N; 0: the subcommand's default */
 
     int argc; /* positional arguments */
     char **argv;
@@ -202,6 +210,7 @@ void json_key(json *j, const char *k);
 void json_str(json *j, const char *s); /* NULL writes null */
 void json_num(json *j, double v);
 void json_int(json *j, uint64_t v);
+void json_bool(json *j, bool v);
 void json_null(json *j);
 void json_done(json *j); /* the final newline */
 

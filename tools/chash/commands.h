@@ -14,5 +14,6 @@ int cmd_hashcheck(cli *c);
 int cmd_bench(cli *c);
 int cmd_plan(cli *c);
 int cmd_report(cli *c);
+int cmd_migrate(cli *c);
 
 #endif

@@ -166,6 +166,42 @@ static const struct command {
      "  chash plan cache-01,cache-02,cache-03 cache-01,cache-02,cache-03,cache-04\n"
      "  chash plan --from dalli@3 --to ring 10.0.0.1:11211:1,10.0.0.2:11211:1\n"},
 
+    {"migrate", cmd_migrate, OPT_NODES | OPT_JSON | OPT_MIGRATE,
+     "copy the keys whose owner changes from OLD's servers to NEW's",
+     "usage: chash migrate OLD.yml NEW.yml [--pool NAME] [--rate KEYS_PER_S]\n"
+     "                     [--checkpoint FILE] [--dry-run] [--verify] [--replace]\n"
+     "                     [--limit N] [--batch N] [--parallel N] [--json]\n"
+     "\n"
+     "OLD and NEW are chash-proxy (twemproxy) configs; both placements are built as chash-proxy\n"
+     "builds them (distribution, hash, hash_tag, weights, names). Every OLD server's keys are\n"
+     "enumerated (Redis: SCAN; memcached: lru_crawler metadump all); a key it owns under OLD\n"
+     "whose owner under NEW is another server (by address) is copied there with its TTL (Redis:\n"
+     "DUMP, PTTL, RESTORE; memcached: mg, then add with the flags and the time left). Nothing\n"
+     "is deleted. Each moved key is counted copied, present (the new owner has it already: it\n"
+     "is newer, and kept), expired or failed; failed keys are listed on stderr. Exit status: 0\n"
+     "done, 1 any key failed (or a server, or --verify found a mismatch), 2 bad input, 3\n"
+     "stopped early (--limit, SIGINT, SIGTERM: rerun with the same --checkpoint to go on).\n"
+     "\n"
+     "  --pool NAME        the pool to migrate (needed when a file has several)\n"
+     "  --rate N           copy at most N keys per second (default 0: no limit)\n"
+     "  --checkpoint FILE  record each OLD server's progress in FILE (every 5000 keys, atomic);\n"
+     "                     a rerun with the same FILE resumes (memcached: finished servers\n"
+     "                     only: metadump has no cursor)\n"
+     "  --dry-run          count what would move, per pair of servers; write nothing (with\n"
+     "                     --verify: only check an earlier run's copies)\n"
+     "  --verify           afterwards, check every moved key at its new owner: present, TTL\n"
+     "                     within 2 s of the source's\n"
+     "  --replace          overwrite a key the new owner has already (RESTORE REPLACE / set)\n"
+     "  --limit N          stop after about N keys scanned (resume with --checkpoint)\n"
+     "  --batch N          keys per SCAN COUNT and per pipeline (default 1000)\n"
+     "  --parallel N       OLD servers drained at once, each by a thread with its own\n"
+     "                     connections (default 4, at most the OLD servers)\n"
+     "  --json             one JSON object (schema in docs/CLI.md)\n"
+     "\n"
+     "example:\n"
+     "  chash migrate old.yml new.yml --pool cache --dry-run\n"
+     "  chash migrate old.yml new.yml --pool cache --rate 20000 --checkpoint mig.ckpt --verify\n"},
+
     {"report", cmd_report, OPT_NODES | OPT_HASH | OPT_VNODES | OPT_SEED | OPT_KEYS | OPT_OUT,
      "write a self-contained HTML report with SVG charts",
      "usage: chash report [nodes] [--hash NAME] [--vnodes N] [--keys N] [--out FILE]\n"

@@ -14,6 +14,25 @@ fake_sent fake_log[FAKE_MAX];
 size_t fake_nlog;
 uint64_t fake_now_ms;
 
+px_dl fake_deferred = {&fake_deferred, &fake_deferred};
+
+void px_io_defer(px_io *io, px_flushable *f)
+{
+    (void)io;
+    if (f->link.next == NULL)
+        px_dl_push(&fake_deferred, &f->link);
+}
+
+void fake_run_deferred(void)
+{
+    while (fake_deferred.next != &fake_deferred) {
+        px_dl *d = fake_deferred.next;
+        px_dl_remove(d);
+        px_flushable *f = PX_CONTAINER(d, px_flushable, link);
+        f->flush(f);
+    }
+}
+
 uint64_t px_io_now(const px_io *io)
 {
     (void)io;
@@ -22,12 +41,66 @@ uint64_t px_io_now(const px_io *io)
 static uint32_t down[64];
 static size_t ndown;
 
+px_conn *fake_conns[64];
+size_t fake_nconns;
+
 void fake_reset(void)
 {
     for (size_t i = 0; i < fake_nlog; i++)
         px_buf_free(&fake_log[i].bytes);
     fake_nlog = 0;
     ndown = 0;
+    for (size_t i = 0; i < fake_nconns; i++)
+        free(fake_conns[i]);
+    fake_nconns = 0;
+}
+
+px_conn *px_conn_dedicated(px_server *s, const px_conn_owner *owner)
+{
+    if (fake_nconns == 64)
+        return NULL;
+    px_conn *c = calloc(1, sizeof(*c));
+    if (c == NULL)
+        return NULL;
+    c->server = s;
+    c->dedicated = true;
+    c->owner = *owner;
+    fake_conns[fake_nconns++] = c;
+    return c;
+}
+
+int px_conn_send(px_conn *c, px_frag *f, px_encode_fn enc, void *arg)
+{
+    if (fake_nlog == FAKE_MAX || c->released)
+        return -1;
+    fake_sent *e = &fake_log[fake_nlog];
+    memset(e, 0, sizeof(*e));
+    uint8_t expect = 0;
+    if (enc(arg, &e->bytes, f != NULL ? &f->expect : &expect) != 0)
+        return -1;
+    e->server = c->server;
+    e->frag = f;
+    e->conn = c;
+    fake_nlog++;
+    return 0;
+}
+
+void px_conn_release(px_conn *c)
+{
+    if (c != NULL)
+        c->released = true;
+}
+
+void fake_push(px_pool *pool, px_conn *c, const char *p, size_t len)
+{
+    px_reply r;
+    size_t consumed = 0, need = 0;
+    char err[128];
+    if (pool->codec->scan_reply(&pool->backend_limits, 0, p, len, &r, &consumed, &need, err,
+                                sizeof(err)) != PX_PARSE_OK || consumed != len)
+        abort();
+    if (!c->released)
+        c->owner.push(c->owner.ctx, c, &r);
 }
 
 void fake_down(const px_server *s)

@@ -1,0 +1,435 @@
+/*
+ * session.c — a client's session (session.h): what decides that a request is the session's,
+ * pub/sub mode's refusals, and transactions (MULTI, EXEC, DISCARD, WATCH, UNWATCH) on one
+ * server. Subscriptions are pubsub.c's.
+ *
+ * A transaction runs on one server, on a connection dedicated to the client (MULTI state and
+ * WATCHed keys live in a Redis connection: on a shared one they would catch other clients'
+ * commands). The first command with keys picks the server (the owner of its keys: give them a
+ * common hash tag); every later key must have the same owner. States:
+ *
+ *   NONE     no transaction. WATCH opens the connection on its keys' server (-> WATCHING); MULTI
+ *            is answered +OK by the proxy (-> PENDING): the server is not known yet.
+ *   WATCHING WATCH sent on the connection. Commands whose keys are on its server go on it too
+ *            (in order with the WATCH), the others as usual; MULTI goes on it (-> MULTI);
+ *            UNWATCH goes on it and releases it (-> NONE).
+ *   PENDING  MULTI answered, nothing queued: the first command with keys opens the connection on
+ *            their server and sends MULTI then the command (-> MULTI). EXEC answers an empty
+ *            array and DISCARD +OK, as Redis does with nothing queued (-> NONE).
+ *   MULTI    queueing on the connection. EXEC or DISCARD goes on it and releases it (-> NONE).
+ *   ABORTED  the proxy refused a command while queueing (its keys on another server: -CROSSSLOT;
+ *            a command it cannot queue on one server: SCAN, SCRIPT, a proxy-local command), or
+ *            the connection failed: DISCARD was sent and the connection released; later commands
+ *            are refused, EXEC answers -EXECABORT, DISCARD +OK (-> NONE). Nothing was applied.
+ *
+ * Redis's own errors are kept: EXEC or DISCARD without MULTI, nested MULTI, WATCH inside MULTI.
+ *
+ * Invariants: a dedicated connection carries one client's requests only, and is released (closed
+ * once its FIFO is empty, never reused) by EXEC, DISCARD, UNWATCH, an abort or the client's close,
+ * so no other client ever runs inside someone's MULTI or WATCH. A request sent on it completes
+ * through its fragment (fwd_done), which touches only the request: the session may be gone by
+ * then (the client closed), and the request, whose owner let go, is then freed on completion.
+ * State moves at dispatch, in the client's request order, not at replies: a client pipelining
+ * MULTI ... EXEC MULTI ... EXEC has the second transaction on a new connection while the first's
+ * EXEC reply is still on its way.
+ */
+#include "session.h"
+#include "pubsub.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef enum txn_state { TXN_NONE, TXN_WATCHING, TXN_PENDING, TXN_MULTI, TXN_ABORTED } txn_state;
+
+struct px_session {
+    px_pool *pool;
+    uint64_t cid;
+    px_session_hooks hooks;
+    txn_state txn;
+    bool in_multi;  /* ABORTED: MULTI was given (else a WATCH's connection failed before it) */
+    px_conn *conn;  /* the transaction's (WATCHING, MULTI); its server: conn->server */
+    px_pubsub *pubsub; /* NULL until the first subscription */
+};
+
+/* ---- sending on the dedicated connection ------------------------------------------------------- */
+
+/* The reply to a request sent on a dedicated connection: the request's whole reply (no merge:
+ * the command went whole to one server). */
+static void fwd_done(px_frag *f, const px_reply *r)
+{
+    px_rq *rq = f->ctx;
+    if (r->kind == PX_REPLY_FAILED) {
+        char why[256];
+        size_t n = r->len < sizeof(why) - 1 ? r->len : sizeof(why) - 1;
+        memcpy(why, r->p, n);
+        why[n] = '\0';
+        px_rq_fail(rq, PX_ERR_SERVER, why);
+        return;
+    }
+    px_rq_finish(rq, r->p, r->len, r->kind == PX_REPLY_ERROR);
+}
+
+/* A request the proxy itself sends (MULTI, DISCARD): its reply is not the client's. */
+static void own_done(px_frag *f, const px_reply *r)
+{
+    (void)f;
+    (void)r;
+}
+
+/* rq whole, as the client sent it: every key, in order. */
+static int encode_whole(void *arg, px_buf *out, uint8_t *expect)
+{
+    const px_rq *rq = arg;
+    size_t n = rq->msg.nkeys;
+    uint32_t stack[64] = {0}, *keys = n <= 64 ? stack : malloc(n * sizeof(*keys));
+    if (keys == NULL)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        keys[i] = (uint32_t)i;
+    int rc = rq->codec->encode_request(out, &rq->msg, keys, n, expect);
+    if (keys != stack)
+        free(keys);
+    return rc;
+}
+
+typedef struct op_arg {
+    const px_codec *codec;
+    px_session_op op;
+} op_arg;
+
+static int encode_own(void *arg, px_buf *out, uint8_t *expect)
+{
+    const op_arg *a = arg;
+    *expect = 0;
+    return a->codec->encode_op(out, a->op, NULL, NULL, 0);
+}
+
+/* Sends rq on the transaction's connection; its reply completes it. */
+static void send_rq(px_session *ss, px_rq *rq)
+{
+    px_frag *f = px_frag_new(1);
+    if (f == NULL) {
+        px_rq_fail(rq, PX_ERR_SERVER, "out of memory");
+        return;
+    }
+    f->done = fwd_done;
+    f->ctx = rq;
+    f->cid = ss->cid;
+    if (px_conn_send(ss->conn, f, encode_whole, rq) != 0) {
+        px_frag_free(f);
+        px_rq_fail(rq, PX_ERR_SERVER, "out of memory");
+    }
+}
+
+/* Sends the proxy's own op (MULTI, DISCARD) on the transaction's connection. 0, or -1. */
+static int send_own(px_session *ss, px_session_op op)
+{
+    px_frag *f = px_frag_new(0);
+    if (f == NULL)
+        return -1;
+    f->done = own_done;
+    f->cid = ss->cid;
+    op_arg a = {ss->pool->codec, op};
+    if (px_conn_send(ss->conn, f, encode_own, &a) != 0) {
+        px_frag_free(f);
+        return -1;
+    }
+    return 0;
+}
+
+static void release(px_session *ss)
+{
+    px_conn_release(ss->conn);
+    ss->conn = NULL;
+}
+
+/* The transaction's connection failed: what was queued on it is gone, and so is a WATCH. */
+static void conn_closed(void *ctx, px_conn *c, const char *why)
+{
+    (void)why;
+    px_session *ss = ctx;
+    if (ss->conn != c)
+        return;
+    ss->conn = NULL;
+    ss->in_multi = ss->txn == TXN_MULTI;
+    ss->txn = TXN_ABORTED;
+}
+
+/* Opens the transaction's connection to server s. 0, or -1. */
+static int open_conn(px_session *ss, px_server *s)
+{
+    px_conn_owner owner = {.push = NULL, .closed = conn_closed, .ctx = ss};
+    ss->conn = px_conn_dedicated(s, &owner);
+    return ss->conn != NULL ? 0 : -1;
+}
+
+/* ---- keys ---------------------------------------------------------------------------------------- */
+
+/* The server owning every key of rq, or NULL (*cross: their owners differ). */
+static px_server *keys_server(const px_session *ss, const px_rq *rq, bool *cross)
+{
+    const px_pool *pool = ss->pool;
+    size_t first = SIZE_MAX;
+    *cross = false;
+    for (size_t k = 0; k < rq->msg.nkeys; k++) {
+        const px_span *key = &rq->msg.keys[k];
+        size_t o = ch_lookup(pool->table, rq->msg.raw + key->off, key->len);
+        if (first == SIZE_MAX) {
+            first = o;
+        } else if (o != first) {
+            *cross = true;
+            return NULL;
+        }
+    }
+    return first < pool->nservers ? &pool->servers[first] : NULL;
+}
+
+/* ---- transactions --------------------------------------------------------------------------------- */
+
+static void answer(px_rq *rq, px_txn_reply what)
+{
+    px_buf b = {0};
+    if (rq->codec->encode_txn(&b, what) != 0)
+        px_rq_fail(rq, PX_ERR_SERVER, "out of memory");
+    else
+        px_rq_finish(rq, b.p, b.len, what == PX_TXN_EXECABORT);
+    px_buf_free(&b);
+}
+
+/* The transaction is refused while queueing: DISCARD on its connection (nothing applied), which
+ * is released; EXEC will answer -EXECABORT. rq gets why. */
+static void abort_txn(px_session *ss, px_rq *rq, px_error why, const char *msg)
+{
+    if (ss->conn != NULL) {
+        send_own(ss, PX_SES_DISCARD); /* out of memory: the close discards it as well */
+        release(ss);
+    }
+    ss->txn = TXN_ABORTED;
+    ss->in_multi = true;
+    px_rq_fail(rq, why, msg);
+}
+
+/* What Redis itself answers to a transaction command out of place (NULL: it is in place). */
+static const char *misplaced(const px_session *ss, px_session_op op)
+{
+    bool multi = ss->txn == TXN_PENDING || ss->txn == TXN_MULTI ||
+                 (ss->txn == TXN_ABORTED && ss->in_multi);
+    if (op == PX_SES_EXEC && !multi)
+        return "EXEC without MULTI";
+    if (op == PX_SES_DISCARD && !multi)
+        return "DISCARD without MULTI";
+    if (op == PX_SES_MULTI && multi)
+        return "MULTI calls can not be nested";
+    if (op == PX_SES_WATCH && multi)
+        return "WATCH inside MULTI is not allowed";
+    return NULL;
+}
+
+/* A command that is not a transaction command, inside MULTI (PENDING, MULTI, ABORTED). */
+static void queue_command(px_session *ss, px_rq *rq)
+{
+    const px_cmd *c = rq->msg.cmd;
+    if (ss->txn == TXN_ABORTED) {
+        px_rq_fail(rq, PX_ERR_CLIENT,
+                   "Transaction discarded by the proxy because of previous errors (EXEC will "
+                   "answer EXECABORT)");
+        return;
+    }
+    if (c->cls == PX_CLASS_LOCAL || (c->flags & PX_CMD_SCAN) != 0 ||
+        c->merge == PX_MERGE_EVERY || rq->msg.nkeys == 0) {
+        abort_txn(ss, rq, PX_ERR_CLIENT,
+                  "this command cannot be queued in a transaction through the proxy (only "
+                  "commands with keys, all on one server); transaction discarded");
+        return;
+    }
+    bool cross;
+    px_server *s = keys_server(ss, rq, &cross);
+    if (s == NULL || (ss->conn != NULL && ss->conn->server != s)) {
+        abort_txn(ss, rq, s == NULL && !cross ? PX_ERR_SERVER : PX_ERR_CROSS_SERVER,
+                  "no backend available");
+        return;
+    }
+    if (ss->txn == TXN_PENDING) { /* the first command with keys picks the server */
+        if (open_conn(ss, s) != 0 || send_own(ss, PX_SES_MULTI) != 0) {
+            abort_txn(ss, rq, PX_ERR_SERVER, "cannot open a connection to the backend");
+            return;
+        }
+        ss->txn = TXN_MULTI;
+    }
+    send_rq(ss, rq);
+}
+
+static void txn_dispatch(px_session *ss, px_rq *rq)
+{
+    px_session_op op = (px_session_op)rq->msg.cmd->session;
+    const char *err = misplaced(ss, op);
+    if (err != NULL) {
+        px_rq_fail(rq, PX_ERR_CLIENT, err);
+        return;
+    }
+    switch (op) {
+    case PX_SES_MULTI:
+        if (ss->txn == TXN_WATCHING) {
+            send_rq(ss, rq);
+            ss->txn = TXN_MULTI;
+        } else if (ss->txn == TXN_ABORTED) { /* a WATCH's connection was lost: refused */
+            ss->in_multi = true;
+            answer(rq, PX_TXN_OK);
+        } else {
+            ss->txn = TXN_PENDING;
+            answer(rq, PX_TXN_OK);
+        }
+        return;
+    case PX_SES_EXEC:
+    case PX_SES_DISCARD:
+        if (ss->txn == TXN_MULTI) {
+            send_rq(ss, rq);
+            release(ss);
+        } else {
+            answer(rq, op == PX_SES_DISCARD       ? PX_TXN_OK
+                       : ss->txn == TXN_PENDING ? PX_TXN_EMPTY
+                                                : PX_TXN_EXECABORT);
+        }
+        ss->txn = TXN_NONE;
+        ss->in_multi = false;
+        return;
+    case PX_SES_WATCH: {
+        bool cross;
+        px_server *s = keys_server(ss, rq, &cross);
+        if (s == NULL) {
+            px_rq_fail(rq, cross ? PX_ERR_CROSS_SERVER : PX_ERR_SERVER, "no backend available");
+            return;
+        }
+        if (ss->txn == TXN_ABORTED) {
+            px_rq_fail(rq, PX_ERR_SERVER, "the connection of an earlier WATCH failed: UNWATCH "
+                                          "first");
+            return;
+        }
+        if (ss->txn == TXN_WATCHING && ss->conn->server != s) {
+            px_rq_fail(rq, PX_ERR_CROSS_SERVER, "");
+            return;
+        }
+        if (ss->txn == TXN_NONE && open_conn(ss, s) != 0) {
+            px_rq_fail(rq, PX_ERR_SERVER, "cannot open a connection to the backend");
+            return;
+        }
+        ss->txn = TXN_WATCHING;
+        send_rq(ss, rq);
+        return;
+    }
+    case PX_SES_UNWATCH:
+        if (ss->txn == TXN_MULTI) { /* queued, as Redis does */
+            send_rq(ss, rq);
+            return;
+        }
+        if (ss->txn == TXN_PENDING) {
+            queue_command(ss, rq); /* nothing to queue it on: refused */
+            return;
+        }
+        if (ss->txn == TXN_WATCHING) {
+            send_rq(ss, rq);
+            release(ss);
+        } else {
+            answer(rq, PX_TXN_OK);
+        }
+        ss->txn = TXN_NONE;
+        return;
+    default:
+        px_rq_fail(rq, PX_ERR_SERVER, "not a transaction command");
+        return;
+    }
+}
+
+/* ---- the session ---------------------------------------------------------------------------------- */
+
+void px_session_refuse(px_session *ss, px_rq *rq, px_error why, const char *msg)
+{
+    if (ss != NULL && (ss->txn == TXN_PENDING || ss->txn == TXN_MULTI))
+        abort_txn(ss, rq, why, msg);
+    else
+        px_rq_fail(rq, why, msg);
+}
+
+px_session *px_session_new(px_pool *pool, uint64_t cid, const px_session_hooks *hooks)
+{
+    px_session *ss = calloc(1, sizeof(*ss));
+    if (ss == NULL)
+        return NULL;
+    ss->pool = pool;
+    ss->cid = cid;
+    ss->hooks = *hooks;
+    return ss;
+}
+
+void px_session_free(px_session *ss)
+{
+    if (ss == NULL)
+        return;
+    release(ss);
+    px_pubsub_free(ss->pubsub);
+    free(ss);
+}
+
+bool px_session_subscribed(const px_session *ss)
+{
+    return ss != NULL && ss->pubsub != NULL && px_pubsub_count(ss->pubsub) > 0;
+}
+
+bool px_session_dispatch(px_session *ss, px_rq *rq)
+{
+    const px_cmd *c = rq->msg.cmd;
+    px_session_op op = (px_session_op)c->session;
+    bool sub_op = op >= PX_SES_SUBSCRIBE && op <= PX_SES_PUNSUBSCRIBE;
+    if (px_session_subscribed(ss) && !sub_op) {
+        if ((c->flags & PX_CMD_SUBSCRIBED) != 0)
+            return false; /* PING (answered as in pub/sub mode), QUIT */
+        char name[72], msg[200];
+        px_printable_name(name, sizeof(name), rq->msg.raw + rq->msg.args[0].off,
+                          rq->msg.args[0].len);
+        snprintf(msg, sizeof(msg), "Can't execute '%s': only (P)SUBSCRIBE / (P)UNSUBSCRIBE / "
+                                   "PING / QUIT are allowed in this context", name);
+        px_rq_fail(rq, PX_ERR_CLIENT, msg);
+        return true;
+    }
+    if (sub_op) {
+        if (ss->txn != TXN_NONE) {
+            px_rq_fail(rq, PX_ERR_CLIENT, "subscriptions are not served inside a transaction or "
+                                          "after WATCH by the proxy");
+            return true;
+        }
+        if (ss->pubsub == NULL &&
+            (ss->pubsub = px_pubsub_new(ss->pool, ss->cid, &ss->hooks)) == NULL) {
+            px_rq_fail(rq, PX_ERR_SERVER, "out of memory");
+            return true;
+        }
+        px_pubsub_dispatch(ss->pubsub, rq);
+        return true;
+    }
+    if (op != PX_SES_NONE) {
+        txn_dispatch(ss, rq);
+        return true;
+    }
+    switch (ss->txn) {
+    case TXN_NONE:
+        return false;
+    case TXN_ABORTED:
+        if (!ss->in_multi)
+            return false; /* only a WATCH was lost: commands run as usual */
+        break;
+    case TXN_WATCHING: {
+        /* Commands on the watched server stay in order with the WATCH on its connection. */
+        bool cross;
+        if (c->cls == PX_CLASS_LOCAL || rq->msg.nkeys == 0 || (c->flags & PX_CMD_SCAN) != 0 ||
+            c->merge == PX_MERGE_EVERY || keys_server(ss, rq, &cross) != ss->conn->server)
+            return false;
+        send_rq(ss, rq);
+        return true;
+    }
+    default:
+        break;
+    }
+    if ((c->flags & PX_CMD_AUTH_EXEMPT) != 0 && (c->flags & PX_CMD_SUBSCRIBED) != 0)
+        return false; /* QUIT: the client closes, and its transaction with it */
+    queue_command(ss, rq);
+    return true;
+}
