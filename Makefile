@@ -54,7 +54,7 @@ demo: build
 # on loopback, 2-5 minutes by the box's load; bench_tls.py: TLS against plain (docs/PERFORMANCE.md);
 # bench/migration/bench_migration.py: a hot reload 8 -> 12 and 8 -> 7
 # under a cache-aside load (build/release/bench/cache_aside), without and with warm-up and ramp,
-# Redis and memcached pools (the two at once, --parallel), 8-9 minutes.
+# Redis and memcached pools (the two at once, --parallel), 8-10 minutes.
 bench: build
 	@$(RELEASE)/bench/bench_place
 	@/usr/bin/python3 bench/proxy/bench_proxy.py --build $(RELEASE)

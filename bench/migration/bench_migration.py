@@ -52,7 +52,7 @@ usage: bench/migration/bench_migration.py [--build build/release] [--quick]
              half the time, but the two loads share the cores (p99 and late= suffer first).
 Full run (defaults): 200,000 keys at 10,000 reads/s (the issue's), 20 connections, warm 10 s,
 window 30 s, ramp 20 s, at most 90 s after the reload: 5 minutes for the baseline rows alone,
-16-17 minutes for the whole matrix, 8-9 with --parallel (`make bench` uses it). Most of it is the
+16-17 minutes for the whole matrix, 8-10 with --parallel (`make bench` uses it). Most of it is the
 issue's own time constant: a moved key waits K / R = 20 s on average for its first read.
 """
 
