@@ -454,6 +454,7 @@ USAGE = [  # exit 2, one line naming the problem, nothing on stdout
     (["plan", "3"], "OLD and NEW"),
     (["plan", "3", "4", "--nodes", "5"], "arguments"),
     (["plan", "3", "4", "--new-hash", "nope"], "unknown name"),
+    (["plan", "3", "4", "--pool-keys", "100"], "go together"),
     (["hashcheck", "--seed", "-1"], "--seed"),
     (["bench", "--json", "--out", "x"], "does not apply"),
 ]
@@ -513,6 +514,20 @@ def test_plan():
     check("exact" in out and "node-9" in out and re.search(r"moves \d+\.\d\d% ", out), out)
     out, _ = run("plan", "8", "9", "--algo", "jump", "--keys", "50000")
     check("sample of 50000 keys" in out, "sampled plan must state its sample size:\n" + out)
+
+    # --pool-keys/--read-rate: the moved keys and the warm_up windows, W = -ln(1 - p) K / R
+    # (a key's first read under uniform reads comes after an exponential time of mean K / R).
+    plan, _ = run_json("plan", "8", "12", "--pool-keys", "200000", "--read-rate", "10000")
+    wu = plan["warm_up"]
+    # (json_num prints 6 significant digits: compared to 1e-5 of the value)
+    near(wu["moved_keys"], plan["moved_fraction"] * 200000, 1e-5 * wu["moved_keys"],
+         "warm_up moved keys")
+    check([w["read_share"] for w in wu["windows"]] == [0.9, 0.99, 0.999], "window shares")
+    for w in wu["windows"]:
+        want = -math.log(1 - w["read_share"]) * 200000 / 10000 * 1000
+        near(w["warm_up_ms"], want, 1e-5 * want, "warm_up window for %s" % w["read_share"])
+    out, _ = run("plan", "8", "12", "--pool-keys", "200000", "--read-rate", "10000")
+    check("99.0% within 92 s (warm_up: 92103)" in out, "plan's warm_up lines:\n" + out)
 
     # --key-file: the keys that move, "key<TAB>from -> to", exactly those whose owner differs
     # between two lookups.

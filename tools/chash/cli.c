@@ -93,6 +93,8 @@ enum {
     O_REPLICAS, O_ADD, O_REMOVE, O_TO, O_OUT, O_TABLESIZE, O_NEWHASH, O_NEWVNODES,
     O_SHOWVERSION, O_FROM, O_RATE, O_CHECKPOINT, O_DRYRUN, O_VERIFY, O_REPLACE, O_LIMIT, O_BATCH,
     O_PARALLEL,
+    O_POOLKEYS,
+    O_READRATE,
 };
 
 static const struct {
@@ -127,6 +129,8 @@ static const struct {
     {{"limit", required_argument, NULL, O_LIMIT}, OPT_MIGRATE},
     {{"batch", required_argument, NULL, O_BATCH}, OPT_MIGRATE},
     {{"parallel", required_argument, NULL, O_PARALLEL}, OPT_MIGRATE},
+    {{"pool-keys", required_argument, NULL, O_POOLKEYS}, OPT_WINDOW},
+    {{"read-rate", required_argument, NULL, O_READRATE}, OPT_WINDOW},
     {{"help", no_argument, NULL, 'h'}, 0},
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
@@ -204,6 +208,12 @@ void cli_parse(cli *c, int argc, char **argv, unsigned allowed, const char *help
         case O_LIMIT: c->limit = cli_u64(c, "--limit", optarg, 1, UINT64_MAX); break;
         case O_BATCH: c->batch = (size_t)cli_u64(c, "--batch", optarg, 1, 100000); break;
         case O_PARALLEL: c->parallel = (size_t)cli_u64(c, "--parallel", optarg, 1, 64); break;
+        case O_POOLKEYS:
+            c->pool_keys = cli_u64(c, "--pool-keys", optarg, 1, UINT64_C(1) << 48);
+            break;
+        case O_READRATE:
+            c->read_rate = cli_u64(c, "--read-rate", optarg, 1, UINT64_C(1) << 40);
+            break;
         }
     }
     if (c->nodes && c->config)

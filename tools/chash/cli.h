@@ -31,6 +31,7 @@ enum {
     OPT_MAGLEV = 1u << 11,  /* --table-size */
     OPT_NEW = 1u << 12,     /* --new-hash, --new-vnodes, --from, --to (plan's schemes) */
     OPT_SHOWVERSION = 1u << 13, /* --show-version */
+    OPT_WINDOW = 1u << 15,  /* --pool-keys, --read-rate (plan: the warm-up window to size) */
     OPT_MIGRATE = 1u << 14, /* --rate, --checkpoint, --dry-run, --verify, --replace, --limit,
                                --batch, --parallel (migrate) */
 };
@@ -68,6 +69,8 @@ typedef struct cli {
     uint64_t limit;         /* --limit N keys scanned; 0: none */
     size_t batch;           /* --batch N; 0: the subcommand's default */
     size_t parallel;        /* --parallel N; 0: the subcommand's default */
+    uint64_t pool_keys;     /* --pool-keys K: the keys the pool holds (plan) */
+    uint64_t read_rate;     /* --read-rate R: its reads per second (plan) */
 
     int argc; /* positional arguments */
     char **argv;

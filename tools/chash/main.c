@@ -136,10 +136,11 @@ static const struct command {
 
     {"plan", cmd_plan,
      OPT_ALGO | OPT_HASH | OPT_VNODES | OPT_SEED | OPT_KEYS | OPT_KEYFILE | OPT_JSON | OPT_NEW |
-         OPT_MAGLEV | OPT_NODES,
+         OPT_MAGLEV | OPT_NODES | OPT_WINDOW,
      "which share of the keys moves from which node to which",
      "usage: chash plan OLD NEW [--algo NAME] [--hash NAME] [--vnodes N]\n"
      "                  [--new-hash NAME] [--new-vnodes N] [--keys N | --key-file F] [--json]\n"
+     "                  [--pool-keys K --read-rate R]\n"
      "       chash plan OLD [NEW] --from SCHEME --to SCHEME [...]\n"
      "\n"
      "OLD and NEW are node lists (as --nodes) or config files (--pool applies to both). Prints\n"
@@ -160,6 +161,10 @@ static const struct command {
      "  --pool NAME        the pool to read from config files\n"
      "  --keys N           sample size when the plan cannot be exact (default 1000000)\n"
      "  --key-file F       list the keys of F that move ('-': stdin)\n"
+     "  --pool-keys K      with --read-rate: the pool holds K keys, read R times a second\n"
+     "  --read-rate R      in all; prints the moved keys and the warm_up window (chash-proxy)\n"
+     "                     that sees 90%, 99% and 99.9% of them read, so copied, before it\n"
+     "                     ends (uniform reads: W = -ln(1 - p) K / R)\n"
      "  --json             one JSON object (schema in docs/CLI.md)\n"
      "\n"
      "example:\n"

@@ -11,6 +11,7 @@
 #include "commands.h"
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,10 +117,58 @@ static void side_json(json *j, const fleet *f, ch_hash_id hash, uint32_t vnodes)
     json_end(j);
 }
 
+/* The warm-up window (chash-proxy's warm_up) within which a share p of the moved keys is read
+ * at least once, so copied from its old owner before the window ends: with K keys read
+ * uniformly at R reads/s a key waits an exponential time of mean K / R for its first read, so
+ * W = -ln(1 - p) K / R. Skewed reads copy the hot keys sooner; the cold tail costs little. */
+static const double window_shares[] = {0.9, 0.99, 0.999};
+
+static double window_s(const cli *c, double p)
+{
+    return -log(1 - p) * (double)c->pool_keys / (double)c->read_rate;
+}
+
+static void warm_up_text(const cli *c, double moved)
+{
+    double mk = moved * (double)c->pool_keys;
+    printf("\nwarm_up: %.0f of the pool's %llu keys move; read at %llu/s in all, they are read\n",
+           mk, (unsigned long long)c->pool_keys, (unsigned long long)c->read_rate);
+    for (size_t i = 0; i < sizeof(window_shares) / sizeof(window_shares[0]); i++) {
+        double w = window_s(c, window_shares[i]);
+        printf("  %5.1f%% within %.0f s (warm_up: %.0f); the rest, %.0f keys, miss after it\n",
+               100 * window_shares[i], w, w * 1000, mk * (1 - window_shares[i]));
+    }
+}
+
+static void warm_up_json(json *j, const cli *c, double moved)
+{
+    json_obj(j);
+    json_key(j, "pool_keys");
+    json_int(j, c->pool_keys);
+    json_key(j, "read_rate");
+    json_int(j, c->read_rate);
+    json_key(j, "moved_keys");
+    json_num(j, moved * (double)c->pool_keys);
+    json_key(j, "windows");
+    json_arr(j);
+    for (size_t i = 0; i < sizeof(window_shares) / sizeof(window_shares[0]); i++) {
+        json_obj(j);
+        json_key(j, "read_share");
+        json_num(j, window_shares[i]);
+        json_key(j, "warm_up_ms");
+        json_num(j, window_s(c, window_shares[i]) * 1000);
+        json_end(j);
+    }
+    json_end(j);
+    json_end(j);
+}
+
 int cmd_plan(cli *c)
 {
     if (c->nodes || c->config)
         cli_usage(c, "give the fleets as arguments: chash plan OLD NEW (a node list or a file)");
+    if ((c->pool_keys > 0) != (c->read_rate > 0))
+        cli_usage(c, "--pool-keys and --read-rate go together (the window needs both)");
     /* --from/--to: OLD placed by one scheme, NEW by another; NEW may be left out (the same
      * fleet, switched from one scheme to the other). */
     bool schemes = c->from != NULL || c->to != NULL;
@@ -244,6 +293,10 @@ int cmd_plan(cli *c)
         json_num(&j, moved);
         json_key(&j, "theory");
         json_num(&j, theory);
+        if (c->pool_keys > 0 && c->read_rate > 0) {
+            json_key(&j, "warm_up");
+            warm_up_json(&j, c, moved);
+        }
         json_key(&j, "flows");
         json_arr(&j);
         for (size_t i = 0; i < nflows; i++) {
@@ -332,6 +385,8 @@ int cmd_plan(cli *c)
                    algo == CH_ALGO_RING ? "ring arcs" : "maglev slots");
         printf("\nmoves %.2f%% of the key space (the least any placement must move: %.2f%%)\n",
                100 * moved, 100 * theory);
+        if (c->pool_keys > 0 && c->read_rate > 0)
+            warm_up_text(c, moved);
         size_t shown = nflows <= 25 ? nflows : 20;
         int wa = 4, wb = 2;
         for (size_t i = 0; i < shown; i++) {
