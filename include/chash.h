@@ -219,8 +219,10 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *               wrapping. Weights must be 1.
  *   dalli@3     Dalli 3's ring (Ruby): floor(N * 160 * w_i / W) points at SHA-1("<id>:<k>")
  *               bytes 0..3 big-endian; keys Zlib.crc32 (crc32a); the LAST point <= the key's
- *               hash, wrapping to the last point. Ids "host:port". Dalli's failover rehash is
- *               not reproduced (a walk is chash's failover order).
+ *               hash, wrapping to the last point. Ids "host:port". The walk (ch_replicas,
+ *               ch_route) is Dalli's failover rehash: the owner of crc32(key), then of
+ *               crc32("<t><key>") for t = 0..18 (Dalli's 20 tries), then, where Dalli gives
+ *               up, the ring onward from the key's point.
  *   uhashring@2 uhashring 2's default ring (Python): vnodes * w_i points (vnodes 160) at
  *               int(MD5("<id>-<k>").hexdigest(), 16), compared on its top 64 bits
  *               (md5_64be); keys the same; a dict (a later node wins), bisect_right (the first
@@ -442,7 +444,11 @@ int ch_table_transfer(const ch_table *a, const ch_table *b, double *matrix);
 
 /* The table's hash of a key: ch_hash64(table hash, key, len), of the hash_tag part of the key
  * when the table has a hash_tag and the key a non-empty tagged part; 0 for an empty key under the
- * twemproxy placements (ketama, modula, random), as twemproxy does. Cost: O(len). */
+ * twemproxy placements (ketama, modula, random), as twemproxy does. dalli@3 adds the (hashed)
+ * key's length in bits 32..63 above its 32-bit crc32: its failover order rehashes
+ * "<try><key>", which follows from the crc and the length; so give its walks
+ * (ch_replicas_hash, ch_route_hash, bounded loads) this value, not a bare ch_hash64.
+ * Cost: O(len). */
 uint64_t ch_key_hash(const ch_table *t, const void *key, size_t len);
 
 /* The owner of the key whose ch_key_hash() is h: a node index in [0, N).

@@ -71,7 +71,8 @@ typedef struct ch__walk {
     size_t next;       /* algorithm-specific cursor */
     size_t left;       /* steps left before the walk has made one full turn */
     double last_score; /* rendezvous: the score of the candidate returned last */
-    size_t last;       /* rendezvous: its node index */
+    size_t last;       /* rendezvous: its node index; dalli@3, pecl_memcache@4: the next retry */
+    uint64_t aux;      /* dalli@3: the CRC-32 shift over the key's length, once computed */
 } ch__walk;
 
 #define CH__WALK_END SIZE_MAX
@@ -89,6 +90,10 @@ typedef struct ch__algo {
     size_t (*walk_next)(const ch_table *t, ch__walk *w);
     /* twemproxy's placements hash an empty key to 0 whatever the hash function. */
     bool empty_key_zero;
+    /* The key hash carries the key's length in bits 32..63 (its hash is 32 bits wide): a
+     * library whose retry rehashes a prefix and the key (dalli@3's "<try><key>") needs it to
+     * derive the retry's hash from the key's. */
+    bool len_in_key_hash;
     /* A client library's scheme fixes its key hash: the table uses `hash` whatever
      * ch_options.hash says (ch_table_info reports it). */
     bool fixed_hash;

@@ -238,9 +238,68 @@ static size_t dalli_lookup(const ch_table *t, uint64_t h)
     return t->n == 1 ? 0 : ch__ring_lookup(t, ~(uint32_t)h);
 }
 
+/* Dalli's failover (Ring#server_from_continuum): try 0 is the key's own hash; after a try whose
+ * server is not alive, the next hashes "<try><key>" (Ruby's "#{try}#{key}", try counting from
+ * 0), 20 tries in all; then Dalli gives up ("No server available"). The walk gives those 20
+ * servers in order, then, where Dalli would have given up, the ring's own walk from the key's
+ * entry (one turn), so every server is reachable.
+ *
+ * A retry's CRC comes from the key's without the key: CRC-32 is affine, so
+ *     crc(P || K) = crc(P) * x^(8 |K|) mod G  xor  crc(K)
+ * in the reflected representation (bit 31 is x^0), G the CRC-32 polynomial. The key hash holds
+ * crc(K) in its low 32 bits and |K| above (len_in_key_hash); x^(8 |K|) is computed at the first
+ * retry, O(log |K|) products of 32 steps each, so a walk whose owner is up pays nothing. */
+#define DALLI_TRIES 20u
+#define CRC32_POLY_REFLECTED UINT32_C(0xedb88320)
+
+/* a * b mod G, both reflected. */
+static uint32_t crc32_mulmod(uint32_t a, uint32_t b)
+{
+    uint32_t p = 0;
+    for (unsigned i = 0; i < 32; i++) {
+        if (a & (UINT32_C(0x80000000) >> i))
+            p ^= b;
+        b = (b >> 1) ^ (CRC32_POLY_REFLECTED & (0u - (b & 1u))); /* b *= x */
+    }
+    return p;
+}
+
+/* x^(8 n) mod G, reflected: square and multiply from x^8. */
+static uint32_t crc32_shift(uint64_t n)
+{
+    uint32_t r = UINT32_C(0x80000000), base = UINT32_C(0x00800000);
+    for (; n != 0; n >>= 1) {
+        if (n & 1u)
+            r = crc32_mulmod(r, base);
+        base = crc32_mulmod(base, base);
+    }
+    return r;
+}
+
 static void dalli_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
 {
+    w->h = h;
+    w->last = 0;
+    w->aux = 0;
     ch__ring_walk_start(t, ~(uint32_t)h, w);
+}
+
+static size_t dalli_walk_next(const ch_table *t, ch__walk *w)
+{
+    if (w->last >= DALLI_TRIES)
+        return ch__ring_walk_next(t, w);
+    uint32_t crc = (uint32_t)w->h;
+    if (w->last > 0) {
+        if (w->last == 1)
+            w->aux = crc32_shift(w->h >> 32);
+        char prefix[12];
+        size_t plen = ch__append_index(prefix, 0, '\0', (uint32_t)w->last - 1);
+        /* ch__append_index wrote the separator first: the digits follow it. */
+        uint32_t pc = (uint32_t)t->hash(prefix + 1, plen - 1);
+        crc ^= crc32_mulmod((uint32_t)w->aux, pc);
+    }
+    w->last++;
+    return dalli_lookup(t, crc);
 }
 
 const ch__algo ch__algo_dalli_3 = {
@@ -249,7 +308,8 @@ const ch__algo ch__algo_dalli_3 = {
     .lookup = dalli_lookup,
     .shares = ch__ring_shares,
     .walk_start = dalli_walk_start,
-    .walk_next = ch__ring_walk_next,
+    .walk_next = dalli_walk_next,
+    .len_in_key_hash = true,
     .addr_ids = true,
     .fixed_hash = true,
     .hash = CH_HASH_TW_CRC32A,

@@ -7,6 +7,7 @@
 #include "testutil.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <md5.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -231,13 +232,58 @@ static void test_compat_replicas(void **state)
     tu_nodes_free(&s);
 }
 
+/* dalli@3's walk is Dalli's retry order from its definition: try 0 the key's crc32, try t >= 1
+ * crc32("<t-1><key>") computed here directly (the walk derives it from the key hash), 20 tries,
+ * then the ring's walk; and ch_route with servers down picks the first up server of that order.
+ * Keys of every length 0..300 and every byte value check the CRC arithmetic. */
+static void test_dalli_retries(void **state)
+{
+    (void)state;
+    ch_node nodes[5] = {{"10.0.0.1:11211", 1}, {"10.0.0.2:11211", 2}, {"10.0.0.3:11211", 1},
+                        {"10.0.0.4:11211", 1}, {"10.0.0.5:11211", 3}};
+    ch_options o;
+    ch_options_init(&o);
+    o.algo = CH_ALGO_DALLI_3;
+    ch_table *t = NULL;
+    assert_int_equal(ch_table_build(nodes, 5, &o, &t), CH_OK);
+    char key[301], buf[320];
+    for (size_t len = 0; len <= 300; len++) {
+        for (int rep = 0; rep < 4; rep++) {
+            for (size_t i = 0; i < len; i++)
+                key[i] = (char)((i * 131 + len * 7 + (size_t)rep * 61) & 255);
+            /* Dalli's order, deduplicated, as the walk lists it. */
+            size_t want[5], nwant = 0;
+            for (unsigned try = 0; try < 20; try++) {
+                size_t n = 0;
+                if (try > 0)
+                    n = (size_t)snprintf(buf, 12, "%u", try - 1);
+                memcpy(buf + n, key, len);
+                uint32_t crc;
+                assert_int_equal(ch_hash32(CH_HASH_TW_CRC32A, buf, n + len, &crc), CH_OK);
+                size_t node = ch_lookup_hash(t, crc);
+                bool seen = false;
+                for (size_t j = 0; j < nwant; j++)
+                    seen = seen || want[j] == node;
+                if (!seen)
+                    want[nwant++] = node;
+            }
+            size_t out[5], count = 0;
+            assert_int_equal(ch_replicas(t, key, len, 5, out, &count), CH_OK);
+            assert_int_equal(count, 5); /* the ring's walk after the tries reaches every node */
+            for (size_t j = 0; j < nwant; j++)
+                assert_int_equal(out[j], want[j]);
+        }
+    }
+    ch_table_free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ketama_definition), cmocka_unit_test(test_ketama_float_points),
         cmocka_unit_test(test_modula_slots),      cmocka_unit_test(test_random_draw),
         cmocka_unit_test(test_empty_key),         cmocka_unit_test(test_hash_tag),
-        cmocka_unit_test(test_compat_replicas),
+        cmocka_unit_test(test_compat_replicas),   cmocka_unit_test(test_dalli_retries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
