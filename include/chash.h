@@ -246,6 +246,10 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *               hash("<host:port>-<k>") with the table's hash (crc32a: PECL's crc32, the
  *               default; fnv1a_32: its fnv), quantised into 1024 buckets (bucket b: the first
  *               point >= b * floor((2^32 - 1) / 1024)); a key goes to bucket hash % 1024.
+ *               Keys are prepared as PECL does (cut to 250 bytes, bytes <= 0x20 made '_')
+ *               before hashing (ch_key_hash). The walk is PECL's failover: the key's server,
+ *               then those of hash("<key>-<i>"), i < 20, then the ring from the key's bucket
+ *               (with a table hash other than crc32a or fnv1a_32: the ring alone).
  *   hashring@3  Node's hashring 3: floor(w_i / W * vnodes * N) MD5 digests of "<id>-<k>"
  *               (vnodes 40), 4 points each as ketama's; keys md5; first point >= hash.
  *   hashring_hash_ring@3  the same with { compatibility: "hash_ring" }: 3 points a digest.
@@ -444,7 +448,8 @@ int ch_table_transfer(const ch_table *a, const ch_table *b, double *matrix);
 
 /* The table's hash of a key: ch_hash64(table hash, key, len), of the hash_tag part of the key
  * when the table has a hash_tag and the key a non-empty tagged part; 0 for an empty key under the
- * twemproxy placements (ketama, modula, random), as twemproxy does. dalli@3 adds the (hashed)
+ * twemproxy placements (ketama, modula, random), as twemproxy does; pecl_memcache@4 hashes
+ * the key as PECL prepares it (at most 250 bytes, bytes <= 0x20 as '_'). dalli@3 adds the (hashed)
  * key's length in bits 32..63 above its 32-bit crc32: its failover order rehashes
  * "<try><key>", which follows from the crc and the length; so give its walks
  * (ch_replicas_hash, ch_route_hash, bounded loads) this value, not a bare ch_hash64.

@@ -94,6 +94,9 @@ typedef struct ch__algo {
      * library whose retry rehashes a prefix and the key (dalli@3's "<try><key>") needs it to
      * derive the retry's hash from the key's. */
     bool len_in_key_hash;
+    /* Optional: the key hash of the key (after the hash tag and the empty-key rule), for a
+     * library that prepares keys before hashing them (pecl_memcache@4); NULL: t->hash. */
+    uint64_t (*key_hash)(const ch_table *t, const void *key, size_t len);
     /* A client library's scheme fixes its key hash: the table uses `hash` whatever
      * ch_options.hash says (ch_table_info reports it). */
     bool fixed_hash;

@@ -673,8 +673,18 @@ const ch__algo ch__algo_spymemcached_libmemcached_2 = SPY_OPS(spy_libmemcached_b
  * fnv1a_32), taken from ch_options.hash. The points are sorted (glibc's qsort, stable: the
  * earlier server first among equal points) and quantised into 1024 buckets: bucket b belongs to
  * the first point >= b * floor((2^32 - 1) / 1024), wrapping; a key goes to bucket hash % 1024.
- * One server takes every key. PECL prepares keys first (bytes <= 0x20 become '_', at most 250
- * bytes): chash hashes the key it is given. */
+ * One server takes every key.
+ *
+ * Keys are prepared as PECL prepares them before hashing (mmc_prepare_key): cut to 250 bytes,
+ * every byte <= 0x20 (space, controls) replaced by '_'. A key memcached accepts is unchanged,
+ * so a proxy, which sees the prepared key on the wire, hashes what PECL hashed either way.
+ *
+ * Failover (mmc_pool_find, memcache.allow_failover on, max_failover_attempts 20): when the
+ * key's server is down, PECL hashes "<key>-<i>" for i = 0, 1, ... until a server is up or i
+ * reaches 20 (21 tries in all). The walk gives those servers in order, then the ring from the
+ * key's bucket (one turn). A retry's hash continues the key's: crc32 and FNV-1a carry their
+ * whole state in their value, so hash("<key>-<i>") is the key's hash run on over "-<i>". For
+ * a table hash other than PECL's two, the walk is the ring's alone. */
 
 #define PECL_BUCKETS 1024u
 #define PECL_STEP (UINT32_C(0xffffffff) / PECL_BUCKETS)
@@ -716,6 +726,42 @@ static int pecl_build(ch_table *t)
     return ch__ring_index(t, pts, total);
 }
 
+#define PECL_MAX_KEY 250u
+#define PECL_TRIES 21u
+
+static uint64_t pecl_key_hash(const ch_table *t, const void *key, size_t len)
+{
+    const unsigned char *k = key;
+    if (len > PECL_MAX_KEY)
+        len = PECL_MAX_KEY;
+    size_t i = 0;
+    while (i < len && k[i] > 0x20)
+        i++;
+    if (i == len)
+        return t->hash(k, len);
+    unsigned char buf[PECL_MAX_KEY];
+    for (i = 0; i < len; i++)
+        buf[i] = k[i] > 0x20 ? k[i] : '_';
+    return t->hash(buf, len);
+}
+
+/* The hash of "<key><s>" from the key's hash h, for PECL's two hash functions. */
+static uint32_t pecl_extend(ch_hash_id hash, uint32_t h, const char *s, size_t n)
+{
+    if (hash == CH_HASH_TW_FNV1A_32) {
+        for (size_t i = 0; i < n; i++) /* "-" and digits: no sign extension to mind */
+            h = (h ^ (uint8_t)s[i]) * UINT32_C(0x01000193);
+        return h;
+    }
+    uint32_t c = ~h; /* crc32a: the register before the final inversion */
+    for (size_t i = 0; i < n; i++) {
+        c ^= (uint8_t)s[i];
+        for (unsigned b = 0; b < 8; b++)
+            c = (c >> 1) ^ (CRC32_POLY_REFLECTED & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
 static uint32_t pecl_bucket_start(uint64_t h)
 {
     return PECL_STEP * ((uint32_t)h % PECL_BUCKETS);
@@ -729,6 +775,23 @@ static size_t pecl_lookup(const ch_table *t, uint64_t h)
 static void pecl_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
 {
     ch__ring_walk_start(t, pecl_bucket_start(h), w);
+    w->h = h;
+    bool retries = t->opt.hash == CH_HASH_TW_CRC32A || t->opt.hash == CH_HASH_TW_FNV1A_32;
+    w->last = retries ? 0 : PECL_TRIES;
+}
+
+static size_t pecl_walk_next(const ch_table *t, ch__walk *w)
+{
+    if (w->last >= PECL_TRIES)
+        return ch__ring_walk_next(t, w);
+    uint32_t h = (uint32_t)w->h;
+    if (w->last > 0) {
+        char suffix[12];
+        size_t n = ch__append_index(suffix, 0, '-', (uint32_t)w->last - 1);
+        h = pecl_extend(t->opt.hash, h, suffix, n);
+    }
+    w->last++;
+    return pecl_lookup(t, h);
 }
 
 /* Each bucket holds 1/1024 of the key hashes (h % 1024 over 2^32 values). */
@@ -746,7 +809,8 @@ const ch__algo ch__algo_pecl_memcache_4 = {
     .lookup = pecl_lookup,
     .shares = pecl_shares,
     .walk_start = pecl_walk_start,
-    .walk_next = ch__ring_walk_next,
+    .walk_next = pecl_walk_next,
+    .key_hash = pecl_key_hash,
     .points = ch__ring_points,
     .addr_ids = true,
 };

@@ -385,10 +385,31 @@ def oracle_pecl(fn):
     return make
 
 
-def memcached_key(k):
-    """A key PECL memcache passes unchanged: 1..250 bytes, none <= 0x20 (it replaces those with
-    '_' before hashing; memcached's protocol forbids them anyway)."""
-    return 0 < len(k) <= 250 and all(b > 0x20 for b in k)
+def pecl_key(k):
+    """A key PECL memcache takes: any non-empty bytes (it refuses the empty key). It prepares
+    the others before hashing, as chash does: cut to 250 bytes, bytes <= 0x20 made '_'."""
+    return len(k) > 0
+
+
+def pecl_extra(nodes, vnodes, rng):
+    """Keys PECL's preparation changes: spaces, tabs, newlines and every control byte, inside
+    and at the ends; keys of 251..600 bytes (cut to 250, also with a control byte past the cut);
+    and each such key next to its prepared form, which must go to the same server."""
+    keys = []
+    for c in range(0x00, 0x21):
+        keys += [b"a%cb" % c, b"%cuser:%d" % (c, c), b"user:%d%c" % (c, c), bytes([c]) * 3]
+    for i in range(400):
+        k = bytes(rng.randint(0x21, 0xFF) for _ in range(rng.randint(1, 40)))
+        cut = rng.randrange(len(k) + 1)
+        keys.append(k[:cut] + bytes([rng.randint(0, 0x20)]) + k[cut:])
+    for i in range(300):
+        n = rng.randint(251, 600)
+        k = bytes(rng.randint(0x21, 0x7E) for _ in range(n))
+        if i % 3 == 0:
+            k = k[:260] + b" " + k[260:]
+        keys.append(k)
+    prepared = [bytes(b if b > 0x20 else 0x5F for b in k[:250]) for k in keys]
+    return keys + prepared
 
 
 NPM_PREFIX = "/usr/local/lib/chash-oracles"
@@ -467,10 +488,10 @@ SCHEMES = {
                                                                      for i in (0, 1)]),
     "pecl_memcache@4+crc32a": dict(oracle=oracle_pecl("crc32"), kinds=("binary",),
                                    sets=lambda rng: standard_sets(True, host_port_only=True),
-                                   extra=lambda nodes, v, rng: [], key_ok=memcached_key),
+                                   extra=pecl_extra, key_ok=pecl_key, failover=True),
     "pecl_memcache@4+fnv1a_32": dict(oracle=oracle_pecl("fnv"), kinds=("binary",),
                                      sets=lambda rng: standard_sets(True, host_port_only=True),
-                                     extra=lambda nodes, v, rng: [], key_ok=memcached_key),
+                                     extra=pecl_extra, key_ok=pecl_key, failover=True),
     # Node's hashring takes JavaScript strings: text keys (UTF-8), no binary.
     "hashring@3": dict(oracle=oracle_hashring("default"), kinds=("empty",), sets=hashring_sets,
                        extra=lambda nodes, v, rng: [n + b"-%d" % i for n, _ in nodes

@@ -277,6 +277,55 @@ static void test_dalli_retries(void **state)
     ch_table_free(t);
 }
 
+/* pecl_memcache@4 from its definition: the key prepared (250 bytes at most, bytes <= 0x20 made
+ * '_') and hashed; the walk PECL's failover order, hash("<prepared key>-<i>") for i < 20 after
+ * the key's own, computed here directly, then the ring's walk; for crc32 and fnv. */
+static void test_pecl_retries(void **state)
+{
+    (void)state;
+    ch_node nodes[4] = {{"10.0.0.1:11211", 1}, {"10.0.0.2:11211", 2}, {"10.0.0.3:11211", 1},
+                        {"10.0.0.4:11211", 3}};
+    ch_hash_id hashes[2] = {CH_HASH_TW_CRC32A, CH_HASH_TW_FNV1A_32};
+    for (size_t hi = 0; hi < 2; hi++) {
+        ch_options o;
+        ch_options_init(&o);
+        o.algo = CH_ALGO_PECL_MEMCACHE_4;
+        o.hash = hashes[hi];
+        ch_table *t = NULL;
+        assert_int_equal(ch_table_build(nodes, 4, &o, &t), CH_OK);
+        char key[400], prep[270];
+        for (size_t len = 1; len <= 400; len += (len < 260 ? 1 : 7)) {
+            for (size_t i = 0; i < len; i++)
+                key[i] = (char)((i * 97 + len * 13) % 70); /* bytes <= 0x20 among them */
+            size_t plen = len < 250 ? len : 250;
+            for (size_t i = 0; i < plen; i++)
+                prep[i] = (unsigned char)key[i] > 0x20 ? key[i] : '_';
+            uint64_t h;
+            assert_int_equal(ch_hash64(hashes[hi], prep, plen, &h), CH_OK);
+            assert_int_equal(ch_key_hash(t, key, len), h);
+            size_t want[4], nwant = 0;
+            for (unsigned try = 0; try < 21; try++) {
+                size_t n = plen;
+                if (try > 0)
+                    n += (size_t)snprintf(prep + plen, 16, "-%u", try - 1);
+                assert_int_equal(ch_hash64(hashes[hi], prep, n, &h), CH_OK);
+                size_t node = ch_lookup_hash(t, h);
+                bool seen = false;
+                for (size_t j = 0; j < nwant; j++)
+                    seen = seen || want[j] == node;
+                if (!seen)
+                    want[nwant++] = node;
+            }
+            size_t out[4], count = 0;
+            assert_int_equal(ch_replicas(t, key, len, 4, out, &count), CH_OK);
+            assert_int_equal(count, 4);
+            for (size_t j = 0; j < nwant; j++)
+                assert_int_equal(out[j], want[j]);
+        }
+        ch_table_free(t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -284,6 +333,7 @@ int main(void)
         cmocka_unit_test(test_modula_slots),      cmocka_unit_test(test_random_draw),
         cmocka_unit_test(test_empty_key),         cmocka_unit_test(test_hash_tag),
         cmocka_unit_test(test_compat_replicas),   cmocka_unit_test(test_dalli_retries),
+        cmocka_unit_test(test_pecl_retries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
