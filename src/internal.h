@@ -149,7 +149,8 @@ struct ch_table {
             unsigned shift;    /* 32 - log2(nbuckets) */
         } ring;
         struct {
-            ch__point64 *points; /* sorted by pos, one point per position; + 1 padding point */
+            ch__point64 *points; /* sorted by pos, one point per position; + CH__RING64_PAD
+                                    padding points */
             size_t npoints;
             uint32_t *bucket;    /* as the ring's, over the top 64 - shift bits */
             unsigned shift;
@@ -177,11 +178,12 @@ void ch__ring_walk_start(const ch_table *t, uint64_t h, ch__walk *w);
 size_t ch__ring_walk_next(const ch_table *t, ch__walk *w);
 void ch__ring_shares(const ch_table *t, double *shares);
 
-/* The 64-bit ring layout (ring64.c). ch__ring64_index() takes ownership of pts (total + 1
- * entries, the first total filled in generation order), sorts them stably by position, keeps
+/* The 64-bit ring layout (ring64.c). ch__ring64_index() takes ownership of pts
+ * (total + CH__RING64_PAD entries, the first total filled in generation order), sorts them stably by position, keeps
  * the LAST generated point of each position (a later insert replaces the owner, as a map from
  * position to node does), and builds the bucket index; on failure it frees pts and returns
  * CH_ENOMEM. Lookups find the first point with pos >= h at full 64-bit width, wrapping. */
+#define CH__RING64_PAD 4
 int ch__ring64_index(ch_table *t, ch__point64 *pts, size_t total);
 void ch__ring64_destroy(ch_table *t);
 size_t ch__ring64_find(const ch_table *t, uint64_t h); /* index, wrapped; see ring64.c */

@@ -150,10 +150,10 @@ static int md5_64_ring_build(ch_table *t)
     if (total64 > CH_MAX_POINTS)
         return CH_ETOOBIG;
     size_t total = (size_t)total64, cap = max_id_len(t) + 12;
-    ch__point64 *pts = ch__alloc(t, (total + 1) * sizeof(*pts));
+    ch__point64 *pts = ch__alloc(t, (total + CH__RING64_PAD) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
     if (pts == NULL || name == NULL) {
-        ch__free(t, pts, (total + 1) * sizeof(*pts));
+        ch__free(t, pts, (total + CH__RING64_PAD) * sizeof(*pts));
         ch__free(t, name, cap);
         return CH_ENOMEM;
     }
@@ -423,10 +423,10 @@ static int uhm_build(ch_table *t)
     if (total == 0)
         return CH_EINVAL;
     size_t cap = max_id_len(t) + 12;
-    ch__point64 *pts = ch__alloc(t, (total + 1) * sizeof(*pts));
+    ch__point64 *pts = ch__alloc(t, (total + CH__RING64_PAD) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
     if (pts == NULL || name == NULL) {
-        ch__free(t, pts, (total + 1) * sizeof(*pts));
+        ch__free(t, pts, (total + CH__RING64_PAD) * sizeof(*pts));
         ch__free(t, name, cap);
         return CH_ENOMEM;
     }
