@@ -322,6 +322,25 @@ static void test_pecl_retries(void **state)
             for (size_t j = 0; j < nwant; j++)
                 assert_int_equal(out[j], want[j]);
         }
+        /* One byte to prepare (0x00, 0x20, 0x21 which stays) at every place of keys of bytes
+         * above 0x20 and >= 0x80 (the 8-byte test must miss none), and none at all. */
+        const unsigned char lows[] = {0x00, 0x20, 0x21, 0x7f};
+        for (size_t len = 1; len <= 260; len++) {
+            for (size_t at = 0; at <= len; at++) {
+                for (size_t l = 0; l < sizeof(lows); l++) {
+                    for (size_t i = 0; i < len; i++)
+                        key[i] = (char)(i % 3 ? 0xc3 + i % 50 : 0x21 + i % 90);
+                    if (at < len)
+                        key[at] = (char)lows[l];
+                    size_t plen = len < 250 ? len : 250;
+                    for (size_t i = 0; i < plen; i++)
+                        prep[i] = (unsigned char)key[i] > 0x20 ? key[i] : '_';
+                    uint64_t h;
+                    assert_int_equal(ch_hash64(hashes[hi], prep, plen, &h), CH_OK);
+                    assert_int_equal(ch_key_hash(t, key, len), h);
+                }
+            }
+        }
         ch_table_free(t);
     }
 }
