@@ -259,7 +259,9 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *   haproxy@2   HAProxy's "hash-type consistent" (its default: sdbm keys, avalanche): weight *
  *               16 points per server at full_hash(puid * 4096 + j), puid the numeric id (ids
  *               all decimal) or i + 1; a key goes to the point NEAREST full_hash(sdbm(key))
- *               (the earlier one on a tie). Weights 1..256.
+ *               (the earlier one on a tie). Weights 1..256. The walk: points by increasing
+ *               distance from that position (HAProxy's nearest point once down servers'
+ *               points are taken out).
  *   pymemcache@3  pymemcache 3's HashClient (RendezvousHash): the node with the highest
  *               murmur3_32("<id>-<key>") (seed 0, over the text's code points mod 256), ties
  *               to the greatest id; ids "host:port". CH_ALGO_F_KEYED: only ch_lookup().

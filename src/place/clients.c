@@ -1072,10 +1072,38 @@ static size_t haproxy_lookup(const ch_table *t, uint64_t h)
     return t->u.ring.points[haproxy_nearest(t, haproxy_full_hash((uint32_t)h))].node;
 }
 
+/* HAProxy takes a server that goes down out of its tree (chash_dequeue_srv): its keys go to the
+ * nearest point left, before or after them. The walk is therefore the points by increasing
+ * distance from the key's position, the earlier one first on equal distances: its first up
+ * server is the nearest point of the tree without the down ones. w->h holds the position,
+ * w->last the next point before it, w->next the next point after it. */
 static void haproxy_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
 {
-    w->next = haproxy_nearest(t, haproxy_full_hash((uint32_t)h));
-    w->left = t->u.ring.npoints;
+    size_t np = t->u.ring.npoints;
+    uint32_t x = haproxy_full_hash((uint32_t)h);
+    ch__ring_walk_start(t, x, w);
+    w->h = x;
+    w->last = w->next == 0 ? np - 1 : w->next - 1;
+    w->left = np;
+}
+
+static size_t haproxy_walk_next(const ch_table *t, ch__walk *w)
+{
+    if (w->left == 0)
+        return CH__WALK_END;
+    const ch__point *pts = t->u.ring.points;
+    size_t np = t->u.ring.npoints, node;
+    uint32_t x = (uint32_t)w->h;
+    /* Distances around the ring, in 32-bit arithmetic: the two sides never overlap. */
+    if ((uint32_t)(x - pts[w->last].pos) <= (uint32_t)(pts[w->next].pos - x)) {
+        node = pts[w->last].node;
+        w->last = w->last == 0 ? np - 1 : w->last - 1;
+    } else {
+        node = pts[w->next].node;
+        w->next = w->next + 1 == np ? 0 : w->next + 1;
+    }
+    w->left--;
+    return node;
 }
 
 /* Point i owns the hashes nearer to it than to its neighbours: half of each gap on either
@@ -1103,7 +1131,7 @@ const ch__algo ch__algo_haproxy_2 = {
     .lookup = haproxy_lookup,
     .shares = haproxy_shares,
     .walk_start = haproxy_walk_start,
-    .walk_next = ch__ring_walk_next,
+    .walk_next = haproxy_walk_next,
     .fixed_hash = true,
     .hash = CH_HASH_SDBM,
     .points = ch__ring_points,
