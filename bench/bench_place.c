@@ -298,13 +298,26 @@ static double pass_hashkit_md5(const key *k, size_t nk)
     return el;
 }
 
+/* ch_lookup_hash over key hashes computed before (kh[i] for keys[i]): the search alone. */
+static double pass_search(const ch_table *t, const uint64_t *kh, size_t nk)
+{
+    uint64_t acc = 0;
+    double t0 = now_ns();
+    for (size_t i = 0; i < nk; i++)
+        acc += ch_lookup_hash(t, kh[i]);
+    double el = now_ns() - t0;
+    sink += acc;
+    return el;
+}
+
 /* One kind of pass in a measurement, and its result. */
-typedef enum pass_kind { P_HASH, P_LOOKUP, P_MEMCACHED, P_HASHKIT_MD5 } pass_kind;
+typedef enum pass_kind { P_HASH, P_LOOKUP, P_MEMCACHED, P_HASHKIT_MD5, P_SEARCH } pass_kind;
 
 typedef struct pass {
     pass_kind kind;
     ch_hash_id hash;         /* P_HASH */
-    const ch_table *t;       /* P_LOOKUP */
+    const ch_table *t;       /* P_LOOKUP, P_SEARCH */
+    const uint64_t *kh;      /* P_SEARCH: the table's key hash of every key of keys[] */
     const memcached_st *m;   /* P_MEMCACHED */
     double ns;               /* result: per key */
 } pass;
@@ -320,6 +333,8 @@ static double run_pass(const pass *p, const key *k, size_t nk)
         return pass_memcached(p->m, k, nk);
     case P_HASHKIT_MD5:
         return pass_hashkit_md5(k, nk);
+    case P_SEARCH:
+        return pass_search(p->t, p->kh + (k - keys), nk);
     }
     return 0.0;
 }
@@ -671,11 +686,55 @@ static void print_targets(void)
 
 /* ---- main -------------------------------------------------------------------------------- */
 
-int main(void)
+/* The search alone, key hashes computed before timing: the 32-bit ring (8-byte points) and the
+ * 64-bit ring (md5_64_ring: 16-byte points, full-width positions) over the same N nodes and
+ * 160 points each, measured together; "64-bit - 32-bit" is what the wider layout costs. */
+static void measure_search(void)
+{
+    uint64_t *kh32 = malloc(NKEYS * sizeof(*kh32)), *kh64 = malloc(NKEYS * sizeof(*kh64));
+    if (kh32 == NULL || kh64 == NULL)
+        die("malloc", 0);
+    printf("\nsearch alone (ch_lookup_hash on key hashes computed before), ns per key:\n"
+           "%5s %10s %10s %10s\n", "N", "ring", "ring64", "64 - 32");
+    for (size_t c = 0; c < NCOUNTS; c++) {
+        size_t n = node_counts[c];
+        ch_options o;
+        ch_options_init(&o);
+        ch_table *t32 = NULL, *t64 = NULL;
+        int rc = ch_table_build(nodes, n, &o, &t32);
+        o.algo = CH_ALGO_MD5_64_RING;
+        o.vnodes = VNODES;
+        if (rc != CH_OK || (rc = ch_table_build(nodes, n, &o, &t64)) != CH_OK)
+            die("ch_table_build", rc);
+        for (size_t i = 0; i < NKEYS; i++) {
+            kh32[i] = ch_key_hash(t32, keys[i].p, keys[i].len);
+            kh64[i] = ch_key_hash(t64, keys[i].p, keys[i].len);
+        }
+        pass p[2] = {{.kind = P_SEARCH, .t = t32, .kh = kh32},
+                     {.kind = P_SEARCH, .t = t64, .kh = kh64}};
+        measure(p, 2);
+        printf("%5zu %10.1f %10.1f %10.1f\n", n, p[0].ns, p[1].ns, p[1].ns - p[0].ns);
+        fflush(stdout);
+        ch_table_free(t32);
+        ch_table_free(t64);
+    }
+    free(kh32);
+    free(kh64);
+}
+
+/* "bench_place search": the search section alone (measure_search). */
+int main(int argc, char **argv)
 {
     double t0 = now_ns();
     make_keys();
     make_nodes();
+    if (argc > 1 && strcmp(argv[1], "search") == 0) {
+        measure_search();
+        printf("load average %.2f\n", load_average());
+        free(keys);
+        free(key_block);
+        return 0;
+    }
     print_header();
 
     for (size_t c = 0; c < NCOUNTS; c++) {
@@ -702,6 +761,7 @@ int main(void)
             measure_peer(&peers[c]);
     }
 
+    measure_search();
     print_peers();
     print_targets();
     printf("\n%d of %d targets missed; total run %.1f s; load average %.2f (sink %" PRIu64 ")\n",

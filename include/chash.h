@@ -219,8 +219,10 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *               wrapping. Weights must be 1.
  *   dalli@3     Dalli 3's ring (Ruby): floor(N * 160 * w_i / W) points at SHA-1("<id>:<k>")
  *               bytes 0..3 big-endian; keys Zlib.crc32 (crc32a); the LAST point <= the key's
- *               hash, wrapping to the last point. Ids "host:port". Dalli's failover rehash is
- *               not reproduced (a walk is chash's failover order).
+ *               hash, wrapping to the last point. Ids "host:port". The walk (ch_replicas,
+ *               ch_route) is Dalli's failover rehash: the owner of crc32(key), then of
+ *               crc32("<t><key>") for t = 0..18 (Dalli's 20 tries), then, where Dalli gives
+ *               up, the ring onward from the key's point.
  *   uhashring@2 uhashring 2's default ring (Python): vnodes * w_i points (vnodes 160) at
  *               int(MD5("<id>-<k>").hexdigest(), 16), compared on its top 64 bits
  *               (md5_64be); keys the same; a dict (a later node wins), bisect_right (the first
@@ -244,6 +246,10 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *               hash("<host:port>-<k>") with the table's hash (crc32a: PECL's crc32, the
  *               default; fnv1a_32: its fnv), quantised into 1024 buckets (bucket b: the first
  *               point >= b * floor((2^32 - 1) / 1024)); a key goes to bucket hash % 1024.
+ *               Keys are prepared as PECL does (cut to 250 bytes, bytes <= 0x20 made '_')
+ *               before hashing (ch_key_hash). The walk is PECL's failover: the key's server,
+ *               then those of hash("<key>-<i>"), i < 20, then the ring from the key's bucket
+ *               (with a table hash other than crc32a or fnv1a_32: the ring alone).
  *   hashring@3  Node's hashring 3: floor(w_i / W * vnodes * N) MD5 digests of "<id>-<k>"
  *               (vnodes 40), 4 points each as ketama's; keys md5; first point >= hash.
  *   hashring_hash_ring@3  the same with { compatibility: "hash_ring" }: 3 points a digest.
@@ -253,7 +259,9 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *   haproxy@2   HAProxy's "hash-type consistent" (its default: sdbm keys, avalanche): weight *
  *               16 points per server at full_hash(puid * 4096 + j), puid the numeric id (ids
  *               all decimal) or i + 1; a key goes to the point NEAREST full_hash(sdbm(key))
- *               (the earlier one on a tie). Weights 1..256.
+ *               (the earlier one on a tie). Weights 1..256. The walk: points by increasing
+ *               distance from that position (HAProxy's nearest point once down servers'
+ *               points are taken out).
  *   pymemcache@3  pymemcache 3's HashClient (RendezvousHash): the node with the highest
  *               murmur3_32("<id>-<key>") (seed 0, over the text's code points mod 256), ties
  *               to the greatest id; ids "host:port". CH_ALGO_F_KEYED: only ch_lookup().
@@ -442,7 +450,12 @@ int ch_table_transfer(const ch_table *a, const ch_table *b, double *matrix);
 
 /* The table's hash of a key: ch_hash64(table hash, key, len), of the hash_tag part of the key
  * when the table has a hash_tag and the key a non-empty tagged part; 0 for an empty key under the
- * twemproxy placements (ketama, modula, random), as twemproxy does. Cost: O(len). */
+ * twemproxy placements (ketama, modula, random), as twemproxy does; pecl_memcache@4 hashes
+ * the key as PECL prepares it (at most 250 bytes, bytes <= 0x20 as '_'). dalli@3 adds the (hashed)
+ * key's length in bits 32..63 above its 32-bit crc32: its failover order rehashes
+ * "<try><key>", which follows from the crc and the length; so give its walks
+ * (ch_replicas_hash, ch_route_hash, bounded loads) this value, not a bare ch_hash64.
+ * Cost: O(len). */
 uint64_t ch_key_hash(const ch_table *t, const void *key, size_t len);
 
 /* The owner of the key whose ch_key_hash() is h: a node index in [0, N).

@@ -71,7 +71,8 @@ typedef struct ch__walk {
     size_t next;       /* algorithm-specific cursor */
     size_t left;       /* steps left before the walk has made one full turn */
     double last_score; /* rendezvous: the score of the candidate returned last */
-    size_t last;       /* rendezvous: its node index */
+    size_t last;       /* rendezvous: its node index; dalli@3, pecl_memcache@4: the next retry */
+    uint64_t aux;      /* dalli@3: the CRC-32 shift over the key's length, once computed */
 } ch__walk;
 
 #define CH__WALK_END SIZE_MAX
@@ -89,6 +90,13 @@ typedef struct ch__algo {
     size_t (*walk_next)(const ch_table *t, ch__walk *w);
     /* twemproxy's placements hash an empty key to 0 whatever the hash function. */
     bool empty_key_zero;
+    /* The key hash carries the key's length in bits 32..63 (its hash is 32 bits wide): a
+     * library whose retry rehashes a prefix and the key (dalli@3's "<try><key>") needs it to
+     * derive the retry's hash from the key's. */
+    bool len_in_key_hash;
+    /* Optional: the key hash of the key (after the hash tag and the empty-key rule), for a
+     * library that prepares keys before hashing them (pecl_memcache@4); NULL: t->hash. */
+    uint64_t (*key_hash)(const ch_table *t, const void *key, size_t len);
     /* A client library's scheme fixes its key hash: the table uses `hash` whatever
      * ch_options.hash says (ch_table_info reports it). */
     bool fixed_hash;
@@ -141,7 +149,8 @@ struct ch_table {
             unsigned shift;    /* 32 - log2(nbuckets) */
         } ring;
         struct {
-            ch__point64 *points; /* sorted by pos, one point per position; + 1 padding point */
+            ch__point64 *points; /* sorted by pos, one point per position; + CH__RING64_PAD
+                                    padding points */
             size_t npoints;
             uint32_t *bucket;    /* as the ring's, over the top 64 - shift bits */
             unsigned shift;
@@ -169,11 +178,12 @@ void ch__ring_walk_start(const ch_table *t, uint64_t h, ch__walk *w);
 size_t ch__ring_walk_next(const ch_table *t, ch__walk *w);
 void ch__ring_shares(const ch_table *t, double *shares);
 
-/* The 64-bit ring layout (ring64.c). ch__ring64_index() takes ownership of pts (total + 1
- * entries, the first total filled in generation order), sorts them stably by position, keeps
+/* The 64-bit ring layout (ring64.c). ch__ring64_index() takes ownership of pts
+ * (total + CH__RING64_PAD entries, the first total filled in generation order), sorts them stably by position, keeps
  * the LAST generated point of each position (a later insert replaces the owner, as a map from
  * position to node does), and builds the bucket index; on failure it frees pts and returns
  * CH_ENOMEM. Lookups find the first point with pos >= h at full 64-bit width, wrapping. */
+#define CH__RING64_PAD 4
 int ch__ring64_index(ch_table *t, ch__point64 *pts, size_t total);
 void ch__ring64_destroy(ch_table *t);
 size_t ch__ring64_find(const ch_table *t, uint64_t h); /* index, wrapped; see ring64.c */

@@ -150,10 +150,10 @@ static int md5_64_ring_build(ch_table *t)
     if (total64 > CH_MAX_POINTS)
         return CH_ETOOBIG;
     size_t total = (size_t)total64, cap = max_id_len(t) + 12;
-    ch__point64 *pts = ch__alloc(t, (total + 1) * sizeof(*pts));
+    ch__point64 *pts = ch__alloc(t, (total + CH__RING64_PAD) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
     if (pts == NULL || name == NULL) {
-        ch__free(t, pts, (total + 1) * sizeof(*pts));
+        ch__free(t, pts, (total + CH__RING64_PAD) * sizeof(*pts));
         ch__free(t, name, cap);
         return CH_ENOMEM;
     }
@@ -238,9 +238,68 @@ static size_t dalli_lookup(const ch_table *t, uint64_t h)
     return t->n == 1 ? 0 : ch__ring_lookup(t, ~(uint32_t)h);
 }
 
+/* Dalli's failover (Ring#server_from_continuum): try 0 is the key's own hash; after a try whose
+ * server is not alive, the next hashes "<try><key>" (Ruby's "#{try}#{key}", try counting from
+ * 0), 20 tries in all; then Dalli gives up ("No server available"). The walk gives those 20
+ * servers in order, then, where Dalli would have given up, the ring's own walk from the key's
+ * entry (one turn), so every server is reachable.
+ *
+ * A retry's CRC comes from the key's without the key: CRC-32 is affine, so
+ *     crc(P || K) = crc(P) * x^(8 |K|) mod G  xor  crc(K)
+ * in the reflected representation (bit 31 is x^0), G the CRC-32 polynomial. The key hash holds
+ * crc(K) in its low 32 bits and |K| above (len_in_key_hash); x^(8 |K|) is computed at the first
+ * retry, O(log |K|) products of 32 steps each, so a walk whose owner is up pays nothing. */
+#define DALLI_TRIES 20u
+#define CRC32_POLY_REFLECTED UINT32_C(0xedb88320)
+
+/* a * b mod G, both reflected. */
+static uint32_t crc32_mulmod(uint32_t a, uint32_t b)
+{
+    uint32_t p = 0;
+    for (unsigned i = 0; i < 32; i++) {
+        if (a & (UINT32_C(0x80000000) >> i))
+            p ^= b;
+        b = (b >> 1) ^ (CRC32_POLY_REFLECTED & (0u - (b & 1u))); /* b *= x */
+    }
+    return p;
+}
+
+/* x^(8 n) mod G, reflected: square and multiply from x^8. */
+static uint32_t crc32_shift(uint64_t n)
+{
+    uint32_t r = UINT32_C(0x80000000), base = UINT32_C(0x00800000);
+    for (; n != 0; n >>= 1) {
+        if (n & 1u)
+            r = crc32_mulmod(r, base);
+        base = crc32_mulmod(base, base);
+    }
+    return r;
+}
+
 static void dalli_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
 {
+    w->h = h;
+    w->last = 0;
+    w->aux = 0;
     ch__ring_walk_start(t, ~(uint32_t)h, w);
+}
+
+static size_t dalli_walk_next(const ch_table *t, ch__walk *w)
+{
+    if (w->last >= DALLI_TRIES)
+        return ch__ring_walk_next(t, w);
+    uint32_t crc = (uint32_t)w->h;
+    if (w->last > 0) {
+        if (w->last == 1)
+            w->aux = crc32_shift(w->h >> 32);
+        char prefix[12];
+        size_t plen = ch__append_index(prefix, 0, '\0', (uint32_t)w->last - 1);
+        /* ch__append_index wrote the separator first: the digits follow it. */
+        uint32_t pc = (uint32_t)t->hash(prefix + 1, plen - 1);
+        crc ^= crc32_mulmod((uint32_t)w->aux, pc);
+    }
+    w->last++;
+    return dalli_lookup(t, crc);
 }
 
 const ch__algo ch__algo_dalli_3 = {
@@ -249,7 +308,8 @@ const ch__algo ch__algo_dalli_3 = {
     .lookup = dalli_lookup,
     .shares = ch__ring_shares,
     .walk_start = dalli_walk_start,
-    .walk_next = ch__ring_walk_next,
+    .walk_next = dalli_walk_next,
+    .len_in_key_hash = true,
     .addr_ids = true,
     .fixed_hash = true,
     .hash = CH_HASH_TW_CRC32A,
@@ -363,10 +423,10 @@ static int uhm_build(ch_table *t)
     if (total == 0)
         return CH_EINVAL;
     size_t cap = max_id_len(t) + 12;
-    ch__point64 *pts = ch__alloc(t, (total + 1) * sizeof(*pts));
+    ch__point64 *pts = ch__alloc(t, (total + CH__RING64_PAD) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
     if (pts == NULL || name == NULL) {
-        ch__free(t, pts, (total + 1) * sizeof(*pts));
+        ch__free(t, pts, (total + CH__RING64_PAD) * sizeof(*pts));
         ch__free(t, name, cap);
         return CH_ENOMEM;
     }
@@ -613,8 +673,18 @@ const ch__algo ch__algo_spymemcached_libmemcached_2 = SPY_OPS(spy_libmemcached_b
  * fnv1a_32), taken from ch_options.hash. The points are sorted (glibc's qsort, stable: the
  * earlier server first among equal points) and quantised into 1024 buckets: bucket b belongs to
  * the first point >= b * floor((2^32 - 1) / 1024), wrapping; a key goes to bucket hash % 1024.
- * One server takes every key. PECL prepares keys first (bytes <= 0x20 become '_', at most 250
- * bytes): chash hashes the key it is given. */
+ * One server takes every key.
+ *
+ * Keys are prepared as PECL prepares them before hashing (mmc_prepare_key): cut to 250 bytes,
+ * every byte <= 0x20 (space, controls) replaced by '_'. A key memcached accepts is unchanged,
+ * so a proxy, which sees the prepared key on the wire, hashes what PECL hashed either way.
+ *
+ * Failover (mmc_pool_find, memcache.allow_failover on, max_failover_attempts 20): when the
+ * key's server is down, PECL hashes "<key>-<i>" for i = 0, 1, ... until a server is up or i
+ * reaches 20 (21 tries in all). The walk gives those servers in order, then the ring from the
+ * key's bucket (one turn). A retry's hash continues the key's: crc32 and FNV-1a carry their
+ * whole state in their value, so hash("<key>-<i>") is the key's hash run on over "-<i>". For
+ * a table hash other than PECL's two, the walk is the ring's alone. */
 
 #define PECL_BUCKETS 1024u
 #define PECL_STEP (UINT32_C(0xffffffff) / PECL_BUCKETS)
@@ -656,6 +726,51 @@ static int pecl_build(ch_table *t)
     return ch__ring_index(t, pts, total);
 }
 
+#define PECL_MAX_KEY 250u
+#define PECL_TRIES 21u
+
+static uint64_t pecl_key_hash(const ch_table *t, const void *key, size_t len)
+{
+    const unsigned char *k = key;
+    if (len > PECL_MAX_KEY)
+        len = PECL_MAX_KEY;
+    /* Most keys need nothing: test 8 bytes at a time for a byte < 0x21 (the word test has no
+     * false negatives; a hit, true or false, goes to the byte loop below). */
+    const uint64_t ones = UINT64_C(0x0101010101010101), highs = UINT64_C(0x8080808080808080);
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t x;
+        memcpy(&x, k + i, 8);
+        if (((x - 0x21 * ones) & ~x & highs) != 0)
+            break;
+    }
+    while (i < len && k[i] > 0x20)
+        i++;
+    if (i == len)
+        return t->hash(k, len);
+    unsigned char buf[PECL_MAX_KEY];
+    for (i = 0; i < len; i++)
+        buf[i] = k[i] > 0x20 ? k[i] : '_';
+    return t->hash(buf, len);
+}
+
+/* The hash of "<key><s>" from the key's hash h, for PECL's two hash functions. */
+static uint32_t pecl_extend(ch_hash_id hash, uint32_t h, const char *s, size_t n)
+{
+    if (hash == CH_HASH_TW_FNV1A_32) {
+        for (size_t i = 0; i < n; i++) /* "-" and digits: no sign extension to mind */
+            h = (h ^ (uint8_t)s[i]) * UINT32_C(0x01000193);
+        return h;
+    }
+    uint32_t c = ~h; /* crc32a: the register before the final inversion */
+    for (size_t i = 0; i < n; i++) {
+        c ^= (uint8_t)s[i];
+        for (unsigned b = 0; b < 8; b++)
+            c = (c >> 1) ^ (CRC32_POLY_REFLECTED & (0u - (c & 1u)));
+    }
+    return ~c;
+}
+
 static uint32_t pecl_bucket_start(uint64_t h)
 {
     return PECL_STEP * ((uint32_t)h % PECL_BUCKETS);
@@ -669,6 +784,23 @@ static size_t pecl_lookup(const ch_table *t, uint64_t h)
 static void pecl_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
 {
     ch__ring_walk_start(t, pecl_bucket_start(h), w);
+    w->h = h;
+    bool retries = t->opt.hash == CH_HASH_TW_CRC32A || t->opt.hash == CH_HASH_TW_FNV1A_32;
+    w->last = retries ? 0 : PECL_TRIES;
+}
+
+static size_t pecl_walk_next(const ch_table *t, ch__walk *w)
+{
+    if (w->last >= PECL_TRIES)
+        return ch__ring_walk_next(t, w);
+    uint32_t h = (uint32_t)w->h;
+    if (w->last > 0) {
+        char suffix[12];
+        size_t n = ch__append_index(suffix, 0, '-', (uint32_t)w->last - 1);
+        h = pecl_extend(t->opt.hash, h, suffix, n);
+    }
+    w->last++;
+    return pecl_lookup(t, h);
 }
 
 /* Each bucket holds 1/1024 of the key hashes (h % 1024 over 2^32 values). */
@@ -686,7 +818,8 @@ const ch__algo ch__algo_pecl_memcache_4 = {
     .lookup = pecl_lookup,
     .shares = pecl_shares,
     .walk_start = pecl_walk_start,
-    .walk_next = ch__ring_walk_next,
+    .walk_next = pecl_walk_next,
+    .key_hash = pecl_key_hash,
     .points = ch__ring_points,
     .addr_ids = true,
 };
@@ -939,10 +1072,38 @@ static size_t haproxy_lookup(const ch_table *t, uint64_t h)
     return t->u.ring.points[haproxy_nearest(t, haproxy_full_hash((uint32_t)h))].node;
 }
 
+/* HAProxy takes a server that goes down out of its tree (chash_dequeue_srv): its keys go to the
+ * nearest point left, before or after them. The walk is therefore the points by increasing
+ * distance from the key's position, the earlier one first on equal distances: its first up
+ * server is the nearest point of the tree without the down ones. w->h holds the position,
+ * w->last the next point before it, w->next the next point after it. */
 static void haproxy_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
 {
-    w->next = haproxy_nearest(t, haproxy_full_hash((uint32_t)h));
-    w->left = t->u.ring.npoints;
+    size_t np = t->u.ring.npoints;
+    uint32_t x = haproxy_full_hash((uint32_t)h);
+    ch__ring_walk_start(t, x, w);
+    w->h = x;
+    w->last = w->next == 0 ? np - 1 : w->next - 1;
+    w->left = np;
+}
+
+static size_t haproxy_walk_next(const ch_table *t, ch__walk *w)
+{
+    if (w->left == 0)
+        return CH__WALK_END;
+    const ch__point *pts = t->u.ring.points;
+    size_t np = t->u.ring.npoints, node;
+    uint32_t x = (uint32_t)w->h;
+    /* Distances around the ring, in 32-bit arithmetic: the two sides never overlap. */
+    if ((uint32_t)(x - pts[w->last].pos) <= (uint32_t)(pts[w->next].pos - x)) {
+        node = pts[w->last].node;
+        w->last = w->last == 0 ? np - 1 : w->last - 1;
+    } else {
+        node = pts[w->next].node;
+        w->next = w->next + 1 == np ? 0 : w->next + 1;
+    }
+    w->left--;
+    return node;
 }
 
 /* Point i owns the hashes nearer to it than to its neighbours: half of each gap on either
@@ -970,7 +1131,7 @@ const ch__algo ch__algo_haproxy_2 = {
     .lookup = haproxy_lookup,
     .shares = haproxy_shares,
     .walk_start = haproxy_walk_start,
-    .walk_next = ch__ring_walk_next,
+    .walk_next = haproxy_walk_next,
     .fixed_hash = true,
     .hash = CH_HASH_SDBM,
     .points = ch__ring_points,

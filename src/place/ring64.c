@@ -6,11 +6,16 @@
  * default ring: ring.c keeps 8-byte points and its branch-free bucket scan, and nothing here
  * touches its lookup path.
  *
- * Layout: (pos, node) pairs sorted by pos, one per distinct position, plus one padding point
- * after the last that carries point 0's node, so a lookup that runs off the end needs no wrap.
- * Index: the top `bits` bits of a position select a bucket, 2^bits <= P < 2^(bits+1) (at least
- * 2 buckets); bucket[b] is the first point at or after b's start. A lookup binary-searches one
- * bucket: O(1) expected, 16 bytes per point plus 4 per bucket.
+ * Layout: (pos, node) pairs sorted by pos, one per distinct position, plus CH__RING64_PAD
+ * padding points after the last, at UINT64_MAX and carrying point 0's node, so a lookup that
+ * runs off the end needs no wrap. Index: the top `bits` bits of a position select a bucket,
+ * 2^bits <= P < 2^(bits+1) (at least 2 buckets); bucket[b] is the first point at or after b's
+ * start. A bucket holds 1 to 2 points on average: a lookup counts, without a data-dependent
+ * branch, the points below h among the CH__RING64_PAD points from the bucket's first (points
+ * past the bucket lie above h, the padding is UINT64_MAX: neither counts), and binary-searches
+ * only a fuller bucket (clustered positions). O(1) expected, 16 bytes per point plus 4 per
+ * bucket. The branch-free count replaced a binary search of every bucket, whose one or two
+ * unpredictable branches cost 9-27 ns more than the 32-bit ring's scan (docs/PERFORMANCE.md).
  *
  * Equal positions: a map from position to node, filled in generation order, keeps the last
  * node written there; so does this layout (the sort is stable and the last of a run is kept).
@@ -51,7 +56,7 @@ int ch__ring64_index(ch_table *t, ch__point64 *pts, size_t total)
     ch__point64 *tmp = ch__alloc(t, total * sizeof(*tmp));
     uint32_t *bucket = ch__alloc(t, (nbuckets + 1) * sizeof(*bucket));
     if (tmp == NULL || bucket == NULL) {
-        ch__free(t, pts, (total + 1) * sizeof(*pts));
+        ch__free(t, pts, (total + CH__RING64_PAD) * sizeof(*pts));
         ch__free(t, tmp, total * sizeof(*tmp));
         ch__free(t, bucket, (nbuckets + 1) * sizeof(*bucket));
         return CH_ENOMEM;
@@ -66,7 +71,8 @@ int ch__ring64_index(ch_table *t, ch__point64 *pts, size_t total)
             continue;
         pts[m++] = pts[i];
     }
-    pts[m] = (ch__point64){.pos = UINT64_MAX, .node = pts[0].node};
+    for (size_t k = 0; k < CH__RING64_PAD; k++)
+        pts[m + k] = (ch__point64){.pos = UINT64_MAX, .node = pts[0].node};
 
     unsigned shift = 64 - bits;
     size_t i = 0;
@@ -78,12 +84,12 @@ int ch__ring64_index(ch_table *t, ch__point64 *pts, size_t total)
     }
     bucket[nbuckets] = (uint32_t)m;
 
-    /* The points array keeps its allocated size (total + 1) for ch__ring64_destroy. */
+    /* The points array keeps its allocated size for ch__ring64_destroy. */
     t->u.ring64.points = pts;
     t->u.ring64.npoints = m;
     t->u.ring64.bucket = bucket;
     t->u.ring64.shift = shift;
-    t->u.ring64.allocated = total + 1;
+    t->u.ring64.allocated = total + CH__RING64_PAD;
     return CH_OK;
 }
 
@@ -100,6 +106,12 @@ static size_t find_nowrap(const ch_table *t, uint64_t h)
     const ch__point64 *pts = t->u.ring64.points;
     uint64_t b = h >> t->u.ring64.shift;
     size_t lo = t->u.ring64.bucket[b], hi = t->u.ring64.bucket[b + 1];
+    if (hi - lo <= CH__RING64_PAD) {
+        size_t i = lo;
+        for (size_t k = 0; k < CH__RING64_PAD; k++)
+            i += pts[lo + k].pos < h;
+        return i;
+    }
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
         if (pts[mid].pos < h)

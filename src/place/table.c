@@ -335,7 +335,10 @@ uint64_t ch_key_hash(const ch_table *t, const void *key, size_t len)
         hash_tag_span(t->opt.hash_tag, &k, &len);
     if (len == 0 && t->algo->empty_key_zero)
         return 0;
-    return t->hash(k, len);
+    uint64_t h = t->algo->key_hash != NULL ? t->algo->key_hash(t, k, len) : t->hash(k, len);
+    if (t->algo->len_in_key_hash)
+        h |= (uint64_t)(len < UINT32_MAX ? len : UINT32_MAX) << 32;
+    return h;
 }
 
 size_t ch_lookup_hash(const ch_table *t, uint64_t h)

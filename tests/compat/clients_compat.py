@@ -71,7 +71,7 @@ def key_set(rng, kinds, extra=()):
 
 # ---- cases ----------------------------------------------------------------------------------
 
-def case_text(nodes, keys, vnodes=None, hash_name=None):
+def case_text(nodes, keys, vnodes=None, hash_name=None, down=()):
     lines = []
     if hash_name is not None:
         lines.append("hash %s" % hash_name)
@@ -79,6 +79,8 @@ def case_text(nodes, keys, vnodes=None, hash_name=None):
         lines.append("vnodes %d" % vnodes)
     for node_id, w in nodes:
         lines.append("node %r %s" % (float(w), node_id.hex()))
+    for i in down:
+        lines.append("down %d" % i)
     for k in keys:
         lines.append("key %s" % (k.hex() if k else "-"))
     return "\n".join(lines) + "\n"
@@ -383,10 +385,31 @@ def oracle_pecl(fn):
     return make
 
 
-def memcached_key(k):
-    """A key PECL memcache passes unchanged: 1..250 bytes, none <= 0x20 (it replaces those with
-    '_' before hashing; memcached's protocol forbids them anyway)."""
-    return 0 < len(k) <= 250 and all(b > 0x20 for b in k)
+def pecl_key(k):
+    """A key PECL memcache takes: any non-empty bytes (it refuses the empty key). It prepares
+    the others before hashing, as chash does: cut to 250 bytes, bytes <= 0x20 made '_'."""
+    return len(k) > 0
+
+
+def pecl_extra(nodes, vnodes, rng):
+    """Keys PECL's preparation changes: spaces, tabs, newlines and every control byte, inside
+    and at the ends; keys of 251..600 bytes (cut to 250, also with a control byte past the cut);
+    and each such key next to its prepared form, which must go to the same server."""
+    keys = []
+    for c in range(0x00, 0x21):
+        keys += [b"a%cb" % c, b"%cuser:%d" % (c, c), b"user:%d%c" % (c, c), bytes([c]) * 3]
+    for i in range(400):
+        k = bytes(rng.randint(0x21, 0xFF) for _ in range(rng.randint(1, 40)))
+        cut = rng.randrange(len(k) + 1)
+        keys.append(k[:cut] + bytes([rng.randint(0, 0x20)]) + k[cut:])
+    for i in range(300):
+        n = rng.randint(251, 600)
+        k = bytes(rng.randint(0x21, 0x7E) for _ in range(n))
+        if i % 3 == 0:
+            k = k[:260] + b" " + k[260:]
+        keys.append(k)
+    prepared = [bytes(b if b > 0x20 else 0x5F for b in k[:250]) for k in keys]
+    return keys + prepared
 
 
 NPM_PREFIX = "/usr/local/lib/chash-oracles"
@@ -465,10 +488,10 @@ SCHEMES = {
                                                                      for i in (0, 1)]),
     "pecl_memcache@4+crc32a": dict(oracle=oracle_pecl("crc32"), kinds=("binary",),
                                    sets=lambda rng: standard_sets(True, host_port_only=True),
-                                   extra=lambda nodes, v, rng: [], key_ok=memcached_key),
+                                   extra=pecl_extra, key_ok=pecl_key, failover=True),
     "pecl_memcache@4+fnv1a_32": dict(oracle=oracle_pecl("fnv"), kinds=("binary",),
                                      sets=lambda rng: standard_sets(True, host_port_only=True),
-                                     extra=lambda nodes, v, rng: [], key_ok=memcached_key),
+                                     extra=pecl_extra, key_ok=pecl_key, failover=True),
     # Node's hashring takes JavaScript strings: text keys (UTF-8), no binary.
     "hashring@3": dict(oracle=oracle_hashring("default"), kinds=("empty",), sets=hashring_sets,
                        extra=lambda nodes, v, rng: [n + b"-%d" % i for n, _ in nodes
@@ -489,10 +512,36 @@ SCHEMES = {
                          sets=lambda rng: [(n, [(i, 1) for i, _ in nodes], v)
                                            for n, nodes, v in standard_sets(False, True)],
                          extra=lambda nodes, v, rng: [n + b"-" for n, _ in nodes]),
-    "dalli@3": dict(oracle=oracle_dalli, kinds=("binary", "empty"),
+    # Dalli's failover rehash ("#{try}#{key}") with servers down: chash's walk (failover).
+    "dalli@3": dict(oracle=oracle_dalli, kinds=("binary", "empty"), failover=True,
                     sets=lambda rng: standard_sets(True, host_port_only=True),
                     extra=lambda nodes, v, rng: [n + b":%d" % i for n, _ in nodes for i in (0, 1)]),
 }
+
+
+def down_variants(n):
+    """The servers marked down for a scheme whose failover order chash reproduces: one from the
+    middle, then two (the first and the last); none for a one-server set beyond that server."""
+    if n == 1:
+        return [[0]]
+    return [[n // 2], sorted({0, n - 1})]
+
+
+def compare(name, set_name, nodes, keys, want, got, down):
+    """Exits 1 on a key placed differently. With servers down the library may find none for a
+    key (-1: it gave up after its retries) where chash's walk goes on: chash's server must then
+    be up. Returns the number of such keys."""
+    bad = [i for i in range(len(keys)) if want[i] != got[i]
+           and not (down and want[i] == -1 and got[i] >= 0 and got[i] not in down)]
+    if bad:
+        print("clients_compat %s [%s]: %d of %d keys differ" % (name, set_name, len(bad),
+                                                                 len(keys)))
+        show = lambda o: "(none)" if o < 0 else nodes[o][0].decode(errors="replace")
+        for i in bad[:5]:
+            print("  key %s: library -> %s, chash -> %s"
+                  % (keys[i].hex() or "(empty)", show(want[i]), show(got[i])))
+        sys.exit(1)
+    return sum(1 for i in range(len(keys)) if want[i] == -1 and got[i] >= 0)
 
 
 def main():
@@ -506,7 +555,7 @@ def main():
         if cmd is None:
             print("clients_compat %s: oracle unavailable: %s; run scripts/bootstrap" % (name, why))
             sys.exit(1 if os.environ.get("CI") else 77)
-        total = 0
+        total = total_down = 0
         sets = scheme["sets"](rng)
         for set_name, nodes, vnodes, *fixed in sets:
             # A set may bring its own keys and the number of servers they must use.
@@ -528,18 +577,11 @@ def main():
             keys = keys + [b"<hash %016x>" % h for h in raw]
             want = run_owners(cmd, text, "oracle for " + name)
             got = run_owners([place, name.split("+")[0]], text, "clients_place")
+            owners = want
             if len(want) != len(keys) or len(got) != len(keys):
                 sys.exit("clients_compat %s [%s]: %d keys, oracle gave %d owners, chash %d"
                          % (name, set_name, len(keys), len(want), len(got)))
-            bad = [i for i in range(len(keys)) if want[i] != got[i]]
-            if bad:
-                print("clients_compat %s [%s]: %d of %d keys differ" % (name, set_name, len(bad),
-                                                                         len(keys)))
-                for i in bad[:5]:
-                    print("  key %s: library -> %s, chash -> %s"
-                          % (keys[i].hex() or "(empty)", nodes[want[i]][0].decode(errors="replace"),
-                             nodes[got[i]][0].decode(errors="replace")))
-                sys.exit(1)
+            compare(name, set_name, nodes, keys, want, got, ())
             used = len(set(want))
             if len(fixed) > 1 and used != fixed[1]:
                 sys.exit("clients_compat %s [%s]: the library used %d servers, expected %d"
@@ -547,8 +589,28 @@ def main():
             print("  %-55s %2d servers, %5d keys, %2d servers used: equal"
                   % (set_name, len(nodes), len(keys), used))
             total += len(keys)
+            # The library's failover with servers down: chash's walk (as chash-proxy routes)
+            # must pick the server the library's own retries pick.
+            for down in (down_variants(len(nodes)) if scheme.get("failover") else ()):
+                dtext = case_text(nodes, keys, vnodes, name.split("+")[1] if "+" in name else None,
+                                  down)
+                want = run_owners(cmd, dtext, "oracle for " + name)
+                got = run_owners([place, name.split("+")[0]], dtext, "clients_place")
+                if len(want) != len(keys) or len(got) != len(keys):
+                    sys.exit("clients_compat %s [%s, down %s]: owner counts differ"
+                             % (name, set_name, down))
+                gave_up = compare(name, "%s, down %s" % (set_name, down), nodes, keys, want, got,
+                                  down)
+                moved = sum(1 for i in range(len(keys)) if want[i] != owners[i])
+                print("  %-55s %2d down, %5d keys, %4d failed over, %4d with none%s: equal"
+                      % ("  " + set_name, len(down), len(keys), moved, want.count(-1),
+                         " (chash went on: %d)" % gave_up if gave_up else ""))
+                total_down += len(keys)
         print("clients_compat %s: %d server sets, %d keys, 100%% equal to the library"
               % (name, len(sets), total))
+        if total_down:
+            print("clients_compat %s: failover, %d keys with servers down, 100%% equal to the "
+                  "library's retries" % (name, total_down))
 
 
 if __name__ == "__main__":

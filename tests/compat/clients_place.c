@@ -8,12 +8,18 @@
  *   node W HEXID        one per node, in list order: weight W, id as hex bytes
  *   key HEX             one per key, hex bytes ("key -" is the empty key)
  *   keyhash HEX64       a key hash given directly (ch_lookup_hash), after the first key
+ *   down I              (optional, after the nodes) node I is down: each key's server is then
+ *                       the first candidate of ch_route_hash_fn() (the walk without the down
+ *                       nodes, what chash-proxy and libchash-cache send to), -1 when none
  * Prints, for every key in order, the index of its owner in the node list, one per line.
  * Exit status: 0, or 2 with a message on stderr (bad input, a build that fails).
  */
 #define _POSIX_C_SOURCE 200809L
 
 #include "chash.h"
+#include "chash_route.h"
+
+#include <stdbool.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +50,15 @@ static long unhex(char *s)
     }
     s[n / 2] = '\0';
     return (long)(n / 2);
+}
+
+static bool *down;
+static size_t ndown;
+
+static bool node_up(const void *ctx, size_t i)
+{
+    (void)ctx;
+    return !down[i];
 }
 
 static void die(const char *what)
@@ -87,6 +102,14 @@ int main(int argc, char **argv)
             if (id == NULL || unhex(id) <= 0)
                 die("bad node id");
             nodes[n++] = (ch_node){.id = id, .weight = strtod(line + 5, NULL)};
+        } else if (strncmp(line, "down ", 5) == 0) {
+            size_t i = (size_t)strtoul(line + 5, NULL, 10);
+            if (t != NULL || i >= n)
+                die("bad down line");
+            if (down == NULL && (down = calloc(n, sizeof(*down))) == NULL)
+                die("out of memory");
+            ndown += !down[i];
+            down[i] = true;
         } else if (strncmp(line, "key ", 4) == 0) {
             if (t == NULL) {
                 int rc = ch_table_build(nodes, n, &o, &t);
@@ -98,7 +121,19 @@ int main(int argc, char **argv)
             long len = unhex(line + 4);
             if (len < 0)
                 die("bad key hex");
-            printf("%zu\n", ch_lookup(t, line + 4, (size_t)len));
+            if (down != NULL) {
+                /* As chash-proxy routes: the key hash once, then the walk over the up nodes. */
+                size_t cand[1], count = 0;
+                uint64_t kh = ch_key_hash(t, line + 4, (size_t)len);
+                if (ch_route_hash_fn(t, node_up, NULL, n - ndown, kh, 1, cand, &count) != CH_OK)
+                    die("route failed");
+                if (count == 0)
+                    printf("-1\n");
+                else
+                    printf("%zu\n", cand[0]);
+            } else {
+                printf("%zu\n", ch_lookup(t, line + 4, (size_t)len));
+            }
         } else if (strncmp(line, "keyhash ", 8) == 0) {
             if (t == NULL)
                 die("keyhash before the first key");
@@ -108,6 +143,7 @@ int main(int argc, char **argv)
         }
     }
     ch_table_free(t);
+    free(down);
     for (size_t i = 0; i < n; i++)
         free((char *)nodes[i].id);
     free(nodes);

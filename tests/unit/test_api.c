@@ -393,6 +393,10 @@ static void test_lookup_equals_lookup_hash(void **state)
             size_t len = tu_key(key, 1, k);
             uint64_t h;
             assert_int_equal(ch_hash64(hash, key, len, &h), CH_OK);
+            /* dalli@3's key hash carries the key's length above its 32-bit crc32 (its retries'
+             * hashes derive from both); its lookup reads the low 32 bits. */
+            if (a == CH_ALGO_DALLI_3)
+                h |= (uint64_t)len << 32;
             assert_int_equal(ch_key_hash(t, key, len), h);
             assert_int_equal(ch_lookup(t, key, len), ch_lookup_hash(t, h));
             assert_true(ch_lookup(t, key, len) < s.n);

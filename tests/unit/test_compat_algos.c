@@ -7,6 +7,7 @@
 #include "testutil.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <md5.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -231,13 +232,127 @@ static void test_compat_replicas(void **state)
     tu_nodes_free(&s);
 }
 
+/* dalli@3's walk is Dalli's retry order from its definition: try 0 the key's crc32, try t >= 1
+ * crc32("<t-1><key>") computed here directly (the walk derives it from the key hash), 20 tries,
+ * then the ring's walk; and ch_route with servers down picks the first up server of that order.
+ * Keys of every length 0..300 and every byte value check the CRC arithmetic. */
+static void test_dalli_retries(void **state)
+{
+    (void)state;
+    ch_node nodes[5] = {{"10.0.0.1:11211", 1}, {"10.0.0.2:11211", 2}, {"10.0.0.3:11211", 1},
+                        {"10.0.0.4:11211", 1}, {"10.0.0.5:11211", 3}};
+    ch_options o;
+    ch_options_init(&o);
+    o.algo = CH_ALGO_DALLI_3;
+    ch_table *t = NULL;
+    assert_int_equal(ch_table_build(nodes, 5, &o, &t), CH_OK);
+    char key[301], buf[320];
+    for (size_t len = 0; len <= 300; len++) {
+        for (int rep = 0; rep < 4; rep++) {
+            for (size_t i = 0; i < len; i++)
+                key[i] = (char)((i * 131 + len * 7 + (size_t)rep * 61) & 255);
+            /* Dalli's order, deduplicated, as the walk lists it. */
+            size_t want[5], nwant = 0;
+            for (unsigned try = 0; try < 20; try++) {
+                size_t n = 0;
+                if (try > 0)
+                    n = (size_t)snprintf(buf, 12, "%u", try - 1);
+                memcpy(buf + n, key, len);
+                uint32_t crc;
+                assert_int_equal(ch_hash32(CH_HASH_TW_CRC32A, buf, n + len, &crc), CH_OK);
+                size_t node = ch_lookup_hash(t, crc);
+                bool seen = false;
+                for (size_t j = 0; j < nwant; j++)
+                    seen = seen || want[j] == node;
+                if (!seen)
+                    want[nwant++] = node;
+            }
+            size_t out[5], count = 0;
+            assert_int_equal(ch_replicas(t, key, len, 5, out, &count), CH_OK);
+            assert_int_equal(count, 5); /* the ring's walk after the tries reaches every node */
+            for (size_t j = 0; j < nwant; j++)
+                assert_int_equal(out[j], want[j]);
+        }
+    }
+    ch_table_free(t);
+}
+
+/* pecl_memcache@4 from its definition: the key prepared (250 bytes at most, bytes <= 0x20 made
+ * '_') and hashed; the walk PECL's failover order, hash("<prepared key>-<i>") for i < 20 after
+ * the key's own, computed here directly, then the ring's walk; for crc32 and fnv. */
+static void test_pecl_retries(void **state)
+{
+    (void)state;
+    ch_node nodes[4] = {{"10.0.0.1:11211", 1}, {"10.0.0.2:11211", 2}, {"10.0.0.3:11211", 1},
+                        {"10.0.0.4:11211", 3}};
+    ch_hash_id hashes[2] = {CH_HASH_TW_CRC32A, CH_HASH_TW_FNV1A_32};
+    for (size_t hi = 0; hi < 2; hi++) {
+        ch_options o;
+        ch_options_init(&o);
+        o.algo = CH_ALGO_PECL_MEMCACHE_4;
+        o.hash = hashes[hi];
+        ch_table *t = NULL;
+        assert_int_equal(ch_table_build(nodes, 4, &o, &t), CH_OK);
+        char key[400], prep[270];
+        for (size_t len = 1; len <= 400; len += (len < 260 ? 1 : 7)) {
+            for (size_t i = 0; i < len; i++)
+                key[i] = (char)((i * 97 + len * 13) % 70); /* bytes <= 0x20 among them */
+            size_t plen = len < 250 ? len : 250;
+            for (size_t i = 0; i < plen; i++)
+                prep[i] = (unsigned char)key[i] > 0x20 ? key[i] : '_';
+            uint64_t h;
+            assert_int_equal(ch_hash64(hashes[hi], prep, plen, &h), CH_OK);
+            assert_int_equal(ch_key_hash(t, key, len), h);
+            size_t want[4], nwant = 0;
+            for (unsigned try = 0; try < 21; try++) {
+                size_t n = plen;
+                if (try > 0)
+                    n += (size_t)snprintf(prep + plen, 16, "-%u", try - 1);
+                assert_int_equal(ch_hash64(hashes[hi], prep, n, &h), CH_OK);
+                size_t node = ch_lookup_hash(t, h);
+                bool seen = false;
+                for (size_t j = 0; j < nwant; j++)
+                    seen = seen || want[j] == node;
+                if (!seen)
+                    want[nwant++] = node;
+            }
+            size_t out[4], count = 0;
+            assert_int_equal(ch_replicas(t, key, len, 4, out, &count), CH_OK);
+            assert_int_equal(count, 4);
+            for (size_t j = 0; j < nwant; j++)
+                assert_int_equal(out[j], want[j]);
+        }
+        /* One byte to prepare (0x00, 0x20, 0x21 which stays) at every place of keys of bytes
+         * above 0x20 and >= 0x80 (the 8-byte test must miss none), and none at all. */
+        const unsigned char lows[] = {0x00, 0x20, 0x21, 0x7f};
+        for (size_t len = 1; len <= 260; len++) {
+            for (size_t at = 0; at <= len; at++) {
+                for (size_t l = 0; l < sizeof(lows); l++) {
+                    for (size_t i = 0; i < len; i++)
+                        key[i] = (char)(i % 3 ? 0xc3 + i % 50 : 0x21 + i % 90);
+                    if (at < len)
+                        key[at] = (char)lows[l];
+                    size_t plen = len < 250 ? len : 250;
+                    for (size_t i = 0; i < plen; i++)
+                        prep[i] = (unsigned char)key[i] > 0x20 ? key[i] : '_';
+                    uint64_t h;
+                    assert_int_equal(ch_hash64(hashes[hi], prep, plen, &h), CH_OK);
+                    assert_int_equal(ch_key_hash(t, key, len), h);
+                }
+            }
+        }
+        ch_table_free(t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ketama_definition), cmocka_unit_test(test_ketama_float_points),
         cmocka_unit_test(test_modula_slots),      cmocka_unit_test(test_random_draw),
         cmocka_unit_test(test_empty_key),         cmocka_unit_test(test_hash_tag),
-        cmocka_unit_test(test_compat_replicas),
+        cmocka_unit_test(test_compat_replicas),   cmocka_unit_test(test_dalli_retries),
+        cmocka_unit_test(test_pecl_retries),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
