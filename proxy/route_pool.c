@@ -5,6 +5,11 @@
  * command is routed again the same way, against the membership and health of that moment, so
  * nothing of the membership is stored in a request and a reload has nothing to renumber; a slot
  * tries at most the pool's failover depth of servers.
+ *
+ * In a window after a membership change (warm.h) a slot of a moved key takes a few steps of
+ * its own (px_rq_slot.phase, below): before its switch its old owner serves it; while it warms,
+ * a read goes alone to the new owner and, on a miss, to the old one; a write first moves the
+ * key. Unmoved keys, and every key outside a window, take none.
  */
 #include "route_pool.h"
 #include "request.h"
