@@ -137,25 +137,6 @@ enum {
     PH_DELETE_OLD,  /* the old copy deleted (protocols without a take) */
 };
 
-/* The route's own requests for a slot's key (px_rq_send_own). */
-typedef struct own_arg {
-    const px_codec *codec;
-    const char *key;
-    size_t len;
-    int (*fn)(px_buf *out, const char *key, size_t len, uint8_t *expect);
-    const px_buf *bytes; /* fn NULL: these bytes, expect below */
-    uint8_t expect;
-} own_arg;
-
-static int encode_own(void *arg, px_buf *out, uint8_t *expect)
-{
-    const own_arg *a = arg;
-    if (a->fn != NULL)
-        return a->fn(out, a->key, a->len, expect);
-    *expect = a->expect;
-    return px_buf_append(out, a->bytes->p, a->bytes->len);
-}
-
 /* Where slot s's key stands in the pool's window, and its old owner. */
 static px_warm_step slot_where(px_rq *rq, px_slot s, px_server **src)
 {
@@ -201,11 +182,10 @@ static bool warm_start(px_rq *rq, px_slot s)
         return false;
     px_warm_write(pool, key, len);
     rq->slots[s].phase = PH_MOVE_TAKE;
-    own_arg a = {rq->codec, key, len,
-                 rq->codec->encode_take != NULL ? rq->codec->encode_take
-                                                : rq->codec->encode_fetch,
-                 NULL, 0};
-    if (px_rq_send_own(rq, s, src, encode_own, &a) != 0) {
+    px_warm_request a = {rq->codec->encode_take != NULL ? rq->codec->encode_take
+                                                        : rq->codec->encode_fetch,
+                         key, len, NULL, 0};
+    if (px_rq_send_own(rq, s, src, px_warm_encode, &a) != 0) {
         rq->slots[s].phase = PH_USUAL;
         return false;
     }
@@ -242,9 +222,9 @@ static bool move_fill(px_rq *rq, px_slot s, const px_reply *r)
     px_buf b = {0};
     uint8_t expect = 0;
     int rc = rq->codec->encode_fill(&b, key, len, r, (int64_t)time(NULL), &expect);
-    own_arg a = {rq->codec, key, len, NULL, &b, expect};
+    px_warm_request a = {NULL, key, len, &b, expect};
     rq->slots[s].phase = PH_MOVE_FILL;
-    bool sent = rc > 0 && px_rq_send_own(rq, s, to, encode_own, &a) == 0;
+    bool sent = rc > 0 && px_rq_send_own(rq, s, to, px_warm_encode, &a) == 0;
     px_buf_free(&b);
     if (!sent)
         rq->slots[s].phase = PH_USUAL;

@@ -103,24 +103,13 @@ typedef struct warm_fill {
     char key[];
 } warm_fill;
 
-typedef struct fill_encode {
-    const px_codec *codec;
-    const warm_fill *wf;
-    const px_buf *bytes; /* the store, already encoded */
-    uint8_t expect;      /* its reply's shape */
-} fill_encode;
-
-static int encode_fetch(void *arg, px_buf *out, uint8_t *expect)
+int px_warm_encode(void *arg, px_buf *out, uint8_t *expect)
 {
-    const fill_encode *e = arg;
-    return e->codec->encode_fetch(out, e->wf->key, e->wf->len, expect);
-}
-
-static int encode_bytes(void *arg, px_buf *out, uint8_t *expect)
-{
-    const fill_encode *e = arg;
-    *expect = e->expect;
-    return px_buf_append(out, e->bytes->p, e->bytes->len);
+    const px_warm_request *a = arg;
+    if (a->fn != NULL)
+        return a->fn(out, a->key, a->len, expect);
+    *expect = a->expect;
+    return px_buf_append(out, a->bytes->p, a->bytes->len);
 }
 
 static void fill_stored(px_frag *f, const px_reply *r)
@@ -137,13 +126,13 @@ static void fill_stored(px_frag *f, const px_reply *r)
     free(wf);
 }
 
-/* Sends f (its ctx set) to s with the encoder; frees wf when it cannot. */
-static void fill_send(px_server *s, px_frag *f, px_encode_fn enc, fill_encode *e)
+/* Sends f (its ctx set) to s for request e; frees wf when it cannot. */
+static void fill_send(px_server *s, px_frag *f, px_warm_request *e)
 {
     warm_fill *wf = f->ctx;
     f->kind = PX_FRAG_FORWARD;
     f->cid = wf->cid;
-    if (px_server_send(s, f, enc, e) != 0) {
+    if (px_server_send(s, f, px_warm_encode, e) != 0) {
         wf->pool->m.warm.warm_fill_errors++;
         px_frag_free(f);
         free(wf);
@@ -180,8 +169,8 @@ static void fill_fetched(px_frag *f, const px_reply *r)
     }
     g->done = fill_stored;
     g->ctx = wf;
-    fill_encode e = {pool->codec, wf, &b, expect};
-    fill_send(&pool->servers[n], g, encode_bytes, &e);
+    px_warm_request e = {NULL, wf->key, wf->len, &b, expect};
+    fill_send(&pool->servers[n], g, &e);
     px_buf_free(&b);
 }
 
@@ -205,6 +194,6 @@ void px_warm_fill(px_pool *pool, const char *key, size_t len, uint64_t cid, uint
     memcpy(wf->key, key, len);
     f->done = fill_fetched;
     f->ctx = wf;
-    fill_encode e = {pool->codec, wf, NULL, 0};
-    fill_send(src, f, encode_fetch, &e);
+    px_warm_request e = {pool->codec->encode_fetch, wf->key, wf->len, NULL, 0};
+    fill_send(src, f, &e);
 }
