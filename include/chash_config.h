@@ -18,6 +18,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -116,6 +117,17 @@ typedef struct ch_conf_pool {
     double bounded_load_factor; /* "bounded_load_factor": c of consistent hashing with bounded
                                    loads (ch_lookup_bounded), a finite number >= 1; default 0:
                                    off (docs/PROXY.md, "Bounded loads") */
+    /* Fleet membership (docs/FLEET.md): "membership: etcd://host:port/key" takes the pool's
+     * servers, hash, distribution, hash_tag and version from that etcd key (a membership
+     * document, ch_config_membership_doc()) instead of the file; "servers" may then be absent
+     * (or serve until etcd first answers). NULL when absent. */
+    char *membership;             /* as written */
+    char *membership_endpoint;    /* its "host:port" */
+    char *membership_key;         /* its key, from the '/' after host:port */
+    int membership_hold_down_ms;  /* "membership_hold_down": a document that removes servers
+                                     waits this long before it is applied, so a server that
+                                     leaves and comes back within it changes nothing; default
+                                     CH_CONF_DEFAULT_MEMBERSHIP_HOLD_DOWN */
 } ch_conf_pool;
 
 /* Defaults of the proxy limits max_request_bytes and max_client_buffer_bytes: 64 MiB each. */
@@ -126,6 +138,7 @@ typedef struct ch_conf_pool {
 #define CH_CONF_DEFAULT_REJOIN_JOURNAL_KEYS 100000
 #define CH_CONF_DEFAULT_MAX_CLIENT_INFLIGHT_BYTES (32 * 1024 * 1024)
 #define CH_CONF_DEFAULT_MAX_EJECTED_SHARE 0.5
+#define CH_CONF_DEFAULT_MEMBERSHIP_HOLD_DOWN 10000
 
 typedef struct ch_config {
     char *path;
@@ -153,6 +166,18 @@ typedef struct ch_config_error {
  * file order is reported (checks that need a whole pool, such as a missing "servers", at the
  * pool's end). Cost: O(file size), expected; memory O(file size). Thread-safe. */
 int ch_config_load(const char *path, ch_config **out, ch_config_error *err);
+
+/* Takes pool's membership from a membership document (docs/FLEET.md): text[0, len), YAML in
+ * block or flow style (so JSON too), a mapping of "servers" (required, as in a file) and
+ * optionally "hash", "distribution", "hash_tag", "version" and "epoch" (an integer >= 1); any
+ * other key is an error. On success pool's servers, order, hash, distribution, hash_tag and
+ * version are the document's (keys it does not give take their defaults, not the pool's), and
+ * *epoch is its "epoch", or 0 when absent. Errors name the document as name (e.g. the etcd
+ * URL) with its line and column. pool must belong to a ch_config loaded by ch_config_load()
+ * that no one else reads yet. Returns 0, or CH_EINVAL / CH_ENOMEM / CH_ETOOBIG with *err
+ * filled and pool unchanged. Cost: O(len). Thread-safe (on distinct pools). */
+int ch_config_membership_doc(ch_conf_pool *pool, const char *name, const void *text, size_t len,
+                             int64_t *epoch, ch_config_error *err);
 
 /* Formats err as "file:line:column: message" into buf (truncated to len, always terminated when
  * len > 0). Returns buf. */

@@ -147,7 +147,11 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS };
     X(SERVER_TLS_CA_FILE, server_tls_ca_file, K_STR, "a file name")                         \
     X(SERVER_TLS_NAME, server_tls_name, K_STR, "a host name")                               \
     X(SERVER_TLS_CERT_FILE, server_tls_cert_file, K_STR, "a file name")                     \
-    X(SERVER_TLS_KEY_FILE, server_tls_key_file, K_STR, "a file name")
+    X(SERVER_TLS_KEY_FILE, server_tls_key_file, K_STR, "a file name")                     \
+    /* fleet membership (docs/FLEET.md) */                                                   \
+    X(MEMBERSHIP, membership, K_STR, "an etcd://host:port/key URL")                         \
+    X(MEMBERSHIP_HOLD_DOWN, membership_hold_down, K_INT, "an integer")                      \
+    X(EPOCH, epoch, K_STR, "an integer >= 1")
 
 enum key_id {
 #define KEY_ENUM(id, name, kind, expect) KEY_##id,
@@ -197,6 +201,7 @@ static int *int_field(ch_conf_pool *p, int id)
     case KEY_MAX_CLIENT_INFLIGHT_BYTES: return &p->max_client_inflight_bytes;
     case KEY_WARM_UP: return &p->warm_up_ms;
     case KEY_RAMP: return &p->ramp_ms;
+    case KEY_MEMBERSHIP_HOLD_DOWN: return &p->membership_hold_down_ms;
     default: return &p->server_failure_limit;
     }
 }
@@ -356,7 +361,17 @@ typedef struct loader {
     strset pool_names;  /* pool name -> pool index */
     strset listens;     /* listen value -> pool index */
     strset servers;     /* twemproxy's server name -> server index, in the current pool */
+    /* A membership document (ch_config_membership_doc) instead of a file: one mapping of the
+     * membership keys (DOC_KEYS), flow style (JSON) allowed. */
+    bool doc;
+    int64_t epoch; /* the document's "epoch", 0 when absent */
 } loader;
+
+/* The keys a membership document may hold: what placement depends on, and its epoch. */
+#define DOC_KEYS                                                                            \
+    ((UINT64_C(1) << KEY_SERVERS) | (UINT64_C(1) << KEY_HASH) |                             \
+     (UINT64_C(1) << KEY_DISTRIBUTION) | (UINT64_C(1) << KEY_HASH_TAG) |                    \
+     (UINT64_C(1) << KEY_VERSION) | (UINT64_C(1) << KEY_EPOCH))
 
 /* Per-pool bookkeeping while its keys are read. */
 typedef struct pool_state {
@@ -500,13 +515,13 @@ static int next(loader *ld)
     case YAML_SCALAR_EVENT:
         return check_props(ld, e->data.scalar.anchor, e->data.scalar.tag);
     case YAML_SEQUENCE_START_EVENT:
-        if (e->data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE)
+        if (e->data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE && !ld->doc)
             return fail(ld, e->start_mark,
                         "flow sequences [...] are not allowed (twemproxy rejects them); write one "
                         "\"- item\" per line, or quote a value that starts with '['");
         return check_props(ld, e->data.sequence_start.anchor, e->data.sequence_start.tag);
     case YAML_MAPPING_START_EVENT:
-        if (e->data.mapping_start.style == YAML_FLOW_MAPPING_STYLE)
+        if (e->data.mapping_start.style == YAML_FLOW_MAPPING_STYLE && !ld->doc)
             return fail(ld, e->start_mark,
                         "flow mappings {...} are not allowed (twemproxy rejects them); quote a "
                         "value that starts with '{', e.g. hash_tag: \"{}\"");
@@ -586,6 +601,7 @@ static int pool_new(loader *ld, ch_conf_pool **out)
     p->rejoin_journal_keys = CH_CONF_DEFAULT_REJOIN_JOURNAL_KEYS;
     p->max_client_inflight_bytes = CH_CONF_DEFAULT_MAX_CLIENT_INFLIGHT_BYTES;
     p->max_ejected_share = CH_CONF_DEFAULT_MAX_EJECTED_SHARE;
+    p->membership_hold_down_ms = CH_CONF_DEFAULT_MEMBERSHIP_HOLD_DOWN;
     ld->servers_cap = 0;
     p->hash = dupn("fnv1a_64", 8);
     p->distribution = dupn("ketama", 6);
@@ -640,6 +656,38 @@ static bool parse_number(const char *s, size_t len, double *out)
         return false;
     *out = d;
     return true;
+}
+
+/* "membership": etcd://host:port/key, the key printable ASCII without spaces, not ending in
+ * '/' (instance records live under "<key>/"). */
+static int load_membership(loader *ld, ch_conf_pool *p, const char *v, size_t len)
+{
+    static const char scheme[] = "etcd://";
+    const size_t sl = sizeof(scheme) - 1;
+    yaml_mark_t m = ld->ev.start_mark;
+    char q[QB], why[160];
+    const char *slash = len > sl && memcmp(v, scheme, sl) == 0 ? memchr(v + sl, '/', len - sl)
+                                                               : NULL;
+    if (slash == NULL)
+        return fail(ld, m, "expected an etcd://host:port/key URL for \"membership\", got \"%s\"",
+                    ch__conf_quote(q, sizeof q, v, len));
+    ch__conf_addr a;
+    size_t hl = (size_t)(slash - (v + sl)), kl = len - (size_t)(slash - v);
+    if (!ch__conf_parse_listen(v + sl, hl, &a, why, sizeof why)) /* no '/': never a socket */
+        return fail(ld, m, "\"membership\": %s in \"%s\"", why,
+                    ch__conf_quote(q, sizeof q, v, len));
+    bool ok = kl > 1 && slash[kl - 1] != '/';
+    for (size_t i = 0; ok && i < kl; i++)
+        ok = slash[i] > 0x20 && slash[i] < 0x7f;
+    if (!ok)
+        return fail(ld, m,
+                    "\"membership\": expected a key after host:port (printable, no spaces, not "
+                    "ending in '/'), got \"%s\"",
+                    ch__conf_quote(q, sizeof q, v, len));
+    if ((p->membership = dupn(v, len)) == NULL || (p->membership_endpoint = dupn(v + sl, hl)) == NULL ||
+        (p->membership_key = dupn(slash, kl)) == NULL)
+        return nomem(ld);
+    return CH_OK;
 }
 
 static int load_value(loader *ld, ch_conf_pool *p, int id)
@@ -754,6 +802,19 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
                         "expected a number from 0 to 1 for \"max_ejected_share\", got \"%s\"",
                         ch__conf_quote(q, sizeof q, v, len));
         p->max_ejected_share = d;
+        return CH_OK;
+    }
+    case KEY_MEMBERSHIP:
+        return load_membership(ld, p, v, len);
+    case KEY_EPOCH: {
+        int64_t ep = 0;
+        for (size_t i = 0; i < len && ep >= 0; i++)
+            ep = v[i] >= '0' && v[i] <= '9' && ep <= (INT64_MAX - 9) / 10 ? ep * 10 + (v[i] - '0')
+                                                                       : -1;
+        if (ep < 1)
+            return fail(ld, m, "expected an integer from 1 to %lld for \"epoch\", got \"%s\"",
+                        (long long)(INT64_MAX - 9) / 10, ch__conf_quote(q, sizeof q, v, len));
+        ld->epoch = ep;
         return CH_OK;
     }
     default: /* KEY_REDIS_AUTH */
@@ -901,6 +962,14 @@ static int load_key(loader *ld, ch_conf_pool *p, pool_state *st)
     if (id < 0)
         return fail(ld, km, "unknown key \"%s\" in pool \"%s\"", ch__conf_quote(q, sizeof q, k, klen),
                     ch__conf_quote(q2, sizeof q2, p->name, strlen(p->name)));
+    if (ld->doc && (DOC_KEYS & (UINT64_C(1) << id)) == 0)
+        return fail(ld, km,
+                    "\"%s\" cannot be set by a membership document (it holds servers, hash, "
+                    "distribution, hash_tag, version and epoch)",
+                    keys[id].name);
+    if (!ld->doc && id == KEY_EPOCH)
+        return fail(ld, km,
+                    "\"epoch\" belongs in a membership document (docs/FLEET.md), not in a pool");
     if (st->seen & (UINT64_C(1) << id))
         return fail(ld, km, "duplicate key \"%s\" in pool \"%s\" (first on line %zu)", keys[id].name,
                     ch__conf_quote(q2, sizeof q2, p->name, strlen(p->name)),
@@ -954,13 +1023,15 @@ static int check_tls(loader *ld, const ch_conf_pool *p, const pool_state *st)
     return CH_OK;
 }
 
+static int load_body(loader *ld, ch_conf_pool *p, yaml_mark_t pm);
+
 static int load_pool(loader *ld)
 {
     const yaml_event_t *e = &ld->ev;
     const char *v = (const char *)e->data.scalar.value;
     size_t len = e->data.scalar.length;
     yaml_mark_t pm = e->start_mark;
-    char q[QB], g[QB + 2];
+    char q[QB];
     ch_conf_pool *p = NULL;
     int rc;
 
@@ -980,13 +1051,25 @@ static int load_pool(loader *ld)
     if (first != SIZE_MAX)
         return fail(ld, pm, "duplicate pool \"%s\" (first on line %u)",
                     ch__conf_quote(q, sizeof q, v, len), ld->cfg->pools[first].line);
-    const char *name = ch__conf_quote(q, sizeof q, p->name, len);
-
     if ((rc = next(ld)) != CH_OK)
         return rc;
+    return load_body(ld, p, pm);
+}
+
+/* A pool's mapping of settings (the current event), in a file or a membership document. */
+static int load_body(loader *ld, ch_conf_pool *p, yaml_mark_t pm)
+{
+    const yaml_event_t *e = &ld->ev;
+    char q[QB], g[QB + 2];
+    const char *name = ch__conf_quote(q, sizeof q, p->name, strlen(p->name));
+    int rc;
+
     if (e->type != YAML_MAPPING_START_EVENT)
-        return fail(ld, value_mark(ld, pm), "expected a mapping of settings for pool \"%s\", got %s",
-                    name, got(ld, g, sizeof g));
+        return ld->doc ? fail(ld, e->start_mark, "expected a mapping of membership keys, got %s",
+                              got(ld, g, sizeof g))
+                       : fail(ld, value_mark(ld, pm),
+                              "expected a mapping of settings for pool \"%s\", got %s", name,
+                              got(ld, g, sizeof g));
     pool_state st = {0};
     for (;;) {
         if ((rc = next(ld)) != CH_OK)
@@ -999,9 +1082,14 @@ static int load_pool(loader *ld)
         if ((rc = load_key(ld, p, &st)) != CH_OK)
             return rc;
     }
-    if (p->nservers == 0)
+    if (p->nservers == 0 && ld->doc)
+        return fail(ld, pm, "the membership document has no \"servers\"");
+    if (p->nservers == 0 && p->membership == NULL)
         return fail(ld, pm, "pool \"%s\" has no servers", name);
-    if ((rc = twemproxy_order(p)) != CH_OK)
+    if ((st.seen & (UINT64_C(1) << KEY_MEMBERSHIP_HOLD_DOWN)) != 0 && p->membership == NULL)
+        return fail(ld, st.mark[KEY_MEMBERSHIP_HOLD_DOWN],
+                    "\"membership_hold_down\" needs \"membership\"");
+    if (p->nservers > 0 && (rc = twemproxy_order(p)) != CH_OK)
         return nomem(ld);
     p->has_auto_eject_hosts = st.seen & (UINT64_C(1) << KEY_AUTO_EJECT_HOSTS);
     p->has_server_failure_limit = st.seen & (UINT64_C(1) << KEY_SERVER_FAILURE_LIMIT);
@@ -1049,6 +1137,22 @@ static int load_stream(loader *ld)
     if ((rc = next(ld)) != CH_OK) /* document end */
         return rc;
     return next(ld); /* stream end; a second document is refused by next() */
+}
+
+/* A membership document: one mapping of membership keys, into the loader's one pool. */
+static int load_doc_stream(loader *ld)
+{
+    const yaml_event_t *e = &ld->ev;
+    int rc;
+    if ((rc = next(ld)) != CH_OK || (rc = next(ld)) != CH_OK) /* stream and document start */
+        return rc;
+    if (e->type == YAML_STREAM_END_EVENT)
+        return fail(ld, e->start_mark, "the membership document is empty");
+    if ((rc = next(ld)) != CH_OK || (rc = load_body(ld, &ld->cfg->pools[0], e->start_mark)) != CH_OK)
+        return rc;
+    if ((rc = next(ld)) != CH_OK) /* document end */
+        return rc;
+    return next(ld);
 }
 
 /* The first pass: every event of the stream, for the checks next() makes. */
@@ -1212,6 +1316,62 @@ int ch__config_load_text(const char *name, const void *text, size_t len, ch_conf
     return load_text(&ld, buf, len, ld.path, out);
 }
 
+/* The fields a membership document sets (swapped, so each side frees what it then holds). */
+static void swap_membership(ch_conf_pool *a, ch_conf_pool *b)
+{
+#define SWAP(f)                                                                             \
+    do {                                                                                    \
+        __typeof__(a->f) t = a->f;                                                          \
+        a->f = b->f;                                                                        \
+        b->f = t;                                                                           \
+    } while (0)
+    SWAP(servers);
+    SWAP(nservers);
+    SWAP(order);
+    SWAP(hash);
+    SWAP(distribution);
+    SWAP(hash_tag);
+    SWAP(version);
+#undef SWAP
+}
+
+int ch_config_membership_doc(ch_conf_pool *pool, const char *name, const void *text, size_t len,
+                             int64_t *epoch, ch_config_error *err)
+{
+    loader ld = {.path = name != NULL ? name : "(membership)", .err = err, .doc = true};
+    if (pool == NULL || epoch == NULL || (text == NULL && len > 0))
+        return fail_at(&ld, CH_EINVAL, 0, 0, "%s", ch_strerror(CH_EINVAL));
+    if (len > CH_CONFIG_MAX_BYTES)
+        return fail_at(&ld, CH_ETOOBIG, 0, 0, "the document is larger than %u bytes",
+                       CH_CONFIG_MAX_BYTES);
+    unsigned char *buf = xmalloc(len > 0 ? len : 1);
+    ch_conf_pool *p = NULL;
+    int rc = buf == NULL ? nomem(&ld) : CH_OK;
+    if (rc == CH_OK && len > 0)
+        memcpy(buf, text, len);
+    ld.buf = buf;
+    ld.len = len;
+    if (rc == CH_OK && (ld.cfg = xmalloc(sizeof *ld.cfg)) == NULL)
+        rc = nomem(&ld);
+    if (rc == CH_OK) {
+        memset(ld.cfg, 0, sizeof *ld.cfg);
+        if ((rc = pool_new(&ld, &p)) == CH_OK && (p->name = dupn(pool->name, strlen(pool->name))) == NULL)
+            rc = nomem(&ld);
+    }
+    if (rc == CH_OK)
+        rc = run_pass(&ld, scan_stream);
+    if (rc == CH_OK)
+        rc = run_pass(&ld, load_doc_stream);
+    if (rc == CH_OK) {
+        swap_membership(pool, p);
+        *epoch = ld.epoch;
+    }
+    strset_free(&ld.servers);
+    xfree(buf);
+    ch_config_free(ld.cfg);
+    return rc;
+}
+
 const char *ch_config_error_str(const ch_config_error *err, char *buf, size_t len)
 {
     if (buf == NULL || len == 0)
@@ -1265,6 +1425,9 @@ void ch_config_free(ch_config *cfg)
         xfree(p->server_tls_name);
         xfree(p->server_tls_cert_file);
         xfree(p->server_tls_key_file);
+        xfree(p->membership);
+        xfree(p->membership_endpoint);
+        xfree(p->membership_key);
     }
     xfree(cfg->pools);
     xfree(cfg->path);

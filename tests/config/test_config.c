@@ -950,6 +950,118 @@ static void test_not_regular(void **state)
     unlink(path);
 }
 
+/* ---- membership documents (ch_config_membership_doc; docs/FLEET.md) ------------------------ */
+
+static ch_config *text_ok(const char *text)
+{
+    ch_config *cfg = NULL;
+    ch_config_error err;
+    char buf[700];
+    if (ch__config_load_text("f.yml", text, strlen(text), &cfg, &err) != CH_OK)
+        fail_msg("%s", ch_config_error_str(&err, buf, sizeof buf));
+    return cfg;
+}
+
+/* A pool may name an etcd key instead of servers; the URL is taken apart; servers are then
+ * optional; a document replaces exactly the membership fields, in YAML or JSON; a bad one is
+ * named with its line and column and changes nothing. */
+static void test_membership_doc(void **state)
+{
+    (void)state;
+    ch_config *cfg = text_ok("a:\n  listen: 127.0.0.1:1\n  redis: true\n  timeout: 77\n"
+                             "  membership: etcd://127.0.0.1:2379/chash/pools/a\n"
+                             "  membership_hold_down: 250\n");
+    ch_conf_pool *p = &cfg->pools[0];
+    assert_int_equal(p->nservers, 0);
+    assert_string_equal(p->membership_endpoint, "127.0.0.1:2379");
+    assert_string_equal(p->membership_key, "/chash/pools/a");
+    assert_int_equal(p->membership_hold_down_ms, 250);
+
+    int64_t epoch = -1;
+    ch_config_error err;
+    char buf[700];
+    static const char yaml[] = "servers:\n  - 127.0.0.1:7001:1 s1\n  - 127.0.0.1:7002:2 s2\n"
+                               "hash: murmur\ndistribution: ketama\nepoch: 42\n";
+    assert_int_equal(ch_config_membership_doc(p, "etcd://x/a", yaml, strlen(yaml), &epoch, &err),
+                     CH_OK);
+    assert_int_equal(epoch, 42);
+    assert_int_equal(p->nservers, 2);
+    assert_string_equal(p->servers[1].id, "s2");
+    assert_true(p->servers[1].weight == 2.0);
+    assert_string_equal(p->hash, "murmur");
+    assert_int_equal(p->timeout_ms, 77); /* the file's keys stay */
+    assert_true(p->redis);
+    assert_int_equal(p->order[0], 0);
+
+    /* JSON; absent keys take their defaults, not the previous document's */
+    static const char json[] = "{\"servers\": [\"127.0.0.1:7003:1 s3\"], \"hash_tag\": \"{}\"}";
+    assert_int_equal(ch_config_membership_doc(p, "etcd://x/a", json, strlen(json), &epoch, &err),
+                     CH_OK);
+    assert_int_equal(epoch, 0);
+    assert_int_equal(p->nservers, 1);
+    assert_string_equal(p->servers[0].addr, "127.0.0.1:7003");
+    assert_string_equal(p->hash, "fnv1a_64");
+    assert_string_equal(p->hash_tag, "{}");
+
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"servers: [127.0.0.1:7001:1\n", "etcd://x/a:2:1: YAML syntax error: did not find "
+                                         "expected ',' or ']' (while parsing a flow sequence at "
+                                         "line 1, column 10)"},
+        {"{\"servers\": [\"127.0.0.1:7001:1\"], \"listen\": \"127.0.0.1:1\"}",
+         "etcd://x/a:1:35: \"listen\" cannot be set by a membership document (it holds servers, "
+         "hash, distribution, hash_tag, version and epoch)"},
+        {"hash: murmur\n", "etcd://x/a:1:1: the membership document has no \"servers\""},
+        {"servers:\n  - 127.0.0.1:7001:1\nepoch: -3\n",
+         "etcd://x/a:3:8: expected an integer from 1 to 922337203685477579 for \"epoch\", got "
+         "\"-3\""},
+        {"", "etcd://x/a:1:1: the membership document is empty"},
+        {"- a\n", "etcd://x/a:1:1: expected a mapping of membership keys, got a sequence"},
+        {"servers:\n  - 127.0.0.1:7001:1 a\n  - 127.0.0.1:7002:1 a\n",
+         "etcd://x/a:3:5: duplicate server name \"a\" in pool \"a\" (first on line 2)"},
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        epoch = -1;
+        int rc = ch_config_membership_doc(p, "etcd://x/a", bad[i].text, strlen(bad[i].text),
+                                          &epoch, &err);
+        assert_int_equal(rc, CH_EINVAL);
+        ch_config_error_str(&err, buf, sizeof buf);
+        if (strcmp(buf, bad[i].want) != 0)
+            fail_msg("case %zu:\n  want: %s\n  got:  %s", i, bad[i].want, buf);
+        assert_int_equal(epoch, -1);
+        assert_int_equal(p->nservers, 1); /* unchanged */
+        assert_string_equal(p->servers[0].addr, "127.0.0.1:7003");
+    }
+    ch_config_free(cfg);
+
+    /* In a file: "epoch" is a document's; hold-down needs membership; bad URLs */
+    static const struct {
+        const char *text, *want;
+    } badfile[] = {
+        {"a:\n  servers:\n    - 127.0.0.1:1:1\n  epoch: 3\n",
+         "f.yml:4:3: \"epoch\" belongs in a membership document (docs/FLEET.md), not in a pool"},
+        {"a:\n  servers:\n    - 127.0.0.1:1:1\n  membership_hold_down: 3\n",
+         "f.yml:4:3: \"membership_hold_down\" needs \"membership\""},
+        {"a:\n  membership: http://127.0.0.1:2379/k\n",
+         "f.yml:2:15: expected an etcd://host:port/key URL for \"membership\", got "
+         "\"http://127.0.0.1:2379/k\""},
+        {"a:\n  membership: etcd://127.0.0.1:2379/k/\n",
+         "f.yml:2:15: \"membership\": expected a key after host:port (printable, no spaces, not "
+         "ending in '/'), got \"etcd://127.0.0.1:2379/k/\""},
+        {"a:\n  listen: 127.0.0.1:1\n", "f.yml:1:1: pool \"a\" has no servers"},
+    };
+    for (size_t i = 0; i < sizeof(badfile) / sizeof(badfile[0]); i++) {
+        ch_config *c = NULL;
+        assert_int_equal(ch__config_load_text("f.yml", badfile[i].text, strlen(badfile[i].text),
+                                              &c, &err),
+                         CH_EINVAL);
+        ch_config_error_str(&err, buf, sizeof buf);
+        if (strcmp(buf, badfile[i].want) != 0)
+            fail_msg("file case %zu:\n  want: %s\n  got:  %s", i, badfile[i].want, buf);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -975,6 +1087,7 @@ int main(void)
         cmocka_unit_test(test_parse_listen),
         cmocka_unit_test(test_quote),
         cmocka_unit_test(test_not_regular),
+        cmocka_unit_test(test_membership_doc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -133,11 +133,50 @@ static void test_growth(void **state)
     remove(path);
 }
 
+/* ch_config_membership_doc: each of its allocations fails in turn; the pool stays as it was and
+ * nothing leaks. */
+static void test_membership_doc(void **state)
+{
+    (void)state;
+    static const char file[] = "a:\n  membership: etcd://127.0.0.1:2379/k\n  servers:\n"
+                               "    - 127.0.0.1:1:1\n";
+    static const char doc[] = "{\"servers\": [\"127.0.0.1:7001:1 s1\", \"127.0.0.1:7002:1 s2\"], "
+                              "\"hash\": \"md5\", \"hash_tag\": \"{}\", \"version\": \"v9\"}";
+    ch_config *cfg = NULL;
+    ch_config_error err;
+    ch__config_fail_at = -1;
+    assert_int_equal(ch__config_load_text("f.yml", file, strlen(file), &cfg, &err), CH_OK);
+    long base = ch__config_live;
+    int64_t epoch;
+    ch__config_allocs = 0;
+    ch_conf_pool *p = &cfg->pools[0];
+    assert_int_equal(ch_config_membership_doc(p, "d", doc, strlen(doc), &epoch, &err), CH_OK);
+    long total = ch__config_allocs;
+    assert_int_equal(p->nservers, 2);
+    ch_config_free(cfg);
+    for (long k = 0; k < total; k++) {
+        ch__config_fail_at = -1;
+        assert_int_equal(ch__config_load_text("f.yml", file, strlen(file), &cfg, &err), CH_OK);
+        p = &cfg->pools[0];
+        ch__config_fail_at = k;
+        ch__config_allocs = 0;
+        assert_int_equal(ch_config_membership_doc(p, "d", doc, strlen(doc), &epoch, &err),
+                         CH_ENOMEM);
+        assert_int_equal(ch__config_live, base);
+        assert_int_equal(p->nservers, 1);
+        assert_string_equal(p->servers[0].addr, "127.0.0.1:1");
+        ch__config_fail_at = -1;
+        ch_config_free(cfg);
+        assert_int_equal(ch__config_live, 0);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_fixture),
         cmocka_unit_test(test_growth),
+        cmocka_unit_test(test_membership_doc),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
