@@ -1,0 +1,410 @@
+/*
+ * etcd_msg.c — etcd v3 JSON gateway messages and the instance record (fleet_internal.h).
+ * jansson builds and reads the JSON; OpenSSL's EVP_EncodeBlock/EVP_DecodeBlock do base64.
+ */
+#include "fleet_internal.h"
+
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -1)
+
+char *ch__fleet_pending_key(const char *key)
+{
+    size_t n = strlen(key) + sizeof("/pending");
+    char *s = malloc(n);
+    if (s != NULL)
+        snprintf(s, n, "%s/pending", key);
+    return s;
+}
+
+char *ch__fleet_instances_prefix(const char *key)
+{
+    size_t n = strlen(key) + sizeof("/instances/");
+    char *s = malloc(n);
+    if (s != NULL)
+        snprintf(s, n, "%s/instances/", key);
+    return s;
+}
+
+/* ---- base64 and numbers ------------------------------------------------------------------------ */
+
+static char *b64(const void *p, size_t len)
+{
+    char *s = malloc(4 * ((len + 2) / 3) + 1);
+    if (s != NULL)
+        EVP_EncodeBlock((unsigned char *)s, p, (int)len);
+    return s;
+}
+
+/* Decodes s into a NUL-terminated malloc'd buffer; *len its length. NULL when invalid. */
+static char *unb64(const char *s, size_t *len)
+{
+    size_t n = strlen(s);
+    if (n % 4 != 0)
+        return NULL;
+    char *d = malloc(n / 4 * 3 + 1);
+    if (d == NULL)
+        return NULL;
+    int got = n > 0 ? EVP_DecodeBlock((unsigned char *)d, (const unsigned char *)s, (int)n) : 0;
+    if (got < 0) {
+        free(d);
+        return NULL;
+    }
+    size_t pad = n >= 2 && s[n - 1] == '=' ? (s[n - 2] == '=' ? 2 : 1) : 0;
+    *len = (size_t)got - pad;
+    d[*len] = '\0';
+    return d;
+}
+
+/* The end of the range of keys that start with key: key with its last byte incremented (keys
+ * here are printable ASCII, so it never wraps). */
+static char *prefix_end(const char *key)
+{
+    size_t n = strlen(key);
+    char *e = malloc(n + 1);
+    if (e != NULL) {
+        memcpy(e, key, n + 1);
+        e[n - 1]++;
+    }
+    return e;
+}
+
+static json_t *jint(int64_t v)
+{
+    char s[24];
+    snprintf(s, sizeof(s), "%" PRId64, v);
+    return json_string(s);
+}
+
+/* An int64 given as a decimal string (the gateway's way) or a number; absent: 0. */
+static int64_t get_int(const json_t *o, const char *name)
+{
+    const json_t *v = json_object_get(o, name);
+    if (json_is_integer(v))
+        return (int64_t)json_integer_value(v);
+    if (json_is_string(v))
+        return strtoll(json_string_value(v), NULL, 10);
+    return 0;
+}
+
+static bool set_b64(json_t *o, const char *name, const void *p, size_t len)
+{
+    char *s = b64(p, len);
+    int rc = s != NULL ? json_object_set_new(o, name, json_string(s)) : -1;
+    free(s);
+    return rc == 0;
+}
+
+static char *dump(json_t *o, bool ok)
+{
+    char *s = ok && o != NULL ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return s;
+}
+
+/* ---- requests ---------------------------------------------------------------------------------- */
+
+static bool set_range(json_t *o, const char *key, bool prefix)
+{
+    bool ok = set_b64(o, "key", key, strlen(key));
+    if (ok && prefix) {
+        char *end = prefix_end(key);
+        ok = end != NULL && set_b64(o, "range_end", end, strlen(end));
+        free(end);
+    }
+    return ok;
+}
+
+char *ch__etcd_range_body(const char *key, bool prefix)
+{
+    json_t *o = json_object();
+    return dump(o, o != NULL && set_range(o, key, prefix));
+}
+
+char *ch__etcd_put_body(const char *key, const void *value, size_t len, int64_t lease)
+{
+    json_t *o = json_object();
+    bool ok = o != NULL && set_b64(o, "key", key, strlen(key)) && set_b64(o, "value", value, len);
+    if (ok && lease != 0)
+        ok = json_object_set_new(o, "lease", jint(lease)) == 0;
+    return dump(o, ok);
+}
+
+char *ch__etcd_delete_body(const char *key)
+{
+    return ch__etcd_range_body(key, false);
+}
+
+char *ch__etcd_watch_body(const char *key, int64_t start_rev)
+{
+    json_t *c = json_object(), *o = json_object();
+    bool ok = c != NULL && o != NULL && set_range(c, key, true) &&
+              json_object_set_new(c, "progress_notify", json_true()) == 0 &&
+              (start_rev <= 0 || json_object_set_new(c, "start_revision", jint(start_rev)) == 0);
+    if (ok)
+        ok = json_object_set_new(o, "create_request", c) == 0;
+    else
+        json_decref(c);
+    return dump(o, ok);
+}
+
+char *ch__etcd_grant_body(int ttl_s)
+{
+    json_t *o = json_object();
+    return dump(o, o != NULL && json_object_set_new(o, "TTL", jint(ttl_s)) == 0);
+}
+
+char *ch__etcd_keepalive_body(int64_t lease)
+{
+    json_t *o = json_object();
+    return dump(o, o != NULL && json_object_set_new(o, "ID", jint(lease)) == 0);
+}
+
+char *ch__etcd_txn_body(const char *cmp_key, int64_t mod_rev, const ch__etcd_op *ops, size_t n)
+{
+    json_t *o = json_object(), *cmp = json_object(), *cmps = json_array(), *succ = json_array();
+    bool ok = o != NULL && cmp != NULL && cmps != NULL && succ != NULL &&
+              set_b64(cmp, "key", cmp_key, strlen(cmp_key)) &&
+              json_object_set_new(cmp, "target", json_string(mod_rev != 0 ? "MOD" : "CREATE")) == 0 &&
+              json_object_set_new(cmp, "result", json_string("EQUAL")) == 0 &&
+              json_object_set_new(cmp, mod_rev != 0 ? "mod_revision" : "create_revision",
+                                  jint(mod_rev)) == 0;
+    if (ok) {
+        ok = json_array_append_new(cmps, cmp) == 0;
+        cmp = NULL;
+    }
+    for (size_t i = 0; ok && i < n; i++) {
+        json_t *req = json_object(), *wrap = json_object();
+        ok = req != NULL && wrap != NULL && set_b64(req, "key", ops[i].key, strlen(ops[i].key)) &&
+             (ops[i].value == NULL || set_b64(req, "value", ops[i].value, ops[i].len)) &&
+             json_object_set_new(wrap, ops[i].value != NULL ? "request_put" : "request_delete_range",
+                                 req) == 0;
+        if (!ok)
+            json_decref(req);
+        if (ok)
+            ok = json_array_append_new(succ, wrap) == 0;
+        else
+            json_decref(wrap);
+    }
+    json_decref(cmp);
+    if (ok)
+        ok = json_object_set_new(o, "compare", cmps) == 0 && json_object_set_new(o, "success", succ) == 0;
+    else {
+        json_decref(cmps);
+        json_decref(succ);
+    }
+    return dump(o, ok);
+}
+
+/* ---- responses --------------------------------------------------------------------------------- */
+
+/* Parses json into *root; an error answer is a failure with its message. */
+static int parse(const char *json, size_t len, json_t **root, char *why, size_t whylen)
+{
+    json_error_t je;
+    *root = json_loadb(json, len, 0, &je);
+    if (*root == NULL || !json_is_object(*root)) {
+        json_decref(*root);
+        *root = NULL;
+        return WHY("etcd answered with something that is not a JSON object (%s)", je.text);
+    }
+    const json_t *err = json_object_get(*root, "error");
+    const json_t *msg = json_object_get(*root, "message");
+    if (json_is_object(err)) { /* a watch stream's error */
+        msg = json_object_get(err, "message");
+        err = msg;
+    }
+    if (err != NULL || (msg != NULL && json_object_get(*root, "code") != NULL)) {
+        const json_t *t = json_is_string(msg) ? msg : err;
+        snprintf(why, whylen, "etcd: %s", json_is_string(t) ? json_string_value(t) : "an error");
+        json_decref(*root);
+        *root = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int get_kv(const json_t *o, ch__etcd_kv *kv)
+{
+    memset(kv, 0, sizeof(*kv));
+    const json_t *k = json_object_get(o, "key"), *v = json_object_get(o, "value");
+    size_t kl;
+    if (!json_is_string(k) || (kv->key = unb64(json_string_value(k), &kl)) == NULL)
+        return -1;
+    kv->value = unb64(json_is_string(v) ? json_string_value(v) : "", &kv->len);
+    if (kv->value == NULL) {
+        free(kv->key);
+        return -1;
+    }
+    kv->create_rev = get_int(o, "create_revision");
+    kv->mod_rev = get_int(o, "mod_revision");
+    kv->lease = get_int(o, "lease");
+    return 0;
+}
+
+void ch__etcd_kvs_free(ch__etcd_kv *kvs, size_t n)
+{
+    for (size_t i = 0; kvs != NULL && i < n; i++) {
+        free(kvs[i].key);
+        free(kvs[i].value);
+    }
+    free(kvs);
+}
+
+static int64_t header_rev(const json_t *o)
+{
+    return get_int(json_object_get(o, "header"), "revision");
+}
+
+int ch__etcd_parse_range(const char *json, size_t len, int64_t *rev, ch__etcd_kv **kvs,
+                         size_t *n, char *why, size_t whylen)
+{
+    json_t *o;
+    *kvs = NULL;
+    *n = 0;
+    if (parse(json, len, &o, why, whylen) != 0)
+        return -1;
+    *rev = header_rev(o);
+    const json_t *a = json_object_get(o, "kvs");
+    size_t m = json_is_array(a) ? json_array_size(a) : 0;
+    int rc = 0;
+    if (m > 0 && (*kvs = calloc(m, sizeof(**kvs))) == NULL)
+        rc = WHY("out of memory");
+    for (size_t i = 0; rc == 0 && i < m; i++) {
+        if (get_kv(json_array_get(a, i), &(*kvs)[i]) != 0)
+            rc = WHY("etcd answered with a malformed key-value");
+        else
+            *n = i + 1;
+    }
+    json_decref(o);
+    if (rc != 0) {
+        ch__etcd_kvs_free(*kvs, *n);
+        *kvs = NULL;
+        *n = 0;
+    }
+    return rc;
+}
+
+int ch__etcd_parse_write(const char *json, size_t len, int64_t *rev, bool *succeeded, char *why,
+                         size_t whylen)
+{
+    json_t *o;
+    if (parse(json, len, &o, why, whylen) != 0)
+        return -1;
+    *rev = header_rev(o);
+    const json_t *s = json_object_get(o, "succeeded");
+    *succeeded = s == NULL || json_is_true(s);
+    json_decref(o);
+    return 0;
+}
+
+int ch__etcd_parse_lease(const char *json, size_t len, int64_t *id, int64_t *ttl, char *why,
+                         size_t whylen)
+{
+    json_t *o;
+    if (parse(json, len, &o, why, whylen) != 0)
+        return -1;
+    const json_t *r = json_object_get(o, "result"); /* keepalive wraps its answer */
+    if (!json_is_object(r))
+        r = o;
+    *id = get_int(r, "ID");
+    *ttl = get_int(r, "TTL");
+    json_decref(o);
+    return *id != 0 ? 0 : WHY("etcd answered without a lease id");
+}
+
+void ch__etcd_watch_msg_free(ch__etcd_watch_msg *m)
+{
+    for (size_t i = 0; m->events != NULL && i < m->nevents; i++) {
+        free(m->events[i].kv.key);
+        free(m->events[i].kv.value);
+    }
+    free(m->events);
+    memset(m, 0, sizeof(*m));
+}
+
+int ch__etcd_parse_watch(const char *json, size_t len, ch__etcd_watch_msg *m, char *why,
+                         size_t whylen)
+{
+    json_t *o;
+    memset(m, 0, sizeof(*m));
+    if (parse(json, len, &o, why, whylen) != 0)
+        return -1;
+    const json_t *r = json_object_get(o, "result");
+    if (!json_is_object(r)) {
+        json_decref(o);
+        return WHY("a watch message without a result");
+    }
+    m->rev = header_rev(r);
+    m->created = json_is_true(json_object_get(r, "created"));
+    m->canceled = json_is_true(json_object_get(r, "canceled"));
+    m->compact_rev = get_int(r, "compact_revision");
+    const json_t *a = json_object_get(r, "events");
+    size_t n = json_is_array(a) ? json_array_size(a) : 0;
+    int rc = 0;
+    if (n > 0 && (m->events = calloc(n, sizeof(*m->events))) == NULL)
+        rc = WHY("out of memory");
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        const json_t *e = json_array_get(a, i);
+        const json_t *t = json_object_get(e, "type");
+        m->events[i].deleted = json_is_string(t) && strcmp(json_string_value(t), "DELETE") == 0;
+        if (get_kv(json_object_get(e, "kv"), &m->events[i].kv) != 0)
+            rc = WHY("a watch event with a malformed key-value");
+        else
+            m->nevents = i + 1;
+    }
+    json_decref(o);
+    if (rc != 0)
+        ch__etcd_watch_msg_free(m);
+    return rc;
+}
+
+/* ---- the instance record ------------------------------------------------------------------------ */
+
+/* X(field, kind): S a char array, I an int64. The one list of the record's fields. */
+#define RECORD_FIELDS(X)                                                                    \
+    X(id, S) X(kind, S) X(pool, S) X(host, S) X(pid, I) X(epoch, I) X(since_unix_ms, I)     \
+    X(membership, S) X(servers, I) X(seen_epoch, I) X(refused, S) X(prepared, I)            \
+    X(prepare_failed, I) X(prepare_error, S) X(warm_up, S) X(warm_up_until_unix_ms, I)      \
+    X(swapped_unix_us, I)
+
+char *ch__fleet_record_json(const ch__fleet_record *r)
+{
+    json_t *o = json_object();
+    bool ok = o != NULL;
+#define PUT_S(f) ok = ok && json_object_set_new(o, #f, json_string(r->f)) == 0;
+#define PUT_I(f) ok = ok && json_object_set_new(o, #f, json_integer(r->f)) == 0;
+#define PUT(f, k) PUT_##k(f)
+    RECORD_FIELDS(PUT)
+#undef PUT
+#undef PUT_I
+#undef PUT_S
+    return dump(o, ok);
+}
+
+int ch__fleet_record_parse(const char *json, size_t len, ch__fleet_record *r, char *why,
+                           size_t whylen)
+{
+    json_t *o;
+    memset(r, 0, sizeof(*r));
+    if (parse(json, len, &o, why, whylen) != 0)
+        return -1;
+    const json_t *v;
+#define GET_S(f)                                                                            \
+    if (json_is_string(v = json_object_get(o, #f)))                                         \
+        snprintf(r->f, sizeof(r->f), "%s", json_string_value(v));
+#define GET_I(f) r->f = get_int(o, #f);
+#define GET(f, k) GET_##k(f)
+    RECORD_FIELDS(GET)
+#undef GET
+#undef GET_I
+#undef GET_S
+    json_decref(o);
+    return r->id[0] != '\0' ? 0 : WHY("an instance record without an id");
+}
