@@ -179,6 +179,14 @@ int ch_config_load(const char *path, ch_config **out, ch_config_error *err);
 int ch_config_membership_doc(ch_conf_pool *pool, const char *name, const void *text, size_t len,
                              int64_t *epoch, ch_config_error *err);
 
+/* Reads a membership document alone, as ch_config_membership_doc() would apply it, for a caller
+ * that looks at it before applying it (its epoch, its servers): *out is a ch_config of one pool,
+ * named pool_name, holding the document's membership and defaults for the rest (free it with
+ * ch_config_free). Same errors as ch_config_membership_doc(); *out untouched on failure. */
+int ch_config_membership_parse(const char *pool_name, const char *name, const void *text,
+                               size_t len, ch_config **out, int64_t *epoch,
+                               ch_config_error *err);
+
 /* Formats err as "file:line:column: message" into buf (truncated to len, always terminated when
  * len > 0). Returns buf. */
 const char *ch_config_error_str(const ch_config_error *err, char *buf, size_t len);

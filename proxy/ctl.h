@@ -12,6 +12,8 @@
 #include <uv.h>
 
 typedef struct px_admin_http px_admin_http; /* admin_http.h */
+typedef struct px_reload_held px_reload_held; /* reload.h */
+typedef struct px_fleet px_fleet;             /* fleet.h */
 
 /* Descriptors the proxy keeps for itself (stdio, the log, the stats and admin ports and their
  * connections), and per worker for its loop (epoll, its wake-up and signal pipes). */
@@ -49,6 +51,12 @@ struct px_ctl {
                                    client_connections refuse clients beyond it */
     uint64_t rng;
     bool stopping;
+    /* A reload prepared and not yet committed (reload.h), and who is told when a later reload
+     * drops it (the fleet, whose two-phase change it was). */
+    px_reload_held *held;
+    void (*held_dropped)(void *arg, const char *trigger);
+    void *held_dropped_arg;
+    px_fleet *fleet; /* NULL unless a pool takes its membership from etcd */
 };
 
 /* Sets up the control thread and nworkers workers (listeners bound, servers set up) from cfg,

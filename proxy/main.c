@@ -4,6 +4,7 @@
  */
 
 #include "ctl.h"
+#include "fleet.h"
 
 #include <errno.h>
 #include <execinfo.h>
@@ -26,7 +27,7 @@
 #define DEFAULT_METRICS_ADDR "127.0.0.1"
 #define MAX_THREADS 256
 enum { OPT_METRICS_PORT = 256, OPT_METRICS_ADDR, OPT_THREADS, OPT_ADMIN_TOKEN_FILE,
-       OPT_MAX_MEMORY }; /* long options */
+       OPT_MAX_MEMORY, OPT_FLEET_ID, OPT_FLEET_TTL }; /* long options */
 
 /* Half the machine's memory: a budget that refuses requests well before the kernel's OOM
  * killer would end the process (and every client's connection with it). */
@@ -65,6 +66,7 @@ static void usage(FILE *fp)
             "                   [-i stats interval] [-p pid file] [-m mbuf size]\n"
             "                   [--metrics-port port] [--metrics-addr addr] [--threads N]\n"
             "                   [--admin-token-file file] [--max-memory bytes]\n"
+            "                   [--fleet-id id] [--fleet-ttl seconds]\n"
             "\n"
             "Options:\n"
             "  -h, --help             : this help\n"
@@ -94,10 +96,16 @@ static void usage(FILE *fp)
             "      --threads=N        : worker threads, each with its own event loop, listener "
             "and\n"
             "                           backend connections (default: the CPUs available, "
-            "here %u; max %d)\n",
+            "here %u; max %d)\n"
+            "      --fleet-id=S       : this instance's id in etcd, for pools with a "
+            "\"membership\" key\n"
+            "                           (default: host:pid; docs/FLEET.md)\n"
+            "      --fleet-ttl=N      : seconds its etcd record outlives it (lease TTL; "
+            "default: %d)\n",
             DEFAULT_LOG_LEVEL, DEFAULT_CONF, DEFAULT_STATS_PORT, DEFAULT_STATS_ADDR,
             DEFAULT_STATS_INTERVAL, DEFAULT_METRICS_ADDR,
-            (unsigned long long)(default_memory_budget() >> 20), px_default_threads(), MAX_THREADS);
+            (unsigned long long)(default_memory_budget() >> 20), px_default_threads(), MAX_THREADS,
+            PX_FLEET_DEFAULT_TTL_S);
 }
 
 static void describe_stats(void)
@@ -251,6 +259,8 @@ int main(int argc, char **argv)
         {"threads", required_argument, NULL, OPT_THREADS},
         {"admin-token-file", required_argument, NULL, OPT_ADMIN_TOKEN_FILE},
         {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
+        {"fleet-id", required_argument, NULL, OPT_FLEET_ID},
+        {"fleet-ttl", required_argument, NULL, OPT_FLEET_TTL},
         {NULL, 0, NULL, 0},
     };
     const char *conf = DEFAULT_CONF, *log_file = NULL, *pid_file = NULL, *token_file = NULL;
@@ -260,6 +270,8 @@ int main(int argc, char **argv)
     long level = DEFAULT_LOG_LEVEL, mbuf = 0;
     bool test = false, daemon_mode = false;
     uint64_t max_memory = default_memory_budget();
+    px_fleet_options fleet = {NULL, PX_FLEET_DEFAULT_TTL_S};
+    long fleet_ttl = PX_FLEET_DEFAULT_TTL_S;
     int opt;
     while ((opt = getopt_long(argc, argv, "hVtdDv:o:c:s:a:i:p:m:", longopts, NULL)) != -1) {
         switch (opt) {
@@ -326,6 +338,22 @@ int main(int argc, char **argv)
             break;
         case OPT_ADMIN_TOKEN_FILE:
             token_file = optarg;
+            break;
+        case OPT_FLEET_ID:
+            if (optarg[0] == '\0' || strlen(optarg) >= 100 || strchr(optarg, '/') != NULL) {
+                fprintf(stderr, "chash-proxy: option --fleet-id requires 1 to 99 characters "
+                                "without '/'\n");
+                return 1;
+            }
+            fleet.id = optarg;
+            break;
+        case OPT_FLEET_TTL:
+            if (!parse_int(optarg, 2, 3600, &fleet_ttl)) {
+                fprintf(stderr, "chash-proxy: option --fleet-ttl requires seconds from 2 to "
+                                "3600\n");
+                return 1;
+            }
+            fleet.ttl_s = (int)fleet_ttl;
             break;
         case OPT_MAX_MEMORY:
             if (!parse_bytes(optarg, &max_memory)) {
@@ -442,7 +470,16 @@ int main(int argc, char **argv)
     else
         PX_LOG(&px, PX_LOG_NOTICE, "no memory budget (--max-memory 0)");
     int status = 0;
-    if (px_ctl_init(&px, cfg, nworkers) != 0) { /* takes cfg over */
+    px_fleet_boot *boot = NULL;
+    if (px_fleet_bootstrap(cfg, &px.log, &boot) != 0) {
+        PX_LOG(&px, PX_LOG_ERR, "cannot start: see the errors above");
+        ch_config_free(cfg);
+        status = 1;
+    } else if (px_ctl_init(&px, cfg, nworkers) != 0) { /* takes cfg over */
+        px_fleet_boot_free(boot);
+        PX_LOG(&px, PX_LOG_ERR, "cannot start: see the errors above");
+        status = 1;
+    } else if (px_fleet_start(&px, boot, &fleet) != 0) { /* takes boot over */
         PX_LOG(&px, PX_LOG_ERR, "cannot start: see the errors above");
         status = 1;
     } else {

@@ -97,6 +97,10 @@ void px_shared_pool_clear(px_shared_pool *sp)
     sp->warm_from = PX_WARM_FROM_NONE;
     px_health_free(sp->health);
     free(sp->servers);
+    free(sp->doc);
+    sp->doc = NULL;
+    sp->doclen = 0;
+    sp->epoch = 0;
     px_conf_unref(sp->cref);
     sp->cref = NULL;
     sp->conf = NULL;

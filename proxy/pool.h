@@ -76,6 +76,12 @@ typedef struct px_shared_pool {
         PX_WARM_FROM_NOW,  /* a window starts over the placement in force until this state */
         PX_WARM_FROM_KEPT, /* the running window goes on (a change that moved no key) */
     } warm_from;
+    /* Fleet membership (docs/FLEET.md): the membership document this state was built from
+     * (owned; NULL: the file's servers) and its epoch (0: none). A reload of the file composes
+     * the file's pool with it again. */
+    char *doc;
+    size_t doclen;
+    int64_t epoch;
     uint64_t clients;           /* client connections open, all workers (atomic) */
 } px_shared_pool;
 

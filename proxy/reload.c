@@ -80,6 +80,9 @@ static const char *restart_key(const ch_conf_pool *a, const ch_conf_pool *b)
         return "redis_db";
     if (a->server_connections != b->server_connections)
         return "server_connections";
+    if ((a->membership == NULL) != (b->membership == NULL) ||
+        (a->membership != NULL && strcmp(a->membership, b->membership) != 0))
+        return "membership"; /* the fleet's watch and record follow the key they started on */
     return NULL;
 }
 
@@ -460,12 +463,99 @@ static void value_not_shown(char *msg, size_t cap)
         snprintf(got, cap - (size_t)(got - msg), " (the value is not shown)");
 }
 
-int px_reload(px_ctl *m, const char *trigger, const px_reload_opts *opt, px_buf *result)
+/* A prepared reload: every worker holds its plans (job_prepare) until commit or abort. */
+struct px_reload_held {
+    reload_job job;
+    px_conf *cref;
+    double *moved;
+    bool *exact;
+    px_buf held;         /* what the file changes that a reload cannot: "pool x: its listen" */
+    px_reload_opts opt;
+    int64_t *epochs;     /* per pool: the epoch of its new document (0: none given) */
+};
+
+static void held_free(px_reload_held *h)
+{
+    free(h->job.next);
+    free(h->moved);
+    free(h->exact);
+    free(h->epochs);
+    px_buf_free(&h->held);
+    free(h);
+}
+
+/* Drops h's plans on every worker and its shared states. */
+static void held_abort(px_ctl *m, px_reload_held *h)
+{
+    for (unsigned w = 0; w < m->nworkers; w++)
+        px_worker_call(&m->workers[w], job_abort, NULL);
+    for (size_t i = 0; h->job.next != NULL && i < m->npools; i++)
+        px_shared_pool_clear(&h->job.next[i]);
+    px_conf_unref(h->cref);
+    held_free(h);
+}
+
+/* Takes pool pc's membership from its document (the new one in doc, else the one cur serves):
+ * 0, or -1 with why (the document's error as name:line:column, or a stale epoch). */
+static int compose(const px_shared_pool *cur, ch_conf_pool *pc, const px_reload_doc *doc,
+                   px_shared_pool *next, char *why, size_t whylen)
+{
+    const char *text = doc != NULL && doc->text != NULL ? doc->text : cur->doc;
+    size_t len = doc != NULL && doc->text != NULL ? doc->len : cur->doclen;
+    if (pc->membership == NULL)
+        return 0;
+    if (text == NULL) {
+        if (pc->nservers > 0)
+            return 0; /* etcd has not answered yet: the file's servers */
+        snprintf(why, whylen, "pool %s: no servers yet: %s has not been read", pc->name,
+                 pc->membership);
+        return -1;
+    }
+    int64_t epoch = 0;
+    ch_config_error err;
+    if (ch_config_membership_doc(pc, pc->membership, text, len, &epoch, &err) != 0) {
+        char msg[600];
+        snprintf(why, whylen, "%s", ch_config_error_str(&err, msg, sizeof(msg)));
+        return -1;
+    }
+    if (doc != NULL && doc->text != NULL) {
+        if (epoch == 0)
+            epoch = doc->mod_rev;
+        if (epoch <= cur->epoch) {
+            snprintf(why, whylen, "pool %s: epoch %lld is not newer than %lld, the one served",
+                     pc->name, (long long)epoch, (long long)cur->epoch);
+            return PX_RELOAD_STALE;
+        }
+    } else {
+        epoch = cur->epoch;
+    }
+    next->doc = malloc(len + 1);
+    if (next->doc == NULL) {
+        snprintf(why, whylen, "pool %s: out of memory", pc->name);
+        return -1;
+    }
+    memcpy(next->doc, text, len);
+    next->doc[len] = '\0';
+    next->doclen = len;
+    next->epoch = epoch;
+    return 0;
+}
+
+int px_reload_prepare(px_ctl *m, const char *trigger, const px_reload_opts *opt,
+                      const px_reload_doc *docs, px_reload_held **out, px_buf *result)
 {
     if (m->stopping) { /* the workers take no more jobs */
         if (result != NULL)
             (void)px_buf_printf(result, "shutting down");
         return PX_RELOAD_FAILED;
+    }
+    if (m->held != NULL) { /* one reload prepared at a time: this one replaces it */
+        px_reload_held *old = m->held;
+        m->held = NULL;
+        held_abort(m, old);
+        PX_LOG(m, PX_LOG_WARN, "reload: %s drops the reload prepared before it", trigger);
+        if (m->held_dropped != NULL)
+            m->held_dropped(m->held_dropped_arg, trigger);
     }
     PX_LOG(m, PX_LOG_NOTICE, "reload: %s, reading '%s'", trigger, m->conf_path);
     ch_config *cfg = NULL;
@@ -480,27 +570,36 @@ int px_reload(px_ctl *m, const char *trigger, const px_reload_opts *opt, px_buf 
             (void)px_buf_printf(result, "%s", msg);
         return PX_RELOAD_INVALID;
     }
-    reload_job job = {.ok = true};
-    snprintf(job.why, sizeof(job.why), "out of memory");
-    px_conf *cref = px_conf_new(cfg);
-    job.next = calloc(m->npools, sizeof(*job.next));
-    double *moved = calloc(m->npools, sizeof(*moved));
-    bool *exact = calloc(m->npools, sizeof(*exact));
-    if (cref == NULL || job.next == NULL || moved == NULL || exact == NULL) {
-        if (cref == NULL)
-            ch_config_free(cfg);
-        job.ok = false;
+    px_reload_held *h = calloc(1, sizeof(*h));
+    if (h == NULL) {
+        ch_config_free(cfg);
+        if (result != NULL)
+            (void)px_buf_printf(result, "out of memory");
+        return PX_RELOAD_FAILED;
     }
-    px_buf held = {0}; /* what the file changes that a reload cannot: "pool x: its listen" */
-    for (size_t i = 0; job.ok && i < m->npools; i++) {
+    reload_job *job = &h->job;
+    job->ok = true;
+    h->opt = *opt;
+    int rc = PX_RELOAD_FAILED;
+    snprintf(job->why, sizeof(job->why), "out of memory");
+    h->cref = px_conf_new(cfg);
+    job->next = calloc(m->npools, sizeof(*job->next));
+    h->moved = calloc(m->npools, sizeof(*h->moved));
+    h->exact = calloc(m->npools, sizeof(*h->exact));
+    if (h->cref == NULL || job->next == NULL || h->moved == NULL || h->exact == NULL) {
+        if (h->cref == NULL)
+            ch_config_free(cfg);
+        job->ok = false;
+    }
+    for (size_t i = 0; job->ok && i < m->npools; i++) {
         const px_shared_pool *cur = &m->pools[i];
-        const ch_conf_pool *pc = ch_config_pool(cfg, cur->conf->name);
+        ch_conf_pool *pc = (ch_conf_pool *)ch_config_pool(cfg, cur->conf->name);
         const char *key = pc != NULL ? restart_key(cur->conf, pc) : NULL;
         if (pc == NULL || key != NULL)
-            (void)px_buf_printf(&held, "%spool %s %s", held.len > 0 ? ", " : "",
+            (void)px_buf_printf(&h->held, "%spool %s %s", h->held.len > 0 ? ", " : "",
                                 cur->conf->name, pc == NULL ? "removed" : "");
         if (key != NULL)
-            (void)px_buf_printf(&held, "(its \"%s\")", key);
+            (void)px_buf_printf(&h->held, "(its \"%s\")", key);
         if (pc == NULL) {
             PX_LOG(m, PX_LOG_WARN,
                    "reload: pool %s is no longer in the file: it needs a restart to stop; "
@@ -511,58 +610,96 @@ int px_reload(px_ctl *m, const char *trigger, const px_reload_opts *opt, px_buf 
                    "reload: pool %s: its \"%s\" changed: that needs a restart; serving the "
                    "pool as before",
                    pc->name, key);
-        } else if (px_shared_pool_init(&job.next[i], cref, pc, job.why, sizeof(job.why)) !=
-                   0) {
-            PX_LOG(m, PX_LOG_ERR, "reload: %s", job.why);
-            job.ok = false;
         } else {
-            health_carry(m, cur, &job.next[i]);
-            moved[i] = moved_share(cur->members, job.next[i].members, &exact[i]);
-            warm_plan(cur, &job.next[i], opt, moved[i]);
+            px_shared_pool scratch = {0}; /* compose's doc and epoch, moved into next */
+            int crc = compose(cur, pc, docs != NULL ? &docs[i] : NULL, &scratch, job->why,
+                              sizeof(job->why));
+            if (crc != 0) {
+                PX_LOG(m, PX_LOG_ERR, "reload: %s", job->why);
+                job->ok = false;
+                rc = crc == PX_RELOAD_STALE ? PX_RELOAD_STALE : PX_RELOAD_INVALID;
+            } else if (px_shared_pool_init(&job->next[i], h->cref, pc, job->why,
+                                           sizeof(job->why)) != 0) {
+                free(scratch.doc);
+                PX_LOG(m, PX_LOG_ERR, "reload: %s", job->why);
+                job->ok = false;
+            } else {
+                job->next[i].doc = scratch.doc;
+                job->next[i].doclen = scratch.doclen;
+                job->next[i].epoch = scratch.epoch;
+                health_carry(m, cur, &job->next[i]);
+                h->moved[i] = moved_share(cur->members, job->next[i].members, &h->exact[i]);
+                warm_plan(cur, &job->next[i], opt, h->moved[i]);
+            }
         }
     }
-    for (size_t k = 0; job.ok && k < cfg->npools; k++) {
+    for (size_t k = 0; job->ok && k < cfg->npools; k++) {
         bool known = false;
         for (size_t i = 0; i < m->npools && !known; i++)
             known = strcmp(m->pools[i].conf->name, cfg->pools[k].name) == 0;
         if (!known) {
             PX_LOG(m, PX_LOG_WARN, "reload: pool %s is new: it needs a restart to be served",
                    cfg->pools[k].name);
-            (void)px_buf_printf(&held, "%spool %s added", held.len > 0 ? ", " : "",
+            (void)px_buf_printf(&h->held, "%spool %s added", h->held.len > 0 ? ", " : "",
                                 cfg->pools[k].name);
         }
     }
     unsigned prepared = 0;
-    for (; job.ok && prepared < m->nworkers; prepared++) {
-        px_worker_call(&m->workers[prepared], job_prepare, &job);
-        if (!job.ok)
+    for (; job->ok && prepared < m->nworkers; prepared++) {
+        px_worker_call(&m->workers[prepared], job_prepare, job);
+        if (!job->ok)
             break; /* that worker freed its own plans */
     }
-    if (!job.ok) {
+    if (!job->ok) {
         for (unsigned w = 0; w < prepared; w++)
             px_worker_call(&m->workers[w], job_abort, NULL);
-        for (size_t i = 0; job.next != NULL && i < m->npools; i++)
-            px_shared_pool_clear(&job.next[i]);
-        free(job.next);
-        free(moved);
-        free(exact);
-        px_conf_unref(cref);
+        for (size_t i = 0; job->next != NULL && i < m->npools; i++)
+            px_shared_pool_clear(&job->next[i]);
+        px_conf_unref(h->cref);
         m->reload_failures++;
-        px_buf_free(&held);
         PX_LOG(m, PX_LOG_ERR, "reload failed (above), still serving the old configuration");
         if (result != NULL)
-            (void)px_buf_printf(result, "%s", job.why);
-        return PX_RELOAD_FAILED;
+            (void)px_buf_printf(result, "%s", job->why);
+        held_free(h);
+        return rc;
+    }
+    if (out == NULL)
+        return px_reload_commit(m, h, result);
+    m->held = h;
+    *out = h;
+    return PX_RELOAD_OK;
+}
+
+void px_reload_abort(px_ctl *m, px_reload_held *h)
+{
+    if (h == NULL)
+        return;
+    if (m->held == h)
+        m->held = NULL;
+    held_abort(m, h);
+}
+
+int px_reload_commit(px_ctl *m, px_reload_held *h, px_buf *result)
+{
+    if (m->held == h)
+        m->held = NULL;
+    /* A window starts at the swap, not when it was prepared (a two-phase change may wait). */
+    uint64_t now = mono_ms();
+    for (size_t i = 0; i < m->npools; i++) {
+        px_shared_pool *next = &h->job.next[i];
+        if (next->conf != NULL && next->warm_from == PX_WARM_FROM_NOW &&
+            h->opt.ramp_start_unix_ms == 0)
+            next->warm.start_ms = now;
     }
     for (unsigned w = 0; w < m->nworkers; w++)
         px_worker_call(&m->workers[w], job_commit, NULL);
     /* No worker points into the old shared state any more. */
     px_buf changed = {0};
     for (size_t i = 0; i < m->npools; i++) {
-        px_shared_pool *cur = &m->pools[i], *next = &job.next[i];
+        px_shared_pool *cur = &m->pools[i], *next = &h->job.next[i];
         if (next->conf == NULL)
             continue;
-        log_change(m, cur, next, moved[i], exact[i], &changed);
+        log_change(m, cur, next, h->moved[i], h->exact[i], &changed);
         /* The placement a window starts from, or the running one's, passes to next. */
         if (next->warm_from == PX_WARM_FROM_NOW) {
             next->prev = cur->members;
@@ -583,12 +720,12 @@ int px_reload(px_ctl *m, const char *trigger, const px_reload_opts *opt, px_buf 
         cur->prev = next->prev;
         cur->warm = next->warm;
         cur->warm_from = next->warm_from;
+        cur->doc = next->doc;
+        cur->doclen = next->doclen;
+        cur->epoch = next->epoch;
     }
-    free(job.next);
-    free(moved);
-    free(exact);
     px_conf_unref(m->conf);
-    m->conf = cref;
+    m->conf = h->cref;
     m->reloads++;
     PX_LOG(m, PX_LOG_NOTICE, "reload done (%llu so far)", (unsigned long long)m->reloads);
     if (result != NULL) {
@@ -596,12 +733,17 @@ int px_reload(px_ctl *m, const char *trigger, const px_reload_opts *opt, px_buf 
             (void)px_buf_printf(result, "reloaded: %.*s", (int)changed.len, changed.p);
         else
             (void)px_buf_printf(result, "unchanged");
-        if (held.len > 0)
-            (void)px_buf_printf(result, "; not applied, needs a restart: %.*s", (int)held.len,
-                                held.p);
+        if (h->held.len > 0)
+            (void)px_buf_printf(result, "; not applied, needs a restart: %.*s",
+                                (int)h->held.len, h->held.p);
     }
     px_buf_free(&changed);
-    int rc = held.len > 0 ? PX_RELOAD_PARTIAL : PX_RELOAD_OK;
-    px_buf_free(&held);
+    int rc = h->held.len > 0 ? PX_RELOAD_PARTIAL : PX_RELOAD_OK;
+    held_free(h);
     return rc;
+}
+
+int px_reload(px_ctl *m, const char *trigger, const px_reload_opts *opt, px_buf *result)
+{
+    return px_reload_prepare(m, trigger, opt, NULL, NULL, result);
 }

@@ -1316,6 +1316,19 @@ int ch__config_load_text(const char *name, const void *text, size_t len, ch_conf
     return load_text(&ld, buf, len, ld.path, out);
 }
 
+/* ld->cfg: a new config of one pool named name, with the defaults (*p). On failure the caller
+ * frees ld->cfg (ch_config_free takes a half-built one). */
+static int scratch_config(loader *ld, const char *name, ch_conf_pool **p)
+{
+    if ((ld->cfg = xmalloc(sizeof *ld->cfg)) == NULL)
+        return nomem(ld);
+    memset(ld->cfg, 0, sizeof *ld->cfg);
+    int rc = pool_new(ld, p);
+    if (rc == CH_OK && ((*p)->name = dupn(name, strlen(name))) == NULL)
+        rc = nomem(ld);
+    return rc;
+}
+
 /* The fields a membership document sets (swapped, so each side frees what it then holds). */
 static void swap_membership(ch_conf_pool *a, ch_conf_pool *b)
 {
@@ -1351,13 +1364,8 @@ int ch_config_membership_doc(ch_conf_pool *pool, const char *name, const void *t
         memcpy(buf, text, len);
     ld.buf = buf;
     ld.len = len;
-    if (rc == CH_OK && (ld.cfg = xmalloc(sizeof *ld.cfg)) == NULL)
-        rc = nomem(&ld);
-    if (rc == CH_OK) {
-        memset(ld.cfg, 0, sizeof *ld.cfg);
-        if ((rc = pool_new(&ld, &p)) == CH_OK && (p->name = dupn(pool->name, strlen(pool->name))) == NULL)
-            rc = nomem(&ld);
-    }
+    if (rc == CH_OK)
+        rc = scratch_config(&ld, pool->name, &p);
     if (rc == CH_OK)
         rc = run_pass(&ld, scan_stream);
     if (rc == CH_OK)
@@ -1370,6 +1378,25 @@ int ch_config_membership_doc(ch_conf_pool *pool, const char *name, const void *t
     xfree(buf);
     ch_config_free(ld.cfg);
     return rc;
+}
+
+int ch_config_membership_parse(const char *pool_name, const char *name, const void *text,
+                               size_t len, ch_config **out, int64_t *epoch,
+                               ch_config_error *err)
+{
+    loader ld = {.path = name != NULL ? name : "(membership)", .err = err};
+    if (pool_name == NULL || out == NULL)
+        return fail_at(&ld, CH_EINVAL, 0, 0, "%s", ch_strerror(CH_EINVAL));
+    ch_conf_pool *p = NULL;
+    int rc = scratch_config(&ld, pool_name, &p);
+    if (rc == CH_OK)
+        rc = ch_config_membership_doc(p, name, text, len, epoch, err);
+    if (rc != CH_OK) {
+        ch_config_free(ld.cfg);
+        return rc;
+    }
+    *out = ld.cfg;
+    return CH_OK;
 }
 
 const char *ch_config_error_str(const ch_config_error *err, char *buf, size_t len)

@@ -27,7 +27,8 @@ RANKS = {
     "route_scan": 4, "pubsub": 4, "session": 5, "dispatch": 6, "client": 7,
     "worker": 8,
     # the control plane: unchecked above the worker
-    "listen": 9, "snapshot": 9, "metrics": 9, "stats": 9, "reload": 9, "admin_http": 10,
+    "listen": 9, "snapshot": 9, "metrics": 9, "stats": 9, "reload": 9, "etcd_http": 9,
+    "fleet": 10, "admin_http": 10,
     "ctl": 11, "main": 12,
 }
 DATA_PATH = {"io", "backend", "request", "warm", "route_pool", "route_all", "route_scan",

@@ -1,0 +1,51 @@
+/*
+ * fleet.h — a pool's membership from etcd (docs/FLEET.md): the first read at start, the watch
+ * of the pool's key, the instance record under a lease, the two-phase change (prepare on
+ * "<key>/pending", swap on the commit) and flap damping. Control thread; every change goes
+ * through reload.h's all-or-nothing path.
+ */
+#ifndef CHASH_PROXY_FLEET_H
+#define CHASH_PROXY_FLEET_H
+
+#include "ctl.h"
+
+/* --fleet-id and --fleet-ttl. */
+typedef struct px_fleet_options {
+    const char *id; /* NULL: "<host>:<pid>" */
+    int ttl_s;      /* the record's lease */
+} px_fleet_options;
+#define PX_FLEET_DEFAULT_TTL_S 10
+
+/* What the first read found, per pool of the file (px_fleet_start stores it). */
+typedef struct px_fleet_boot px_fleet_boot;
+
+/* Before px_ctl_init: reads each pool's membership document from etcd (blocking, a few seconds
+ * at most) and applies it to cfg's pool. A pool whose etcd cannot be read, or whose document is
+ * refused, serves its file servers if it has any (logged), else the start fails. Returns 0 and
+ * *boot (NULL when no pool names etcd), or -1 (logged). */
+int px_fleet_bootstrap(ch_config *cfg, px_log *log, px_fleet_boot **boot);
+
+void px_fleet_boot_free(px_fleet_boot *boot);
+
+/* After px_ctl_init: hands boot's documents to m's pools and starts each pool's watch, lease and
+ * record; takes boot over. 0, or -1 (logged). */
+int px_fleet_start(px_ctl *m, px_fleet_boot *boot, const px_fleet_options *opt);
+
+/* At shutdown, before the workers stop: drops a prepared change, revokes the lease (so the
+ * record goes at once; bounded), stops every request and timer. */
+void px_fleet_stop(px_ctl *m);
+
+/* Pool i's fleet counters, for /metrics and INFO. false when the pool does not use etcd. */
+typedef struct px_fleet_stats {
+    int64_t epoch, seen_epoch, prepared;
+    bool etcd_up;               /* the watch is established and the lease alive */
+    bool held_down;             /* a document that removes servers waits (flap damping) */
+    uint64_t applied;           /* documents applied */
+    uint64_t refused_invalid;   /* refused: it does not parse or cannot be built */
+    uint64_t refused_stale;     /* refused: its epoch is not newer than the one served */
+    uint64_t damped;            /* removals withdrawn within the hold-down: no change made */
+    uint64_t watch_restarts;    /* the watch lost and started again */
+} px_fleet_stats;
+bool px_fleet_stats_get(const px_ctl *m, size_t i, px_fleet_stats *out);
+
+#endif /* CHASH_PROXY_FLEET_H */
