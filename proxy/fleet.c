@@ -192,13 +192,14 @@ int px_fleet_bootstrap(ch_config *cfg, px_log *log, px_fleet_boot **out)
                     pc->name, pc->membership, (long long)b->docs[i].epoch, pc->nservers);
         } else if (pc->nservers > 0) {
             PX_LOGL(log, PX_LOG_WARN,
-                    "pool %s: cannot read its membership (%s): serving the file's %zu servers "
-                    "until etcd answers",
-                    pc->name, why, pc->nservers);
+                    "pool %s: cannot read its membership from %s (%s): serving the file's %zu "
+                    "servers until etcd answers",
+                    pc->name, pc->membership, why, pc->nservers);
         } else {
             PX_LOGL(log, PX_LOG_ERR,
-                    "pool %s: cannot read its membership (%s), and the file has no servers",
-                    pc->name, why);
+                    "pool %s: cannot read its membership from %s (%s), and the file has no "
+                    "servers",
+                    pc->name, pc->membership, why);
             rc = -1;
         }
         free(kv.key);

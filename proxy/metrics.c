@@ -5,6 +5,7 @@
  */
 
 #include "metrics.h"
+#include "fleet.h"
 #include "snapshot.h"
 #include "warm.h"
 
@@ -173,6 +174,62 @@ static const struct {
      pv_ramp_old},
 };
 
+/* The fleet membership of the pools that take it from etcd (fleet.h): one series per such
+ * pool, none for the others. */
+static int fleet_families(const px_ctl *m, px_buf *b)
+{
+    /* by_reason: the refused documents, one series per reason; the others take their value
+     * from v[] below, in this order. */
+    static const struct {
+        const char *name, *type, *help;
+        bool by_reason;
+    } fams[] = {
+        {"chash_proxy_fleet_epoch", "gauge", "The membership epoch the pool serves (etcd)."},
+        {"chash_proxy_fleet_seen_epoch", "gauge",
+         "The newest epoch read from etcd, applied or not."},
+        {"chash_proxy_fleet_prepared_epoch", "gauge",
+         "The pending epoch held prepared for its commit (0: none)."},
+        {"chash_proxy_fleet_etcd_up", "gauge",
+         "1 while the watch is established and the lease alive."},
+        {"chash_proxy_fleet_held_down", "gauge",
+         "1 while a document that removes servers waits its hold-down."},
+        {"chash_proxy_fleet_applied_total", "counter", "Membership documents applied."},
+        {"chash_proxy_fleet_refused_total", "counter",
+         "Membership documents refused, by reason (invalid: does not parse or build; stale: "
+         "its epoch is not newer).", true},
+        {"chash_proxy_fleet_damped_total", "counter",
+         "Removals withdrawn within the hold-down: no change made."},
+        {"chash_proxy_fleet_watch_restarts_total", "counter",
+         "Times the watch was lost and started again."},
+    };
+    int rc = 0;
+    bool any = false;
+    px_fleet_stats fs;
+    for (size_t i = 0; i < m->npools && !any; i++)
+        any = px_fleet_stats_get(m, i, &fs);
+    for (size_t f = 0; any && f < sizeof(fams) / sizeof(fams[0]); f++) {
+        rc |= family(b, fams[f].name, fams[f].type, fams[f].help);
+        for (size_t i = 0; i < m->npools; i++) {
+            if (!px_fleet_stats_get(m, i, &fs))
+                continue;
+            const char *name = m->pools[i].conf->name;
+            if (fams[f].by_reason) {
+                rc |= series(b, fams[f].name, name, NULL, ",reason=\"invalid\"");
+                rc |= px_buf_printf(b, "%llu\n", U(fs.refused_invalid));
+                rc |= series(b, fams[f].name, name, NULL, ",reason=\"stale\"");
+                rc |= px_buf_printf(b, "%llu\n", U(fs.refused_stale));
+                continue;
+            }
+            uint64_t v[] = {(uint64_t)fs.epoch, (uint64_t)fs.seen_epoch, (uint64_t)fs.prepared,
+                            fs.etcd_up, fs.held_down, fs.applied, 0, fs.damped,
+                            fs.watch_restarts};
+            rc |= series(b, fams[f].name, name, NULL, NULL);
+            rc |= px_buf_printf(b, "%llu\n", U(v[f]));
+        }
+    }
+    return rc;
+}
+
 int px_metrics_text(px_ctl *m, px_buf *b)
 {
     px_snap sn;
@@ -211,6 +268,8 @@ int px_metrics_text(px_ctl *m, px_buf *b)
         rc |= label_value(b, ch_membership_version(pool->members));
         rc |= px_buf_printf(b, "\"} 1\n");
     }
+
+    rc |= fleet_families(m, b);
 
     for (size_t f = 0; f < sizeof(pool_families) / sizeof(pool_families[0]); f++) {
         rc |= family(b, pool_families[f].name, pool_families[f].type, pool_families[f].help);

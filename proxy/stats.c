@@ -4,13 +4,15 @@
  * source, version, uptime, timestamp, total_connections, curr_connections; one object per pool
  * with its counters and one object per server (keyed by the server's twemproxy name, in
  * nutcracker's server order). Our additions: "membership_version" per pool; "reloads" and
- * "reload_failures" at the top level (SIGHUP, reload.c).
+ * "reload_failures" at the top level (SIGHUP, reload.c); "fleet_*" per pool whose membership
+ * comes from etcd (fleet.h).
  * Values are live (nutcracker aggregates them every -i milliseconds; -i is accepted and ignored):
  * each request for them adds up every worker's counters (px_snapshot: one job per worker, on its
  * loop, so the request path keeps plain counters).
  */
 
 #include "stats.h"
+#include "fleet.h"
 #include "snapshot.h"
 #include "resolve.h"
 
@@ -67,6 +69,18 @@ int px_stats_json(px_ctl *m, px_buf *b)
                             U(ps->client_eof), U(ps->client_err), U(ps->client_connections),
                             U(ps->server_ejects), U(ps->forward_error), U(ps->fragments));
         rc |= json_str(b, ch_membership_version(pool->members));
+        px_fleet_stats fs;
+        if (px_fleet_stats_get(m, i, &fs)) /* our addition: its etcd membership (fleet.h) */
+            rc |= px_buf_printf(b,
+                                ", \"fleet_epoch\":%lld, \"fleet_seen_epoch\":%lld, "
+                                "\"fleet_prepared\":%lld, \"fleet_etcd_up\":%d, "
+                                "\"fleet_held_down\":%d, \"fleet_applied\":%llu, "
+                                "\"fleet_refused_invalid\":%llu, \"fleet_refused_stale\":%llu, "
+                                "\"fleet_damped\":%llu, \"fleet_watch_restarts\":%llu",
+                                (long long)fs.epoch, (long long)fs.seen_epoch,
+                                (long long)fs.prepared, fs.etcd_up ? 1 : 0, fs.held_down ? 1 : 0,
+                                U(fs.applied), U(fs.refused_invalid), U(fs.refused_stale),
+                                U(fs.damped), U(fs.watch_restarts));
         /* nutcracker's server order, whatever the membership's */
         const ch_conf_pool *pc = pool->conf;
         for (size_t k = 0; k < pc->nservers; k++) {

@@ -1,0 +1,294 @@
+#!/usr/bin/python3
+"""proxy_fleet: one membership for three chash-proxy processes, kept in a real etcd
+(docs/FLEET.md).
+
+A real etcd (tests/lib/etcd.py) and 4 real redis-servers on loopback ports; three chash-proxy
+processes on the same file, whose pool names "membership: etcd://.../chash/pools/alpha" and has
+no servers. Checked:
+
+  1. Start: every proxy reads the document (servers s0-s2), serves it, and registers its record
+     under K/instances/<id> with epoch = the key's revision.
+  2. A document written to etcd (s0-s3) is applied by every proxy with the same epoch (the
+     write's revision); keys SET through proxy 0 read back through proxies 1 and 2 with the same
+     values, and each key sits on the server `chash lookup` names for an equivalent file.
+  3. A document with an older explicit epoch is refused by all (record says why, stats:
+     refused_stale); invalid YAML/JSON and an unknown key are refused; the membership keeps
+     serving (every key still reads back).
+  4. Two-phase by hand: K/pending is prepared by every proxy (records say prepared: E) without
+     anything changing; withdrawing it drops it; a second pending committed (K with epoch E,
+     pending deleted, in one txn) swaps every proxy to E.
+  5. Flap damping (membership_hold_down 1500 ms): a document removing s3 followed within the
+     hold-down by one bringing it back changes nothing (no "membership ... ->" line, same
+     version, damped counted); a removal not withdrawn is applied after the hold-down.
+  6. etcd SIGKILLed: the proxies keep serving; etcd restarted on the same data dir and a change
+     written at once is applied by every proxy (the watch resumed from its revision).
+  7. etcd SIGSTOPped for longer than a keepalive answer: the proxies keep serving; after
+     SIGCONT a change is applied by every proxy.
+  8. A proxy SIGKILLed: its record vanishes (lease TTL 3 s) while the others' stay.
+  9. Start with etcd down: a pool with file servers serves them and takes etcd's document once
+     etcd answers; a pool without servers refuses to start, naming the URL.
+ 10. SIGTERM: clean exit (no sanitizer report); the records go at once (lease revoked).
+
+Usage: test_fleet.py CHASH_PROXY CHASH_CLI
+Exit: 0 pass, 1 fail, 77 skip (etcd or redis-server missing and CI unset).
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
+from proxyharness import (Proxy, Resp, chash_lookup, fail, free_ports, log,  # noqa: E402
+                          make_tmpdir, require_binary, require_programs, run_main, spawn,
+                          start_redises, tail, write_file)
+import etcd  # noqa: E402
+
+POOL = "alpha"
+KEY = "/chash/pools/alpha"
+WAIT = 15.0   # seconds for every proxy to show a change (ASan, a loaded machine)
+NKEYS = 400
+
+
+def servers_doc(redises, names, epoch=None, extra=None):
+    doc = {"servers": ["%s:1 %s" % (redises[i].text, "s%d" % i) for i in names]}
+    if epoch is not None:
+        doc["epoch"] = epoch
+    if extra:
+        doc.update(extra)
+    return json.dumps(doc)
+
+
+def proxy_conf(tmp, name, port, etcd_port, hold_ms, servers=None):
+    lines = ["%s:" % POOL, "  listen: 127.0.0.1:%d" % port, "  redis: true",
+             "  membership: etcd://127.0.0.1:%d%s" % (etcd_port, KEY),
+             "  membership_hold_down: %d" % hold_ms]
+    if servers:
+        lines.append("  servers:")
+        lines += ["    - %s" % s for s in servers]
+    return write_file(os.path.join(tmp, name), "\n".join(lines) + "\n")
+
+
+def equivalent_file(tmp, redises, names):
+    """A plain config with the document's servers, for `chash lookup`."""
+    lines = ["%s:" % POOL, "  listen: 127.0.0.1:1", "  redis: true", "  servers:"]
+    lines += ["    - %s:1 s%d" % (redises[i].text, i) for i in names]
+    return write_file(os.path.join(tmp, "equiv-%s.yml" % "".join(map(str, names))),
+                      "\n".join(lines) + "\n")
+
+
+def wait_epoch(client, ids, epoch, what, timeout=WAIT):
+    return client.wait_records(
+        KEY, lambda r: all(i in r and r[i]["epoch"] == epoch for i in ids), timeout, what)
+
+
+def check_keys(tmp, chash, proxies, redises, names, values, what):
+    """Every key written through proxy 0 reads back through every proxy, and sits on the
+    server chash lookup names for the document's servers."""
+    for p in proxies:
+        with Resp(p.listens[0]) as c:
+            got = c.pipeline([("GET", k) for k in values])
+        for k, g in zip(values, got):
+            if g != values[k]:
+                fail("%s: GET %s through %s: %r, expected %r" % (what, k, p.label, g, values[k]))
+    owners = chash_lookup(chash, equivalent_file(tmp, redises, names), POOL,
+                          [k.encode() for k in values])
+    by_addr = {r.text: r for r in redises}
+    for k in list(values)[:100]:
+        if by_addr[owners[k.encode()]].call("GET", k) != values[k]:
+            fail("%s: key %s is not on %s, its owner" % (what, k, owners[k.encode()]))
+
+
+def write_keys(proxy, tag):
+    values = {"fk:%s:%d" % (tag, i): ("v%s%d" % (tag, i)).encode() for i in range(NKEYS)}
+    with Resp(proxy.listens[0]) as c:
+        for r in c.pipeline([("SET", k, v) for k, v in values.items()]):
+            if r != b"OK":
+                fail("SET through %s: %r" % (proxy.label, r))
+    return values
+
+
+def stats_field(proxy, name):
+    return proxy.stats_json()[POOL].get(name)
+
+
+def body():
+    proxy_exe = require_binary(sys.argv[1])
+    chash = require_binary(sys.argv[2], "chash")
+    require_programs("redis-server", "etcd")
+    tmp = make_tmpdir()
+    redises = start_redises("redis-server", tmp, 4)
+    server = etcd.EtcdServer(tmp, lambda argv, out: spawn(argv, out)).start()
+    client = server.client
+
+    # 1. start
+    rev = client.put(KEY, servers_doc(redises, [0, 1, 2]))
+    ports = free_ports(3)
+    proxies = []
+    for i, port in enumerate(ports):
+        conf = proxy_conf(tmp, "p%d.yml" % i, port, server.port, 1500)
+        proxies.append(Proxy(proxy_exe, tmp, conf, [("127.0.0.1", port)], label="px%d" % i,
+                             extra_args=["--fleet-id", "px%d" % i, "--fleet-ttl", "3"]).start())
+    ids = ["px%d" % i for i in range(3)]
+    recs = wait_epoch(client, ids, rev, "1. every proxy registered on the first epoch")
+    if {r["servers"] for r in recs.values()} != {3}:
+        fail("1. servers in the records: %s" % recs)
+    values = write_keys(proxies[0], "a")
+    check_keys(tmp, chash, proxies, redises, [0, 1, 2], values, "1")
+    log("1. three proxies serve epoch %d from etcd" % rev)
+
+    # 2. a change written to etcd
+    rev = client.put(KEY, servers_doc(redises, [0, 1, 2, 3]))
+    recs = wait_epoch(client, ids, rev, "2. every proxy on the new epoch")
+    versions = {r["membership"] for r in recs.values()}
+    if len(versions) != 1 or {r["servers"] for r in recs.values()} != {4}:
+        fail("2. the proxies disagree: %s" % recs)
+    values = write_keys(proxies[0], "b")
+    check_keys(tmp, chash, proxies, redises, [0, 1, 2, 3], values, "2")
+    log("2. a document written to etcd: every proxy on epoch %d, version %s" %
+        (rev, versions.pop()))
+
+    # 3. refused documents
+    served = rev
+    for text, want in ((servers_doc(redises, [0], epoch=2), "is not newer than"),
+                       ("servers: [oops", "YAML syntax error"),
+                       ('{"servers": ["x:1:1"], "listen": "127.0.0.1:1"}',
+                        "cannot be set by a membership document")):
+        bad = client.put(KEY, text)
+        client.wait_records(KEY, lambda r: all(want in r[i]["refused"] for i in ids), WAIT,
+                            "3. every proxy refuses revision %d (%s)" % (bad, want))
+        recs = client.records(KEY)
+        if any(r["epoch"] != served for r in recs.values()):
+            fail("3. a refused document moved a proxy: %s" % recs)
+    check_keys(tmp, chash, proxies, redises, [0, 1, 2, 3], values, "3")
+    if not stats_field(proxies[1], "fleet_refused_stale") or \
+            stats_field(proxies[1], "fleet_refused_invalid") != 2:
+        fail("3. stats: %s" % json.dumps(proxies[1].stats_json()[POOL]))
+    # the last valid document is still what the key should say: write it back (a new epoch)
+    served = client.put(KEY, servers_doc(redises, [0, 1, 2, 3]))
+    wait_epoch(client, ids, served, "3. the valid document written back")
+    log("3. an older epoch, bad YAML and an unknown key refused by every proxy; serving on")
+
+    # 4. two-phase by hand
+    pend = client.put(KEY + "/pending", servers_doc(redises, [0, 1, 2]))
+    client.wait_records(KEY, lambda r: all(r[i]["prepared"] == pend for i in ids), WAIT,
+                        "4. every proxy prepared the pending epoch")
+    if any(r["epoch"] != served for r in client.records(KEY).values()):
+        fail("4. a prepared epoch was applied before its commit")
+    client.delete(KEY + "/pending")
+    client.wait_records(KEY, lambda r: all(r[i]["prepared"] == 0 for i in ids), WAIT,
+                        "4. every proxy dropped the withdrawn pending epoch")
+    pend = client.put(KEY + "/pending", servers_doc(redises, [0, 1, 2]))
+    client.wait_records(KEY, lambda r: all(r[i]["prepared"] == pend for i in ids), WAIT,
+                        "4. every proxy prepared the second pending epoch")
+    client.call("/v3/kv/txn", {
+        "compare": [{"key": etcd.b64(KEY + "/pending"), "target": "MOD", "result": "EQUAL",
+                     "mod_revision": str(pend)}],
+        "success": [{"request_put": {"key": etcd.b64(KEY), "value":
+                                     etcd.b64(servers_doc(redises, [0, 1, 2], epoch=pend))}},
+                    {"request_delete_range": {"key": etcd.b64(KEY + "/pending")}}]})
+    recs = wait_epoch(client, ids, pend, "4. every proxy swapped to the committed epoch")
+    swaps = [r["swapped_unix_us"] for r in recs.values()]
+    values = write_keys(proxies[2], "c")
+    check_keys(tmp, chash, proxies, redises, [0, 1, 2], values, "4")
+    log("4. pending prepared by all, withdrawn, then committed: swapped within %.1f ms" %
+        ((max(swaps) - min(swaps)) / 1000.0))
+    served = pend
+
+    # 5. flap damping
+    text = open(proxies[0].log).read()
+    changes_before = text.count(" -> m-")   # "membership m-... -> m-...": a change
+    version = client.records(KEY)["px0"]["membership"]
+    gone = client.put(KEY, servers_doc(redises, [0, 1]))
+    time.sleep(0.3)
+    back = client.put(KEY, servers_doc(redises, [0, 1, 2]))
+    recs = wait_epoch(client, ids, back, "5. the flap's second document")
+    if {r["membership"] for r in recs.values()} != {version}:
+        fail("5. a server that came back within the hold-down changed the membership: %s" % recs)
+    time.sleep(2.0)   # past the hold-down: nothing may be applied late
+    recs = client.records(KEY)
+    if {r["membership"] for r in recs.values()} != {version} or \
+            open(proxies[0].log).read().count(" -> m-") != changes_before or \
+            stats_field(proxies[0], "fleet_damped") != 1:
+        fail("5. the flap changed something: %s; stats %s" % (
+            recs, json.dumps(proxies[0].stats_json()[POOL])))
+    gone = client.put(KEY, servers_doc(redises, [0, 1]))
+    time.sleep(0.5)
+    if any(r["epoch"] == gone for r in client.records(KEY).values()):
+        fail("5. a removal was applied before its hold-down (1500 ms)")
+    wait_epoch(client, ids, gone, "5. a removal applied after its hold-down")
+    served = gone
+    log("5. a flap within the hold-down changed nothing; a removal waited 1.5 s")
+
+    # 6. etcd killed and restarted
+    stale0 = stats_field(proxies[1], "fleet_refused_stale")
+    restarts0 = stats_field(proxies[1], "fleet_watch_restarts")
+    server.proc.kill()
+    server.proc.wait(timeout=10)
+    values = write_keys(proxies[1], "d")
+    check_keys(tmp, chash, proxies, redises, [0, 1], values, "6. etcd down")
+    time.sleep(1.0)
+    server.start()
+    after = client.put(KEY, servers_doc(redises, [0, 1, 2]))
+    wait_epoch(client, ids, after, "6. after etcd's restart, every proxy on the change", 30)
+    values = write_keys(proxies[1], "e")
+    check_keys(tmp, chash, proxies, redises, [0, 1, 2], values, "6")
+    # resumed, not replayed: a watch from an older revision would deliver the old documents
+    # again (each refused as stale); the change was written before the proxies reconnected
+    if stats_field(proxies[1], "fleet_refused_stale") != stale0 or \
+            stats_field(proxies[1], "fleet_watch_restarts") <= restarts0:
+        fail("6. the watch was not resumed from its revision: %s" %
+             json.dumps(proxies[1].stats_json()[POOL]))
+    log("6. etcd killed: served on; restarted: the change written at once applied by all")
+
+    # 7. etcd stopped (a partition that leaves the socket open)
+    os.kill(server.proc.pid, signal.SIGSTOP)
+    try:
+        time.sleep(3.0)
+        values = write_keys(proxies[2], "f")
+        check_keys(tmp, chash, proxies, redises, [0, 1, 2], values, "7. etcd stopped")
+    finally:
+        os.kill(server.proc.pid, signal.SIGCONT)
+    after = client.put(KEY, servers_doc(redises, [0, 1, 2, 3]))
+    wait_epoch(client, ids, after, "7. after SIGCONT, every proxy on the change", 30)
+    log("7. etcd SIGSTOPped 3 s: served on; then the change applied by all")
+
+    # 8. a proxy killed
+    proxies[2].proc.kill()
+    proxies[2].proc.wait(timeout=10)
+    client.wait_records(KEY, lambda r: "px2" not in r and "px0" in r and "px1" in r, 10,
+                        "8. the killed proxy's record gone within its lease")
+    log("8. a killed proxy's record vanished with its lease")
+
+    # 9. start with etcd down
+    server.proc.kill()
+    server.proc.wait(timeout=10)
+    port = free_ports(1)[0]
+    conf = proxy_conf(tmp, "late.yml", port, server.port, 0, servers=[
+        "%s:1 s0" % redises[0].text])
+    late = Proxy(proxy_exe, tmp, conf, [("127.0.0.1", port)], label="late",
+                 extra_args=["--fleet-id", "late", "--fleet-ttl", "3"]).start()
+    if "serving the file's 1 servers until etcd answers" not in open(late.log).read():
+        fail("9. no log line for the file's servers:\n" + tail(late.log))
+    port2 = free_ports(1)[0]
+    conf2 = proxy_conf(tmp, "none.yml", port2, server.port, 0)
+    r = subprocess.run([proxy_exe, "-c", conf2, "-s", str(free_ports(1)[0])], capture_output=True,
+                       timeout=30)
+    if r.returncode != 1 or b"cannot read its membership" not in r.stderr or \
+            ("etcd://127.0.0.1:%d" % server.port).encode() not in r.stderr:
+        fail("9. a pool without servers and etcd down: exit %d, %r" % (r.returncode, r.stderr))
+    server.start()
+    wait_epoch(client, ["late"], after, "9. the late proxy takes etcd's document", 30)
+    log("9. etcd down at start: file servers served, then etcd's; no servers: a clear refusal")
+
+    # 10. clean exit, records revoked
+    for p in (proxies[0], proxies[1], late):
+        p.stop()
+    client.wait_records(KEY, lambda r: len(r) == 0, 3, "10. records revoked at exit")
+    server.stop()
+    return "3 proxies on one etcd membership"
+
+
+run_main(body)
