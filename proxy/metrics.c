@@ -184,23 +184,23 @@ static int fleet_families(const px_ctl *m, px_buf *b)
         const char *name, *type, *help;
         bool by_reason;
     } fams[] = {
-        {"chash_proxy_fleet_epoch", "gauge", "The membership epoch the pool serves (etcd)."},
+        {"chash_proxy_fleet_epoch", "gauge", "The membership epoch the pool serves (etcd).", false},
         {"chash_proxy_fleet_seen_epoch", "gauge",
-         "The newest epoch read from etcd, applied or not."},
+         "The newest epoch read from etcd, applied or not.", false},
         {"chash_proxy_fleet_prepared_epoch", "gauge",
-         "The pending epoch held prepared for its commit (0: none)."},
+         "The pending epoch held prepared for its commit (0: none).", false},
         {"chash_proxy_fleet_etcd_up", "gauge",
-         "1 while the watch is established and the lease alive."},
+         "1 while the watch is established and the lease alive.", false},
         {"chash_proxy_fleet_held_down", "gauge",
-         "1 while a document that removes servers waits its hold-down."},
-        {"chash_proxy_fleet_applied_total", "counter", "Membership documents applied."},
+         "1 while a document that removes servers waits its hold-down.", false},
+        {"chash_proxy_fleet_applied_total", "counter", "Membership documents applied.", false},
         {"chash_proxy_fleet_refused_total", "counter",
          "Membership documents refused, by reason (invalid: does not parse or build; stale: "
          "its epoch is not newer).", true},
         {"chash_proxy_fleet_damped_total", "counter",
-         "Removals withdrawn within the hold-down: no change made."},
+         "Removals withdrawn within the hold-down: no change made.", false},
         {"chash_proxy_fleet_watch_restarts_total", "counter",
-         "Times the watch was lost and started again."},
+         "Times the watch was lost and started again.", false},
     };
     int rc = 0;
     bool any = false;
