@@ -131,7 +131,7 @@ static int txn(fctx *f, const char *cmp_key, int64_t mod_rev, const ch__etcd_op 
     size_t len;
     char *resp = call(f, "/v3/kv/txn", ch__etcd_txn_body(cmp_key, mod_rev, ops, n), &len, why,
                       whylen);
-    int rc = resp != NULL ? ch__etcd_parse_write(resp, len, rev, succeeded, why, whylen) : -1;
+    int rc = resp != NULL ? ch__etcd_parse_txn(resp, len, rev, succeeded, why, whylen) : -1;
     free(resp);
     return rc;
 }
@@ -328,9 +328,13 @@ static int64_t first_since(const ch__fleet_record *r, size_t n, int64_t epoch)
     return first;
 }
 
+/* Exact integers (json_num would round revisions and timestamps to %g). */
 static void json_i64(json *j, int64_t v)
 {
-    json_num(j, (double)v);
+    if (v >= 0)
+        json_int(j, (uint64_t)v);
+    else
+        json_num(j, (double)v);
 }
 
 static void json_docinfo(json *j, const docinfo *d)
