@@ -680,7 +680,7 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
         if (on == n)
             break;
         for (size_t i = 0; i < n; i++) {
-            if (r[i].epoch != e && r[i].seen_epoch >= e && r[i].refused[0] != '\0') {
+            if (r[i].epoch != e && r[i].seen_epoch == e && r[i].refused[0] != '\0') {
                 snprintf(why, sizeof(why), "committed epoch %" PRId64 ", but instance %s "
                          "refused it: %s", e, r[i].id, r[i].refused);
                 apply_json_fail(c, f, e, "swap", why);
