@@ -13,7 +13,7 @@ What `chash fleet apply` did is read back from etcd's own revision history (a ra
 revision), not from what chash prints: the commit is one revision C at which K holds the
 document with epoch E == K/pending's revision, K/pending is gone, and at C - 1 every instance
 record already said prepared == E while K still held the old document. Checked too: an abort on
-a stalled instance within the timeout and on a failed prepare (naming the instance and its
+a stalled instance within the timeout, on SIGINT, and on a failed prepare (naming the instance and its
 error) leaves K untouched and K/pending gone; a second apply while one is pending is refused
 with the pending epoch; `chash fleet abort`; status's instances and skew against the records;
 bad input (a bad NEW.yml, an unreachable etcd, a pool without membership) exits 1 with a clear
@@ -22,6 +22,7 @@ when CI is set.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -297,9 +298,34 @@ def main():
             fail("abort on a stalled instance took %.1f s with --timeout 1500" % dt)
         if etcd.get(KEY) != k_before or etcd.get(KEY + "/pending")[0] is not None:
             fail("after an abort K changed or K/pending is left")
+        log("stalled instance: aborted after %.1f s, K untouched" % dt)
+
+        # SIGINT while waiting for it: the change is withdrawn as on a timeout.
+        p = subprocess.Popen([chash, "fleet", "apply", v3, "--timeout", "30000"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=sanitizer_env())
+        try:
+            deadline = time.monotonic() + 15
+            while etcd.get(KEY + "/pending")[0] is None:
+                if time.monotonic() > deadline or p.poll() is not None:
+                    fail("apply did not propose within 15 s (exit %r)" % p.poll())
+                time.sleep(0.02)
+            p.send_signal(signal.SIGINT)
+            _, err = p.communicate(timeout=15)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        err = err.decode()
+        if p.returncode != 1 or "interrupted (signal %d)" % signal.SIGINT not in err or \
+                "withdrawn" not in err:
+            fail("apply on SIGINT: exit %d, %r" % (p.returncode, err))
+        if any(m.decode() in err for m in SANITIZER_MARKS):
+            fail("apply on SIGINT: sanitizer report:\n%s" % err)
+        if etcd.get(KEY) != k_before or etcd.get(KEY + "/pending")[0] is not None:
+            fail("after SIGINT K changed or K/pending is left")
         st.stop()
         instances.remove(st)
-        log("stalled instance: aborted after %.1f s, K untouched" % dt)
+        log("SIGINT during apply: withdrawn, K untouched")
 
         # ---- a failed prepare: abort at once, naming it and its error -------------------------
         fl = start("broken", mode="fail")

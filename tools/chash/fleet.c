@@ -18,6 +18,7 @@
 #include <fleet_internal.h>
 
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,28 @@ static void sleep_ms(long ms)
 {
     struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
+}
+
+/* ---- interruption ------------------------------------------------------------------------ */
+
+/* SIGINT, SIGTERM or SIGHUP during apply: the waits stop at their next poll (within POLL_MS,
+ * or one etcd request, <= 5 s), and a change not yet committed is withdrawn as on a timeout. */
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+    interrupted = sig;
+}
+
+static void catch_signals(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
 }
 
 /* ---- one pool in etcd ----------------------------------------------------------------------- */
@@ -580,6 +603,7 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
         cli_fail(c, "internal error: the document built from the pool is refused: %s", d.error);
 
     /* 1. Propose: K/pending, only if there is none. E is the write's revision. */
+    catch_signals();
     ch__etcd_op put = {f->pending, doc, strlen(doc)};
     bool ok;
     int64_t e;
@@ -602,17 +626,13 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
 
     /* 2. Prepare: every live instance reports prepared == E; one prepare_failed == E aborts. */
     ch__fleet_record *r = NULL;
-    size_t n = 0, first_n = 0;
-    bool first = true;
+    size_t n = 0;
     for (;;) {
         free(r);
         if (records(f, &r, &n, why, sizeof(why)) != 0) {
             apply_json_fail(c, f, e, "prepare", why);
             ffail(f, "%s", why);
         }
-        if (first)
-            first_n = n;
-        first = false;
         for (size_t i = 0; i < n; i++) {
             if (r[i].prepare_failed == e) {
                 snprintf(why, sizeof(why), "instance %s could not prepare epoch %" PRId64 ": %s",
@@ -626,6 +646,12 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
             ready += r[i].prepared == e;
         if (ready == n)
             break;
+        if (interrupted) {
+            snprintf(why, sizeof(why), "interrupted (signal %d) while %zu of %zu instances had "
+                     "prepared epoch %" PRId64, (int)interrupted, ready, n, e);
+            apply_json_fail(c, f, e, "prepare", why);
+            ffail(f, "%s", why);
+        }
         if (mono_ms() - t_prop >= timeout) {
             char ids[1000];
             id_list(ids, sizeof(ids), r, n, not_prepared, e);
@@ -637,7 +663,6 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
         sleep_ms(POLL_MS);
     }
     int64_t prepare_ms = mono_ms() - t_prop;
-    (void)first_n;
 
     /* 3. Commit: K = the document with its epoch, K/pending deleted, if K/pending is still E. */
     char *final = doc_json(c, p, e);
@@ -679,6 +704,12 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
             on += r[i].epoch == e;
         if (on == n)
             break;
+        if (interrupted) {
+            snprintf(why, sizeof(why), "committed epoch %" PRId64 ", but interrupted (signal %d) "
+                     "while %zu of %zu instances served it", e, (int)interrupted, on, n);
+            apply_json_fail(c, f, e, "swap", why);
+            ffail(f, "%s", why);
+        }
         for (size_t i = 0; i < n; i++) {
             if (r[i].epoch != e && r[i].seen_epoch == e && r[i].refused[0] != '\0') {
                 snprintf(why, sizeof(why), "committed epoch %" PRId64 ", but instance %s "
