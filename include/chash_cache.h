@@ -228,7 +228,9 @@ int ch_cache_reload_config(ch_cache *c, const char *path, const char *pool,
  * record ch_cache_fleet_record() gives under K/instances/<id> with its own lease. They need a
  * client opened with ch_cache_open_config(): a document replaces only the membership (servers,
  * hash, distribution, hash_tag, version); the timeout, failover depth, health policy, auth and
- * db stay the file's. Not thread-safe, as every call on one client. */
+ * db stay the file's (ch_cache_reload_config() replaces the file kept). The file must list
+ * servers, which serve until the first document is applied. Not thread-safe, as every call on
+ * one client. */
 
 /* Applies a membership document read from K: text[0, len), YAML or JSON (docs/FLEET.md), and
  * mod_rev, K's mod_revision. Its epoch is its "epoch", else mod_rev; it must be greater than
