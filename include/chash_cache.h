@@ -222,6 +222,57 @@ int ch_cache_reload(ch_cache *c, const ch_member *members, size_t n, const ch_op
 int ch_cache_reload_config(ch_cache *c, const char *path, const char *pool,
                            ch_config_error *err);
 
+/* ---- a fleet's membership in etcd (docs/FLEET.md) ------------------------------------------- *
+ * libchash-cache has no thread and no etcd client of its own: the application, which already
+ * has both, watches the pool key K and feeds what it reads to these functions, and puts the
+ * record ch_cache_fleet_record() gives under K/instances/<id> with its own lease. They need a
+ * client opened with ch_cache_open_config(): a document replaces only the membership (servers,
+ * hash, distribution, hash_tag, version); the timeout, failover depth, health policy, auth and
+ * db stay the file's (ch_cache_reload_config() replaces the file kept). The file must list
+ * servers, which serve until the first document is applied. Not thread-safe, as every call on
+ * one client. */
+
+/* Applies a membership document read from K: text[0, len), YAML or JSON (docs/FLEET.md), and
+ * mod_rev, K's mod_revision. Its epoch is its "epoch", else mod_rev; it must be greater than
+ * the epoch served (ch_cache_epoch()), so a replayed or stale document cannot move the client
+ * backwards. The membership is then replaced as ch_cache_reload() replaces it: health,
+ * counters and connections carry over by node id.
+ * Returns CH_OK; or, with nothing changed and *err (may be NULL) saying why: CH_EINVAL (no
+ * config file kept: a client from ch_cache_open(); a document that does not parse, with its
+ * line and column, named by the pool's membership URL; an epoch not newer than the one served:
+ * the message says "not newer"), CH_ETOOBIG, CH_ENOMEM, or what the build returns. A refusal is
+ * also kept for the instance record ("refused"). Cost: O(len), the placement table's build,
+ * and O(n x old nodes) id matching. */
+int ch_cache_apply_membership_doc(ch_cache *c, const void *text, size_t len, int64_t mod_rev,
+                                  ch_config_error *err);
+
+/* Phase 2 of `chash fleet apply` for this client: checks that the document of K/pending,
+ * whose epoch is pending_rev (its mod_revision), parses and builds, without applying it, and
+ * records the outcome for the instance record: prepared = pending_rev, or prepare_failed =
+ * pending_rev with the reason. Put the record afterwards; apply the commit (the document at K,
+ * with epoch pending_rev) with ch_cache_apply_membership_doc(), which builds it again (a
+ * prepared build is not held: it costs one build twice, and the commit fails only for memory).
+ * Returns CH_OK, or as ch_cache_apply_membership_doc() (CH_EINVAL also for pending_rev <= 0 or
+ * not newer than the epoch served). Cost: O(len) and one table build. */
+int ch_cache_prepare_membership_doc(ch_cache *c, const void *text, size_t len,
+                                    int64_t pending_rev, ch_config_error *err);
+
+/* Drops the prepared (or failed) pending epoch: K/pending went away without a commit (an
+ * abort). NULL is a no-op. O(1). */
+void ch_cache_prepare_clear(ch_cache *c);
+
+/* The epoch served: that of the last document applied, 0 when none was (the file's servers).
+ * ch_cache_reload_config() and ch_cache_reload() leave it as it is. 0 for NULL. O(1). */
+int64_t ch_cache_epoch(const ch_cache *c);
+
+/* The client's instance record (docs/FLEET.md), JSON: id (NULL: "<host>:<pid>"), kind
+ * "libchash-cache", pool, host, pid, epoch, since_unix_ms, membership (the version served),
+ * servers, seen_epoch, refused, prepared, prepare_failed, prepare_error, warm_up ("off"),
+ * warm_up_until_unix_ms, swapped_unix_us. Rewrite it whenever one of the calls above returned
+ * (the record changes with each). Returns a malloc'd string (free() it), or NULL (NULL c, out
+ * of memory). Cost: O(1) besides gethostname(). */
+char *ch_cache_fleet_record(const ch_cache *c, const char *id);
+
 /* ---- metrics --------------------------------------------------------------------------------- */
 
 /* One node's counters. They follow the node's id across reloads. */

@@ -22,6 +22,13 @@ uint64_t ch__now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+int64_t ch__unix_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 /* splitmix64: statistically good enough for jitter, and one add and three multiplies. */
 uint64_t ch__rand(ch_cache *c)
 {
@@ -286,6 +293,7 @@ void ch_cache_close(ch_cache *c)
     ch_membership_free(c->m);
     free(c->cand);
     free(c->password);
+    ch_config_free(c->conf);
     free(c);
 }
 

@@ -40,6 +40,21 @@ struct ch_cache {
     size_t *cand;            /* depth entries: the candidates of a single-key request */
     ch__counters total;
     uint64_t requests, failed, reloads;
+
+    /* ch_cache_open_config(): the loaded file, kept for the membership documents of a fleet
+     * (docs/FLEET.md), which replace only a pool's membership; NULL for ch_cache_open().
+     * The pool's membership fields are scratch: each document (applied or prepared) replaces
+     * all of them, so only the pool's other settings are ever read from it. */
+    ch_config *conf;          /* owned */
+    size_t conf_pool;         /* the pool's index in conf */
+    /* What the instance record says (ch_cache_fleet_record()); all 0 / "" until a document. */
+    int64_t epoch;            /* served; 0: the file's servers */
+    int64_t since_unix_ms;    /* when epoch began to be served */
+    int64_t swapped_unix_us;  /* when a document's membership was last swapped in */
+    int64_t seen_epoch;       /* the newest epoch given, applied or not */
+    char refused[200];        /* why the newest document was not applied ("" when it was) */
+    int64_t prepared, prepare_failed;
+    char prepare_error[200];
 };
 
 /* What went wrong with one attempt (an attempt that failed, or got an error reply). */
@@ -59,6 +74,9 @@ typedef enum ch__outcome {
 } ch__outcome;
 
 typedef ch__outcome (*ch__classify_fn)(const redisReply *reply);
+
+/* The wall clock in microseconds since the epoch (cache.c). */
+int64_t ch__unix_us(void);
 
 /* ---- time, randomness, SIGPIPE (cache.c) ---------------------------------------------------- */
 

@@ -121,8 +121,12 @@ int ch_cache_open_config(const char *path, const char *pool, const ch_cache_opti
     if (rc != CH_OK) {
         set_error(err, path, p->line, "pool \"%s\": %s", p->name, ch_strerror(rc));
         ch_membership_free(m);
+        ch_config_free(cfg);
+        return rc;
     }
-    ch_config_free(cfg); /* the client copied what it keeps */
+    /* The client copied what it routes with; the file stays for membership documents. */
+    (*out)->conf = cfg;
+    (*out)->conf_pool = (size_t)(p - cfg->pools);
     return rc;
 }
 
@@ -144,9 +148,156 @@ int ch_cache_reload_config(ch_cache *c, const char *path, const char *pool, ch_c
     if (rc != CH_OK) {
         set_error(err, path, p->line, "pool \"%s\": %s", p->name, ch_strerror(rc));
         ch_membership_free(m);
-    } else {
-        c->reloads++;
+        ch_config_free(cfg);
+        return rc;
     }
-    ch_config_free(cfg);
+    c->reloads++;
+    /* The new file's settings serve the next documents; the epoch stays, so an older
+     * document is still refused. */
+    ch_config_free(c->conf);
+    c->conf = cfg;
+    c->conf_pool = (size_t)(p - cfg->pools);
     return rc;
+}
+
+/* ---- a fleet's membership documents (docs/FLEET.md) --------------------------------------- */
+
+/* The name documents are given in errors: the pool's etcd URL, else a generic one. */
+static const char *doc_name(const ch_conf_pool *p)
+{
+    return p->membership != NULL ? p->membership : "(membership document)";
+}
+
+/* Reads a document into the kept pool (its membership fields are scratch) and builds the
+ * membership and options a client needs from it. *epoch: the document's "epoch", else mod_rev.
+ * On failure nothing is left allocated and *err says why. Cost: O(len) to parse, then the
+ * placement table's build. */
+static int doc_build(ch_cache *c, const void *text, size_t len, int64_t mod_rev, int64_t *epoch,
+                     ch_membership **m, ch_health_options *hopt, ch_cache_options *o,
+                     ch_config_error *err)
+{
+    if (c->conf == NULL) {
+        set_error(err, "(membership document)", 0,
+                  "a membership document needs a client opened with ch_cache_open_config()");
+        return CH_EINVAL;
+    }
+    ch_conf_pool *p = &c->conf->pools[c->conf_pool];
+    int64_t e = 0;
+    int rc = ch_config_membership_doc(p, doc_name(p), text, len, &e, err);
+    if (rc != CH_OK)
+        return rc;
+    *epoch = e > 0 ? e : mod_rev;
+    if ((rc = pool_options(p, NULL, o)) == CH_OK) {
+        ch_config_health(p, hopt);
+        rc = ch_config_membership(p, m);
+    }
+    if (rc != CH_OK)
+        set_error(err, doc_name(p), 0, "pool \"%s\": cannot build its membership: %s", p->name,
+                  ch_strerror(rc));
+    return rc;
+}
+
+/* Records why a document was refused, for the instance record. */
+static void refuse(ch_cache *c, const ch_config_error *err)
+{
+    ch_config_error_str(err, c->refused, sizeof(c->refused));
+}
+
+int ch_cache_apply_membership_doc(ch_cache *c, const void *text, size_t len, int64_t mod_rev,
+                                  ch_config_error *err)
+{
+    ch_config_error local;
+    if (err == NULL)
+        err = &local;
+    if (c == NULL || (text == NULL && len > 0) || mod_rev < 0) {
+        set_error(err, "(membership document)", 0, "%s", ch_strerror(CH_EINVAL));
+        return CH_EINVAL;
+    }
+    int64_t epoch = mod_rev;
+    ch_membership *m = NULL;
+    ch_health_options hopt;
+    ch_cache_options o;
+    int rc = doc_build(c, text, len, mod_rev, &epoch, &m, &hopt, &o, err);
+    if (epoch > c->seen_epoch)
+        c->seen_epoch = epoch;
+    if (rc == CH_OK && epoch <= c->epoch) {
+        set_error(err, doc_name(&c->conf->pools[c->conf_pool]), 0,
+                  "epoch %lld is not newer than the epoch served (%lld): refused",
+                  (long long)epoch, (long long)c->epoch);
+        rc = CH_EINVAL;
+    }
+    if (rc == CH_OK && (rc = ch__cache_swap(c, m, &hopt, &o)) != CH_OK)
+        set_error(err, doc_name(&c->conf->pools[c->conf_pool]), 0, "%s", ch_strerror(rc));
+    if (rc != CH_OK) {
+        ch_membership_free(m);
+        if (c != NULL && c->conf != NULL)
+            refuse(c, err);
+        return rc;
+    }
+    int64_t now = ch__unix_us();
+    c->epoch = epoch;
+    c->since_unix_ms = now / 1000;
+    c->swapped_unix_us = now;
+    c->refused[0] = '\0';
+    if (c->prepared <= epoch)
+        c->prepared = 0;
+    if (c->prepare_failed <= epoch) {
+        c->prepare_failed = 0;
+        c->prepare_error[0] = '\0';
+    }
+    c->reloads++;
+    return CH_OK;
+}
+
+int ch_cache_prepare_membership_doc(ch_cache *c, const void *text, size_t len,
+                                    int64_t pending_rev, ch_config_error *err)
+{
+    ch_config_error local;
+    if (err == NULL)
+        err = &local;
+    if (c == NULL || (text == NULL && len > 0) || pending_rev <= 0) {
+        set_error(err, "(membership document)", 0, "%s", ch_strerror(CH_EINVAL));
+        return CH_EINVAL;
+    }
+    int64_t epoch;
+    ch_membership *m = NULL;
+    ch_health_options hopt;
+    ch_cache_options o;
+    /* A pending change's epoch is its revision, whatever the document says. */
+    int rc = doc_build(c, text, len, pending_rev, &epoch, &m, &hopt, &o, err);
+    if (rc == CH_OK && pending_rev <= c->epoch) {
+        set_error(err, doc_name(&c->conf->pools[c->conf_pool]), 0,
+                  "pending epoch %lld is not newer than the epoch served (%lld)",
+                  (long long)pending_rev, (long long)c->epoch);
+        rc = CH_EINVAL;
+    }
+    ch_membership_free(m); /* proven to build; the commit builds it again */
+    if (rc != CH_OK) {
+        if (c->conf != NULL) {
+            c->prepared = 0;
+            c->prepare_failed = pending_rev;
+            ch_config_error_str(err, c->prepare_error, sizeof(c->prepare_error));
+        }
+        return rc;
+    }
+    c->prepared = pending_rev;
+    if (c->prepare_failed == pending_rev) {
+        c->prepare_failed = 0;
+        c->prepare_error[0] = '\0';
+    }
+    return CH_OK;
+}
+
+void ch_cache_prepare_clear(ch_cache *c)
+{
+    if (c == NULL)
+        return;
+    c->prepared = 0;
+    c->prepare_failed = 0;
+    c->prepare_error[0] = '\0';
+}
+
+int64_t ch_cache_epoch(const ch_cache *c)
+{
+    return c == NULL ? 0 : c->epoch;
 }

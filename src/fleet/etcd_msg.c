@@ -304,6 +304,18 @@ int ch__etcd_parse_write(const char *json, size_t len, int64_t *rev, bool *succe
     return 0;
 }
 
+int ch__etcd_parse_txn(const char *json, size_t len, int64_t *rev, bool *succeeded, char *why,
+                       size_t whylen)
+{
+    json_t *o;
+    if (parse(json, len, &o, why, whylen) != 0)
+        return -1;
+    *rev = header_rev(o);
+    *succeeded = json_is_true(json_object_get(o, "succeeded")); /* absent: false (proto3) */
+    json_decref(o);
+    return 0;
+}
+
 int ch__etcd_parse_lease(const char *json, size_t len, int64_t *id, int64_t *ttl, char *why,
                          size_t whylen)
 {

@@ -72,6 +72,13 @@ void ch__etcd_kvs_free(ch__etcd_kv *kvs, size_t n);
 int ch__etcd_parse_write(const char *json, size_t len, int64_t *rev, bool *succeeded, char *why,
                          size_t whylen);
 
+/* A txn: the header's revision and whether its compare held. The gateway writes proto3 JSON,
+ * which leaves out false: an answer without "succeeded" is a txn whose compare failed (so
+ * ch__etcd_parse_write, which reads an absent field as true for puts and deletes, must not be
+ * used for a txn). */
+int ch__etcd_parse_txn(const char *json, size_t len, int64_t *rev, bool *succeeded, char *why,
+                       size_t whylen);
+
 /* A lease grant or keepalive: its id and remaining TTL (0: the lease is gone). */
 int ch__etcd_parse_lease(const char *json, size_t len, int64_t *id, int64_t *ttl, char *why,
                          size_t whylen);

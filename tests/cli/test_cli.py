@@ -104,7 +104,8 @@ def check_fields(obj, fields, what):
 
 # ---- help -------------------------------------------------------------------------------------
 
-COMMANDS = ["lookup", "simulate", "sweep", "hashcheck", "bench", "plan", "report", "migrate"]
+COMMANDS = ["lookup", "simulate", "sweep", "hashcheck", "bench", "plan", "report", "migrate",
+            "fleet"]
 
 
 def test_help():

@@ -95,6 +95,8 @@ enum {
     O_PARALLEL,
     O_POOLKEYS,
     O_READRATE,
+    O_ETCD,
+    O_TIMEOUT,
 };
 
 static const struct {
@@ -103,7 +105,7 @@ static const struct {
 } options[] = {
     {{"nodes", required_argument, NULL, O_NODES}, OPT_NODES},
     {{"config", required_argument, NULL, O_CONFIG}, OPT_NODES},
-    {{"pool", required_argument, NULL, O_POOL}, OPT_NODES},
+    {{"pool", required_argument, NULL, O_POOL}, OPT_NODES | OPT_FLEET},
     {{"algo", required_argument, NULL, O_ALGO}, OPT_ALGO},
     {{"hash", required_argument, NULL, O_HASH}, OPT_HASH},
     {{"vnodes", required_argument, NULL, O_VNODES}, OPT_VNODES},
@@ -131,6 +133,8 @@ static const struct {
     {{"parallel", required_argument, NULL, O_PARALLEL}, OPT_MIGRATE},
     {{"pool-keys", required_argument, NULL, O_POOLKEYS}, OPT_WINDOW},
     {{"read-rate", required_argument, NULL, O_READRATE}, OPT_WINDOW},
+    {{"etcd", required_argument, NULL, O_ETCD}, OPT_FLEET},
+    {{"timeout", required_argument, NULL, O_TIMEOUT}, OPT_FLEET},
     {{"help", no_argument, NULL, 'h'}, 0},
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
@@ -213,6 +217,10 @@ void cli_parse(cli *c, int argc, char **argv, unsigned allowed, const char *help
             break;
         case O_READRATE:
             c->read_rate = cli_u64(c, "--read-rate", optarg, 1, UINT64_C(1) << 40);
+            break;
+        case O_ETCD: c->etcd = optarg; break;
+        case O_TIMEOUT:
+            c->timeout_ms = cli_u64(c, "--timeout", optarg, 1, UINT64_C(24) * 3600 * 1000);
             break;
         }
     }

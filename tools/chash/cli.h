@@ -34,6 +34,7 @@ enum {
     OPT_WINDOW = 1u << 15,  /* --pool-keys, --read-rate (plan: the warm-up window to size) */
     OPT_MIGRATE = 1u << 14, /* --rate, --checkpoint, --dry-run, --verify, --replace, --limit,
                                --batch, --parallel (migrate) */
+    OPT_FLEET = 1u << 16,   /* --etcd, --timeout, --pool (fleet) */
 };
 
 #define CLI_MAX_LIST 16 /* repeated --add / --remove */
@@ -71,6 +72,8 @@ typedef struct cli {
     size_t parallel;        /* --parallel N; 0: the subcommand's default */
     uint64_t pool_keys;     /* --pool-keys K: the keys the pool holds (plan) */
     uint64_t read_rate;     /* --read-rate R: its reads per second (plan) */
+    const char *etcd;       /* --etcd etcd://host:port[/key] (fleet) */
+    uint64_t timeout_ms;    /* --timeout MS (fleet apply); 0: the default */
 
     int argc; /* positional arguments */
     char **argv;

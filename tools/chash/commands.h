@@ -15,5 +15,6 @@ int cmd_bench(cli *c);
 int cmd_plan(cli *c);
 int cmd_report(cli *c);
 int cmd_migrate(cli *c);
+int cmd_fleet(cli *c);
 
 #endif

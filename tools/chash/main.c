@@ -207,6 +207,38 @@ static const struct command {
      "  chash migrate old.yml new.yml --pool cache --dry-run\n"
      "  chash migrate old.yml new.yml --pool cache --rate 20000 --checkpoint mig.ckpt --verify\n"},
 
+    {"fleet", cmd_fleet, OPT_FLEET | OPT_JSON,
+     "a pool's membership in etcd: status, two-phase apply, abort",
+     "usage: chash fleet status (CONFIG.yml [--pool NAME] | --etcd etcd://host:port/key) [--json]\n"
+     "       chash fleet apply NEW.yml [--pool NAME] [--etcd etcd://host:port[/key]]\n"
+     "                         [--timeout MS] [--json]\n"
+     "       chash fleet abort (CONFIG.yml [--pool NAME] | --etcd etcd://host:port/key)\n"
+     "\n"
+     "The pool's membership in etcd under the key K of its 'membership: etcd://host:port/K'\n"
+     "(docs/FLEET.md). status prints K's committed document (its epoch: its \"epoch\", else K's\n"
+     "mod_revision; servers; version), a pending change (K/pending) and every live instance\n"
+     "record under K/instances/ (epoch, servers, warm-up, prepared, failed, refused), and the\n"
+     "skew: the instances behind the committed epoch, and how long ago the first instance began\n"
+     "serving it. apply runs the two-phase switch: it writes NEW.yml's membership to K/pending\n"
+     "(refused while another change is pending), waits until every live instance has prepared\n"
+     "it, then writes K and deletes K/pending in one transaction, and waits until every live\n"
+     "instance serves it; it prints the swap window (first to last swap) and the time from the\n"
+     "commit to the last swap. If an instance fails to prepare, or not all have within the\n"
+     "timeout, it deletes K/pending instead and exits 1 naming them: nothing was applied.\n"
+     "abort deletes a pending change (of an apply that died). Exit status: 0 done, 1 an error\n"
+     "(etcd unreachable, a refused or timed out change), 2 bad usage.\n"
+     "\n"
+     "  --pool NAME        the pool of the file (needed when it has several)\n"
+     "  --etcd URL         etcd://host:port[/key]: without a file, the pool key; with one, it\n"
+     "                     overrides the file's endpoint (and its key, when given)\n"
+     "  --timeout MS       apply: how long to wait for the prepares, then for the swaps\n"
+     "                     (default 10000)\n"
+     "  --json             one JSON object (schema in docs/CLI.md)\n"
+     "\n"
+     "example:\n"
+     "  chash fleet status proxy.yml --pool alpha\n"
+     "  chash fleet apply new.yml --pool alpha --timeout 5000\n"},
+
     {"report", cmd_report, OPT_NODES | OPT_HASH | OPT_VNODES | OPT_SEED | OPT_KEYS | OPT_OUT,
      "write a self-contained HTML report with SVG charts",
      "usage: chash report [nodes] [--hash NAME] [--vnodes N] [--keys N] [--out FILE]\n"
