@@ -17,7 +17,8 @@ a stalled instance within the timeout, on SIGINT, and on a failed prepare (namin
 error) leaves K untouched and K/pending gone; a second apply while one is pending is refused
 with the pending epoch; `chash fleet abort`; status's instances and skew against the records;
 bad input (a bad NEW.yml, an unreachable etcd, a pool without membership) exits 1 with a clear
-message. Every chash run is checked for sanitizer reports. A missing etcd skips (77), or fails
+message; an instance that refuses a commit is named (the change stays committed). Every chash
+run is checked for sanitizer reports. A missing etcd skips (77), or fails
 when CI is set.
 """
 import json
@@ -49,10 +50,12 @@ class Instance(threading.Thread):
     """One fleet member (docs/FLEET.md, "The instance record", "The two-phase switch").
 
     mode: "ok" prepares after prepare_delay seconds; "stall" never prepares (it still swaps on
-    a commit); "fail" reports prepare_failed with FAIL_REASON; "frozen" registers with epoch
-    `epoch` and never reacts."""
+    a commit); "fail" reports prepare_failed with FAIL_REASON; "refuse" prepares but refuses
+    the commit (seen_epoch, refused: REFUSE_REASON); "frozen" registers with epoch `epoch` and
+    never reacts."""
 
     FAIL_REASON = "cannot resolve bad-host.invalid"
+    REFUSE_REASON = "out of memory building the table"
 
     def __init__(self, url, iid, mode="ok", prepare_delay=0.0, epoch=0):
         super().__init__(daemon=True)
@@ -87,7 +90,7 @@ class Instance(threading.Thread):
             if self.mode == "fail" and self.rec["prepare_failed"] != p_rev:
                 self.rec.update(prepare_failed=p_rev, prepare_error=self.FAIL_REASON)
                 self.put_record()
-            elif (self.mode == "ok" and self.rec["prepared"] != p_rev and
+            elif (self.mode in ("ok", "refuse") and self.rec["prepared"] != p_rev and
                   time.monotonic() - self.pending_seen[1] >= self.delay):
                 json.loads(p)  # "builds" it: a document that does not parse would fail here
                 self.rec.update(prepared=p_rev)
@@ -95,7 +98,11 @@ class Instance(threading.Thread):
         if k is not None and self.mode != "frozen":
             doc = json.loads(k)
             epoch = doc.get("epoch", k_rev)
-            if epoch > self.rec["epoch"]:
+            if self.mode == "refuse" and epoch > self.rec["epoch"]:
+                if self.rec["seen_epoch"] != epoch:
+                    self.rec.update(seen_epoch=epoch, refused=self.REFUSE_REASON, prepared=0)
+                    self.put_record()
+            elif epoch > self.rec["epoch"]:
                 self.swap(doc, epoch)
         if p is None and self.rec["prepared"]:
             self.rec["prepared"] = 0  # an aborted change: drop the prepared state
@@ -396,6 +403,23 @@ def main():
             if "\n  %s " % i not in out:
                 fail("status's text does not list instance %s:\n%s" % (i, out))
         log("status: 4 instances, zz-old behind epoch %d" % e2)
+
+        # ---- an instance that refuses the commit: exit 1 naming it; K holds the change ------
+        for i in [x for x in instances if x.iid == "zz-old"]:
+            i.stop()
+            instances.remove(i)
+        start("picky", mode="refuse", epoch=e2)
+        wait_all(etcd, lambda r: set(r) == {"a", "b", "c", "picky"} and
+                 all(x["epoch"] == e2 for x in r.values()), "picky registered")
+        out, err, _ = run(chash, ["fleet", "apply", v3, "--json", "--timeout", "20000"], 1)
+        val, _ = etcd.get(KEY)
+        e3 = json.loads(val)["epoch"]
+        res = json.loads(out)
+        want = "committed epoch %d, but instance picky refused it: %s" % (e3, Instance.REFUSE_REASON)
+        if want not in err or res.get("failed") != "swap" or res.get("committed") is not True \
+                or res.get("epoch") != e3 or e3 <= e2:
+            fail("a refused commit: want %r; got %r / %r" % (want, err, res))
+        log("a refused commit: exit 1 naming the instance, epoch %d in K" % e3)
     finally:
         for i in instances:
             i.stop_ev.set()

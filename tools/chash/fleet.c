@@ -569,7 +569,7 @@ static void id_list(char *out, size_t cap, const ch__fleet_record *r, size_t n,
 }
 
 static bool not_prepared(const ch__fleet_record *r, int64_t e) { return r->prepared != e; }
-static bool not_on(const ch__fleet_record *r, int64_t e) { return r->epoch != e; }
+static bool not_on(const ch__fleet_record *r, int64_t e) { return r->epoch < e; }
 
 static void apply_json_fail(const cli *c, const fctx *f, int64_t e, const char *stage,
                             const char *reason)
@@ -691,7 +691,7 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
                    n, prepare_ms, e);
     }
 
-    /* 4. Swap: every live instance serves E. */
+    /* 4. Swap: every live instance serves E (or a newer epoch: K was written again since). */
     int ret = 0;
     for (;;) {
         free(r);
@@ -701,7 +701,7 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
         }
         size_t on = 0;
         for (size_t i = 0; i < n; i++)
-            on += r[i].epoch == e;
+            on += r[i].epoch >= e;
         if (on == n)
             break;
         if (interrupted) {
@@ -711,7 +711,7 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
             ffail(f, "%s", why);
         }
         for (size_t i = 0; i < n; i++) {
-            if (r[i].epoch != e && r[i].seen_epoch == e && r[i].refused[0] != '\0') {
+            if (r[i].epoch < e && r[i].seen_epoch == e && r[i].refused[0] != '\0') {
                 snprintf(why, sizeof(why), "committed epoch %" PRId64 ", but instance %s "
                          "refused it: %s", e, r[i].id, r[i].refused);
                 apply_json_fail(c, f, e, "swap", why);
