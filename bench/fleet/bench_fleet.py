@@ -143,6 +143,7 @@ def run_mode(mode, args, tmp, redises, server, chash, proxy_exe):
     time.sleep(args.before)
     start_us = time.time_ns() // 1000
     commit_us = None
+    to_last_ms = None   # from the etcd write (the commit) to the last proxy's swap
     swaps = []
     if mode == "sighup":
         for i, p in enumerate(proxies):
@@ -164,16 +165,18 @@ def run_mode(mode, args, tmp, redises, server, chash, proxy_exe):
         else:
             new = conf_file(os.path.join(tmp, "apply-new.yml"), 1, redises, 6)
             r = subprocess.run([chash, "fleet", "apply", new, "--pool", POOL, "--etcd",
-                                "etcd://127.0.0.1:%d" % server.port, "--json"],
+                                "etcd://127.0.0.1:%d%s" % (server.port, KEY), "--json"],
                                capture_output=True, text=True, timeout=60)
             if r.returncode != 0:
                 raise RuntimeError("chash fleet apply: %s%s" % (r.stdout, r.stderr))
             rep = json.loads(r.stdout)
             epoch = rep["epoch"]
-            commit_us = rep.get("commit_unix_us")
+            to_last_ms = rep["commit_to_last_swap_ms"]   # apply's own clock, before the commit
         recs = client.wait_records(KEY, lambda rr: all(rr.get(i, {}).get("epoch") == epoch
                                                        for i in ids), 15, "%s: swapped" % mode)
         swaps = [recs[i]["swapped_unix_us"] for i in ids]
+        if commit_us is not None:
+            to_last_ms = (max(swaps) - commit_us) / 1000.0
     time.sleep(args.after)
     for ld in loaders:
         ld.stop_flag.set()
@@ -192,7 +195,7 @@ def run_mode(mode, args, tmp, redises, server, chash, proxy_exe):
         "misses": sum(len(ld.misses) for ld in loaders),
         "errors": sum(len(ld.errors) for ld in loaders),
         "swap_window_ms": (last - first) / 1000.0,
-        "write_to_last_swap_ms": (last - commit_us) / 1000.0 if commit_us else None,
+        "write_to_last_swap_ms": to_last_ms,
     }
     if mode != "sighup":   # back to 4 servers for the next mode, without proxies watching
         client.put(KEY, doc(redises, 4))

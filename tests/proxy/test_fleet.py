@@ -16,15 +16,19 @@ no servers. Checked:
      serving (every key still reads back).
   4. Two-phase by hand: K/pending is prepared by every proxy (records say prepared: E) without
      anything changing; withdrawing it drops it; a second pending committed (K with epoch E,
-     pending deleted, in one txn) swaps every proxy to E.
+     pending deleted, in one txn) swaps every proxy to E. Then `chash fleet apply` with one
+     proxy SIGSTOPped aborts within its --timeout naming it, K untouched and every proxy's
+     prepared change dropped (the stalled one after SIGCONT); with all three it swaps them.
   5. Flap damping (membership_hold_down 1500 ms): a document removing s3 followed within the
      hold-down by one bringing it back changes nothing (no "membership ... ->" line, same
-     version, damped counted); a removal not withdrawn is applied after the hold-down.
+     version, damped counted); a removal (of s2 and s3) not withdrawn is applied after the
+     hold-down, not before.
   6. etcd SIGKILLed: the proxies keep serving; etcd restarted on the same data dir and a change
      written at once is applied by every proxy (the watch resumed from its revision).
   7. etcd SIGSTOPped for longer than a keepalive answer: the proxies keep serving; after
      SIGCONT a change is applied by every proxy.
-  8. A proxy SIGKILLed: its record vanishes (lease TTL 3 s) while the others' stay.
+  8. A proxy SIGKILLed: its record vanishes (lease TTL 3 s) while the others' stay, and
+     `chash fleet status` lists the two left, none behind.
   9. Start with etcd down: a pool with file servers serves them and takes etcd's document once
      etcd answers; a pool without servers refuses to start, naming the URL.
  10. SIGTERM: clean exit (no sanitizer report); the records go at once (lease revoked).
@@ -108,6 +112,13 @@ def write_keys(proxy, tag):
             if r != b"OK":
                 fail("SET through %s: %r" % (proxy.label, r))
     return values
+
+
+def fleet(chash, *args):
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "detect_leaks=0"]))
+    return subprocess.run([chash, "fleet"] + list(args), capture_output=True, text=True,
+                          timeout=60, env=env)
 
 
 def stats_field(proxy, name):
@@ -197,13 +208,43 @@ def body():
         ((max(swaps) - min(swaps)) / 1000.0))
     served = pend
 
+    # 4b. chash fleet apply, with one proxy stalled, then with all
+    new = equivalent_file(tmp, redises, [0, 1, 2, 3])
+    url = "etcd://127.0.0.1:%d%s" % (server.port, KEY)
+    k_before = client.get(KEY)
+    os.kill(proxies[1].proc.pid, signal.SIGSTOP)
+    try:
+        r = fleet(chash, "apply", new, "--pool", POOL, "--etcd", url, "--timeout", "1500",
+                  "--json")
+    finally:
+        os.kill(proxies[1].proc.pid, signal.SIGCONT)
+    rep = json.loads(r.stdout or "{}")
+    if r.returncode != 1 or rep.get("committed") is not False or "px1" not in rep.get("error", ""):
+        fail("4b. apply with px1 stalled: exit %d, %s %s" % (r.returncode, r.stdout, r.stderr))
+    if client.get(KEY + "/pending")[0] is not None or client.get(KEY) != k_before:
+        fail("4b. an aborted apply left %s/pending or changed %s" % (KEY, KEY))
+    client.wait_records(KEY, lambda rr: all(rr[i]["prepared"] == 0 and rr[i]["epoch"] == served
+                                            for i in ids), WAIT,
+                        "4b. every proxy dropped the aborted change (px1 after SIGCONT)")
+    r = fleet(chash, "apply", new, "--pool", POOL, "--etcd", url, "--json")
+    rep = json.loads(r.stdout or "{}")
+    if r.returncode != 0 or rep.get("swapped") != 3:
+        fail("4b. apply: exit %d, %s %s" % (r.returncode, r.stdout, r.stderr))
+    served = rep["epoch"]
+    recs = wait_epoch(client, ids, served, "4b. every proxy on the applied epoch")
+    values = write_keys(proxies[1], "c2")
+    check_keys(tmp, chash, proxies, redises, [0, 1, 2, 3], values, "4b")
+    log("4b. chash fleet apply: aborted with px1 stalled (K untouched), then swapped 3 "
+        "proxies within %.2f ms, the last %.2f ms after the commit" %
+        (rep["swap_window_ms"], rep["commit_to_last_swap_ms"]))
+
     # 5. flap damping
     text = open(proxies[0].log).read()
     changes_before = text.count(" -> m-")   # "membership m-... -> m-...": a change
     version = client.records(KEY)["px0"]["membership"]
-    gone = client.put(KEY, servers_doc(redises, [0, 1]))
+    gone = client.put(KEY, servers_doc(redises, [0, 1, 2]))   # s3 leaves the registry ...
     time.sleep(0.3)
-    back = client.put(KEY, servers_doc(redises, [0, 1, 2]))
+    back = client.put(KEY, servers_doc(redises, [0, 1, 2, 3]))  # ... and comes back
     recs = wait_epoch(client, ids, back, "5. the flap's second document")
     if {r["membership"] for r in recs.values()} != {version}:
         fail("5. a server that came back within the hold-down changed the membership: %s" % recs)
@@ -260,6 +301,10 @@ def body():
     proxies[2].proc.wait(timeout=10)
     client.wait_records(KEY, lambda r: "px2" not in r and "px0" in r and "px1" in r, 10,
                         "8. the killed proxy's record gone within its lease")
+    st = json.loads(fleet(chash, "status", "--etcd", "etcd://127.0.0.1:%d%s" % (server.port, KEY),
+                          "--json").stdout)
+    if sorted(i["id"] for i in st["instances"]) != ["px0", "px1"] or st["skew"]["behind"]:
+        fail("8. chash fleet status after the kill: %s" % json.dumps(st))
     log("8. a killed proxy's record vanished with its lease")
 
     # 9. start with etcd down
