@@ -126,3 +126,6 @@ echo "    kill -HUP or POST /-/reload on --metrics-port apply it; docs/OPERATION
 
 # Issue 13: the same reload under a cache-aside load, with and without warm-up.
 "$(dirname "$0")/migration_demo.sh" "$build"
+
+# Issue 14: three proxies on one etcd membership, switched together by chash fleet apply.
+"$(dirname "$0")/fleet_demo.sh" "$build"
