@@ -38,8 +38,8 @@ test-tsan: bootstrap
 	cd $(TSAN) && ctest --output-on-failure -R '$(TSAN_TESTS)'
 
 # A lost cache node with libchash-cache and 4 local redis-servers (examples/lost_node.c),
-# chash-proxy in front of 3 redis-servers (tools/chash/proxy_demo.sh) and of 3 memcacheds
-# (tools/chash/proxy_memcache_demo.sh), the library from C (examples/route_demo.c), then the
+# chash-proxy in front of 3 redis-servers (tools/chash/proxy_demo.sh, ending with the warm-up and
+# the etcd fleet demos) and of 3 memcacheds (tools/chash/proxy_memcache_demo.sh), the library from C (examples/route_demo.c), then the
 # story through the CLI (tools/chash/demo.sh).
 demo: build
 	@$(RELEASE)/examples/lost_node
@@ -54,12 +54,14 @@ demo: build
 # on loopback, 2-5 minutes by the box's load; bench_tls.py: TLS against plain (docs/PERFORMANCE.md);
 # bench/migration/bench_migration.py: a hot reload 8 -> 12 and 8 -> 7
 # under a cache-aside load (build/release/bench/cache_aside), without and with warm-up and ramp,
-# Redis and memcached pools (the two at once, --parallel), 8-10 minutes.
+# Redis and memcached pools (the two at once, --parallel), 8-10 minutes; bench/fleet/bench_fleet.py:
+# stale reads across three proxies during a change (SIGHUP rollout, etcd, chash fleet apply), 1 min.
 bench: build
 	@$(RELEASE)/bench/bench_place
 	@/usr/bin/python3 bench/proxy/bench_proxy.py --build $(RELEASE)
 	@/usr/bin/python3 bench/proxy/bench_tls.py --build $(RELEASE)
 	@/usr/bin/python3 bench/migration/bench_migration.py --build $(RELEASE) --parallel
+	@/usr/bin/python3 bench/fleet/bench_fleet.py --build $(RELEASE)
 
 # The release build, configured for PREFIX (default /usr/local) so that the paths written into
 # the systemd unit and the man pages are the installed ones; DESTDIR stages it elsewhere.

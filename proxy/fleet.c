@@ -223,8 +223,7 @@ static void record_done(void *arg, bool ok, const char *body, size_t len, const 
     fp->record_req = NULL;
     char w[300];
     int64_t rev;
-    bool succ;
-    if (ok && ch__etcd_parse_write(body, len, &rev, &succ, w, sizeof(w)) != 0) {
+    if (ok && ch__etcd_parse_write(body, len, &rev, w, sizeof(w)) != 0) {
         ok = false;
         why = w;
     }

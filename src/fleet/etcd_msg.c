@@ -291,15 +291,12 @@ int ch__etcd_parse_range(const char *json, size_t len, int64_t *rev, ch__etcd_kv
     return rc;
 }
 
-int ch__etcd_parse_write(const char *json, size_t len, int64_t *rev, bool *succeeded, char *why,
-                         size_t whylen)
+int ch__etcd_parse_write(const char *json, size_t len, int64_t *rev, char *why, size_t whylen)
 {
     json_t *o;
     if (parse(json, len, &o, why, whylen) != 0)
         return -1;
     *rev = header_rev(o);
-    const json_t *s = json_object_get(o, "succeeded");
-    *succeeded = s == NULL || json_is_true(s);
     json_decref(o);
     return 0;
 }

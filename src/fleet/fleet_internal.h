@@ -68,14 +68,11 @@ int ch__etcd_parse_range(const char *json, size_t len, int64_t *rev, ch__etcd_kv
                          size_t *n, char *why, size_t whylen);
 void ch__etcd_kvs_free(ch__etcd_kv *kvs, size_t n);
 
-/* A put, a delete or a txn: the header's revision; *succeeded for a txn (true otherwise). */
-int ch__etcd_parse_write(const char *json, size_t len, int64_t *rev, bool *succeeded, char *why,
-                         size_t whylen);
+/* A put or a delete: the header's revision (a txn: ch__etcd_parse_txn). */
+int ch__etcd_parse_write(const char *json, size_t len, int64_t *rev, char *why, size_t whylen);
 
 /* A txn: the header's revision and whether its compare held. The gateway writes proto3 JSON,
- * which leaves out false: an answer without "succeeded" is a txn whose compare failed (so
- * ch__etcd_parse_write, which reads an absent field as true for puts and deletes, must not be
- * used for a txn). */
+ * which leaves out false: an answer without "succeeded" is a txn whose compare failed. */
 int ch__etcd_parse_txn(const char *json, size_t len, int64_t *rev, bool *succeeded, char *why,
                        size_t whylen);
 
