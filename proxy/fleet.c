@@ -678,10 +678,12 @@ static void watch_start(fleet_pool *fp)
 
 /* ---- the lease ----------------------------------------------------------------------------------- */
 
-static void grant_done(void *arg, bool ok, const char *body, size_t len, const char *why)
+/* A grant (the request began with no lease) or a keepalive answered, or failed. */
+static void lease_done(void *arg, bool ok, const char *body, size_t len, const char *why)
 {
     fleet_pool *fp = arg;
     fp->lease_req = NULL;
+    bool grant = fp->lease == 0;
     char w[300];
     int64_t id = 0, ttl = 0;
     if (ok && ch__etcd_parse_lease(body, len, &id, &ttl, w, sizeof(w)) != 0) {
@@ -689,34 +691,18 @@ static void grant_done(void *arg, bool ok, const char *body, size_t len, const c
         why = w;
     }
     if (!ok) {
-        etcd_lost(fp, "cannot grant its lease", why);
-        return; /* the next keepalive tick grants again */
-    }
-    fp->lease = id;
-    PX_LOG(fp->f->m, PX_LOG_NOTICE, "fleet: pool %s: registered as %s (lease %lld, %d s)",
-           fp->name, fp->record_key, (long long)id, fp->f->ttl_s);
-    fp->dirty = true;
-    record_put(fp);
-}
-
-static void keepalive_done(void *arg, bool ok, const char *body, size_t len, const char *why)
-{
-    fleet_pool *fp = arg;
-    fp->lease_req = NULL;
-    char w[300];
-    int64_t id = 0, ttl = 0;
-    if (ok && ch__etcd_parse_lease(body, len, &id, &ttl, w, sizeof(w)) != 0) {
-        ok = false;
-        why = w;
-    }
-    if (!ok) {
-        /* etcd did not answer in time: a watch on the same etcd may be silent too. */
-        etcd_lost(fp, "its lease keepalive failed", why);
-        if (fp->watching)
+        etcd_lost(fp, grant ? "cannot grant its lease" : "its lease keepalive failed", why);
+        /* etcd did not answer a keepalive in time: a watch on it may be silent too. */
+        if (!grant && fp->watching)
             watch_again(fp);
-        return;
+        return; /* the next tick grants or keeps alive again */
     }
-    if (ttl <= 0) {
+    if (grant) {
+        fp->lease = id;
+        PX_LOG(fp->f->m, PX_LOG_NOTICE, "fleet: pool %s: registered as %s (lease %lld, %d s)",
+               fp->name, fp->record_key, (long long)id, fp->f->ttl_s);
+        fp->dirty = true;
+    } else if (ttl <= 0) {
         PX_LOG(fp->f->m, PX_LOG_WARN, "fleet: pool %s: its lease %lld expired: registering "
                "again", fp->name, (long long)fp->lease);
         fp->lease = 0;
@@ -734,10 +720,10 @@ static void keepalive_cb(uv_timer_t *t)
     char *body = fp->lease == 0 ? ch__etcd_grant_body(fp->f->ttl_s)
                                 : ch__etcd_keepalive_body(fp->lease);
     if (body != NULL)
-        fp->lease_req = fp->lease == 0 ? px_etcd_post(fp->etcd, "/v3/lease/grant", body,
-                                                      REQUEST_MS, grant_done, fp)
-                                       : px_etcd_post(fp->etcd, "/v3/lease/keepalive", body,
-                                                      KEEPALIVE_ANSWER_MS, keepalive_done, fp);
+        fp->lease_req = px_etcd_post(fp->etcd, fp->lease == 0 ? "/v3/lease/grant"
+                                                              : "/v3/lease/keepalive",
+                                     body, fp->lease == 0 ? REQUEST_MS : KEEPALIVE_ANSWER_MS,
+                                     lease_done, fp);
     free(body);
 }
 

@@ -92,7 +92,7 @@ class Loader(threading.Thread):
 
 def conf_file(path, port, redises, n, etcd_port=None):
     lines = ["%s:" % POOL, "  listen: 127.0.0.1:%d" % port, "  redis: true",
-             "  hash: fnv1a_64", "  distribution: ketama"]
+             "  hash: md5", "  distribution: ketama"]
     if etcd_port:
         lines += ["  membership: etcd://127.0.0.1:%d%s" % (etcd_port, KEY),
                   "  membership_hold_down: 0"]
@@ -105,7 +105,7 @@ def conf_file(path, port, redises, n, etcd_port=None):
 
 def doc(redises, n):
     return json.dumps({"servers": ["%s:1 r%d" % (r.text, i) for i, r in enumerate(redises[:n])],
-                       "hash": "fnv1a_64", "distribution": "ketama"})
+                       "hash": "md5", "distribution": "ketama"})
 
 
 def reload_times_us(proxy, after_us):

@@ -291,26 +291,29 @@ int ch__etcd_parse_range(const char *json, size_t len, int64_t *rev, ch__etcd_kv
     return rc;
 }
 
-int ch__etcd_parse_write(const char *json, size_t len, int64_t *rev, char *why, size_t whylen)
+/* A write's answer: its revision, and for a txn (succeeded not NULL) whether its compare held. */
+static int parse_written(const char *json, size_t len, int64_t *rev, bool *succeeded, char *why,
+                         size_t whylen)
 {
     json_t *o;
     if (parse(json, len, &o, why, whylen) != 0)
         return -1;
     *rev = header_rev(o);
+    if (succeeded != NULL) /* absent: false (proto3 JSON leaves false out) */
+        *succeeded = json_is_true(json_object_get(o, "succeeded"));
     json_decref(o);
     return 0;
+}
+
+int ch__etcd_parse_write(const char *json, size_t len, int64_t *rev, char *why, size_t whylen)
+{
+    return parse_written(json, len, rev, NULL, why, whylen);
 }
 
 int ch__etcd_parse_txn(const char *json, size_t len, int64_t *rev, bool *succeeded, char *why,
                        size_t whylen)
 {
-    json_t *o;
-    if (parse(json, len, &o, why, whylen) != 0)
-        return -1;
-    *rev = header_rev(o);
-    *succeeded = json_is_true(json_object_get(o, "succeeded")); /* absent: false (proto3) */
-    json_decref(o);
-    return 0;
+    return parse_written(json, len, rev, succeeded, why, whylen);
 }
 
 int ch__etcd_parse_lease(const char *json, size_t len, int64_t *id, int64_t *ttl, char *why,

@@ -18,7 +18,9 @@ no servers. Checked:
      anything changing; withdrawing it drops it; a second pending committed (K with epoch E,
      pending deleted, in one txn) swaps every proxy to E. Then `chash fleet apply` with one
      proxy SIGSTOPped aborts within its --timeout naming it, K untouched and every proxy's
-     prepared change dropped (the stalled one after SIGCONT); with all three it swaps them.
+     prepared change dropped (the stalled one after SIGCONT); with all three it swaps them,
+     each opening its warm-up window at its swap: every key written before reads back through
+     every proxy after (no miss for the moved quarter).
   5. Flap damping (membership_hold_down 1500 ms): a document removing s3 followed within the
      hold-down by one bringing it back changes nothing (no "membership ... ->" line, same
      version, damped counted); a removal (of s2 and s3) not withdrawn is applied after the
@@ -57,7 +59,9 @@ NKEYS = 400
 
 
 def servers_doc(redises, names, epoch=None, extra=None):
-    doc = {"servers": ["%s:1 %s" % (redises[i].text, "s%d" % i) for i in names]}
+    # md5: fnv1a_64 (twemproxy's default) clusters sequential short keys like these on a few
+    # servers; md5 spreads them, so every server owns some of the test's keys
+    doc = {"servers": ["%s:1 %s" % (redises[i].text, "s%d" % i) for i in names], "hash": "md5"}
     if epoch is not None:
         doc["epoch"] = epoch
     if extra:
@@ -68,7 +72,7 @@ def servers_doc(redises, names, epoch=None, extra=None):
 def proxy_conf(tmp, name, port, etcd_port, hold_ms, servers=None):
     lines = ["%s:" % POOL, "  listen: 127.0.0.1:%d" % port, "  redis: true",
              "  membership: etcd://127.0.0.1:%d%s" % (etcd_port, KEY),
-             "  membership_hold_down: %d" % hold_ms]
+             "  membership_hold_down: %d" % hold_ms, "  warm_up: 60000"]
     if servers:
         lines.append("  servers:")
         lines += ["    - %s" % s for s in servers]
@@ -77,7 +81,7 @@ def proxy_conf(tmp, name, port, etcd_port, hold_ms, servers=None):
 
 def equivalent_file(tmp, redises, names):
     """A plain config with the document's servers, for `chash lookup`."""
-    lines = ["%s:" % POOL, "  listen: 127.0.0.1:1", "  redis: true", "  servers:"]
+    lines = ["%s:" % POOL, "  listen: 127.0.0.1:1", "  redis: true", "  hash: md5", "  servers:"]
     lines += ["    - %s:1 s%d" % (redises[i].text, i) for i in names]
     return write_file(os.path.join(tmp, "equiv-%s.yml" % "".join(map(str, names))),
                       "\n".join(lines) + "\n")
@@ -202,7 +206,7 @@ def body():
                     {"request_delete_range": {"key": etcd.b64(KEY + "/pending")}}]})
     recs = wait_epoch(client, ids, pend, "4. every proxy swapped to the committed epoch")
     swaps = [r["swapped_unix_us"] for r in recs.values()]
-    values = write_keys(proxies[2], "c")
+    values_c = values = write_keys(proxies[2], "c")
     check_keys(tmp, chash, proxies, redises, [0, 1, 2], values, "4")
     log("4. pending prepared by all, withdrawn, then committed: swapped within %.1f ms" %
         ((max(swaps) - min(swaps)) / 1000.0))
@@ -232,6 +236,22 @@ def body():
         fail("4b. apply: exit %d, %s %s" % (r.returncode, r.stdout, r.stderr))
     served = rep["epoch"]
     recs = wait_epoch(client, ids, served, "4b. every proxy on the applied epoch")
+    if any(r["warm_up"] != "warm" for r in recs.values()):
+        fail("4b. no warm-up window after the commit: %s" % recs)
+    # the keys written before the commit, a quarter of them moved to s3: every one still reads
+    # back through every proxy (warm_up: read from the old owner and copied), no miss storm
+    owners = chash_lookup(chash, new, POOL, [k.encode() for k in values_c])
+    moved = [k for k in values_c if owners[k.encode()] == redises[3].text]
+    if len(moved) < NKEYS // 8 or any(redises[3].call("GET", k) is not None for k in moved):
+        fail("4b. %d of the keys written before the commit moved to s3 (or s3 had them)" %
+             len(moved))
+    for p in proxies:
+        with Resp(p.listens[0]) as c:
+            got = c.pipeline([("GET", k) for k in values_c])
+        missed = [k for k, g in zip(values_c, got) if g != values_c[k]]
+        if missed:
+            fail("4b. %d of %d keys written before the commit missed through %s after it "
+                 "(warm_up 60 s)" % (len(missed), len(values_c), p.label))
     values = write_keys(proxies[1], "c2")
     check_keys(tmp, chash, proxies, redises, [0, 1, 2, 3], values, "4b")
     log("4b. chash fleet apply: aborted with px1 stalled (K untouched), then swapped 3 "
