@@ -673,8 +673,10 @@ static int load_membership(loader *ld, ch_conf_pool *p, const char *v, size_t le
                     ch__conf_quote(q, sizeof q, v, len));
     ch__conf_addr a;
     size_t hl = (size_t)(slash - (v + sl)), kl = len - (size_t)(slash - v);
-    if (!ch__conf_parse_listen(v + sl, hl, &a, why, sizeof why)) /* no '/': never a socket */
-        return fail(ld, m, "\"membership\": %s in \"%s\"", why,
+    if (!ch__conf_parse_listen(v + sl, hl, &a, why, sizeof why) || a.port == 0)
+        return fail(ld, m,
+                    "\"membership\": expected etcd://host:port/key with etcd's client address "
+                    "as host:port, got \"%s\"",
                     ch__conf_quote(q, sizeof q, v, len));
     bool ok = kl > 1 && slash[kl - 1] != '/';
     for (size_t i = 0; ok && i < kl; i++)

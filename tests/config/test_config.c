@@ -1049,6 +1049,9 @@ static void test_membership_doc(void **state)
         {"a:\n  membership: etcd://127.0.0.1:2379/k/\n",
          "f.yml:2:15: \"membership\": expected a key after host:port (printable, no spaces, not "
          "ending in '/'), got \"etcd://127.0.0.1:2379/k/\""},
+        {"a:\n  membership: etcd://127.0.0.1/k\n",
+         "f.yml:2:15: \"membership\": expected etcd://host:port/key with etcd's client address "
+         "as host:port, got \"etcd://127.0.0.1/k\""},
         {"a:\n  listen: 127.0.0.1:1\n", "f.yml:1:1: pool \"a\" has no servers"},
     };
     for (size_t i = 0; i < sizeof(badfile) / sizeof(badfile[0]); i++) {
