@@ -598,6 +598,19 @@ static void watch_line(void *arg, const char *line, size_t len)
         watch_again(fp);
         return;
     }
+    if (msg.created && msg.rev < fp->rev) {
+        /* A watch from a revision etcd has not reached would never deliver what is written
+         * below it: etcd lost its data or is another cluster. */
+        PX_LOG(fp->f->m, PX_LOG_WARN,
+               "fleet: pool %s: etcd is at revision %lld, behind the %lld seen: its data was "
+               "lost or replaced; reading %s again (documents need an epoch above %lld to apply)",
+               fp->name, (long long)msg.rev, (long long)fp->rev, fp->key,
+               (long long)served(fp)->epoch);
+        fp->rev = 0;
+        ch__etcd_watch_msg_free(&msg);
+        watch_again(fp);
+        return;
+    }
     if (msg.created) {
         fp->watching = true;
         fp->backoff_ms = 0;

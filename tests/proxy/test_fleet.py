@@ -32,7 +32,9 @@ no servers. Checked:
   8. A proxy SIGKILLed: its record vanishes (lease TTL 3 s) while the others' stay, and
      `chash fleet status` lists the two left, none behind.
   9. Start with etcd down: a pool with file servers serves them and takes etcd's document once
-     etcd answers; a pool without servers refuses to start, naming the URL.
+     etcd answers; a pool without servers refuses to start, naming the URL. Then etcd comes
+     back without its data (revisions from 1 again): every proxy registers again, refuses the
+     new low-revision document as stale, and applies one with an explicit higher epoch.
  10. SIGTERM: clean exit (no sanitizer report); the records go at once (lease revoked).
 
 Usage: test_fleet.py CHASH_PROXY CHASH_CLI
@@ -347,6 +349,24 @@ def body():
     server.start()
     wait_epoch(client, ["late"], after, "9. the late proxy takes etcd's document", 30)
     log("9. etcd down at start: file servers served, then etcd's; no servers: a clear refusal")
+
+    # 9b. etcd back without its data (a new cluster: revisions from 1 again)
+    ids2 = ["px0", "px1", "late"]
+    served = client.records(KEY)["px0"]["epoch"]
+    server.proc.kill()
+    server.proc.wait(timeout=10)
+    subprocess.run(["rm", "-rf", server.dir], check=True)
+    server.start()
+    client.wait_records(KEY, lambda r: all(i in r for i in ids2), 30,
+                        "9b. every proxy registered again in the new etcd")
+    low = client.put(KEY, servers_doc(redises, [0, 1]))
+    client.wait_records(KEY, lambda r: all("is not newer than" in r[i]["refused"] for i in ids2),
+                        WAIT, "9b. a document at revision %d refused as stale by all" % low)
+    client.put(KEY, servers_doc(redises, [0, 1, 2], epoch=served + 100))
+    wait_epoch(client, ids2, served + 100, "9b. a document with an explicit epoch applied by all")
+    values = write_keys(proxies[0], "g")
+    check_keys(tmp, chash, [proxies[0], proxies[1], late], redises, [0, 1, 2], values, "9b")
+    log("9b. etcd back empty: its low revisions refused, an explicit epoch applied by all")
 
     # 10. clean exit, records revoked
     for p in (proxies[0], proxies[1], late):
