@@ -52,6 +52,7 @@ typedef struct fleet_pool {
     px_etcd_req *lease_req, *record_req;
     int64_t lease;
     uv_timer_t keepalive;
+    uv_timer_t warm_end;    /* the record says "off" again when the warm-up window ends */
     bool dirty;             /* rec changed since the last put began */
     bool etcd_warned;       /* "etcd unreachable" logged once per outage */
     ch__fleet_record rec;
@@ -256,6 +257,15 @@ static void record_put(fleet_pool *fp)
     free(body);
 }
 
+static void record_served(fleet_pool *fp);
+
+static void warm_end_cb(uv_timer_t *t)
+{
+    fleet_pool *fp = t->data;
+    record_served(fp);
+    record_put(fp);
+}
+
 /* The record's view of what the pool serves now. */
 static void record_served(fleet_pool *fp)
 {
@@ -274,6 +284,7 @@ static void record_served(fleet_pool *fp)
         if (end > now) {
             snprintf(r->warm_up, sizeof(r->warm_up), "%s", sp->warm.ramp_ms > 0 ? "ramp" : "warm");
             r->warm_up_until_unix_ms = unix_ms() + (int64_t)(end - now);
+            uv_timer_start(&fp->warm_end, warm_end_cb, end - now + 1, 0);
         }
     }
 }
@@ -792,6 +803,11 @@ int px_fleet_start(px_ctl *m, px_fleet_boot *boot, const px_fleet_options *opt)
         fp->name = strdup(pc->name);
         fp->endpoint = strdup(pc->membership_endpoint);
         fp->hold_down_ms = pc->membership_hold_down_ms;
+        uv_timer_init(m->loop, &fp->retry);
+        uv_timer_init(m->loop, &fp->keepalive);
+        uv_timer_init(m->loop, &fp->hold);
+        uv_timer_init(m->loop, &fp->warm_end);
+        fp->retry.data = fp->keepalive.data = fp->hold.data = fp->warm_end.data = fp;
         ch__fleet_record *r = &fp->rec;
         if (opt->id != NULL)
             snprintf(r->id, sizeof(r->id), "%s", opt->id);
@@ -810,10 +826,6 @@ int px_fleet_start(px_ctl *m, px_fleet_boot *boot, const px_fleet_options *opt)
         fp->record_key = prefix != NULL ? join(prefix, r->id) : NULL;
         free(prefix);
         fp->etcd = px_etcd_new(m->loop, pc->membership_endpoint);
-        uv_timer_init(m->loop, &fp->retry);
-        uv_timer_init(m->loop, &fp->keepalive);
-        uv_timer_init(m->loop, &fp->hold);
-        fp->retry.data = fp->keepalive.data = fp->hold.data = fp;
         if (fp->name == NULL || fp->endpoint == NULL || fp->url == NULL || fp->key == NULL || fp->pending_key == NULL ||
             fp->record_key == NULL || fp->etcd == NULL) {
             rc = -1;
@@ -860,8 +872,8 @@ void px_fleet_stop(px_ctl *m)
             free(ans);
         }
         px_etcd_free(fp->etcd);
-        uv_timer_t *timers[] = {&fp->retry, &fp->keepalive, &fp->hold};
-        for (size_t k = 0; k < 3; k++) {
+        uv_timer_t *timers[] = {&fp->retry, &fp->keepalive, &fp->hold, &fp->warm_end};
+        for (size_t k = 0; k < sizeof(timers) / sizeof(timers[0]); k++) {
             f->closing++;
             uv_close((uv_handle_t *)timers[k], timer_closed);
         }
