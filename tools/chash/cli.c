@@ -369,8 +369,14 @@ void fleet_from_config(const cli *c, const char *path, const char *pool, fleet *
         exit(2);
     }
     if (p->nservers == 0) {
+        char from[600] = "";
+        if (p->membership != NULL)
+            snprintf(from, sizeof(from),
+                     ": its servers are in etcd, at %s (chash fleet status %s shows that "
+                     "membership)",
+                     p->membership, path);
         ch_config_free(cfg);
-        cli_fail(c, "%s: pool has no servers", path);
+        cli_fail(c, "%s: pool has no servers%s", path, from);
     }
     char source[512];
     if (pool)
