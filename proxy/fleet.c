@@ -249,10 +249,9 @@ static void record_put(fleet_pool *fp)
     char *json = ch__fleet_record_json(&fp->rec);
     char *body = json != NULL ? ch__etcd_put_body(fp->record_key, json, strlen(json), fp->lease)
                               : NULL;
-    fp->dirty = body == NULL;
     if (body != NULL)
         fp->record_req = px_etcd_post(fp->etcd, "/v3/kv/put", body, REQUEST_MS, record_done, fp);
-    fp->dirty = fp->record_req == NULL;
+    fp->dirty = fp->record_req == NULL; /* not started: the next keepalive tries again */
     free(json);
     free(body);
 }
