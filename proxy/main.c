@@ -93,7 +93,7 @@ static void usage(FILE *fp)
             "memory, here %llu MiB)\n"
             "      --threads=N        : worker threads, each with its own event loop, listener "
             "and\n"
-            "                           backend connections (default: the CPUs available, "
+            "                           backend connections (default: half the CPUs available, "
             "here %u; max %d)\n",
             DEFAULT_LOG_LEVEL, DEFAULT_CONF, DEFAULT_STATS_PORT, DEFAULT_STATS_ADDR,
             DEFAULT_STATS_INTERVAL, DEFAULT_METRICS_ADDR,

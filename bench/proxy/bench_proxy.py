@@ -6,8 +6,9 @@ error or signal), every wait bounded:
 
 Redis (`--only redis`): 3 redis-servers (no persistence), one nutcracker and two chash-proxies
 serving the same pool (same servers, ketama, fnv1a_64; only the listen ports differ):
-"chash-proxy" with its default worker threads (--threads = the cores) and "chash-1thread" with
---threads 1, then drives each target with redis-benchmark (-c 50, -r 100000, GET and SET,
+"chash-proxy" with its default worker threads (--threads: half the cores, at least 1) and, as
+the other thread count, "chash-1thread" (--threads 1) where the default is not 1, else
+"chash-ncores" (--threads = the cores, the default before issue 18), then drives each target with redis-benchmark (-c 50, -r 100000, GET and SET,
 without pipelining and with -P 16). The direct-Redis baseline is backend 1 itself. With
 --before PATH a fifth target, "chash-before", is that chash-proxy binary (built from an older
 commit; default threads) on the same pool, in the same alternating rounds: the before/after
@@ -63,8 +64,14 @@ import tempfile
 import time
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-TARGETS = ("direct", "nutcracker", "chash-proxy", "chash-1thread")
-PROXIES = {"chash-proxy": [], "chash-1thread": ["--threads", "1"]}  # extra flags
+CPUS = len(os.sched_getaffinity(0)) or 1
+DEFAULT_THREADS = max(1, CPUS // 2)  # chash-proxy's default (proxy/worker.c px_default_threads)
+# chash-proxy at its defaults, and at the other thread count worth comparing: one thread where the
+# default is more, else one per core (the default before issue 18). Extra flags per target.
+OTHER = "chash-1thread" if DEFAULT_THREADS > 1 else "chash-ncores"
+PROXIES = {"chash-proxy": [],
+           OTHER: ["--threads", "1" if DEFAULT_THREADS > 1 else str(CPUS)]}
+TARGETS = ("direct", "nutcracker") + tuple(PROXIES)
 CMDS = ("GET", "SET")
 MC_CMDS = ("GET", "SET", "MGET")
 MODES = (1, 16)
@@ -355,10 +362,10 @@ def print_goals_18(med, cmds, what):
     for pipeline, want in ((1, 0.5), (16, 0.3)):
         for cmd in cmds:
             c, nn = med[("chash-proxy", cmd, pipeline)], med[("nutcracker", cmd, pipeline)]
-            one = med[("chash-1thread", cmd, pipeline)]
+            one = med[(OTHER, cmd, pipeline)]
             cpu_r = c[3] / nn[3]
             print(f"  {cmd:<4} P{pipeline:<2} CPU/req {cpu_r:.2f}x ({c[3]:.2f} vs {nn[3]:.2f} us; "
-                  f"direct {med[('direct', cmd, pipeline)][3]:.2f}, 1 thread {one[3]:.2f})  "
+                  f"direct {med[('direct', cmd, pipeline)][3]:.2f}, {OTHER} {one[3]:.2f})  "
                   f"{'MET' if cpu_r <= want + 1e-9 else 'MISSED':<6}  p99 {c[2]:.3f} vs "
                   f"{nn[2]:.3f} ms  {'MET' if c[2] <= nn[2] else 'MISSED'}")
     print("  floor: a proxy makes at least the client-side syscalls the server itself makes per "
@@ -509,8 +516,8 @@ def run_redis(args, proxy_bin, before_bin, nutcracker_bin, tmp, procs, t_start):
           f"and -P 16 -n {args.n16} (P16)")
     print(f"   backends 127.0.0.1:{b1},{b2},{b3}; direct = backend 1; "
           f"{nutcracker_bin} and chash-proxy, same pool (ketama, fnv1a_64)")
-    print(f"   chash-proxy: default --threads ({os.cpu_count()} cores here); chash-1thread: "
-          "--threads 1")
+    print(f"   chash-proxy: default --threads ({DEFAULT_THREADS} with {CPUS} cores here); {OTHER}: "
+          f"{' '.join(PROXIES[OTHER])}")
     if before_bin:
         print(f"   chash-before: {before_bin} (default --threads)")
     print("   CPU/req: utime+stime of the server process (the proxy; redis-server for direct) "
@@ -617,8 +624,8 @@ def run_memcache(args, proxy_bin, mc_bin, nutcracker_bin, tmp, procs, t_start):
     print(f"   memcacheds 127.0.0.1:{','.join(map(str, backends))} (memcached "
           f"{memcached_version()}, default threads); direct = backend 1; nutcracker and "
           "chash-proxy, same redis: false pool (ketama, fnv1a_64)")
-    print(f"   chash-proxy: default --threads ({os.cpu_count()} cores here); chash-1thread: "
-          "--threads 1")
+    print(f"   chash-proxy: default --threads ({DEFAULT_THREADS} with {CPUS} cores here); {OTHER}: "
+          f"{' '.join(PROXIES[OTHER])}")
     print("   CPU/req: utime+stime of the server process (the proxy; memcached for direct) "
           "during the run / requests; sched: the same from /proc/PID/task/*/schedstat (ns); sys: the "
           "stime part of CPU/req (the kernel's)")
