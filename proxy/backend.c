@@ -57,9 +57,10 @@ static const char *server_name(const px_server *s)
     return s->conf->id;
 }
 
+/* Fragments come from the thread's block cache (buf.h): one per backend request. */
 px_frag *px_frag_new(size_t nslots)
 {
-    px_frag *f = calloc(1, sizeof(*f) + nslots * sizeof(f->slots[0]));
+    px_frag *f = px_cache_calloc(sizeof(*f) + nslots * sizeof(f->slots[0]));
     if (f != NULL)
         f->nslots = nslots;
     return f;
@@ -67,7 +68,8 @@ px_frag *px_frag_new(size_t nslots)
 
 void px_frag_free(px_frag *f)
 {
-    free(f);
+    if (f != NULL)
+        px_cache_free(f, sizeof(*f) + f->nslots * sizeof(f->slots[0]));
 }
 
 /* ---- setup ------------------------------------------------------------------------------------ */

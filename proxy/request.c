@@ -11,8 +11,9 @@
  *   is touched after the last hand-off: a backend may answer synchronously (a connection that
  *   cannot be opened fails its FIFO at once), which can complete and free the request. Within
  *   px_rq_start the owner is told only once it returns (rq->starting).
- * Cost per request: one allocation for the request with its slots and its message (raw bytes,
- * argument and key spans), one per backend request; a split command sorts its sends by server
+ * Cost per request: one block for the request with its slots and its message (raw bytes,
+ * argument and key spans), one per backend request, both from the thread's block cache (buf.h)
+ * when small (the common case: no malloc); a split command sorts its sends by server
  * (O(k log k) for k keys).
  */
 #include "request.h"
@@ -34,7 +35,7 @@ px_rq *px_rq_new(px_pool *pool, const px_msg *m, uint64_t cid)
                                                       : m->nkeys;
     size_t sz = sizeof(px_rq) + nslots * sizeof(px_rq_slot) + m->nargs * sizeof(px_span) +
                 m->nkeys * sizeof(px_span) + m->len;
-    px_rq *rq = calloc(1, sz);
+    px_rq *rq = px_cache_calloc(sz);
     if (rq == NULL)
         return NULL;
     rq->bytes = sz;
@@ -78,9 +79,10 @@ void px_rq_free(px_rq *rq)
         px_buf_free(&tmp);
     }
     px_buf_free(&rq->reply);
-    free(rq->sends);
+    if (rq->sends != &rq->send1)
+        free(rq->sends);
     PX_MEM_SUB(rq->bytes);
-    free(rq);
+    px_cache_free(rq, rq->bytes);
 }
 
 /* rq's reply is final. While px_rq_start runs, telling the owner waits until it returns (the
@@ -205,13 +207,19 @@ void px_rq_send_op(px_rq *rq, px_slot s, px_server *to, px_send_op op)
     px_rq_slot *sl = &rq->slots[s];
     if (op != PX_SEND_DELETE && sl->ntried < PX_MAX_DEPTH)
         sl->tried[sl->ntried++] = to->uid;
-    if (rq->nsends == rq->sends_cap) {
-        size_t cap = rq->sends_cap ? rq->sends_cap * 2 : (rq->nslots < 4 ? rq->nslots : 4);
-        px_rq_queued *a = realloc(rq->sends, cap * sizeof(*a));
+    if (rq->sends_cap == 0) { /* the first: in the request itself */
+        rq->sends = &rq->send1;
+        rq->sends_cap = 1;
+    } else if (rq->nsends == rq->sends_cap) {
+        size_t cap = rq->sends_cap < 4 ? 4 : rq->sends_cap * 2;
+        bool inline1 = rq->sends == &rq->send1;
+        px_rq_queued *a = realloc(inline1 ? NULL : rq->sends, cap * sizeof(*a));
         if (a == NULL) {
             px_rq_answer_error(rq, &s, 1, PX_ERR_SERVER, "out of memory");
             return;
         }
+        if (inline1)
+            a[0] = rq->send1;
         rq->sends = a;
         rq->sends_cap = cap;
     }
@@ -293,7 +301,12 @@ void px_rq_flush(px_rq *rq)
     size_t n = rq->nsends;
     if (n == 0)
         return;
-    px_rq_queued *sends = rq->sends; /* taken: a synchronous failure may send again */
+    /* Taken (a copy of send1): a synchronous failure may send again. */
+    px_rq_queued one = {0}, *sends = rq->sends;
+    if (sends == &rq->send1) {
+        one = rq->send1;
+        sends = &one;
+    }
     rq->sends = NULL;
     rq->nsends = rq->sends_cap = 0;
     if (n > 1)
@@ -330,7 +343,8 @@ void px_rq_flush(px_rq *rq)
             px_frag_free(frags[i]);
         for (size_t i = 0; i < n; i++)
             px_rq_answer_error(rq, &sends[i].slot, 1, PX_ERR_SERVER, "out of memory");
-        free(sends);
+        if (sends != &one)
+            free(sends);
         if (frags != stack)
             free(frags);
         if (servers != fstack)
@@ -339,7 +353,8 @@ void px_rq_flush(px_rq *rq)
             free(ops);
         return;
     }
-    free(sends);
+    if (sends != &one)
+        free(sends);
     if (rq->msg.cmd->cls == PX_CLASS_MULTI)
         rq->pool->stats.fragments += built;
     /* Hand-offs: from here on rq may complete (and be freed) at any send. */

@@ -53,8 +53,9 @@ struct px_rq {
     uint64_t cid;               /* its client's id: picks the backend connections */
     uint32_t nslots, pending;   /* slots; those not yet answered */
     px_rq_slot *slots;
-    px_rq_queued *sends;          /* routed, not yet flushed */
+    px_rq_queued *sends;          /* routed, not yet flushed: send1, or an allocation when more */
     size_t nsends, sends_cap;
+    px_rq_queued send1;           /* the one send of a command not split: no allocation */
     px_merger *merger;          /* a split command's parts so far */
     px_buf reply;               /* the client's reply once done */
     uint64_t t0;                /* uv_hrtime() at arrival: the latency histogram */

@@ -313,6 +313,7 @@ static void *worker_main(void *arg)
 {
     px_worker *w = arg;
     uv_run(w->io.loop, UV_RUN_DEFAULT);
+    px_cache_drain(); /* what this thread kept (requests freed later go to their thread's) */
     return NULL;
 }
 
