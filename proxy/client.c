@@ -112,8 +112,10 @@ static void client_rq_done(px_rq *rq)
         c->inflight_bytes -= h->msg.len;
         if (h->counted)
             c->stored -= h->reply.len;
+        if (c->head != NULL)
+            c->head->out = &c->wbuf; /* the new head's reply goes straight to the output */
         bool close_after = h->close_after;
-        int rc = px_buf_append(&c->wbuf, h->reply.p, h->reply.len);
+        int rc = h->direct ? 0 : px_buf_append(&c->wbuf, h->reply.p, h->reply.len);
         px_rq_free(h);
         if (rc != 0) {
             px_client_close(c);
@@ -136,10 +138,12 @@ static px_rq *client_rq(px_client *c, const px_msg *m)
         return NULL;
     rq->owner = c;
     rq->on_done = client_rq_done;
-    if (c->tail != NULL)
+    if (c->tail != NULL) {
         c->tail->next = rq;
-    else
+    } else {
         c->head = rq;
+        rq->out = &c->wbuf; /* at the head: its reply goes straight to the output */
+    }
     c->tail = rq;
     c->nreqs++;
     c->inflight_bytes += rq->msg.len;
@@ -471,6 +475,7 @@ static void client_close_cb(uv_handle_t *h)
     while (rq != NULL) {
         px_rq *next = rq->next;
         rq->owner = NULL;
+        rq->out = NULL;
         if (rq->done)
             px_rq_free(rq);
         rq = next;
@@ -487,6 +492,8 @@ void px_client_close(px_client *c)
     if (c == NULL || c->closing)
         return;
     c->closing = true;
+    if (c->head != NULL)
+        c->head->out = NULL; /* nothing more goes to the output of a closing client */
     c->pool->stats.client_connections--;
     PX_ATOMIC_SUB(c->pool->shared->clients, 1);
     PX_ATOMIC_SUB(*c->pool->clients_open, 1);

@@ -98,14 +98,25 @@ static void rq_done(px_rq *rq)
         px_rq_free(rq);
 }
 
+/* Puts reply bytes p[0, len) for rq: into the owner's output when rq heads its queue (rq->out,
+ * direct), else into rq->reply. false when out of memory: an error reply is put instead. */
+static bool reply_put(px_rq *rq, const char *p, size_t len)
+{
+    px_buf *dst = rq->out != NULL ? rq->out : &rq->reply;
+    size_t before = rq->out != NULL ? dst->len : 0;
+    dst->len = before;
+    rq->direct = rq->out != NULL;
+    if (px_buf_append(dst, p, len) == 0)
+        return true;
+    dst->len = before;
+    rq->codec->encode_error(dst, PX_ERR_SERVER, "out of memory");
+    return false;
+}
+
 void px_rq_finish(px_rq *rq, const char *p, size_t len, bool error)
 {
-    rq->reply.len = 0;
-    if (px_buf_append(&rq->reply, p, len) != 0) {
-        rq->reply.len = 0;
-        rq->codec->encode_error(&rq->reply, PX_ERR_SERVER, "out of memory");
+    if (!reply_put(rq, p, len))
         error = true;
-    }
     rq->error = error;
     rq->pending = 0;
     rq_done(rq);
@@ -150,9 +161,8 @@ void px_rq_answer(px_rq *rq, const px_slot *slots, size_t n, const px_reply *r)
         if ((rq->msg.flags & PX_MSG_SWALLOW) != 0 ||
             (rq->codec->suppress != NULL && rq->codec->suppress(&rq->msg, r))) {
             /* no reply for the client (noreply, quiet mode) */
-        } else if (px_buf_append(&rq->reply, r->p, r->len) != 0) {
-            rq->reply.len = 0;
-            rq->codec->encode_error(&rq->reply, PX_ERR_SERVER, "out of memory");
+        } else {
+            (void)reply_put(rq, r->p, r->len);
         }
         rq->error = r->kind == PX_REPLY_ERROR || r->kind == PX_REPLY_FAILED;
     } else {

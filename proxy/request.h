@@ -57,7 +57,14 @@ struct px_rq {
     size_t nsends, sends_cap;
     px_rq_queued send1;           /* the one send of a command not split: no allocation */
     px_merger *merger;          /* a split command's parts so far */
-    px_buf reply;               /* the client's reply once done */
+    px_buf reply;               /* the client's reply once done (unless direct) */
+    /* The owner's output while this request heads the owner's queue (client.c sets and clears
+     * it), else NULL. A reply not merged from parts is then appended there at once and direct
+     * set: one copy of the reply (backend read buffer -> client output), not two, and no reply
+     * buffer. Everything earlier in the owner's queue has left for that output already, so the
+     * order holds. */
+    px_buf *out;
+    bool direct;                /* the reply went to out: reply holds nothing */
     uint64_t t0;                /* uv_hrtime() at arrival: the latency histogram */
     uint8_t cls;                /* px_cmd_class, for the metrics */
     bool done, error;           /* complete; its reply is an error */
