@@ -446,7 +446,10 @@ static void conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf
      * replies to a long pipeline) push its deadline on. */
     if (c->head != NULL)
         c->head->deadline = px_io_now(conn_px(c)) + c->server->pool->timeout_ms;
-    conn_scan(c);
+    px_io *io = conn_px(c);
+    uint64_t was = px_io_read_begin(io);
+    conn_scan(c); /* c may be gone */
+    px_io_read_end(io, was);
 }
 
 static void conn_written(px_write *w, px_stream *st, int status)

@@ -54,7 +54,7 @@ static void count_request(px_rq *rq)
     if (rq->observed)
         return;
     rq->observed = true;
-    px_count_request(&rq->pool->m, rq->cls, rq->error, uv_hrtime() - rq->t0);
+    px_count_request(&rq->pool->m, rq->cls, rq->error, px_io_hrtime(rq->pool->io) - rq->t0);
 }
 
 /* ---- the queue --------------------------------------------------------------------------------- */
@@ -266,7 +266,10 @@ static void client_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *b
     }
     c->rbuf.len += (size_t)nread;
     c->last_read_ms = px_io_now(c->pool->io);
-    client_process(c);
+    px_io *io = c->pool->io;
+    uint64_t was = px_io_read_begin(io);
+    client_process(c); /* c may be gone */
+    px_io_read_end(io, was);
 }
 
 /* Grows the pool's parser arrays to hold m's arguments and keys. 0, or -1. */

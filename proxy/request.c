@@ -64,7 +64,7 @@ px_rq *px_rq_new(px_pool *pool, const px_msg *m, uint64_t cid)
     for (size_t i = 0; i < nslots; i++)
         rq->slots[i].key = (uint32_t)i;
     rq->cls = m->cmd != NULL ? m->cmd->cls : PX_CLASS_REFUSED;
-    rq->t0 = uv_hrtime();
+    rq->t0 = px_io_hrtime(pool->io);
     return rq;
 }
 
