@@ -68,6 +68,8 @@ void px_buf_consume(px_buf *b, size_t n)
 
 void px_buf_free(px_buf *b)
 {
+    if (b->p == NULL)
+        return; /* nothing held: no atomic on the shared count */
     PX_MEM_SUB(b->cap);
     free(b->p);
     b->p = NULL;
@@ -104,19 +106,26 @@ static unsigned cache_class(size_t size)
     return k;
 }
 
-void *px_cache_calloc(size_t size)
+void *px_cache_alloc(size_t size)
 {
     if (size > PX_CACHE_MAX)
-        return calloc(1, size);
+        return malloc(size);
     unsigned k = cache_class(size);
     cache_block *b = cache_head[k];
     if (b == NULL)
-        return calloc(1, 64u << k);
+        return malloc(64u << k);
     cache_head[k] = b->next;
     cache_len[k]--;
     CACHE_UNPOISON(b, 64u << k);
-    memset(b, 0, size);
     return b;
+}
+
+void *px_cache_calloc(size_t size)
+{
+    void *p = px_cache_alloc(size);
+    if (p != NULL)
+        memset(p, 0, size);
+    return p;
 }
 
 void px_cache_free(void *p, size_t size)

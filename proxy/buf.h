@@ -45,7 +45,10 @@ void px_buf_free(px_buf *b);
 #define PX_CACHE_KEEP 1024u
 /* size bytes, zeroed; NULL when out of memory. */
 void *px_cache_calloc(size_t size);
-/* Frees p, allocated by px_cache_calloc(size) with the same size. p may be NULL. */
+/* size bytes, not zeroed; NULL when out of memory. */
+void *px_cache_alloc(size_t size);
+/* Frees p, allocated by px_cache_calloc(size) or px_cache_alloc(size) with the same size. p may
+ * be NULL. */
 void px_cache_free(void *p, size_t size);
 /* Frees the blocks the calling thread keeps: a worker's thread, before it ends. */
 void px_cache_drain(void);

@@ -28,6 +28,19 @@ static bool merged(const px_msg *m)
     return m->cmd != NULL && (m->cmd->cls == PX_CLASS_MULTI || m->cmd->merge == PX_MERGE_EVERY);
 }
 
+/* Frees rq's reply bytes: a cache block (reply_cached) or a px_buf's. */
+static void reply_drop(px_rq *rq)
+{
+    if (rq->reply_cached) {
+        PX_MEM_SUB(rq->reply.cap);
+        px_cache_free(rq->reply.p, rq->reply.cap);
+        rq->reply = (px_buf){0};
+        rq->reply_cached = false;
+        return;
+    }
+    px_buf_free(&rq->reply);
+}
+
 px_rq *px_rq_new(px_pool *pool, const px_msg *m, uint64_t cid)
 {
     size_t nslots = !merged(m)                          ? 1
@@ -35,9 +48,11 @@ px_rq *px_rq_new(px_pool *pool, const px_msg *m, uint64_t cid)
                                                       : m->nkeys;
     size_t sz = sizeof(px_rq) + nslots * sizeof(px_rq_slot) + m->nargs * sizeof(px_span) +
                 m->nkeys * sizeof(px_span) + m->len;
-    px_rq *rq = px_cache_calloc(sz);
+    px_rq *rq = px_cache_alloc(sz);
     if (rq == NULL)
         return NULL;
+    /* The header and the slots start zeroed; the spans and raw bytes are copied over. */
+    memset(rq, 0, sizeof(px_rq) + nslots * sizeof(px_rq_slot));
     rq->bytes = sz;
     PX_MEM_ADD(sz);
     char *p = (char *)(rq + 1);
@@ -78,7 +93,7 @@ void px_rq_free(px_rq *rq)
         rq->codec->merge_end(rq->merger, &rq->msg, &tmp);
         px_buf_free(&tmp);
     }
-    px_buf_free(&rq->reply);
+    reply_drop(rq);
     if (rq->sends != &rq->send1)
         free(rq->sends);
     PX_MEM_SUB(rq->bytes);
@@ -102,6 +117,19 @@ static void rq_done(px_rq *rq)
  * direct), else into rq->reply. false when out of memory: an error reply is put instead. */
 static bool reply_put(px_rq *rq, const char *p, size_t len)
 {
+    reply_drop(rq);
+    if (rq->out == NULL && len > 0 && len <= PX_CACHE_MAX) {
+        /* Kept until the owner takes it: a cache block of its exact length, not a malloc. */
+        char *b = px_cache_alloc(len);
+        if (b != NULL) {
+            memcpy(b, p, len);
+            rq->reply = (px_buf){.p = b, .len = len, .cap = len};
+            rq->reply_cached = true;
+            rq->direct = false;
+            PX_MEM_ADD(len);
+            return true;
+        }
+    }
     px_buf *dst = rq->out != NULL ? rq->out : &rq->reply;
     size_t before = rq->out != NULL ? dst->len : 0;
     dst->len = before;
@@ -157,7 +185,7 @@ void px_rq_answer(px_rq *rq, const px_slot *slots, size_t n, const px_reply *r)
         return;
     bool split = merged(&rq->msg);
     if (!split) {
-        rq->reply.len = 0;
+        reply_drop(rq);
         if ((rq->msg.flags & PX_MSG_SWALLOW) != 0 ||
             (rq->codec->suppress != NULL && rq->codec->suppress(&rq->msg, r))) {
             /* no reply for the client (noreply, quiet mode) */

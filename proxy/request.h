@@ -65,6 +65,9 @@ struct px_rq {
      * order holds. */
     px_buf *out;
     bool direct;                /* the reply went to out: reply holds nothing */
+    /* reply.p is a block of the thread's cache (buf.h) of reply.cap bytes, not a px_buf
+     * allocation: nothing may append to it (only a reply not merged from parts is stored so). */
+    bool reply_cached;
     uint64_t t0;                /* uv_hrtime() at arrival: the latency histogram */
     uint8_t cls;                /* px_cmd_class, for the metrics */
     bool done, error;           /* complete; its reply is an error */
