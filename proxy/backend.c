@@ -385,7 +385,8 @@ static void conn_scan(px_conn *c)
         }
         px_reply r;
         size_t need = 0, consumed = 0;
-        char err[128] = "";
+        char err[128];
+        err[0] = '\0'; /* not the whole array: this runs once per reply */
         px_parse rs = pool->codec->scan_reply(&pool->backend_limits, f != NULL ? f->expect : 0,
                                               c->rbuf.p + off, c->rbuf.len - off, &r, &consumed,
                                               &need, err, sizeof(err));

@@ -356,7 +356,8 @@ static void client_process(px_client *c)
         px_msg m = {.args = pool->args, .args_cap = pool->args_cap, .keys = pool->keys,
                     .keys_cap = pool->keys_cap};
         size_t consumed = 0, need = 0;
-        char err[160] = "";
+        char err[160];
+        err[0] = '\0'; /* not the whole array: this runs once per request */
         px_parse rs = pool->codec->parse_request(&pool->limits, c->rbuf.p + off,
                                                  c->rbuf.len - off, &m, &consumed, &need, err,
                                                  sizeof(err));
