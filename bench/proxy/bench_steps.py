@@ -13,7 +13,8 @@ median, and the median over rounds of its ratio to the first binary's run of the
 the range of those ratios. Every process is stopped on exit (normal, error or signal).
 
 usage: bench/proxy/bench_steps.py [--rounds 5] [--threads 1] [--n1 60000] [--n16 400000]
-                                  NAME=PATH NAME=PATH ...
+                                  [--pipeline 1|16] NAME=PATH NAME=PATH ...
+  --pipeline P   only the unpipelined (1) or the -P 16 (16) runs
 """
 
 import argparse
@@ -36,6 +37,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--n1", type=int, default=60000)
     ap.add_argument("--n16", type=int, default=400000)
+    ap.add_argument("--pipeline", type=int, choices=bp.MODES)
     ap.add_argument("binaries", nargs="+", metavar="NAME=PATH")
     args = ap.parse_args()
     bins = []
@@ -84,7 +86,8 @@ def main():
             print(f"   {name}: {path}")
         bp.benchmark(port[bins[0][0]], "SET", 16, 100000)
         n = {1: args.n1, 16: args.n16}
-        cells = [(cmd, pl) for pl in bp.MODES for cmd in ("GET", "SET")]
+        cells = [(cmd, pl) for pl in bp.MODES for cmd in ("GET", "SET")
+                 if args.pipeline in (None, pl)]
         names = [b[0] for b in bins]
         cpu = {}
         for r in range(args.rounds):
