@@ -57,9 +57,10 @@ static const char *server_name(const px_server *s)
     return s->conf->id;
 }
 
+/* Fragments come from the thread's block cache (buf.h): one per backend request. */
 px_frag *px_frag_new(size_t nslots)
 {
-    px_frag *f = calloc(1, sizeof(*f) + nslots * sizeof(f->slots[0]));
+    px_frag *f = px_cache_calloc(sizeof(*f) + nslots * sizeof(f->slots[0]));
     if (f != NULL)
         f->nslots = nslots;
     return f;
@@ -67,7 +68,8 @@ px_frag *px_frag_new(size_t nslots)
 
 void px_frag_free(px_frag *f)
 {
-    free(f);
+    if (f != NULL)
+        px_cache_free(f, sizeof(*f) + f->nslots * sizeof(f->slots[0]));
 }
 
 /* ---- setup ------------------------------------------------------------------------------------ */
@@ -383,7 +385,8 @@ static void conn_scan(px_conn *c)
         }
         px_reply r;
         size_t need = 0, consumed = 0;
-        char err[128] = "";
+        char err[128];
+        err[0] = '\0'; /* not the whole array: this runs once per reply */
         px_parse rs = pool->codec->scan_reply(&pool->backend_limits, f != NULL ? f->expect : 0,
                                               c->rbuf.p + off, c->rbuf.len - off, &r, &consumed,
                                               &need, err, sizeof(err));
@@ -444,7 +447,10 @@ static void conn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf
      * replies to a long pipeline) push its deadline on. */
     if (c->head != NULL)
         c->head->deadline = px_io_now(conn_px(c)) + c->server->pool->timeout_ms;
-    conn_scan(c);
+    px_io *io = conn_px(c);
+    uint64_t was = px_io_read_begin(io);
+    conn_scan(c); /* c may be gone */
+    px_io_read_end(io, was);
 }
 
 static void conn_written(px_write *w, px_stream *st, int status)

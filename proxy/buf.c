@@ -68,10 +68,97 @@ void px_buf_consume(px_buf *b, size_t n)
 
 void px_buf_free(px_buf *b)
 {
+    if (b->p == NULL)
+        return; /* nothing held: no atomic on the shared count */
     PX_MEM_SUB(b->cap);
     free(b->p);
     b->p = NULL;
     b->len = b->cap = 0;
+}
+
+/* ---- the block cache ---------------------------------------------------------------------- */
+
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+/* A kept block is poisoned but for its link, so a use after px_cache_free is still reported. */
+#define CACHE_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define CACHE_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define CACHE_POISON(p, n) ((void)(p), (void)(n))
+#define CACHE_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+#define CACHE_CLASSES 5u /* 64 << k bytes, k < CACHE_CLASSES; 64 << 4 == PX_CACHE_MAX */
+
+typedef struct cache_block {
+    struct cache_block *next;
+} cache_block;
+
+/* This thread's kept blocks: a list and its length per size class. */
+static __thread cache_block *cache_head[CACHE_CLASSES];
+static __thread unsigned cache_len[CACHE_CLASSES];
+
+static unsigned cache_class(size_t size)
+{
+    unsigned k = 0;
+    while ((64u << k) < size)
+        k++;
+    return k;
+}
+
+void *px_cache_alloc(size_t size)
+{
+    if (size > PX_CACHE_MAX)
+        return malloc(size);
+    unsigned k = cache_class(size);
+    cache_block *b = cache_head[k];
+    if (b == NULL)
+        return malloc(64u << k);
+    cache_head[k] = b->next;
+    cache_len[k]--;
+    CACHE_UNPOISON(b, 64u << k);
+    return b;
+}
+
+void *px_cache_calloc(size_t size)
+{
+    void *p = px_cache_alloc(size);
+    if (p != NULL)
+        memset(p, 0, size);
+    return p;
+}
+
+void px_cache_free(void *p, size_t size)
+{
+    if (p == NULL)
+        return;
+    if (size > PX_CACHE_MAX) {
+        free(p);
+        return;
+    }
+    unsigned k = cache_class(size);
+    if (cache_len[k] >= PX_CACHE_KEEP) {
+        free(p);
+        return;
+    }
+    cache_block *b = p;
+    b->next = cache_head[k];
+    cache_head[k] = b;
+    cache_len[k]++;
+    CACHE_POISON((char *)b + sizeof(*b), (64u << k) - sizeof(*b));
+}
+
+void px_cache_drain(void)
+{
+    for (unsigned k = 0; k < CACHE_CLASSES; k++) {
+        while (cache_head[k] != NULL) {
+            cache_block *b = cache_head[k];
+            cache_head[k] = b->next;
+            CACHE_UNPOISON(b, 64u << k);
+            free(b);
+        }
+        cache_len[k] = 0;
+    }
 }
 
 void px_dl_init(px_dl *head)

@@ -34,6 +34,25 @@ int px_buf_printf(px_buf *b, const char *fmt, ...) __attribute__((format(printf,
 void px_buf_consume(px_buf *b, size_t n); /* drops the first n bytes */
 void px_buf_free(px_buf *b);
 
+/* Small blocks kept for reuse, per thread: the data path allocates a request and a fragment per
+ * client request and frees them a few hundred microseconds later, so a thread keeps the blocks
+ * it frees (up to PX_CACHE_KEEP per size class: 64, 128, 256, 512 and 1024 bytes) and hands them
+ * out again instead of going to malloc. A block may be freed on another thread than the one that
+ * allocated it: it then joins that thread's cache. A size over PX_CACHE_MAX goes to malloc and
+ * free. Cost: a list push or pop; at most PX_CACHE_KEEP x 1984 bytes (about 4 MB) kept per
+ * thread, not counted in px_mem_held (only blocks in use are). */
+#define PX_CACHE_MAX 1024u
+#define PX_CACHE_KEEP 1024u
+/* size bytes, zeroed; NULL when out of memory. */
+void *px_cache_calloc(size_t size);
+/* size bytes, not zeroed; NULL when out of memory. */
+void *px_cache_alloc(size_t size);
+/* Frees p, allocated by px_cache_calloc(size) or px_cache_alloc(size) with the same size. p may
+ * be NULL. */
+void px_cache_free(void *p, size_t size);
+/* Frees the blocks the calling thread keeps: a worker's thread, before it ends. */
+void px_cache_drain(void);
+
 /* An intrusive circular doubly linked list; a node is unlinked when next == NULL. */
 typedef struct px_dl {
     struct px_dl *prev, *next;

@@ -54,7 +54,7 @@ static void count_request(px_rq *rq)
     if (rq->observed)
         return;
     rq->observed = true;
-    px_count_request(&rq->pool->m, rq->cls, rq->error, uv_hrtime() - rq->t0);
+    px_count_request(&rq->pool->m, rq->cls, rq->error, px_io_hrtime(rq->pool->io) - rq->t0);
 }
 
 /* ---- the queue --------------------------------------------------------------------------------- */
@@ -112,8 +112,10 @@ static void client_rq_done(px_rq *rq)
         c->inflight_bytes -= h->msg.len;
         if (h->counted)
             c->stored -= h->reply.len;
+        if (c->head != NULL)
+            c->head->out = &c->wbuf; /* the new head's reply goes straight to the output */
         bool close_after = h->close_after;
-        int rc = px_buf_append(&c->wbuf, h->reply.p, h->reply.len);
+        int rc = h->direct ? 0 : px_buf_append(&c->wbuf, h->reply.p, h->reply.len);
         px_rq_free(h);
         if (rc != 0) {
             px_client_close(c);
@@ -136,10 +138,12 @@ static px_rq *client_rq(px_client *c, const px_msg *m)
         return NULL;
     rq->owner = c;
     rq->on_done = client_rq_done;
-    if (c->tail != NULL)
+    if (c->tail != NULL) {
         c->tail->next = rq;
-    else
+    } else {
         c->head = rq;
+        rq->out = &c->wbuf; /* at the head: its reply goes straight to the output */
+    }
     c->tail = rq;
     c->nreqs++;
     c->inflight_bytes += rq->msg.len;
@@ -262,7 +266,10 @@ static void client_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *b
     }
     c->rbuf.len += (size_t)nread;
     c->last_read_ms = px_io_now(c->pool->io);
-    client_process(c);
+    px_io *io = c->pool->io;
+    uint64_t was = px_io_read_begin(io);
+    client_process(c); /* c may be gone */
+    px_io_read_end(io, was);
 }
 
 /* Grows the pool's parser arrays to hold m's arguments and keys. 0, or -1. */
@@ -349,7 +356,8 @@ static void client_process(px_client *c)
         px_msg m = {.args = pool->args, .args_cap = pool->args_cap, .keys = pool->keys,
                     .keys_cap = pool->keys_cap};
         size_t consumed = 0, need = 0;
-        char err[160] = "";
+        char err[160];
+        err[0] = '\0'; /* not the whole array: this runs once per request */
         px_parse rs = pool->codec->parse_request(&pool->limits, c->rbuf.p + off,
                                                  c->rbuf.len - off, &m, &consumed, &need, err,
                                                  sizeof(err));
@@ -471,6 +479,7 @@ static void client_close_cb(uv_handle_t *h)
     while (rq != NULL) {
         px_rq *next = rq->next;
         rq->owner = NULL;
+        rq->out = NULL;
         if (rq->done)
             px_rq_free(rq);
         rq = next;
@@ -487,6 +496,8 @@ void px_client_close(px_client *c)
     if (c == NULL || c->closing)
         return;
     c->closing = true;
+    if (c->head != NULL)
+        c->head->out = NULL; /* nothing more goes to the output of a closing client */
     c->pool->stats.client_connections--;
     PX_ATOMIC_SUB(c->pool->shared->clients, 1);
     PX_ATOMIC_SUB(*c->pool->clients_open, 1);

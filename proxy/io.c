@@ -100,6 +100,7 @@ void px_io_init(px_io *io, uv_loop_t *loop, px_log log, uint64_t seed)
     io->loop = loop;
     io->log = log;
     io->rng = seed != 0 ? seed : 1u;
+    io->read_hr = 0;
     for (int l = 0; l < PX_FLUSH_NLISTS; l++)
         px_dl_init(&io->dirty[l]);
     px_dl_init(&io->deferred);

@@ -95,7 +95,7 @@ static void usage(FILE *fp)
             "memory, here %llu MiB)\n"
             "      --threads=N        : worker threads, each with its own event loop, listener "
             "and\n"
-            "                           backend connections (default: the CPUs available, "
+            "                           backend connections (default: half the CPUs available, "
             "here %u; max %d)\n"
             "      --fleet-id=S       : this instance's id in etcd, for pools with a "
             "\"membership\" key\n"

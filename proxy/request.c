@@ -11,8 +11,9 @@
  *   is touched after the last hand-off: a backend may answer synchronously (a connection that
  *   cannot be opened fails its FIFO at once), which can complete and free the request. Within
  *   px_rq_start the owner is told only once it returns (rq->starting).
- * Cost per request: one allocation for the request with its slots and its message (raw bytes,
- * argument and key spans), one per backend request; a split command sorts its sends by server
+ * Cost per request: one block for the request with its slots and its message (raw bytes,
+ * argument and key spans), one per backend request, both from the thread's block cache (buf.h)
+ * when small (the common case: no malloc); a split command sorts its sends by server
  * (O(k log k) for k keys).
  */
 #include "request.h"
@@ -27,6 +28,19 @@ static bool merged(const px_msg *m)
     return m->cmd != NULL && (m->cmd->cls == PX_CLASS_MULTI || m->cmd->merge == PX_MERGE_EVERY);
 }
 
+/* Frees rq's reply bytes: a cache block (reply_cached) or a px_buf's. */
+static void reply_drop(px_rq *rq)
+{
+    if (rq->reply_cached) {
+        PX_MEM_SUB(rq->reply.cap);
+        px_cache_free(rq->reply.p, rq->reply.cap);
+        rq->reply = (px_buf){0};
+        rq->reply_cached = false;
+        return;
+    }
+    px_buf_free(&rq->reply);
+}
+
 px_rq *px_rq_new(px_pool *pool, const px_msg *m, uint64_t cid)
 {
     size_t nslots = !merged(m)                          ? 1
@@ -34,9 +48,11 @@ px_rq *px_rq_new(px_pool *pool, const px_msg *m, uint64_t cid)
                                                       : m->nkeys;
     size_t sz = sizeof(px_rq) + nslots * sizeof(px_rq_slot) + m->nargs * sizeof(px_span) +
                 m->nkeys * sizeof(px_span) + m->len;
-    px_rq *rq = calloc(1, sz);
+    px_rq *rq = px_cache_alloc(sz);
     if (rq == NULL)
         return NULL;
+    /* The header and the slots start zeroed; the spans and raw bytes are copied over. */
+    memset(rq, 0, sizeof(px_rq) + nslots * sizeof(px_rq_slot));
     rq->bytes = sz;
     PX_MEM_ADD(sz);
     char *p = (char *)(rq + 1);
@@ -63,7 +79,7 @@ px_rq *px_rq_new(px_pool *pool, const px_msg *m, uint64_t cid)
     for (size_t i = 0; i < nslots; i++)
         rq->slots[i].key = (uint32_t)i;
     rq->cls = m->cmd != NULL ? m->cmd->cls : PX_CLASS_REFUSED;
-    rq->t0 = uv_hrtime();
+    rq->t0 = px_io_hrtime(pool->io);
     return rq;
 }
 
@@ -77,10 +93,11 @@ void px_rq_free(px_rq *rq)
         rq->codec->merge_end(rq->merger, &rq->msg, &tmp);
         px_buf_free(&tmp);
     }
-    px_buf_free(&rq->reply);
-    free(rq->sends);
+    reply_drop(rq);
+    if (rq->sends != &rq->send1)
+        free(rq->sends);
     PX_MEM_SUB(rq->bytes);
-    free(rq);
+    px_cache_free(rq, rq->bytes);
 }
 
 /* rq's reply is final. While px_rq_start runs, telling the owner waits until it returns (the
@@ -96,14 +113,38 @@ static void rq_done(px_rq *rq)
         px_rq_free(rq);
 }
 
+/* Puts reply bytes p[0, len) for rq: into the owner's output when rq heads its queue (rq->out,
+ * direct), else into rq->reply. false when out of memory: an error reply is put instead. */
+static bool reply_put(px_rq *rq, const char *p, size_t len)
+{
+    reply_drop(rq);
+    if (rq->out == NULL && len > 0 && len <= PX_CACHE_MAX) {
+        /* Kept until the owner takes it: a cache block of its exact length, not a malloc. */
+        char *b = px_cache_alloc(len);
+        if (b != NULL) {
+            memcpy(b, p, len);
+            rq->reply = (px_buf){.p = b, .len = len, .cap = len};
+            rq->reply_cached = true;
+            rq->direct = false;
+            PX_MEM_ADD(len);
+            return true;
+        }
+    }
+    px_buf *dst = rq->out != NULL ? rq->out : &rq->reply;
+    size_t before = rq->out != NULL ? dst->len : 0;
+    dst->len = before;
+    rq->direct = rq->out != NULL;
+    if (px_buf_append(dst, p, len) == 0)
+        return true;
+    dst->len = before;
+    rq->codec->encode_error(dst, PX_ERR_SERVER, "out of memory");
+    return false;
+}
+
 void px_rq_finish(px_rq *rq, const char *p, size_t len, bool error)
 {
-    rq->reply.len = 0;
-    if (px_buf_append(&rq->reply, p, len) != 0) {
-        rq->reply.len = 0;
-        rq->codec->encode_error(&rq->reply, PX_ERR_SERVER, "out of memory");
+    if (!reply_put(rq, p, len))
         error = true;
-    }
     rq->error = error;
     rq->pending = 0;
     rq_done(rq);
@@ -144,13 +185,12 @@ void px_rq_answer(px_rq *rq, const px_slot *slots, size_t n, const px_reply *r)
         return;
     bool split = merged(&rq->msg);
     if (!split) {
-        rq->reply.len = 0;
+        reply_drop(rq);
         if ((rq->msg.flags & PX_MSG_SWALLOW) != 0 ||
             (rq->codec->suppress != NULL && rq->codec->suppress(&rq->msg, r))) {
             /* no reply for the client (noreply, quiet mode) */
-        } else if (px_buf_append(&rq->reply, r->p, r->len) != 0) {
-            rq->reply.len = 0;
-            rq->codec->encode_error(&rq->reply, PX_ERR_SERVER, "out of memory");
+        } else {
+            (void)reply_put(rq, r->p, r->len);
         }
         rq->error = r->kind == PX_REPLY_ERROR || r->kind == PX_REPLY_FAILED;
     } else {
@@ -205,13 +245,19 @@ void px_rq_send_op(px_rq *rq, px_slot s, px_server *to, px_send_op op)
     px_rq_slot *sl = &rq->slots[s];
     if (op != PX_SEND_DELETE && sl->ntried < PX_MAX_DEPTH)
         sl->tried[sl->ntried++] = to->uid;
-    if (rq->nsends == rq->sends_cap) {
-        size_t cap = rq->sends_cap ? rq->sends_cap * 2 : (rq->nslots < 4 ? rq->nslots : 4);
-        px_rq_queued *a = realloc(rq->sends, cap * sizeof(*a));
+    if (rq->sends_cap == 0) { /* the first: in the request itself */
+        rq->sends = &rq->send1;
+        rq->sends_cap = 1;
+    } else if (rq->nsends == rq->sends_cap) {
+        size_t cap = rq->sends_cap < 4 ? 4 : rq->sends_cap * 2;
+        bool inline1 = rq->sends == &rq->send1;
+        px_rq_queued *a = realloc(inline1 ? NULL : rq->sends, cap * sizeof(*a));
         if (a == NULL) {
             px_rq_answer_error(rq, &s, 1, PX_ERR_SERVER, "out of memory");
             return;
         }
+        if (inline1)
+            a[0] = rq->send1;
         rq->sends = a;
         rq->sends_cap = cap;
     }
@@ -293,7 +339,12 @@ void px_rq_flush(px_rq *rq)
     size_t n = rq->nsends;
     if (n == 0)
         return;
-    px_rq_queued *sends = rq->sends; /* taken: a synchronous failure may send again */
+    /* Taken (a copy of send1): a synchronous failure may send again. */
+    px_rq_queued one = {0}, *sends = rq->sends;
+    if (sends == &rq->send1) {
+        one = rq->send1;
+        sends = &one;
+    }
     rq->sends = NULL;
     rq->nsends = rq->sends_cap = 0;
     if (n > 1)
@@ -330,7 +381,8 @@ void px_rq_flush(px_rq *rq)
             px_frag_free(frags[i]);
         for (size_t i = 0; i < n; i++)
             px_rq_answer_error(rq, &sends[i].slot, 1, PX_ERR_SERVER, "out of memory");
-        free(sends);
+        if (sends != &one)
+            free(sends);
         if (frags != stack)
             free(frags);
         if (servers != fstack)
@@ -339,7 +391,8 @@ void px_rq_flush(px_rq *rq)
             free(ops);
         return;
     }
-    free(sends);
+    if (sends != &one)
+        free(sends);
     if (rq->msg.cmd->cls == PX_CLASS_MULTI)
         rq->pool->stats.fragments += built;
     /* Hand-offs: from here on rq may complete (and be freed) at any send. */

@@ -53,10 +53,21 @@ struct px_rq {
     uint64_t cid;               /* its client's id: picks the backend connections */
     uint32_t nslots, pending;   /* slots; those not yet answered */
     px_rq_slot *slots;
-    px_rq_queued *sends;          /* routed, not yet flushed */
+    px_rq_queued *sends;          /* routed, not yet flushed: send1, or an allocation when more */
     size_t nsends, sends_cap;
+    px_rq_queued send1;           /* the one send of a command not split: no allocation */
     px_merger *merger;          /* a split command's parts so far */
-    px_buf reply;               /* the client's reply once done */
+    px_buf reply;               /* the client's reply once done (unless direct) */
+    /* The owner's output while this request heads the owner's queue (client.c sets and clears
+     * it), else NULL. A reply not merged from parts is then appended there at once and direct
+     * set: one copy of the reply (backend read buffer -> client output), not two, and no reply
+     * buffer. Everything earlier in the owner's queue has left for that output already, so the
+     * order holds. */
+    px_buf *out;
+    bool direct;                /* the reply went to out: reply holds nothing */
+    /* reply.p is a block of the thread's cache (buf.h) of reply.cap bytes, not a px_buf
+     * allocation: nothing may append to it (only a reply not merged from parts is stored so). */
+    bool reply_cached;
     uint64_t t0;                /* uv_hrtime() at arrival: the latency histogram */
     uint8_t cls;                /* px_cmd_class, for the metrics */
     bool done, error;           /* complete; its reply is an error */

@@ -45,14 +45,17 @@ static bool bounded_owner(px_pool *pool, uint64_t kh, size_t *out)
     return ok;
 }
 
-/* The key's candidates into cand[], owner first; returns their number (0: none up). With bounded
- * loads the bounded choice goes first when it is up, then the walk's candidates without it; an
- * ejected bounded choice is skipped (the walk's candidates as they are). */
-static size_t candidates(px_pool *pool, const char *key, size_t len, size_t *cand)
+/* The key's first `want` candidates (at most the pool's depth) into cand[], owner first; returns
+ * their number (0: none up). With bounded loads the bounded choice goes first when it is up,
+ * then the walk's candidates without it; an ejected bounded choice is skipped (the walk's
+ * candidates as they are). The first candidate is the same whatever `want`: a slot not tried
+ * anywhere yet asks for one, and the ring walk stops at the first up node instead of walking on
+ * for depth distinct ones (most requests). */
+static size_t candidates(px_pool *pool, const char *key, size_t len, size_t want, size_t *cand)
 {
     size_t n = 0, b;
     uint64_t kh = ch_key_hash(pool->table, key, len); /* once: routing and bounded loads */
-    if (px_health_route(pool->health, pool->table, kh, pool->depth, cand, &n) != CH_OK) {
+    if (px_health_route(pool->health, pool->table, kh, want, cand, &n) != CH_OK) {
         /* jump has no walk: its owner only */
         if (px_health_route(pool->health, pool->table, kh, 1, cand, &n) != CH_OK)
             n = 0;
@@ -87,7 +90,8 @@ static px_server *next_server(px_rq *rq, px_slot s)
     if (key == NULL)
         return NULL;
     size_t cand[PX_MAX_DEPTH];
-    size_t n = candidates(pool, key, len, cand);
+    size_t want = rq->slots[s].ntried == 0 && pool->depth > 0 ? 1 : pool->depth;
+    size_t n = candidates(pool, key, len, want, cand);
     /* A write while a server is out: if the key's owner is the one out, the write goes
      * elsewhere and the owner's copy becomes old; remember the key for the owner's rejoin
      * (health_shared.h, the rejoin journal). Only the first routing of a slot: a retry is a

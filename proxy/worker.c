@@ -313,6 +313,7 @@ static void *worker_main(void *arg)
 {
     px_worker *w = arg;
     uv_run(w->io.loop, UV_RUN_DEFAULT);
+    px_cache_drain(); /* what this thread kept (requests freed later go to their thread's) */
     return NULL;
 }
 
@@ -384,11 +385,22 @@ void px_worker_free(px_worker *w)
     w->pools = NULL;
 }
 
+/* Half the CPUs, at least one. A worker buys throughput only with a core of its own to run
+ * on, and every request it serves also costs kernel time that runs beside it (the TCP stack's
+ * softirqs for its four socket operations, its clients' and backends' sends): one worker per two
+ * cores leaves that room. A worker without an idle core costs CPU per request and buys nothing:
+ * the clients of one loop iteration split over two loops batch half as well (each backend write
+ * and epoll_wait serves fewer requests). docs/PERFORMANCE.md (issue 18) has both measured on
+ * 2 cores. */
 unsigned px_default_threads(void)
 {
+    unsigned cpus = 0;
     cpu_set_t set;
-    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
-        return (unsigned)CPU_COUNT(&set);
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (unsigned)n : 1u;
+    if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) {
+        cpus = (unsigned)CPU_COUNT(&set);
+    } else {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        cpus = n > 0 ? (unsigned)n : 1u;
+    }
+    return cpus >= 2 ? cpus / 2 : 1u;
 }

@@ -60,7 +60,7 @@ void px_worker_reap(px_worker *w);
 /* px_worker_call waiting at most ms: false when the job has not run by then (it may still run
  * later: the caller must not free what arg points to; shutdown then exits the process). */
 bool px_worker_call_within(px_worker *w, px_job_fn fn, void *arg, unsigned ms);
-/* The default worker count: the CPUs this process may run on. */
+/* The default worker count: half the CPUs this process may run on, at least one. */
 unsigned px_default_threads(void);
 
 #endif /* CHASH_PROXY_WORKER_H */

@@ -6,8 +6,9 @@ error or signal), every wait bounded:
 
 Redis (`--only redis`): 3 redis-servers (no persistence), one nutcracker and two chash-proxies
 serving the same pool (same servers, ketama, fnv1a_64; only the listen ports differ):
-"chash-proxy" with its default worker threads (--threads = the cores) and "chash-1thread" with
---threads 1, then drives each target with redis-benchmark (-c 50, -r 100000, GET and SET,
+"chash-proxy" with its default worker threads (--threads: half the cores, at least 1) and, as
+the other thread count, "chash-1thread" (--threads 1) where the default is not 1, else
+"chash-ncores" (--threads = the cores, the default before issue 18), then drives each target with redis-benchmark (-c 50, -r 100000, GET and SET,
 without pipelining and with -P 16). The direct-Redis baseline is backend 1 itself. With
 --before PATH a fifth target, "chash-before", is that chash-proxy binary (built from an older
 commit; default threads) on the same pool, in the same alternating rounds: the before/after
@@ -27,19 +28,27 @@ or redis-server / memcached for the direct baseline) spent during each run and d
 requests of that run: on a 2-core box the client, the proxy and the backends share the cores,
 so CPU per request is the fair measure of what a proxy costs.
 
+Syscalls per request (unless --no-syscalls): after the rounds, one more run per target and cell
+under `perf stat -e raw_syscalls:sys_enter,syscalls:sys_enter_<name>... -p PID` (the kernel's
+syscall-entry tracepoints of every thread of the server process, counted in the kernel, not
+traced: the counting adds little to the run, and it is kept out of the CPU rounds anyway), divided
+by the run's requests; by kind (read, write, writev, epoll_wait, epoll_ctl, ...) and in total.
+
 Ratios printed: each chash-proxy / nutcracker and / direct, then the goals, each MET or MISSED:
 issue 7's for Redis (>= 1.5x nutcracker rps without pipelining, >= 2x with -P 16, p99 no worse
 than nutcracker's), issue 12's for memcached (CPU per request <= 0.6x nutcracker's, rps >=
-nutcracker's), and with --before the after/before ratios. Goals missed do not fail the run (it
+nutcracker's), issue 18's for both (CPU per request <= 0.5x nutcracker's unpipelined, <= 0.3x
+with -P 16, p99 no worse than nutcracker's), and with --before the after/before ratios. Goals missed do not fail the run (it
 is a benchmark, not a test); a target that does not start or answer does.
 
 usage: bench/proxy/bench_proxy.py [--build build/release] [--only redis|memcache] [--rounds 3]
                                    [--n1 N] [--n16 N] [--mc-n1 N] [--mc-n16 N]
-                                   [--before PATH] [--perf SECONDS]
+                                   [--before PATH] [--perf SECONDS] [--no-syscalls]
   --before PATH  a chash-proxy binary built from an older commit, run as "chash-before" in the
                  Redis rounds (e.g. 83b8e8e, the last commit before issue 12's reshape).
   --perf S       after the Redis rounds, profile chash-proxy with `perf record -g` during one
                  -P 16 GET run (S seconds at most) and print the top symbols.
+  --no-syscalls  skip the syscall pass (it needs perf and the syscall tracepoints).
 """
 
 import argparse
@@ -55,8 +64,14 @@ import tempfile
 import time
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-TARGETS = ("direct", "nutcracker", "chash-proxy", "chash-1thread")
-PROXIES = {"chash-proxy": [], "chash-1thread": ["--threads", "1"]}  # extra flags
+CPUS = len(os.sched_getaffinity(0)) or 1
+DEFAULT_THREADS = max(1, CPUS // 2)  # chash-proxy's default (proxy/worker.c px_default_threads)
+# chash-proxy at its defaults, and at the other thread count worth comparing: one thread where the
+# default is more, else one per core (the default before issue 18). Extra flags per target.
+OTHER = "chash-1thread" if DEFAULT_THREADS > 1 else "chash-ncores"
+PROXIES = {"chash-proxy": [],
+           OTHER: ["--threads", "1" if DEFAULT_THREADS > 1 else str(CPUS)]}
+TARGETS = ("direct", "nutcracker") + tuple(PROXIES)
 CMDS = ("GET", "SET")
 MC_CMDS = ("GET", "SET", "MGET")
 MODES = (1, 16)
@@ -107,10 +122,15 @@ def wait_ping(port, name, logfile=None, probe=ping):
 
 
 def cpu_seconds(pid):
+    return sum(cpu_split(pid))
+
+
+def cpu_split(pid):
+    """(utime, stime) of pid in seconds: its user-space and its kernel CPU time."""
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     # fields[0] is field 3 (state); utime and stime are fields 14 and 15.
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
 
 
 def sched_seconds(pid):
@@ -194,41 +214,42 @@ def run_rounds(rounds, targets, cells, pid, one_run, t_start, label):
     """Alternating rounds: for each cell (cmd, pipeline), every target in turn, the first target
     rotating from round to round. one_run(target, cmd, pipeline) -> (rps, p50, p99, requests).
     Returns samples: (target, cmd, pipeline) -> list of (rps, p50, p99, cpu_us_per_req,
-    sched_us_per_req)."""
+    sched_us_per_req, sys_us_per_req), sys being the stime part of cpu (the kernel's)."""
     samples = {}
     for r in range(rounds):
         k = r % len(targets)
         order = targets[k:] + targets[:k]
         for cmd, pipeline in cells:
             for t in order:
-                c0, s0 = cpu_seconds(pid[t]), sched_seconds(pid[t])
+                (u0, k0), s0 = cpu_split(pid[t]), sched_seconds(pid[t])
                 rps, p50, p99, reqs = one_run(t, cmd, pipeline)
-                c1, s1 = cpu_seconds(pid[t]), sched_seconds(pid[t])
-                cpu_us = (c1 - c0) * 1e6 / reqs
+                (u1, k1), s1 = cpu_split(pid[t]), sched_seconds(pid[t])
+                cpu_us = (u1 + k1 - u0 - k0) * 1e6 / reqs
                 sched_us = (s1 - s0) * 1e6 / reqs
+                sys_us = (k1 - k0) * 1e6 / reqs
                 samples.setdefault((t, cmd, pipeline), []).append((rps, p50, p99, cpu_us,
-                                                                   sched_us))
+                                                                   sched_us, sys_us))
         print(f"   {label} round {r + 1}/{rounds} done ({time.monotonic() - t_start:.0f} s, "
               f"load {loadavg()})", flush=True)
     return samples
 
 
 def medians(samples):
-    return {k: tuple(statistics.median(s[i] for s in v) for i in range(5))
+    return {k: tuple(statistics.median(s[i] for s in v) for i in range(6))
             for k, v in samples.items()}
 
 
 def print_table(samples, med, targets, cmds):
     print()
     print(f"{'target':<13} {'cmd':<4} {'pipe':<4} {'rps':>10} {'p50 ms':>8} {'p99 ms':>8} "
-          f"{'CPU us/req':>10} {'sched us':>8}   rps of each round")
+          f"{'CPU us/req':>10} {'sched us':>8} {'sys us':>7}   rps of each round")
     for pipeline in MODES:
         for cmd in cmds:
             for t in targets:
-                rps, p50, p99, cpu, sched = med[(t, cmd, pipeline)]
+                rps, p50, p99, cpu, sched, sys_ = med[(t, cmd, pipeline)]
                 rounds = " ".join(fmt_rps(s[0]) for s in samples[(t, cmd, pipeline)])
                 print(f"{t:<13} {cmd:<4} P{pipeline:<3} {fmt_rps(rps):>10} {p50:>8.3f} "
-                      f"{p99:>8.3f} {cpu:>10.2f} {sched:>8.2f}   {rounds}")
+                      f"{p99:>8.3f} {cpu:>10.2f} {sched:>8.2f} {sys_:>7.2f}   {rounds}")
         print()
 
 
@@ -246,6 +267,117 @@ def print_ratios(med, cmds):
                       f"{ch_[3] / nc_[3]:>13.2f}  {ch_[4] / nc_[4]:>11.2f}")
 
 
+# The syscalls counted by kind; "other" is the rest of raw_syscalls:sys_enter (every syscall).
+SYSCALLS = ("read", "write", "writev", "readv", "recvfrom", "sendto", "recvmsg", "sendmsg",
+            "epoll_wait", "epoll_pwait", "epoll_ctl", "getpeername", "accept4")
+SYS_COLS = (("read", ("read", "readv", "recvfrom", "recvmsg")),
+            ("write", ("write", "writev", "sendto", "sendmsg")),
+            ("epoll_wait", ("epoll_wait", "epoll_pwait")),
+            ("epoll_ctl", ("epoll_ctl",)),
+            ("getpeername", ("getpeername",)))
+
+
+def syscall_probe():
+    """Whether perf can count syscall-entry tracepoints here (the reason if not, else None)."""
+    perf = shutil.which("perf")
+    if not perf:
+        return "perf not found"
+    out = subprocess.run([perf, "stat", "-x", ",", "-e", "raw_syscalls:sys_enter", "--", "true"],
+                         capture_output=True, text=True, timeout=30)
+    if out.returncode != 0 or "raw_syscalls:sys_enter" not in out.stderr or \
+            "<not supported>" in out.stderr:
+        return f"perf stat cannot count raw_syscalls:sys_enter: {out.stderr.strip()[-200:]}"
+    return None
+
+
+def count_syscalls(pid, tmp, run):
+    """Runs run() with `perf stat` counting pid's syscalls (every thread); returns (result of
+    run(), {syscall name or "total": count})."""
+    data = os.path.join(tmp, "perf-stat.csv")
+    events = ["raw_syscalls:sys_enter"] + [f"syscalls:sys_enter_{n}" for n in SYSCALLS]
+    argv = ["perf", "stat", "-x", ",", "-o", data, "-p", str(pid)]
+    for e in events:
+        argv += ["-e", e]
+    rec = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    time.sleep(0.3)  # perf attaches to every thread before the load starts
+    try:
+        res = run()
+    finally:
+        rec.send_signal(signal.SIGINT)
+        rec.wait(timeout=30)
+    counts = {}
+    with open(data) as f:
+        for line in f:
+            cells = line.strip().split(",")
+            if len(cells) < 3 or not cells[0].strip().isdigit():
+                continue
+            name = cells[2]
+            key = "total" if name == "raw_syscalls:sys_enter" else name.split("sys_enter_")[-1]
+            counts[key] = int(cells[0])
+    return res, counts
+
+
+def syscall_pass(targets, cells, pid, one_run, tmp, label):
+    """One run per target and cell under count_syscalls; returns (target, cmd, pipeline) ->
+    {kind: syscalls per request}."""
+    why = syscall_probe()
+    if why is not None:
+        print(f"   {label}: no syscall counts ({why})")
+        return {}
+    per = {}
+    for cmd, pipeline in cells:
+        for t in targets:
+            (_, _, _, reqs), counts = count_syscalls(pid[t], tmp,
+                                                     lambda: one_run(t, cmd, pipeline))
+            row = {col: sum(counts.get(n, 0) for n in names) / reqs for col, names in SYS_COLS}
+            row["total"] = counts.get("total", 0) / reqs
+            row["other"] = row["total"] - sum(row[col] for col, _ in SYS_COLS)
+            per[(t, cmd, pipeline)] = row
+    return per
+
+
+def print_syscalls(per, targets, cmds):
+    if not per:
+        return
+    cols = [c for c, _ in SYS_COLS] + ["other", "total"]
+    print("syscalls per request (perf stat of the server process's syscall-entry tracepoints, "
+          "one run per cell; read = read+readv+recvfrom+recvmsg, write = write+writev+sendto+"
+          "sendmsg)")
+    print(f"{'target':<13} {'cmd':<4} {'pipe':<4} " + " ".join(f"{c:>11}" for c in cols))
+    for pipeline in MODES:
+        for cmd in cmds:
+            for t in targets:
+                row = per.get((t, cmd, pipeline))
+                if row is not None:
+                    print(f"{t:<13} {cmd:<4} P{pipeline:<3} " +
+                          " ".join(f"{row[c]:>11.3f}" for c in cols))
+        print()
+
+
+def print_goals_18(med, cmds, what):
+    """Issue 18's goals for chash-proxy at its defaults."""
+    print()
+    print(f"goals (issue 18), {what}, chash-proxy at its defaults: CPU/req <= 0.5x nutcracker's "
+          "(P1), <= 0.3x (P16); p99 <= nutcracker's")
+    for pipeline, want in ((1, 0.5), (16, 0.3)):
+        for cmd in cmds:
+            c, nn = med[("chash-proxy", cmd, pipeline)], med[("nutcracker", cmd, pipeline)]
+            one = med[(OTHER, cmd, pipeline)]
+            cpu_r = c[3] / nn[3]
+            print(f"  {cmd:<4} P{pipeline:<2} CPU/req {cpu_r:.2f}x ({c[3]:.2f} vs {nn[3]:.2f} us; "
+                  f"direct {med[('direct', cmd, pipeline)][3]:.2f}, {OTHER} {one[3]:.2f})  "
+                  f"{'MET' if cpu_r <= want + 1e-9 else 'MISSED':<6}  p99 {c[2]:.3f} vs "
+                  f"{nn[2]:.3f} ms  {'MET' if c[2] <= nn[2] else 'MISSED'}")
+    print("  floor: a proxy makes at least the client-side syscalls the server itself makes per "
+          "request (a read and a write); their kernel time is direct's sys us/req:")
+    for pipeline, want in ((1, 0.5), (16, 0.3)):
+        for cmd in cmds:
+            d, nn = med[("direct", cmd, pipeline)], med[("nutcracker", cmd, pipeline)]
+            print(f"  {cmd:<4} P{pipeline:<2} direct's kernel time {d[5]:.2f} us/req = "
+                  f"{d[5] / nn[3]:.2f}x nutcracker's CPU/req (goal {want}x); direct's whole "
+                  f"CPU/req {d[3] / nn[3]:.2f}x")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default="build/release")
@@ -260,6 +392,7 @@ def main():
     ap.add_argument("--before", metavar="PATH",
                     help="an older chash-proxy binary, run as chash-before in the Redis rounds")
     ap.add_argument("--perf", type=float, default=0, metavar="SECONDS")
+    ap.add_argument("--no-syscalls", action="store_true", help="skip the syscall pass")
     args = ap.parse_args()
     if args.rounds < 1:
         die("--rounds must be at least 1")
@@ -383,12 +516,13 @@ def run_redis(args, proxy_bin, before_bin, nutcracker_bin, tmp, procs, t_start):
           f"and -P 16 -n {args.n16} (P16)")
     print(f"   backends 127.0.0.1:{b1},{b2},{b3}; direct = backend 1; "
           f"{nutcracker_bin} and chash-proxy, same pool (ketama, fnv1a_64)")
-    print(f"   chash-proxy: default --threads ({os.cpu_count()} cores here); chash-1thread: "
-          "--threads 1")
+    print(f"   chash-proxy: default --threads ({DEFAULT_THREADS} with {CPUS} cores here); {OTHER}: "
+          f"{' '.join(PROXIES[OTHER])}")
     if before_bin:
         print(f"   chash-before: {before_bin} (default --threads)")
     print("   CPU/req: utime+stime of the server process (the proxy; redis-server for direct) "
-          "during the run / requests; sched: the same from /proc/PID/task/*/schedstat (ns)")
+          "during the run / requests; sched: the same from /proc/PID/task/*/schedstat (ns); sys: the "
+          "stime part of CPU/req (the kernel's)")
 
     # Warm-up: fill the key space once through chash-proxy (keys land where either proxy
     # would put them: same placement) and through backend 1 for the direct target.
@@ -404,7 +538,10 @@ def run_redis(args, proxy_bin, before_bin, nutcracker_bin, tmp, procs, t_start):
     check_alive(popen)
     med = medians(samples)
     print_table(samples, med, targets, CMDS)
+    if not args.no_syscalls:
+        print_syscalls(syscall_pass(targets, cells, pid, one_run, tmp, "redis"), targets, CMDS)
     print_ratios(med, CMDS)
+    print_goals_18(med, CMDS, "Redis")
 
     print()
     print("goals (issue 7), chash-proxy with its default threads")
@@ -487,10 +624,11 @@ def run_memcache(args, proxy_bin, mc_bin, nutcracker_bin, tmp, procs, t_start):
     print(f"   memcacheds 127.0.0.1:{','.join(map(str, backends))} (memcached "
           f"{memcached_version()}, default threads); direct = backend 1; nutcracker and "
           "chash-proxy, same redis: false pool (ketama, fnv1a_64)")
-    print(f"   chash-proxy: default --threads ({os.cpu_count()} cores here); chash-1thread: "
-          "--threads 1")
+    print(f"   chash-proxy: default --threads ({DEFAULT_THREADS} with {CPUS} cores here); {OTHER}: "
+          f"{' '.join(PROXIES[OTHER])}")
     print("   CPU/req: utime+stime of the server process (the proxy; memcached for direct) "
-          "during the run / requests; sched: the same from /proc/PID/task/*/schedstat (ns)")
+          "during the run / requests; sched: the same from /proc/PID/task/*/schedstat (ns); sys: the "
+          "stime part of CPU/req (the kernel's)")
 
     # Warm-up: every key once, through chash-proxy (same placement as nutcracker's) and on
     # backend 1 for the direct target, so GETs hit.
@@ -514,7 +652,11 @@ def run_memcache(args, proxy_bin, mc_bin, nutcracker_bin, tmp, procs, t_start):
               "missed (0 and 0 expected: the key space is filled first)")
     med = medians(samples)
     print_table(samples, med, TARGETS, MC_CMDS)
+    if not args.no_syscalls:
+        print_syscalls(syscall_pass(TARGETS, cells, pid, one_run, tmp, "memcache"), TARGETS,
+                       MC_CMDS)
     print_ratios(med, MC_CMDS)
+    print_goals_18(med, MC_CMDS, "memcached")
 
     print()
     print("goals (issue 12), memcached pools: CPU/req <= 0.6x nutcracker's, rps >= nutcracker's")

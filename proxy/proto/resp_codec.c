@@ -8,6 +8,8 @@
 #include "resp.h"
 
 #include <ctype.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -138,19 +140,41 @@ static const px_cmd commands[] = {
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
-/* Linear over ~140 entries, filtered by length and first letter: a few dozen byte compares,
- * small next to the system calls of a request. */
+/* The table by name length and first byte, built once (the table is constant, so the index is
+ * too once built): a lookup compares the one or two names of that length and first letter, in
+ * table order, instead of walking the ~140 entries (4 % of the proxy's CPU with -P 16).
+ * by_name[len][c]: 1 + the index of the first such command, 0: none; next_same: the next one. */
+#define NAME_MAX_LEN 32u
+static uint16_t by_name[NAME_MAX_LEN][256];
+static uint16_t next_same[NCOMMANDS];
+static pthread_once_t by_name_once = PTHREAD_ONCE_INIT;
+
+static void by_name_build(void)
+{
+    for (size_t i = NCOMMANDS; i-- > 0;) { /* from the end: each chain is in table order */
+        size_t len = commands[i].name_len;
+        if (len == 0 || len >= NAME_MAX_LEN)
+            continue;
+        uint16_t *head = &by_name[len][(unsigned char)commands[i].name[0]];
+        next_same[i] = *head;
+        *head = (uint16_t)(i + 1);
+    }
+}
+
+/* The command named p[0, len), case-insensitively (ASCII, as tolower in the C locale). */
 static const px_cmd *command_find(const char *p, size_t len)
 {
-    char lower[32];
+    char lower[NAME_MAX_LEN];
     if (len == 0 || len >= sizeof(lower))
         return NULL;
-    for (size_t i = 0; i < len; i++)
-        lower[i] = (char)tolower((unsigned char)p[i]);
-    for (size_t i = 0; i < NCOMMANDS; i++)
-        if (commands[i].name_len == len && commands[i].name[0] == lower[0] &&
-            memcmp(commands[i].name, lower, len) == 0)
-            return &commands[i];
+    for (size_t i = 0; i < len; i++) {
+        unsigned char c = (unsigned char)p[i];
+        lower[i] = (char)(c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c);
+    }
+    pthread_once(&by_name_once, by_name_build);
+    for (uint16_t i = by_name[len][(unsigned char)lower[0]]; i != 0; i = next_same[i - 1])
+        if (memcmp(commands[i - 1].name, lower, len) == 0)
+            return &commands[i - 1];
     return NULL;
 }
 

@@ -35,10 +35,14 @@ typedef struct fixture {
 
 /* What a finished request left: its reply bytes, in completion order. */
 static px_buf done_log[64];
+static bool done_direct[64]; /* the reply went to the request's output (rq->out) instead */
 static size_t ndone;
+/* The output the next request is given as its client's queue head would be (NULL: none). */
+static px_buf *next_out;
 
 static void on_done(px_rq *rq)
 {
+    done_direct[ndone] = rq->direct;
     px_buf *b = &done_log[ndone++];
     b->len = 0;
     px_buf_append(b, rq->reply.p, rq->reply.len);
@@ -77,6 +81,7 @@ static int setup_proto(void **state, const char *extra, bool redis)
                                      .conf = fx->sp.servers[i]};
     fake_reset();
     ndone = 0;
+    next_out = NULL;
     *state = fx;
     return 0;
 }
@@ -156,6 +161,7 @@ static void request_in(fixture *fx, px_local *ctx, const char *text, px_session 
     assert_non_null(rq);
     rq->owner = fx;
     rq->on_done = on_done;
+    rq->out = next_out;
     px_local none = {0};
     px_session_hooks hooks = {.emit = emit, .close = hook_close, .arg = fx};
     px_dispatch(rq, ctx != NULL ? ctx : &none, ss, &hooks);
@@ -211,6 +217,37 @@ static void test_single_key(void **state)
     assert_int_equal(ndone, 1);
     assert_int_equal(done_log[0].len, 8);
     assert_memory_equal(done_log[0].p, "$2\r\nhi\r\n", 8);
+}
+
+/* A request heading its client's queue (rq->out set, as client.c does) has its reply appended
+ * to that output, after what it held, and keeps no copy (rq->direct): a backend's reply, and a
+ * reply the proxy makes itself. Without an output the reply stays in rq->reply. */
+static void test_reply_to_output(void **state)
+{
+    fixture *fx = *state;
+    px_buf out = {0};
+    px_buf_append(&out, "+earlier\r\n", 10);
+    next_out = &out;
+    request(fx, NULL, "*2\r\n$3\r\nGET\r\n$5\r\nuser1\r\n");
+    assert_int_equal(out.len, 10);
+    fake_reply(&fx->pool, &fake_log[0], "$2\r\nhi\r\n", 8);
+    assert_int_equal(ndone, 1);
+    assert_true(done_direct[0]);
+    assert_int_equal(done_log[0].len, 0);
+    assert_int_equal(out.len, 18);
+    assert_memory_equal(out.p, "+earlier\r\n$2\r\nhi\r\n", 18);
+    request(fx, NULL, "*1\r\n$4\r\nPING\r\n");
+    assert_int_equal(ndone, 2);
+    assert_true(done_direct[1]);
+    assert_int_equal(out.len, 25);
+    assert_memory_equal(out.p + 18, "+PONG\r\n", 7);
+    next_out = NULL;
+    request(fx, NULL, "*1\r\n$4\r\nPING\r\n");
+    assert_int_equal(ndone, 3);
+    assert_false(done_direct[2]);
+    assert_int_equal(done_log[2].len, 7);
+    assert_int_equal(out.len, 25);
+    px_buf_free(&out);
 }
 
 /* MGET over 40 keys: one backend request per server holding some of them, each an MGET of
@@ -1444,6 +1481,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_single_key, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reply_to_output, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mget_split_merge, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mget_slices, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sum_and_all_ok, setup, teardown),
