@@ -18,6 +18,7 @@
  */
 #include "request.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,14 +52,24 @@ px_rq *px_rq_new(px_pool *pool, const px_msg *m, uint64_t cid)
     px_rq *rq = px_cache_alloc(sz);
     if (rq == NULL)
         return NULL;
-    /* The header and the slots start zeroed; the spans and raw bytes are copied over. */
-    memset(rq, 0, sizeof(px_rq) + nslots * sizeof(px_rq_slot));
+    /* The header and the slots start zeroed, but msg, which is copied over: its reject text
+     * (128 bytes) only when it has one. Per request this is what its set-up writes, so it is
+     * kept to what the request needs. */
+    memset(rq, 0, offsetof(px_rq, msg));
+    memset(&rq->msg + 1, 0,
+           sizeof(px_rq) - offsetof(px_rq, msg) - sizeof(px_msg) + nslots * sizeof(px_rq_slot));
+    memcpy(&rq->msg, m, offsetof(px_msg, reject));
+    rq->msg.reject[0] = '\0';
+    if (m->reject[0] != '\0')
+        memcpy(rq->msg.reject, m->reject, sizeof(m->reject));
+    memcpy((char *)&rq->msg + offsetof(px_msg, reject_server),
+           (const char *)m + offsetof(px_msg, reject_server),
+           sizeof(px_msg) - offsetof(px_msg, reject_server));
     rq->bytes = sz;
     PX_MEM_ADD(sz);
     char *p = (char *)(rq + 1);
     rq->slots = (px_rq_slot *)(void *)p;
     p += nslots * sizeof(px_rq_slot);
-    rq->msg = *m;
     rq->msg.args = (px_span *)(void *)p;
     if (m->nargs > 0)
         memcpy(rq->msg.args, m->args, m->nargs * sizeof(px_span));
