@@ -1,7 +1,8 @@
 /*
  * load_util.h — the few helpers the load generators of bench/ share (bench/proxy/mc_load.c,
  * bench/migration/cache_aside.c): a fatal message, an allocation that cannot fail, the monotonic
- * clock, a fixed-seed PRNG, a bounded number parser and a bounded blocking loopback connect.
+ * clock, a fixed-seed PRNG, a bounded number parser, a bounded blocking loopback connect, and
+ * the non-blocking reads, writes and epoll interest of one connection.
  *
  * Header only, every function static inline: each load generator is one translation unit.
  * Define LOAD_PROG (the program's name, a string literal) before including it.
@@ -22,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <time.h>
@@ -129,6 +131,56 @@ static inline int connect_tcp(const struct sockaddr_in *sa)
     struct timeval zero = {0, 0};
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &zero, sizeof zero);
     return fd;
+}
+
+/* ---- non-blocking I/O on one connection (epoll, level-triggered) ------------------------------ */
+
+/* Watches fd for input, and for output too while out, with data ptr; *want_out remembers what
+ * is asked, so an unchanged interest costs no epoll_ctl. */
+static inline void load_set_events(int epfd, int fd, int *want_out, void *ptr, int out)
+{
+    if (*want_out == out)
+        return;
+    struct epoll_event ev = {.events = EPOLLIN | (out ? EPOLLOUT : 0u), .data.ptr = ptr};
+    if (epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev) < 0)
+        die("epoll_ctl: %s", strerror(errno));
+    *want_out = out;
+}
+
+/* Writes buf[*off, len) while the socket takes it. Returns 0 (all written, or the socket is
+ * full), or the errno of a failed write. */
+static inline int load_write(int fd, const char *buf, size_t len, size_t *off)
+{
+    while (*off < len) {
+        ssize_t w = write(fd, buf + *off, len - *off);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : errno;
+        }
+        *off += (size_t)w;
+    }
+    return 0;
+}
+
+/* Reads once into (*buf)[*len, *cap), doubling the buffer when it is full. Returns the bytes
+ * read (added to *len), 0 at the end of the stream, -1 when nothing is there now, or -2 with
+ * errno set when the read failed. */
+static inline ssize_t load_read(int fd, char **buf, size_t *len, size_t *cap)
+{
+    if (*len == *cap) {
+        *cap *= 2;
+        *buf = xrealloc(*buf, *cap);
+    }
+    for (;;) {
+        ssize_t n = read(fd, *buf + *len, *cap - *len);
+        if (n >= 0) {
+            *len += (size_t)n;
+            return n;
+        }
+        if (errno != EINTR)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? -1 : -2;
+    }
 }
 
 static inline int cmp_u32(const void *a, const void *b)

@@ -282,16 +282,6 @@ static long long value_version(const char *p, size_t n)
 
 /* ---- connections --------------------------------------------------------------------------- */
 
-static void set_events(conn *c, int out)
-{
-    if (c->want_out == out)
-        return;
-    struct epoll_event ev = {.events = EPOLLIN | (out ? EPOLLOUT : 0u), .data.ptr = c};
-    if (epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0)
-        die("epoll_ctl: %s", strerror(errno));
-    c->want_out = out;
-}
-
 static int conn_open(conn *c)
 {
     int fd = connect_tcp(&addr);
@@ -361,19 +351,12 @@ static void conn_lost(conn *c, int timeout, int err)
 
 static void flush_out(conn *c)
 {
-    while (c->woff < c->wlen) {
-        ssize_t w = write(c->fd, c->wbuf + c->woff, c->wlen - c->woff);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                break;
-            conn_lost(c, 0, errno);
-            return;
-        }
-        c->woff += (size_t)w;
+    int err = load_write(c->fd, c->wbuf, c->wlen, &c->woff);
+    if (err != 0) {
+        conn_lost(c, 0, err);
+        return;
     }
-    set_events(c, c->woff < c->wlen);
+    load_set_events(epfd, c->fd, &c->want_out, c, c->woff < c->wlen);
 }
 
 static void send_req(conn *c, double t)
@@ -572,24 +555,13 @@ static void on_reply(conn *c, int kind, const char *val, size_t vlen, double t)
 static void on_readable(conn *c, double t)
 {
     for (;;) {
-        if (c->rlen == c->rcap) {
-            c->rcap *= 2;
-            c->rbuf = xrealloc(c->rbuf, c->rcap);
-        }
-        ssize_t n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return;
-            conn_lost(c, 0, errno);
+        ssize_t n = load_read(c->fd, &c->rbuf, &c->rlen, &c->rcap);
+        if (n == -1)
+            return;
+        if (n <= 0) {
+            conn_lost(c, 0, n == 0 ? 0 : errno);
             return;
         }
-        if (n == 0) {
-            conn_lost(c, 0, 0);
-            return;
-        }
-        c->rlen += (size_t)n;
         int kind;
         const char *val = NULL;
         size_t vlen = 0, used = 0;

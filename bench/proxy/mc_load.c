@@ -173,30 +173,12 @@ static uint32_t *lat; /* µs per batch */
 static size_t nlat, caplat;
 static double t_first, t_last, t_progress, deadline;
 
-static void set_events(conn *c, int out)
-{
-    if (c->want_out == out)
-        return;
-    struct epoll_event ev = {.events = EPOLLIN | (out ? EPOLLOUT : 0u), .data.ptr = c};
-    if (epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &ev) < 0)
-        die("epoll_ctl: %s", strerror(errno));
-    c->want_out = out;
-}
-
 static void flush_out(conn *c)
 {
-    while (c->woff < c->wlen) {
-        ssize_t w = write(c->fd, c->wbuf + c->woff, c->wlen - c->woff);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                break;
-            die("write to %s:%d: %s", opt.host, opt.port, strerror(errno));
-        }
-        c->woff += (size_t)w;
-    }
-    set_events(c, c->woff < c->wlen);
+    int err = load_write(c->fd, c->wbuf, c->wlen, &c->woff);
+    if (err != 0)
+        die("write to %s:%d: %s", opt.host, opt.port, strerror(err));
+    load_set_events(epfd, c->fd, &c->want_out, c, c->woff < c->wlen);
 }
 
 /* Starts the next batch on c when there is one to send; returns whether it did. */
@@ -292,21 +274,13 @@ static void frame_replies(conn *c, double t)
 static void on_readable(conn *c, double t)
 {
     for (;;) {
-        if (c->rlen == c->rcap) {
-            c->rcap *= 2;
-            c->rbuf = xrealloc(c->rbuf, c->rcap);
-        }
-        ssize_t n = read(c->fd, c->rbuf + c->rlen, c->rcap - c->rlen);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return;
+        ssize_t n = load_read(c->fd, &c->rbuf, &c->rlen, &c->rcap);
+        if (n == -1)
+            return;
+        if (n == -2)
             die("read from %s:%d: %s", opt.host, opt.port, strerror(errno));
-        }
         if (n == 0)
             die("%s:%d closed a connection (%lld requests answered)", opt.host, opt.port, done);
-        c->rlen += (size_t)n;
         t_progress = t;
         frame_replies(c, t);
         if ((size_t)n < c->rcap - c->rlen)
