@@ -21,18 +21,15 @@ the test shows it spread over every server (chash does not reproduce it: docs/CO
 
 Without haproxy the test skips (exit 77), or fails when CI is set; scripts/bootstrap installs it.
 """
-import http.client
 import os
 import random
-import signal
-import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clients_compat as cc  # noqa: E402
-from nginx_compat import free_port, header_key as nginx_header_key  # noqa: E402
+from http_oracle import ask, free_port, header_keys, running  # noqa: E402
+from nginx_compat import header_key as nginx_header_key  # noqa: E402
 
 HAPROXY = "/usr/sbin/haproxy"
 
@@ -63,29 +60,12 @@ def config(front, servers, down=()):
     return "\n".join(lines) + "\n"
 
 
-def ask(front, keys):
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", front, timeout=10)
-            conn.connect()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-    out = []
-    for k in keys:
-        conn.putrequest("GET", "/", skip_accept_encoding=True)
-        conn.putheader("X-Key", k)
-        conn.endheaders()
-        r = conn.getresponse()
-        r.read()
-        if r.status != 200:
-            raise RuntimeError("haproxy answered %d for key %r" % (r.status, k))
-        out.append(r.getheader("X-Server"))
-    conn.close()
-    return out
+def haproxy(tmp, text, settle=0.0):
+    """HAProxy on the config text, for a with block."""
+    cfg = os.path.join(tmp, "haproxy.cfg")
+    with open(cfg, "w") as f:
+        f.write(text)
+    return running([HAPROXY, "-db", "-f", cfg], settle=settle)
 
 
 def main():
@@ -125,27 +105,10 @@ def main():
     nsets = len(sets)
     with tempfile.TemporaryDirectory() as tmp:
         for set_name, servers in sets:
-            keys = [k for k in cc.key_set(rng, ("binary",)) if header_key(k)]
-            while len(keys) < cc.KEYS_PER_SET + 200:
-                k = bytes(rng.randint(0x21, 0x7E if len(keys) % 2 else 0xFF)
-                          for _ in range(rng.randint(1, 40)))
-                if header_key(k):
-                    keys.append(k)
+            keys = header_keys(rng, header_key)
             front = free_port("127.0.0.1")
-            cfg = os.path.join(tmp, "haproxy.cfg")
-            with open(cfg, "w") as f:
-                f.write(config(front, servers))
-            p = subprocess.Popen([HAPROXY, "-db", "-f", cfg], stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE)
-            try:
-                names = ask(front, keys)
-            finally:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            with haproxy(tmp, config(front, servers)):
+                names = ask(front, keys, 200, "X-Server", "haproxy")
             index = {name: i for i, (name, _, _, _) in enumerate(servers)}
             want = [index[n] for n in names]
             # chash's ids: the servers' numeric ids where the backend gives them, else their
@@ -168,28 +131,11 @@ def main():
         # over the up servers (haproxy@2's walk: points by increasing distance) must agree.
         eight = tcp(8, [1, 2, 1, 3, 1, 1, 2, 1], first=150)
         for down in ([3], [0, 5]):
-            keys = [k for k in cc.key_set(rng, ("binary",)) if header_key(k)]
-            while len(keys) < cc.KEYS_PER_SET + 200:
-                k = bytes(rng.randint(0x21, 0x7E if len(keys) % 2 else 0xFF)
-                          for _ in range(rng.randint(1, 40)))
-                if header_key(k):
-                    keys.append(k)
+            keys = header_keys(rng, header_key)
             front = free_port("127.0.0.1")
-            cfg = os.path.join(tmp, "haproxy.cfg")
-            with open(cfg, "w") as f:
-                f.write(config(front, eight, down))
-            p = subprocess.Popen([HAPROXY, "-db", "-f", cfg], stdout=subprocess.DEVNULL,
-                                 stderr=subprocess.PIPE)
-            try:
-                time.sleep(1.5)  # a few checks: the down servers marked down
-                names = ask(front, keys)
-            finally:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            # settle: a few checks, so the down servers are marked down
+            with haproxy(tmp, config(front, eight, down), settle=1.5):
+                names = ask(front, keys, 200, "X-Server", "haproxy")
             index = {name: i for i, (name, _, _, _) in enumerate(eight)}
             want = [index[n] for n in names]
             owners = cc.run_owners([place, "haproxy@2"],
@@ -220,20 +166,8 @@ def main():
         # so the shares only follow the weights roughly: 12/15/13 in 2.6.12).
         servers = tcp(3, [1, 2, 1], first=140)
         front = free_port("127.0.0.1")
-        cfg = os.path.join(tmp, "haproxy.cfg")
-        with open(cfg, "w") as f:
-            f.write(config(front, servers))
-        p = subprocess.Popen([HAPROXY, "-db", "-f", cfg], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE)
-        try:
-            names = ask(front, [b""] * 40)
-        finally:
-            p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        with haproxy(tmp, config(front, servers)):
+            names = ask(front, [b""] * 40, 200, "X-Server", "haproxy")
         index = {name: i for i, (name, _, _, _) in enumerate(servers)}
         counts = [sum(1 for n in names if index[n] == i) for i in range(3)]
         nodes = [(name.encode(), w) for name, _, w, _ in servers]

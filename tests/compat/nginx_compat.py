@@ -23,29 +23,17 @@ not reproduce (docs/COMPATIBILITY.md).
 
 Without nginx the test skips (exit 77), or fails when CI is set; scripts/bootstrap installs it.
 """
-import http.client
 import os
 import random
-import shutil
 import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import clients_compat as cc  # noqa: E402
+from http_oracle import ask, free_port, header_keys, running  # noqa: E402
 
 NGINX = "/usr/sbin/nginx"
-
-
-def free_port(host):
-    s = socket.socket()
-    s.bind((host, 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def header_key(k):
@@ -72,39 +60,13 @@ def config(tmp, front, servers):
     return "\n".join(lines) + "\n"
 
 
-def run_nginx(tmp, text):
+def nginx(tmp, text):
+    """nginx on the config text in the prefix tmp, for a with block (stopped with SIGQUIT, its
+    graceful shutdown)."""
     conf = os.path.join(tmp, "nginx.conf")
     with open(conf, "w") as f:
         f.write(text)
-    p = subprocess.Popen([NGINX, "-p", tmp, "-c", conf], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.PIPE)
-    return p
-
-
-def ask(front, keys):
-    """The upstream address nginx picks for each key."""
-    deadline = time.monotonic() + 10
-    while True:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", front, timeout=10)
-            conn.connect()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-    out = []
-    for k in keys:
-        conn.putrequest("GET", "/", skip_accept_encoding=True)
-        conn.putheader("X-Key", k)
-        conn.endheaders()
-        r = conn.getresponse()
-        r.read()
-        if r.status != 204:
-            raise RuntimeError("nginx answered %d for key %r" % (r.status, k))
-        out.append(r.getheader("X-Upstream"))
-    conn.close()
-    return out
+    return running([NGINX, "-p", tmp, "-c", conf], stop=signal.SIGQUIT)
 
 
 def main():
@@ -142,22 +104,10 @@ def main():
                 ("9, one added in the middle", nine[:mid] + tcp(1, first=99) + nine[mid:]),
                 ("weights 3:1:4:1:5:9:2, middle one removed", wbase[:3] + wbase[4:])]
         for set_name, servers in sets:
-            keys = [k for k in cc.key_set(rng, ("binary",)) if header_key(k)]
-            while len(keys) < cc.KEYS_PER_SET + 200:
-                keys.append(bytes(rng.randint(0x21, 0x7E if len(keys) % 2 else 0xFF)
-                                  for _ in range(rng.randint(1, 40))))
-            keys = [k for k in keys if header_key(k)]
+            keys = header_keys(rng, header_key)
             front = free_port("127.0.0.1")
-            p = run_nginx(tmp, config(tmp, front, servers))
-            try:
-                got_addr = ask(front, keys)
-            finally:
-                p.send_signal(signal.SIGQUIT)
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            with nginx(tmp, config(tmp, front, servers)):
+                got_addr = ask(front, keys, 204, "X-Upstream", "nginx")
             index = {s: i for i, (s, _, _) in enumerate(servers)}
             want = [index[a] for a in got_addr]
             nodes = [(s.encode(), w) for s, w, _ in servers]
@@ -181,23 +131,10 @@ def main():
         eight = tcp(8, [1, 2, 1, 3, 1, 1, 2, 1], first=140)
         for down in ([3], [0, 5]):
             servers = [(st, w, None if i in down else ls) for i, (st, w, ls) in enumerate(eight)]
-            keys = [k for k in cc.key_set(rng, ("binary",)) if header_key(k)]
-            while len(keys) < cc.KEYS_PER_SET + 200:
-                k = bytes(rng.randint(0x21, 0x7E if len(keys) % 2 else 0xFF)
-                          for _ in range(rng.randint(1, 40)))
-                if header_key(k):
-                    keys.append(k)
+            keys = header_keys(rng, header_key)
             front = free_port("127.0.0.1")
-            p = run_nginx(tmp, config(tmp, front, servers))
-            try:
-                got_addr = ask(front, keys)
-            finally:
-                p.send_signal(signal.SIGQUIT)
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            with nginx(tmp, config(tmp, front, servers)):
+                got_addr = ask(front, keys, 204, "X-Upstream", "nginx")
             index = {st: i for i, (st, _, _) in enumerate(servers)}
             want = [index[a.split(", ")[-1]] for a in got_addr]
             retried = sum(1 for a in got_addr if ", " in a)
@@ -225,16 +162,8 @@ def main():
         # server takes its weight's share, exactly, where chash@nginx@1 names one server.
         servers = tcp(3, [1, 2, 1], first=120)
         front = free_port("127.0.0.1")
-        p = run_nginx(tmp, config(tmp, front, servers))
-        try:
-            got_addr = ask(front, [b""] * 40)
-        finally:
-            p.send_signal(signal.SIGQUIT)
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        with nginx(tmp, config(tmp, front, servers)):
+            got_addr = ask(front, [b""] * 40, 204, "X-Upstream", "nginx")
         index = {s: i for i, (s, _, _) in enumerate(servers)}
         counts = [sum(1 for a in got_addr if index[a] == i) for i in range(3)]
         chash = cc.run_owners([place, "nginx@1"],
