@@ -66,6 +66,25 @@ static void handle_closed(uv_handle_t *h)
     }
 }
 
+/* Takes r out of libcurl (its sockets may close: socket_cb runs). */
+static void req_detach(px_etcd_req *r)
+{
+    if (r->easy != NULL) {
+        curl_multi_remove_handle(r->e->multi, r->easy);
+        curl_easy_cleanup(r->easy);
+        r->easy = NULL;
+    }
+}
+
+/* Frees r, already out of libcurl and of e->reqs. */
+static void req_release(px_etcd_req *r)
+{
+    curl_slist_free_all(r->headers);
+    free(r->body);
+    free(r->buf);
+    free(r);
+}
+
 static void req_free(px_etcd_req *r)
 {
     px_etcd *e = r->e;
@@ -75,21 +94,14 @@ static void req_free(px_etcd_req *r)
             break;
         }
     }
-    curl_slist_free_all(r->headers);
-    free(r->body);
-    free(r->buf);
-    free(r);
+    req_release(r);
 }
 
 /* Removes r from libcurl (its sockets may close: socket_cb runs) and frees it, or marks it
  * dead for dispatch's end. */
 static void req_stop(px_etcd_req *r)
 {
-    if (r->easy != NULL) {
-        curl_multi_remove_handle(r->e->multi, r->easy);
-        curl_easy_cleanup(r->easy);
-        r->easy = NULL;
-    }
+    req_detach(r);
     r->dead = true;
     if (r->e->dispatching == 0)
         req_free(r);
@@ -142,26 +154,15 @@ static void dispatch(px_etcd *e)
         size_t len = r->line == NULL ? r->len : 0;
         r->dead = true; /* it ends here: the callback may not cancel it */
         done(arg, ok, body, len, why);
-        if (r->easy != NULL) {
-            curl_multi_remove_handle(e->multi, r->easy);
-            curl_easy_cleanup(r->easy);
-            r->easy = NULL;
-        }
+        req_detach(r);
     }
     if (--e->dispatching == 0) {
         for (px_etcd_req **p = &e->reqs; *p != NULL;) {
             px_etcd_req *r = *p;
             if (r->dead) {
-                if (r->easy != NULL) {
-                    curl_multi_remove_handle(e->multi, r->easy);
-                    curl_easy_cleanup(r->easy);
-                }
+                req_detach(r);
                 *p = r->next;
-                r->next = NULL;
-                curl_slist_free_all(r->headers);
-                free(r->body);
-                free(r->buf);
-                free(r);
+                req_release(r);
             } else {
                 p = &r->next;
             }
@@ -286,11 +287,7 @@ void px_etcd_free(px_etcd *e)
         return;
     while (e->reqs != NULL) {
         px_etcd_req *r = e->reqs;
-        if (r->easy != NULL) {
-            curl_multi_remove_handle(e->multi, r->easy); /* its sockets' polls close */
-            curl_easy_cleanup(r->easy);
-            r->easy = NULL;
-        }
+        req_detach(r); /* its sockets' polls close */
         req_free(r);
     }
     e->freeing = true;
