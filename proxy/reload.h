@@ -37,7 +37,7 @@ int px_reload(px_ctl *m, const char *trigger, const px_reload_opts *opt, px_buf 
  * A pool whose file names a "membership" key takes its servers from a membership document: the
  * one in docs[i] (for pool i of m->pools) when its text is given, else the one it serves. A new
  * document's epoch is its "epoch", else mod_rev, and must be greater than the pool's (else
- * PX_RELOAD_STALE). name names it in errors. */
+ * PX_RELOAD_STALE). Errors name it by the pool's "membership" URL. */
 typedef struct px_reload_doc {
     const char *text; /* NULL: the document the pool serves */
     size_t len;

@@ -32,7 +32,8 @@ no servers. Checked:
   8. A proxy SIGKILLed: its record vanishes (lease TTL 3 s) while the others' stay, and
      `chash fleet status` lists the two left, none behind.
   9. Start with etcd down: a pool with file servers serves them and takes etcd's document once
-     etcd answers; a pool without servers refuses to start, naming the URL. Then etcd comes
+     etcd answers; a pool without servers refuses to start, naming the URL; a bad --fleet-ttl
+     or --fleet-id is refused with what it must be. Then etcd comes
      back without its data (revisions from 1 again): every proxy registers again, refuses the
      new low-revision document as stale, and applies one with an explicit higher epoch.
  10. SIGTERM: clean exit (no sanitizer report); the records go at once (lease revoked).
@@ -347,6 +348,11 @@ def body():
     if r.returncode != 1 or b"cannot read its membership" not in r.stderr or \
             ("etcd://127.0.0.1:%d" % server.port).encode() not in r.stderr:
         fail("9. a pool without servers and etcd down: exit %d, %r" % (r.returncode, r.stderr))
+    for bad, want in ((["--fleet-ttl", "1"], b"--fleet-ttl requires seconds from 2 to 3600"),
+                      (["--fleet-id", "a/b"], b"--fleet-id requires 1 to 99 characters")):
+        r = subprocess.run([proxy_exe, "-c", conf2] + bad, capture_output=True, timeout=30)
+        if r.returncode != 1 or want not in r.stderr:
+            fail("9. chash-proxy %s: exit %d, %r" % (" ".join(bad), r.returncode, r.stderr))
     server.start()
     wait_epoch(client, ["late"], after, "9. the late proxy takes etcd's document", 30)
     log("9. etcd down at start: file servers served, then etcd's; no servers: a clear refusal")
