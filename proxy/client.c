@@ -439,10 +439,39 @@ static void client_shutdown_cb(uv_shutdown_t *req, int status)
     px_client_close(st->owner);
 }
 
+/* Whether the replies ready in c's output wait for the next loop iteration instead of leaving
+ * now. A pipelined batch's requests go to several backends, whose replies come back in
+ * different polls; replies leave in request order, so each backend's arrival would let out
+ * another piece of the batch: 1.6-1.7 writes per 16-request batch over 3 servers, and a write
+ * to a loopback socket (the receiver's TCP input and wake-up run in the sender's syscall) was
+ * over half the proxy's CPU with -P 16. Held, the batch leaves in one write (1.1).
+ * Bounds: only while c waits for an earlier-sent request (the queue's head is not done), for
+ * PX_CLIENT_HOLD_ITERS iterations at most, never past an iteration whose poll brought nothing
+ * (px_io_quiet: nothing is arriving, waiting buys nothing), and never for PX_CLIENT_HOLD_BYTES
+ * or more (a large write costs its bytes, not its syscall). A held reply so waits at most
+ * until the last of its batch arrives or the loop goes quiet: the batch's last reply, which
+ * its latency is measured by, is not delayed. The idle handle px_io_defer starts keeps the
+ * loop from blocking meanwhile. */
+#define PX_CLIENT_HOLD_ITERS 4u
+#define PX_CLIENT_HOLD_BYTES (64u * 1024u)
+
+static bool client_hold(const px_client *c)
+{
+    return c->held < PX_CLIENT_HOLD_ITERS && c->head != NULL && c->wbuf.len > 0 &&
+           c->wbuf.len < PX_CLIENT_HOLD_BYTES && !c->draining && !c->paused &&
+           !px_io_quiet(c->pool->io);
+}
+
 static void client_flush(px_client *c)
 {
     if (c->closing)
         return;
+    if (client_hold(c)) {
+        c->held++;
+        px_io_defer(c->pool->io, &c->flush); /* flushed again at the next iteration's flush */
+        return;
+    }
+    c->held = 0;
     size_t queued = 0, before = c->wbuf.len;
     if (px_stream_write(c->stream, &c->wbuf, client_written, &queued) < 0) {
         c->pool->stats.client_err++;

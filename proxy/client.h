@@ -39,6 +39,7 @@ struct px_client {
     bool draining; /* no more reading: close once the queue is flushed */
     bool paused;   /* reading stopped for backpressure */
     bool shut;     /* uv_shutdown issued */
+    uint8_t held;  /* iterations its ready replies have waited for the rest (client_hold) */
     uv_shutdown_t shutdown;
 };
 

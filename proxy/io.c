@@ -80,6 +80,8 @@ static void run_deferred(px_io *io)
 static void flush_cb(uv_check_t *h)
 {
     px_io *io = h->data;
+    io->quiet = io->reads == io->reads_flushed;
+    io->reads_flushed = io->reads;
     run_deferred(io);
     for (int round = 0; round < 2; round++) {
         for (int l = 0; l < PX_FLUSH_NLISTS; l++) {
@@ -101,6 +103,8 @@ void px_io_init(px_io *io, uv_loop_t *loop, px_log log, uint64_t seed)
     io->log = log;
     io->rng = seed != 0 ? seed : 1u;
     io->read_hr = 0;
+    io->reads = io->reads_flushed = 0;
+    io->quiet = false;
     for (int l = 0; l < PX_FLUSH_NLISTS; l++)
         px_dl_init(&io->dirty[l]);
     px_dl_init(&io->deferred);

@@ -82,6 +82,10 @@ typedef struct px_io {
      * read too, so their latency clock is read once per read, not twice per request (a vDSO
      * clock read was 4-5 % of the proxy's CPU with -P 16). Set by px_io_read_begin. */
     uint64_t read_hr;
+    /* Reads handled (px_io_read_begin), and their count at the last flush: quiet is set at each
+     * flush when none came since the one before, i.e. that iteration's poll brought nothing. */
+    uint64_t reads, reads_flushed;
+    bool quiet;
 } px_io;
 
 /* Sets up io's handles on loop. Cannot fail. */
@@ -99,11 +103,19 @@ static inline uint64_t px_io_read_begin(px_io *io)
 {
     uint64_t was = io->read_hr;
     io->read_hr = uv_hrtime();
+    io->reads++;
     return was;
 }
 static inline void px_io_read_end(px_io *io, uint64_t was)
 {
     io->read_hr = was;
+}
+/* During a flush: whether nothing was read since the previous flush. Something holding its bytes
+ * back for more that is on its way (client.c) stops waiting then: the poll came back empty, so
+ * waiting buys nothing and would only spin the loop. */
+static inline bool px_io_quiet(const px_io *io)
+{
+    return io->quiet;
 }
 /* Marks f for the flush at the end of this iteration (no-op when already marked). */
 void px_io_mark(px_io *io, px_flushable *f, int list);
