@@ -325,6 +325,57 @@ static void replies(const char *buf, size_t len, ch_mc_cmd cmd, const ch_mc_limi
     }
 }
 
+/* A multi-key get's reply split key by key (ch_mc_scan_multi_part), each key being the next
+ * block's own (a hit if the block is sound), or "a" when no VALUE line is next, and "a" once
+ * first (a miss unless that block is a's): every part is a whole VALUE block of that key (the
+ * scan moves on) or nothing (a miss, an error: the scan stays, and what is left is the last
+ * key's ordinary reply). */
+static void multi_parts(const char *buf, size_t len, ch_mc_cmd cmd, const ch_mc_limits *lim)
+{
+    if (!(ch_mc_cmd_props(cmd) & CH_MC_P_GET))
+        return;
+    size_t off = 0;
+    for (int k = 0; k < 64; k++) {
+        const char *key = "a";
+        size_t klen = 1;
+        if (k > 0 && len - off > 6 && memcmp(buf + off, "VALUE ", 6) == 0) {
+            key = buf + off + 6; /* the next block's own key: a hit if the block is sound */
+            klen = 0;
+            while (off + 6 + klen < len && key[klen] != ' ' && klen < 250)
+                klen++;
+            if (klen == 0)
+                return;
+        }
+        ch_mc_reply r;
+        size_t need = 12345;
+        char err[128];
+        ch_mc_status st = ch_mc_scan_multi_part(buf + off, len - off, cmd, key, klen, lim, &r,
+                                                &need, err, sizeof err);
+        if (st == CH_MC_INCOMPLETE) {
+            check(need > len - off);
+            return;
+        }
+        if (st == CH_MC_CLOSE) {
+            check(need == 0);
+            check_err(err, sizeof err);
+            return;
+        }
+        check(st == CH_MC_OK && need == 0 && r.len <= len - off);
+        if (r.len == 0) {
+            check(r.code == CH_MC_R_END || r.cls == CH_MC_C_ERROR);
+            if (k > 0 || r.code != CH_MC_R_END)
+                break; /* the same bytes are the next key's: an ordinary reply is left */
+            continue;  /* "a" missed: the block's own key next */
+        }
+        check(r.code == CH_MC_R_VALUES && r.cls == CH_MC_C_HIT && r.integer == 1);
+        check(memcmp(buf + off, "VALUE ", 6) == 0 && memcmp(buf + off + 6, key, klen) == 0);
+        check(buf[off + r.len - 2] == '\r' && buf[off + r.len - 1] == '\n');
+        off += r.len;
+    }
+    ch_mc_reply r;
+    (void)reply(buf + off, len - off, cmd, lim, &r);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *buf = dup_exact((const char *)data, size);
@@ -341,6 +392,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                                                                   sizeof REPLY_CMDS[0])];
         replies(buf + 1, size - 1, cmd, &dflt);
         replies(buf + 1, size - 1, cmd, &tiny);
+        multi_parts(buf + 1, size - 1, cmd, &dflt);
+        multi_parts(buf + 1, size - 1, cmd, &tiny);
     }
     unsigned char key[64];
     long n = ch_mc_b64_decode(buf, size < 88 ? size : 88, key, sizeof key);

@@ -1152,6 +1152,74 @@ ch_mc_status ch_mc_scan_reply(const char *buf, size_t len, ch_mc_cmd cmd, const 
     return st;
 }
 
+/* ch_mc_scan_multi_part's scan (mc.h). */
+static ch_mc_status scan_part(prep *p, ch_mc_cmd cmd, const char *key, size_t klen,
+                              ch_mc_reply *o)
+{
+    const char *buf = p->buf;
+    size_t cr;
+    STEP(reply_line(p, 0, 5, &cr));
+    o->line = span(0, cr);
+    if (line_is(buf, 0, cr, "END")) {
+        o->code = CH_MC_R_END;
+        return CH_MC_OK;
+    }
+    ch_mc_code ec = error_line(buf, 0, cr, &o->text);
+    if (ec != CH_MC_R_NONE) {
+        o->code = ec;
+        return CH_MC_OK;
+    }
+    const int want_cas = (ch_mc_cmd_props(cmd) & CH_MC_P_CAS_VALUE) ? 1 : 0;
+    ch_mc_value v;
+    uint64_t b;
+    if (!value_line(buf, 0, cr, p->lim.max_key, want_cas, &v, &b))
+        return fail(CH_MC_CLOSE, p->err, p->errlen, "unexpected reply line to %s",
+                    ch_mc_cmd_name(cmd));
+    if (v.key.len != klen || memcmp(buf + v.key.off, key, klen) != 0) {
+        o->code = CH_MC_R_END; /* the block of a later key: this one missed */
+        return CH_MC_OK;
+    }
+    size_t end;
+    STEP(reply_data(p, cr + 2, b, 5, &end));
+    o->code = CH_MC_R_VALUES;
+    o->integer = 1;
+    o->len = end;
+    return CH_MC_OK;
+}
+
+ch_mc_status ch_mc_scan_multi_part(const char *buf, size_t len, ch_mc_cmd cmd, const char *key,
+                                   size_t klen, const ch_mc_limits *lim, ch_mc_reply *out,
+                                   size_t *need, char *err, size_t errlen)
+{
+    if (err && errlen > 0)
+        err[0] = '\0';
+    ch_mc_reply r;
+    memset(&r, 0, sizeof r);
+    prep p = {buf, buf ? len : 0, effective(lim), 0, err, errlen};
+    ch_mc_status st;
+    if (!(ch_mc_cmd_props(cmd) & CH_MC_P_GET) || !key || klen == 0)
+        st = fail(CH_MC_CLOSE, err, errlen, "no multi-key reply to %s",
+                  cmd < CH_MC_CMD_COUNT ? ch_mc_cmd_name(cmd) : "an unknown command");
+    else if (p.len == 0) {
+        p.need = 5; /* "END\r\n" */
+        st = CH_MC_INCOMPLETE;
+    } else
+        st = scan_part(&p, cmd, key, klen, &r);
+    if (st == CH_MC_OK && r.len > UINT32_MAX)
+        st = fail(CH_MC_CLOSE, err, errlen, "reply too large");
+    if (st == CH_MC_OK)
+        r.cls = class_of(cmd, r.code);
+    else
+        memset(&r, 0, sizeof r);
+    if (st == CH_MC_CLOSE && err && errlen > 0 && err[0] == '\0')
+        fail(st, err, errlen, "bad reply");
+    if (out)
+        *out = r;
+    if (need)
+        *need = st == CH_MC_INCOMPLETE ? p.need : 0;
+    return st;
+}
+
 bool ch_mc_quiet_suppresses(ch_mc_cmd cmd, const ch_mc_reply *r)
 {
     if (!r)

@@ -250,6 +250,25 @@ typedef struct ch_mc_reply {
 ch_mc_status ch_mc_scan_reply(const char *buf, size_t len, ch_mc_cmd cmd, const ch_mc_limits *lim,
                               ch_mc_reply *out, size_t *need, char *err, size_t errlen);
 
+/* One key's part of the reply to a multi-key get-family request sent for several single-key
+ * ones (the proxy joins gets queued on one connection: "get k1 .. kn"), for any key but the
+ * last (whose part, what is left, is an ordinary reply: ch_mc_scan_reply). The reply has the
+ * VALUE blocks of the keys found, in key order, then END; memcached answers an error in place
+ * of the whole reply (nothing before it or after it). At the start of buf[0..len), for the key
+ * key[0..klen):
+ *   - its VALUE block: CH_MC_OK, out->code CH_MC_R_VALUES, out->len the block's length, out->line
+ *     its VALUE line, out->integer 1;
+ *   - a VALUE line of another key, or END: a miss, CH_MC_OK, out->code CH_MC_R_END, out->len 0
+ *     (nothing is this key's: the next key's part starts at the same place);
+ *   - an error line: CH_MC_OK, out->code its code, out->len 0 (the error is every remaining
+ *     key's answer; the last key's ch_mc_scan_reply takes it off the stream);
+ * and CH_MC_INCOMPLETE (*need) and CH_MC_CLOSE as ch_mc_scan_reply does. A decision waits for a
+ * whole line; a VALUE line is checked as there (<cas> exactly for gets and gats). out->cls is
+ * set as ch_mc_scan_reply sets it. Cost: O(the line) plus the block's data, skipped by length. */
+ch_mc_status ch_mc_scan_multi_part(const char *buf, size_t len, ch_mc_cmd cmd, const char *key,
+                                   size_t klen, const ch_mc_limits *lim, ch_mc_reply *out,
+                                   size_t *need, char *err, size_t errlen);
+
 /* Quiet mode: true when memcached does not send reply r to a meta request cmd that carried the
  * "q" flag (protocol.txt "q: use noreply semantics for return codes", and proto_parser.c):
  *   mg: EN (a miss) is suppressed; VA and HD (hits) are sent;

@@ -917,6 +917,133 @@ static void test_reply_get(void **state)
     expect_bad_reply(S("VALUE a 0 1048577\r\n"), CH_MC_CMD_GET); /* over max_item */
 }
 
+/* The parts of a multi-key get's reply, key by key (ch_mc_scan_multi_part), the last key's by
+ * ch_mc_scan_reply. parts[i]: the bytes key i must get (its VALUE block, or "" for a miss); the
+ * last key's whole reply is last. Also checked on every prefix of the reply: a key's part is
+ * INCOMPLETE, never a wrong decision, until its bytes are in. */
+static void expect_multi(const char *reply, size_t n, ch_mc_cmd cmd, const char *const *keys,
+                         size_t nkeys, const char *const *parts, const char *last)
+{
+    for (size_t cut = 0; cut <= n; cut++) {
+        char *b = dup_exact(reply, cut);
+        size_t pos = 0, i = 0;
+        for (; i + 1 < nkeys; i++) {
+            ch_mc_reply r;
+            size_t need = 12345;
+            char err[160];
+            ch_mc_status st = ch_mc_scan_multi_part(b + pos, cut - pos, cmd, keys[i],
+                                                    strlen(keys[i]), NULL, &r, &need, err,
+                                                    sizeof err);
+            if (st == CH_MC_INCOMPLETE) {
+                assert_true(need > cut - pos);
+                assert_true(pos + need <= n);
+                break;
+            }
+            if (st != CH_MC_OK)
+                fail_msg("key %zu (%s) at byte %zu of %zu: status %d \"%s\"", i, keys[i], pos,
+                         cut, st, err);
+            assert_int_equal(need, 0);
+            assert_int_equal(r.len, strlen(parts[i]));
+            assert_memory_equal(b + pos, parts[i], r.len);
+            if (r.len > 0) {
+                assert_int_equal(r.code, CH_MC_R_VALUES);
+                assert_int_equal(r.cls, CH_MC_C_HIT);
+            } else {
+                assert_int_equal(r.cls, r.code == CH_MC_R_END ? CH_MC_C_MISS : CH_MC_C_ERROR);
+            }
+            pos += r.len;
+        }
+        if (i + 1 == nkeys) {
+            ch_mc_reply r;
+            size_t need = 0;
+            ch_mc_status st = ch_mc_scan_reply(b + pos, cut - pos, cmd, NULL, &r, &need, NULL, 0);
+            if (cut < n) {
+                assert_int_equal(st, CH_MC_INCOMPLETE);
+            } else {
+                assert_int_equal(st, CH_MC_OK);
+                assert_int_equal(r.len, strlen(last));
+                assert_memory_equal(b + pos, last, r.len);
+                assert_int_equal(pos + r.len, n);
+            }
+        } else {
+            assert_true(cut < n); /* the whole reply decides every key */
+        }
+        free(b);
+    }
+}
+
+static void test_reply_multi_part(void **state)
+{
+    (void)state;
+    /* memcached 1.6.18's own answer to "get a x a b a" with a (flags 5) and b stored, x not:
+     * a key asked twice comes twice, a miss is left out, one END. */
+    const char *src = "VALUE a 5 2\r\nAA\r\nVALUE a 5 2\r\nAA\r\nVALUE b 0 1\r\nB\r\n"
+                      "VALUE a 5 2\r\nAA\r\nEND\r\n";
+    const char *keys[] = {"a", "x", "a", "b", "a"};
+    const char *parts[] = {"VALUE a 5 2\r\nAA\r\n", "", "VALUE a 5 2\r\nAA\r\n",
+                           "VALUE b 0 1\r\nB\r\n"};
+    expect_multi(src, strlen(src), CH_MC_CMD_GET, keys, 5, parts, "VALUE a 5 2\r\nAA\r\nEND\r\n");
+    /* Every key missed: END alone answers each, the last takes it. */
+    const char *none[] = {"p", "q", "r"};
+    const char *empty[] = {"", ""};
+    expect_multi(S("END\r\n"), CH_MC_CMD_GET, none, 3, empty, "END\r\n");
+    /* The last key missed: the one before takes its block, the last gets END. */
+    const char *two[] = {"k1", "k2"};
+    const char *first[] = {"VALUE k1 0 3\r\nEND\r\n"};
+    src = "VALUE k1 0 3\r\nEND\r\nEND\r\n"; /* "END\r\n" as data is skipped by length */
+    expect_multi(src, strlen(src), CH_MC_CMD_GET, two, 2, first, "END\r\n");
+    /* A key that is a prefix of the next block's key is a miss. */
+    const char *pre[] = {"k", "kk"};
+    const char *miss1[] = {""};
+    src = "VALUE kk 0 1\r\nz\r\nEND\r\n";
+    expect_multi(src, strlen(src), CH_MC_CMD_GET, pre, 2, miss1, src);
+    /* gets: every VALUE line carries a cas; a line without one is a broken reply. */
+    const char *g[] = {"a", "b"};
+    const char *gp[] = {"VALUE a 0 1 9\r\nx\r\n"};
+    src = "VALUE a 0 1 9\r\nx\r\nVALUE b 0 1 10\r\ny\r\nEND\r\n";
+    expect_multi(src, strlen(src), CH_MC_CMD_GETS, g, 2, gp, "VALUE b 0 1 10\r\ny\r\nEND\r\n");
+    ch_mc_reply r;
+    size_t need;
+    char err[160];
+    assert_int_equal(ch_mc_scan_multi_part(S("VALUE a 0 1\r\nx\r\nEND\r\n"), CH_MC_CMD_GETS,
+                                           S("a"), NULL, &r, &need, err, sizeof err),
+                     CH_MC_CLOSE);
+    assert_true(strlen(err) > 0);
+    /* An error stands for the whole reply: every key's part is the error, nothing consumed;
+     * the last key's ordinary scan takes it (memcached 1.6.18 answers "get a <251 bytes> b"
+     * with this line alone). */
+    src = "CLIENT_ERROR bad command line format\r\n";
+    for (size_t k = 0; k < 2; k++) {
+        assert_int_equal(ch_mc_scan_multi_part(src, strlen(src), CH_MC_CMD_GET, S("a"), NULL, &r,
+                                               &need, NULL, 0),
+                         CH_MC_OK);
+        assert_int_equal(r.len, 0);
+        assert_int_equal(r.code, CH_MC_R_CLIENT_ERROR);
+        assert_int_equal(r.cls, CH_MC_C_ERROR);
+    }
+    const char *e3[] = {"a", "b", "c"};
+    const char *enone[] = {"", ""};
+    expect_multi(src, strlen(src), CH_MC_CMD_GET, e3, 3, enone, src);
+    /* Broken replies, and commands with no multi-key reply. */
+    assert_int_equal(ch_mc_scan_multi_part(S("STORED\r\n"), CH_MC_CMD_GET, S("a"), NULL, &r,
+                                           &need, err, sizeof err),
+                     CH_MC_CLOSE);
+    assert_int_equal(ch_mc_scan_multi_part(S("VALUE a 0 2\r\nxyz\r\n"), CH_MC_CMD_GET, S("a"),
+                                           NULL, &r, &need, err, sizeof err),
+                     CH_MC_CLOSE);
+    assert_int_equal(ch_mc_scan_multi_part(S("END\r\n"), CH_MC_CMD_SET, S("a"), NULL, &r, &need,
+                                           err, sizeof err),
+                     CH_MC_CLOSE);
+    assert_int_equal(ch_mc_scan_multi_part(S("END\r\n"), CH_MC_CMD_GET, "", 0, NULL, &r, &need,
+                                           err, sizeof err),
+                     CH_MC_CLOSE);
+    /* need inside a block: its end + 2 + the "END\r\n" still owed, as ch_mc_scan_reply. */
+    assert_int_equal(ch_mc_scan_multi_part(S("VALUE foo 0 3\r\nba"), CH_MC_CMD_GET, S("foo"),
+                                           NULL, &r, &need, NULL, 0),
+                     CH_MC_INCOMPLETE);
+    assert_int_equal(need, 15 + 3 + 2 + 5);
+}
+
 static void test_reply_text(void **state)
 {
     (void)state;
@@ -1185,6 +1312,7 @@ int main(void)
         cmocka_unit_test(test_b64_decode),
         cmocka_unit_test(test_split_feeds),
         cmocka_unit_test(test_reply_get),
+        cmocka_unit_test(test_reply_multi_part),
         cmocka_unit_test(test_reply_text),
         cmocka_unit_test(test_reply_meta),
         cmocka_unit_test(test_quiet),
