@@ -58,6 +58,73 @@ static const char *server_name(const px_server *s)
 }
 
 /* Fragments come from the thread's block cache (buf.h): one per backend request. */
+/* ---- joining (px_codec.join) ------------------------------------------------------------------- */
+
+static void join_reset(px_join *j)
+{
+    j->open = false;
+    j->keys.len = j->off = 0;
+}
+
+static void join_free(px_join *j)
+{
+    px_buf_free(&j->keys);
+    px_buf_free(&j->scratch);
+    j->open = false;
+    j->off = 0;
+}
+
+/* The key of the FIFO's oldest joined fragment. */
+static const char *join_front(const px_join *j, size_t *klen)
+{
+    const unsigned char *k = (const unsigned char *)j->keys.p + j->off;
+    *klen = k[0];
+    return (const char *)k + 1;
+}
+
+static void join_pop(px_join *j)
+{
+    j->off += 1u + (unsigned char)j->keys.p[j->off];
+    if (j->off == j->keys.len)
+        j->keys.len = j->off = 0;
+}
+
+/* f's request was just written to c's output at wbuf[at, ...): it joins the group open there,
+ * or opens one, or closes it (a request that does not join). Nothing changes when joining
+ * fails (a key too long to record, out of memory, a request too long): f then stands alone. */
+static void conn_join(px_conn *c, px_frag *f, size_t at)
+{
+    const px_codec *codec = c->server->pool->codec;
+    px_join *j = &c->join;
+    size_t key, klen;
+    if (codec->join == NULL || c->dedicated || f->kind != PX_FRAG_FORWARD ||
+        !codec->join_key(c->wbuf.p + at, c->wbuf.len - at, f->expect, &key, &klen) ||
+        klen > UINT8_MAX) {
+        j->open = false;
+        return;
+    }
+    key += at;
+    if (j->open && j->end == at && j->n < PX_JOIN_MAX && c->tail != NULL) {
+        unsigned char n = (unsigned char)j->last_len;
+        size_t was = j->keys.len;
+        if (px_buf_append(&j->keys, (const char *)&n, 1) == 0 &&
+            px_buf_append(&j->keys, c->wbuf.p + j->last, j->last_len) == 0 &&
+            codec->join(&c->wbuf, j->line, at, &key, klen) == 0) {
+            c->tail->joined = true;
+            j->n++;
+            j->last = key;
+            j->last_len = klen;
+            j->end = c->wbuf.len;
+            f->len = c->wbuf.len - at;
+            c->server->stats.joined++;
+            return;
+        }
+        j->keys.len = was;
+    }
+    *j = (px_join){.open = true, .line = at, .end = c->wbuf.len, .n = 1, .last = key,
+                   .last_len = klen, .keys = j->keys, .off = j->off, .scratch = j->scratch};
+}
+
 px_frag *px_frag_new(size_t nslots)
 {
     px_frag *f = px_cache_calloc(sizeof(*f) + nslots * sizeof(f->slots[0]));
@@ -200,6 +267,7 @@ void px_server_free(px_server *s)
     for (unsigned i = 0; s->conns != NULL && i < s->nconns; i++) {
         px_buf_free(&s->conns[i].wbuf);
         px_buf_free(&s->conns[i].rbuf);
+        join_free(&s->conns[i].join);
         px_tls_session_free(s->conns[i].tls_session);
     }
     free(s->conns);
@@ -387,9 +455,18 @@ static void conn_scan(px_conn *c)
         size_t need = 0, consumed = 0;
         char err[128];
         err[0] = '\0'; /* not the whole array: this runs once per reply */
-        px_parse rs = pool->codec->scan_reply(&pool->backend_limits, f != NULL ? f->expect : 0,
-                                              c->rbuf.p + off, c->rbuf.len - off, &r, &consumed,
-                                              &need, err, sizeof(err));
+        px_parse rs;
+        if (f != NULL && f->joined) {
+            size_t klen;
+            const char *key = join_front(&c->join, &klen);
+            rs = pool->codec->scan_joined(&pool->backend_limits, f->expect, key, klen,
+                                          c->rbuf.p + off, c->rbuf.len - off, &c->join.scratch,
+                                          &r, &consumed, &need, err, sizeof(err));
+        } else {
+            rs = pool->codec->scan_reply(&pool->backend_limits, f != NULL ? f->expect : 0,
+                                         c->rbuf.p + off, c->rbuf.len - off, &r, &consumed, &need,
+                                         err, sizeof(err));
+        }
         if (rs == PX_PARSE_AGAIN) {
             c->need = off + need;
             break;
@@ -413,9 +490,14 @@ static void conn_scan(px_conn *c)
         c->need = 0;
         if (c->head != NULL)
             c->head->deadline = px_io_now(px) + c->server->pool->timeout_ms;
-        /* The reply's bytes stay valid during the call: nothing appends to rbuf meanwhile. */
+        if (f->joined)
+            join_pop(&c->join);
+        /* The reply's bytes stay valid during the call: nothing appends to rbuf meanwhile (nor
+         * to the join's scratch: only this scan writes it). */
         conn_reply(c, f, &r);
         off += consumed;
+        if (c->stream == st && c->join.scratch.cap > PX_BUF_KEEP)
+            px_buf_free(&c->join.scratch); /* a huge value's copy is not kept */
         if (c->stream == st && c->released && c->head == NULL)
             dedicated_dispose(c); /* its last reply is in */
     }
@@ -466,6 +548,7 @@ static void conn_flush(px_conn *c)
         return;
     c->nunsent = 0;
     c->unsent_bytes = 0;
+    c->join.open = false; /* what is written is joined no more */
     size_t queued = 0;
     int rc = px_stream_write(c->stream, &c->wbuf, conn_written, &queued);
     if (rc < 0)
@@ -622,6 +705,7 @@ static void conn_fail(px_conn *c, conn_why why, const char *reason)
     c->state = PX_CONN_DOWN;
     px_buf_free(&c->rbuf);
     px_buf_free(&c->wbuf);
+    join_reset(&c->join); /* its fragments fail below */
     c->need = 0;
     c->nunsent = 0;
     c->unsent_bytes = 0;
@@ -693,6 +777,7 @@ static void dedicated_free_cb(uv_handle_t *h)
     px_conn *c = h->data;
     px_buf_free(&c->wbuf);
     px_buf_free(&c->rbuf);
+    join_free(&c->join);
     px_tls_session_free(c->tls_session);
     free(c);
 }
@@ -742,6 +827,7 @@ px_conn *px_conn_dedicated(px_server *s, const px_conn_owner *owner)
 
 int px_conn_send(px_conn *c, px_frag *f, px_encode_fn enc, void *arg)
 {
+    c->join.open = false; /* a dedicated connection does not join */
     size_t before = c->wbuf.len;
     uint8_t expect = 0;
     if (enc(arg, &c->wbuf, f != NULL ? &f->expect : &expect) != 0) {
@@ -804,6 +890,8 @@ int px_server_send(px_server *s, px_frag *f, px_encode_fn enc, void *arg)
         return -1;
     }
     f->len = c->wbuf.len - before;
+    f->joined = false;
+    conn_join(c, f, before);
     conn_enqueue(c, f);
     return 0;
 }

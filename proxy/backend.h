@@ -41,6 +41,8 @@ struct px_frag {
     size_t len;        /* its request bytes */
     uint64_t deadline; /* loop time (ms) by which the reply must have arrived */
     uint8_t expect;    /* the codec's reply shape for it (scan_reply) */
+    bool joined;       /* sent joined with the request after it (px_codec.join): its reply is
+                          scanned by scan_joined, with its key from the connection's px_join */
     const char *what;  /* INIT: what it is, for the log ("AUTH") */
     size_t nslots;
     uint32_t slots[];  /* the request's slots it serves (request.c) */
@@ -56,6 +58,23 @@ typedef int (*px_encode_fn)(void *arg, px_buf *out, uint8_t *expect);
 #define PX_REJOIN_ROUNDS 3u
 
 typedef enum px_conn_state { PX_CONN_DOWN, PX_CONN_CONNECTING, PX_CONN_UP } px_conn_state;
+
+/* The most requests one joined request carries (px_codec.join; the codec bounds its bytes). */
+#define PX_JOIN_MAX 128u
+
+/* Joining on one shared connection (px_codec.join): the group of requests open at the end of
+ * its unsent output, and the keys its replies are scanned with. Invariant: while open, wbuf ends
+ * with the group's request, wbuf[line, wbuf.len), which serves the FIFO's last n fragments;
+ * every fragment of the FIFO with joined set has its key in keys, in FIFO order. */
+typedef struct px_join {
+    bool open;            /* another request may still join the group */
+    size_t line, end;     /* the group's request in wbuf */
+    uint32_t n;           /* fragments it serves */
+    size_t last, last_len; /* its last fragment's key, in wbuf */
+    px_buf keys;          /* [length byte][key] per joined fragment not yet answered, from off */
+    size_t off;
+    px_buf scratch;       /* a joined fragment's reply while it is handed on (scan_joined) */
+} px_join;
 
 /* The owner of a dedicated connection (px_conn_dedicated): how backend.c tells it what no
  * fragment is waiting for. Both are called on the worker's loop, never from within a call the
@@ -84,6 +103,7 @@ struct px_conn {
     size_t bytes, unsent_bytes;   /* their request bytes */
     uv_timer_t timer;             /* the FIFO head's deadline */
     px_flushable flush;           /* marked when wbuf has bytes to write */
+    px_join join;                 /* shared connections of a codec that joins */
     void *tls_session;            /* TLS: the session its next connect offers (tls.h) */
     /* A dedicated connection: one client's alone, outside s->conns, never reopened. */
     bool dedicated;

@@ -77,11 +77,12 @@ typedef struct px_server_stats {
     uint64_t server_eof, server_err, server_timedout, server_connections, server_ejected_at;
     uint64_t requests, request_bytes, responses, response_bytes;
     uint64_t ejects; /* times this server was ejected (metrics; not in the stats JSON) */
+    uint64_t joined; /* requests sent joined onto the one before (metrics; not in the JSON) */
 } px_server_stats;
 /* The counters of px_server_stats summed over the workers (server_ejected_at: the latest). */
 #define PX_SERVER_SUMS                                                                            \
     X(server_eof) X(server_err) X(server_timedout) X(server_connections) X(requests)              \
-    X(request_bytes) X(responses) X(response_bytes) X(ejects)
+    X(request_bytes) X(responses) X(response_bytes) X(ejects) X(joined)
 
 /* nutcracker's pool stats. */
 typedef struct px_pool_stats {

@@ -81,6 +81,7 @@ SV(sv_errors, s->stats.server_err)
 SV(sv_eof, s->stats.server_eof)
 SV(sv_timeouts, s->stats.server_timedout)
 SV(sv_ejections, s->stats.ejects)
+SV(sv_joined, s->stats.joined)
 SV(sv_connections, s->stats.server_connections)
 SV(sv_up, px_health_up(p->health, i) ? 1 : 0)
 #undef SV
@@ -93,6 +94,9 @@ static const struct {
      "Client requests (fragments) sent to the server.", sv_requests},
     {"chash_proxy_server_responses_total", "counter", "Replies received from the server.",
      sv_responses},
+    {"chash_proxy_server_joined_requests_total", "counter",
+     "Requests sent joined onto the one before them (memcached: single-key gets as one get).",
+     sv_joined},
     {"chash_proxy_server_errors_total", "counter",
      "Connections to the server that failed (refused connect, reset, unparsable reply).",
      sv_errors},

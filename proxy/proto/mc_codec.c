@@ -218,6 +218,88 @@ static px_parse mc_scan_reply(const px_limits *lim, uint8_t expect, const char *
     return PX_PARSE_OK;
 }
 
+/* ---- joining ------------------------------------------------------------------------------------ */
+
+/* A get line joined from several is kept to the classic command line's 2048 bytes (memcached
+ * reads longer get lines too, but nothing needs them). */
+#define MC_JOIN_LINE 2048u
+
+/* A single-key get as its client sent it: "get", spaces, the key, spaces, "\r\n" or "\n". */
+static bool mc_join_key(const char *req, size_t len, uint8_t expect, size_t *off, size_t *klen)
+{
+    if (expect != CH_MC_CMD_GET || len < 6 || memcmp(req, "get ", 4) != 0 || req[len - 1] != '\n')
+        return false;
+    size_t end = req[len - 2] == '\r' ? len - 2 : len - 1, i = 4;
+    while (i < end && req[i] == ' ')
+        i++;
+    size_t start = i;
+    while (i < end && req[i] != ' ')
+        i++;
+    size_t stop = i;
+    while (i < end && req[i] == ' ')
+        i++;
+    if (stop == start || i != end)
+        return false;
+    *off = start;
+    *klen = stop - start;
+    return true;
+}
+
+/* "get k1 .. kn" (its line end dropped) then " <key>\r\n": never longer than the two requests
+ * were, whose second one spent at least "get " and a line end on the key. */
+static int mc_join(px_buf *out, size_t line, size_t at, size_t *key, size_t klen)
+{
+    size_t head = at - 1 - (at - line >= 2 && out->p[at - 2] == '\r');
+    if (head - line + 1 + klen + 2 > MC_JOIN_LINE)
+        return -1;
+    memmove(out->p + head + 1, out->p + *key, klen);
+    out->p[head] = ' ';
+    memcpy(out->p + head + 1 + klen, "\r\n", 2);
+    out->len = head + 1 + klen + 2;
+    *key = head + 1;
+    return 0;
+}
+
+static const char MC_END[] = "END\r\n";
+static const char MC_OOM[] = "SERVER_ERROR out of memory\r\n";
+
+/* A hit is its VALUE block and the END a single get's reply ends with, built in scratch. */
+static px_parse mc_scan_joined(const px_limits *lim, uint8_t expect, const char *key, size_t klen,
+                               const char *buf, size_t len, px_buf *scratch, px_reply *r,
+                               size_t *consumed, size_t *need, char *err, size_t errlen)
+{
+    ch_mc_limits ml;
+    to_mc(lim, &ml);
+    ch_mc_reply rep;
+    ch_mc_status st = ch_mc_scan_multi_part(buf, len, (ch_mc_cmd)expect, key, klen, &ml, &rep,
+                                            need, err, errlen);
+    if (st == CH_MC_INCOMPLETE)
+        return PX_PARSE_AGAIN;
+    if (st != CH_MC_OK)
+        return PX_PARSE_BAD;
+    *consumed = rep.len;
+    r->kind = kind_of(rep.cls);
+    r->integer = (int64_t)rep.integer;
+    if (rep.code == CH_MC_R_VALUES) {
+        scratch->len = 0;
+        if (px_buf_append(scratch, buf, rep.len) != 0 ||
+            px_buf_append(scratch, MC_END, sizeof(MC_END) - 1) != 0) {
+            /* The block is still taken off the stream; the client is told. */
+            *r = (px_reply){.p = MC_OOM, .len = sizeof(MC_OOM) - 1, .kind = PX_REPLY_ERROR};
+            return PX_PARSE_OK;
+        }
+        r->p = scratch->p;
+        r->len = scratch->len;
+    } else if (rep.code == CH_MC_R_END) {
+        r->p = MC_END;
+        r->len = sizeof(MC_END) - 1;
+    } else { /* the group's error, as the line memcached sent */
+        r->p = buf;
+        r->len = rep.line.len + 2;
+    }
+    return PX_PARSE_OK;
+}
+
 static bool mc_suppress(const px_msg *m, const px_reply *r)
 {
     if ((m->proto[P_BITS] & B_QUIET) == 0 || r->kind == PX_REPLY_FAILED)
@@ -537,6 +619,9 @@ const px_codec px_codec_memcache = {
     .limits = mc_limits,
     .parse_request = mc_parse_request,
     .scan_reply = mc_scan_reply,
+    .join_key = mc_join_key,
+    .join = mc_join,
+    .scan_joined = mc_scan_joined,
     .encode_request = mc_encode_request,
     .encode_error = mc_encode_error,
     .encode_probe = mc_encode_probe,
