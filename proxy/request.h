@@ -53,9 +53,16 @@ struct px_rq {
     uint64_t cid;               /* its client's id: picks the backend connections */
     uint32_t nslots, pending;   /* slots; those not yet answered */
     px_rq_slot *slots;
-    px_rq_queued *sends;          /* routed, not yet flushed: send1, or an allocation when more */
+    px_rq_queued *sends;          /* routed, not yet flushed: send1, sends_block, or an
+                                     allocation when more */
     size_t nsends, sends_cap;
     px_rq_queued send1;           /* the one send of a command not split: no allocation */
+    /* A split command's first slice of sends, in the request's own block (one per slot, up to
+     * PX_RQ_SLICE): no allocation growing with its keys; used once (block_used), later slices
+     * and retries allocate. */
+    px_rq_queued *sends_block;
+    uint32_t block_cap;
+    bool block_used;
     px_merger *merger;          /* a split command's parts so far */
     px_buf reply;               /* the client's reply once done (unless direct) */
     /* The owner's output while this request heads the owner's queue (client.c sets and clears

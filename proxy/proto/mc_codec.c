@@ -530,21 +530,17 @@ static int mc_encode_handshake(px_buf *out, const ch_conf_pool *pc, size_t i, ui
 struct px_merger {
     px_buf err;     /* the first error reply of a part */
     size_t nkeys;
-    px_span *slots; /* per key of the request: its VALUE block in vals (len 0: a miss) */
     px_buf vals;
+    px_span slots[]; /* per key of the request: its VALUE block in vals (len 0: a miss) */
 };
 
+/* One allocation, the slots with it. */
 static px_merger *mc_merge_begin(const px_msg *m)
 {
-    px_merger *mg = calloc(1, sizeof(*mg));
+    px_merger *mg = calloc(1, sizeof(*mg) + (m->nkeys > 0 ? m->nkeys : 1) * sizeof(px_span));
     if (mg == NULL)
         return NULL;
     mg->nkeys = m->nkeys;
-    mg->slots = calloc(m->nkeys > 0 ? m->nkeys : 1, sizeof(*mg->slots));
-    if (mg->slots == NULL) {
-        free(mg);
-        return NULL;
-    }
     return mg;
 }
 
@@ -560,6 +556,7 @@ static void mc_merge_part(px_merger *mg, const px_msg *m, const uint32_t *keys, 
     }
     size_t pos = 0, j = 0;
     ch_mc_value v;
+    (void)px_buf_reserve(&mg->vals, r->len); /* one growth per part at most */
     while (ch_mc_value_next(r->p, r->len, &pos, &v)) {
         while (j < nkeys) {
             px_span k = m->keys[keys[j]];
@@ -584,6 +581,7 @@ static int mc_merge_end(px_merger *mg, const px_msg *m, px_buf *out)
     if (error) {
         rc = px_buf_append(out, mg->err.p, mg->err.len);
     } else {
+        rc = px_buf_reserve(out, mg->vals.len + 5);
         for (size_t i = 0; rc == 0 && i < mg->nkeys; i++)
             if (mg->slots[i].len > 0)
                 rc = px_buf_append(out, mg->vals.p + mg->slots[i].off, mg->slots[i].len);
@@ -592,7 +590,6 @@ static int mc_merge_end(px_merger *mg, const px_msg *m, px_buf *out)
     }
     px_buf_free(&mg->err);
     px_buf_free(&mg->vals);
-    free(mg->slots);
     free(mg);
     return rc != 0 ? -1 : error ? 1 : 0;
 }
