@@ -74,17 +74,20 @@ static void join_free(px_join *j)
     j->off = 0;
 }
 
-/* The key of the FIFO's oldest joined fragment. */
+/* The keys of the FIFO's oldest joined fragment. Records: a 2-byte length (the codec keeps a
+ * joined request within one line, far below 64 KiB), then the bytes. */
 static const char *join_front(const px_join *j, size_t *klen)
 {
     const unsigned char *k = (const unsigned char *)j->keys.p + j->off;
-    *klen = k[0];
-    return (const char *)k + 1;
+    *klen = (size_t)k[0] | (size_t)k[1] << 8;
+    return (const char *)k + 2;
 }
 
 static void join_pop(px_join *j)
 {
-    j->off += 1u + (unsigned char)j->keys.p[j->off];
+    size_t klen;
+    (void)join_front(j, &klen);
+    j->off += 2u + klen;
     if (j->off == j->keys.len)
         j->keys.len = j->off = 0;
 }
@@ -98,16 +101,16 @@ static void conn_join(px_conn *c, px_frag *f, size_t at)
     px_join *j = &c->join;
     size_t key, klen;
     if (codec->join == NULL || c->dedicated || f->kind != PX_FRAG_FORWARD ||
-        !codec->join_key(c->wbuf.p + at, c->wbuf.len - at, f->expect, &key, &klen) ||
-        klen > UINT8_MAX) {
+        !codec->join_keys(c->wbuf.p + at, c->wbuf.len - at, f->expect, &key, &klen) ||
+        klen > UINT16_MAX) {
         j->open = false;
         return;
     }
     key += at;
     if (j->open && j->end == at && j->n < PX_JOIN_MAX && c->tail != NULL) {
-        unsigned char n = (unsigned char)j->last_len;
+        unsigned char n[2] = {(unsigned char)j->last_len, (unsigned char)(j->last_len >> 8)};
         size_t was = j->keys.len;
-        if (px_buf_append(&j->keys, (const char *)&n, 1) == 0 &&
+        if (px_buf_append(&j->keys, (const char *)n, 2) == 0 &&
             px_buf_append(&j->keys, c->wbuf.p + j->last, j->last_len) == 0 &&
             codec->join(&c->wbuf, j->line, at, &key, klen) == 0) {
             c->tail->joined = true;

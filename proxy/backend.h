@@ -42,7 +42,7 @@ struct px_frag {
     uint64_t deadline; /* loop time (ms) by which the reply must have arrived */
     uint8_t expect;    /* the codec's reply shape for it (scan_reply) */
     bool joined;       /* sent joined with the request after it (px_codec.join): its reply is
-                          scanned by scan_joined, with its key from the connection's px_join */
+                          scanned by scan_joined, with its keys from the connection's px_join */
     const char *what;  /* INIT: what it is, for the log ("AUTH") */
     size_t nslots;
     uint32_t slots[];  /* the request's slots it serves (request.c) */
@@ -70,8 +70,8 @@ typedef struct px_join {
     bool open;            /* another request may still join the group */
     size_t line, end;     /* the group's request in wbuf */
     uint32_t n;           /* fragments it serves */
-    size_t last, last_len; /* its last fragment's key, in wbuf */
-    px_buf keys;          /* [length byte][key] per joined fragment not yet answered, from off */
+    size_t last, last_len; /* its last fragment's keys, in wbuf (px_codec.join_keys) */
+    px_buf keys;          /* [2-byte length][keys] per joined fragment not yet answered, from off */
     size_t off;
     px_buf scratch;       /* a joined fragment's reply while it is handed on (scan_joined) */
 } px_join;

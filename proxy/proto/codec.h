@@ -201,21 +201,22 @@ typedef struct px_codec {
      * backend connection, not yet written, go as one request that the server answers with one
      * write (memcached answers every get with a sendmsg of its own, so the proxy would receive a
      * TCP segment per reply; "get k1 .. kn" gets one: docs/PERFORMANCE.md, issue 18).
-     * join_key: whether the request req[0, len), encoded with code expect, may be joined; where
-     * its key is in req (*off, *klen).
-     * join: out[line, at) holds a request join_key accepted, or one that join made, and
-     * out[at, out->len) another that join_key accepted, whose key is out[*key, *key + klen).
-     * Rewrites out[line, out->len) as one request for the keys of both, no longer than the two
-     * were (no allocation); *key: where the new key is in it. 0, or -1 when they do not join
-     * (the joined request would be too long; out unchanged).
-     * scan_joined: scan_reply for a joined request whose key is key[0, klen) and which is not
-     * its group's last (the last one's reply is scanned by scan_reply, as if it stood alone).
-     * *consumed may be 0: a miss, or an error that answers every request of the group (nothing
-     * in the stream is this request's alone). r's bytes may be in scratch, valid until the
-     * next call. */
-    bool (*join_key)(const char *req, size_t len, uint8_t expect, size_t *off, size_t *klen);
-    int (*join)(px_buf *out, size_t line, size_t at, size_t *key, size_t klen);
-    px_parse (*scan_joined)(const px_limits *lim, uint8_t expect, const char *key, size_t klen,
+     * join_keys: whether the request req[0, len), encoded with code expect, may be joined;
+     * where its keys are in req (*off, *klen: the bytes that name them, which the backend
+     * keeps for scan_joined).
+     * join: out[line, at) holds a request join_keys accepted, or one that join made, and
+     * out[at, out->len) another that join_keys accepted, whose keys are out[*keys, *keys +
+     * klen). Rewrites out[line, out->len) as one request for the keys of both, no longer than
+     * the two were (no allocation); *keys: where the new keys are in it. 0, or -1 when they do
+     * not join (the joined request would be too long; out unchanged).
+     * scan_joined: scan_reply for a joined request whose keys are named by keys[0, klen) and
+     * which is not its group's last (the last one's reply is scanned by scan_reply, as if it
+     * stood alone). *consumed may be 0: every key missed, or an error that answers every
+     * request of the group (nothing in the stream is this request's alone). r's bytes may be
+     * in scratch, valid until the next call. */
+    bool (*join_keys)(const char *req, size_t len, uint8_t expect, size_t *off, size_t *klen);
+    int (*join)(px_buf *out, size_t line, size_t at, size_t *keys, size_t klen);
+    px_parse (*scan_joined)(const px_limits *lim, uint8_t expect, const char *keys, size_t klen,
                             const char *buf, size_t len, px_buf *scratch, px_reply *r,
                             size_t *consumed, size_t *need, char *err, size_t errlen);
     /* Merging the parts of a split request (twemproxy's pre_/post_coalesce). merge_begin: NULL

@@ -224,79 +224,93 @@ static px_parse mc_scan_reply(const px_limits *lim, uint8_t expect, const char *
  * reads longer get lines too, but nothing needs them). */
 #define MC_JOIN_LINE 2048u
 
-/* A single-key get as its client sent it: "get", spaces, the key, spaces, "\r\n" or "\n". */
-static bool mc_join_key(const char *req, size_t len, uint8_t expect, size_t *off, size_t *klen)
+/* A get as a client sent it (one key) or as mc_encode_request wrote a split multiget's part
+ * (several): "get", spaces, keys, spaces, "\r\n" or "\n"; its keys are the bytes from the
+ * first key to the end of the last. */
+static bool mc_join_keys(const char *req, size_t len, uint8_t expect, size_t *off, size_t *klen)
 {
     if (expect != CH_MC_CMD_GET || len < 6 || memcmp(req, "get ", 4) != 0 || req[len - 1] != '\n')
         return false;
-    size_t end = req[len - 2] == '\r' ? len - 2 : len - 1, i = 4;
-    while (i < end && req[i] == ' ')
-        i++;
-    size_t start = i;
-    while (i < end && req[i] != ' ')
-        i++;
-    size_t stop = i;
-    while (i < end && req[i] == ' ')
-        i++;
-    if (stop == start || i != end)
+    size_t end = req[len - 2] == '\r' ? len - 2 : len - 1, start = 4;
+    while (start < end && req[start] == ' ')
+        start++;
+    while (end > start && req[end - 1] == ' ')
+        end--;
+    if (end == start)
         return false;
     *off = start;
-    *klen = stop - start;
+    *klen = end - start;
     return true;
 }
 
-/* "get k1 .. kn" (its line end dropped) then " <key>\r\n": never longer than the two requests
- * were, whose second one spent at least "get " and a line end on the key. */
-static int mc_join(px_buf *out, size_t line, size_t at, size_t *key, size_t klen)
+/* "get k1 .. kn" (its line end dropped) then " <keys>\r\n": never longer than the two requests
+ * were, whose second one spent at least "get " and a line end on its keys. */
+static int mc_join(px_buf *out, size_t line, size_t at, size_t *keys, size_t klen)
 {
     size_t head = at - 1 - (at - line >= 2 && out->p[at - 2] == '\r');
     if (head - line + 1 + klen + 2 > MC_JOIN_LINE)
         return -1;
-    memmove(out->p + head + 1, out->p + *key, klen);
+    memmove(out->p + head + 1, out->p + *keys, klen);
     out->p[head] = ' ';
     memcpy(out->p + head + 1 + klen, "\r\n", 2);
     out->len = head + 1 + klen + 2;
-    *key = head + 1;
+    *keys = head + 1;
     return 0;
 }
 
 static const char MC_END[] = "END\r\n";
 static const char MC_OOM[] = "SERVER_ERROR out of memory\r\n";
 
-/* A hit is its VALUE block and the END a single get's reply ends with, built in scratch. */
-static px_parse mc_scan_joined(const px_limits *lim, uint8_t expect, const char *key, size_t klen,
-                               const char *buf, size_t len, px_buf *scratch, px_reply *r,
-                               size_t *consumed, size_t *need, char *err, size_t errlen)
+/* The VALUE blocks of its keys found, one after another in the stream (memcached answers in
+ * key order), then the END a get's reply ends with, built in scratch. */
+static px_parse mc_scan_joined(const px_limits *lim, uint8_t expect, const char *keys,
+                               size_t klen, const char *buf, size_t len, px_buf *scratch,
+                               px_reply *r, size_t *consumed, size_t *need, char *err,
+                               size_t errlen)
 {
     ch_mc_limits ml;
     to_mc(lim, &ml);
-    ch_mc_reply rep;
-    ch_mc_status st = ch_mc_scan_multi_part(buf, len, (ch_mc_cmd)expect, key, klen, &ml, &rep,
-                                            need, err, errlen);
-    if (st == CH_MC_INCOMPLETE)
-        return PX_PARSE_AGAIN;
-    if (st != CH_MC_OK)
-        return PX_PARSE_BAD;
-    *consumed = rep.len;
-    r->kind = kind_of(rep.cls);
-    r->integer = (int64_t)rep.integer;
-    if (rep.code == CH_MC_R_VALUES) {
-        scratch->len = 0;
-        if (px_buf_append(scratch, buf, rep.len) != 0 ||
-            px_buf_append(scratch, MC_END, sizeof(MC_END) - 1) != 0) {
-            /* The block is still taken off the stream; the client is told. */
-            *r = (px_reply){.p = MC_OOM, .len = sizeof(MC_OOM) - 1, .kind = PX_REPLY_ERROR};
+    size_t pos = 0, hits = 0;
+    for (size_t i = 0; i < klen;) {
+        while (i < klen && keys[i] == ' ')
+            i++;
+        size_t k = i;
+        while (i < klen && keys[i] != ' ')
+            i++;
+        if (i == k)
+            break;
+        ch_mc_reply rep;
+        size_t n = 0;
+        ch_mc_status st = ch_mc_scan_multi_part(buf + pos, len - pos, (ch_mc_cmd)expect, keys + k,
+                                                i - k, &ml, &rep, &n, err, errlen);
+        if (st == CH_MC_INCOMPLETE) {
+            *need = pos + n;
+            return PX_PARSE_AGAIN;
+        }
+        if (st != CH_MC_OK)
+            return PX_PARSE_BAD;
+        if (rep.cls == CH_MC_C_ERROR) { /* the group's error: this request's answer too */
+            *consumed = pos;
+            *r = (px_reply){.p = buf + pos, .len = rep.line.len + 2, .kind = PX_REPLY_ERROR};
             return PX_PARSE_OK;
         }
-        r->p = scratch->p;
-        r->len = scratch->len;
-    } else if (rep.code == CH_MC_R_END) {
-        r->p = MC_END;
-        r->len = sizeof(MC_END) - 1;
-    } else { /* the group's error, as the line memcached sent */
-        r->p = buf;
-        r->len = rep.line.len + 2;
+        pos += rep.len;
+        hits += rep.len > 0;
     }
+    *consumed = pos;
+    if (pos == 0) {
+        *r = (px_reply){.p = MC_END, .len = sizeof(MC_END) - 1, .kind = PX_REPLY_MISS};
+        return PX_PARSE_OK;
+    }
+    scratch->len = 0;
+    if (px_buf_append(scratch, buf, pos) != 0 ||
+        px_buf_append(scratch, MC_END, sizeof(MC_END) - 1) != 0) {
+        /* The blocks are still taken off the stream; the client is told. */
+        *r = (px_reply){.p = MC_OOM, .len = sizeof(MC_OOM) - 1, .kind = PX_REPLY_ERROR};
+        return PX_PARSE_OK;
+    }
+    *r = (px_reply){.p = scratch->p, .len = scratch->len, .kind = PX_REPLY_VALUE,
+                    .integer = (int64_t)hits};
     return PX_PARSE_OK;
 }
 
@@ -616,7 +630,7 @@ const px_codec px_codec_memcache = {
     .limits = mc_limits,
     .parse_request = mc_parse_request,
     .scan_reply = mc_scan_reply,
-    .join_key = mc_join_key,
+    .join_keys = mc_join_keys,
     .join = mc_join,
     .scan_joined = mc_scan_joined,
     .encode_request = mc_encode_request,

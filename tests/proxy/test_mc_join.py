@@ -7,8 +7,9 @@ client's gets to a server share one connection and join), keys placed by `chash 
 
   1. 8 connections at once, 200 pipelined batches each of 24 requests: gets of keys present and
      absent, a key asked twice in a row, keys of 1 to 250 bytes, the line ends and spaces
-     clients send ("get k\\n", "get  k  \\r\\n"), and between them sets, deletes, gets and
-     multi-key gets of the connection's own keys (which end a group). Every reply is
+     clients send ("get k\\n", "get  k  \\r\\n"), multigets of 2 to 5 of those keys (their
+     parts join as well), and between them sets, deletes, gets and multigets of the
+     connection's own keys. Every reply is
      byte for byte what that memcached itself answers the request alone: for the shared keys
      the values written directly on their owners at the start, for a connection's own keys
      the model of what it wrote (nobody else writes them). Then
@@ -104,7 +105,11 @@ def body():
                 reqs, want = [], []
                 for _ in range(DEPTH):
                     x = r.random()
-                    if x < 0.70:
+                    if x < 0.10:  # a multiget of shared keys: its parts join too
+                        ks = [r.choice(shared) for _ in range(r.randrange(2, 6))]
+                        reqs.append(b"get %s\r\n" % b" ".join(ks))
+                        want.append(b"".join(want_get[k][:-5] for k in ks) + b"END\r\n")
+                    elif x < 0.70:
                         k = r.choice(shared)
                         for _ in range(2 if r.random() < 0.1 else 1):
                             reqs.append(get_line(k, r))
