@@ -1110,6 +1110,26 @@ static ch_mc_status scan_meta(prep *p, ch_mc_cmd cmd, ch_mc_reply *o)
     return CH_MC_OK;
 }
 
+/* A reply scan's outcome st for cmd, told the caller: r (classified) into *out, p's need into
+ * *need, a reason into err for any CH_MC_CLOSE. */
+static ch_mc_status scan_done(ch_mc_status st, ch_mc_cmd cmd, ch_mc_reply *r, const prep *p,
+                              ch_mc_reply *out, size_t *need, char *err, size_t errlen)
+{
+    if (st == CH_MC_OK && r->len > UINT32_MAX)
+        st = fail(CH_MC_CLOSE, err, errlen, "reply too large");
+    if (st == CH_MC_OK)
+        r->cls = class_of(cmd, r->code);
+    else
+        memset(r, 0, sizeof *r);
+    if (st == CH_MC_CLOSE && err && errlen > 0 && err[0] == '\0')
+        fail(st, err, errlen, "bad reply");
+    if (out)
+        *out = *r;
+    if (need)
+        *need = st == CH_MC_INCOMPLETE ? p->need : 0;
+    return st;
+}
+
 ch_mc_status ch_mc_scan_reply(const char *buf, size_t len, ch_mc_cmd cmd, const ch_mc_limits *lim,
                               ch_mc_reply *out, size_t *need, char *err, size_t errlen)
 {
@@ -1137,19 +1157,7 @@ ch_mc_status ch_mc_scan_reply(const char *buf, size_t len, ch_mc_cmd cmd, const 
                                                                      : ch_mc_cmd_name(cmd));
     else
         st = scan_one(&p, cmd, &r);
-    if (st == CH_MC_OK && r.len > UINT32_MAX)
-        st = fail(CH_MC_CLOSE, err, errlen, "reply too large");
-    if (st == CH_MC_OK)
-        r.cls = class_of(cmd, r.code);
-    else
-        memset(&r, 0, sizeof r);
-    if (st == CH_MC_CLOSE && err && errlen > 0 && err[0] == '\0')
-        fail(st, err, errlen, "bad reply");
-    if (out)
-        *out = r;
-    if (need)
-        *need = st == CH_MC_INCOMPLETE ? p.need : 0;
-    return st;
+    return scan_done(st, cmd, &r, &p, out, need, err, errlen);
 }
 
 /* ch_mc_scan_multi_part's scan (mc.h). */
@@ -1205,19 +1213,7 @@ ch_mc_status ch_mc_scan_multi_part(const char *buf, size_t len, ch_mc_cmd cmd, c
         st = CH_MC_INCOMPLETE;
     } else
         st = scan_part(&p, cmd, key, klen, &r);
-    if (st == CH_MC_OK && r.len > UINT32_MAX)
-        st = fail(CH_MC_CLOSE, err, errlen, "reply too large");
-    if (st == CH_MC_OK)
-        r.cls = class_of(cmd, r.code);
-    else
-        memset(&r, 0, sizeof r);
-    if (st == CH_MC_CLOSE && err && errlen > 0 && err[0] == '\0')
-        fail(st, err, errlen, "bad reply");
-    if (out)
-        *out = r;
-    if (need)
-        *need = st == CH_MC_INCOMPLETE ? p.need : 0;
-    return st;
+    return scan_done(st, cmd, &r, &p, out, need, err, errlen);
 }
 
 bool ch_mc_quiet_suppresses(ch_mc_cmd cmd, const ch_mc_reply *r)

@@ -22,6 +22,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -316,6 +317,19 @@ class Resp(Conn):
         """commands: a list of argument tuples; sends all in one write, returns the replies."""
         self.sock.sendall(b"".join(encode(*c) for c in commands))
         return [self.read() for _ in commands]
+
+
+def run_threads(target, n, bound, what):
+    """Runs target(i) for i in range(n) on n daemon threads at once; fails when one has not
+    returned within bound seconds (what: for the message)."""
+    threads = [threading.Thread(target=target, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    deadline = time.monotonic() + bound
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+        if t.is_alive():
+            fail("%s did not finish within %g s" % (what, bound))
 
 
 def resp_call(addr, *args, timeout=SOCK_TIMEOUT):

@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import promtext  # noqa: E402
 from proxyharness import (Mc, Proxy, chash_lookup, fail, free_ports, log,  # noqa: E402
                           make_tmpdir, pool_yaml, require_binary, require_programs, run_main,
-                          start_memcacheds, write_file)
+                          run_threads, start_memcacheds, write_file)
 
 CONNS, BATCHES, DEPTH = 8, 200, 24
 BOUND = 15.0  # seconds for any reply: a hang detector
@@ -142,13 +142,7 @@ def body():
                                       % (n, b, i, reqs[i][:60], g[:200], w[:200]))
                         return
 
-    threads = [threading.Thread(target=batches, args=(n,), daemon=True) for n in range(CONNS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(180)
-        if t.is_alive():
-            fail("phase 1: a connection's batches did not finish within 180 s")
+    run_threads(batches, CONNS, 180, "phase 1: the connections' batches")
     if errors:
         fail("phase 1: " + errors[0])
     fams = promtext.scrape(mport)

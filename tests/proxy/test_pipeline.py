@@ -31,7 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Proxy, Resp, chash_lookup, encode, fail, free_ports, log,  # noqa: E402
                           make_tmpdir, pool_yaml, require_binary, require_programs, run_main,
-                          start_redises, write_file)
+                          run_threads, start_redises, write_file)
 
 CONNS, BATCHES, DEPTH = 8, 300, 16
 ARRIVE_BOUND = 10.0   # seconds for a reply that is ready to arrive: a hang detector (the pool's
@@ -104,13 +104,7 @@ def body():
                 if errors:
                     return
 
-    threads = [threading.Thread(target=batches, args=(n,), daemon=True) for n in range(CONNS)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-        if t.is_alive():
-            fail("phase 1: a connection's batches did not finish within 120 s")
+    run_threads(batches, CONNS, 120, "phase 1: the connections' batches")
     if errors:
         fail("phase 1: " + errors[0])
     for a, b in by_addr.items():
