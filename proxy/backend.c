@@ -57,7 +57,6 @@ static const char *server_name(const px_server *s)
     return s->conf->id;
 }
 
-/* Fragments come from the thread's block cache (buf.h): one per backend request. */
 /* ---- joining (px_codec.join) ------------------------------------------------------------------- */
 
 static void join_reset(px_join *j)
@@ -83,13 +82,21 @@ static const char *join_front(const px_join *j, size_t *klen)
     return (const char *)k + 2;
 }
 
+/* Takes the oldest record off. A FIFO that never empties (a connection under steady load)
+ * would grow keys for good: what was consumed is dropped once it is half of it (amortized
+ * O(1) per record). */
 static void join_pop(px_join *j)
 {
     size_t klen;
     (void)join_front(j, &klen);
     j->off += 2u + klen;
-    if (j->off == j->keys.len)
+    if (j->off == j->keys.len) {
         j->keys.len = j->off = 0;
+    } else if (j->off >= 4096 && j->off * 2 >= j->keys.len) {
+        memmove(j->keys.p, j->keys.p + j->off, j->keys.len - j->off);
+        j->keys.len -= j->off;
+        j->off = 0;
+    }
 }
 
 /* f's request was just written to c's output at wbuf[at, ...): it joins the group open there,
@@ -128,6 +135,7 @@ static void conn_join(px_conn *c, px_frag *f, size_t at)
                    .last_len = klen, .keys = j->keys, .off = j->off, .scratch = j->scratch};
 }
 
+/* Fragments come from the thread's block cache (buf.h): one per backend request. */
 px_frag *px_frag_new(size_t nslots)
 {
     px_frag *f = px_cache_calloc(sizeof(*f) + nslots * sizeof(f->slots[0]));

@@ -21,6 +21,10 @@ client's gets to a server share one connection and join), keys placed by `chash 
      (a scripted fault, in the test: real memcacheds do not fail a valid get): 10 pipelined gets
      through the proxy all get "SERVER_ERROR busy", and a set after them is answered in order
      (the stream stays in step).
+  4. 8 connections streaming gets of one 240-byte key (one server, one shared connection whose
+     FIFO then never empties) without waiting for replies, 480,000 in all: the proxy's RSS
+     grows by less than 40 MiB (the keys kept for joined replies are dropped as they are
+     answered; before, they piled up: 100 MB in 8 s).
 Every wait is bounded; then SIGTERM, a clean exit, no sanitizer report.
 
 Usage: test_mc_join.py CHASH_PROXY CHASH_CLI
@@ -42,6 +46,9 @@ from proxyharness import (Mc, Proxy, chash_lookup, fail, free_ports, log,  # noq
 
 CONNS, BATCHES, DEPTH = 8, 200, 24
 BOUND = 15.0  # seconds for any reply: a hang detector
+STREAM_REQS = 60000           # per connection in phase 4 (each records a 242-byte key if joined)
+STREAM_GROWTH_KIB = 40 * 1024  # what phase 4 may grow the proxy by: the records of 8 x 60,000
+                               # requests are 116 MB if never dropped
 
 
 def value_reply(key, flags, data):
@@ -238,6 +245,36 @@ def body():
         "them answered in order (peer read %r)" % (10, lines_seen))
     fproxy.stop()
     lsock.close()
+
+    # 4. Steady load: the keys kept for joined replies do not grow while the FIFO never empties
+    # (before the fix they did: 100 MB in 8 s at this load).
+    big = b"z" * 240  # on one server: every connection's gets share its connection
+    base = proxy.rss_kib()
+    stream_for = [STREAM_REQS]
+
+    def stream(n):
+        with Mc(addr, timeout=BOUND) as c:
+            def drain():
+                try:
+                    while c.sock.recv(1 << 20):
+                        pass
+                except OSError:
+                    pass
+            reader = threading.Thread(target=drain, daemon=True)
+            reader.start()
+            chunk = (b"get %s\r\n" % big) * 200
+            for _ in range(stream_for[0] // 200):
+                c.send(chunk)
+            c.sock.shutdown(socket.SHUT_WR)
+            reader.join(BOUND * 4)
+
+    run_threads(stream, 8, 240, "phase 4: the streaming connections")
+    grown = (proxy.rss_kib() or 0) - (base or 0)
+    if grown > STREAM_GROWTH_KIB:
+        fail("phase 4: %d joined-get requests of a 240-byte key on 8 connections grew the "
+             "proxy by %d KiB (bound %d)" % (8 * STREAM_REQS, grown, STREAM_GROWTH_KIB))
+    log("phase 4: %d requests streamed on 8 connections: the proxy grew %d KiB"
+        % (8 * STREAM_REQS, grown))
     proxy.stop()
     return "joined gets answer what each get alone would; errors and stopped servers bounded"
 
