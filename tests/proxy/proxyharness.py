@@ -319,6 +319,27 @@ class Resp(Conn):
         return [self.read() for _ in commands]
 
 
+def sigstop(pid, bound=5.0):
+    """SIGSTOPs pid and returns once every thread of it is stopped (state T in
+    /proc/PID/task/*/stat): the signal takes effect asynchronously, and a server still running
+    for a moment answers what a test sends right after kill() returns."""
+    os.kill(pid, signal.SIGSTOP)
+    deadline = time.monotonic() + bound
+    while True:
+        states = []
+        try:
+            for tid in os.listdir("/proc/%d/task" % pid):
+                with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+        except OSError:
+            states = ["?"]
+        if states and all(st in ("T", "t") for st in states):
+            return
+        if time.monotonic() > deadline:
+            fail("pid %d not stopped within %g s after SIGSTOP (states %s)" % (pid, bound, states))
+        time.sleep(0.005)
+
+
 def run_threads(target, n, bound, what):
     """Runs target(i) for i in range(n) on n daemon threads at once; fails when one has not
     returned within bound seconds (what: for the message)."""

@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import promtext  # noqa: E402
 from proxyharness import (Mc, Proxy, chash_lookup, fail, free_ports, log,  # noqa: E402
                           make_tmpdir, pool_yaml, require_binary, require_programs, run_main,
-                          run_threads, start_memcacheds, write_file)
+                          run_threads, sigstop, start_memcacheds, write_file)
 
 CONNS, BATCHES, DEPTH = 8, 200, 24
 BOUND = 15.0  # seconds for any reply: a hang detector
@@ -163,7 +163,7 @@ def body():
     # 2. A stopped server: every joined request is answered (an error), none wrongly.
     victim = mcs[1]
     vkeys = [k for k in shared if owner[k] == victim.text][:40]
-    os.kill(victim.proc.pid, signal.SIGSTOP)
+    sigstop(victim.proc.pid)
     try:
         with Mc(addr, timeout=BOUND) as c:
             c.send(b"".join(b"get %s\r\n" % k for k in vkeys))

@@ -31,7 +31,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Proxy, Resp, chash_lookup, encode, fail, free_ports, log,  # noqa: E402
                           make_tmpdir, pool_yaml, require_binary, require_programs, run_main,
-                          run_threads, start_redises, write_file)
+                          run_threads, sigstop, start_redises, write_file)
 
 CONNS, BATCHES, DEPTH = 8, 300, 16
 ARRIVE_BOUND = 10.0   # seconds for a reply that is ready to arrive: a hang detector (the pool's
@@ -141,7 +141,7 @@ def body():
         for t in loaders:
             t.start()
         with Resp(addr, timeout=ARRIVE_BOUND) as c:
-            os.kill(B.proc.pid, signal.SIGSTOP)
+            sigstop(B.proc.pid)
             try:
                 c.send(encode("GET", ka) + encode("GET", kc) + encode("GET", kb))
                 got, deadline = b"", time.monotonic() + ARRIVE_BOUND
@@ -166,7 +166,7 @@ def body():
 
     # 3. Request order: nothing overtakes B's reply.
     with Resp(addr, timeout=ARRIVE_BOUND) as c:
-        os.kill(B.proc.pid, signal.SIGSTOP)
+        sigstop(B.proc.pid)
         try:
             c.send(encode("GET", kb) + encode("GET", ka))
             early = read_now(c)
