@@ -368,8 +368,12 @@ static void multi_parts(const char *buf, size_t len, ch_mc_cmd cmd, const ch_mc_
             continue;  /* "a" missed: the block's own key next */
         }
         check(r.code == CH_MC_R_VALUES && r.cls == CH_MC_C_HIT && r.integer == 1);
-        check(memcmp(buf + off, "VALUE ", 6) == 0 && memcmp(buf + off + 6, key, klen) == 0);
-        check(buf[off + r.len - 2] == '\r' && buf[off + r.len - 1] == '\n');
+        /* One whole VALUE block, of that key (spaces between tokens as the line has them). */
+        size_t pos = 0;
+        ch_mc_value v;
+        check(ch_mc_value_next(buf + off, r.len, &pos, &v) && pos == r.len &&
+              v.block.off == 0 && v.block.len == r.len && v.key.len == klen &&
+              memcmp(buf + off + v.key.off, key, klen) == 0);
         off += r.len;
     }
     ch_mc_reply r;
