@@ -131,8 +131,12 @@ static void conn_join(px_conn *c, px_frag *f, size_t at)
         }
         j->keys.len = was;
     }
-    *j = (px_join){.open = true, .line = at, .end = c->wbuf.len, .n = 1, .last = key,
-                   .last_len = klen, .keys = j->keys, .off = j->off, .scratch = j->scratch};
+    j->open = true; /* a group starts with f (its keys and scratch are the connection's) */
+    j->line = at;
+    j->end = c->wbuf.len;
+    j->n = 1;
+    j->last = key;
+    j->last_len = klen;
 }
 
 /* Fragments come from the thread's block cache (buf.h): one per backend request. */

@@ -444,7 +444,7 @@ static void client_shutdown_cb(uv_shutdown_t *req, int status)
  * different polls; replies leave in request order, so each backend's arrival would let out
  * another piece of the batch: 1.6-1.7 writes per 16-request batch over 3 servers, and a write
  * to a loopback socket (the receiver's TCP input and wake-up run in the sender's syscall) was
- * over half the proxy's CPU with -P 16. Held, the batch leaves in one write (1.1).
+ * over half the proxy's CPU with -P 16. Held, the batch leaves in one write (1.005 writes).
  * Bounds: only while c waits for an earlier-sent request (the queue's head is not done), for
  * PX_CLIENT_HOLD_ITERS iterations at most, never past an iteration whose poll brought nothing
  * (px_io_quiet: nothing is arriving, waiting buys nothing), and never for PX_CLIENT_HOLD_BYTES

@@ -29,6 +29,12 @@ static bool merged(const px_msg *m)
     return m->cmd != NULL && (m->cmd->cls == PX_CLASS_MULTI || m->cmd->merge == PX_MERGE_EVERY);
 }
 
+/* Whether sends storage p lives in rq itself (send1 or its block): not freed, not realloc'd. */
+static bool sends_inline(const px_rq *rq, const px_rq_queued *p)
+{
+    return p == &rq->send1 || p == rq->sends_block;
+}
+
 /* Frees rq's reply bytes: a cache block (reply_cached) or a px_buf's. */
 static void reply_drop(px_rq *rq)
 {
@@ -111,7 +117,7 @@ void px_rq_free(px_rq *rq)
         px_buf_free(&tmp);
     }
     reply_drop(rq);
-    if (rq->sends != &rq->send1 && rq->sends != rq->sends_block)
+    if (!sends_inline(rq, rq->sends))
         free(rq->sends);
     PX_MEM_SUB(rq->bytes);
     px_cache_free(rq, rq->bytes);
@@ -262,16 +268,12 @@ void px_rq_send_op(px_rq *rq, px_slot s, px_server *to, px_send_op op)
     px_rq_slot *sl = &rq->slots[s];
     if (op != PX_SEND_DELETE && sl->ntried < PX_MAX_DEPTH)
         sl->tried[sl->ntried++] = to->uid;
-    if (rq->sends_cap == 0 && rq->sends_block != NULL && !rq->block_used) {
-        rq->sends = rq->sends_block; /* a split command's first slice: in the request itself */
-        rq->sends_cap = rq->block_cap;
-        rq->block_used = true;
-    } else if (rq->sends_cap == 0) { /* the first: in the request itself */
-        rq->sends = &rq->send1;
-        rq->sends_cap = 1;
+    if (rq->sends_cap == 0) { /* the first: in the request itself */
+        rq->sends = rq->sends_block != NULL ? rq->sends_block : &rq->send1;
+        rq->sends_cap = rq->sends_block != NULL ? rq->block_cap : 1;
     } else if (rq->nsends == rq->sends_cap) {
         size_t cap = rq->sends_cap < 4 ? 4 : rq->sends_cap * 2;
-        bool own = rq->sends == &rq->send1 || rq->sends == rq->sends_block;
+        bool own = sends_inline(rq, rq->sends);
         px_rq_queued *a = realloc(own ? NULL : rq->sends, cap * sizeof(*a));
         if (a == NULL) {
             px_rq_answer_error(rq, &s, 1, PX_ERR_SERVER, "out of memory");
@@ -427,7 +429,7 @@ void px_rq_flush(px_rq *rq)
         for (size_t i = 0; i < n; i++)
             px_rq_answer_error(rq, &sends[i].slot, 1, PX_ERR_SERVER, "out of memory");
         rq->starting = was;
-        if (sends != &one && sends != rq->sends_block)
+        if (sends != &one && !sends_inline(rq, sends))
             free(sends);
         if (frags != stack)
             free(frags);
@@ -439,7 +441,7 @@ void px_rq_flush(px_rq *rq)
             rq_done(rq);
         return;
     }
-    if (sends != &one && sends != rq->sends_block)
+    if (sends != &one && !sends_inline(rq, sends))
         free(sends);
     if (rq->msg.cmd->cls == PX_CLASS_MULTI)
         rq->pool->stats.fragments += built;

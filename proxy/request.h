@@ -57,12 +57,11 @@ struct px_rq {
                                      allocation when more */
     size_t nsends, sends_cap;
     px_rq_queued send1;           /* the one send of a command not split: no allocation */
-    /* A split command's first slice of sends, in the request's own block (one per slot, up to
-     * PX_RQ_SLICE): no allocation growing with its keys; used once (block_used), later slices
-     * and retries allocate. */
+    /* A split command's sends, in the request's own block (one per slot, up to PX_RQ_SLICE):
+     * no allocation growing with its keys. Free again once a flush has taken them (nothing
+     * queues sends while a flush still reads them). NULL for a command not split. */
     px_rq_queued *sends_block;
     uint32_t block_cap;
-    bool block_used;
     px_merger *merger;          /* a split command's parts so far */
     px_buf reply;               /* the client's reply once done (unless direct) */
     /* The owner's output while this request heads the owner's queue (client.c sets and clears
