@@ -128,7 +128,14 @@ typedef struct ch_conf_pool {
                                      waits this long before it is applied, so a server that
                                      leaves and comes back within it changes nothing; default
                                      CH_CONF_DEFAULT_MEMBERSHIP_HOLD_DOWN */
+    int membership_fenced;        /* "membership_fenced": what the pool answers while its
+                                     membership cannot be proven current (docs/FLEET.md,
+                                     "Fencing"): CH_CONF_FENCED_ERROR (default) or
+                                     CH_CONF_FENCED_SERVE */
 } ch_conf_pool;
+
+/* The values of ch_conf_pool.membership_fenced. */
+enum { CH_CONF_FENCED_ERROR = 0, CH_CONF_FENCED_SERVE = 1 };
 
 /* Defaults of the proxy limits max_request_bytes and max_client_buffer_bytes: 64 MiB each. */
 #define CH_CONF_DEFAULT_MAX_REQUEST_BYTES (64 * 1024 * 1024)

@@ -51,6 +51,7 @@ typedef struct px_pool_metrics {
     uint64_t lat_sum_ns;
     uint64_t clients_accepted; /* client connections accepted since start */
     uint64_t mem_refused;      /* requests refused over the memory budget (--max-memory) */
+    uint64_t fence_refused;    /* requests refused while the membership was fenced (fleet) */
     px_warm_stats warm;
 } px_pool_metrics;
 

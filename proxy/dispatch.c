@@ -6,6 +6,8 @@
 #include "route_all.h"
 #include "route_scan.h"
 
+#include <stdio.h>
+
 /* With client_auth, health checks (PING) are served before AUTH too; with redis_auth alone, as
  * twemproxy and Redis, only AUTH and QUIT are. */
 static bool auth_gate_passes(const px_rq *rq, const px_local *ctx)
@@ -31,6 +33,18 @@ void px_dispatch(px_rq *rq, px_local *ctx, px_session **session, const px_sessio
     }
     if (m->reject[0] != '\0') {
         px_session_refuse(ss, rq, m->reject_server ? PX_ERR_SERVER : PX_ERR_CLIENT, m->reject);
+        return;
+    }
+    /* A pool that cannot prove its membership current answers nothing from it (docs/FLEET.md,
+     * "Fencing"); a transaction it interrupts is discarded, as on any refusal inside MULTI.
+     * The clock is the read's: taken after this request's bytes arrived. */
+    if (m->cmd->cls != PX_CLASS_LOCAL && px_pool_fenced(rq->pool, px_io_hrtime(rq->pool->io))) {
+        px_pool *pool = rq->pool;
+        char why[200];
+        snprintf(why, sizeof(why), "chash-proxy: %s; not serving pool %s",
+                 px_fence_text(PX_ATOMIC_LOAD(pool->shared->fence_why)), pool->conf->name);
+        pool->m.fence_refused++;
+        px_session_refuse(ss, rq, PX_ERR_SERVER, why);
         return;
     }
     /* Transactions, subscriptions, and whatever comes while one is open: the session's. */

@@ -2,10 +2,10 @@
  * fleet.c — a pool's membership from etcd (fleet.h; the contract is docs/FLEET.md).
  *
  * Per pool that names a "membership" key K, on the control thread's loop:
- * - the watch: a range of every key under K (K, K/pending, K/instances/...) at revision R, then
- *   a watch from R + 1. rev is the newest revision delivered; a lost watch is started again
- *   from rev + 1 after a backoff (100 ms doubling to 5 s), so no change is missed and none is
- *   replayed; a compacted start revision makes it range again.
+ * - the watch: a range of every key under K (K, K/pending, K/instances/..., K/lost/...) at
+ *   revision R, then a watch from R + 1. rev is the newest revision delivered; a lost watch is
+ *   started again from rev + 1 after a backoff (100 ms doubling to 5 s), so no change is missed
+ *   and none is replayed; a compacted start revision makes it range again.
  * - the record: K/instances/<id> under a lease of ttl seconds, kept alive every ttl/3; it is
  *   rewritten whenever a field changes (one put in flight at a time, the latest state wins). An
  *   unanswered keepalive (etcd stopped or partitioned) restarts the watch; a lost lease is
@@ -14,6 +14,17 @@
  *   epoch is newer than the one served; in K/pending it is prepared and held (reported as
  *   prepared) until the commit in K with the same epoch swaps it in, or the pending key goes
  *   (aborted). A direct document that removes servers waits membership_hold_down first.
+ * - the fence (docs/FLEET.md, "Fencing"): the pool's membership is current while
+ *       lease != 0, registered == synced == lease, now < lease_until_ns,
+ *       and no prepared change waits on a watch that is down;
+ *   publish() hands the deadline to the workers (px_shared_pool.current_until_ns), who refuse
+ *   requests past it by their own clock. lease_until_ns is the send time of the last answered
+ *   grant or keepalive plus the TTL etcd gave, less fence_margin(): etcd starts a lease's TTL
+ *   when it receives the request, after we sent it, so the instance fences before etcd can
+ *   expire the lease, and `chash fleet apply` commits without an instance only once its record
+ *   (under that lease) is gone. After a lapse the instance must register again (a record put
+ *   under its lease: "registered") and then read K completely (a range begun after that put:
+ *   "synced") before it serves: any commit from then on waits for it.
  * Invariant: fp->held is this pool's reload held in m->held, or NULL; m->held_dropped clears it
  * when a later reload drops it.
  */
@@ -29,7 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FIRST_READ_MS 3000      /* the blocking read at start */
+#define FIRST_READ_MS 3000      /* each blocking request at start: grant, record, read */
 #define REQUEST_MS 3000         /* each unary request: record, lease, range */
 #define KEEPALIVE_ANSWER_MS 2000
 #define BACKOFF_MIN_MS 100
@@ -39,7 +50,7 @@ typedef struct fleet_pool {
     px_fleet *f;
     size_t index;           /* in m->pools */
     char *name;             /* copies: a reload frees the config they come from */
-    char *endpoint, *url, *key, *pending_key, *record_key;
+    char *endpoint, *url, *key, *pending_key, *record_key, *lost_key;
     int hold_down_ms;
     px_etcd *etcd;
     /* the watch */
@@ -51,11 +62,31 @@ typedef struct fleet_pool {
     /* the lease and the record */
     px_etcd_req *lease_req, *record_req;
     int64_t lease;
+    int64_t lease_req_id;   /* the lease the request in flight keeps alive (0: a grant) */
     uv_timer_t keepalive;
     uv_timer_t warm_end;    /* the record says "off" again when the warm-up window ends */
     bool dirty;             /* rec changed since the last put began */
     bool etcd_warned;       /* "etcd unreachable" logged once per outage */
     ch__fleet_record rec;
+    /* the fence (see the top of the file) */
+    uint64_t lease_until_ns; /* uv_hrtime */
+    uint64_t lease_sent_ns;  /* when the grant or keepalive in flight was sent */
+    int64_t registered;      /* the lease the record was last put under (0: none yet) */
+    int64_t record_lease;    /* the lease of the put in flight */
+    int64_t range_lease;     /* registered when the range in flight began */
+    int64_t synced;          /* the lease under which K was last read whole (0: not since) */
+    bool current, published; /* as last published */
+    bool was_current;        /* once current: a fence now means the lease was lost */
+    uint64_t fenced_since_ns;
+    uv_timer_t lapse;        /* at lease_until_ns */
+    bool lost_marked;        /* K/lost/<id> exists (a commit went without us): deleted once current */
+    px_etcd_req *lost_req;
+    /* K/members/<id> under a lease of a day, kept alive at each keepalive tick */
+    char *member_key;
+    int64_t member_lease;
+    px_etcd_req *member_req;
+    enum { MEMBER_GRANT, MEMBER_PUT, MEMBER_KEEP } member_step;
+    bool member_unput;       /* granted, not yet put */
     /* the two-phase change */
     px_reload_held *held;
     int64_t held_epoch;
@@ -75,17 +106,36 @@ struct px_fleet {
     unsigned closing; /* timers still closing after px_fleet_stop: f is freed at 0 */
 };
 
+/* What the start did for a pool: its document, and the lease and record it registered with. */
 typedef struct boot_doc {
+    char *endpoint;          /* a copy, to revoke a lease not taken over */
     char *text;
     size_t len;
     int64_t epoch;
+    int64_t lease;           /* 0: none granted */
+    uint64_t lease_until_ns;
+    bool registered;         /* the record was put under lease */
+    int64_t member_lease;    /* K/members/<id>'s (0: not put) */
+    bool synced;             /* and K read after that */
+    ch__fleet_record rec;
 } boot_doc;
 
 struct px_fleet_boot {
+    int ttl_s;
     size_t n;       /* the config's pools */
     char **names;
     boot_doc *docs; /* text NULL: none read */
 };
+
+/* How long before etcd may expire a lease the instance fences: a fifth of the TTL, at least
+ * 400 ms. etcd counts the TTL from when it receives a keepalive; the deadline counts it from
+ * when the keepalive was sent, earlier, so this margin is what remains if etcd's clock ran
+ * that much faster than this host's over one TTL. */
+static uint64_t fence_margin_ns(int64_t ttl_s)
+{
+    uint64_t m = (uint64_t)ttl_s * 1000000000u / 5u;
+    return m > 400000000u ? m : 400000000u;
+}
 
 static int64_t unix_ms(void)
 {
@@ -108,17 +158,147 @@ static px_shared_pool *served(const fleet_pool *fp)
 
 /* ---- the first read ------------------------------------------------------------------------------ */
 
+/* The record's fields that never change: who the instance is. */
+static void record_identity(ch__fleet_record *r, const px_fleet_options *opt,
+                            const ch_conf_pool *pc)
+{
+    char host[100] = "localhost";
+    (void)gethostname(host, sizeof(host) - 1);
+    host[sizeof(host) - 1] = '\0';
+    memset(r, 0, sizeof(*r));
+    if (opt->id != NULL)
+        snprintf(r->id, sizeof(r->id), "%s", opt->id);
+    else
+        snprintf(r->id, sizeof(r->id), "%s:%ld", host, (long)getpid());
+    snprintf(r->kind, sizeof(r->kind), "chash-proxy");
+    snprintf(r->pool, sizeof(r->pool), "%s", pc->name);
+    snprintf(r->host, sizeof(r->host), "%s", host);
+    r->pid = (int64_t)getpid();
+    snprintf(r->warm_up, sizeof(r->warm_up), "off");
+    snprintf(r->on_fence, sizeof(r->on_fence), "%s",
+             pc->membership_fenced == CH_CONF_FENCED_SERVE ? "serve" : "error");
+    r->fenced = 1;
+}
+
+/* prefix followed by id, malloc'd. */
+static char *record_key_of_prefix(const char *prefix, const char *id)
+{
+    size_t n = strlen(prefix) + strlen(id) + 1;
+    char *s = malloc(n);
+    if (s != NULL)
+        snprintf(s, n, "%s%s", prefix, id);
+    return s;
+}
+
+/* K/instances/<id>, malloc'd. */
+static char *record_key_of(const char *key, const char *id)
+{
+    char *prefix = ch__fleet_instances_prefix(key);
+    char *s = prefix != NULL ? record_key_of_prefix(prefix, id) : NULL;
+    free(prefix);
+    return s;
+}
+
+/* One blocking request at start (body freed here): the answer, or NULL with why. */
+static char *post_sync(const char *endpoint, const char *path, char *body, size_t *len,
+                       char *why, size_t whylen)
+{
+    char *ans = body != NULL ? px_etcd_post_sync(endpoint, path, body, FIRST_READ_MS, len, why,
+                                                 whylen)
+                             : NULL;
+    if (body == NULL)
+        snprintf(why, whylen, "out of memory");
+    free(body);
+    return ans;
+}
+
+/* The member note of r, malloc'd (NULL: out of memory). */
+static char *member_json(const ch__fleet_record *r)
+{
+    ch__fleet_member mb = {0};
+    snprintf(mb.id, sizeof(mb.id), "%s", r->id);
+    snprintf(mb.kind, sizeof(mb.kind), "%s", r->kind);
+    snprintf(mb.host, sizeof(mb.host), "%s", r->host);
+    mb.pid = r->pid;
+    mb.since_unix_ms = unix_ms();
+    return ch__fleet_member_json(&mb);
+}
+
+/* K/members/<id> under a lease of a day (blocking, at start). Best effort: without it, only
+ * an apply running when this instance's record vanishes can name it; the keepalive ticks try
+ * again. */
+static void boot_member(const ch_conf_pool *pc, boot_doc *b)
+{
+    char why[300];
+    size_t len = 0;
+    char *ans = post_sync(pc->membership_endpoint, "/v3/lease/grant",
+                          ch__etcd_grant_body(CH_FLEET_MEMBER_TTL_S), &len, why, sizeof(why));
+    int64_t id = 0, ttl = 0;
+    int rc = ans != NULL ? ch__etcd_parse_lease(ans, len, &id, &ttl, why, sizeof(why)) : -1;
+    free(ans);
+    if (rc != 0)
+        return;
+    char *prefix = ch__fleet_members_prefix(pc->membership_key);
+    char *key = prefix != NULL ? record_key_of_prefix(prefix, b->rec.id) : NULL;
+    char *json = member_json(&b->rec);
+    char *body = key != NULL && json != NULL ? ch__etcd_put_body(key, json, strlen(json), id)
+                                             : NULL;
+    free(prefix);
+    free(key);
+    free(json);
+    ans = post_sync(pc->membership_endpoint, "/v3/kv/put", body, &len, why, sizeof(why));
+    int64_t rev;
+    if (ans != NULL && ch__etcd_parse_write(ans, len, &rev, why, sizeof(why)) == 0)
+        b->member_lease = id;
+    free(ans);
+}
+
+/* Registers pool pc's instance before its first read (blocking): a lease, then its record
+ * under it, so that from the first read on no commit can go without this instance. 0, or -1
+ * with why (b->lease may be set: the lease is then revoked with the others at shutdown, or
+ * expires). */
+static int boot_register(const ch_conf_pool *pc, int ttl_s, boot_doc *b, char *why,
+                         size_t whylen)
+{
+    size_t len = 0;
+    uint64_t sent = uv_hrtime();
+    char *ans = post_sync(pc->membership_endpoint, "/v3/lease/grant", ch__etcd_grant_body(ttl_s),
+                          &len, why, whylen);
+    int64_t id = 0, ttl = 0;
+    int rc = ans != NULL ? ch__etcd_parse_lease(ans, len, &id, &ttl, why, whylen) : -1;
+    free(ans);
+    if (rc != 0)
+        return -1;
+    if (ttl <= 0) {
+        snprintf(why, whylen, "etcd granted lease %lld with no TTL", (long long)id);
+        return -1;
+    }
+    b->lease = id;
+    b->lease_until_ns = sent + (uint64_t)ttl * 1000000000u - fence_margin_ns(ttl);
+    char *key = record_key_of(pc->membership_key, b->rec.id);
+    char *json = ch__fleet_record_json(&b->rec);
+    char *body = key != NULL && json != NULL ? ch__etcd_put_body(key, json, strlen(json), id)
+                                             : NULL;
+    free(key);
+    free(json);
+    ans = post_sync(pc->membership_endpoint, "/v3/kv/put", body, &len, why, whylen);
+    int64_t rev;
+    rc = ans != NULL ? ch__etcd_parse_write(ans, len, &rev, why, whylen) : -1;
+    free(ans);
+    b->registered = rc == 0;
+    if (rc == 0)
+        boot_member(pc, b);
+    return rc;
+}
+
 /* K's document from etcd (blocking): 1 and *kv, 0 when K does not exist, -1 (why) when etcd
  * cannot be read. */
 static int read_key(const char *endpoint, const char *key, ch__etcd_kv *kv, char *why,
                     size_t whylen)
 {
-    char *body = ch__etcd_range_body(key, false);
     size_t len = 0;
-    char *ans = body != NULL ? px_etcd_post_sync(endpoint, "/v3/kv/range", body, FIRST_READ_MS,
-                                                 &len, why, whylen)
-                             : NULL;
-    free(body);
+    char *ans = post_sync(endpoint, "/v3/kv/range", ch__etcd_range_body(key, false), &len, why,
+                          whylen);
     if (ans == NULL)
         return -1;
     int64_t rev;
@@ -136,11 +316,29 @@ static int read_key(const char *endpoint, const char *key, ch__etcd_kv *kv, char
     return 1;
 }
 
+/* Revokes lease (0: none) at endpoint, blocking at most a second: the keys under it go at
+ * once, not a TTL later. */
+static void lease_revoke(const char *endpoint, int64_t lease)
+{
+    if (lease == 0)
+        return;
+    char body[64], why[200];
+    size_t len;
+    snprintf(body, sizeof(body), "{\"ID\":\"%lld\"}", (long long)lease);
+    free(px_etcd_post_sync(endpoint, "/v3/lease/revoke", body, 1000, &len, why, sizeof(why)));
+}
+
 void px_fleet_boot_free(px_fleet_boot *b)
 {
     for (size_t i = 0; b != NULL && i < b->n; i++) {
+        boot_doc *bd = &b->docs[i];
+        if (bd->endpoint != NULL) { /* leases not taken over: their keys go now */
+            lease_revoke(bd->endpoint, bd->lease);
+            lease_revoke(bd->endpoint, bd->member_lease);
+        }
         free(b->names[i]);
-        free(b->docs[i].text);
+        free(bd->endpoint);
+        free(bd->text);
     }
     if (b != NULL) {
         free(b->names);
@@ -149,7 +347,8 @@ void px_fleet_boot_free(px_fleet_boot *b)
     free(b);
 }
 
-int px_fleet_bootstrap(ch_config *cfg, px_log *log, px_fleet_boot **out)
+int px_fleet_bootstrap(ch_config *cfg, px_log *log, const px_fleet_options *opt,
+                       px_fleet_boot **out)
 {
     *out = NULL;
     size_t any = 0;
@@ -165,6 +364,8 @@ int px_fleet_bootstrap(ch_config *cfg, px_log *log, px_fleet_boot **out)
         return -1;
     }
     b->n = cfg->npools;
+    int ttl_s = opt->ttl_s > 0 ? opt->ttl_s : PX_FLEET_DEFAULT_TTL_S;
+    b->ttl_s = ttl_s;
     int rc = 0;
     for (size_t i = 0; rc == 0 && i < cfg->npools; i++) {
         ch_conf_pool *pc = &cfg->pools[i];
@@ -172,9 +373,20 @@ int px_fleet_bootstrap(ch_config *cfg, px_log *log, px_fleet_boot **out)
             rc = -1;
         if (rc != 0 || pc->membership == NULL)
             continue;
+        boot_doc *bd = &b->docs[i];
+        record_identity(&bd->rec, opt, pc);
+        if ((bd->endpoint = strdup(pc->membership_endpoint)) == NULL) {
+            PX_LOGL(log, PX_LOG_ERR, "out of memory");
+            rc = -1;
+            continue;
+        }
         char why[600];
         ch__etcd_kv kv = {0};
-        int got = read_key(pc->membership_endpoint, pc->membership_key, &kv, why, sizeof(why));
+        int got = boot_register(pc, ttl_s, bd, why, sizeof(why));
+        if (got == 0) {
+            got = read_key(pc->membership_endpoint, pc->membership_key, &kv, why, sizeof(why));
+            bd->synced = got >= 0;
+        }
         if (got == 0)
             snprintf(why, sizeof(why), "%s does not exist yet", pc->membership);
         int64_t epoch = 0;
@@ -186,15 +398,25 @@ int px_fleet_bootstrap(ch_config *cfg, px_log *log, px_fleet_boot **out)
                      ch_config_error_str(&err, msg, sizeof(msg)));
             got = -1;
         }
+        bool serve = pc->membership_fenced == CH_CONF_FENCED_SERVE;
         if (got == 1) {
-            b->docs[i] = (boot_doc){kv.value, kv.len, epoch != 0 ? epoch : kv.mod_rev};
+            bd->text = kv.value;
+            bd->len = kv.len;
+            bd->epoch = epoch != 0 ? epoch : kv.mod_rev;
             kv.value = NULL;
             PX_LOGL(log, PX_LOG_NOTICE, "pool %s: membership from %s: epoch %lld, %zu servers",
-                    pc->name, pc->membership, (long long)b->docs[i].epoch, pc->nservers);
-        } else if (pc->nservers > 0) {
+                    pc->name, pc->membership, (long long)bd->epoch, pc->nservers);
+        } else if (pc->nservers > 0 && serve) {
             PX_LOGL(log, PX_LOG_WARN,
                     "pool %s: cannot read its membership from %s (%s): serving the file's %zu "
-                    "servers until etcd answers",
+                    "servers until etcd answers (membership_fenced: serve)",
+                    pc->name, pc->membership, why, pc->nservers);
+        } else if (pc->nservers > 0) {
+            bd->synced = false;
+            PX_LOGL(log, PX_LOG_WARN,
+                    "pool %s: cannot read its membership from %s (%s): refusing its requests "
+                    "until etcd answers (the file's %zu servers are not known to be current; "
+                    "membership_fenced: serve would serve them)",
                     pc->name, pc->membership, why, pc->nservers);
         } else {
             PX_LOGL(log, PX_LOG_ERR,
@@ -217,6 +439,8 @@ int px_fleet_bootstrap(ch_config *cfg, px_log *log, px_fleet_boot **out)
 /* ---- the record ------------------------------------------------------------------------------------ */
 
 static void record_put(fleet_pool *fp);
+static void publish(fleet_pool *fp);
+static void resync(fleet_pool *fp);
 
 static void record_done(void *arg, bool ok, const char *body, size_t len, const char *why)
 {
@@ -233,6 +457,12 @@ static void record_done(void *arg, bool ok, const char *body, size_t len, const 
                fp->record_key, why);
         fp->dirty = true; /* the next keepalive tries again */
         return;
+    }
+    if (fp->record_lease == fp->lease && fp->registered != fp->lease) {
+        fp->registered = fp->lease; /* visible to apply: from here on, a read makes it current */
+        if (fp->synced != fp->lease)
+            resync(fp);
+        publish(fp);
     }
     if (fp->dirty)
         record_put(fp);
@@ -251,6 +481,7 @@ static void record_put(fleet_pool *fp)
                               : NULL;
     if (body != NULL)
         fp->record_req = px_etcd_post(fp->etcd, "/v3/kv/put", body, REQUEST_MS, record_done, fp);
+    fp->record_lease = fp->lease;
     fp->dirty = fp->record_req == NULL; /* not started: the next keepalive tries again */
     free(json);
     free(body);
@@ -288,17 +519,102 @@ static void record_served(fleet_pool *fp)
     }
 }
 
+/* ---- the fence ------------------------------------------------------------------------------------- */
+
+static void lapse_cb(uv_timer_t *t);
+
+static void lost_done(void *arg, bool ok, const char *body, size_t len, const char *why)
+{
+    (void)body, (void)len, (void)why;
+    fleet_pool *fp = arg;
+    fp->lost_req = NULL;
+    if (ok)
+        fp->lost_marked = false;
+}
+
+/* Hands the pool's fence to the workers (px_shared_pool.current_until_ns, fence_why) and logs,
+ * counts and records a change of it. Called whenever a term of the rule at the top of the file
+ * may have changed. */
+static void publish(fleet_pool *fp)
+{
+    px_shared_pool *sp = served(fp);
+    uint64_t now = uv_hrtime();
+    bool lease_ok = fp->lease != 0 && now < fp->lease_until_ns;
+    bool read = fp->registered == fp->lease && fp->synced == fp->lease;
+    bool cur = lease_ok && read && !(fp->held != NULL && !fp->watching);
+    px_fence_why why = !fp->was_current && !cur ? PX_FENCE_UNREAD
+                       : !lease_ok              ? PX_FENCE_LEASE
+                       : !read                  ? PX_FENCE_RESYNC
+                                                : PX_FENCE_WATCH;
+    __atomic_store_n(&sp->fence_why, (uint8_t)why, __ATOMIC_RELAXED);
+    __atomic_store_n(&sp->current_until_ns, cur ? fp->lease_until_ns : 0, __ATOMIC_RELAXED);
+    if (lease_ok)
+        uv_timer_start(&fp->lapse, lapse_cb, (fp->lease_until_ns - now) / 1000000u + 1, 0);
+    if (cur && fp->lost_marked && fp->lost_req == NULL) {
+        char *body = ch__etcd_delete_body(fp->lost_key);
+        fp->lost_req = body != NULL ? px_etcd_post(fp->etcd, "/v3/kv/deleterange", body,
+                                                   REQUEST_MS, lost_done, fp)
+                                    : NULL;
+        free(body);
+    }
+    if (fp->published && cur == fp->current)
+        return;
+    bool first = !fp->published;
+    fp->published = true;
+    fp->current = cur;
+    fp->rec.fenced = !cur;
+    fp->st.fenced = !cur;
+    bool serve = sp->conf->membership_fenced == CH_CONF_FENCED_SERVE;
+    if (!cur) {
+        fp->st.fences += !first;
+        fp->fenced_since_ns = now;
+        PX_LOG(fp->f->m, PX_LOG_WARN, "fleet: pool %s: fenced: %s; %s until it has registered "
+               "with etcd and read %s again",
+               fp->name, px_fence_text(why),
+               serve ? "serving its membership anyway (membership_fenced: serve)"
+                     : "refusing its requests",
+               fp->key);
+    } else if (!first) {
+        PX_LOG(fp->f->m, PX_LOG_NOTICE, "fleet: pool %s: unfenced after %.3f s: epoch %lld is "
+               "current (lease %lld)",
+               fp->name, (double)(now - fp->fenced_since_ns) / 1e9,
+               (long long)sp->epoch, (long long)fp->lease);
+    }
+    if (cur)
+        fp->was_current = true;
+    record_put(fp);
+}
+
+/* At lease_until_ns: the lease may lapse at etcd soon; once the keepalives are answered again,
+ * K must be read again (a commit may have gone without this instance). */
+static void lapse_cb(uv_timer_t *t)
+{
+    fleet_pool *fp = t->data;
+    if (fp->lease != 0 && uv_hrtime() < fp->lease_until_ns) {
+        publish(fp); /* extended meanwhile: arms the timer again */
+        return;
+    }
+    fp->synced = 0;
+    publish(fp);
+}
+
 /* ---- the changes ------------------------------------------------------------------------------------ */
 
+/* A document of K not applied: counted each time, logged and recorded once (a range after a
+ * resync reads the same document again). */
 static void refused(fleet_pool *fp, int64_t epoch, bool stale, const char *why)
 {
     if (stale)
         fp->st.refused_stale++;
     else
         fp->st.refused_invalid++;
+    char text[sizeof(fp->rec.refused)];
+    snprintf(text, sizeof(text), "%s", why);
+    if (epoch == fp->rec.seen_epoch && strcmp(text, fp->rec.refused) == 0)
+        return;
     if (epoch > fp->rec.seen_epoch)
         fp->rec.seen_epoch = epoch;
-    snprintf(fp->rec.refused, sizeof(fp->rec.refused), "%s", why);
+    memcpy(fp->rec.refused, text, sizeof(text));
     PX_LOG(fp->f->m, PX_LOG_ERR, "fleet: pool %s: %s refused, still serving epoch %lld: %s",
            fp->name, fp->key, (long long)served(fp)->epoch, why);
     record_put(fp);
@@ -417,6 +733,7 @@ static void on_committed(fleet_pool *fp, const char *text, size_t len, int64_t m
         fp->rec.prepared = 0;
         fp->rec.refused[0] = '\0';
         record_served(fp);
+        publish(fp);
         record_put(fp);
         hold_clear(fp);
         ch_config_free(doc);
@@ -458,41 +775,62 @@ static void on_committed(fleet_pool *fp, const char *text, size_t len, int64_t m
     apply_now(fp, text, len, mod_rev, "fleet: a document of etcd");
 }
 
-/* K/pending was written: prepare its epoch (its revision) and hold it for the commit. */
+/* The epoch of a pending document: its "epoch" (`chash fleet apply` always gives one), else
+ * its revision. A document that does not parse has its revision: preparing it then fails with
+ * the parse error. */
+static int64_t pending_epoch(const fleet_pool *fp, const char *text, size_t len, int64_t mod_rev)
+{
+    ch_config *doc = NULL;
+    int64_t epoch = 0;
+    ch_config_error err;
+    if (ch_config_membership_parse(fp->name, fp->url, text, len, &doc, &epoch, &err) == 0)
+        ch_config_free(doc);
+    return epoch > 0 ? epoch : mod_rev;
+}
+
+/* K/pending was written: prepare its epoch and hold it for the commit. A refusal is logged and
+ * recorded once per epoch (prepare_failed, with why), so that apply names it at once. */
 static void on_pending(fleet_pool *fp, const char *text, size_t len, int64_t mod_rev)
 {
     px_ctl *m = fp->f->m;
-    if (mod_rev <= served(fp)->epoch || (fp->held != NULL && fp->held_epoch == mod_rev))
+    int64_t epoch = pending_epoch(fp, text, len, mod_rev);
+    if (fp->held != NULL && fp->held_epoch == epoch)
         return;
-    px_reload_doc *docs = calloc(m->npools, sizeof(*docs));
-    px_reload_held *h = NULL;
     px_buf result = {0};
-    px_reload_opts opt = PX_RELOAD_OPTS_POOLS;
-    char trigger[80];
-    snprintf(trigger, sizeof(trigger), "fleet: pending epoch %lld", (long long)mod_rev);
     int rc = PX_RELOAD_FAILED;
-    if (docs != NULL) {
-        docs[fp->index] = (px_reload_doc){text, len, mod_rev};
-        rc = px_reload_prepare(m, trigger, &opt, docs, &h, &result);
+    px_reload_held *h = NULL;
+    if (epoch <= served(fp)->epoch) {
+        (void)px_buf_printf(&result, "pending epoch %lld is not newer than %lld, the one served",
+                            (long long)epoch, (long long)served(fp)->epoch);
+    } else {
+        px_reload_doc *docs = calloc(m->npools, sizeof(*docs));
+        px_reload_opts opt = PX_RELOAD_OPTS_POOLS;
+        char trigger[80];
+        snprintf(trigger, sizeof(trigger), "fleet: pending epoch %lld", (long long)epoch);
+        if (docs != NULL) {
+            docs[fp->index] = (px_reload_doc){text, len, mod_rev};
+            rc = px_reload_prepare(m, trigger, &opt, docs, &h, &result);
+        }
+        free(docs);
     }
-    free(docs);
     if (rc == PX_RELOAD_OK) {
         fp->held = h;
-        fp->held_epoch = mod_rev;
-        fp->rec.prepared = mod_rev;
+        fp->held_epoch = epoch;
+        fp->rec.prepared = epoch;
         fp->rec.prepare_failed = 0;
         fp->rec.prepare_error[0] = '\0';
         PX_LOG(m, PX_LOG_NOTICE, "fleet: pool %s: pending epoch %lld prepared; waiting for its "
-               "commit", fp->name, (long long)mod_rev);
-    } else {
+               "commit", fp->name, (long long)epoch);
+    } else if (fp->rec.prepare_failed != epoch) {
         fp->rec.prepared = 0;
-        fp->rec.prepare_failed = mod_rev;
+        fp->rec.prepare_failed = epoch;
         snprintf(fp->rec.prepare_error, sizeof(fp->rec.prepare_error), "%.*s", (int)result.len,
                  result.p != NULL ? result.p : "out of memory");
         PX_LOG(m, PX_LOG_ERR, "fleet: pool %s: cannot prepare pending epoch %lld: %s",
-               fp->name, (long long)mod_rev, fp->rec.prepare_error);
+               fp->name, (long long)epoch, fp->rec.prepare_error);
     }
     px_buf_free(&result);
+    publish(fp);
     record_put(fp);
 }
 
@@ -508,6 +846,7 @@ static void on_pending_gone(fleet_pool *fp)
     PX_LOG(fp->f->m, PX_LOG_NOTICE, "fleet: pool %s: pending epoch %lld withdrawn: dropped",
            fp->name, (long long)fp->held_epoch);
     fp->rec.prepared = 0;
+    publish(fp);
     record_put(fp);
 }
 
@@ -541,12 +880,19 @@ static void on_kv(fleet_pool *fp, const ch__etcd_kv *kv, bool deleted)
             on_pending_gone(fp);
         else
             on_pending(fp, kv->value, kv->len, kv->mod_rev);
+    } else if (strcmp(kv->key, fp->lost_key) == 0) {
+        fp->lost_marked = !deleted; /* a commit went without this instance: publish clears it */
+        if (!deleted)
+            PX_LOG(fp->f->m, PX_LOG_WARN, "fleet: pool %s: %s says a change was committed "
+                   "without this instance (its lease had lapsed)", fp->name, fp->lost_key);
+        publish(fp);
     } /* else: an instance record, or a key that only shares the prefix */
 }
 
 /* ---- the watch ----------------------------------------------------------------------------------- */
 
 static void watch_start(fleet_pool *fp);
+static void keepalive_cb(uv_timer_t *t);
 
 static void etcd_lost(fleet_pool *fp, const char *what, const char *why)
 {
@@ -574,6 +920,7 @@ static void watch_retry(fleet_pool *fp)
     fp->backoff_ms = fp->backoff_ms == 0 ? BACKOFF_MIN_MS
                      : fp->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
                                                            : fp->backoff_ms * 2;
+    publish(fp); /* a prepared change may now be committed unseen */
 }
 
 static void retry_cb(uv_timer_t *t)
@@ -618,11 +965,15 @@ static void watch_line(void *arg, const char *line, size_t len)
                (long long)served(fp)->epoch);
         fp->rev = 0;
         ch__etcd_watch_msg_free(&msg);
+        /* Its lease is gone with the data: fenced now, and granted again. */
+        fp->lease = fp->registered = fp->synced = 0;
         watch_again(fp);
+        keepalive_cb(&fp->keepalive);
         return;
     }
     if (msg.created) {
         fp->watching = true;
+        publish(fp);
         fp->backoff_ms = 0;
         if (fp->etcd_warned)
             PX_LOG(fp->f->m, PX_LOG_NOTICE, "fleet: pool %s: etcd answers again; watching %s "
@@ -671,16 +1022,43 @@ static void range_done(void *arg, bool ok, const char *body, size_t len, const c
     bool pending = false;
     for (size_t i = 0; i < n; i++)
         pending |= strcmp(kvs[i].key, fp->pending_key) == 0;
+    bool lost = false;
+    for (size_t i = 0; i < n; i++)
+        lost |= strcmp(kvs[i].key, fp->lost_key) == 0;
+    fp->lost_marked = lost;
     if (!pending)
         on_pending_gone(fp);
     ch__etcd_kvs_free(kvs, n);
     fp->rev = rev;
+    /* Read whole after the record was put under this lease: every commit from the range's
+     * revision on waits for this instance. A range begun before that is read again. */
+    if (fp->range_lease != 0 && fp->range_lease == fp->lease && fp->registered == fp->lease)
+        fp->synced = fp->lease;
+    else if (fp->lease != 0 && fp->registered == fp->lease)
+        fp->rev = 0;
+    publish(fp);
+    watch_start(fp);
+}
+
+/* Reads K whole again (now, or when the watch's retry comes): after a lapse of the lease, or
+ * once the record is back under a new one. */
+static void resync(fleet_pool *fp)
+{
+    fp->rev = 0;
+    if (fp->range != NULL || uv_is_active((uv_handle_t *)&fp->retry))
+        return; /* range_done reads again if it began too early; the retry ranges */
+    if (fp->watch != NULL) {
+        px_etcd_cancel(fp->watch);
+        fp->watch = NULL;
+        fp->watching = false;
+    }
     watch_start(fp);
 }
 
 static void watch_start(fleet_pool *fp)
 {
     if (fp->rev == 0) {
+        fp->range_lease = fp->registered;
         char *body = ch__etcd_range_body(fp->key, true);
         fp->range = body != NULL ? px_etcd_post(fp->etcd, "/v3/kv/range", body, REQUEST_MS,
                                                 range_done, fp)
@@ -701,12 +1079,16 @@ static void watch_start(fleet_pool *fp)
 
 /* ---- the lease ----------------------------------------------------------------------------------- */
 
+static void keepalive_cb(uv_timer_t *t);
+
 /* A grant (the request began with no lease) or a keepalive answered, or failed. */
 static void lease_done(void *arg, bool ok, const char *body, size_t len, const char *why)
 {
     fleet_pool *fp = arg;
     fp->lease_req = NULL;
-    bool grant = fp->lease == 0;
+    bool grant = fp->lease_req_id == 0;
+    if (!grant && fp->lease_req_id != fp->lease)
+        return; /* a keepalive of a lease dropped meanwhile (etcd lost its data) */
     char w[300];
     int64_t id = 0, ttl = 0;
     if (ok && ch__etcd_parse_lease(body, len, &id, &ttl, w, sizeof(w)) != 0) {
@@ -718,30 +1100,93 @@ static void lease_done(void *arg, bool ok, const char *body, size_t len, const c
         /* etcd did not answer a keepalive in time: a watch on it may be silent too. */
         if (!grant && fp->watching)
             watch_again(fp);
-        return; /* the next tick grants or keeps alive again */
+        return; /* the next tick grants or keeps alive again; the deadline stands */
     }
+    if (ttl <= 0) {
+        PX_LOG(fp->f->m, PX_LOG_WARN, "fleet: pool %s: its lease %lld expired: registering "
+               "again", fp->name, (long long)(grant ? id : fp->lease));
+        fp->lease = fp->registered = fp->synced = 0;
+        publish(fp);
+        keepalive_cb(&fp->keepalive); /* a new grant now */
+        return;
+    }
+    fp->lease_until_ns = fp->lease_sent_ns + (uint64_t)ttl * 1000000000u - fence_margin_ns(ttl);
     if (grant) {
         fp->lease = id;
         PX_LOG(fp->f->m, PX_LOG_NOTICE, "fleet: pool %s: registered as %s (lease %lld, %d s)",
                fp->name, fp->record_key, (long long)id, fp->f->ttl_s);
         fp->dirty = true;
-    } else if (ttl <= 0) {
-        PX_LOG(fp->f->m, PX_LOG_WARN, "fleet: pool %s: its lease %lld expired: registering "
-               "again", fp->name, (long long)fp->lease);
-        fp->lease = 0;
-        return; /* granted again at the next tick */
+    } else if (fp->synced != fp->lease && fp->registered == fp->lease) {
+        resync(fp); /* answered again after a lapse: K is read before serving */
     }
+    publish(fp);
     if (fp->dirty)
         record_put(fp);
+}
+
+static void member_tick(fleet_pool *fp);
+
+static void member_done(void *arg, bool ok, const char *body, size_t len, const char *why)
+{
+    (void)why;
+    fleet_pool *fp = arg;
+    fp->member_req = NULL;
+    char w[300];
+    int64_t id = 0, ttl = 0, rev;
+    if (!ok)
+        return; /* the next tick tries again */
+    if (fp->member_step == MEMBER_PUT) {
+        fp->member_unput = ch__etcd_parse_write(body, len, &rev, w, sizeof(w)) != 0;
+    } else if (ch__etcd_parse_lease(body, len, &id, &ttl, w, sizeof(w)) == 0) {
+        if (fp->member_step == MEMBER_GRANT && ttl > 0) {
+            fp->member_lease = id;
+            fp->member_unput = true;
+            member_tick(fp); /* the put, now */
+        } else if (ttl <= 0) {
+            fp->member_lease = 0; /* expired (etcd lost it): granted again at the next tick */
+        }
+    }
+}
+
+/* K/members/<id>: granted and put once registered, then kept alive with the record's lease. */
+static void member_tick(fleet_pool *fp)
+{
+    if (fp->member_req != NULL || fp->registered == 0)
+        return;
+    char *body = NULL;
+    const char *path;
+    if (fp->member_lease == 0) {
+        fp->member_step = MEMBER_GRANT;
+        path = "/v3/lease/grant";
+        body = ch__etcd_grant_body(CH_FLEET_MEMBER_TTL_S);
+    } else if (fp->member_unput) {
+        fp->member_step = MEMBER_PUT;
+        path = "/v3/kv/put";
+        char *json = member_json(&fp->rec);
+        body = json != NULL ? ch__etcd_put_body(fp->member_key, json, strlen(json),
+                                                fp->member_lease)
+                            : NULL;
+        free(json);
+    } else {
+        fp->member_step = MEMBER_KEEP;
+        path = "/v3/lease/keepalive";
+        body = ch__etcd_keepalive_body(fp->member_lease);
+    }
+    if (body != NULL)
+        fp->member_req = px_etcd_post(fp->etcd, path, body, REQUEST_MS, member_done, fp);
+    free(body);
 }
 
 static void keepalive_cb(uv_timer_t *t)
 {
     fleet_pool *fp = t->data;
+    member_tick(fp);
     if (fp->lease_req != NULL)
         return;
     char *body = fp->lease == 0 ? ch__etcd_grant_body(fp->f->ttl_s)
                                 : ch__etcd_keepalive_body(fp->lease);
+    fp->lease_sent_ns = uv_hrtime();
+    fp->lease_req_id = fp->lease;
     if (body != NULL)
         fp->lease_req = px_etcd_post(fp->etcd, fp->lease == 0 ? "/v3/lease/grant"
                                                               : "/v3/lease/keepalive",
@@ -752,16 +1197,7 @@ static void keepalive_cb(uv_timer_t *t)
 
 /* ---- start and stop ---------------------------------------------------------------------------------- */
 
-static char *join(const char *a, const char *b)
-{
-    size_t n = strlen(a) + strlen(b) + 1;
-    char *s = malloc(n);
-    if (s != NULL)
-        snprintf(s, n, "%s%s", a, b);
-    return s;
-}
-
-int px_fleet_start(px_ctl *m, px_fleet_boot *boot, const px_fleet_options *opt)
+int px_fleet_start(px_ctl *m, px_fleet_boot *boot)
 {
     if (boot == NULL)
         return 0;
@@ -776,29 +1212,38 @@ int px_fleet_start(px_ctl *m, px_fleet_boot *boot, const px_fleet_options *opt)
         return -1;
     }
     f->m = m;
-    f->ttl_s = opt->ttl_s > 0 ? opt->ttl_s : PX_FLEET_DEFAULT_TTL_S;
+    f->ttl_s = boot->ttl_s;
     m->fleet = f;
     m->held_dropped = held_dropped;
     m->held_dropped_arg = f;
-    char host[100] = "localhost";
-    (void)gethostname(host, sizeof(host) - 1);
     int rc = 0;
     for (size_t i = 0; i < m->npools; i++) {
         px_shared_pool *sp = &m->pools[i];
         const ch_conf_pool *pc = sp->conf;
         if (pc->membership == NULL)
             continue;
-        for (size_t k = 0; k < boot->n; k++) {
-            if (strcmp(boot->names[k], pc->name) == 0 && boot->docs[k].text != NULL) {
-                sp->doc = boot->docs[k].text;
-                sp->doclen = boot->docs[k].len;
-                sp->epoch = boot->docs[k].epoch;
-                boot->docs[k].text = NULL;
-            }
-        }
+        boot_doc *bd = NULL;
+        for (size_t k = 0; k < boot->n && bd == NULL; k++)
+            if (strcmp(boot->names[k], pc->name) == 0)
+                bd = &boot->docs[k];
         fleet_pool *fp = &f->pools[f->n++];
         fp->f = f;
         fp->index = i;
+        if (bd != NULL) { /* what the start registered and read (fleet.h) */
+            if (bd->text != NULL) {
+                sp->doc = bd->text;
+                sp->doclen = bd->len;
+                sp->epoch = bd->epoch;
+                bd->text = NULL;
+            }
+            fp->rec = bd->rec;
+            fp->lease = bd->lease;
+            fp->lease_until_ns = bd->lease_until_ns;
+            fp->registered = bd->registered ? bd->lease : 0;
+            fp->synced = bd->registered && bd->synced ? bd->lease : 0;
+            fp->member_lease = bd->member_lease;
+            bd->lease = bd->member_lease = 0; /* taken over */
+        }
         fp->name = strdup(pc->name);
         fp->endpoint = strdup(pc->membership_endpoint);
         fp->hold_down_ms = pc->membership_hold_down_ms;
@@ -806,32 +1251,34 @@ int px_fleet_start(px_ctl *m, px_fleet_boot *boot, const px_fleet_options *opt)
         uv_timer_init(m->loop, &fp->keepalive);
         uv_timer_init(m->loop, &fp->hold);
         uv_timer_init(m->loop, &fp->warm_end);
+        uv_timer_init(m->loop, &fp->lapse);
         fp->retry.data = fp->keepalive.data = fp->hold.data = fp->warm_end.data = fp;
-        ch__fleet_record *r = &fp->rec;
-        if (opt->id != NULL)
-            snprintf(r->id, sizeof(r->id), "%s", opt->id);
-        else
-            snprintf(r->id, sizeof(r->id), "%s:%ld", host, (long)getpid());
-        snprintf(r->kind, sizeof(r->kind), "chash-proxy");
-        snprintf(r->pool, sizeof(r->pool), "%s", pc->name);
-        snprintf(r->host, sizeof(r->host), "%s", host);
-        r->pid = (int64_t)getpid();
-        r->seen_epoch = sp->epoch;
+        fp->lapse.data = fp;
+        fp->rec.seen_epoch = sp->epoch;
         record_served(fp);
-        char *prefix = ch__fleet_instances_prefix(pc->membership_key);
         fp->url = strdup(pc->membership);
         fp->key = strdup(pc->membership_key);
         fp->pending_key = ch__fleet_pending_key(pc->membership_key);
-        fp->record_key = prefix != NULL ? join(prefix, r->id) : NULL;
-        free(prefix);
+        fp->record_key = record_key_of(pc->membership_key, fp->rec.id);
+        char *lost = ch__fleet_lost_prefix(pc->membership_key);
+        char *members = ch__fleet_members_prefix(pc->membership_key);
+        fp->lost_key = lost != NULL ? record_key_of_prefix(lost, fp->rec.id) : NULL;
+        fp->member_key = members != NULL ? record_key_of_prefix(members, fp->rec.id) : NULL;
+        free(lost);
+        free(members);
         fp->etcd = px_etcd_new(m->loop, pc->membership_endpoint);
-        if (fp->name == NULL || fp->endpoint == NULL || fp->url == NULL || fp->key == NULL || fp->pending_key == NULL ||
-            fp->record_key == NULL || fp->etcd == NULL) {
+        if (fp->name == NULL || fp->endpoint == NULL || fp->url == NULL || fp->key == NULL ||
+            fp->pending_key == NULL || fp->record_key == NULL || fp->lost_key == NULL ||
+            fp->member_key == NULL || fp->etcd == NULL) {
             rc = -1;
             continue;
         }
+        publish(fp); /* the workers start with the fence the start proved (or none) */
         watch_start(fp);
-        keepalive_cb(&fp->keepalive); /* the grant */
+        if (fp->lease == 0)
+            keepalive_cb(&fp->keepalive); /* the grant the start could not get */
+        else
+            record_put(fp); /* the record with what the pool serves */
         uint64_t every = (uint64_t)f->ttl_s * 1000u / 3u;
         uv_timer_start(&fp->keepalive, keepalive_cb, every, every);
     }
@@ -863,15 +1310,11 @@ void px_fleet_stop(px_ctl *m)
             px_reload_abort(m, fp->held);
             fp->held = NULL;
         }
-        if (fp->lease != 0) { /* the record goes now, not a TTL later */
-            char body[64], why[200];
-            size_t len;
-            snprintf(body, sizeof(body), "{\"ID\":\"%lld\"}", (long long)fp->lease);
-            char *ans = px_etcd_post_sync(fp->endpoint, "/v3/lease/revoke", body, 1000, &len, why, sizeof(why));
-            free(ans);
-        }
+        lease_revoke(fp->endpoint, fp->lease); /* the record and the member note go now */
+        lease_revoke(fp->endpoint, fp->member_lease);
         px_etcd_free(fp->etcd);
-        uv_timer_t *timers[] = {&fp->retry, &fp->keepalive, &fp->hold, &fp->warm_end};
+        uv_timer_t *timers[] = {&fp->retry, &fp->keepalive, &fp->hold, &fp->warm_end,
+                                &fp->lapse};
         for (size_t k = 0; k < sizeof(timers) / sizeof(timers[0]); k++) {
             f->closing++;
             uv_close((uv_handle_t *)timers[k], timer_closed);
@@ -882,6 +1325,8 @@ void px_fleet_stop(px_ctl *m)
         free(fp->key);
         free(fp->pending_key);
         free(fp->record_key);
+        free(fp->lost_key);
+        free(fp->member_key);
         free(fp->hold_doc);
     }
     if (f->closing == 0) {
@@ -902,6 +1347,10 @@ bool px_fleet_stats_get(const px_ctl *m, size_t i, px_fleet_stats *out)
         out->seen_epoch = fp->rec.seen_epoch;
         out->prepared = fp->rec.prepared;
         out->etcd_up = fp->watching && fp->lease != 0 && !fp->etcd_warned;
+        out->fenced = fp->st.fenced || uv_hrtime() >=
+                                           __atomic_load_n(&m->pools[i].current_until_ns,
+                                                           __ATOMIC_RELAXED);
+        out->serve_fenced = m->pools[i].conf->membership_fenced == CH_CONF_FENCED_SERVE;
         return true;
     }
     return false;

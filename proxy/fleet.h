@@ -19,17 +19,22 @@ typedef struct px_fleet_options {
 /* What the first read found, per pool of the file (px_fleet_start stores it). */
 typedef struct px_fleet_boot px_fleet_boot;
 
-/* Before px_ctl_init: reads each pool's membership document from etcd (blocking, a few seconds
- * at most) and applies it to cfg's pool. A pool whose etcd cannot be read, or whose document is
- * refused, serves its file servers if it has any (logged), else the start fails. Returns 0 and
- * *boot (NULL when no pool names etcd), or -1 (logged). */
-int px_fleet_bootstrap(ch_config *cfg, px_log *log, px_fleet_boot **boot);
+/* Before px_ctl_init: per pool in etcd, registers the instance (a lease, its record under it)
+ * and then reads the pool's membership document and applies it to cfg's pool (blocking, at
+ * most FIRST_READ_MS per request), so the pool starts current (docs/FLEET.md, "Fencing"). A
+ * pool whose etcd cannot be read, or whose document is refused, starts fenced: it refuses its
+ * requests until etcd answers (with "membership_fenced: serve", it serves its file servers
+ * meanwhile); one without file servers fails the start. Returns 0 and *boot (NULL when no pool
+ * names etcd), or -1 (logged). */
+int px_fleet_bootstrap(ch_config *cfg, px_log *log, const px_fleet_options *opt,
+                       px_fleet_boot **boot);
 
+/* Revokes the leases not taken over (their records go at once) and frees boot. */
 void px_fleet_boot_free(px_fleet_boot *boot);
 
-/* After px_ctl_init: hands boot's documents to m's pools and starts each pool's watch, lease and
- * record; takes boot over. 0, or -1 (logged). */
-int px_fleet_start(px_ctl *m, px_fleet_boot *boot, const px_fleet_options *opt);
+/* After px_ctl_init: hands boot's documents, leases and fences to m's pools and starts each
+ * pool's watch, keepalive and record; takes boot over. 0, or -1 (logged). */
+int px_fleet_start(px_ctl *m, px_fleet_boot *boot);
 
 /* At shutdown, before the workers stop: drops a prepared change, revokes the lease (so the
  * record goes at once; bounded), stops every request and timer. */
@@ -39,6 +44,9 @@ void px_fleet_stop(px_ctl *m);
 typedef struct px_fleet_stats {
     int64_t epoch, seen_epoch, prepared;
     bool etcd_up;               /* the watch is established and the lease alive */
+    bool fenced;                /* the membership cannot be proven current (docs/FLEET.md) */
+    bool serve_fenced;          /* "membership_fenced: serve": it serves even so */
+    uint64_t fences;            /* times it became fenced after having been current */
     bool held_down;             /* a document that removes servers waits (flap damping) */
     uint64_t applied;           /* documents applied */
     uint64_t refused_invalid;   /* refused: it does not parse or cannot be built */

@@ -471,7 +471,7 @@ int main(int argc, char **argv)
         PX_LOG(&px, PX_LOG_NOTICE, "no memory budget (--max-memory 0)");
     int status = 0;
     px_fleet_boot *boot = NULL;
-    if (px_fleet_bootstrap(cfg, &px.log, &boot) != 0) {
+    if (px_fleet_bootstrap(cfg, &px.log, &fleet, &boot) != 0) {
         PX_LOG(&px, PX_LOG_ERR, "cannot start: see the errors above");
         ch_config_free(cfg);
         status = 1;
@@ -479,7 +479,7 @@ int main(int argc, char **argv)
         px_fleet_boot_free(boot);
         PX_LOG(&px, PX_LOG_ERR, "cannot start: see the errors above");
         status = 1;
-    } else if (px_fleet_start(&px, boot, &fleet) != 0) { /* takes boot over */
+    } else if (px_fleet_start(&px, boot) != 0) { /* takes boot over */
         PX_LOG(&px, PX_LOG_ERR, "cannot start: see the errors above");
         status = 1;
     } else {

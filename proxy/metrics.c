@@ -127,6 +127,7 @@ PV(pv_fragments, s->stats.fragments)
 PV(pv_nservers, p->nservers)
 PV(pv_fail_open, PX_ATOMIC_LOAD(p->health->fail_open))
 PV(pv_mem_refused, s->m.mem_refused)
+PV(pv_fence_refused, s->m.fence_refused)
 PV(pv_warm_left, p->prev != NULL ? px_warm_times_left(&p->warm, uv_hrtime() / 1000000u) : 0)
 #define X(f) PV(pv_##f, s->m.warm.f)
 PX_WARM_SUMS
@@ -154,6 +155,10 @@ static const struct {
     {"chash_proxy_memory_refusals_total", "counter",
      "Requests refused because the process held more than its memory budget (--max-memory).",
      pv_mem_refused},
+    {"chash_proxy_fenced_requests_total", "counter",
+     "Requests refused because the pool's membership could not be proven current (etcd "
+     "unreachable or the lease lapsed; docs/FLEET.md, \"Fencing\").",
+     pv_fence_refused},
     {"chash_proxy_warm_up_left_milliseconds", "gauge",
      "Time left of the window after a membership change (ramp and warm-up; 0: none).",
      pv_warm_left},
@@ -205,6 +210,13 @@ static int fleet_families(const px_ctl *m, px_buf *b)
          "Removals withdrawn within the hold-down: no change made.", false},
         {"chash_proxy_fleet_watch_restarts_total", "counter",
          "Times the watch was lost and started again.", false},
+        {"chash_proxy_fleet_fenced", "gauge",
+         "1 while the membership cannot be proven current (docs/FLEET.md, Fencing).", false},
+        {"chash_proxy_fleet_fences_total", "counter",
+         "Times the pool became fenced after having been current.", false},
+        {"chash_proxy_fleet_serve_fenced", "gauge",
+         "1 when the pool serves while fenced (membership_fenced: serve), 0 when it refuses.",
+         false},
     };
     int rc = 0;
     bool any = false;
@@ -226,7 +238,7 @@ static int fleet_families(const px_ctl *m, px_buf *b)
             }
             uint64_t v[] = {(uint64_t)fs.epoch, (uint64_t)fs.seen_epoch, (uint64_t)fs.prepared,
                             fs.etcd_up, fs.held_down, fs.applied, 0, fs.damped,
-                            fs.watch_restarts};
+                            fs.watch_restarts, fs.fenced, fs.fences, fs.serve_fenced};
             rc |= series(b, fams[f].name, name, NULL, NULL);
             rc |= px_buf_printf(b, "%llu\n", U(v[f]));
         }
@@ -404,6 +416,17 @@ int px_metrics_info(px_worker *px, px_buf *b)
         rc |= px_buf_append(b, "pool_", 5);
         rc |= info_name(b, pool->conf->name);
         rc |= px_buf_printf(b, "_warm_up_left_ms:%llu\r\n", U(left));
+        if (pool->conf->membership != NULL) { /* docs/FLEET.md, "Fencing" */
+            bool fenced = uv_hrtime() >= PX_ATOMIC_LOAD(pool->shared->current_until_ns);
+            rc |= px_buf_append(b, "pool_", 5);
+            rc |= info_name(b, pool->conf->name);
+            rc |= px_buf_printf(b, "_fleet_fenced:%d\r\n", fenced ? 1 : 0);
+            rc |= px_buf_append(b, "pool_", 5);
+            rc |= info_name(b, pool->conf->name);
+            rc |= px_buf_printf(b, "_fleet_membership_fenced:%s\r\n",
+                                pool->conf->membership_fenced == CH_CONF_FENCED_SERVE ? "serve"
+                                                                                      : "error");
+        }
 #define X(f)                                                                                      \
     rc |= px_buf_append(b, "pool_", 5);                                                           \
     rc |= info_name(b, pool->conf->name);                                                         \

@@ -82,7 +82,19 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
     sp->conf = pc;
     sp->cref = cref;
     px_conf_ref(cref);
+    sp->current_until_ns = pc->membership != NULL ? 0 : UINT64_MAX; /* fleet.c proves it */
+    sp->fence_why = PX_FENCE_UNREAD;
     return 0;
+}
+
+const char *px_fence_text(px_fence_why why)
+{
+    switch (why) {
+    case PX_FENCE_LEASE: return "membership lease lost (etcd unreachable)";
+    case PX_FENCE_RESYNC: return "membership lease lost; reading etcd again";
+    case PX_FENCE_WATCH: return "etcd watch lost while a membership change is pending";
+    default: return "membership not read from etcd yet (etcd unreachable)";
+    }
 }
 
 void px_shared_pool_clear(px_shared_pool *sp)

@@ -82,8 +82,30 @@ typedef struct px_shared_pool {
     char *doc;
     size_t doclen;
     int64_t epoch;
+    /* Fencing (docs/FLEET.md, "Fencing"): the membership is proven current until
+     * current_until_ns (uv_hrtime; UINT64_MAX for a pool not in etcd), and fence_why says why
+     * it is not once that has passed. fleet.c moves both on the control thread; each worker
+     * compares the deadline with its own clock, read after the request's bytes arrived, before
+     * it sends a request anywhere (px_pool_fenced), so a worker fences at the deadline even
+     * when the control thread is stalled or the process was stopped. Relaxed atomics: a stale
+     * read of a deadline is still a deadline the lease proved. Neither is touched by a reload
+     * (px_shared_pool_clear). */
+    uint64_t current_until_ns;
+    uint8_t fence_why; /* px_fence_why */
     uint64_t clients;           /* client connections open, all workers (atomic) */
 } px_shared_pool;
+
+/* Why a pool in etcd cannot prove its membership current, for its error reply. */
+typedef enum px_fence_why {
+    PX_FENCE_UNREAD = 0, /* etcd has not been read since the start */
+    PX_FENCE_LEASE,      /* the lease lapsed: etcd unreachable, or the process paused past it */
+    PX_FENCE_RESYNC,     /* registered again: etcd is being read */
+    PX_FENCE_WATCH,      /* a prepared change is pending and the watch that brings its commit
+                            is down */
+} px_fence_why;
+
+/* The error text of a fenced pool (docs/FLEET.md), without the pool's name. */
+const char *px_fence_text(px_fence_why why);
 
 /* The shared state of pool pc: its membership, health and servers in membership order; holds a
  * reference to cref. Returns 0, or -1 with the reason in why. */
@@ -144,5 +166,14 @@ typedef struct px_pool {
 
 /* A worker pool's settings from its conf: depth, timeout, limits, password (start and reload). */
 void px_pool_configure(px_pool *pool);
+
+/* Whether pool must refuse a request that came in at now_ns (uv_hrtime): its membership is not
+ * proven current and the pool does not choose to serve anyway ("membership_fenced: serve").
+ * Cost: one relaxed atomic load and two compares. */
+static inline bool px_pool_fenced(const px_pool *pool, uint64_t now_ns)
+{
+    return now_ns >= PX_ATOMIC_LOAD(pool->shared->current_until_ns) &&
+           pool->conf->membership_fenced != CH_CONF_FENCED_SERVE;
+}
 
 #endif /* CHASH_PROXY_POOL_H */

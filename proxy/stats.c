@@ -76,11 +76,13 @@ int px_stats_json(px_ctl *m, px_buf *b)
                                 "\"fleet_prepared\":%lld, \"fleet_etcd_up\":%d, "
                                 "\"fleet_held_down\":%d, \"fleet_applied\":%llu, "
                                 "\"fleet_refused_invalid\":%llu, \"fleet_refused_stale\":%llu, "
-                                "\"fleet_damped\":%llu, \"fleet_watch_restarts\":%llu",
+                                "\"fleet_damped\":%llu, \"fleet_watch_restarts\":%llu, "
+                                "\"fleet_fenced\":%d, \"fleet_fences\":%llu",
                                 (long long)fs.epoch, (long long)fs.seen_epoch,
                                 (long long)fs.prepared, fs.etcd_up ? 1 : 0, fs.held_down ? 1 : 0,
                                 U(fs.applied), U(fs.refused_invalid), U(fs.refused_stale),
-                                U(fs.damped), U(fs.watch_restarts));
+                                U(fs.damped), U(fs.watch_restarts), fs.fenced ? 1 : 0,
+                                U(fs.fences));
         /* nutcracker's server order, whatever the membership's */
         const ch_conf_pool *pc = pool->conf;
         for (size_t k = 0; k < pc->nservers; k++) {

@@ -151,6 +151,7 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS };
     /* fleet membership (docs/FLEET.md) */                                                   \
     X(MEMBERSHIP, membership, K_STR, "an etcd://host:port/key URL")                         \
     X(MEMBERSHIP_HOLD_DOWN, membership_hold_down, K_INT, "an integer")                      \
+    X(MEMBERSHIP_FENCED, membership_fenced, K_STR, "error or serve")                        \
     X(EPOCH, epoch, K_STR, "an integer >= 1")
 
 enum key_id {
@@ -808,6 +809,18 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
     }
     case KEY_MEMBERSHIP:
         return load_membership(ld, p, v, len);
+    case KEY_MEMBERSHIP_FENCED:
+        if (len == 5 && memcmp(v, "error", 5) == 0)
+            p->membership_fenced = CH_CONF_FENCED_ERROR;
+        else if (len == 5 && memcmp(v, "serve", 5) == 0)
+            p->membership_fenced = CH_CONF_FENCED_SERVE;
+        else
+            return fail(ld, m,
+                        "expected error (refuse requests while the membership cannot be proven "
+                        "current: the default) or serve (answer from it anyway) for "
+                        "\"membership_fenced\", got \"%s\"",
+                        ch__conf_quote(q, sizeof q, v, len));
+        return CH_OK;
     case KEY_EPOCH: {
         int64_t ep = 0;
         for (size_t i = 0; i < len && ep >= 0; i++)
@@ -1091,6 +1104,9 @@ static int load_body(loader *ld, ch_conf_pool *p, yaml_mark_t pm)
     if ((st.seen & (UINT64_C(1) << KEY_MEMBERSHIP_HOLD_DOWN)) != 0 && p->membership == NULL)
         return fail(ld, st.mark[KEY_MEMBERSHIP_HOLD_DOWN],
                     "\"membership_hold_down\" needs \"membership\"");
+    if ((st.seen & (UINT64_C(1) << KEY_MEMBERSHIP_FENCED)) != 0 && p->membership == NULL)
+        return fail(ld, st.mark[KEY_MEMBERSHIP_FENCED],
+                    "\"membership_fenced\" needs \"membership\"");
     if (p->nservers > 0 && (rc = twemproxy_order(p)) != CH_OK)
         return nomem(ld);
     p->has_auto_eject_hosts = st.seen & (UINT64_C(1) << KEY_AUTO_EJECT_HOSTS);

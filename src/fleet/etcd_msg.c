@@ -8,28 +8,41 @@
 #include <openssl/evp.h>
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -1)
 
-char *ch__fleet_pending_key(const char *key)
+/* key followed by tail, malloc'd. */
+static char *key_with(const char *key, const char *tail)
 {
-    size_t n = strlen(key) + sizeof("/pending");
+    size_t n = strlen(key) + strlen(tail) + 1;
     char *s = malloc(n);
     if (s != NULL)
-        snprintf(s, n, "%s/pending", key);
+        snprintf(s, n, "%s%s", key, tail);
     return s;
+}
+
+char *ch__fleet_pending_key(const char *key)
+{
+    return key_with(key, "/pending");
 }
 
 char *ch__fleet_instances_prefix(const char *key)
 {
-    size_t n = strlen(key) + sizeof("/instances/");
-    char *s = malloc(n);
-    if (s != NULL)
-        snprintf(s, n, "%s/instances/", key);
-    return s;
+    return key_with(key, "/instances/");
+}
+
+char *ch__fleet_lost_prefix(const char *key)
+{
+    return key_with(key, "/lost/");
+}
+
+char *ch__fleet_members_prefix(const char *key)
+{
+    return key_with(key, "/members/");
 }
 
 /* ---- base64 and numbers ------------------------------------------------------------------------ */
@@ -168,21 +181,32 @@ char *ch__etcd_keepalive_body(int64_t lease)
 
 char *ch__etcd_txn_body(const char *cmp_key, int64_t mod_rev, const ch__etcd_op *ops, size_t n)
 {
-    json_t *o = json_object(), *cmp = json_object(), *cmps = json_array(), *succ = json_array();
-    bool ok = o != NULL && cmp != NULL && cmps != NULL && succ != NULL &&
-              set_b64(cmp, "key", cmp_key, strlen(cmp_key)) &&
-              json_object_set_new(cmp, "target", json_string(mod_rev != 0 ? "MOD" : "CREATE")) == 0 &&
-              json_object_set_new(cmp, "result", json_string("EQUAL")) == 0 &&
-              json_object_set_new(cmp, mod_rev != 0 ? "mod_revision" : "create_revision",
-                                  jint(mod_rev)) == 0;
-    if (ok) {
-        ok = json_array_append_new(cmps, cmp) == 0;
-        cmp = NULL;
+    ch__etcd_cmp cmp = {cmp_key, mod_rev};
+    return ch__etcd_txn_body_n(&cmp, 1, ops, n);
+}
+
+char *ch__etcd_txn_body_n(const ch__etcd_cmp *cmp, size_t ncmp, const ch__etcd_op *ops, size_t n)
+{
+    json_t *o = json_object(), *cmps = json_array(), *succ = json_array();
+    bool ok = o != NULL && cmps != NULL && succ != NULL;
+    for (size_t i = 0; ok && i < ncmp; i++) {
+        json_t *c = json_object();
+        int64_t rev = cmp[i].mod_rev;
+        ok = c != NULL && set_b64(c, "key", cmp[i].key, strlen(cmp[i].key)) &&
+             json_object_set_new(c, "target", json_string(rev != 0 ? "MOD" : "CREATE")) == 0 &&
+             json_object_set_new(c, "result", json_string("EQUAL")) == 0 &&
+             json_object_set_new(c, rev != 0 ? "mod_revision" : "create_revision", jint(rev)) == 0;
+        if (ok)
+            ok = json_array_append_new(cmps, c) == 0;
+        else
+            json_decref(c);
     }
     for (size_t i = 0; ok && i < n; i++) {
         json_t *req = json_object(), *wrap = json_object();
         ok = req != NULL && wrap != NULL && set_b64(req, "key", ops[i].key, strlen(ops[i].key)) &&
              (ops[i].value == NULL || set_b64(req, "value", ops[i].value, ops[i].len)) &&
+             (ops[i].value == NULL || ops[i].lease == 0 ||
+              json_object_set_new(req, "lease", jint(ops[i].lease)) == 0) &&
              json_object_set_new(wrap, ops[i].value != NULL ? "request_put" : "request_delete_range",
                                  req) == 0;
         if (!ok)
@@ -192,7 +216,6 @@ char *ch__etcd_txn_body(const char *cmp_key, int64_t mod_rev, const ch__etcd_op 
         else
             json_decref(wrap);
     }
-    json_decref(cmp);
     if (ok)
         ok = json_object_set_new(o, "compare", cmps) == 0 && json_object_set_new(o, "success", succ) == 0;
     else {
@@ -380,43 +403,108 @@ int ch__etcd_parse_watch(const char *json, size_t len, ch__etcd_watch_msg *m, ch
 /* ---- the instance record ------------------------------------------------------------------------ */
 
 /* X(field, kind): S a char array, I an int64. The one list of the record's fields. */
-#define RECORD_FIELDS(X)                                                                    \
-    X(id, S) X(kind, S) X(pool, S) X(host, S) X(pid, I) X(epoch, I) X(since_unix_ms, I)     \
-    X(membership, S) X(servers, I) X(seen_epoch, I) X(refused, S) X(prepared, I)            \
-    X(prepare_failed, I) X(prepare_error, S) X(warm_up, S) X(warm_up_until_unix_ms, I)      \
-    X(swapped_unix_us, I)
+/* A flat JSON object of strings and integers, described field by field: the instance record
+ * and the lost-instance note are two tables of these. */
+typedef struct field {
+    const char *name;
+    bool str;        /* a char array of size bytes, else an int64_t */
+    size_t off, size;
+} field;
+#define F_S(type, f) {#f, true, offsetof(type, f), sizeof(((type *)0)->f)}
+#define F_I(type, f) {#f, false, offsetof(type, f), sizeof(int64_t)}
 
-char *ch__fleet_record_json(const ch__fleet_record *r)
+static char *fields_json(const void *r, const field *fs, size_t n)
 {
     json_t *o = json_object();
     bool ok = o != NULL;
-#define PUT_S(f) ok = ok && json_object_set_new(o, #f, json_string(r->f)) == 0;
-#define PUT_I(f) ok = ok && json_object_set_new(o, #f, json_integer(r->f)) == 0;
-#define PUT(f, k) PUT_##k(f)
-    RECORD_FIELDS(PUT)
-#undef PUT
-#undef PUT_I
-#undef PUT_S
+    for (size_t i = 0; ok && i < n; i++) {
+        const char *p = (const char *)r + fs[i].off;
+        int64_t v = 0;
+        if (!fs[i].str)
+            memcpy(&v, p, sizeof(v));
+        ok = json_object_set_new(o, fs[i].name, fs[i].str ? json_string(p) : json_integer(v)) == 0;
+    }
     return dump(o, ok);
+}
+
+/* Fills r (zeroed first) from json; the first field (an id) must be there. */
+static int fields_parse(const char *json, size_t len, void *r, size_t rsize, const field *fs,
+                        size_t n, const char *what, char *why, size_t whylen)
+{
+    json_t *o;
+    memset(r, 0, rsize);
+    if (parse(json, len, &o, why, whylen) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        char *p = (char *)r + fs[i].off;
+        const json_t *v = json_object_get(o, fs[i].name);
+        if (fs[i].str && json_is_string(v)) {
+            snprintf(p, fs[i].size, "%s", json_string_value(v));
+        } else if (!fs[i].str) {
+            int64_t x = get_int(o, fs[i].name);
+            memcpy(p, &x, sizeof(x));
+        }
+    }
+    json_decref(o);
+    return *(const char *)((char *)r + fs[0].off) != '\0' ? 0 : WHY("%s without an id", what);
+}
+
+static const field record_fields[] = {
+    F_S(ch__fleet_record, id), F_S(ch__fleet_record, kind), F_S(ch__fleet_record, pool),
+    F_S(ch__fleet_record, host), F_I(ch__fleet_record, pid), F_I(ch__fleet_record, epoch),
+    F_I(ch__fleet_record, since_unix_ms), F_S(ch__fleet_record, membership),
+    F_I(ch__fleet_record, servers), F_I(ch__fleet_record, seen_epoch),
+    F_S(ch__fleet_record, refused), F_I(ch__fleet_record, prepared),
+    F_I(ch__fleet_record, prepare_failed), F_S(ch__fleet_record, prepare_error),
+    F_S(ch__fleet_record, warm_up), F_I(ch__fleet_record, warm_up_until_unix_ms),
+    F_I(ch__fleet_record, swapped_unix_us), F_I(ch__fleet_record, fenced),
+    F_S(ch__fleet_record, on_fence),
+};
+
+static const field lost_fields[] = {
+    F_S(ch__fleet_lost, id), F_I(ch__fleet_lost, epoch), F_I(ch__fleet_lost, lost_unix_ms),
+    F_S(ch__fleet_lost, reason),
+};
+
+static const field member_fields[] = {
+    F_S(ch__fleet_member, id), F_S(ch__fleet_member, kind), F_S(ch__fleet_member, host),
+    F_I(ch__fleet_member, pid), F_I(ch__fleet_member, since_unix_ms),
+};
+
+#define NFIELDS(t) (sizeof(t) / sizeof((t)[0]))
+
+char *ch__fleet_record_json(const ch__fleet_record *r)
+{
+    return fields_json(r, record_fields, NFIELDS(record_fields));
 }
 
 int ch__fleet_record_parse(const char *json, size_t len, ch__fleet_record *r, char *why,
                            size_t whylen)
 {
-    json_t *o;
-    memset(r, 0, sizeof(*r));
-    if (parse(json, len, &o, why, whylen) != 0)
-        return -1;
-    const json_t *v;
-#define GET_S(f)                                                                            \
-    if (json_is_string(v = json_object_get(o, #f)))                                         \
-        snprintf(r->f, sizeof(r->f), "%s", json_string_value(v));
-#define GET_I(f) r->f = get_int(o, #f);
-#define GET(f, k) GET_##k(f)
-    RECORD_FIELDS(GET)
-#undef GET
-#undef GET_I
-#undef GET_S
-    json_decref(o);
-    return r->id[0] != '\0' ? 0 : WHY("an instance record without an id");
+    return fields_parse(json, len, r, sizeof(*r), record_fields, NFIELDS(record_fields),
+                        "an instance record", why, whylen);
+}
+
+char *ch__fleet_lost_json(const ch__fleet_lost *l)
+{
+    return fields_json(l, lost_fields, NFIELDS(lost_fields));
+}
+
+int ch__fleet_lost_parse(const char *json, size_t len, ch__fleet_lost *l, char *why,
+                         size_t whylen)
+{
+    return fields_parse(json, len, l, sizeof(*l), lost_fields, NFIELDS(lost_fields),
+                        "a lost-instance note", why, whylen);
+}
+
+char *ch__fleet_member_json(const ch__fleet_member *m)
+{
+    return fields_json(m, member_fields, NFIELDS(member_fields));
+}
+
+int ch__fleet_member_parse(const char *json, size_t len, ch__fleet_member *m, char *why,
+                           size_t whylen)
+{
+    return fields_parse(json, len, m, sizeof(*m), member_fields, NFIELDS(member_fields),
+                        "a member note", why, whylen);
 }

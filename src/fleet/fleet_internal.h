@@ -18,9 +18,17 @@
 
 /* ---- the keys of a pool (docs/FLEET.md, "What is stored where") ------------------------------ */
 
-/* "<key>/pending" and "<key>/instances/" (the prefix of the records), malloc'd. */
+/* "<key>/pending", "<key>/instances/" (the prefix of the records) and "<key>/lost/" (of the
+ * instances a commit went without), malloc'd. */
 char *ch__fleet_pending_key(const char *key);
 char *ch__fleet_instances_prefix(const char *key);
+char *ch__fleet_lost_prefix(const char *key);
+/* "<key>/members/": each instance's membership of the fleet, under a lease of a day it keeps
+ * alive, so that an instance whose record vanished (its short lease expired: it lost etcd, was
+ * stopped, or died) is still known to `chash fleet apply` and status as lost; revoked at a
+ * clean exit, removed by `chash fleet forget`. */
+char *ch__fleet_members_prefix(const char *key);
+#define CH_FLEET_MEMBER_TTL_S 86400
 
 /* ---- requests ---------------------------------------------------------------------------------- */
 
@@ -38,13 +46,20 @@ char *ch__etcd_grant_body(int ttl_s);
 char *ch__etcd_keepalive_body(int64_t lease);
 
 /* /v3/kv/txn: if cmp_key's mod_revision equals mod_rev (0: the key does not exist), do the ops
- * in order, each a put (value != NULL) or a delete (value NULL) of its key. */
+ * in order, each a put (value != NULL; under lease unless 0) or a delete (value NULL) of its
+ * key. ch__etcd_txn_body_n: if every compare holds. */
 typedef struct ch__etcd_op {
     const char *key;
     const void *value; /* NULL: delete */
     size_t len;
+    int64_t lease;
 } ch__etcd_op;
+typedef struct ch__etcd_cmp {
+    const char *key;
+    int64_t mod_rev; /* 0: the key does not exist */
+} ch__etcd_cmp;
 char *ch__etcd_txn_body(const char *cmp_key, int64_t mod_rev, const ch__etcd_op *ops, size_t n);
+char *ch__etcd_txn_body_n(const ch__etcd_cmp *cmp, size_t ncmp, const ch__etcd_op *ops, size_t n);
 
 /* ---- responses --------------------------------------------------------------------------------- */
 
@@ -113,7 +128,34 @@ typedef struct ch__fleet_record {
     char warm_up[8];         /* "off", "ramp" or "warm" */
     int64_t warm_up_until_unix_ms;
     int64_t swapped_unix_us; /* when it last swapped a membership in (its clock) */
+    int64_t fenced;          /* 1: it cannot prove its membership current (docs/FLEET.md) */
+    char on_fence[8];        /* what it does then: "error" (refuses) or "serve" */
 } ch__fleet_record;
+
+/* "<key>/lost/<id>": written by `chash fleet apply` in the commit of an epoch it committed
+ * without instance id (its lease had expired), under a lease of a day; deleted by the instance
+ * once it is current again. */
+typedef struct ch__fleet_lost {
+    char id[128];
+    int64_t epoch;           /* the epoch committed without it */
+    int64_t lost_unix_ms;    /* when apply saw its record gone */
+    char reason[400];
+} ch__fleet_lost;
+char *ch__fleet_lost_json(const ch__fleet_lost *l);
+
+/* "<key>/members/<id>". */
+typedef struct ch__fleet_member {
+    char id[128];
+    char kind[24];
+    char host[128];
+    int64_t pid;
+    int64_t since_unix_ms;   /* when it registered */
+} ch__fleet_member;
+char *ch__fleet_member_json(const ch__fleet_member *m);
+int ch__fleet_member_parse(const char *json, size_t len, ch__fleet_member *m, char *why,
+                           size_t whylen);
+int ch__fleet_lost_parse(const char *json, size_t len, ch__fleet_lost *l, char *why,
+                         size_t whylen);
 
 char *ch__fleet_record_json(const ch__fleet_record *r);
 int ch__fleet_record_parse(const char *json, size_t len, ch__fleet_record *r, char *why,

@@ -11,8 +11,13 @@ prepare), to fail its prepare, or to freeze (never react at all).
 
 What `chash fleet apply` did is read back from etcd's own revision history (a range at a
 revision), not from what chash prints: the commit is one revision C at which K holds the
-document with epoch E == K/pending's revision, K/pending is gone, and at C - 1 every instance
-record already said prepared == E while K still held the old document. Checked too: an abort on
+document with epoch E == K/pending's "epoch", K/pending is gone, and at C - 1 every instance
+record already said prepared == E while K still held the old document. E is above every epoch
+committed, served or seen, and above etcd's revision when proposed: after a document with an
+explicit epoch far above the revisions (docs/FLEET.md's recovery for an etcd restarted empty),
+apply still wins (issue 24). An instance whose record vanishes mid-apply (its lease revoked, as
+a lapse would) is committed without once it has been gone LOST_MARGIN_MS: exit 3, the JSON's
+committed_without names it, a K/lost/<id> note is in the commit, and status lists it as lost. Checked too: an abort on
 a stalled instance within the timeout, on SIGINT, and on a failed prepare (naming the instance and its
 error) leaves K untouched and K/pending gone; a second apply while one is pending is refused
 with the pending epoch; `chash fleet abort`; status's instances and skew against the records;
@@ -85,15 +90,16 @@ class Instance(threading.Thread):
         k, k_rev = self.etcd.get(KEY)
         p, p_rev = self.etcd.get(KEY + "/pending")
         if p is not None and self.mode != "frozen":
-            if self.pending_seen is None or self.pending_seen[0] != p_rev:
-                self.pending_seen = (p_rev, time.monotonic())
-            if self.mode == "fail" and self.rec["prepare_failed"] != p_rev:
-                self.rec.update(prepare_failed=p_rev, prepare_error=self.FAIL_REASON)
+            # a pending change's epoch: its "epoch", else its revision (docs/FLEET.md)
+            p_epoch = json.loads(p).get("epoch", p_rev)
+            if self.pending_seen is None or self.pending_seen[0] != p_epoch:
+                self.pending_seen = (p_epoch, time.monotonic())
+            if self.mode == "fail" and self.rec["prepare_failed"] != p_epoch:
+                self.rec.update(prepare_failed=p_epoch, prepare_error=self.FAIL_REASON)
                 self.put_record()
-            elif (self.mode in ("ok", "refuse") and self.rec["prepared"] != p_rev and
+            elif (self.mode in ("ok", "refuse") and self.rec["prepared"] != p_epoch and
                   time.monotonic() - self.pending_seen[1] >= self.delay):
-                json.loads(p)  # "builds" it: a document that does not parse would fail here
-                self.rec.update(prepared=p_rev)
+                self.rec.update(prepared=p_epoch)
                 self.put_record()
         if k is not None and self.mode != "frozen":
             doc = json.loads(k)
@@ -244,13 +250,17 @@ def main():
             fail("apply without instances should say so: %r" % out)
         val, c_rev = etcd.get(KEY)
         e1 = json.loads(val)["epoch"]
-        hist = at(etcd, KEY + "/pending", e1)
-        if hist.get(KEY + "/pending", (None, 0))[1] != e1:
-            fail("epoch %d is not the revision of K/pending's write: %r" % (e1, hist))
+        hist = at(etcd, KEY + "/pending", c_rev - 1)
+        if KEY + "/pending" not in hist:
+            fail("no K/pending the revision before the commit: %r" % hist)
+        p_val, p_rev = hist[KEY + "/pending"]
         if json.loads(val) != expected_doc(s1, "v1", e1):
             fail("committed document: %r" % val)
-        if json.loads(hist[KEY + "/pending"][0]) != expected_doc(s1, "v1"):
-            fail("proposed document: %r" % hist[KEY + "/pending"][0])
+        if json.loads(p_val) != expected_doc(s1, "v1", e1):
+            fail("proposed document: %r" % p_val)
+        if not 0 < e1 <= p_rev:  # above the revision read before proposing: at most its own
+            fail("epoch %d of a first apply on an empty key, proposed at revision %d" %
+                 (e1, p_rev))
         log("no instances: epoch %d committed at once" % e1)
 
         # ---- three instances; the commit waits for the slowest prepare ----------------------
@@ -273,8 +283,11 @@ def main():
         if before.get(KEY) != (old_val, old_rev):
             fail("K changed before the commit revision %d: %r" % (c_rev, before))
         pend = at(etcd, KEY + "/pending", c_rev - 1)
-        if pend.get(KEY + "/pending", (None, 0))[1] != e2:
+        if KEY + "/pending" not in pend or \
+                json.loads(pend[KEY + "/pending"][0]).get("epoch") != e2:
             fail("at %d K/pending was not epoch %d: %r" % (c_rev - 1, e2, pend))
+        if e2 <= e1:
+            fail("epoch %d proposed after %d" % (e2, e1))
         recs_before = at(etcd, KEY + "/instances/", c_rev - 1, prefix=True)
         prepared = {json.loads(v)["id"]: json.loads(v)["prepared"] for v, _ in recs_before.values()}
         if prepared != {"a": e2, "b": e2, "c": e2}:
@@ -420,6 +433,66 @@ def main():
                 or res.get("epoch") != e3 or e3 <= e2:
             fail("a refused commit: want %r; got %r / %r" % (want, err, res))
         log("a refused commit: exit 1 naming the instance, epoch %d in K" % e3)
+        for i in [x for x in instances if x.iid == "picky"]:
+            i.stop()
+            instances.remove(i)
+
+        # ---- an explicit epoch far above the revisions: the next apply still wins -------------
+        etcd.put(KEY, json.dumps(expected_doc(s2, "v2", 1000)))
+        wait_all(etcd, lambda r: set(r) == {"a", "b", "c"} and
+                 all(x["epoch"] == 1000 for x in r.values()), "instances on epoch 1000")
+        if etcd.revision() >= 1000:
+            fail("the test needs etcd's revision below 1000 (it is %d)" % etcd.revision())
+        out, _, _ = run(chash, ["fleet", "apply", v3, "--json"], 0)
+        res = json.loads(out)
+        if res.get("epoch") != 1001 or json.loads(etcd.get(KEY)[0]).get("epoch") != 1001:
+            fail("apply after an explicit epoch 1000: want epoch 1001, got %r" % res)
+        log("an explicit epoch 1000, then apply: epoch 1001 committed")
+
+        # ---- an instance lost mid-apply: committed without it, exit 3, noted and shown -------
+        gone = start("gone", mode="stall")
+        wait_all(etcd, lambda r: "gone" in r, "gone registered")
+        p = subprocess.Popen([chash, "fleet", "apply", v2, "--json", "--timeout", "30000"],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=sanitizer_env())
+        try:
+            deadline = time.monotonic() + 15
+            while etcd.get(KEY + "/pending")[0] is None:
+                if time.monotonic() > deadline or p.poll() is not None:
+                    fail("apply did not propose within 15 s (exit %r)" % p.poll())
+                time.sleep(0.02)
+            wait_all(etcd, lambda r: all(r[i]["prepared"] > 1001 for i in "abc"),
+                     "a, b, c prepared; gone stalls")
+            if etcd.get(KEY + "/pending")[0] is None:
+                fail("apply committed while a live instance had not prepared")
+            gone.stop()      # its lease revoked: its record vanishes, as when the lease expires
+            instances.remove(gone)
+            out, err = p.communicate(timeout=30)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        res = json.loads(out.decode() or "{}")
+        val, c_rev = etcd.get(KEY)
+        e4 = json.loads(val)["epoch"]
+        if p.returncode != 3 or res.get("epoch") != e4 or \
+                [x["id"] for x in res.get("committed_without", [])] != ["gone"] or \
+                "lease expired" not in res["committed_without"][0]["reason"]:
+            fail("apply with an instance lost: exit %d, %r %r" % (p.returncode, out, err))
+        note, note_rev = etcd.get(KEY + "/lost/gone")
+        if note is None or note_rev != c_rev or json.loads(note)["epoch"] != e4:
+            fail("no K/lost/gone note in the commit (revision %d): %r at %d" %
+                 (c_rev, note, note_rev))
+        if "gone" in {json.loads(v)["id"] for v, _ in
+                      at(etcd, KEY + "/instances/", c_rev - 1, prefix=True).values()}:
+            fail("committed while gone's record was still there")
+        out, _, _ = run(chash, ["fleet", "status", "--etcd", url, "--json"], 0)
+        lost = json.loads(out)["lost"]
+        if [(x["id"], x["epoch"], x["registered"]) for x in lost] != [("gone", e4, False)]:
+            fail("status's lost instances: %r" % lost)
+        out, _, _ = run(chash, ["fleet", "status", "--etcd", url], 0)
+        if "lost       gone: epoch %d was committed without it" % e4 not in out:
+            fail("status's text does not show the lost instance:\n%s" % out)
+        log("an instance lost mid-apply: committed without it (exit 3), noted in K/lost/gone")
     finally:
         for i in instances:
             i.stop_ev.set()

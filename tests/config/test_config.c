@@ -970,12 +970,13 @@ static void test_membership_doc(void **state)
     (void)state;
     ch_config *cfg = text_ok("a:\n  listen: 127.0.0.1:1\n  redis: true\n  timeout: 77\n"
                              "  membership: etcd://127.0.0.1:2379/chash/pools/a\n"
-                             "  membership_hold_down: 250\n");
+                             "  membership_hold_down: 250\n  membership_fenced: serve\n");
     ch_conf_pool *p = &cfg->pools[0];
     assert_int_equal(p->nservers, 0);
     assert_string_equal(p->membership_endpoint, "127.0.0.1:2379");
     assert_string_equal(p->membership_key, "/chash/pools/a");
     assert_int_equal(p->membership_hold_down_ms, 250);
+    assert_int_equal(p->membership_fenced, CH_CONF_FENCED_SERVE);
 
     int64_t epoch = -1;
     ch_config_error err;
@@ -1043,6 +1044,12 @@ static void test_membership_doc(void **state)
          "f.yml:4:3: \"epoch\" belongs in a membership document (docs/FLEET.md), not in a pool"},
         {"a:\n  servers:\n    - 127.0.0.1:1:1\n  membership_hold_down: 3\n",
          "f.yml:4:3: \"membership_hold_down\" needs \"membership\""},
+        {"a:\n  servers:\n    - 127.0.0.1:1:1\n  membership_fenced: error\n",
+         "f.yml:4:3: \"membership_fenced\" needs \"membership\""},
+        {"a:\n  membership: etcd://127.0.0.1:2379/k\n  membership_fenced: stale\n",
+         "f.yml:3:22: expected error (refuse requests while the membership cannot be proven "
+         "current: the default) or serve (answer from it anyway) for \"membership_fenced\", got "
+         "\"stale\""},
         {"a:\n  membership: http://127.0.0.1:2379/k\n",
          "f.yml:2:15: expected an etcd://host:port/key URL for \"membership\", got "
          "\"http://127.0.0.1:2379/k\""},

@@ -25,15 +25,18 @@ no servers. Checked:
      hold-down by one bringing it back changes nothing (no "membership ... ->" line, same
      version, damped counted); a removal (of s2 and s3) not withdrawn is applied after the
      hold-down, not before.
-  6. etcd SIGKILLed: the proxies keep serving; etcd restarted on the same data dir and a change
-     written at once is applied by every proxy (the watch resumed from its revision).
-  7. etcd SIGSTOPped for longer than a keepalive answer: the proxies keep serving; after
-     SIGCONT a change is applied by every proxy.
+  6. etcd SIGKILLed and restarted on the same data dir: a change written at once is applied by
+     every proxy (the watch resumed from its revision, nothing replayed), and every proxy
+     serves again.
+  7. etcd SIGSTOPped past the lease (a partition that leaves the socket open): every proxy
+     fences itself, refusing requests with the documented error; after SIGCONT each registers
+     again, reads K, unfences (counted) and applies the change written then (docs/FLEET.md,
+     "Fencing"; tests/proxy/test_fencing.py has the faults one proxy at a time).
   8. A proxy SIGKILLed: its record vanishes (lease TTL 3 s) while the others' stay, and
      `chash fleet status` lists the two left, none behind.
-  9. Start with etcd down: a pool with file servers serves them and takes etcd's document once
-     etcd answers; a pool without servers refuses to start, naming the URL; a bad --fleet-ttl
-     or --fleet-id is refused with what it must be. Then etcd comes
+  9. Start with etcd down: a pool with file servers refuses its requests (they are not known
+     to be current) and takes etcd's document once etcd answers; a pool without servers refuses
+     to start, naming the URL; a bad --fleet-ttl or --fleet-id is refused with what it must be. Then etcd comes
      back without its data (revisions from 1 again): every proxy registers again, refuses the
      new low-revision document as stale, and applies one with an explicit higher epoch.
  10. SIGTERM: clean exit (no sanitizer report); the records go at once (lease revoked).
@@ -50,9 +53,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from proxyharness import (Proxy, Resp, chash_lookup, fail, free_ports, log,  # noqa: E402
-                          make_tmpdir, require_binary, require_programs, run_main, spawn,
-                          start_redises, tail, write_file)
+from proxyharness import (Proxy, Resp, RespError, chash_lookup, fail, free_ports,  # noqa: E402
+                          log, make_tmpdir, require_binary, require_programs, resp_call,
+                          run_main, sigstop, spawn, start_redises, tail, write_file)
 import etcd  # noqa: E402
 
 POOL = "alpha"
@@ -131,6 +134,26 @@ def fleet(chash, *args):
 
 def stats_field(proxy, name):
     return proxy.stats_json()[POOL].get(name)
+
+
+def fence_error(why):
+    return RespError("ERR chash-proxy: %s; not serving pool %s" % (why, POOL))
+
+
+LEASE_LOST = "membership lease lost (etcd unreachable)"
+NOT_READ = "membership not read from etcd yet (etcd unreachable)"
+
+
+def wait_fenced(proxies, fenced, what, timeout=WAIT):
+    """Polls the proxies' stats until each one's fleet_fenced is fenced (bool)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        states = [stats_field(p, "fleet_fenced") for p in proxies]
+        if all(st == int(fenced) for st in states):
+            return
+        if time.monotonic() > deadline:
+            fail("%s: not within %.0f s (fleet_fenced: %s)" % (what, timeout, states))
+        time.sleep(0.05)
 
 
 def body():
@@ -292,12 +315,10 @@ def body():
     restarts0 = stats_field(proxies[1], "fleet_watch_restarts")
     server.proc.kill()
     server.proc.wait(timeout=10)
-    values = write_keys(proxies[1], "d")
-    check_keys(tmp, chash, proxies, redises, [0, 1], values, "6. etcd down")
-    time.sleep(1.0)
     server.start()
     after = client.put(KEY, servers_doc(redises, [0, 1, 2]))
     wait_epoch(client, ids, after, "6. after etcd's restart, every proxy on the change", 30)
+    wait_fenced(proxies, False, "6. every proxy current again after etcd's restart")
     values = write_keys(proxies[1], "e")
     check_keys(tmp, chash, proxies, redises, [0, 1, 2], values, "6")
     # resumed, not replayed: a watch from an older revision would deliver the old documents
@@ -306,19 +327,31 @@ def body():
             stats_field(proxies[1], "fleet_watch_restarts") <= restarts0:
         fail("6. the watch was not resumed from its revision: %s" %
              json.dumps(proxies[1].stats_json()[POOL]))
-    log("6. etcd killed: served on; restarted: the change written at once applied by all")
+    log("6. etcd killed and restarted: the change written at once applied by all")
 
-    # 7. etcd stopped (a partition that leaves the socket open)
-    os.kill(server.proc.pid, signal.SIGSTOP)
+    # 7. etcd stopped past the lease (a partition that leaves the socket open): fenced
+    fences0 = [stats_field(p, "fleet_fences") for p in proxies]
+    sigstop(server.proc.pid)
     try:
-        time.sleep(3.0)
-        values = write_keys(proxies[2], "f")
-        check_keys(tmp, chash, proxies, redises, [0, 1, 2], values, "7. etcd stopped")
+        wait_fenced(proxies, True, "7. every proxy fenced while etcd is stopped")
+        for p in proxies:
+            r = resp_call(p.listens[0], "GET", "fk:e:0")
+            if r != fence_error(LEASE_LOST):
+                fail("7. GET through fenced %s: %r, want %r" % (p.label, r,
+                                                                fence_error(LEASE_LOST)))
+            if resp_call(p.listens[0], "PING") != b"PONG":
+                fail("7. PING (answered by the proxy) refused by fenced %s" % p.label)
     finally:
         os.kill(server.proc.pid, signal.SIGCONT)
     after = client.put(KEY, servers_doc(redises, [0, 1, 2, 3]))
     wait_epoch(client, ids, after, "7. after SIGCONT, every proxy on the change", 30)
-    log("7. etcd SIGSTOPped 3 s: served on; then the change applied by all")
+    wait_fenced(proxies, False, "7. every proxy unfenced after SIGCONT")
+    if any(stats_field(p, "fleet_fences") <= f0 for p, f0 in zip(proxies, fences0)):
+        fail("7. fences not counted: %s" % [stats_field(p, "fleet_fences") for p in proxies])
+    values = write_keys(proxies[2], "f")
+    check_keys(tmp, chash, proxies, redises, [0, 1, 2, 3], values, "7. after SIGCONT")
+    log("7. etcd SIGSTOPped past the lease: every proxy fenced (errors, no answer from its "
+        "membership); after SIGCONT unfenced on the change written meanwhile")
 
     # 8. a proxy killed
     proxies[2].proc.kill()
@@ -339,8 +372,12 @@ def body():
         "%s:1 s0" % redises[0].text])
     late = Proxy(proxy_exe, tmp, conf, [("127.0.0.1", port)], label="late",
                  extra_args=["--fleet-id", "late", "--fleet-ttl", "3"]).start()
-    if "serving the file's 1 servers until etcd answers" not in open(late.log).read():
-        fail("9. no log line for the file's servers:\n" + tail(late.log))
+    if "refusing its requests until etcd answers" not in open(late.log).read():
+        fail("9. no log line for the refused requests:\n" + tail(late.log))
+    r = resp_call(late.listens[0], "GET", "fk:e:0")
+    if r != fence_error(NOT_READ):
+        fail("9. GET through a proxy started with etcd down: %r, want %r" % (
+            r, fence_error(NOT_READ)))
     port2 = free_ports(1)[0]
     conf2 = proxy_conf(tmp, "none.yml", port2, server.port, 0)
     r = subprocess.run([proxy_exe, "-c", conf2, "-s", str(free_ports(1)[0])], capture_output=True,
@@ -355,7 +392,12 @@ def body():
             fail("9. chash-proxy %s: exit %d, %r" % (" ".join(bad), r.returncode, r.stderr))
     server.start()
     wait_epoch(client, ["late"], after, "9. the late proxy takes etcd's document", 30)
-    log("9. etcd down at start: file servers served, then etcd's; no servers: a clear refusal")
+    wait_fenced([late], False, "9. the late proxy unfenced once etcd answers")
+    wait_fenced(proxies[:2], False, "9. the others unfenced once etcd answers")
+    if resp_call(late.listens[0], "GET", "fk:f:0") != values["fk:f:0"]:
+        fail("9. the late proxy does not serve etcd's membership")
+    log("9. etcd down at start: requests refused until etcd answers, then etcd's document "
+        "served; no servers: a clear refusal")
 
     # 9b. etcd back without its data (a new cluster: revisions from 1 again)
     ids2 = ["px0", "px1", "late"]
@@ -371,6 +413,7 @@ def body():
                         WAIT, "9b. a document at revision %d refused as stale by all" % low)
     client.put(KEY, servers_doc(redises, [0, 1, 2], epoch=served + 100))
     wait_epoch(client, ids2, served + 100, "9b. a document with an explicit epoch applied by all")
+    wait_fenced([proxies[0], proxies[1], late], False, "9b. every proxy current in the new etcd")
     values = write_keys(proxies[0], "g")
     check_keys(tmp, chash, [proxies[0], proxies[1], late], redises, [0, 1, 2], values, "9b")
     log("9b. etcd back empty: its low revisions refused, an explicit epoch applied by all")

@@ -1,10 +1,11 @@
 /*
  * fleet.c — `chash fleet status|apply|abort`: a pool's membership in etcd (docs/FLEET.md).
  *
- * status reads the pool key K, K/pending and the instance records under K/instances/; apply
- * runs the two-phase switch (propose K/pending, wait until every live instance has prepared,
- * commit K and delete K/pending in one conditional transaction, wait until every live instance
- * serves the new epoch); abort deletes K/pending. Every etcd request is one blocking POST to
+ * status reads the pool key K, K/pending, the instance records under K/instances/ and the
+ * notes under K/lost/; apply runs the two-phase switch (propose K/pending with an epoch above
+ * every one served, wait until every live instance has prepared, commit K and delete K/pending
+ * in one conditional transaction, wait until every live instance serves the new epoch); abort
+ * deletes K/pending. Every etcd request is one blocking POST to
  * its JSON gateway (etcd_http.c) whose body and answer are built and parsed by src/fleet. The
  * waits poll the records every POLL_MS: a poll is one range request, O(instances).
  */
@@ -26,6 +27,12 @@
 
 #define POLL_MS 10
 #define DEFAULT_TIMEOUT_MS 10000
+/* An instance whose record vanished (its lease expired) is committed without only once it has
+ * been gone this long: the instance fenced itself a fifth of its TTL before etcd could expire
+ * the lease (docs/FLEET.md, "Fencing"); this is a second margin, on apply's side. */
+#define LOST_MARGIN_MS 500
+#define LOST_NOTE_TTL_S 86400 /* a K/lost/<id> note lives a day unless its instance returns */
+#define PROPOSE_TRIES 5       /* K written by someone else between the read and the proposal */
 
 /* ---- clocks --------------------------------------------------------------------------------- */
 
@@ -76,9 +83,13 @@ typedef struct fctx {
     char url[800];       /* "etcd://host:port/K", for messages */
     char *pending;       /* K/pending */
     char *prefix;        /* K/instances/ */
-    /* apply: set once K/pending is ours, cleared once committed or deleted; a failure in
-     * between deletes it (conditionally) before exiting, so nothing is left half-done. */
+    char *lost;          /* K/lost/ */
+    char *members;       /* K/members/ */
+    /* apply: K/pending's mod_revision once it is ours, cleared once committed or deleted; a
+     * failure in between deletes it (conditionally) before exiting, so nothing is left
+     * half-done. */
     int64_t proposed;
+    int64_t proposed_epoch;
 } fctx;
 
 static void abort_pending(fctx *f, int64_t epoch, char *why, size_t whylen);
@@ -92,10 +103,10 @@ __attribute__((format(printf, 2, 3))) _Noreturn static void ffail(fctx *f, const
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     if (f->proposed != 0) {
-        int64_t e = f->proposed;
+        int64_t e = f->proposed_epoch;
         char why[600] = "";
+        abort_pending(f, f->proposed, why, sizeof(why));
         f->proposed = 0;
-        abort_pending(f, e, why, sizeof(why));
         if (why[0] != '\0')
             cli_fail(f->c, "%s (and %s: run `chash fleet abort`)", msg, why);
         cli_fail(f->c, "%s (the proposed change, epoch %" PRId64 ", was withdrawn)", msg, e);
@@ -117,16 +128,22 @@ static char *call(fctx *f, const char *path, char *body, size_t *len, char *why,
     return rc == 0 ? resp : NULL;
 }
 
-/* A range of key (or of its prefix): 0, or -1 with why. */
-static int range(fctx *f, const char *key, bool prefix, ch__etcd_kv **kvs, size_t *n, char *why,
-                 size_t whylen)
+/* A range of key (or of its prefix), and etcd's revision: 0, or -1 with why. */
+static int range_rev(fctx *f, const char *key, bool prefix, ch__etcd_kv **kvs, size_t *n,
+                     int64_t *rev, char *why, size_t whylen)
 {
     size_t len;
     char *resp = call(f, "/v3/kv/range", ch__etcd_range_body(key, prefix), &len, why, whylen);
-    int64_t rev;
-    int rc = resp != NULL ? ch__etcd_parse_range(resp, len, &rev, kvs, n, why, whylen) : -1;
+    int rc = resp != NULL ? ch__etcd_parse_range(resp, len, rev, kvs, n, why, whylen) : -1;
     free(resp);
     return rc;
+}
+
+static int range(fctx *f, const char *key, bool prefix, ch__etcd_kv **kvs, size_t *n, char *why,
+                 size_t whylen)
+{
+    int64_t rev;
+    return range_rev(f, key, prefix, kvs, n, &rev, why, whylen);
 }
 
 /* One key, or *kv zeroed when absent. Exits on failure. */
@@ -146,27 +163,34 @@ static bool get1(fctx *f, const char *key, ch__etcd_kv *kv)
     return kv->key != NULL;
 }
 
-/* A transaction conditional on cmp_key's mod_revision (0: absence): 0 with *succeeded and *rev
- * (the revision after it), or -1 with why. */
-static int txn(fctx *f, const char *cmp_key, int64_t mod_rev, const ch__etcd_op *ops, size_t n,
-               bool *succeeded, int64_t *rev, char *why, size_t whylen)
+/* A transaction conditional on every compare (a key's mod_revision, 0: its absence): 0 with
+ * *succeeded and *rev (the revision after it), or -1 with why. */
+static int txn_n(fctx *f, const ch__etcd_cmp *cmp, size_t ncmp, const ch__etcd_op *ops,
+                 size_t n, bool *succeeded, int64_t *rev, char *why, size_t whylen)
 {
     size_t len;
-    char *resp = call(f, "/v3/kv/txn", ch__etcd_txn_body(cmp_key, mod_rev, ops, n), &len, why,
+    char *resp = call(f, "/v3/kv/txn", ch__etcd_txn_body_n(cmp, ncmp, ops, n), &len, why,
                       whylen);
     int rc = resp != NULL ? ch__etcd_parse_txn(resp, len, rev, succeeded, why, whylen) : -1;
     free(resp);
     return rc;
 }
 
-/* Deletes K/pending if its mod_revision is still epoch. why stays "" on success (or when it
- * was gone already). */
-static void abort_pending(fctx *f, int64_t epoch, char *why, size_t whylen)
+static int txn(fctx *f, const char *cmp_key, int64_t mod_rev, const ch__etcd_op *ops, size_t n,
+               bool *succeeded, int64_t *rev, char *why, size_t whylen)
 {
-    ch__etcd_op del = {f->pending, NULL, 0};
+    ch__etcd_cmp cmp = {cmp_key, mod_rev};
+    return txn_n(f, &cmp, 1, ops, n, succeeded, rev, why, whylen);
+}
+
+/* Deletes K/pending if its mod_revision is still mod_rev. why stays "" on success (or when it
+ * was gone already). */
+static void abort_pending(fctx *f, int64_t mod_rev, char *why, size_t whylen)
+{
+    ch__etcd_op del = {f->pending, NULL, 0, 0};
     bool ok;
     int64_t rev;
-    if (txn(f, f->pending, epoch, &del, 1, &ok, &rev, why, whylen) == 0)
+    if (txn(f, f->pending, mod_rev, &del, 1, &ok, &rev, why, whylen) == 0)
         why[0] = '\0';
 }
 
@@ -198,6 +222,62 @@ static int records(fctx *f, ch__fleet_record **out, size_t *nout, char *why, siz
     qsort(r, m, sizeof(*r), cmp_rec);
     *out = r;
     *nout = m;
+    return 0;
+}
+
+static const ch__fleet_record *find_record(const ch__fleet_record *r, size_t n, const char *id)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(r[i].id, id) == 0)
+            return &r[i];
+    return NULL;
+}
+
+/* The notes under K/lost/ (instances a commit went without), as records() reads records. */
+static int lost_notes(fctx *f, ch__fleet_lost **out, size_t *nout, char *why, size_t whylen)
+{
+    ch__etcd_kv *kvs;
+    size_t n;
+    *out = NULL;
+    *nout = 0;
+    if (range(f, f->lost, true, &kvs, &n, why, whylen) != 0)
+        return -1;
+    ch__fleet_lost *l = xcalloc(f->c, n, sizeof(*l));
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        char lwhy[200];
+        if (ch__fleet_lost_parse(kvs[i].value, kvs[i].len, &l[m], lwhy, sizeof(lwhy)) == 0)
+            m++;
+        else
+            cli_warn(f->c, "%s: not a lost-instance note (%s)", kvs[i].key, lwhy);
+    }
+    ch__etcd_kvs_free(kvs, n);
+    *out = l;
+    *nout = m;
+    return 0;
+}
+
+/* The member notes under K/members/ (every instance registered within a day, live or not). */
+static int members(fctx *f, ch__fleet_member **out, size_t *nout, char *why, size_t whylen)
+{
+    ch__etcd_kv *kvs;
+    size_t n;
+    *out = NULL;
+    *nout = 0;
+    if (range(f, f->members, true, &kvs, &n, why, whylen) != 0)
+        return -1;
+    ch__fleet_member *m = xcalloc(f->c, n, sizeof(*m));
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        char mwhy[200];
+        if (ch__fleet_member_parse(kvs[i].value, kvs[i].len, &m[k], mwhy, sizeof(mwhy)) == 0)
+            k++;
+        else
+            cli_warn(f->c, "%s: not a member note (%s)", kvs[i].key, mwhy);
+    }
+    ch__etcd_kvs_free(kvs, n);
+    *out = m;
+    *nout = k;
     return 0;
 }
 
@@ -275,7 +355,9 @@ static void locate(fctx *f, const char *path, const ch_conf_pool *p)
     snprintf(f->url, sizeof(f->url), "etcd://%s%s", ep, key);
     f->pending = ch__fleet_pending_key(key);
     f->prefix = ch__fleet_instances_prefix(key);
-    if (f->pending == NULL || f->prefix == NULL)
+    f->lost = ch__fleet_lost_prefix(key);
+    f->members = ch__fleet_members_prefix(key);
+    if (f->pending == NULL || f->prefix == NULL || f->lost == NULL || f->members == NULL)
         cli_fail(c, "out of memory");
     char why[600];
     long t = c->timeout_ms > 0 ? (long)c->timeout_ms : DEFAULT_TIMEOUT_MS;
@@ -288,6 +370,8 @@ static void fctx_free(fctx *f)
     etcd_http_close(&f->h);
     free(f->pending);
     free(f->prefix);
+    free(f->lost);
+    free(f->members);
 }
 
 /* ---- membership documents ------------------------------------------------------------------- */
@@ -396,12 +480,41 @@ static int fleet_status(fctx *f)
         char name[900];
         snprintf(name, sizeof(name), "%s/pending", f->url);
         doc_info(c, name, pend.value, pend.len, pend.mod_rev, &dp);
-        dp.epoch = pend.mod_rev; /* a pending change's epoch is always its revision */
     }
     ch__fleet_record *r;
     size_t n;
     if (records(f, &r, &n, why, sizeof(why)) != 0)
         ffail(f, "%s", why);
+    ch__fleet_lost *lost;
+    size_t nlost;
+    if (lost_notes(f, &lost, &nlost, why, sizeof(why)) != 0)
+        ffail(f, "%s", why);
+    ch__fleet_member *mem;
+    size_t nmem;
+    if (members(f, &mem, &nmem, why, sizeof(why)) != 0)
+        ffail(f, "%s", why);
+    /* Lost: a note of a commit without it, or a member without a record (and no note). */
+    ch__fleet_lost *l2 = xcalloc(c, nlost + nmem, sizeof(*l2));
+    memcpy(l2, lost, nlost * sizeof(*lost));
+    free(lost);
+    lost = l2;
+    for (size_t i = 0; i < nmem; i++) {
+        bool noted = false;
+        for (size_t q = 0; q < nlost && !noted; q++)
+            noted = strcmp(lost[q].id, mem[i].id) == 0;
+        if (noted || find_record(r, n, mem[i].id) != NULL)
+            continue;
+        ch__fleet_lost *x = &lost[nlost++];
+        snprintf(x->id, sizeof(x->id), "%s", mem[i].id);
+        snprintf(x->reason, sizeof(x->reason), "a member (registered at %" PRId64 " Unix ms) "
+                 "with no live record: its lease expired (it lost etcd, was stopped or died); "
+                 "`chash fleet forget %s` if it is gone for good", mem[i].since_unix_ms,
+                 mem[i].id);
+    }
+    free(mem);
+    size_t fenced = 0;
+    for (size_t i = 0; i < n; i++)
+        fenced += r[i].fenced != 0;
     int64_t cur = has_k && dk.valid ? dk.epoch : 0;
     size_t behind = 0;
     for (size_t i = 0; i < n; i++)
@@ -447,7 +560,21 @@ static int fleet_status(fctx *f)
             json_key(&j, "warm_up"), json_str(&j, x->warm_up);
             json_key(&j, "warm_up_until_unix_ms"), json_i64(&j, x->warm_up_until_unix_ms);
             json_key(&j, "swapped_unix_us"), json_i64(&j, x->swapped_unix_us);
+            json_key(&j, "fenced"), json_bool(&j, x->fenced != 0);
+            json_key(&j, "on_fence"), json_str(&j, x->on_fence[0] ? x->on_fence : NULL);
             json_key(&j, "behind"), json_bool(&j, cur > 0 && x->epoch < cur);
+            json_end(&j);
+        }
+        json_end(&j);
+        json_key(&j, "lost");
+        json_arr(&j);
+        for (size_t i = 0; i < nlost; i++) {
+            json_obj(&j);
+            json_key(&j, "id"), json_str(&j, lost[i].id);
+            json_key(&j, "epoch"), json_i64(&j, lost[i].epoch);
+            json_key(&j, "lost_unix_ms"), json_i64(&j, lost[i].lost_unix_ms);
+            json_key(&j, "reason"), json_str(&j, lost[i].reason);
+            json_key(&j, "registered"), json_bool(&j, find_record(r, n, lost[i].id) != NULL);
             json_end(&j);
         }
         json_end(&j);
@@ -491,17 +618,31 @@ static int fleet_status(fctx *f)
         else
             printf("pending    epoch %" PRId64 ", %zu servers (an apply in progress; if it "
                    "died: chash fleet abort)\n", dp.epoch, dp.servers);
-        printf("instances  %zu\n", n);
+        printf("instances  %zu%s\n", n, fenced > 0 ? " (FENCED: cannot prove its membership "
+                                                        "current; see docs/FLEET.md)" : "");
         if (n > 0)
-            printf("  %-24s %-15s %8s %7s %-7s %8s %8s  %s\n", "ID", "KIND", "EPOCH", "SERVERS",
-                   "WARM_UP", "PREPARED", "FAILED", "REFUSED");
+            printf("  %-24s %-15s %8s %7s %-7s %-6s %8s %8s  %s\n", "ID", "KIND", "EPOCH",
+                   "SERVERS", "WARM_UP", "FENCED", "PREPARED", "FAILED", "REFUSED");
         for (size_t i = 0; i < n; i++) {
             const ch__fleet_record *x = &r[i];
-            printf("  %-24s %-15s %8" PRId64 " %7" PRId64 " %-7s %8" PRId64 " %8" PRId64 "  %s%s%s\n",
+            printf("  %-24s %-15s %8" PRId64 " %7" PRId64 " %-7s %-6s %8" PRId64 " %8" PRId64
+                   "  %s%s%s\n",
                    x->id, x->kind, x->epoch, x->servers, x->warm_up[0] ? x->warm_up : "-",
+                   !x->fenced ? "no" : strcmp(x->on_fence, "serve") == 0 ? "serves" : "yes",
                    x->prepared, x->prepare_failed, x->refused,
                    x->prepare_error[0] ? (x->refused[0] ? "; prepare: " : "prepare: ") : "",
                    x->prepare_error);
+        }
+        for (size_t i = 0; i < nlost; i++) {
+            if (lost[i].epoch == 0) {
+                printf("lost       %s: %s\n", lost[i].id, lost[i].reason);
+                continue;
+            }
+            printf("lost       %s: epoch %" PRId64 " was committed without it %.1f s ago (%s)%s\n",
+                   lost[i].id, lost[i].epoch, (double)(now_ms - lost[i].lost_unix_ms) / 1000.0,
+                   lost[i].reason,
+                   find_record(r, n, lost[i].id) != NULL ? "; registered again, not yet current"
+                                                         : "; not registered since");
         }
         if (cur == 0)
             printf("skew       - (no committed epoch)\n");
@@ -525,6 +666,7 @@ static int fleet_status(fctx *f)
         }
     }
     free(r);
+    free(lost);
     free(k.key), free(k.value), free(pend.key), free(pend.value);
     return 0;
 }
@@ -538,18 +680,50 @@ static int fleet_abort(fctx *f)
         printf("no change is pending at %s\n", f->url);
         return 0;
     }
-    int64_t e = p.mod_rev;
+    docinfo d;
+    doc_info(f->c, "(the pending document)", p.value, p.len, p.mod_rev, &d);
+    int64_t e = d.valid ? d.epoch : p.mod_rev, mod_rev = p.mod_rev;
     free(p.key), free(p.value);
-    ch__etcd_op del = {f->pending, NULL, 0};
+    ch__etcd_op del = {f->pending, NULL, 0, 0};
     bool ok;
     int64_t rev;
     char why[600];
-    if (txn(f, f->pending, e, &del, 1, &ok, &rev, why, sizeof(why)) != 0)
+    if (txn(f, f->pending, mod_rev, &del, 1, &ok, &rev, why, sizeof(why)) != 0)
         ffail(f, "%s", why);
     if (!ok)
         ffail(f, "the pending change at %s changed while aborting it (epoch %" PRId64
                  " is gone): run status", f->url, e);
     printf("aborted the pending change (epoch %" PRId64 ") at %s\n", e, f->url);
+    return 0;
+}
+
+/* ---- forget --------------------------------------------------------------------------------- */
+
+/* Deletes K/members/ID and K/lost/ID: an instance gone for good is no longer reported lost. A
+ * live one (its record is there) is refused: stop it first. */
+static int fleet_forget(fctx *f, const char *id)
+{
+    char why[600];
+    size_t plen = strlen(f->prefix) + strlen(id) + 1, mlen = strlen(f->members) + strlen(id) + 1,
+           llen = strlen(f->lost) + strlen(id) + 1;
+    char *rec = xcalloc(f->c, plen, 1), *mem = xcalloc(f->c, mlen, 1), *lost = xcalloc(f->c, llen, 1);
+    snprintf(rec, plen, "%s%s", f->prefix, id);
+    snprintf(mem, mlen, "%s%s", f->members, id);
+    snprintf(lost, llen, "%s%s", f->lost, id);
+    ch__etcd_kv kv;
+    if (get1(f, rec, &kv)) {
+        free(kv.key), free(kv.value);
+        ffail(f, "instance %s is live (%s exists): stop it first", id, rec);
+    }
+    ch__etcd_op del[2] = {{mem, NULL, 0, 0}, {lost, NULL, 0, 0}};
+    bool ok;
+    int64_t rev;
+    if (txn_n(f, NULL, 0, del, 2, &ok, &rev, why, sizeof(why)) != 0)
+        ffail(f, "%s", why);
+    printf("forgot instance %s at %s\n", id, f->url);
+    free(rec);
+    free(mem);
+    free(lost);
     return 0;
 }
 
@@ -569,7 +743,79 @@ static void id_list(char *out, size_t cap, const ch__fleet_record *r, size_t n,
 }
 
 static bool not_prepared(const ch__fleet_record *r, int64_t e) { return r->prepared != e; }
-static bool not_on(const ch__fleet_record *r, int64_t e) { return r->epoch < e; }
+/* Not on e yet, and serving: a fenced instance that refuses its requests serves nothing stale. */
+static bool not_on(const ch__fleet_record *r, int64_t e)
+{
+    return r->epoch < e && !(r->fenced && strcmp(r->on_fence, "serve") != 0);
+}
+
+/* The instances seen during an apply: those whose record vanished are its lost ones. */
+typedef struct seen_inst {
+    char id[128];
+    int64_t gone_ms;      /* mono_ms when its record was first missing (0: present) */
+    int64_t gone_unix_ms;
+    bool before;          /* a member already without a record when the apply began */
+} seen_inst;
+
+typedef struct seen_set {
+    seen_inst *v;
+    size_t n, cap;
+} seen_set;
+
+/* id's entry in s, added (present) when new. */
+static seen_inst *seen_get(const cli *c, seen_set *s, const char *id)
+{
+    for (size_t k = 0; k < s->n; k++)
+        if (strcmp(s->v[k].id, id) == 0)
+            return &s->v[k];
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 8;
+        seen_inst *v = realloc(s->v, s->cap * sizeof(*s->v));
+        if (v == NULL)
+            cli_fail(c, "out of memory");
+        s->v = v;
+    }
+    seen_inst *x = &s->v[s->n++];
+    memset(x, 0, sizeof(*x));
+    snprintf(x->id, sizeof(x->id), "%s", id);
+    return x;
+}
+
+/* Notes the records of one poll: new ids join, ids missing start (or keep) their gone time,
+ * ids back clear it. */
+static void seen_update(const cli *c, seen_set *s, const ch__fleet_record *r, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        seen_get(c, s, r[i].id);
+    for (size_t k = 0; k < s->n; k++) {
+        if (find_record(r, n, s->v[k].id) != NULL) {
+            s->v[k].gone_ms = s->v[k].gone_unix_ms = 0;
+            s->v[k].before = false;
+        } else if (s->v[k].gone_ms == 0) {
+            s->v[k].gone_ms = mono_ms();
+            s->v[k].gone_unix_ms = unix_us() / 1000;
+        }
+    }
+}
+
+/* The members without a record as the apply begins: lost already, nothing to wait for. */
+static void seen_members(fctx *f, seen_set *s, const ch__fleet_record *r, size_t n)
+{
+    ch__fleet_member *m;
+    size_t nm;
+    char why[600];
+    if (members(f, &m, &nm, why, sizeof(why)) != 0)
+        ffail(f, "%s", why);
+    for (size_t i = 0; i < nm; i++) {
+        if (find_record(r, n, m[i].id) != NULL)
+            continue;
+        seen_inst *x = seen_get(f->c, s, m[i].id);
+        x->gone_ms = mono_ms() - LOST_MARGIN_MS;
+        x->gone_unix_ms = unix_us() / 1000;
+        x->before = true;
+    }
+    free(m);
+}
 
 static void apply_json_fail(const cli *c, const fctx *f, int64_t e, const char *stage,
                             const char *reason)
@@ -588,6 +834,90 @@ static void apply_json_fail(const cli *c, const fctx *f, int64_t e, const char *
     json_done(&j);
 }
 
+/* The epoch to propose: above the committed one, above every epoch an instance serves, has
+ * seen, holds prepared or refused, and above etcd's revision (docs/FLEET.md, "Epochs"), so no
+ * instance can refuse it as old, whatever explicit epochs were written before. */
+static int64_t next_epoch(int64_t rev, const docinfo *k, const ch__fleet_record *r, size_t n)
+{
+    int64_t e = rev;
+    if (k->valid && k->epoch > e)
+        e = k->epoch;
+    for (size_t i = 0; i < n; i++) {
+        int64_t v[] = {r[i].epoch, r[i].seen_epoch, r[i].prepared, r[i].prepare_failed};
+        for (size_t j = 0; j < sizeof(v) / sizeof(v[0]); j++)
+            if (v[j] > e)
+                e = v[j];
+    }
+    return e + 1;
+}
+
+/* 1. Propose: K/pending holds the document with epoch E, only if there is none and K is as
+ * read. Sets f->proposed (K/pending's revision) and f->proposed_epoch; exits on failure. */
+static void propose(fctx *f, const ch_conf_pool *p, char **doc)
+{
+    const cli *c = f->c;
+    char why[1200];
+    for (int attempt = 0; attempt < PROPOSE_TRIES; attempt++) {
+        ch__etcd_kv *kvs;
+        size_t nk;
+        int64_t rev;
+        if (range_rev(f, f->key, false, &kvs, &nk, &rev, why, sizeof(why)) != 0)
+            ffail(f, "%s", why);
+        docinfo k = {0};
+        int64_t k_rev = nk > 0 ? kvs[0].mod_rev : 0;
+        if (nk > 0)
+            doc_info(c, f->url, kvs[0].value, kvs[0].len, kvs[0].mod_rev, &k);
+        ch__etcd_kvs_free(kvs, nk);
+        ch__fleet_record *r;
+        size_t n;
+        if (records(f, &r, &n, why, sizeof(why)) != 0)
+            ffail(f, "%s", why);
+        int64_t e = next_epoch(rev, &k, r, n);
+        free(r);
+        free(*doc);
+        *doc = doc_json(c, p, e);
+        ch__etcd_cmp cmp[2] = {{f->pending, 0}, {f->key, k_rev}};
+        ch__etcd_op put = {f->pending, *doc, strlen(*doc), 0};
+        bool ok;
+        int64_t wrote;
+        if (txn_n(f, cmp, 2, &put, 1, &ok, &wrote, why, sizeof(why)) != 0)
+            ffail(f, "%s", why);
+        if (ok) {
+            f->proposed = wrote;
+            f->proposed_epoch = e;
+            return;
+        }
+        ch__etcd_kv cur;
+        if (get1(f, f->pending, &cur)) {
+            docinfo d;
+            doc_info(c, "(the pending document)", cur.value, cur.len, cur.mod_rev, &d);
+            free(cur.key), free(cur.value);
+            snprintf(why, sizeof(why), "a change is pending (epoch %" PRId64 "): wait for it or "
+                     "run `chash fleet abort`", d.valid ? d.epoch : cur.mod_rev);
+            apply_json_fail(c, f, 0, "propose", why);
+            ffail(f, "%s", why);
+        }
+        /* K was written between the read and the proposal: read it again. */
+    }
+    snprintf(why, sizeof(why), "%s kept changing while proposing (%d tries): who else writes it?",
+             f->url, PROPOSE_TRIES);
+    apply_json_fail(c, f, 0, "propose", why);
+    ffail(f, "%s", why);
+}
+
+/* The reason apply gives for committing without a lost instance (its K/lost/<id> note too). */
+static void lost_reason(char *out, size_t cap, const seen_inst *x, int64_t t_commit)
+{
+    if (x->before)
+        snprintf(out, cap, "a member (K/members/) with no record when the apply began: its lease "
+                 "expired, so it lost etcd, was stopped or died, and fenced itself before that "
+                 "(docs/FLEET.md); `chash fleet forget %s` if it is gone for good", x->id);
+    else
+        snprintf(out, cap, "its record (under its lease) vanished %" PRId64 " ms before the "
+                 "commit: its lease expired, so it lost etcd, was stopped or died, and fenced "
+                 "itself before that (docs/FLEET.md)", t_commit - x->gone_ms);
+}
+
 static int fleet_apply(fctx *f, ch_conf_pool *p)
 {
     const cli *c = f->c;
@@ -602,37 +932,30 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
     if (!d.valid)
         cli_fail(c, "internal error: the document built from the pool is refused: %s", d.error);
 
-    /* 1. Propose: K/pending, only if there is none. E is the write's revision. */
     catch_signals();
-    ch__etcd_op put = {f->pending, doc, strlen(doc)};
-    bool ok;
-    int64_t e;
-    if (txn(f, f->pending, 0, &put, 1, &ok, &e, why, sizeof(why)) != 0)
-        ffail(f, "%s", why);
-    if (!ok) {
-        ch__etcd_kv cur;
-        int64_t pe = get1(f, f->pending, &cur) ? cur.mod_rev : 0;
-        free(cur.key), free(cur.value);
-        snprintf(why, sizeof(why), "a change is pending (epoch %" PRId64 "): wait for it or run "
-                 "`chash fleet abort`", pe);
-        apply_json_fail(c, f, 0, "propose", why);
-        free(doc);
-        ffail(f, "%s", why);
-    }
-    f->proposed = e;
+    propose(f, p, &doc);
+    int64_t e = f->proposed_epoch;
     int64_t t_prop = mono_ms();
     if (!c->json)
         printf("proposed epoch %" PRId64 " (%zu servers) at %s/pending\n", e, d.servers, f->url);
 
-    /* 2. Prepare: every live instance reports prepared == E; one prepare_failed == E aborts. */
+    /* 2. Prepare: every live instance reports prepared == E; one prepare_failed == E aborts. An
+     * instance whose record vanishes (its lease expired) is waited for LOST_MARGIN_MS more, then
+     * committed without. */
     ch__fleet_record *r = NULL;
     size_t n = 0;
+    seen_set seen = {0};
+    bool members_read = false;
     for (;;) {
         free(r);
         if (records(f, &r, &n, why, sizeof(why)) != 0) {
             apply_json_fail(c, f, e, "prepare", why);
             ffail(f, "%s", why);
         }
+        if (!members_read)
+            seen_members(f, &seen, r, n);
+        members_read = true;
+        seen_update(c, &seen, r, n);
         for (size_t i = 0; i < n; i++) {
             if (r[i].prepare_failed == e) {
                 snprintf(why, sizeof(why), "instance %s could not prepare epoch %" PRId64 ": %s",
@@ -644,7 +967,10 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
         size_t ready = 0;
         for (size_t i = 0; i < n; i++)
             ready += r[i].prepared == e;
-        if (ready == n)
+        bool settled = true; /* every lost instance gone long enough */
+        for (size_t k = 0; k < seen.n; k++)
+            settled &= seen.v[k].gone_ms == 0 || mono_ms() - seen.v[k].gone_ms >= LOST_MARGIN_MS;
+        if (ready == n && settled)
             break;
         if (interrupted) {
             snprintf(why, sizeof(why), "interrupted (signal %d) while %zu of %zu instances had "
@@ -664,13 +990,49 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
     }
     int64_t prepare_ms = mono_ms() - t_prop;
 
-    /* 3. Commit: K = the document with its epoch, K/pending deleted, if K/pending is still E. */
+    /* 3. Commit: K = the document with its epoch, K/pending deleted, and a K/lost/<id> note per
+     * instance committed without, if K/pending is still ours. */
+    size_t nops = 2, nlost = 0;
+    for (size_t k = 0; k < seen.n; k++)
+        nlost += seen.v[k].gone_ms != 0;
     char *final = doc_json(c, p, e);
-    ch__etcd_op ops[2] = {{f->key, final, strlen(final)}, {f->pending, NULL, 0}};
+    ch__etcd_op *ops = xcalloc(c, 2 + nlost, sizeof(*ops));
+    char **notes = xcalloc(c, nlost + 1, sizeof(*notes)), **note_keys = xcalloc(c, nlost + 1,
+                                                                                 sizeof(char *));
+    ops[0] = (ch__etcd_op){f->key, final, strlen(final), 0};
+    ops[1] = (ch__etcd_op){f->pending, NULL, 0, 0};
+    int64_t note_lease = 0;
+    if (nlost > 0) { /* the notes expire by themselves: a day, unless their instance returns */
+        size_t len;
+        char *ans = call(f, "/v3/lease/grant", ch__etcd_grant_body(LOST_NOTE_TTL_S), &len, why,
+                         sizeof(why));
+        int64_t ttl = 0;
+        if (ans == NULL || ch__etcd_parse_lease(ans, len, &note_lease, &ttl, why, sizeof(why)) != 0)
+            note_lease = 0; /* the notes then stay until their instances return */
+        free(ans);
+    }
     int64_t t_commit_us = unix_us(); /* just before the commit: the swaps are measured from it */
     int64_t t_commit = mono_ms();
+    for (size_t k = 0, m = 0; k < seen.n; k++) {
+        if (seen.v[k].gone_ms == 0)
+            continue;
+        ch__fleet_lost l = {0};
+        snprintf(l.id, sizeof(l.id), "%s", seen.v[k].id);
+        l.epoch = e;
+        l.lost_unix_ms = seen.v[k].gone_unix_ms;
+        lost_reason(l.reason, sizeof(l.reason), &seen.v[k], t_commit);
+        notes[m] = ch__fleet_lost_json(&l);
+        size_t kl = strlen(f->lost) + strlen(l.id) + 1;
+        note_keys[m] = xcalloc(c, kl, 1);
+        snprintf(note_keys[m], kl, "%s%s", f->lost, l.id);
+        if (notes[m] == NULL)
+            cli_fail(c, "out of memory");
+        ops[nops++] = (ch__etcd_op){note_keys[m], notes[m], strlen(notes[m]), note_lease};
+        m++;
+    }
     int64_t rev;
-    if (txn(f, f->pending, e, ops, 2, &ok, &rev, why, sizeof(why)) != 0) {
+    bool ok;
+    if (txn(f, f->pending, f->proposed, ops, nops, &ok, &rev, why, sizeof(why)) != 0) {
         /* Whether it was applied is unknown: leave K/pending to the operator. */
         f->proposed = 0;
         apply_json_fail(c, f, e, "commit", why);
@@ -684,15 +1046,23 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
         ffail(f, "%s", why);
     }
     if (!c->json) {
-        if (n == 0)
+        if (n == 0 && nlost == 0)
             printf("no live instances: committed epoch %" PRId64 " at once\n", e);
         else
-            printf("all %zu instances prepared in %" PRId64 " ms; committed epoch %" PRId64 "\n",
-                   n, prepare_ms, e);
+            printf("%zu instances prepared in %" PRId64 " ms; committed epoch %" PRId64 "%s\n",
+                   n, prepare_ms, e, nlost > 0 ? " WITHOUT the instances below" : "");
+        for (size_t k = 0; k < seen.n; k++) {
+            if (seen.v[k].gone_ms == 0)
+                continue;
+            char reason[400];
+            lost_reason(reason, sizeof(reason), &seen.v[k], t_commit);
+            printf("  without %s: %s\n", seen.v[k].id, reason);
+        }
     }
 
-    /* 4. Swap: every live instance serves E (or a newer epoch: K was written again since). */
-    int ret = 0;
+    /* 4. Swap: every live instance serves E (or a newer epoch: K was written again since), or
+     * is fenced and refuses its requests; those committed without are not waited for. */
+    int ret = nlost > 0 ? 3 : 0;
     for (;;) {
         free(r);
         if (records(f, &r, &n, why, sizeof(why)) != 0) {
@@ -701,7 +1071,7 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
         }
         size_t on = 0;
         for (size_t i = 0; i < n; i++)
-            on += r[i].epoch >= e;
+            on += !not_on(&r[i], e);
         if (on == n)
             break;
         if (interrupted) {
@@ -734,13 +1104,14 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
      * clocks) against this process's clock before the commit: one clock is assumed (loopback,
      * or hosts kept in step by NTP). */
     int64_t smin = 0, smax = 0;
-    size_t swapped = 0;
+    size_t swapped = 0, fenced = 0;
     for (size_t i = 0; i < n; i++) {
-        int64_t s = r[i].swapped_unix_us;
-        if (r[i].epoch != e || s <= 0)
+        int64_t sw = r[i].swapped_unix_us;
+        fenced += r[i].epoch < e;
+        if (r[i].epoch != e || sw <= 0)
             continue;
-        smin = swapped == 0 || s < smin ? s : smin;
-        smax = swapped == 0 || s > smax ? s : smax;
+        smin = swapped == 0 || sw < smin ? sw : smin;
+        smax = swapped == 0 || sw > smax ? sw : smax;
         swapped++;
     }
     double window_ms = swapped ? (double)(smax - smin) / 1000.0 : 0.0;
@@ -755,7 +1126,27 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
         json_key(&j, "servers"), json_int(&j, d.servers);
         json_key(&j, "instances"), json_int(&j, n);
         json_key(&j, "swapped"), json_int(&j, swapped);
+        json_key(&j, "fenced"), json_int(&j, fenced);
+        json_key(&j, "committed_without");
+        json_arr(&j);
+        for (size_t k = 0; k < seen.n; k++) {
+            if (seen.v[k].gone_ms == 0)
+                continue;
+            char reason[400];
+            lost_reason(reason, sizeof(reason), &seen.v[k], t_commit);
+            json_obj(&j);
+            json_key(&j, "id"), json_str(&j, seen.v[k].id);
+            json_key(&j, "reason"), json_str(&j, reason);
+            json_end(&j);
+        }
+        json_end(&j);
         json_key(&j, "prepare_ms"), json_i64(&j, prepare_ms);
+        json_key(&j, "commit_unix_us"), json_i64(&j, t_commit_us);
+        json_key(&j, "last_swap_unix_us");
+        if (swapped)
+            json_i64(&j, smax);
+        else
+            json_null(&j);
         json_key(&j, "swap_window_ms");
         if (swapped)
             json_num(&j, window_ms);
@@ -770,10 +1161,19 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
         json_end(&j);
         json_done(&j);
     } else if (n > 0) {
-        printf("%zu instances serve epoch %" PRId64 "; swap window %.3f ms (first to last "
+        printf("%zu instances serve epoch %" PRId64 "%s; swap window %.3f ms (first to last "
                "swap), commit to last swap %.3f ms (one clock assumed: loopback or NTP)\n",
-               n, e, window_ms, to_last_ms);
+               swapped, e, fenced > 0 ? " (the others are fenced: they refuse requests)" : "",
+               window_ms, to_last_ms);
     }
+    for (size_t k = 0; k < nlost; k++) {
+        free(notes[k]);
+        free(note_keys[k]);
+    }
+    free(notes);
+    free(note_keys);
+    free(ops);
+    free(seen.v);
     free(r);
     free(final);
     free(doc);
@@ -785,19 +1185,22 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
 int cmd_fleet(cli *c)
 {
     if (c->argc < 1)
-        cli_usage(c, "missing action: status, apply or abort (see chash fleet --help)");
+        cli_usage(c, "missing action: status, apply, abort or forget (see chash fleet --help)");
     const char *action = c->argv[0];
     bool status = strcmp(action, "status") == 0, apply = strcmp(action, "apply") == 0,
-         abrt = strcmp(action, "abort") == 0;
-    if (!status && !apply && !abrt)
-        cli_usage(c, "unknown action '%s': status, apply or abort", action);
-    if (c->argc > 2)
-        cli_usage(c, "%s takes at most one file (got '%s')", action, c->argv[2]);
-    if (abrt && c->json)
-        cli_usage(c, "--json does not apply to abort");
+         abrt = strcmp(action, "abort") == 0, forget = strcmp(action, "forget") == 0;
+    if (!status && !apply && !abrt && !forget)
+        cli_usage(c, "unknown action '%s': status, apply, abort or forget", action);
+    int first = forget ? 2 : 1; /* forget ID [CONFIG.yml] */
+    if (forget && (c->argc < 2 || c->argv[1][0] == '\0' || strchr(c->argv[1], '/') != NULL))
+        cli_usage(c, "forget needs the ID of an instance (as chash fleet status shows it)");
+    if (c->argc > first + 1)
+        cli_usage(c, "%s takes at most one file (got '%s')", action, c->argv[first + 1]);
+    if ((abrt || forget) && c->json)
+        cli_usage(c, "--json does not apply to %s", action);
     if (!apply && c->timeout_ms > 0)
         cli_usage(c, "--timeout applies to apply only");
-    const char *path = c->argc == 2 ? c->argv[1] : NULL;
+    const char *path = c->argc == first + 1 ? c->argv[first] : NULL;
     if (apply && path == NULL)
         cli_usage(c, "apply needs NEW.yml");
 
@@ -807,7 +1210,10 @@ int cmd_fleet(cli *c)
     if (apply && p->nservers == 0)
         cli_fail(c, "%s: pool '%s' has no servers: nothing to apply", path, p->name);
     locate(&f, path, p);
-    int rc = status ? fleet_status(&f) : apply ? fleet_apply(&f, p) : fleet_abort(&f);
+    int rc = status  ? fleet_status(&f)
+             : apply ? fleet_apply(&f, p)
+             : abrt  ? fleet_abort(&f)
+                     : fleet_forget(&f, c->argv[1]);
     fctx_free(&f);
     ch_config_free(cfg);
     return rc;
