@@ -116,8 +116,10 @@ typedef enum ch_cache_fail {
     CH_CACHE_FAIL_TIMEOUT,  /* connect, read or write took longer than the timeout */
     CH_CACHE_FAIL_IO,       /* the connection broke (closed, reset) */
     CH_CACHE_FAIL_PROTOCOL, /* a reply that is not RESP, or not a reply this command can get */
-    CH_CACHE_FAIL_NO_NODE   /* no candidate left: every node of the key's walk is ejected or
+    CH_CACHE_FAIL_NO_NODE,  /* no candidate left: every node of the key's walk is ejected or
                                failed in this request */
+    CH_CACHE_FAIL_FENCED    /* not sent: the membership is not proven current (a fleet's lease
+                               lapsed: ch_cache_fence_until()) */
 } ch_cache_fail;
 
 /* The outcome of one key's request. Written in full by every request function (the previous
@@ -246,16 +248,30 @@ int ch_cache_reload_config(ch_cache *c, const char *path, const char *pool,
 int ch_cache_apply_membership_doc(ch_cache *c, const void *text, size_t len, int64_t mod_rev,
                                   ch_config_error *err);
 
-/* Phase 2 of `chash fleet apply` for this client: checks that the document of K/pending,
- * whose epoch is pending_rev (its mod_revision), parses and builds, without applying it, and
- * records the outcome for the instance record: prepared = pending_rev, or prepare_failed =
- * pending_rev with the reason. Put the record afterwards; apply the commit (the document at K,
- * with epoch pending_rev) with ch_cache_apply_membership_doc(), which builds it again (a
- * prepared build is not held: it costs one build twice, and the commit fails only for memory).
- * Returns CH_OK, or as ch_cache_apply_membership_doc() (CH_EINVAL also for pending_rev <= 0 or
- * not newer than the epoch served). Cost: O(len) and one table build. */
+/* Phase 2 of `chash fleet apply` for this client: checks that the document of K/pending parses
+ * and builds, without applying it, and records the outcome for the instance record: prepared =
+ * its epoch, or prepare_failed = its epoch with the reason. Its epoch is its "epoch" (`chash
+ * fleet apply` always writes one), else pending_rev, K/pending's mod_revision
+ * (ch_cache_prepared_epoch() tells which it was). Put the record afterwards; apply the commit (the document at K, with that
+ * epoch) with ch_cache_apply_membership_doc(), which builds it again (a prepared build is not
+ * held: it costs one build twice, and the commit fails only for memory). Returns CH_OK, or as
+ * ch_cache_apply_membership_doc() (CH_EINVAL also for pending_rev <= 0 or an epoch not newer
+ * than the one served). Cost: O(len) and one table build. */
 int ch_cache_prepare_membership_doc(ch_cache *c, const void *text, size_t len,
                                     int64_t pending_rev, ch_config_error *err);
+
+/* The pending epoch held prepared (0: none), as the instance record's "prepared". 0 for NULL.
+ * O(1). */
+int64_t ch_cache_prepared_epoch(const ch_cache *c);
+
+/* Fencing (docs/FLEET.md, "Fencing"): the application proves the client's membership current
+ * until mono_ms, a CLOCK_MONOTONIC time in milliseconds: the send time of the last answered
+ * keepalive of the lease its record lives under, plus the TTL etcd returned, less a margin (a
+ * fifth of the TTL, as chash-proxy), and only once it has read K after putting the record
+ * under that lease. From then on every request is refused (CH_CACHE_ERROR,
+ * CH_CACHE_FAIL_FENCED), sent nowhere, until a later call moves the time again; the record
+ * says "fenced". UINT64_MAX (the default of a new client): never fenced; 0: fenced now. O(1). */
+void ch_cache_fence_until(ch_cache *c, uint64_t mono_ms);
 
 /* Drops the prepared (or failed) pending epoch: K/pending went away without a commit (an
  * abort). NULL is a no-op. O(1). */

@@ -254,6 +254,7 @@ int ch__cache_new(ch_membership *m, const ch_health_options *hopt, const ch_cach
     if (c == NULL)
         return CH_ENOMEM;
     c->rng = opt->seed != 0 ? opt->seed : default_seed(c);
+    c->current_until_ms = UINT64_MAX;
     int rc = ch__cache_swap(c, m, hopt, opt);
     if (rc != CH_OK) {
         free(c);
@@ -359,6 +360,7 @@ const char *ch_cache_fail_name(ch_cache_fail f)
     case CH_CACHE_FAIL_IO: return "io";
     case CH_CACHE_FAIL_PROTOCOL: return "protocol";
     case CH_CACHE_FAIL_NO_NODE: return "no node";
+    case CH_CACHE_FAIL_FENCED: return "fenced";
     }
     return "?";
 }

@@ -55,7 +55,12 @@ struct ch_cache {
     char refused[200];        /* why the newest document was not applied ("" when it was) */
     int64_t prepared, prepare_failed;
     char prepare_error[200];
+    uint64_t current_until_ms; /* ch_cache_fence_until(): CLOCK_MONOTONIC; UINT64_MAX: never */
 };
+
+/* Whether c must refuse requests now (ch_cache_fence_until), and r filled as one refused. */
+bool ch__fenced_now(const ch_cache *c);
+void ch__fenced(ch_cache *c, ch_cache_result *r);
 
 /* What went wrong with one attempt (an attempt that failed, or got an error reply). */
 typedef struct ch__attempt {

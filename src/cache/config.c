@@ -259,33 +259,37 @@ int ch_cache_prepare_membership_doc(ch_cache *c, const void *text, size_t len,
         set_error(err, "(membership document)", 0, "%s", ch_strerror(CH_EINVAL));
         return CH_EINVAL;
     }
-    int64_t epoch;
+    int64_t epoch = pending_rev; /* its "epoch" once it parses (docs/FLEET.md, "Epochs") */
     ch_membership *m = NULL;
     ch_health_options hopt;
     ch_cache_options o;
-    /* A pending change's epoch is its revision, whatever the document says. */
     int rc = doc_build(c, text, len, pending_rev, &epoch, &m, &hopt, &o, err);
-    if (rc == CH_OK && pending_rev <= c->epoch) {
+    if (rc == CH_OK && epoch <= c->epoch) {
         set_error(err, doc_name(&c->conf->pools[c->conf_pool]), 0,
                   "pending epoch %lld is not newer than the epoch served (%lld)",
-                  (long long)pending_rev, (long long)c->epoch);
+                  (long long)epoch, (long long)c->epoch);
         rc = CH_EINVAL;
     }
     ch_membership_free(m); /* proven to build; the commit builds it again */
     if (rc != CH_OK) {
         if (c->conf != NULL) {
             c->prepared = 0;
-            c->prepare_failed = pending_rev;
+            c->prepare_failed = epoch;
             ch_config_error_str(err, c->prepare_error, sizeof(c->prepare_error));
         }
         return rc;
     }
-    c->prepared = pending_rev;
-    if (c->prepare_failed == pending_rev) {
+    c->prepared = epoch;
+    if (c->prepare_failed == epoch) {
         c->prepare_failed = 0;
         c->prepare_error[0] = '\0';
     }
     return CH_OK;
+}
+
+int64_t ch_cache_prepared_epoch(const ch_cache *c)
+{
+    return c != NULL ? c->prepared : 0;
 }
 
 void ch_cache_prepare_clear(ch_cache *c)

@@ -42,5 +42,7 @@ char *ch_cache_fleet_record(const ch_cache *c, const char *id)
     snprintf(r.prepare_error, sizeof(r.prepare_error), "%s", c->prepare_error);
     snprintf(r.warm_up, sizeof(r.warm_up), "off"); /* a client has no warm-up window */
     r.swapped_unix_us = c->swapped_unix_us;
+    r.fenced = ch__fenced_now(c);
+    snprintf(r.on_fence, sizeof(r.on_fence), "error"); /* a fenced client refuses requests */
     return ch__fleet_record_json(&r);
 }

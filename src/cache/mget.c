@@ -195,6 +195,15 @@ int ch_cache_mget(ch_cache *c, size_t n, const char *const *keys, const size_t *
     ch__sigpipe_block(&guard);
     ch__run_probes(c);
     c->requests += n;
+    if (ch__fenced_now(c)) { /* every key refused, on one reading of the clock */
+        for (size_t j = 0; j < n; j++) {
+            ch__result_clear(&results[j]);
+            ch__fenced(c, &results[j]);
+        }
+        ch__sigpipe_restore(&guard);
+        free(w.block);
+        return CH_OK;
+    }
     for (size_t j = 0; j < n; j++) {
         ch__result_clear(&results[j]);
         w.klen[j] = lens != NULL ? lens[j] : strlen(keys[j]);

@@ -95,6 +95,26 @@ void ch__unserved(ch_cache *c, ch_cache_result *r)
     c->failed++;
 }
 
+void ch_cache_fence_until(ch_cache *c, uint64_t mono_ms)
+{
+    if (c != NULL)
+        c->current_until_ms = mono_ms;
+}
+
+bool ch__fenced_now(const ch_cache *c)
+{
+    return c->current_until_ms != UINT64_MAX && ch__now_ms() >= c->current_until_ms;
+}
+
+void ch__fenced(ch_cache *c, ch_cache_result *r)
+{
+    r->status = CH_CACHE_ERROR;
+    r->fail = CH_CACHE_FAIL_FENCED;
+    snprintf(r->message, sizeof(r->message),
+             "the membership is not proven current (its fleet lease lapsed): not sent");
+    c->failed++;
+}
+
 /* ---- replies ----------------------------------------------------------------------------------- */
 
 ch__outcome ch__classify_get(const redisReply *reply)
@@ -218,6 +238,11 @@ static void request(ch_cache *c, const void *key, size_t len, const command *cmd
     ch__run_probes(c);
     ch__result_clear(r);
     c->requests++;
+    if (ch__fenced_now(c)) {
+        ch__fenced(c, r);
+        ch__sigpipe_restore(&guard);
+        return;
+    }
     size_t count = 0;
     /* ch_route() cannot fail here: the arguments are valid and the depth was checked against
      * the table when it was swapped in. Should it fail, the request is unserved. */

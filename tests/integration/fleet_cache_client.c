@@ -6,10 +6,12 @@
  *
  *   apply REV FILE     the document in FILE, read from K at mod_revision REV
  *                      -> "ok EPOCH" | "err STATUS MESSAGE"
- *   prepare REV FILE   the document of K/pending at revision REV -> "ok REV" | "err ..."
+ *   prepare REV FILE   the document of K/pending at revision REV -> "ok EPOCH" (the epoch
+ *                      prepared: its "epoch", else REV) | "err ..."
  *   clear              ch_cache_prepare_clear() -> "ok"
  *   epoch              -> "ok EPOCH"
- *   set KEY VALUE      -> "ok NODE_ADDR" | "err ..."
+ *   fence MS           ch_cache_fence_until(now + MS) (MS -1: never) -> "ok"
+ *   set KEY VALUE      -> "ok NODE_ADDR" | "err STATUS FAIL MESSAGE"
  *   record ID          the instance record -> "ok JSON", after checking that it parses with
  *                      ch__fleet_record_parse() into the same id, kind and epoch
  *
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static char *slurp(const char *path, size_t *len)
 {
@@ -88,19 +91,27 @@ int main(int argc, char **argv)
             if (rc != CH_OK)
                 err_line(rc, &e);
             else
-                printf("ok %" PRId64 "\n", cmd[0] == 'a' ? ch_cache_epoch(c) : rev);
+                printf("ok %" PRId64 "\n",
+                       cmd[0] == 'a' ? ch_cache_epoch(c) : ch_cache_prepared_epoch(c));
         } else if (strcmp(cmd, "clear") == 0) {
             ch_cache_prepare_clear(c);
             printf("ok\n");
         } else if (strcmp(cmd, "epoch") == 0) {
             printf("ok %" PRId64 "\n", ch_cache_epoch(c));
+        } else if (strcmp(cmd, "fence") == 0) {
+            long long ms = strtoll(a, NULL, 10);
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            uint64_t now = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+            ch_cache_fence_until(c, ms < 0 ? UINT64_MAX : now + (uint64_t)ms);
+            printf("ok\n");
         } else if (strcmp(cmd, "set") == 0) {
             ch_cache_result r;
             rc = ch_cache_set(c, a, strlen(a), b, strlen(b), 0, &r);
             if (rc == CH_OK && r.status == CH_CACHE_OK)
                 printf("ok %s\n", r.node_addr);
             else
-                printf("err %d %s\n", rc, r.message);
+                printf("err %d %d %s\n", rc, (int)r.fail, r.message);
             ch_cache_result_free(&r);
         } else if (strcmp(cmd, "record") == 0) {
             char *json = ch_cache_fleet_record(c, a);

@@ -170,6 +170,24 @@ def main():
         check_routing(client, chash, tmp, redises, srv, "after-refusals")
         log("older, replayed, unparsable and unknown-key documents refused; epoch %d serves" % rev2)
 
+        # ---- fenced (ch_cache_fence_until): nothing sent until the application proves it again
+        if client.cmd("fence 0") != "ok":
+            fail("fence 0")
+        out = client.cmd("set fenced:k v")
+        if not out.startswith("err 0 7 ") or "not proven current" not in out:
+            fail("a request while fenced: want CH_CACHE_FAIL_FENCED (7), got %r" % out)
+        if any(r.call("GET", "fenced:k") is not None for r in redises):
+            fail("a fenced request reached a server")
+        rec = json.loads(client.cmd("record app-1")[3:])
+        if rec["fenced"] != 1 or rec["on_fence"] != "error":
+            fail("the record of a fenced client: %r" % rec)
+        if client.cmd("fence 60000") != "ok" or not client.cmd("set fenced:k v").startswith("ok "):
+            fail("a request within the fence's time refused")
+        if json.loads(client.cmd("record app-1")[3:])["fenced"] != 0:
+            fail("the record of a client within its fence's time says fenced")
+        log("fenced: requests refused (CH_CACHE_FAIL_FENCED) and sent nowhere; served again once "
+            "the fence moves")
+
         # ---- the instance record, in chash fleet status --------------------------------------
         out = client.cmd("record app-1")
         if not out.startswith("ok "):
@@ -227,6 +245,15 @@ def main():
                 errors.append(repr(e))
         driver = threading.Thread(target=drive, daemon=True)
         driver.start()
+        # an explicit epoch far above the revisions: apply's epoch is then the document's, not
+        # K/pending's revision, and the client must prepare that one
+        etcd.put(KEY, json.dumps({"servers": srv, "hash": "fnv1a_64", "distribution": "ketama",
+                                  "epoch": 500}))
+        deadline = time.monotonic() + 20
+        while client.cmd("epoch") != "ok 500":
+            if time.monotonic() > deadline:
+                fail("the client did not apply the document with epoch 500")
+            time.sleep(0.02)
         new = write_file(os.path.join(tmp, "new.yml"),
                          "cache:\n  redis: true\n  hash: fnv1a_64\n  distribution: ketama\n"
                          "  membership: %s\n  servers:\n    - %s\n    - %s\n" % (url, srv[0], srv[2]))
@@ -239,7 +266,7 @@ def main():
         res = json.loads(r.stdout)
         val, _ = etcd.get(KEY)
         e = json.loads(val)["epoch"]
-        if res["epoch"] != e or res["instances"] != 1 or res["swapped"] != 1:
+        if res["epoch"] != e or e != 501 or res["instances"] != 1 or res["swapped"] != 1:
             fail("apply with the client: %r (K's epoch %d)" % (res, e))
         if client.cmd("epoch") != "ok %d" % e:
             fail("the client does not serve epoch %d" % e)
