@@ -145,6 +145,9 @@ enum { CH_CONF_FENCED_ERROR = 0, CH_CONF_FENCED_SERVE = 1 };
 #define CH_CONF_DEFAULT_REJOIN_JOURNAL_KEYS 100000
 #define CH_CONF_DEFAULT_MAX_CLIENT_INFLIGHT_BYTES (32 * 1024 * 1024)
 #define CH_CONF_DEFAULT_MAX_EJECTED_SHARE 0.5
+/* The longest warm_up and ramp (ms): a day. A longer window is a typo, and its change would
+ * never finish in any useful time. */
+#define CH_CONF_MAX_WINDOW_MS (24 * 3600 * 1000)
 #define CH_CONF_DEFAULT_MEMBERSHIP_HOLD_DOWN 10000
 
 typedef struct ch_config {

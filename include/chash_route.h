@@ -60,7 +60,7 @@ const char *ch_membership_version(const ch_membership *m);
 size_t ch_membership_size(const ch_membership *m);
 const ch_member *ch_membership_member(const ch_membership *m, size_t i);
 const ch_table *ch_membership_table(const ch_membership *m);
-/* Index of the member with this id, or SIZE_MAX. O(n). */
+/* Index of the member with this id, or SIZE_MAX. O(log n). */
 size_t ch_membership_find(const ch_membership *m, const char *id);
 
 /* ---- health ---------------------------------------------------------------------------------- */

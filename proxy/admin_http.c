@@ -22,6 +22,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <strings.h>
 
 #define PX_METRICS_MAX_REQUEST 8192u  /* bytes of request line and headers */
@@ -143,8 +144,23 @@ static void mconn_error(mconn *mc, int code, const char *reason)
     mconn_error_allow(mc, code, reason, "GET, HEAD");
 }
 
-/* The query of POST /-/reload: warm_up=<ms>, ramp=<ms>, ramp_start=<Unix ms> (reload.h), each
- * a decimal integer >= 0 at most once. Returns NULL, or what is wrong (no value is echoed). */
+static int64_t unix_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+_Static_assert(CH_CONF_MAX_WINDOW_MS == 86400000, "reload_query's message says 86400000 ms");
+
+/* ramp_start must be within this of the proxy's clock: a moment every proxy of a rollout can
+ * agree on, not one so far ahead the change never takes effect. */
+#define RAMP_START_SKEW_MS (3600 * 1000)
+
+/* The query of POST /-/reload: warm_up=<ms>, ramp=<ms> (each at most CH_CONF_MAX_WINDOW_MS, as
+ * in the file), ramp_start=<Unix ms> (within RAMP_START_SKEW_MS of now; reload.h), each a
+ * decimal integer >= 0 at most once. Returns NULL, or what is wrong with the limit it breaks
+ * (no value is echoed). */
 static const char *reload_query(const char *q, size_t len, px_reload_opts *o)
 {
     static const char *const names[] = {"warm_up", "ramp", "ramp_start"};
@@ -174,8 +190,12 @@ static const char *reload_query(const char *q, size_t len, px_reload_opts *o)
                 return "expected a decimal integer >= 0 (milliseconds)";
             v = v * 10 + (*d - '0');
         }
-        if (k < 2 && v > INT32_MAX)
-            return "warm_up and ramp are at most 2147483647 ms";
+        if (k < 2 && v > CH_CONF_MAX_WINDOW_MS)
+            return "warm_up and ramp are at most 86400000 ms (a day), as in the file";
+        if (k == 2 && (v > unix_now_ms() + RAMP_START_SKEW_MS ||
+                       v < unix_now_ms() - RAMP_START_SKEW_MS))
+            return "ramp_start (Unix ms) must be within an hour (3600000 ms) of this proxy's "
+                   "clock";
         *fields[k] = v;
         i = j + 1;
     }

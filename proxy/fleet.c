@@ -651,18 +651,28 @@ static void apply_now(fleet_pool *fp, const char *text, size_t len, int64_t mod_
     record_put(fp);
 }
 
-/* Whether doc (a parsed document's pool) lacks a server the pool serves (by address). */
+/* Whether doc (a parsed document's pool) lacks a server the pool serves (by address). Out of
+ * memory counts as removing (the document then waits its hold-down: the safe side). Cost:
+ * O(n log n). */
 static bool removes(const fleet_pool *fp, const ch_conf_pool *doc)
 {
     const px_shared_pool *sp = served(fp);
-    for (size_t i = 0; i < sp->nservers; i++) {
-        bool found = false;
-        for (size_t j = 0; j < doc->nservers && !found; j++)
-            found = strcmp(sp->servers[i]->addr, doc->servers[j].addr) == 0;
-        if (!found)
-            return true;
-    }
-    return false;
+    size_t n = sp->nservers, nd = doc->nservers;
+    const char **have = malloc((nd ? nd : 1) * sizeof(*have));
+    const char **want = malloc((n ? n : 1) * sizeof(*want));
+    size_t *from = malloc((n ? n : 1) * sizeof(*from));
+    bool out = have == NULL || want == NULL || from == NULL;
+    for (size_t j = 0; !out && j < nd; j++)
+        have[j] = doc->servers[j].addr;
+    for (size_t i = 0; !out && i < n; i++)
+        want[i] = sp->servers[i]->addr;
+    out = out || px_match_addrs(have, nd, want, n, false, from) != 0;
+    for (size_t i = 0; !out && i < n; i++)
+        out = from[i] == SIZE_MAX;
+    free(have);
+    free(want);
+    free(from);
+    return out;
 }
 
 static void hold_clear(fleet_pool *fp)

@@ -124,24 +124,81 @@ void px_shared_pool_clear(px_shared_pool *sp)
      * rest of a live pool). */
 }
 
+typedef struct addr_at {
+    const char *addr;
+    size_t i;
+} addr_at;
+
+static int addr_at_cmp(const void *a, const void *b)
+{
+    const addr_at *x = a, *y = b;
+    int c = strcmp(x->addr, y->addr);
+    return c != 0 ? c : (x->i > y->i) - (x->i < y->i);
+}
+
+int px_match_addrs(const char *const *have, size_t nhave, const char *const *want, size_t n,
+                   bool same_pointer, size_t *from)
+{
+    addr_at *v = malloc((nhave ? nhave : 1) * sizeof(*v));
+    bool *used = calloc(nhave ? nhave : 1, sizeof(*used));
+    if (v == NULL || used == NULL) {
+        free(v);
+        free(used);
+        return -1;
+    }
+    for (size_t k = 0; k < nhave; k++)
+        v[k] = (addr_at){have[k], k};
+    qsort(v, nhave, sizeof(*v), addr_at_cmp);
+    for (size_t i = 0; i < n; i++) {
+        size_t lo = 0, hi = nhave; /* the first entry >= want[i] */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (strcmp(v[mid].addr, want[i]) < 0)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        from[i] = SIZE_MAX;
+        for (size_t k = lo; k < nhave && strcmp(v[k].addr, want[i]) == 0; k++) {
+            if (!used[k] && (!same_pointer || v[k].addr == want[i])) {
+                used[k] = true;
+                from[i] = v[k].i;
+                break;
+            }
+        }
+    }
+    free(v);
+    free(used);
+    return 0;
+}
+
 int px_pool_servers(const ch_conf_pool *pc, const ch_conf_server **out)
 {
     ch_options opt;
     ch_config_options(pc, &opt);
-    ch_member *members = calloc(pc->nservers, sizeof(*members));
-    if (members == NULL)
-        return -1;
-    /* ch_config_members' addr strings point into the pool's servers: match by pointer. */
-    ch_config_members(pc, opt.algo, members);
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < pc->nservers; i++) {
-        out[i] = NULL;
-        for (size_t j = 0; j < pc->nservers && out[i] == NULL; j++)
-            if (members[i].addr == pc->servers[j].addr)
-                out[i] = &pc->servers[j];
+    size_t n = pc->nservers;
+    ch_member *members = calloc(n ? n : 1, sizeof(*members));
+    const char **have = malloc((n ? n : 1) * sizeof(*have));
+    const char **want = malloc((n ? n : 1) * sizeof(*want));
+    size_t *from = malloc((n ? n : 1) * sizeof(*from));
+    int rc = members != NULL && have != NULL && want != NULL && from != NULL ? 0 : -1;
+    if (rc == 0) {
+        /* ch_config_members' addr strings point into the pool's servers: match by pointer. */
+        ch_config_members(pc, opt.algo, members);
+        for (size_t i = 0; i < n; i++) {
+            have[i] = pc->servers[i].addr;
+            want[i] = members[i].addr;
+        }
+        rc = px_match_addrs(have, n, want, n, true, from);
+    }
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        out[i] = from[i] != SIZE_MAX ? &pc->servers[from[i]] : NULL;
         rc = out[i] != NULL ? 0 : -1;
     }
     free(members);
+    free(have);
+    free(want);
+    free(from);
     return rc;
 }
 

@@ -115,8 +115,17 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
  * concurrently (so a live pool can be cleared and refilled by a reload). */
 void px_shared_pool_clear(px_shared_pool *sp);
 /* The config's servers of pc in membership order (ch_config_members' order) into out[]
- * (pc->nservers entries). Returns 0, or -1 when a member has no server entry. */
+ * (pc->nservers entries). Returns 0, or -1 when a member has no server entry. Cost:
+ * O(n log n). */
 int px_pool_servers(const ch_conf_pool *pc, const ch_conf_server **out);
+
+/* For each address want[i] (i < n), the index of an equal address in have[0, nhave), each index
+ * given at most once (equal addresses pair up in order), or SIZE_MAX when none is left: into
+ * from[i]. With same_pointer, only the very string (want[i] == have[k]) matches. Returns 0, or
+ * -1 when out of memory. Cost: O((n + nhave) log nhave), so a reload of 10,000 servers matches
+ * them in milliseconds, not in the 10^8 string compares of a nested loop. */
+int px_match_addrs(const char *const *have, size_t nhave, const char *const *want, size_t n,
+                   bool same_pointer, size_t *from);
 
 /* A worker's copy of a pool: its servers and their connections, its clients, its counters.
  * conf, members, table and health are the shared pool's, swapped by a reload. */

@@ -40,8 +40,10 @@
 #include <string.h>
 #include <time.h>
 
-/* Keys through both tables when the library cannot compare them exactly (ketama, modula, ...). */
+/* Keys through both tables when the library cannot compare them exactly (ketama, modula, ...),
+ * or when the comparison's matrix would exceed RELOAD_EXACT_CELLS (8 bytes each: 32 MiB). */
 #define RELOAD_SAMPLE_KEYS 100000u
+#define RELOAD_EXACT_CELLS ((size_t)1 << 22)
 
 /* A pool's new state, built before anything is swapped. */
 typedef struct pool_plan {
@@ -51,6 +53,7 @@ typedef struct pool_plan {
     size_t n;
     size_t *from;         /* per new server: its index in the old array, or SIZE_MAX (new) */
     size_t *map;          /* per old server: its new index, or SIZE_MAX (retired) */
+    size_t *rix;          /* per old server retired: its index in retire[] */
     px_server **retire;   /* one allocation per removed server */
     size_t nretire;
 } pool_plan;
@@ -63,6 +66,7 @@ static void plan_free(pool_plan *p)
     free(p->servers);
     free(p->from);
     free(p->map);
+    free(p->rix);
     for (size_t i = 0; i < p->nretire; i++)
         free(p->retire[i]);
     free(p->retire);
@@ -105,36 +109,41 @@ static int plan_build(px_pool *pool, const px_shared_pool *next, pool_plan *p, c
     p->next = next;
     p->n = next->nservers;
     size_t oldn = pool->nservers;
-    bool *taken = calloc(oldn, sizeof(*taken));
+    const char **have = malloc((oldn ? oldn : 1) * sizeof(*have));
+    const char **want = malloc((p->n ? p->n : 1) * sizeof(*want));
     p->servers = calloc(p->n, sizeof(*p->servers));
-    p->from = malloc(p->n * sizeof(*p->from));
-    p->map = malloc(oldn * sizeof(*p->map));
+    p->from = malloc((p->n ? p->n : 1) * sizeof(*p->from));
+    p->map = malloc((oldn ? oldn : 1) * sizeof(*p->map));
+    p->rix = malloc((oldn ? oldn : 1) * sizeof(*p->rix));
     p->retire = calloc(oldn, sizeof(*p->retire));
-    if (taken == NULL || p->servers == NULL || p->from == NULL || p->map == NULL ||
-        p->retire == NULL) {
+    bool ok = have != NULL && want != NULL && p->servers != NULL && p->from != NULL &&
+              p->map != NULL && p->rix != NULL && p->retire != NULL;
+    for (size_t j = 0; ok && j < oldn; j++) {
+        have[j] = pool->servers[j].conf->addr;
+        p->map[j] = SIZE_MAX;
+    }
+    for (size_t i = 0; ok && i < p->n; i++)
+        want[i] = next->servers[i]->addr;
+    /* Reused servers: matched by address, in order when an address appears twice. */
+    ok = ok && px_match_addrs(have, oldn, want, p->n, false, p->from) == 0;
+    free(have);
+    free(want);
+    if (!ok) {
         PX_LOG(px, PX_LOG_ERR, "reload: pool %s: out of memory", pc->name);
         snprintf(why, whylen, "pool %s: out of memory", pc->name);
-        free(taken);
         free(p->servers); /* nothing set up yet */
         p->servers = NULL;
+        free(p->from); /* plan_free reads from[] only with servers */
+        p->from = NULL;
         plan_free(p);
         return -1;
     }
     for (size_t i = 0; i < p->n; i++)
-        p->from[i] = SIZE_MAX;
-    for (size_t j = 0; j < oldn; j++)
-        p->map[j] = SIZE_MAX;
+        if (p->from[i] != SIZE_MAX)
+            p->map[p->from[i]] = i;
     const char *fail = NULL;
     for (size_t i = 0; fail == NULL && i < p->n; i++) {
         const ch_conf_server *cs = next->servers[i];
-        for (size_t j = 0; j < oldn; j++) {
-            if (!taken[j] && strcmp(pool->servers[j].conf->addr, cs->addr) == 0) {
-                taken[j] = true;
-                p->from[i] = j;
-                p->map[j] = i;
-                break;
-            }
-        }
         if (p->from[i] != SIZE_MAX) {
             /* Reused: moved in at the swap; only its line in the file changes. */
             p->servers[i].conf = cs;
@@ -150,15 +159,16 @@ static int plan_build(px_pool *pool, const px_shared_pool *next, pool_plan *p, c
         }
     }
     for (size_t j = 0; fail == NULL && j < oldn; j++) {
-        if (taken[j])
+        if (p->map[j] != SIZE_MAX)
             continue;
         p->retire[p->nretire] = calloc(1, sizeof(**p->retire));
-        if (p->retire[p->nretire] == NULL)
+        if (p->retire[p->nretire] == NULL) {
             fail = "out of memory";
-        else
+        } else {
+            p->rix[j] = p->nretire;
             p->nretire++;
+        }
     }
-    free(taken);
     if (fail != NULL) {
         PX_LOG(px, PX_LOG_ERR, "reload: pool %s: %s", pc->name, fail);
         if (strstr(fail, "new server") == NULL) /* else why names the server already */
@@ -170,16 +180,19 @@ static int plan_build(px_pool *pool, const px_shared_pool *next, pool_plan *p, c
 }
 
 /* The fraction of the key space whose owner changes from a to b (owners compared by node id):
- * exact when the library can compare the tables (ch_table_transfer), else measured on
- * RELOAD_SAMPLE_KEYS generated keys: the ones `chash plan --keys 100000` uses ("key:0:<i>"), so
- * both print the same figure for the same two files. Negative when out of memory. Cost: O(Na x Nb) plus the transfer, or two lookups per sample key. */
+ * exact when the library can compare the tables (ch_table_transfer) and its Na x Nb matrix
+ * stays under RELOAD_EXACT_CELLS, else measured on RELOAD_SAMPLE_KEYS generated keys: the ones
+ * `chash plan --keys 100000` uses ("key:0:<i>"), so both print the same figure for the same two
+ * files. Negative when out of memory. Cost: O(Na x Nb) plus the transfer, or two lookups per
+ * sample key (a 10,000-server pool: the sample, 200,000 lookups, not an 800 MB matrix). */
 static double moved_share(const ch_membership *a, const ch_membership *b, bool *exact)
 {
     const ch_table *ta = ch_membership_table(a), *tb = ch_membership_table(b);
     size_t na = ch_membership_size(a), nb = ch_membership_size(b);
-    size_t *same = malloc(na * sizeof(*same)); /* a's node i is b's node same[i] */
-    double *m = calloc(na * nb, sizeof(*m));
-    if (same == NULL || m == NULL) {
+    bool small = nb == 0 || na <= RELOAD_EXACT_CELLS / nb;
+    size_t *same = malloc((na ? na : 1) * sizeof(*same)); /* a's node i is b's node same[i] */
+    double *m = small ? calloc(na * nb > 0 ? na * nb : 1, sizeof(*m)) : NULL;
+    if (same == NULL || (small && m == NULL)) {
         free(same);
         free(m);
         return -1;
@@ -187,7 +200,7 @@ static double moved_share(const ch_membership *a, const ch_membership *b, bool *
     for (size_t i = 0; i < na; i++)
         same[i] = ch_membership_find(b, ch_table_node_id(ta, i));
     double moved = 0;
-    *exact = ch_table_transfer(ta, tb, m) == CH_OK;
+    *exact = small && ch_table_transfer(ta, tb, m) == CH_OK;
     if (*exact) {
         for (size_t i = 0; i < na; i++)
             for (size_t j = 0; j < nb; j++)
@@ -218,12 +231,7 @@ static void server_move(px_server *dst, px_server *src)
 /* The server that serves what old[j] served, once p is applied. */
 static px_server *moved_to(const pool_plan *p, size_t j)
 {
-    if (p->map[j] != SIZE_MAX)
-        return &p->servers[p->map[j]];
-    size_t r = 0; /* retire[] holds the removed servers in old order */
-    for (size_t k = 0; k < j; k++)
-        r += p->map[k] == SIZE_MAX;
-    return p->retire[r];
+    return p->map[j] != SIZE_MAX ? &p->servers[p->map[j]] : p->retire[p->rix[j]];
 }
 
 /* The pool's window after p (warm.h; old: its server array before, servers already moved):
@@ -283,12 +291,23 @@ static void plan_apply(pool_plan *p)
         s->cref = pool->shared->cref; /* the config s->conf points into: still the old one */
         px_conf_ref(s->cref);
         px_dl_push(&px->retired, &s->retired_link);
-        if (px->index == 0)
-            PX_LOG(&px->io, PX_LOG_NOTICE,
-                   "reload: pool %s: server %s (%s) removed: its connections close once the "
-                   "requests in flight on them are answered%s",
-                   next->conf->name, s->conf->id, s->conf->addr,
-                   next->warm_from == PX_WARM_FROM_NOW ? " and the warm-up window is over" : "");
+    }
+    if (px->index == 0 && p->nretire > 0) { /* one line for the pool, whatever the count */
+        char names[300] = "";
+        for (size_t k = 0; k < p->nretire && k < 4; k++) {
+            size_t len = strlen(names);
+            snprintf(names + len, sizeof(names) - len, "%s%s (%s)", k ? ", " : "",
+                     p->retire[k]->conf->id, p->retire[k]->conf->addr);
+        }
+        char more[48] = "";
+        if (p->nretire > 4)
+            snprintf(more, sizeof(more), " and %zu more", p->nretire - 4);
+        PX_LOG(&px->io, PX_LOG_NOTICE,
+               "reload: pool %s: %zu server%s removed: %s%s; %s connections close once the "
+               "requests in flight on them are answered%s",
+               next->conf->name, p->nretire, p->nretire == 1 ? "" : "s", names, more,
+               p->nretire == 1 ? "its" : "their",
+               next->warm_from == PX_WARM_FROM_NOW ? " and the warm-up window is over" : "");
     }
 
     warm_apply(pool, p, old, oldn);
@@ -308,6 +327,7 @@ static void plan_apply(pool_plan *p)
     /* The plan's arrays now belong to the pool, or were moved out. */
     free(p->from);
     free(p->map);
+    free(p->rix);
     free(p->retire);
     memset(p, 0, sizeof(*p));
 }
@@ -366,23 +386,34 @@ static void health_carry(px_ctl *m, const px_shared_pool *cur, px_shared_pool *n
     ch_health_options ho;
     ch_config_health(next->conf, &ho);
     uint64_t now = uv_now(m->loop);
-    for (size_t i = 0; i < next->nservers; i++) {
-        for (size_t j = 0; j < cur->nservers; j++) {
-            if (strcmp(cur->servers[j]->addr, next->servers[i]->addr) != 0)
-                continue;
-            for (uint32_t k = 0; !px_health_up(cur->health, j) && k < ho.failure_limit; k++)
-                if (px_health_failure(next->health, i, now, m->rng += 0x9E3779B97F4A7C15ULL))
-                    break;
-            /* Its rejoin journal goes with it (workers may still add to cur's: under its
-             * lock; next is no one else's yet). */
-            pthread_mutex_lock(&cur->health->lock);
-            px_journal t = next->health->journal[i];
-            next->health->journal[i] = cur->health->journal[j];
-            cur->health->journal[j] = t;
-            pthread_mutex_unlock(&cur->health->lock);
-            break;
-        }
+    const char **have = malloc((cur->nservers ? cur->nservers : 1) * sizeof(*have));
+    const char **want = malloc((next->nservers ? next->nservers : 1) * sizeof(*want));
+    size_t *from = malloc((next->nservers ? next->nservers : 1) * sizeof(*from));
+    bool ok = have != NULL && want != NULL && from != NULL;
+    for (size_t j = 0; ok && j < cur->nservers; j++)
+        have[j] = cur->servers[j]->addr;
+    for (size_t i = 0; ok && i < next->nservers; i++)
+        want[i] = next->servers[i]->addr;
+    /* Out of memory: no health carries over (every server starts up, as a new one does). */
+    ok = ok && px_match_addrs(have, cur->nservers, want, next->nservers, false, from) == 0;
+    for (size_t i = 0; ok && i < next->nservers; i++) {
+        size_t j = from[i];
+        if (j == SIZE_MAX)
+            continue;
+        for (uint32_t k = 0; !px_health_up(cur->health, j) && k < ho.failure_limit; k++)
+            if (px_health_failure(next->health, i, now, m->rng += 0x9E3779B97F4A7C15ULL))
+                break;
+        /* Its rejoin journal goes with it (workers may still add to cur's: under its lock;
+         * next is no one else's yet). */
+        pthread_mutex_lock(&cur->health->lock);
+        px_journal t = next->health->journal[i];
+        next->health->journal[i] = cur->health->journal[j];
+        cur->health->journal[j] = t;
+        pthread_mutex_unlock(&cur->health->lock);
     }
+    free(have);
+    free(want);
+    free(from);
 }
 
 /* The loop clock every worker's px_io_now follows (monotonic ms). */

@@ -718,8 +718,10 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
         if (rc == CH__NUM_NEG || (rc == CH__NUM_OK && n < min))
             return fail(ld, m, "expected an integer >= %d for \"%s\", got \"%s\"", min, k,
                         ch__conf_quote(q, sizeof q, v, len));
-        if (rc == CH__NUM_RANGE)
-            return fail(ld, m, "expected an integer <= %d for \"%s\", got \"%s\"", INT_MAX, k,
+        int max = id == KEY_WARM_UP || id == KEY_RAMP ? CH_CONF_MAX_WINDOW_MS : INT_MAX;
+        if (rc == CH__NUM_RANGE || (rc == CH__NUM_OK && n > max))
+            return fail(ld, m, "expected an integer <= %d%s for \"%s\", got \"%s\"", max,
+                        max == CH_CONF_MAX_WINDOW_MS ? " (a day, in ms)" : "", k,
                         ch__conf_quote(q, sizeof q, v, len));
         *int_field(p, id) = n;
         return CH_OK;

@@ -2,9 +2,11 @@
  * membership.c — a versioned membership: the members (id, addr, name, weight), their placement
  * table and a version string.
  *
- * Memory: one malloc'd block holds the struct, the member array and every string, so a build
- * makes three allocations besides the table's (the block, and a temporary buffer for the content
- * hash when no version is given), and a free releases one block and the table.
+ * Memory: one malloc'd block holds the struct, the member array, the index of the members by
+ * id and every string; a build's other allocations (the table's node list, the id sort, the
+ * content hash's buffer when no version is given) are freed before it returns, and a free
+ * releases one block and the table. The index makes ch_membership_find O(log n): a reload that matches two
+ * 10,000-node memberships by id compares about 140,000 strings, not 10^8.
  *
  * The content version is "m-" followed by the 12 lowercase hex digits of the high 48 bits of
  * XXH3-64 (ch_hash64(CH_HASH_XXH3, ...)) over this serialization, every field ended by a NUL
@@ -26,9 +28,20 @@
 struct ch_membership {
     ch_table *table;
     size_t n;
+    size_t *by_id;       /* n member indexes in the order of their ids (strcmp), after members */
     char version[CH_VERSION_MAX];
-    ch_member members[]; /* n entries; their strings follow the array in the same block */
+    ch_member members[]; /* n entries; by_id and then their strings follow in the same block */
 };
+
+typedef struct id_at {
+    const char *id;
+    size_t i;
+} id_at;
+
+static int id_at_cmp(const void *a, const void *b)
+{
+    return strcmp(((const id_at *)a)->id, ((const id_at *)b)->id);
+}
 
 /* A version given by the caller: 1 to CH_VERSION_MAX - 1 printable ASCII characters. */
 static bool version_ok(const char *v)
@@ -158,8 +171,8 @@ int ch_membership_build(const ch_member *members, size_t n, const ch_options *op
     if (rc != CH_OK)
         return rc;
 
-    /* n <= CH_MAX_NODES now, so the array size cannot overflow. */
-    size_t total = sizeof(ch_membership) + n * sizeof(ch_member);
+    /* n <= CH_MAX_NODES now, so the array sizes cannot overflow. */
+    size_t total = sizeof(ch_membership) + n * sizeof(ch_member) + n * sizeof(size_t);
     for (size_t i = 0; i < n; i++) {
         if (members[i].addr == NULL || members[i].addr[0] == '\0') {
             ch_table_free(t);
@@ -173,7 +186,10 @@ int ch_membership_build(const ch_member *members, size_t n, const ch_options *op
     }
 
     ch_membership *m = malloc(total);
-    if (m == NULL) {
+    id_at *order = calloc(n > 0 ? n : 1, sizeof(*order));
+    if (m == NULL || order == NULL) {
+        free(m);
+        free(order);
         ch_table_free(t);
         return CH_ENOMEM;
     }
@@ -183,16 +199,23 @@ int ch_membership_build(const ch_member *members, size_t n, const ch_options *op
         memcpy(m->version, version, strlen(version) + 1);
     } else if ((rc = content_version(t, members, n, m->version)) != CH_OK) {
         free(m);
+        free(order);
         ch_table_free(t);
         return rc;
     }
-    char *p = (char *)(m->members + n);
+    m->by_id = (size_t *)(void *)(m->members + n);
+    char *p = (char *)(m->by_id + n);
     for (size_t i = 0; i < n; i++) {
         m->members[i].id = copy_str(&p, members[i].id);
         m->members[i].addr = copy_str(&p, members[i].addr);
         m->members[i].name = members[i].name != NULL ? copy_str(&p, members[i].name) : NULL;
         m->members[i].weight = members[i].weight;
+        order[i] = (id_at){m->members[i].id, i};
     }
+    qsort(order, n, sizeof(*order), id_at_cmp); /* ids are distinct: the table checked */
+    for (size_t i = 0; i < n; i++)
+        m->by_id[i] = order[i].i;
+    free(order);
     *out = m;
     return CH_OK;
 }
@@ -229,8 +252,16 @@ size_t ch_membership_find(const ch_membership *m, const char *id)
 {
     if (m == NULL || id == NULL)
         return SIZE_MAX;
-    for (size_t i = 0; i < m->n; i++)
-        if (strcmp(m->members[i].id, id) == 0)
-            return i;
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = strcmp(m->members[m->by_id[mid]].id, id);
+        if (c == 0)
+            return m->by_id[mid];
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
     return SIZE_MAX;
 }

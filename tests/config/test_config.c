@@ -1044,6 +1044,9 @@ static void test_membership_doc(void **state)
          "f.yml:4:3: \"epoch\" belongs in a membership document (docs/FLEET.md), not in a pool"},
         {"a:\n  servers:\n    - 127.0.0.1:1:1\n  membership_hold_down: 3\n",
          "f.yml:4:3: \"membership_hold_down\" needs \"membership\""},
+        {"a:\n  servers:\n    - 127.0.0.1:1:1\n  warm_up: 86400001\n",
+         "f.yml:4:12: expected an integer <= 86400000 (a day, in ms) for \"warm_up\", got "
+         "\"86400001\""},
         {"a:\n  servers:\n    - 127.0.0.1:1:1\n  membership_fenced: error\n",
          "f.yml:4:3: \"membership_fenced\" needs \"membership\""},
         {"a:\n  membership: etcd://127.0.0.1:2379/k\n  membership_fenced: stale\n",

@@ -13,6 +13,9 @@ but not in the config yet. Requests go through http.client, as an admin tool's w
      line of the misspelled key); the version stays NEW, reload_failures counts 1, and SET/GET
      through the proxy still work, on every key's owner under the last good file.
   4. GET /-/reload: 405 with "Allow: POST"; GET /metrics still 200 (with the new version).
+     Time values out of bounds are refused with their limit, nothing applied (issue 24):
+     ramp_start a day ahead (the change would never take effect) or behind, warm_up and ramp
+     over a day; a sane reload after them still applies the file.
   5. SIGTERM: clean exit, no sanitizer report.
 
 Usage: test_admin_reload.py CHASH_PROXY CHASH_CLI
@@ -176,6 +179,23 @@ def body(proxy_exe, chash, redis_exe):
             code, ('version="%s"' % v_new) in text))
     if request(mport, "POST", "/metrics")[0] != 405:
         soft_fail("POST /metrics is not 405")
+    replace_file(conf, conf_text(backends[:3]))  # a change, so an accepted reload would apply
+    now_ms = int(time.time() * 1000)
+    for query, want in (
+            ("?ramp=1000&ramp_start=99999999999999", "within an hour (3600000 ms)"),
+            ("?ramp=1000&ramp_start=%d" % (now_ms + 86400000), "within an hour (3600000 ms)"),
+            ("?ramp=1000&ramp_start=%d" % (now_ms - 86400000), "within an hour (3600000 ms)"),
+            ("?warm_up=86400001", "at most 86400000 ms (a day)"),
+            ("?ramp=2147483647", "at most 86400000 ms (a day)")):
+        code, _, text = request(mport, "POST", "/-/reload" + query)
+        if code != 400 or want not in text or "99999999999999" in text:
+            fail("POST /-/reload%s: %d %r, want 400 naming the limit (%s), no value echoed" % (
+                query, code, text, want))
+    if px.stats_json()[POOL].get("membership_version") != v_new:
+        fail("a refused out-of-bounds reload changed the membership")
+    code, _, text = request(mport, "POST", "/-/reload?ramp=1000&ramp_start=%d" % (now_ms + 500))
+    if code != 200 or text != "reloaded: %s: %s -> %s\n" % (POOL, v_new, v_old):
+        fail("a sane reload after the refused ones: %d %r" % (code, text))
 
     # 5. Clean exit.
     px.stop()
