@@ -6,10 +6,11 @@
  *   revision R, then a watch from R + 1. rev is the newest revision delivered; a lost watch is
  *   started again from rev + 1 after a backoff (100 ms doubling to 5 s), so no change is missed
  *   and none is replayed; a compacted start revision makes it range again.
- * - the record: K/instances/<id> under a lease of ttl seconds, kept alive every ttl/3; it is
+ * - the record: K/instances/<id> under a lease of ttl seconds, kept alive every ttl/3 by the
+ *   lease keeper's thread (lease.h), so that no work on this loop delays a keepalive; it is
  *   rewritten whenever a field changes (one put in flight at a time, the latest state wins). An
  *   unanswered keepalive (etcd stopped or partitioned) restarts the watch; a lost lease is
- *   granted again and the record put under the new one.
+ *   granted again (here) and the record put under the new one.
  * - the changes, each through reload.h (all or nothing): a document in K is applied when its
  *   epoch is newer than the one served; in K/pending it is prepared and held (reported as
  *   prepared) until the commit in K with the same epoch swaps it in, or the pending key goes
@@ -17,12 +18,13 @@
  * - the fence (docs/FLEET.md, "Fencing"): the pool's membership is current while
  *       lease != 0, registered == synced == lease, now < lease_until_ns,
  *       and no prepared change waits on a watch that is down;
- *   publish() hands the deadline to the workers (px_shared_pool.current_until_ns), who refuse
- *   requests past it by their own clock. lease_until_ns is the send time of the last answered
- *   grant or keepalive plus the TTL etcd gave, less fence_margin(): etcd starts a lease's TTL
- *   when it receives the request, after we sent it, so the instance fences before etcd can
- *   expire the lease, and `chash fleet apply` commits without an instance only once its record
- *   (under that lease) is gone. After a lapse the instance must register again (a record put
+ *   publish() hands what this loop knows to the workers (px_shared_pool.serve_until_ns), the
+ *   keeper the lease's deadline (px_shared_pool.lease_until_ns), and the workers refuse
+ *   requests past the earlier by their own clock. lease_until_ns is the send time of the last
+ *   answered grant or keepalive plus the TTL etcd gave, less px_fence_margin_ns: etcd starts a
+ *   lease's TTL when it receives the request, after it was sent, so the instance fences before
+ *   etcd can expire the lease, and `chash fleet apply` commits without an instance only once
+ *   its record (under that lease) is gone. After a lapse the instance must register again (a record put
  *   under its lease: "registered") and then read K completely (a range begun after that put:
  *   "synced") before it serves: any commit from then on waits for it.
  * Invariant: fp->held is this pool's reload held in m->held, or NULL; m->held_dropped clears it
@@ -30,6 +32,7 @@
  */
 #include "fleet.h"
 #include "etcd_http.h"
+#include "lease.h"
 #include "reload.h"
 
 #include <fleet_internal.h>
@@ -42,7 +45,6 @@
 
 #define FIRST_READ_MS 3000      /* each blocking request at start: grant, record, read */
 #define REQUEST_MS 3000         /* each unary request: record, lease, range */
-#define KEEPALIVE_ANSWER_MS 2000
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
 
@@ -60,17 +62,16 @@ typedef struct fleet_pool {
     uv_timer_t retry;
     bool watching;          /* the watch is created */
     /* the lease and the record */
-    px_etcd_req *lease_req, *record_req;
-    int64_t lease;
-    int64_t lease_req_id;   /* the lease the request in flight keeps alive (0: a grant) */
+    px_etcd_req *grant_req, *record_req;
+    int64_t lease;          /* as in slot->lease, which the keeper keeps alive */
+    uint64_t grant_sent_ns; /* when the grant in flight was sent */
+    px_lease_slot *slot;    /* f->slots[this pool's index in f->pools] */
     uv_timer_t keepalive;
     uv_timer_t warm_end;    /* the record says "off" again when the warm-up window ends */
     bool dirty;             /* rec changed since the last put began */
     bool etcd_warned;       /* "etcd unreachable" logged once per outage */
     ch__fleet_record rec;
-    /* the fence (see the top of the file) */
-    uint64_t lease_until_ns; /* uv_hrtime */
-    uint64_t lease_sent_ns;  /* when the grant or keepalive in flight was sent */
+    /* the fence (see the top of the file); the lease's deadline is served(fp)->lease_until_ns */
     int64_t registered;      /* the lease the record was last put under (0: none yet) */
     int64_t record_lease;    /* the lease of the put in flight */
     int64_t range_lease;     /* registered when the range in flight began */
@@ -78,18 +79,20 @@ typedef struct fleet_pool {
     bool current, published; /* as last published */
     bool was_current;        /* once current: a fence now means the lease was lost */
     uint64_t fenced_since_ns;
-    uv_timer_t lapse;        /* at lease_until_ns */
+    uv_timer_t lapse;        /* at the lease's deadline */
     bool lost_marked;        /* K/lost/<id> exists (a commit went without us): deleted once current */
     px_etcd_req *lost_req;
     /* K/members/<id> under a lease of a day, kept alive at each keepalive tick */
     char *member_key;
     int64_t member_lease;
     px_etcd_req *member_req;
-    enum { MEMBER_GRANT, MEMBER_PUT, MEMBER_KEEP } member_step;
+    enum { MEMBER_GRANT, MEMBER_PUT } member_step;
     bool member_unput;       /* granted, not yet put */
     /* the two-phase change */
     px_reload_held *held;
     int64_t held_epoch;
+    uint64_t confirmed_ns;   /* while held: when no commit was last known to wait unread */
+    uint64_t range_sent_ns;  /* when the range in flight began */
     /* flap damping: a direct document that removes servers, waiting */
     uv_timer_t hold;
     char *hold_doc;
@@ -101,10 +104,29 @@ typedef struct fleet_pool {
 struct px_fleet {
     px_ctl *m;
     fleet_pool *pools;
+    px_lease_slot *slots; /* one per pool, as pools */
+    px_lease_keeper *keeper;
     size_t n;
     int ttl_s;
-    unsigned closing; /* timers still closing after px_fleet_stop: f is freed at 0 */
+    /* While a pool holds a prepared change: the heartbeat of the fence (publish()), after each
+     * turn of the loop's I/O (check) and at least every HELD_TICK_MS (tick). */
+    uv_check_t check;
+    uv_timer_t tick;
+    uint64_t last_beat_ns; /* the check's last run (uv_hrtime) */
+    unsigned closing; /* handles still closing after px_fleet_stop: f is freed at 0 */
 };
+
+/* A pool that holds a prepared change serves only until HELD_ALIVE_MS after this loop last
+ * knew that no commit was waiting unread (fleet_pool.confirmed_ns): the commit may come at any
+ * moment, and a worker must not answer from the old membership after it, e.g. when the
+ * process was stopped (SIGSTOP, a VM pause) with its lease still valid and resumes with
+ * requests queued and the commit unread in the watch's socket. The loop knows it after each
+ * turn of its I/O (the check handle), as long as turns follow each other within HELD_GAP_MS
+ * (the tick makes them); after a longer gap (the process was stopped, or the loop busy) it
+ * knows it again only from a read of K begun after the gap, which swaps in a commit it finds. */
+#define HELD_ALIVE_MS 250u
+#define HELD_GAP_MS 150u
+#define HELD_TICK_MS 50u
 
 /* What the start did for a pool: its document, and the lease and record it registered with. */
 typedef struct boot_doc {
@@ -126,16 +148,6 @@ struct px_fleet_boot {
     char **names;
     boot_doc *docs; /* text NULL: none read */
 };
-
-/* How long before etcd may expire a lease the instance fences: a fifth of the TTL, at least
- * 400 ms. etcd counts the TTL from when it receives a keepalive; the deadline counts it from
- * when the keepalive was sent, earlier, so this margin is what remains if etcd's clock ran
- * that much faster than this host's over one TTL. */
-static uint64_t fence_margin_ns(int64_t ttl_s)
-{
-    uint64_t m = (uint64_t)ttl_s * 1000000000u / 5u;
-    return m > 400000000u ? m : 400000000u;
-}
 
 static int64_t unix_ms(void)
 {
@@ -274,7 +286,7 @@ static int boot_register(const ch_conf_pool *pc, int ttl_s, boot_doc *b, char *w
         return -1;
     }
     b->lease = id;
-    b->lease_until_ns = sent + (uint64_t)ttl * 1000000000u - fence_margin_ns(ttl);
+    b->lease_until_ns = px_lease_deadline(sent, ttl);
     char *key = record_key_of(pc->membership_key, b->rec.id);
     char *json = ch__fleet_record_json(&b->rec);
     char *body = key != NULL && json != NULL ? ch__etcd_put_body(key, json, strlen(json), id)
@@ -522,6 +534,46 @@ static void record_served(fleet_pool *fp)
 /* ---- the fence ------------------------------------------------------------------------------------- */
 
 static void lapse_cb(uv_timer_t *t);
+static void publish(fleet_pool *fp);
+
+static void heartbeat_cb(uv_check_t *c)
+{
+    px_fleet *f = c->data;
+    uint64_t now = uv_hrtime();
+    bool gap = now - f->last_beat_ns > HELD_GAP_MS * 1000000u;
+    f->last_beat_ns = now;
+    for (size_t i = 0; i < f->n; i++) {
+        fleet_pool *fp = &f->pools[i];
+        if (fp->held == NULL)
+            continue;
+        if (!gap)
+            fp->confirmed_ns = now; /* this turn's I/O is read: a commit would be swapped in */
+        else if (fp->range == NULL)
+            resync(fp); /* fenced (publish) until a read of K begun now comes back */
+        publish(fp);
+    }
+}
+
+static void tick_cb(uv_timer_t *t)
+{
+    (void)t; /* only wakes the loop: the check after it beats */
+}
+
+/* Runs the heartbeat while some pool holds a prepared change, and only then. */
+static void held_heartbeat(px_fleet *f)
+{
+    bool any = false;
+    for (size_t i = 0; i < f->n && !any; i++)
+        any = f->pools[i].held != NULL;
+    if (any && !uv_is_active((uv_handle_t *)&f->check)) {
+        f->last_beat_ns = uv_hrtime();
+        uv_check_start(&f->check, heartbeat_cb);
+        uv_timer_start(&f->tick, tick_cb, HELD_TICK_MS, HELD_TICK_MS);
+    } else if (!any && uv_is_active((uv_handle_t *)&f->check)) {
+        uv_check_stop(&f->check);
+        uv_timer_stop(&f->tick);
+    }
+}
 
 static void lost_done(void *arg, bool ok, const char *body, size_t len, const char *why)
 {
@@ -539,17 +591,23 @@ static void publish(fleet_pool *fp)
 {
     px_shared_pool *sp = served(fp);
     uint64_t now = uv_hrtime();
-    bool lease_ok = fp->lease != 0 && now < fp->lease_until_ns;
+    uint64_t lease_until = __atomic_load_n(&sp->lease_until_ns, __ATOMIC_RELAXED);
+    bool lease_ok = fp->lease != 0 && now < lease_until;
     bool read = fp->registered == fp->lease && fp->synced == fp->lease;
     bool cur = lease_ok && read && !(fp->held != NULL && !fp->watching);
     px_fence_why why = !fp->was_current && !cur ? PX_FENCE_UNREAD
                        : !lease_ok              ? PX_FENCE_LEASE
                        : !read                  ? PX_FENCE_RESYNC
-                                                : PX_FENCE_WATCH;
+                       : !cur                   ? PX_FENCE_WATCH
+                                                : PX_FENCE_HELD; /* if the heartbeat lapses */
+    uint64_t until = !cur                ? 0
+                     : fp->held != NULL ? fp->confirmed_ns + HELD_ALIVE_MS * 1000000u
+                                        : UINT64_MAX;
     __atomic_store_n(&sp->fence_why, (uint8_t)why, __ATOMIC_RELAXED);
-    __atomic_store_n(&sp->current_until_ns, cur ? fp->lease_until_ns : 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&sp->serve_until_ns, until, __ATOMIC_RELAXED);
+    held_heartbeat(fp->f);
     if (lease_ok)
-        uv_timer_start(&fp->lapse, lapse_cb, (fp->lease_until_ns - now) / 1000000u + 1, 0);
+        uv_timer_start(&fp->lapse, lapse_cb, (lease_until - now) / 1000000u + 1, 0);
     if (cur && fp->lost_marked && fp->lost_req == NULL) {
         char *body = ch__etcd_delete_body(fp->lost_key);
         fp->lost_req = body != NULL ? px_etcd_post(fp->etcd, "/v3/kv/deleterange", body,
@@ -590,7 +648,8 @@ static void publish(fleet_pool *fp)
 static void lapse_cb(uv_timer_t *t)
 {
     fleet_pool *fp = t->data;
-    if (fp->lease != 0 && uv_hrtime() < fp->lease_until_ns) {
+    if (fp->lease != 0 &&
+        uv_hrtime() < __atomic_load_n(&served(fp)->lease_until_ns, __ATOMIC_RELAXED)) {
         publish(fp); /* extended meanwhile: arms the timer again */
         return;
     }
@@ -826,6 +885,7 @@ static void on_pending(fleet_pool *fp, const char *text, size_t len, int64_t mod
     if (rc == PX_RELOAD_OK) {
         fp->held = h;
         fp->held_epoch = epoch;
+        fp->confirmed_ns = uv_hrtime(); /* apply commits only once this prepare is recorded */
         fp->rec.prepared = epoch;
         fp->rec.prepare_failed = 0;
         fp->rec.prepare_error[0] = '\0';
@@ -903,6 +963,7 @@ static void on_kv(fleet_pool *fp, const ch__etcd_kv *kv, bool deleted)
 
 static void watch_start(fleet_pool *fp);
 static void keepalive_cb(uv_timer_t *t);
+static void lease_drop(fleet_pool *fp);
 
 static void etcd_lost(fleet_pool *fp, const char *what, const char *why)
 {
@@ -976,7 +1037,7 @@ static void watch_line(void *arg, const char *line, size_t len)
         fp->rev = 0;
         ch__etcd_watch_msg_free(&msg);
         /* Its lease is gone with the data: fenced now, and granted again. */
-        fp->lease = fp->registered = fp->synced = 0;
+        lease_drop(fp);
         watch_again(fp);
         keepalive_cb(&fp->keepalive);
         return;
@@ -1046,6 +1107,8 @@ static void range_done(void *arg, bool ok, const char *body, size_t len, const c
         fp->synced = fp->lease;
     else if (fp->lease != 0 && fp->registered == fp->lease)
         fp->rev = 0;
+    if (fp->held != NULL)
+        fp->confirmed_ns = fp->range_sent_ns; /* K as of then: a commit was swapped in above */
     publish(fp);
     watch_start(fp);
 }
@@ -1069,6 +1132,7 @@ static void watch_start(fleet_pool *fp)
 {
     if (fp->rev == 0) {
         fp->range_lease = fp->registered;
+        fp->range_sent_ns = uv_hrtime();
         char *body = ch__etcd_range_body(fp->key, true);
         fp->range = body != NULL ? px_etcd_post(fp->etcd, "/v3/kv/range", body, REQUEST_MS,
                                                 range_done, fp)
@@ -1091,47 +1155,75 @@ static void watch_start(fleet_pool *fp)
 
 static void keepalive_cb(uv_timer_t *t);
 
-/* A grant (the request began with no lease) or a keepalive answered, or failed. */
-static void lease_done(void *arg, bool ok, const char *body, size_t len, const char *why)
+/* The lease is gone (etcd said so, or lost its data): fenced now, a new one is granted. */
+static void lease_drop(fleet_pool *fp)
+{
+    fp->lease = fp->registered = fp->synced = 0;
+    __atomic_store_n(&fp->slot->lease, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&served(fp)->lease_until_ns, 0, __ATOMIC_RELAXED);
+    publish(fp);
+}
+
+/* A grant answered, or failed. */
+static void grant_done(void *arg, bool ok, const char *body, size_t len, const char *why)
 {
     fleet_pool *fp = arg;
-    fp->lease_req = NULL;
-    bool grant = fp->lease_req_id == 0;
-    if (!grant && fp->lease_req_id != fp->lease)
-        return; /* a keepalive of a lease dropped meanwhile (etcd lost its data) */
+    fp->grant_req = NULL;
     char w[300];
     int64_t id = 0, ttl = 0;
     if (ok && ch__etcd_parse_lease(body, len, &id, &ttl, w, sizeof(w)) != 0) {
         ok = false;
         why = w;
     }
+    if (ok && ttl <= 0) {
+        ok = false;
+        why = "etcd granted a lease with no TTL";
+    }
     if (!ok) {
-        etcd_lost(fp, grant ? "cannot grant its lease" : "its lease keepalive failed", why);
-        /* etcd did not answer a keepalive in time: a watch on it may be silent too. */
-        if (!grant && fp->watching)
-            watch_again(fp);
-        return; /* the next tick grants or keeps alive again; the deadline stands */
+        etcd_lost(fp, "cannot grant its lease", why);
+        return; /* the next tick grants again */
     }
-    if (ttl <= 0) {
-        PX_LOG(fp->f->m, PX_LOG_WARN, "fleet: pool %s: its lease %lld expired: registering "
-               "again", fp->name, (long long)(grant ? id : fp->lease));
-        fp->lease = fp->registered = fp->synced = 0;
-        publish(fp);
-        keepalive_cb(&fp->keepalive); /* a new grant now */
-        return;
-    }
-    fp->lease_until_ns = fp->lease_sent_ns + (uint64_t)ttl * 1000000000u - fence_margin_ns(ttl);
-    if (grant) {
-        fp->lease = id;
-        PX_LOG(fp->f->m, PX_LOG_NOTICE, "fleet: pool %s: registered as %s (lease %lld, %d s)",
-               fp->name, fp->record_key, (long long)id, fp->f->ttl_s);
-        fp->dirty = true;
-    } else if (fp->synced != fp->lease && fp->registered == fp->lease) {
-        resync(fp); /* answered again after a lapse: K is read before serving */
-    }
+    fp->lease = id;
+    __atomic_store_n(&served(fp)->lease_until_ns, px_lease_deadline(fp->grant_sent_ns, ttl),
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&fp->slot->lease, id, __ATOMIC_RELEASE);
+    PX_LOG(fp->f->m, PX_LOG_NOTICE, "fleet: pool %s: registered as %s (lease %lld, %d s)",
+           fp->name, fp->record_key, (long long)id, fp->f->ttl_s);
+    fp->dirty = true;
     publish(fp);
-    if (fp->dirty)
-        record_put(fp);
+    record_put(fp);
+}
+
+/* What the keeper found since the last call (lease.h), pool by pool. */
+static void lease_events(void *arg)
+{
+    px_fleet *f = arg;
+    for (size_t i = 0; i < f->n; i++) {
+        fleet_pool *fp = &f->pools[i];
+        uint32_t ev = __atomic_exchange_n(&fp->slot->events, 0, __ATOMIC_ACQUIRE);
+        if (ev & PX_LEASE_MEMBER_EXPIRED) {
+            fp->member_lease = 0; /* granted again at the next tick */
+            __atomic_store_n(&fp->slot->member_lease, 0, __ATOMIC_RELEASE);
+        }
+        if ((ev & PX_LEASE_EXPIRED) && fp->lease != 0) {
+            PX_LOG(f->m, PX_LOG_WARN, "fleet: pool %s: its lease %lld expired: registering "
+                   "again", fp->name, (long long)fp->lease);
+            lease_drop(fp);
+            keepalive_cb(&fp->keepalive); /* a new grant now */
+            continue;
+        }
+        if (ev & PX_LEASE_UNANSWERED) {
+            etcd_lost(fp, "its lease keepalive failed", "etcd did not answer in time");
+            /* etcd did not answer a keepalive in time: a watch on it may be silent too. */
+            if (fp->watching)
+                watch_again(fp);
+        }
+        if (ev & PX_LEASE_ANSWERED) {
+            if (fp->lease != 0 && fp->synced != fp->lease && fp->registered == fp->lease)
+                resync(fp); /* answered again after a lapse: K is read before serving */
+            publish(fp);
+        }
+    }
 }
 
 static void member_tick(fleet_pool *fp);
@@ -1147,18 +1239,15 @@ static void member_done(void *arg, bool ok, const char *body, size_t len, const 
         return; /* the next tick tries again */
     if (fp->member_step == MEMBER_PUT) {
         fp->member_unput = ch__etcd_parse_write(body, len, &rev, w, sizeof(w)) != 0;
-    } else if (ch__etcd_parse_lease(body, len, &id, &ttl, w, sizeof(w)) == 0) {
-        if (fp->member_step == MEMBER_GRANT && ttl > 0) {
-            fp->member_lease = id;
-            fp->member_unput = true;
-            member_tick(fp); /* the put, now */
-        } else if (ttl <= 0) {
-            fp->member_lease = 0; /* expired (etcd lost it): granted again at the next tick */
-        }
+    } else if (ch__etcd_parse_lease(body, len, &id, &ttl, w, sizeof(w)) == 0 && ttl > 0) {
+        fp->member_lease = id;
+        fp->member_unput = true;
+        __atomic_store_n(&fp->slot->member_lease, id, __ATOMIC_RELEASE); /* the keeper's now */
+        member_tick(fp); /* the put, now */
     }
 }
 
-/* K/members/<id>: granted and put once registered, then kept alive with the record's lease. */
+/* K/members/<id>: granted and put once registered; the keeper keeps its lease alive. */
 static void member_tick(fleet_pool *fp)
 {
     if (fp->member_req != NULL || fp->registered == 0)
@@ -1178,30 +1267,28 @@ static void member_tick(fleet_pool *fp)
                             : NULL;
         free(json);
     } else {
-        fp->member_step = MEMBER_KEEP;
-        path = "/v3/lease/keepalive";
-        body = ch__etcd_keepalive_body(fp->member_lease);
+        return;
     }
     if (body != NULL)
         fp->member_req = px_etcd_post(fp->etcd, path, body, REQUEST_MS, member_done, fp);
     free(body);
 }
 
+/* The control side of the leases, every ttl/3: a grant when there is no lease, the member
+ * note, and a record put that failed before. The keepalives are the keeper's. */
 static void keepalive_cb(uv_timer_t *t)
 {
     fleet_pool *fp = t->data;
     member_tick(fp);
-    if (fp->lease_req != NULL)
+    if (fp->dirty)
+        record_put(fp);
+    if (fp->lease != 0 || fp->grant_req != NULL)
         return;
-    char *body = fp->lease == 0 ? ch__etcd_grant_body(fp->f->ttl_s)
-                                : ch__etcd_keepalive_body(fp->lease);
-    fp->lease_sent_ns = uv_hrtime();
-    fp->lease_req_id = fp->lease;
+    char *body = ch__etcd_grant_body(fp->f->ttl_s);
+    fp->grant_sent_ns = uv_hrtime();
     if (body != NULL)
-        fp->lease_req = px_etcd_post(fp->etcd, fp->lease == 0 ? "/v3/lease/grant"
-                                                              : "/v3/lease/keepalive",
-                                     body, fp->lease == 0 ? REQUEST_MS : KEEPALIVE_ANSWER_MS,
-                                     lease_done, fp);
+        fp->grant_req = px_etcd_post(fp->etcd, "/v3/lease/grant", body, REQUEST_MS, grant_done,
+                                     fp);
     free(body);
 }
 
@@ -1215,7 +1302,10 @@ int px_fleet_start(px_ctl *m, px_fleet_boot *boot)
     size_t n = 0;
     for (size_t i = 0; i < m->npools; i++)
         n += m->pools[i].conf->membership != NULL;
-    if (f == NULL || (f->pools = calloc(n, sizeof(*f->pools))) == NULL) {
+    if (f == NULL || (f->pools = calloc(n, sizeof(*f->pools))) == NULL ||
+        (f->slots = calloc(n, sizeof(*f->slots))) == NULL) {
+        if (f != NULL)
+            free(f->pools);
         free(f);
         px_fleet_boot_free(boot);
         PX_LOG(m, PX_LOG_ERR, "fleet: out of memory");
@@ -1226,6 +1316,9 @@ int px_fleet_start(px_ctl *m, px_fleet_boot *boot)
     m->fleet = f;
     m->held_dropped = held_dropped;
     m->held_dropped_arg = f;
+    uv_check_init(m->loop, &f->check);
+    uv_timer_init(m->loop, &f->tick);
+    f->check.data = f->tick.data = f;
     int rc = 0;
     for (size_t i = 0; i < m->npools; i++) {
         px_shared_pool *sp = &m->pools[i];
@@ -1236,7 +1329,9 @@ int px_fleet_start(px_ctl *m, px_fleet_boot *boot)
         for (size_t k = 0; k < boot->n && bd == NULL; k++)
             if (strcmp(boot->names[k], pc->name) == 0)
                 bd = &boot->docs[k];
-        fleet_pool *fp = &f->pools[f->n++];
+        fleet_pool *fp = &f->pools[f->n];
+        fp->slot = &f->slots[f->n++];
+        fp->slot->lease_until_ns = &sp->lease_until_ns;
         fp->f = f;
         fp->index = i;
         if (bd != NULL) { /* what the start registered and read (fleet.h) */
@@ -1247,15 +1342,16 @@ int px_fleet_start(px_ctl *m, px_fleet_boot *boot)
                 bd->text = NULL;
             }
             fp->rec = bd->rec;
-            fp->lease = bd->lease;
-            fp->lease_until_ns = bd->lease_until_ns;
+            fp->lease = fp->slot->lease = bd->lease;
+            sp->lease_until_ns = bd->lease_until_ns;
             fp->registered = bd->registered ? bd->lease : 0;
             fp->synced = bd->registered && bd->synced ? bd->lease : 0;
-            fp->member_lease = bd->member_lease;
+            fp->member_lease = fp->slot->member_lease = bd->member_lease;
             bd->lease = bd->member_lease = 0; /* taken over */
         }
         fp->name = strdup(pc->name);
         fp->endpoint = strdup(pc->membership_endpoint);
+        fp->slot->endpoint = fp->endpoint;
         fp->hold_down_ms = pc->membership_hold_down_ms;
         uv_timer_init(m->loop, &fp->retry);
         uv_timer_init(m->loop, &fp->keepalive);
@@ -1292,19 +1388,38 @@ int px_fleet_start(px_ctl *m, px_fleet_boot *boot)
         uint64_t every = (uint64_t)f->ttl_s * 1000u / 3u;
         uv_timer_start(&fp->keepalive, keepalive_cb, every, every);
     }
+    if (rc == 0 &&
+        (f->keeper = px_lease_keeper_start(m->loop, f->slots, f->n,
+                                           (uint64_t)f->ttl_s * 1000u / 3u, lease_events, f)) ==
+            NULL)
+        rc = -1;
     px_fleet_boot_free(boot);
     if (rc != 0)
         PX_LOG(m, PX_LOG_ERR, "fleet: out of memory");
     return rc;
 }
 
+static void fleet_free(px_fleet *f)
+{
+    free(f->pools);
+    free(f->slots);
+    free(f);
+}
+
+static void fleet_closed(px_fleet *f)
+{
+    if (--f->closing == 0)
+        fleet_free(f);
+}
+
 static void timer_closed(uv_handle_t *h)
 {
-    px_fleet *f = ((fleet_pool *)h->data)->f;
-    if (--f->closing == 0) {
-        free(f->pools);
-        free(f);
-    }
+    fleet_closed(((fleet_pool *)h->data)->f);
+}
+
+static void own_closed(uv_handle_t *h)
+{
+    fleet_closed(h->data);
 }
 
 void px_fleet_stop(px_ctl *m)
@@ -1314,6 +1429,10 @@ void px_fleet_stop(px_ctl *m)
         return;
     m->fleet = NULL;
     m->held_dropped = NULL;
+    px_lease_keeper_stop(f->keeper); /* first: it reads the slots and endpoints freed below */
+    f->closing += 2;
+    uv_close((uv_handle_t *)&f->check, own_closed);
+    uv_close((uv_handle_t *)&f->tick, own_closed);
     for (size_t i = 0; i < f->n; i++) {
         fleet_pool *fp = &f->pools[i];
         if (fp->held != NULL) {
@@ -1339,10 +1458,8 @@ void px_fleet_stop(px_ctl *m)
         free(fp->member_key);
         free(fp->hold_doc);
     }
-    if (f->closing == 0) {
-        free(f->pools);
-        free(f);
-    }
+    if (f->closing == 0)
+        fleet_free(f);
 }
 
 bool px_fleet_stats_get(const px_ctl *m, size_t i, px_fleet_stats *out)
@@ -1357,9 +1474,7 @@ bool px_fleet_stats_get(const px_ctl *m, size_t i, px_fleet_stats *out)
         out->seen_epoch = fp->rec.seen_epoch;
         out->prepared = fp->rec.prepared;
         out->etcd_up = fp->watching && fp->lease != 0 && !fp->etcd_warned;
-        out->fenced = fp->st.fenced || uv_hrtime() >=
-                                           __atomic_load_n(&m->pools[i].current_until_ns,
-                                                           __ATOMIC_RELAXED);
+        out->fenced = fp->st.fenced || px_shared_fenced(&m->pools[i], uv_hrtime());
         out->serve_fenced = m->pools[i].conf->membership_fenced == CH_CONF_FENCED_SERVE;
         return true;
     }

@@ -417,7 +417,7 @@ int px_metrics_info(px_worker *px, px_buf *b)
         rc |= info_name(b, pool->conf->name);
         rc |= px_buf_printf(b, "_warm_up_left_ms:%llu\r\n", U(left));
         if (pool->conf->membership != NULL) { /* docs/FLEET.md, "Fencing" */
-            bool fenced = uv_hrtime() >= PX_ATOMIC_LOAD(pool->shared->current_until_ns);
+            bool fenced = px_shared_fenced(pool->shared, uv_hrtime());
             rc |= px_buf_append(b, "pool_", 5);
             rc |= info_name(b, pool->conf->name);
             rc |= px_buf_printf(b, "_fleet_fenced:%d\r\n", fenced ? 1 : 0);

@@ -82,7 +82,7 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
     sp->conf = pc;
     sp->cref = cref;
     px_conf_ref(cref);
-    sp->current_until_ns = pc->membership != NULL ? 0 : UINT64_MAX; /* fleet.c proves it */
+    sp->lease_until_ns = sp->serve_until_ns = pc->membership != NULL ? 0 : UINT64_MAX;
     sp->fence_why = PX_FENCE_UNREAD;
     return 0;
 }
@@ -93,6 +93,9 @@ const char *px_fence_text(px_fence_why why)
     case PX_FENCE_LEASE: return "membership lease lost (etcd unreachable)";
     case PX_FENCE_RESYNC: return "membership lease lost; reading etcd again";
     case PX_FENCE_WATCH: return "etcd watch lost while a membership change is pending";
+    case PX_FENCE_HELD:
+        return "a membership change is pending and its commit cannot be ruled out (control "
+               "thread stalled)";
     default: return "membership not read from etcd yet (etcd unreachable)";
     }
 }

@@ -82,15 +82,17 @@ typedef struct px_shared_pool {
     char *doc;
     size_t doclen;
     int64_t epoch;
-    /* Fencing (docs/FLEET.md, "Fencing"): the membership is proven current until
-     * current_until_ns (uv_hrtime; UINT64_MAX for a pool not in etcd), and fence_why says why
-     * it is not once that has passed. fleet.c moves both on the control thread; each worker
-     * compares the deadline with its own clock, read after the request's bytes arrived, before
-     * it sends a request anywhere (px_pool_fenced), so a worker fences at the deadline even
-     * when the control thread is stalled or the process was stopped. Relaxed atomics: a stale
-     * read of a deadline is still a deadline the lease proved. Neither is touched by a reload
-     * (px_shared_pool_clear). */
-    uint64_t current_until_ns;
+    /* Fencing (docs/FLEET.md, "Fencing"): the membership is proven current until the earlier
+     * of lease_until_ns (what the lease proves: lease.c's keeper moves it) and serve_until_ns
+     * (what fleet.c's state allows: UINT64_MAX while current, a heartbeat while a prepared
+     * change is held, 0 when not current), both uv_hrtime, both UINT64_MAX for a pool not in
+     * etcd; fence_why says why not once the earlier has passed. Each worker compares them with
+     * its own clock, read after the request's bytes arrived, before it sends a request anywhere
+     * (px_pool_fenced), so it fences at the deadline even when the control thread is stalled or
+     * the process was stopped. Relaxed atomics: a stale read of a deadline is still a deadline
+     * that was proven. None is touched by a reload (px_shared_pool_clear). */
+    uint64_t lease_until_ns;
+    uint64_t serve_until_ns;
     uint8_t fence_why; /* px_fence_why */
     uint64_t clients;           /* client connections open, all workers (atomic) */
 } px_shared_pool;
@@ -102,6 +104,8 @@ typedef enum px_fence_why {
     PX_FENCE_RESYNC,     /* registered again: etcd is being read */
     PX_FENCE_WATCH,      /* a prepared change is pending and the watch that brings its commit
                             is down */
+    PX_FENCE_HELD,       /* a prepared change is pending and the control thread, which would
+                            swap in its commit, has not run for a while (fleet.c) */
 } px_fence_why;
 
 /* The error text of a fenced pool (docs/FLEET.md), without the pool's name. */
@@ -176,13 +180,20 @@ typedef struct px_pool {
 /* A worker pool's settings from its conf: depth, timeout, limits, password (start and reload). */
 void px_pool_configure(px_pool *pool);
 
-/* Whether pool must refuse a request that came in at now_ns (uv_hrtime): its membership is not
- * proven current and the pool does not choose to serve anyway ("membership_fenced: serve").
- * Cost: one relaxed atomic load and two compares. */
+/* Whether shared pool sp's membership is not proven current at now_ns (uv_hrtime). Cost: two
+ * relaxed atomic loads and two compares. */
+static inline bool px_shared_fenced(const px_shared_pool *sp, uint64_t now_ns)
+{
+    return now_ns >= PX_ATOMIC_LOAD(sp->lease_until_ns) ||
+           now_ns >= PX_ATOMIC_LOAD(sp->serve_until_ns);
+}
+
+/* Whether pool must refuse a request that came in at now_ns: its membership is not proven
+ * current and the pool does not choose to serve anyway ("membership_fenced: serve"). */
 static inline bool px_pool_fenced(const px_pool *pool, uint64_t now_ns)
 {
-    return now_ns >= PX_ATOMIC_LOAD(pool->shared->current_until_ns) &&
-           pool->conf->membership_fenced != CH_CONF_FENCED_SERVE;
+    return pool->conf->membership_fenced != CH_CONF_FENCED_SERVE &&
+           px_shared_fenced(pool->shared, now_ns);
 }
 
 #endif /* CHASH_PROXY_POOL_H */
