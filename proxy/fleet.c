@@ -192,21 +192,11 @@ static void record_identity(ch__fleet_record *r, const px_fleet_options *opt,
     r->fenced = 1;
 }
 
-/* prefix followed by id, malloc'd. */
-static char *record_key_of_prefix(const char *prefix, const char *id)
-{
-    size_t n = strlen(prefix) + strlen(id) + 1;
-    char *s = malloc(n);
-    if (s != NULL)
-        snprintf(s, n, "%s%s", prefix, id);
-    return s;
-}
-
 /* K/instances/<id>, malloc'd. */
 static char *record_key_of(const char *key, const char *id)
 {
     char *prefix = ch__fleet_instances_prefix(key);
-    char *s = prefix != NULL ? record_key_of_prefix(prefix, id) : NULL;
+    char *s = prefix != NULL ? ch__fleet_key(prefix, id) : NULL;
     free(prefix);
     return s;
 }
@@ -251,7 +241,7 @@ static void boot_member(const ch_conf_pool *pc, boot_doc *b)
     if (rc != 0)
         return;
     char *prefix = ch__fleet_members_prefix(pc->membership_key);
-    char *key = prefix != NULL ? record_key_of_prefix(prefix, b->rec.id) : NULL;
+    char *key = prefix != NULL ? ch__fleet_key(prefix, b->rec.id) : NULL;
     char *json = member_json(&b->rec);
     char *body = key != NULL && json != NULL ? ch__etcd_put_body(key, json, strlen(json), id)
                                              : NULL;
@@ -1368,8 +1358,8 @@ int px_fleet_start(px_ctl *m, px_fleet_boot *boot)
         fp->record_key = record_key_of(pc->membership_key, fp->rec.id);
         char *lost = ch__fleet_lost_prefix(pc->membership_key);
         char *members = ch__fleet_members_prefix(pc->membership_key);
-        fp->lost_key = lost != NULL ? record_key_of_prefix(lost, fp->rec.id) : NULL;
-        fp->member_key = members != NULL ? record_key_of_prefix(members, fp->rec.id) : NULL;
+        fp->lost_key = lost != NULL ? ch__fleet_key(lost, fp->rec.id) : NULL;
+        fp->member_key = members != NULL ? ch__fleet_key(members, fp->rec.id) : NULL;
         free(lost);
         free(members);
         fp->etcd = px_etcd_new(m->loop, pc->membership_endpoint);

@@ -15,8 +15,7 @@
 
 #define WHY(...) (snprintf(why, whylen, __VA_ARGS__), -1)
 
-/* key followed by tail, malloc'd. */
-static char *key_with(const char *key, const char *tail)
+char *ch__fleet_key(const char *key, const char *tail)
 {
     size_t n = strlen(key) + strlen(tail) + 1;
     char *s = malloc(n);
@@ -27,22 +26,22 @@ static char *key_with(const char *key, const char *tail)
 
 char *ch__fleet_pending_key(const char *key)
 {
-    return key_with(key, "/pending");
+    return ch__fleet_key(key, "/pending");
 }
 
 char *ch__fleet_instances_prefix(const char *key)
 {
-    return key_with(key, "/instances/");
+    return ch__fleet_key(key, "/instances/");
 }
 
 char *ch__fleet_lost_prefix(const char *key)
 {
-    return key_with(key, "/lost/");
+    return ch__fleet_key(key, "/lost/");
 }
 
 char *ch__fleet_members_prefix(const char *key)
 {
-    return key_with(key, "/members/");
+    return ch__fleet_key(key, "/members/");
 }
 
 /* ---- base64 and numbers ------------------------------------------------------------------------ */

@@ -18,6 +18,8 @@
 
 /* ---- the keys of a pool (docs/FLEET.md, "What is stored where") ------------------------------ */
 
+/* key followed by tail (a prefix and an id: "<key>/instances/" + "<id>"), malloc'd. */
+char *ch__fleet_key(const char *key, const char *tail);
 /* "<key>/pending", "<key>/instances/" (the prefix of the records) and "<key>/lost/" (of the
  * instances a commit went without), malloc'd. */
 char *ch__fleet_pending_key(const char *key);

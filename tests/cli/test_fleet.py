@@ -40,7 +40,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "proxy"))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
 from proxyharness import (SANITIZER_MARKS, fail, free_ports, log, make_tmpdir,  # noqa: E402
                           require_binary, require_programs, run_main, sanitizer_env, spawn,
-                          write_file)
+                          wait_until, write_file)
 from etcd import EtcdClient, b64, start_etcd, unb64  # noqa: E402
 
 KEY = "/chash/pools/alpha"
@@ -192,6 +192,22 @@ def expected_doc(servers, version=None, epoch=None):
     return d
 
 
+def proposing(chash, etcd, args):
+    """chash fleet apply ARGS started in the background; returns it once K/pending is there."""
+    p = subprocess.Popen([chash, "fleet", "apply"] + args, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=sanitizer_env())
+    try:
+        wait_until(lambda: etcd.get(KEY + "/pending")[0] is not None or p.poll() is not None,
+                   15, "apply proposing")
+    except BaseException:
+        p.kill()
+        p.wait()
+        raise
+    if p.poll() is not None:
+        fail("apply exited %r before it proposed" % p.poll())
+    return p
+
+
 def wait_all(etcd, pred, what, timeout=10):
     return etcd.wait_records(KEY, pred, timeout, what)
 
@@ -321,14 +337,8 @@ def main():
         log("stalled instance: aborted after %.1f s, K untouched" % dt)
 
         # SIGINT while waiting for it: the change is withdrawn as on a timeout.
-        p = subprocess.Popen([chash, "fleet", "apply", v3, "--timeout", "30000"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=sanitizer_env())
+        p = proposing(chash, etcd, [v3, "--timeout", "30000"])
         try:
-            deadline = time.monotonic() + 15
-            while etcd.get(KEY + "/pending")[0] is None:
-                if time.monotonic() > deadline or p.poll() is not None:
-                    fail("apply did not propose within 15 s (exit %r)" % p.poll())
-                time.sleep(0.02)
             p.send_signal(signal.SIGINT)
             _, err = p.communicate(timeout=15)
         finally:
@@ -452,14 +462,8 @@ def main():
         # ---- an instance lost mid-apply: committed without it, exit 3, noted and shown -------
         gone = start("gone", mode="stall")
         wait_all(etcd, lambda r: "gone" in r, "gone registered")
-        p = subprocess.Popen([chash, "fleet", "apply", v2, "--json", "--timeout", "30000"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=sanitizer_env())
+        p = proposing(chash, etcd, [v2, "--json", "--timeout", "30000"])
         try:
-            deadline = time.monotonic() + 15
-            while etcd.get(KEY + "/pending")[0] is None:
-                if time.monotonic() > deadline or p.poll() is not None:
-                    fail("apply did not propose within 15 s (exit %r)" % p.poll())
-                time.sleep(0.02)
             wait_all(etcd, lambda r: all(r[i]["prepared"] > 1001 for i in "abc"),
                      "a, b, c prepared; gone stalls")
             if etcd.get(KEY + "/pending")[0] is None:

@@ -340,6 +340,19 @@ def sigstop(pid, bound=5.0):
         time.sleep(0.005)
 
 
+def wait_until(pred, timeout, what, poll=0.05):
+    """Polls pred() until it returns something true, which it returns; fails after timeout
+    seconds naming what."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = pred()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            fail("%s: not within %g s" % (what, timeout))
+        time.sleep(poll)
+
+
 def run_threads(target, n, bound, what):
     """Runs target(i) for i in range(n) on n daemon threads at once; fails when one has not
     returned within bound seconds (what: for the message)."""

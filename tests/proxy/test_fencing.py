@@ -48,7 +48,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from proxyharness import (Proxy, Resp, RespError, fail, free_ports, log,  # noqa: E402
                           make_tmpdir, require_binary, require_programs, resp_call, run_main,
-                          sigstop, spawn, start_redises, write_file)
+                          sigstop, spawn, start_redises, wait_until, write_file)
 import etcd  # noqa: E402
 from forwarder import Forwarder  # noqa: E402
 
@@ -106,11 +106,7 @@ def fenced(p):
 
 
 def wait_for(pred, what, timeout=WAIT):
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            fail("%s: not within %.0f s" % (what, timeout))
-        time.sleep(0.05)
+    return wait_until(pred, timeout, what)
 
 
 class Load(threading.Thread):

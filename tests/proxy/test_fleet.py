@@ -55,7 +55,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from proxyharness import (Proxy, Resp, RespError, chash_lookup, fail, free_ports,  # noqa: E402
                           log, make_tmpdir, require_binary, require_programs, resp_call,
-                          run_main, sigstop, spawn, start_redises, tail, write_file)
+                          run_main, sigstop, spawn, start_redises, tail, wait_until, write_file)
 import etcd  # noqa: E402
 
 POOL = "alpha"
@@ -146,14 +146,9 @@ NOT_READ = "membership not read from etcd yet (etcd unreachable)"
 
 def wait_fenced(proxies, fenced, what, timeout=WAIT):
     """Polls the proxies' stats until each one's fleet_fenced is fenced (bool)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        states = [stats_field(p, "fleet_fenced") for p in proxies]
-        if all(st == int(fenced) for st in states):
-            return
-        if time.monotonic() > deadline:
-            fail("%s: not within %.0f s (fleet_fenced: %s)" % (what, timeout, states))
-        time.sleep(0.05)
+    wait_until(lambda: all(stats_field(p, "fleet_fenced") == int(fenced) for p in proxies),
+               timeout, "%s (fleet_fenced: %s)" % (
+                   what, [stats_field(p, "fleet_fenced") for p in proxies]))
 
 
 def body():

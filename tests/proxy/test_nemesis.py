@@ -47,7 +47,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
 from proxyharness import (Proxy, Resp, RespError, fail, free_ports, log,  # noqa: E402
                           make_tmpdir, require_binary, require_programs, run_main, sigstop,
-                          spawn, start_redises, write_file)
+                          spawn, start_redises, wait_until, write_file)
 import etcd  # noqa: E402
 from forwarder import Forwarder  # noqa: E402
 
@@ -491,13 +491,9 @@ def nemesis_step(fleet, rng, counts):
         if kind == "etcd_empty":
             # docs/FLEET.md: after an empty restart, wait until every live instance has
             # registered again before a change
-            deadline = time.monotonic() + SETTLE_S
-            while not all(("px%d" % j) in fleet.client.records(k) for k in POOLS.values()
-                          for j in range(NPROXY)):
-                if time.monotonic() > deadline:
-                    fail("the proxies did not register in the empty etcd: %s" % {
-                        k: sorted(fleet.client.records(k)) for k in POOLS.values()})
-                time.sleep(0.05)
+            wait_until(lambda: all(("px%d" % j) in fleet.client.records(k)
+                                   for k in POOLS.values() for j in range(NPROXY)),
+                       SETTLE_S, "every proxy registered again in the empty etcd")
     if during is not None:
         during.join(timeout=120)
         if during.is_alive():

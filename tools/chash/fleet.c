@@ -194,35 +194,65 @@ static void abort_pending(fctx *f, int64_t mod_rev, char *why, size_t whylen)
         why[0] = '\0';
 }
 
-/* The live instance records, sorted by id. A record that does not parse is warned about and
- * left out. Returns 0, or -1 with why. */
-static int cmp_rec(const void *a, const void *b)
-{
-    return strcmp(((const ch__fleet_record *)a)->id, ((const ch__fleet_record *)b)->id);
-}
+/* The JSON values under prefix, each parsed by parse into an array of size-byte elements
+ * (*out, *nout); one that does not parse is warned about (as not a what) and left out.
+ * Returns 0, or -1 with why. */
+typedef int (*note_parse)(const char *json, size_t len, void *out, char *why, size_t whylen);
 
-static int records(fctx *f, ch__fleet_record **out, size_t *nout, char *why, size_t whylen)
+static int notes(fctx *f, const char *prefix, size_t size, note_parse parse, const char *what,
+                 void **out, size_t *nout, char *why, size_t whylen)
 {
     ch__etcd_kv *kvs;
     size_t n;
     *out = NULL;
     *nout = 0;
-    if (range(f, f->prefix, true, &kvs, &n, why, whylen) != 0)
+    if (range(f, prefix, true, &kvs, &n, why, whylen) != 0)
         return -1;
-    ch__fleet_record *r = xcalloc(f->c, n, sizeof(*r));
+    char *v = xcalloc(f->c, n, size);
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
-        char rwhy[200];
-        if (ch__fleet_record_parse(kvs[i].value, kvs[i].len, &r[m], rwhy, sizeof(rwhy)) == 0)
+        char pwhy[200];
+        if (parse(kvs[i].value, kvs[i].len, v + m * size, pwhy, sizeof(pwhy)) == 0)
             m++;
         else
-            cli_warn(f->c, "%s: not an instance record (%s)", kvs[i].key, rwhy);
+            cli_warn(f->c, "%s: not %s (%s)", kvs[i].key, what, pwhy);
     }
     ch__etcd_kvs_free(kvs, n);
-    qsort(r, m, sizeof(*r), cmp_rec);
-    *out = r;
+    *out = v;
     *nout = m;
     return 0;
+}
+
+static int parse_record(const char *j, size_t len, void *out, char *why, size_t whylen)
+{
+    return ch__fleet_record_parse(j, len, out, why, whylen);
+}
+
+static int parse_lost(const char *j, size_t len, void *out, char *why, size_t whylen)
+{
+    return ch__fleet_lost_parse(j, len, out, why, whylen);
+}
+
+static int parse_member(const char *j, size_t len, void *out, char *why, size_t whylen)
+{
+    return ch__fleet_member_parse(j, len, out, why, whylen);
+}
+
+static int cmp_rec(const void *a, const void *b)
+{
+    return strcmp(((const ch__fleet_record *)a)->id, ((const ch__fleet_record *)b)->id);
+}
+
+/* The live instance records (K/instances/), sorted by id. */
+static int records(fctx *f, ch__fleet_record **out, size_t *nout, char *why, size_t whylen)
+{
+    void *v;
+    int rc = notes(f, f->prefix, sizeof(**out), parse_record, "an instance record", &v, nout,
+                   why, whylen);
+    *out = v;
+    if (rc == 0)
+        qsort(*out, *nout, sizeof(**out), cmp_rec);
+    return rc;
 }
 
 static const ch__fleet_record *find_record(const ch__fleet_record *r, size_t n, const char *id)
@@ -233,52 +263,24 @@ static const ch__fleet_record *find_record(const ch__fleet_record *r, size_t n, 
     return NULL;
 }
 
-/* The notes under K/lost/ (instances a commit went without), as records() reads records. */
+/* The notes under K/lost/ (instances a commit went without). */
 static int lost_notes(fctx *f, ch__fleet_lost **out, size_t *nout, char *why, size_t whylen)
 {
-    ch__etcd_kv *kvs;
-    size_t n;
-    *out = NULL;
-    *nout = 0;
-    if (range(f, f->lost, true, &kvs, &n, why, whylen) != 0)
-        return -1;
-    ch__fleet_lost *l = xcalloc(f->c, n, sizeof(*l));
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        char lwhy[200];
-        if (ch__fleet_lost_parse(kvs[i].value, kvs[i].len, &l[m], lwhy, sizeof(lwhy)) == 0)
-            m++;
-        else
-            cli_warn(f->c, "%s: not a lost-instance note (%s)", kvs[i].key, lwhy);
-    }
-    ch__etcd_kvs_free(kvs, n);
-    *out = l;
-    *nout = m;
-    return 0;
+    void *v;
+    int rc = notes(f, f->lost, sizeof(**out), parse_lost, "a lost-instance note", &v, nout, why,
+                   whylen);
+    *out = v;
+    return rc;
 }
 
 /* The member notes under K/members/ (every instance registered within a day, live or not). */
 static int members(fctx *f, ch__fleet_member **out, size_t *nout, char *why, size_t whylen)
 {
-    ch__etcd_kv *kvs;
-    size_t n;
-    *out = NULL;
-    *nout = 0;
-    if (range(f, f->members, true, &kvs, &n, why, whylen) != 0)
-        return -1;
-    ch__fleet_member *m = xcalloc(f->c, n, sizeof(*m));
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        char mwhy[200];
-        if (ch__fleet_member_parse(kvs[i].value, kvs[i].len, &m[k], mwhy, sizeof(mwhy)) == 0)
-            k++;
-        else
-            cli_warn(f->c, "%s: not a member note (%s)", kvs[i].key, mwhy);
-    }
-    ch__etcd_kvs_free(kvs, n);
-    *out = m;
-    *nout = k;
-    return 0;
+    void *v;
+    int rc = notes(f, f->members, sizeof(**out), parse_member, "a member note", &v, nout, why,
+                   whylen);
+    *out = v;
+    return rc;
 }
 
 /* ---- where the pool is ---------------------------------------------------------------------- */
@@ -704,12 +706,10 @@ static int fleet_abort(fctx *f)
 static int fleet_forget(fctx *f, const char *id)
 {
     char why[600];
-    size_t plen = strlen(f->prefix) + strlen(id) + 1, mlen = strlen(f->members) + strlen(id) + 1,
-           llen = strlen(f->lost) + strlen(id) + 1;
-    char *rec = xcalloc(f->c, plen, 1), *mem = xcalloc(f->c, mlen, 1), *lost = xcalloc(f->c, llen, 1);
-    snprintf(rec, plen, "%s%s", f->prefix, id);
-    snprintf(mem, mlen, "%s%s", f->members, id);
-    snprintf(lost, llen, "%s%s", f->lost, id);
+    char *rec = ch__fleet_key(f->prefix, id), *mem = ch__fleet_key(f->members, id),
+         *lost = ch__fleet_key(f->lost, id);
+    if (rec == NULL || mem == NULL || lost == NULL)
+        cli_fail(f->c, "out of memory");
     ch__etcd_kv kv;
     if (get1(f, rec, &kv)) {
         free(kv.key), free(kv.value);
@@ -1022,10 +1022,8 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
         l.lost_unix_ms = seen.v[k].gone_unix_ms;
         lost_reason(l.reason, sizeof(l.reason), &seen.v[k], t_commit);
         notes[m] = ch__fleet_lost_json(&l);
-        size_t kl = strlen(f->lost) + strlen(l.id) + 1;
-        note_keys[m] = xcalloc(c, kl, 1);
-        snprintf(note_keys[m], kl, "%s%s", f->lost, l.id);
-        if (notes[m] == NULL)
+        note_keys[m] = ch__fleet_key(f->lost, l.id);
+        if (notes[m] == NULL || note_keys[m] == NULL)
             cli_fail(c, "out of memory");
         ops[nops++] = (ch__etcd_op){note_keys[m], notes[m], strlen(notes[m]), note_lease};
         m++;
