@@ -38,9 +38,8 @@ import urllib.error
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "proxy"))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from proxyharness import (SANITIZER_MARKS, fail, free_ports, log, make_tmpdir,  # noqa: E402
-                          require_binary, require_programs, run_main, sanitizer_env, spawn,
-                          wait_until, write_file)
+from proxyharness import (SANITIZER_MARKS, fail, free_ports, log, run_test,  # noqa: E402
+                          sanitizer_env, spawn, wait_until, write_file)
 from etcd import EtcdClient, b64, start_etcd, unb64  # noqa: E402
 
 KEY = "/chash/pools/alpha"
@@ -212,10 +211,8 @@ def wait_all(etcd, pred, what, timeout=10):
     return etcd.wait_records(KEY, pred, timeout, what)
 
 
-def main():
-    chash = require_binary(sys.argv[1], "chash")
-    require_programs("etcd")
-    tmp = make_tmpdir()
+def body(t):
+    chash, tmp = t.chash, t.tmp
     server = start_etcd(tmp, spawn)
     etcd = server.client
     url = "etcd://127.0.0.1:%d%s" % (server.port, KEY)
@@ -507,4 +504,4 @@ def main():
 
 
 if __name__ == "__main__":
-    run_main(main)
+    run_test(body, programs=("etcd",), binaries=(("chash", "chash"),))

@@ -28,10 +28,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "proxy"))
-from proxyharness import (SANITIZER_MARKS, Mc, Memcached, Proxy, Resp, fail, free_ports,  # noqa: E402
-                          log, make_tmpdir, pool_yaml, require_binary, require_programs,
-                          run_main, sanitizer_env, start_memcacheds, start_redises, start_servers,
-                          write_file)
+from proxyharness import (Mc, Memcached, Proxy, Resp, SANITIZER_MARKS, fail,  # noqa: E402
+                          free_ports, log, pool_yaml, require_programs, run_test, sanitizer_env,
+                          start_memcacheds, start_redises, start_servers, write_file)
 
 N_STRINGS = 3000
 N_HASHES = 60
@@ -646,17 +645,13 @@ def mc_test(proxy_exe, chash, tmp):
     return "%d keys, %d moved" % (len(keys), len(moved))
 
 
-def main():
-    if len(sys.argv) != 4 or sys.argv[3] not in ("redis", "memcached"):
-        print("usage: test_migrate.py CHASH-PROXY CHASH redis|memcached", file=sys.stderr)
-        sys.exit(2)
-    proxy_exe = require_binary(sys.argv[1])
-    chash = require_binary(sys.argv[2], "chash")
-    tmp = make_tmpdir()
+def body(t):
     t0 = time.monotonic()
-    body = redis_test if sys.argv[3] == "redis" else mc_test
-    run_main(lambda: "%s in %.1f s" % (body(proxy_exe, chash, tmp), time.monotonic() - t0))
+    test = redis_test if t.proto == "redis" else mc_test
+    return "%s in %.1f s" % (test(t.proxy, t.chash, t.tmp), time.monotonic() - t0)
 
 
 if __name__ == "__main__":
-    main()
+    # The servers the protocol needs are required by redis_test / mc_test themselves.
+    run_test(body, programs=(), options=lambda ap: ap.add_argument(
+        "proto", choices=("redis", "memcached")))

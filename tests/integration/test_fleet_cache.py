@@ -25,9 +25,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "proxy"))
 sys.path.insert(0, os.path.join(HERE, "..", "lib"))
-from proxyharness import (SANITIZER_MARKS, fail, log, make_tmpdir, require_binary,  # noqa: E402
-                          require_programs, run_main, sanitizer_env, spawn, start_redises,
-                          write_file)
+from proxyharness import (SANITIZER_MARKS, fail, log, run_test, sanitizer_env, spawn,  # noqa: E402
+                          start_redises, write_file)
 from etcd import start_etcd  # noqa: E402
 
 KEY = "/chash/pools/cache"
@@ -109,11 +108,8 @@ def check_routing(client, chash, tmp, redises, servers, tag):
     return used
 
 
-def main():
-    exe = require_binary(sys.argv[1], "fleet_cache_client")
-    chash = require_binary(sys.argv[2], "chash")
-    redis_exe, _ = require_programs("redis-server", "etcd")
-    tmp = make_tmpdir()
+def body(t):
+    exe, chash, redis_exe, tmp = t.client, t.chash, t.programs["redis-server"], t.tmp
     server = start_etcd(tmp, spawn)
     etcd = server.client
     url = "etcd://127.0.0.1:%d%s" % (server.port, KEY)
@@ -285,4 +281,5 @@ def main():
 
 
 if __name__ == "__main__":
-    run_main(main)
+    run_test(body, programs=("redis-server", "etcd"),
+             binaries=(("client", "fleet_cache_client"), ("chash", "chash")))

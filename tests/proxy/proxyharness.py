@@ -11,11 +11,21 @@ must not hold a sanitizer report (the test build has ASan + UBSan; LeakSanitizer
 
 A missing program (redis-server, redis-cli, nutcracker) makes a test skip (exit 77), or fail
 when the environment variable CI is set (DESIGN.md).
+
+A test script's entry point is run_test(body, programs=..., ...): it reads the binaries'
+paths from the command line, requires the programs, makes the temp dir and runs body(t) with
+them (exit 0 pass, 1 fail, 77 skip). A test waits for the system to reach a state through
+wait_until / poll_until (a condition polled up to a deadline: a stats field, a log line, a
+reply, a process state), never through a fixed sleep; a sleep a test keeps is a duration it
+sets (how long a fault lasts, how long something must not happen), named as such.
 """
+import argparse
 import atexit
 import ctypes
+import importlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -30,6 +40,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from loopback import bindable, free_ports, tail  # noqa: E402,F401 (the tests import them from here)
 
 SOCK_TIMEOUT = 10.0       # seconds, every socket operation unless a test says otherwise
+WAIT_TIMEOUT = 15.0       # seconds for the proxy to reach a state a test waits for (ASan, load)
+POLL = 0.05               # seconds between two looks at a state a test waits for
 START_TIMEOUT = 15.0      # seconds for a server to accept connections (ASan start-up is slow)
 STOP_TIMEOUT = 15.0       # seconds for chash-proxy to exit after SIGTERM (leak scan included)
 SANITIZER_MARKS = (b"ERROR: AddressSanitizer", b"ERROR: LeakSanitizer", b"runtime error:",
@@ -64,6 +76,14 @@ def find_program(name):
     return shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/local/sbin:/sbin")
 
 
+def skip(why):
+    """Exits 77 (skip) saying why (a program, a module, a resource the test needs is missing),
+    or 1 when CI is set: there a missing dependency is a failure (DESIGN.md)."""
+    ci = bool(os.environ.get("CI"))
+    print("%s: %s%s" % (NAME, why, "" if ci else ": skipped"), file=sys.stderr, flush=True)
+    sys.exit(1 if ci else 77)
+
+
 def require_programs(*names):
     """Paths of the programs; exits 77 (skip) when one is missing, 1 when CI is set."""
     paths, missing = [], []
@@ -71,12 +91,18 @@ def require_programs(*names):
         p = find_program(n)
         (paths if p else missing).append(p or n)
     if missing:
-        ci = bool(os.environ.get("CI"))
-        print("%s: %s not found (Debian: apt-get install redis-server redis-tools nutcracker; "
-              "scripts/bootstrap installs them)%s" % (
-                  NAME, " and ".join(missing), "" if ci else ": skipped"), file=sys.stderr)
-        sys.exit(1 if ci else 77)
+        skip("%s not found (Debian: apt-get install redis-server redis-tools nutcracker; "
+             "scripts/bootstrap installs them)" % " and ".join(missing))
     return paths
+
+
+def require_modules(*names):
+    """Imports the Python modules; exits 77 (skip) when one is missing, 1 when CI is set."""
+    for n in names:
+        try:
+            importlib.import_module(n)
+        except ImportError:
+            skip("python3-%s not found (scripts/bootstrap installs it)" % n)
 
 
 def require_binary(path, what="chash-proxy"):
@@ -164,6 +190,11 @@ def run_main(body):
         summary = body()
         if _soft:
             raise TestFailure("%d failed checks (above); the first: %s" % (len(_soft), _soft[0]))
+    except SystemExit as e:     # skip() inside body: its exit code, past threads still running
+        _cleanup()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(e.code if isinstance(e.code, int) else 1)
     except TestFailure as e:
         print("%s: FAIL: %s" % (NAME, e), file=sys.stderr, flush=True)
         _cleanup()
@@ -179,6 +210,107 @@ def run_main(body):
     os._exit(0)
 
 
+PROXY_BINARIES = (("proxy", "chash-proxy"), ("chash", "chash"))
+
+
+def run_test(body, programs=("redis-server",), binaries=PROXY_BINARIES, modules=(),
+             options=None):
+    """The entry point of a test script; does not return (exit 0 pass, 1 fail, 77 skip).
+
+    The command line holds the path of each of `binaries`, (attribute, what) pairs (ctest
+    passes chash-proxy's, then the chash CLI's), then whatever options(parser) adds to the
+    argparse parser (more positional arguments, --flags); a wrong command line exits 2 with the
+    usage. Each binary must be executable (else exit 1); each program of `programs` is looked
+    up on PATH and each Python module of `modules` imported: a missing one skips (77), or fails
+    when CI is set. Then body(t) runs under run_main, t being the parsed arguments (t.proxy,
+    t.chash, ...) plus t.programs ({name: path}, in the order given) and t.tmp (a temp dir,
+    removed at exit). body returns None or a summary line."""
+    main = sys.modules.get("__main__")
+    parser = argparse.ArgumentParser(prog=os.path.basename(sys.argv[0]),
+                                     description=getattr(main, "__doc__", None),
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    for attr, what in binaries:
+        parser.add_argument(attr, metavar=what.upper().replace("-", "_"),
+                            help="the %s binary" % what)
+    if options is not None:
+        options(parser)
+    t = parser.parse_args()
+    for attr, what in binaries:
+        setattr(t, attr, require_binary(getattr(t, attr), what))
+    t.programs = dict(zip(programs, require_programs(*programs)))
+    require_modules(*modules)
+    t.tmp = make_tmpdir()
+    run_main(lambda: body(t))
+
+
+# ---------------------------------------------------------------------------------------------
+# Waiting for a state.
+
+def poll_until(pred, timeout, poll=POLL):
+    """Calls pred() every poll seconds until it returns something true, which it returns, or
+    until timeout seconds have passed: then its last (false) value, for the caller to judge."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = pred()
+        if got or time.monotonic() > deadline:
+            return got
+        time.sleep(poll)
+
+
+def wait_until(pred, timeout, what, poll=POLL):
+    """Polls pred() until it returns something true, which it returns; fails after timeout
+    seconds naming what (a string, or a function returning one: called then, so that it can
+    describe the last state seen)."""
+    got = poll_until(pred, timeout, poll)
+    if not got:
+        fail("%s: not within %g s" % (what() if callable(what) else what, timeout))
+    return got
+
+
+def holds(pred, seconds, what, poll=POLL):
+    """Checks that pred() stays true for the next seconds (a duration the test sets: how long
+    something must not happen); fails the first time it is false, naming what."""
+    deadline = time.monotonic() + seconds
+    while True:
+        if not pred():
+            fail("%s: no longer so %.2f s into %g s" % (
+                what() if callable(what) else what,
+                seconds - max(0.0, deadline - time.monotonic()), seconds))
+        if time.monotonic() > deadline:
+            return
+        time.sleep(poll)
+
+
+def read_text(path, start=0):
+    """The text of a file from offset start ("" when it does not exist yet)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            return f.read().decode("utf-8", "replace")
+    except FileNotFoundError:
+        return ""
+
+
+def wait_log(path, pattern, what, start=0, timeout=WAIT_TIMEOUT):
+    """The re match of pattern in the file at path (from offset start) once it is there;
+    fails after timeout with the file's tail."""
+    return wait_until(lambda: re.search(pattern, read_text(path, start)), timeout,
+                      lambda: "%s: no line matching %r in %s; it ends with:\n%s" % (
+                          what, pattern, path, tail(path)))
+
+
+def proc_states(pid):
+    """The state letters of every thread of pid (/proc/PID/task/*/stat), ["?"] if gone."""
+    states = []
+    try:
+        for tid in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                states.append(f.read().rsplit(")", 1)[1].split()[0])
+    except OSError:
+        return ["?"]
+    return states
+
+
 # ---------------------------------------------------------------------------------------------
 # Addresses.
 
@@ -191,18 +323,16 @@ def accepts(addr, timeout=1.0):
 
 
 def wait_accepting(proc, addrs, logpath, what):
-    deadline = time.monotonic() + START_TIMEOUT
     pending = list(addrs)
-    while pending:
+
+    def listening():
         if proc.poll() is not None:
             fail("%s exited with status %s before accepting on %s:%d; log:\n%s" % (
                 what, proc.returncode, pending[0][0], pending[0][1], tail(logpath)))
-        if time.monotonic() > deadline:
-            fail("%s: no listener on %s:%d after %gs; log:\n%s" % (
-                what, pending[0][0], pending[0][1], START_TIMEOUT, tail(logpath)))
-        pending = [a for a in pending if not accepts(a)]
-        if pending:
-            time.sleep(0.05)
+        pending[:] = [a for a in pending if not accepts(a)]
+        return not pending
+    wait_until(listening, START_TIMEOUT, lambda: "%s: no listener on %s:%d; log:\n%s" % (
+        what, pending[0][0], pending[0][1], tail(logpath)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -324,33 +454,9 @@ def sigstop(pid, bound=5.0):
     /proc/PID/task/*/stat): the signal takes effect asynchronously, and a server still running
     for a moment answers what a test sends right after kill() returns."""
     os.kill(pid, signal.SIGSTOP)
-    deadline = time.monotonic() + bound
-    while True:
-        states = []
-        try:
-            for tid in os.listdir("/proc/%d/task" % pid):
-                with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
-                    states.append(f.read().rsplit(")", 1)[1].split()[0])
-        except OSError:
-            states = ["?"]
-        if states and all(st in ("T", "t") for st in states):
-            return
-        if time.monotonic() > deadline:
-            fail("pid %d not stopped within %g s after SIGSTOP (states %s)" % (pid, bound, states))
-        time.sleep(0.005)
-
-
-def wait_until(pred, timeout, what, poll=0.05):
-    """Polls pred() until it returns something true, which it returns; fails after timeout
-    seconds naming what."""
-    deadline = time.monotonic() + timeout
-    while True:
-        got = pred()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            fail("%s: not within %g s" % (what, timeout))
-        time.sleep(poll)
+    wait_until(lambda: all(st in ("T", "t") for st in proc_states(pid)), bound,
+               lambda: "pid %d stopped after SIGSTOP (states %s)" % (pid, proc_states(pid)),
+               poll=0.005)
 
 
 def run_threads(target, n, bound, what):
@@ -693,6 +799,18 @@ class Proxy:
             return json.loads(data.decode("utf-8"))
         except ValueError as e:
             fail("%s: stats port sent no single JSON object (%s): %r" % (self.what, e, data[:400]))
+
+    def wait_stats(self, pred, what, timeout=WAIT_TIMEOUT):
+        """The stats (stats_json) once pred(stats) holds; fails after timeout naming what, with
+        the last stats' top-level fields and the log's tail."""
+        last = [None]
+
+        def seen():
+            last[0] = self.stats_json()
+            return last[0] if pred(last[0]) else None
+        return wait_until(seen, timeout, lambda: "%s: not in %s's stats (last: %r); log:\n%s" % (
+            what, self.what, {k: v for k, v in (last[0] or {}).items()
+                              if not isinstance(v, dict)}, tail(self.log)))
 
     def sanitizer_report(self):
         try:

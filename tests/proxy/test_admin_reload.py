@@ -29,9 +29,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Resp, RespError, chash_lookup, fail, free_ports,  # noqa: E402
-                          log, make_tmpdir, pool_yaml, require_binary, require_programs,
-                          run_main, soft_fail, start_redises, write_file)
+from proxyharness import (Proxy, Resp, RespError, chash_lookup, fail, free_ports, log,  # noqa: E402
+                          pool_yaml, run_test, soft_fail, start_redises, write_file)
 
 POOL = "alpha"
 HTTP_TIMEOUT = 30.0   # a reload measures the moved share on 100,000 keys (ASan build)
@@ -92,18 +91,8 @@ def check_served(addr, chash, good_file, backends, tag):
             tag, len(wrong), os.path.basename(good_file), wrong[0]))
 
 
-def main():
-    if len(sys.argv) < 3:
-        print("usage: test_admin_reload.py CHASH_PROXY CHASH_CLI", file=sys.stderr)
-        return 2
-    proxy_exe = require_binary(sys.argv[1])
-    chash = require_binary(sys.argv[2], "chash")
-    (redis_exe,) = require_programs("redis-server")
-    run_main(lambda: body(proxy_exe, chash, redis_exe))
-
-
-def body(proxy_exe, chash, redis_exe):
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, chash, redis_exe, tmp = t.proxy, t.chash, t.programs["redis-server"], t.tmp
     backends = start_redises(redis_exe, tmp, 4)
     port, mport = free_ports(2)
     addr = ("127.0.0.1", port)
@@ -203,4 +192,4 @@ def body(proxy_exe, chash, redis_exe):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_test(body)

@@ -20,9 +20,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Closed, Proxy, Resp, RespError, fail, free_ports,  # noqa: E402
-                          make_tmpdir, pool_yaml, require_binary, require_programs, run_main,
-                          soft_fail, start_redises, write_file)
+from proxyharness import (Closed, Proxy, Resp, RespError, fail, free_ports, pool_yaml,  # noqa: E402
+                          run_test, soft_fail, start_redises, write_file)
 
 BACKEND_PW = "backend-pw-7"
 CLIENT_PW = "client pw #1"     # a space and a '#': quoted in the YAML
@@ -31,23 +30,14 @@ NOAUTH = RespError("NOAUTH Authentication required.")
 INVALID = RespError("ERR invalid password")
 
 
-def main():
-    if len(sys.argv) != 3:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    proxy_exe = require_binary(sys.argv[1])
-    require_binary(sys.argv[2], "chash CLI")
-    redis_exe, cli_exe = require_programs("redis-server", "redis-cli")
-    run_main(lambda: body(proxy_exe, redis_exe, cli_exe))
-
-
 def expect(what, got, want):
     if got != want:
         soft_fail("%s: expected %r, got %r" % (what, want, got))
 
 
-def body(proxy_exe, redis_exe, cli_exe):
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, tmp = t.proxy, t.tmp
+    redis_exe, cli_exe = t.programs["redis-server"], t.programs["redis-cli"]
     backends = start_redises(redis_exe, tmp, 2, password=BACKEND_PW)
     guarded_port, legacy_port = free_ports(2)
     servers = [(b.text, 1, None) for b in backends]
@@ -132,4 +122,4 @@ def body(proxy_exe, redis_exe, cli_exe):
 
 
 if __name__ == "__main__":
-    main()
+    run_test(body, programs=("redis-server", "redis-cli"))

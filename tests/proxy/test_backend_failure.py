@@ -30,9 +30,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Redis, Resp, RespError, chash_lookup, fail, free_ports,  # noqa: E402
-                          log, make_tmpdir, pool_yaml, require_binary, require_programs,
-                          run_main, soft_fail, start_redises, tail, write_file)
+from proxyharness import (Proxy, Redis, Resp, RespError, chash_lookup, fail,  # noqa: E402
+                          free_ports, log, pool_yaml, run_test, soft_fail, start_redises, tail,
+                          write_file)
 
 TIMEOUT_MS = 500
 REQUEST_BOUND = 6.0    # seconds: 2 candidates x (connect or read timeout), with room for a
@@ -81,19 +81,9 @@ def timed(records, c, kind, key, *args):
     return r
 
 
-def main():
-    if len(sys.argv) != 3:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    proxy_exe = require_binary(sys.argv[1])
-    chash = require_binary(sys.argv[2], "chash CLI")
-    (redis_exe,) = require_programs("redis-server")
-    run_main(lambda: body(proxy_exe, chash, redis_exe))
-
-
-def body(proxy_exe, chash, redis_exe):
-    tmp = make_tmpdir()
-    backends = start_redises(redis_exe, tmp, 3)
+def body(t):
+    chash, tmp = t.chash, t.tmp
+    backends = start_redises(t.programs["redis-server"], tmp, 3)
     by_addr = {b.text: b for b in backends}
     port = free_ports(1)[0]
     config = write_file(os.path.join(tmp, "proxy.yml"), pool_yaml(
@@ -101,7 +91,7 @@ def body(proxy_exe, chash, redis_exe):
         hash="fnv1a_64", distribution="ketama", timeout=TIMEOUT_MS, auto_eject_hosts=True,
         server_failure_limit=2, server_retry_timeout=200, server_retry_max=800,
         server_connections=1))
-    proxy = Proxy(proxy_exe, tmp, config, [("127.0.0.1", port)], stats_interval_ms=100).start()
+    proxy = Proxy(t.proxy, tmp, config, [("127.0.0.1", port)], stats_interval_ms=100).start()
     addr = ("127.0.0.1", port)
 
     # 100 read keys and 50 write keys per backend, whatever the balance of the hash.
@@ -327,4 +317,4 @@ def body(proxy_exe, chash, redis_exe):
 
 
 if __name__ == "__main__":
-    main()
+    run_test(body)

@@ -41,9 +41,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Resp, encode, fail, free_ports, log,  # noqa: E402
-                          make_tmpdir, pool_yaml, require_binary, require_programs, run_main,
-                          soft_fail, start_redises, tail, write_file)
+from proxyharness import (Proxy, Resp, encode, fail, free_ports, log, pool_yaml,  # noqa: E402
+                          run_test, soft_fail, start_redises, tail, write_file)
 
 T0 = time.monotonic()
 REPLY_BOUND = 5.0     # seconds: the good client's every reply
@@ -166,22 +165,11 @@ def check_bad(name, s, bound=BAD_BOUND, send=None):
     return kind
 
 
-def main():
-    if len(sys.argv) != 4:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    proxy_exe = require_binary(sys.argv[1])
-    require_binary(sys.argv[2], "chash CLI")
-    header = sys.argv[3]
-    (redis_exe,) = require_programs("redis-server")
-    run_main(lambda: body(proxy_exe, redis_exe, header))
-
-
-def body(proxy_exe, redis_exe, header):
-    default_request = limits_from_header(header)[DEFAULT_NAMES[0]]
+def body(t):
+    default_request = limits_from_header(t.header)[DEFAULT_NAMES[0]]
     max_request, max_pending = MAX_REQUEST, MAX_BUFFER
-    tmp = make_tmpdir()
-    backends = start_redises(redis_exe, tmp, 2)
+    tmp = t.tmp
+    backends = start_redises(t.programs["redis-server"], tmp, 2)
     port, dflt_port = free_ports(2)
     servers = [(b.text, 1, None) for b in backends]
     config = write_file(os.path.join(tmp, "proxy.yml"), pool_yaml(
@@ -189,7 +177,7 @@ def body(proxy_exe, redis_exe, header):
         max_request_bytes=MAX_REQUEST, max_client_buffer_bytes=MAX_BUFFER) + pool_yaml(
         "dflt", dflt_port, servers, timeout=5000))
     addr, dflt_addr = ("127.0.0.1", port), ("127.0.0.1", dflt_port)
-    proxy = Proxy(proxy_exe, tmp, config, [addr, dflt_addr], stats_interval_ms=100).start()
+    proxy = Proxy(t.proxy, tmp, config, [addr, dflt_addr], stats_interval_ms=100).start()
     results = {}
 
     good = GoodClient(addr)
@@ -396,4 +384,5 @@ def body(proxy_exe, redis_exe, header):
 
 
 if __name__ == "__main__":
-    main()
+    run_test(body, options=lambda ap: ap.add_argument(
+        "header", metavar="CHASH_CONFIG_H", help="include/chash_config.h, for the defaults"))

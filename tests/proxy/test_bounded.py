@@ -27,9 +27,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Resp, encode, fail, free_ports, log,  # noqa: E402
-                          make_tmpdir, pool_yaml, require_binary, require_programs, run_main,
-                          soft_fail, start_redises, write_file)
+from proxyharness import (Proxy, Resp, encode, fail, free_ports, log, pool_yaml,  # noqa: E402
+                          run_test, soft_fail, start_redises, write_file)
 
 NAMES = ("a", "b", "c")
 CLIENTS = 8
@@ -96,19 +95,9 @@ def per_server(px, pool):
     return out
 
 
-def main():
-    if len(sys.argv) != 3:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    proxy_exe = require_binary(sys.argv[1])
-    require_binary(sys.argv[2], "chash CLI")
-    (redis_exe,) = require_programs("redis-server")
-    run_main(lambda: body(proxy_exe, redis_exe))
-
-
-def body(proxy_exe, redis_exe):
-    tmp = make_tmpdir()
-    backends = start_redises(redis_exe, tmp, 3)
+def body(t):
+    tmp = t.tmp
+    backends = start_redises(t.programs["redis-server"], tmp, 3)
     values = {k: b"value-of-" + k.encode() for k in ["hot"] + COLD}
     for b in backends:  # replicated: any backend can answer any key
         for k, v in values.items():
@@ -117,7 +106,7 @@ def body(proxy_exe, redis_exe):
 
     ports = free_ports(2)
     conf = write_file(os.path.join(tmp, "bounded.yml"), config(backends, ports))
-    px = Proxy(proxy_exe, tmp, conf, [("127.0.0.1", x) for x in ports],
+    px = Proxy(t.proxy, tmp, conf, [("127.0.0.1", x) for x in ports],
                stats_interval_ms=100).start()
 
     shares = {}
@@ -153,4 +142,4 @@ def body(proxy_exe, redis_exe):
 
 
 if __name__ == "__main__":
-    main()
+    run_test(body)

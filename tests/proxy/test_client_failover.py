@@ -28,9 +28,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "compat"))
-from proxyharness import (Mc, Proxy, fail, free_ports, log, make_tmpdir,  # noqa: E402
-                          require_binary, require_programs, run_main, start_memcacheds,
-                          write_file)
+from proxyharness import (Mc, Proxy, fail, free_ports, log, run_test, skip,  # noqa: E402
+                          start_memcacheds, write_file)
 import clients_compat as cc  # noqa: E402
 
 NKEYS = 5000
@@ -38,19 +37,13 @@ WEIGHTS = [1, 2, 1, 1, 3]
 ORACLES = os.path.join(HERE, "..", "compat", "oracles")
 
 
-def skip(why):
-    print("test_client_failover: %s (scripts/bootstrap installs it)%s"
-          % (why, "" if os.environ.get("CI") else ": skipped"), file=sys.stderr)
-    sys.exit(1 if os.environ.get("CI") else 77)
-
-
 def oracles():
     if subprocess.run(["ruby", "-e", "require 'dalli'"], stderr=subprocess.DEVNULL,
                       stdout=subprocess.DEVNULL).returncode:
-        skip("ruby-dalli missing")
+        skip("ruby-dalli missing (scripts/bootstrap installs it)")
     if subprocess.run(["php", "-r", "exit(extension_loaded('memcache') ? 0 : 1);"],
                       stderr=subprocess.DEVNULL, stdout=subprocess.DEVNULL).returncode:
-        skip("php-memcache missing")
+        skip("php-memcache missing (scripts/bootstrap installs it)")
     return [("dalli@3", {}, ["ruby", os.path.join(ORACLES, "dalli_ring.rb")]),
             ("pecl_memcache@4", {"hash": "crc32a"},
              ["php", os.path.join(ORACLES, "pecl_memcache.php"), "crc32"])]
@@ -153,14 +146,12 @@ def one_scheme(proxy_exe, memcached, tmp, rng, scheme, settings, oracle):
     return "%s: %s" % (scheme, "; ".join(out))
 
 
-def body():
-    proxy_exe = require_binary(sys.argv[1])
-    (memcached,) = require_programs("memcached")
+def body(t):
+    proxy_exe, memcached, tmp = t.proxy, t.programs["memcached"], t.tmp
     schemes = oracles()
-    tmp = make_tmpdir()
     rng = random.Random("proxy_client_failover")
     return " | ".join(one_scheme(proxy_exe, memcached, tmp, rng, *s) for s in schemes)
 
 
 if __name__ == "__main__":
-    run_main(body)
+    run_test(body, programs=("memcached",))

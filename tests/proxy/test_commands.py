@@ -29,9 +29,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Closed, Proxy, Resp, RespError, chash_lookup, fail,  # noqa: E402
-                          free_ports,
-                          make_tmpdir, pool_yaml, require_binary, require_programs, run_main,
-                          soft_fail, start_redises, write_file)
+                          free_ports, pool_yaml, run_test, soft_fail, start_redises, write_file)
 
 try:
     import redis
@@ -42,28 +40,14 @@ CLI_TIMEOUT = 20
 NKEYS = 2000
 
 
-def main():
-    if len(sys.argv) != 3:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    proxy_exe = require_binary(sys.argv[1])
-    chash = require_binary(sys.argv[2], "chash CLI")
-    redis_exe, cli_exe = require_programs("redis-server", "redis-cli")
-    if redis is None:
-        if os.environ.get("CI"):
-            fail("python3-redis is missing (scripts/bootstrap installs it)")
-        print("SKIP: python3-redis is missing")
-        sys.exit(77)
-    run_main(lambda: body(proxy_exe, chash, redis_exe, cli_exe))
-
-
 def check(cond, msg):
     if not cond:
         soft_fail(msg)
 
 
-def body(proxy_exe, chash, redis_exe, cli_exe):
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, chash, tmp = t.proxy, t.chash, t.tmp
+    redis_exe, cli_exe = t.programs["redis-server"], t.programs["redis-cli"]
     backends = start_redises(redis_exe, tmp, 4)
     port = free_ports(1)[0]
     config = write_file(os.path.join(tmp, "proxy.yml"), pool_yaml(
@@ -448,4 +432,4 @@ def reload_(r, paddr, proxy, backends, config, port, owner):
 
 
 if __name__ == "__main__":
-    main()
+    run_test(body, programs=("redis-server", "redis-cli"), modules=("redis",))

@@ -21,8 +21,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, fail, free_ports, log, make_tmpdir, require_binary,  # noqa: E402
-                          require_programs, run_main, sanitizer_env, start_redises, write_file)
+from proxyharness import (Proxy, fail, free_ports, log, run_test, sanitizer_env,  # noqa: E402
+                          start_redises, write_file)
 import promtext  # noqa: E402
 
 BOUND = 10
@@ -48,10 +48,8 @@ def post_reload(port):
     return int(head.split()[1]), body
 
 
-def body():
-    proxy_exe = require_binary(sys.argv[1])
-    (redis_server,) = require_programs("redis-server")
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, redis_server, tmp = t.proxy, t.programs["redis-server"], t.tmp
     (backend,) = start_redises(redis_server, tmp, 1)
     port = free_ports(1)[0]
     ok_server = backend.text + ":1"
@@ -118,4 +116,4 @@ def body():
 
 
 if __name__ == "__main__":
-    run_main(body)
+    run_test(body)

@@ -25,8 +25,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Resp, fail, free_ports, log, make_tmpdir,  # noqa: E402
-                          pool_yaml, require_binary, require_programs, run_main,
+from proxyharness import (Proxy, Resp, fail, free_ports, log, pool_yaml, run_test,  # noqa: E402
                           start_redises, write_file)
 
 NOFILE = 256
@@ -43,10 +42,8 @@ def flood(port, held, stop):
             time.sleep(0.01)
 
 
-def body():
-    proxy_exe = require_binary(sys.argv[1])
-    (redis_server,) = require_programs("redis-server")
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, redis_server, tmp = t.proxy, t.programs["redis-server"], t.tmp
     backends = start_redises(redis_server, tmp, 3)
     port = free_ports(1)[0]
     conf = write_file(os.path.join(tmp, "fd.yml"), pool_yaml(
@@ -110,4 +107,4 @@ def body():
 
 
 if __name__ == "__main__":
-    run_main(body)
+    run_test(body)

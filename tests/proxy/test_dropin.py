@@ -20,9 +20,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Resp, chash_lookup, encode, fail,  # noqa: E402
-                          make_tmpdir, free_ports, require_binary, require_programs, run_main,
-                          start_redises, start_redises_11211, write_file)
+from proxyharness import (Proxy, Resp, chash_lookup, encode, fail, free_ports,  # noqa: E402
+                          run_test, start_redises, start_redises_11211, write_file)
 
 NKEYS = 5000
 BATCH = 1000
@@ -171,18 +170,9 @@ def proxy_log(proxy):
     return tail(proxy.log) + "\n" + tail(proxy.stderr)
 
 
-def main():
-    if len(sys.argv) != 3:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    proxy_exe = require_binary(sys.argv[1])
-    chash = require_binary(sys.argv[2], "chash CLI")
-    redis_exe, nutcracker = require_programs("redis-server", "nutcracker")
-    run_main(lambda: body(proxy_exe, chash, redis_exe, nutcracker))
-
-
-def body(proxy_exe, chash, redis_exe, nutcracker):
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, chash, tmp = t.proxy, t.chash, t.tmp
+    redis_exe, nutcracker = t.programs["redis-server"], t.programs["nutcracker"]
     sets = {"plain": start_redises(redis_exe, tmp, 4),
             "11211": start_redises_11211(redis_exe, tmp, 4)}
     pools = []
@@ -251,4 +241,4 @@ def body(proxy_exe, chash, redis_exe, nutcracker):
 
 
 if __name__ == "__main__":
-    main()
+    run_test(body, programs=("redis-server", "nutcracker"))

@@ -46,9 +46,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from proxyharness import (Proxy, Resp, RespError, fail, free_ports, log,  # noqa: E402
-                          make_tmpdir, require_binary, require_programs, resp_call, run_main,
-                          sigstop, spawn, start_redises, wait_until, write_file)
+from proxyharness import (Proxy, Resp, RespError, fail, free_ports, log, resp_call,  # noqa: E402
+                          run_test, sigstop, spawn, start_redises, wait_until, write_file)
 import etcd  # noqa: E402
 from forwarder import Forwarder  # noqa: E402
 
@@ -155,11 +154,8 @@ class Load(threading.Thread):
             fail("load: %s" % self.error)
 
 
-def body():
-    proxy_exe = require_binary(sys.argv[1])
-    cli = require_binary(sys.argv[2], "chash")
-    require_programs("redis-server", "etcd")
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, cli, tmp = t.proxy, t.chash, t.tmp
     redises = start_redises("redis-server", tmp, 4)
     server = etcd.EtcdServer(tmp, lambda argv, out: spawn(argv, out)).start()
     client = server.client
@@ -375,4 +371,4 @@ def body():
     return "fencing: partition, pause, serve"
 
 
-run_main(body)
+run_test(body, programs=("redis-server", "etcd"))

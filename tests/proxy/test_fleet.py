@@ -53,9 +53,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from proxyharness import (Proxy, Resp, RespError, chash_lookup, fail, free_ports,  # noqa: E402
-                          log, make_tmpdir, require_binary, require_programs, resp_call,
-                          run_main, sigstop, spawn, start_redises, tail, wait_until, write_file)
+from proxyharness import (Proxy, Resp, RespError, chash_lookup, fail, free_ports, log,  # noqa: E402
+                          resp_call, run_test, sigstop, spawn, start_redises, tail, wait_until,
+                          write_file)
 import etcd  # noqa: E402
 
 POOL = "alpha"
@@ -151,11 +151,8 @@ def wait_fenced(proxies, fenced, what, timeout=WAIT):
                    what, [stats_field(p, "fleet_fenced") for p in proxies]))
 
 
-def body():
-    proxy_exe = require_binary(sys.argv[1])
-    chash = require_binary(sys.argv[2], "chash")
-    require_programs("redis-server", "etcd")
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, chash, tmp = t.proxy, t.chash, t.tmp
     redises = start_redises("redis-server", tmp, 4)
     server = etcd.EtcdServer(tmp, lambda argv, out: spawn(argv, out)).start()
     client = server.client
@@ -421,4 +418,4 @@ def body():
     return "3 proxies on one etcd membership"
 
 
-run_main(body)
+run_test(body, programs=("redis-server", "etcd"))

@@ -40,9 +40,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import promtext  # noqa: E402
-from proxyharness import (Mc, Proxy, chash_lookup, fail, free_ports, log,  # noqa: E402
-                          make_tmpdir, pool_yaml, require_binary, require_programs, run_main,
-                          run_threads, sigstop, start_memcacheds, write_file)
+from proxyharness import (Mc, Proxy, chash_lookup, fail, free_ports, log, pool_yaml,  # noqa: E402
+                          run_test, run_threads, sigstop, start_memcacheds, write_file)
 
 CONNS, BATCHES, DEPTH = 8, 200, 24
 BOUND = 15.0  # seconds for any reply: a hang detector
@@ -64,11 +63,8 @@ def read_replies(c, n):
     return [c.reply() for _ in range(n)]
 
 
-def body():
-    proxy_exe = require_binary(sys.argv[1])
-    chash = require_binary(sys.argv[2], "chash CLI")
-    (memcached,) = require_programs("memcached")
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, chash, memcached, tmp = t.proxy, t.chash, t.programs["memcached"], t.tmp
     mcs = start_memcacheds(memcached, tmp, 3)
     by_addr = {m.text: m for m in mcs}
     port, mport = free_ports(2)
@@ -280,7 +276,4 @@ def body():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    run_main(body)
+    run_test(body, programs=("memcached",))

@@ -30,9 +30,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Closed, Mc, Proxy, fail, free_ports, log, make_tmpdir,  # noqa: E402
-                          require_binary, require_programs, run_main, soft_fail,
-                          start_memcacheds, write_file)
+from proxyharness import (Closed, Mc, Proxy, fail, free_ports, log, run_test,  # noqa: E402
+                          soft_fail, start_memcacheds, write_file)
 import promtext  # noqa: E402
 
 NKEYS = 5000
@@ -453,17 +452,12 @@ def part_stats_metrics(proxy_exe, nutcracker, tmp, mcs):
     log("stats: nutcracker's fields for a memcached pool; /metrics counts the traffic")
 
 
-def body():
-    proxy_exe = require_binary(sys.argv[1])
-    memcached, nutcracker, memccp, memccat, memcrm, memcexist = require_programs(
-        "memcached", "nutcracker", "memccp", "memccat", "memcrm", "memcexist")
-    try:
-        import pymemcache  # noqa: F401
-    except ImportError:
-        print("test_memcache: python3-pymemcache not found (scripts/bootstrap installs it)%s" %
-              ("" if os.environ.get("CI") else ": skipped"), file=sys.stderr)
-        sys.exit(1 if os.environ.get("CI") else 77)
-    tmp = make_tmpdir()
+PROGRAMS = ("memcached", "nutcracker", "memccp", "memccat", "memcrm", "memcexist")
+
+
+def body(t):
+    proxy_exe, tmp = t.proxy, t.tmp
+    memcached, nutcracker, memccp, memccat, memcrm, memcexist = (t.programs[p] for p in PROGRAMS)
     mcs = start_memcacheds(memcached, tmp, 4)
     npools, nkeys = part_dropin(proxy_exe, nutcracker, tmp, mcs)
     port = free_ports(1)[0]
@@ -482,4 +476,4 @@ def body():
 
 
 if __name__ == "__main__":
-    run_main(body)
+    run_test(body, programs=PROGRAMS, modules=("pymemcache",))

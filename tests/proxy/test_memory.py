@@ -35,8 +35,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import proxyharness  # noqa: E402
 from proxyharness import (Proxy, Resp, chash_lookup, encode, fail, free_ports, log,  # noqa: E402
-                          make_tmpdir, pool_yaml, require_binary, require_programs, run_main,
-                          start_redises, write_file)
+                          pool_yaml, run_test, start_redises, write_file)
 
 MIB = 1024 * 1024
 
@@ -63,11 +62,8 @@ def peak_rss_then_resume(p, stopped, seconds=8):
     return peak
 
 
-def body():
-    proxy_exe = require_binary(sys.argv[1])
-    chash = sys.argv[2]
-    (redis_server,) = require_programs("redis-server")
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, chash, redis_server, tmp = t.proxy, t.chash, t.programs["redis-server"], t.tmp
     backends = start_redises(redis_server, tmp, 2)
     for r in backends:
         r.call("CONFIG", "SET", "proto-max-bulk-len", str(64 * MIB))
@@ -241,4 +237,4 @@ def budget_phase(proxy_exe, chash, tmp, backends):
 
 
 if __name__ == "__main__":
-    run_main(body)
+    run_test(body)

@@ -38,8 +38,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Proxy, Resp, RespError, chash_lookup, fail, free_ports,  # noqa: E402
-                          log, make_tmpdir, pool_yaml, require_binary, require_programs,
-                          run_main, soft_fail, start_redises, write_file)
+                          pool_yaml, run_test, soft_fail, start_redises, write_file)
 from promtext import HTTP_TIMEOUT, get, http, parse_response, scrape, value  # noqa: E402
 
 BETA_VERSION = 'rel-7"blue"\\x'      # the YAML below holds it single-quoted, as is
@@ -56,15 +55,9 @@ def documented_families(docs):
     return set(re.findall(r"`(chash_proxy_[a-z_]+)", m.group(1)))
 
 
-def main():
-    if len(sys.argv) != 4:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    proxy_exe = require_binary(sys.argv[1])
-    chash = require_binary(sys.argv[2], "chash CLI")
-    docs = sys.argv[3]
-    redis_exe, cli_exe = require_programs("redis-server", "redis-cli")
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, chash, docs, tmp = t.proxy, t.chash, t.docs, t.tmp
+    redis_exe, cli_exe = t.programs["redis-server"], t.programs["redis-cli"]
     backends = start_redises(redis_exe, tmp, 3)
     pa, pb, mport = free_ports(3)
     conf = write_file(os.path.join(tmp, "metrics.yml"),
@@ -247,4 +240,5 @@ def main():
 
 
 if __name__ == "__main__":
-    run_main(main)
+    run_test(body, programs=("redis-server", "redis-cli"), options=lambda ap: ap.add_argument(
+        "docs", metavar="PROXY_MD", help="docs/PROXY.md, whose Metrics section lists the families"))

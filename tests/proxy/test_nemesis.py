@@ -32,7 +32,6 @@ usage: test_nemesis.py CHASH_PROXY CHASH_CLI [--seed N] [--duration S] [--json F
 Default: a smoke of 35 s of faults (make test). Long runs: --duration 1800 (docs/FLEET.md).
 Exit: 0 no stale read, 1 a stale read or a fleet that did not recover, 77 skip.
 """
-import argparse
 import bisect
 import json
 import os
@@ -45,9 +44,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from proxyharness import (Proxy, Resp, RespError, fail, free_ports, log,  # noqa: E402
-                          make_tmpdir, require_binary, require_programs, run_main, sigstop,
-                          spawn, start_redises, wait_until, write_file)
+from proxyharness import (Proxy, Resp, RespError, fail, free_ports, log, run_test,  # noqa: E402
+                          sigstop, spawn, start_redises, wait_until, write_file)
 import etcd  # noqa: E402
 from forwarder import Forwarder  # noqa: E402
 
@@ -505,25 +503,21 @@ def nemesis_step(fleet, rng, counts):
     return line
 
 
-def body():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("proxy")
-    ap.add_argument("cli")
+def options(ap):
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--duration", type=float, default=35.0)
     ap.add_argument("--json", default=None)
     ap.add_argument("--dump", default=None, help="the histories of the keys with stale reads")
     ap.add_argument("--probe", action="store_true",
                     help="after a stale read, read the key on every server (for --dump)")
-    args = ap.parse_args()
-    proxy_exe = require_binary(args.proxy)
-    cli = require_binary(args.cli, "chash")
-    require_programs("redis-server", "etcd")
+
+
+def body(args):
+    proxy_exe, cli, tmp = args.proxy, args.cli, args.tmp
     self_test()
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 31)
     log("seed %d (replay: --seed %d), %.0f s of faults" % (seed, seed, args.duration))
     rng = random.Random(seed)
-    tmp = make_tmpdir()
     fleet = Fleet(proxy_exe, cli, tmp, rng)
     fleet.probe = args.probe
     if args.probe:  # every command each server runs, with its client's address
@@ -581,4 +575,5 @@ def body():
     return "seed %d: %d faults, %d reads, 0 stale" % (seed, steps, st["reads"])
 
 
-run_main(body)
+run_test(body, programs=("redis-server", "etcd"),
+         binaries=(("proxy", "chash-proxy"), ("cli", "chash")), options=options)

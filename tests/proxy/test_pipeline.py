@@ -30,8 +30,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Proxy, Resp, chash_lookup, encode, fail, free_ports, log,  # noqa: E402
-                          make_tmpdir, pool_yaml, require_binary, require_programs, run_main,
-                          run_threads, sigstop, start_redises, write_file)
+                          pool_yaml, run_test, run_threads, sigstop, start_redises, write_file)
 
 CONNS, BATCHES, DEPTH = 8, 300, 16
 ARRIVE_BOUND = 10.0   # seconds for a reply that is ready to arrive: a hang detector (the pool's
@@ -56,11 +55,8 @@ def read_now(c):
     return data
 
 
-def body():
-    proxy_exe = require_binary(sys.argv[1])
-    chash = require_binary(sys.argv[2], "chash CLI")
-    (redis_exe,) = require_programs("redis-server")
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, chash, redis_exe, tmp = t.proxy, t.chash, t.programs["redis-server"], t.tmp
     backends = start_redises(redis_exe, tmp, 3)
     by_addr = {b.text: b for b in backends}
     port = free_ports(1)[0]
@@ -182,7 +178,4 @@ def body():
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    run_main(body)
+    run_test(body)

@@ -18,24 +18,14 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Closed, Proxy, Resp, RespError, chash_lookup, encode, fail,  # noqa: E402
-                          make_tmpdir, pool_yaml, free_ports, require_binary, require_programs,
-                          run_main, soft_fail, start_redises, write_file)
+                          free_ports, pool_yaml, run_test, soft_fail, start_redises, write_file)
 
 CLI_TIMEOUT = 20      # seconds per redis-cli run
 
 
-def main():
-    if len(sys.argv) != 3:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    proxy_exe = require_binary(sys.argv[1])
-    chash = require_binary(sys.argv[2], "chash CLI")
-    redis_exe, cli_exe = require_programs("redis-server", "redis-cli")
-    run_main(lambda: body(proxy_exe, chash, redis_exe, cli_exe))
-
-
-def body(proxy_exe, chash, redis_exe, cli_exe):
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, chash, tmp = t.proxy, t.chash, t.tmp
+    redis_exe, cli_exe = t.programs["redis-server"], t.programs["redis-cli"]
     backends = start_redises(redis_exe, tmp, 3)
     by_addr = {b.text: b for b in backends}
     port = free_ports(1)[0]
@@ -281,4 +271,4 @@ def body(proxy_exe, chash, redis_exe, cli_exe):
 
 
 if __name__ == "__main__":
-    main()
+    run_test(body, programs=("redis-server", "redis-cli"))

@@ -21,9 +21,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Resp, fail, free_ports, log, make_tmpdir,  # noqa: E402
-                          pool_yaml, require_binary, require_programs, run_main, start_redises,
-                          write_file)
+from proxyharness import (Proxy, Resp, fail, free_ports, log, pool_yaml, run_test,  # noqa: E402
+                          start_redises, write_file)
 
 NKEYS = 3000
 BOUND = 15.0
@@ -104,10 +103,8 @@ def one_case(proxy_exe, tmp, backends, label, extra):
     return len(on_b), nils
 
 
-def body():
-    proxy_exe = require_binary(sys.argv[1])
-    (redis_server,) = require_programs("redis-server")
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, redis_server, tmp = t.proxy, t.programs["redis-server"], t.tmp
     backends = start_redises(redis_server, tmp, 3)
     n1, _ = one_case(proxy_exe, tmp, backends, "journal", {})
     n2, misses = one_case(proxy_exe, tmp, backends, "flush", {"rejoin_journal_keys": 100})
@@ -118,4 +115,4 @@ def body():
 
 
 if __name__ == "__main__":
-    run_main(body)
+    run_test(body)

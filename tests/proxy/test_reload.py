@@ -40,8 +40,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Proxy, Resp, RespError, chash_lookup, encode, fail,  # noqa: E402
-                          free_ports, log, make_tmpdir, pool_yaml, require_binary, require_programs,
-                          run_main, soft_fail, start_redises, tail, write_file)
+                          free_ports, log, pool_yaml, run_test, soft_fail, start_redises, tail,
+                          write_file)
 
 POOL = "alpha"
 NSAMPLE = 3000
@@ -206,18 +206,8 @@ def connected_clients(r):
     return int(m.group(1)) if m else -1
 
 
-def main():
-    if len(sys.argv) < 3:
-        print("usage: test_reload.py CHASH_PROXY CHASH_CLI", file=sys.stderr)
-        return 2
-    proxy_exe = require_binary(sys.argv[1])
-    chash = require_binary(sys.argv[2], "chash")
-    (redis_exe,) = require_programs("redis-server")
-    run_main(lambda: body(proxy_exe, chash, redis_exe))
-
-
-def body(proxy_exe, chash, redis_exe):
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, chash, redis_exe, tmp = t.proxy, t.chash, t.programs["redis-server"], t.tmp
     backends = start_redises(redis_exe, tmp, 4)
     three, new = backends[:3], backends[3]
     port, port2 = free_ports(2)
@@ -398,4 +388,4 @@ def body(proxy_exe, chash, redis_exe):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_test(body)

@@ -28,8 +28,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Closed, Proxy, Resp, RespError, fail, free_ports, log,  # noqa: E402
-                          make_tmpdir, require_binary, require_programs, run_main, sanitizer_env,
-                          soft_fail, spawn, start_redises, wait_accepting, write_file)
+                          run_test, sanitizer_env, soft_fail, spawn, start_redises, wait_accepting,
+                          write_file)
 import promtext  # noqa: E402
 
 BACKEND_PASS = "Q#backend-pass-7731"
@@ -67,10 +67,8 @@ def leaks(data):
     return out
 
 
-def body():
-    proxy_exe = require_binary(sys.argv[1])
-    (redis_server,) = require_programs("redis-server")
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, redis_server, tmp = t.proxy, t.programs["redis-server"], t.tmp
     (backend,) = start_redises(redis_server, tmp, 1, password=BACKEND_PASS)
     ports = free_ports(3)
     conf = write_file(os.path.join(tmp, "secrets.yml"), config(ports, backend))
@@ -200,4 +198,4 @@ def body():
 
 
 if __name__ == "__main__":
-    run_main(body)
+    run_test(body)

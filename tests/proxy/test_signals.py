@@ -20,9 +20,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Resp, fail, free_ports, log, make_tmpdir,  # noqa: E402
-                          pool_yaml, require_binary, require_programs, run_main, start_redises,
-                          write_file)
+from proxyharness import (Proxy, Resp, fail, free_ports, log, pool_yaml, run_test,  # noqa: E402
+                          start_redises, write_file)
 
 BOUND = 10.0
 
@@ -44,10 +43,8 @@ def wait_for(path, needle, what):
         time.sleep(0.05)
 
 
-def body():
-    proxy_exe = require_binary(sys.argv[1])
-    (redis_server,) = require_programs("redis-server")
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, redis_server, tmp = t.proxy, t.programs["redis-server"], t.tmp
     (backend,) = start_redises(redis_server, tmp, 1)
     port = free_ports(1)[0]
     conf = write_file(os.path.join(tmp, "sig.yml"), pool_yaml("sig", port, [(backend.text, 1,
@@ -108,4 +105,4 @@ def body():
 
 
 if __name__ == "__main__":
-    run_main(body)
+    run_test(body)

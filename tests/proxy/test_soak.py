@@ -38,9 +38,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Resp, RespError, chash_lookup, fail, free_ports,  # noqa: E402
-                          log, make_tmpdir, pool_yaml, require_binary, require_programs,
-                          run_main, soft_fail, start_redises, write_file)
+from proxyharness import (Proxy, Resp, RespError, chash_lookup, fail, free_ports, log,  # noqa: E402
+                          pool_yaml, run_test, soft_fail, start_redises, write_file)
 
 NTHREADS = 3
 REQUEST_BOUND = 6.0    # seconds: a hang detector (2 x timeout with room for ASan and a busy box)
@@ -124,27 +123,17 @@ class Loader(threading.Thread):
             c.close()
 
 
-def main():
-    if len(sys.argv) != 3:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    proxy_exe = require_binary(sys.argv[1])
-    chash = require_binary(sys.argv[2], "chash CLI")
-    (redis_exe,) = require_programs("redis-server")
-    os.environ["ASAN_OPTIONS"] = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"),
-                                                        "quarantine_size_mb=16"]))
-    run_main(lambda: body(proxy_exe, chash, redis_exe))
-
-
 def queues(proxy, pool, servers):
     st = proxy.stats_json()[pool]
     return {s: (st[s]["in_queue"], st[s]["out_queue"]) for s in servers}, \
         st["client_connections"]
 
 
-def body(proxy_exe, chash, redis_exe):
+def body(t):
+    proxy_exe, chash, redis_exe, tmp = t.proxy, t.chash, t.programs["redis-server"], t.tmp
+    os.environ["ASAN_OPTIONS"] = ":".join(filter(None, [os.environ.get("ASAN_OPTIONS"),
+                                                        "quarantine_size_mb=16"]))
     seconds = float(os.environ.get("SOAK_SECONDS", "45"))
-    tmp = make_tmpdir()
     backends = start_redises(redis_exe, tmp, 3)
     names = ("one", "two", "three")
     port = free_ports(1)[0]
@@ -277,4 +266,4 @@ def body(proxy_exe, chash, redis_exe):
 
 
 if __name__ == "__main__":
-    main()
+    run_test(body)

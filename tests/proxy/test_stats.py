@@ -23,9 +23,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Resp, fail, free_ports, log, make_tmpdir,  # noqa: E402
-                          pool_yaml, require_binary, require_programs, run_main, soft_fail,
-                          start_redises, write_file)
+from proxyharness import (Proxy, Resp, fail, free_ports, log, pool_yaml, run_test,  # noqa: E402
+                          soft_fail, start_redises, write_file)
 
 TOP = ["service", "source", "version", "uptime", "timestamp", "total_connections",
        "curr_connections"]
@@ -74,18 +73,9 @@ def run(exe, tmp, label, backends, nutcracker):
     return p, conf, ports, conns, raw, st
 
 
-def main():
-    if len(sys.argv) != 3:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    proxy_exe = require_binary(sys.argv[1])
-    chash = require_binary(sys.argv[2], "chash CLI")
-    redis_exe, nutcracker = require_programs("redis-server", "nutcracker")
-    run_main(lambda: body(proxy_exe, chash, redis_exe, nutcracker))
-
-
-def body(proxy_exe, chash, redis_exe, nutcracker):
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, chash, tmp = t.proxy, t.chash, t.tmp
+    redis_exe, nutcracker = t.programs["redis-server"], t.programs["nutcracker"]
     backends = start_redises(redis_exe, tmp, 3)
 
     nc, _, _, nconns, _, want = run(nutcracker, tmp, "nutcracker", backends, True)
@@ -217,4 +207,4 @@ def body(proxy_exe, chash, redis_exe, nutcracker):
 
 
 if __name__ == "__main__":
-    main()
+    run_test(body, programs=("redis-server", "nutcracker"))

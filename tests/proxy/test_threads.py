@@ -37,9 +37,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Proxy, Redis, Resp, RespError, chash_lookup, fail,  # noqa: E402
-                          free_ports, log, make_tmpdir, pool_yaml, require_binary,
-                          require_programs, run_main, sanitizer_env, soft_fail, start_redises,
-                          write_file)
+                          free_ports, log, pool_yaml, run_test, sanitizer_env, soft_fail,
+                          start_redises, write_file)
 from promtext import scrape, total, value  # noqa: E402
 
 CONNS = 16
@@ -88,16 +87,6 @@ def config(backends, port, sock):
     beta = pool_yaml("beta", 0, servers, hash="md5", distribution="ketama", timeout=2000)
     # beta first: a second proxy meets the unix socket before the TCP port
     return beta.replace("listen: 127.0.0.1:0", "listen: %s 0600" % sock) + alpha
-
-
-def main():
-    if len(sys.argv) != 3:
-        print(__doc__, file=sys.stderr)
-        sys.exit(2)
-    proxy_exe = require_binary(sys.argv[1])
-    chash = require_binary(sys.argv[2], "chash CLI")
-    (redis_exe,) = require_programs("redis-server")
-    run_main(lambda: body(proxy_exe, chash, redis_exe))
 
 
 def run_proxy(proxy_exe, args, timeout=30):
@@ -160,8 +149,8 @@ def check_placement(conns, chash, conf, backends, tag, pool="alpha"):
             soft_fail("%s: not on %s, its owner by chash lookup" % (k.decode(), owner[k]))
 
 
-def body(proxy_exe, chash, redis_exe):
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, chash, redis_exe, tmp = t.proxy, t.chash, t.programs["redis-server"], t.tmp
     backends = start_redises(redis_exe, tmp, 4)
     serving, spare = backends[:3], backends[3]
     port, mport = free_ports(2)
@@ -272,4 +261,4 @@ def body(proxy_exe, chash, redis_exe):
 
 
 if __name__ == "__main__":
-    main()
+    run_test(body)

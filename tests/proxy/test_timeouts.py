@@ -21,8 +21,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Resp, fail, free_ports, log, make_tmpdir,  # noqa: E402
-                          require_binary, require_programs, run_main, start_redises, write_file)
+from proxyharness import (Proxy, Resp, fail, free_ports, log, run_test, start_redises,  # noqa: E402
+                          write_file)
 
 SLOW, IDLE, PLAIN_IDLE = 200, 100, 50
 BOUND = 6.0
@@ -50,10 +50,8 @@ def closed(s):
         s.setblocking(True)
 
 
-def body():
-    proxy_exe = require_binary(sys.argv[1])
-    (redis_server,) = require_programs("redis-server")
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, redis_server, tmp = t.proxy, t.programs["redis-server"], t.tmp
     (backend,) = start_redises(redis_server, tmp, 1)
     tport, pport = free_ports(2)
     conf = write_file(os.path.join(tmp, "timeouts.yml"),
@@ -128,4 +126,4 @@ def body():
 
 
 if __name__ == "__main__":
-    run_main(body)
+    run_test(body)

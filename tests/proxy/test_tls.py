@@ -40,9 +40,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Resp, chash_lookup, fail, free_ports, log,  # noqa: E402
-                          make_tmpdir, pool_yaml, require_binary, require_programs, run_main,
-                          spawn, start_redises, tail, wait_accepting, write_file)
+from proxyharness import (Proxy, Resp, chash_lookup, fail, free_ports, log, pool_yaml,  # noqa: E402
+                          run_test, spawn, start_redises, tail, wait_accepting, write_file)
 
 WAIT = 15.0
 
@@ -165,8 +164,12 @@ class TlsBackend(threading.Thread):
                 conn.close()
 
 
-def body(proxy_exe, chash, redis_exe, mc_exe, openssl):
-    tmp = make_tmpdir()
+PROGRAMS = ("redis-server", "memcached", "openssl", "redis-cli")
+
+
+def body(t):
+    proxy_exe, chash, tmp = t.proxy, t.chash, t.tmp
+    redis_exe, mc_exe, openssl = (t.programs[p] for p in PROGRAMS[:3])
     certs = Certs(openssl, tmp)
     tls_ports = [start_tls_redis(redis_exe, tmp, certs)[0] for _ in range(2)]
     plain = start_redises(redis_exe, tmp, 1)[0]
@@ -361,16 +364,5 @@ def body(proxy_exe, chash, redis_exe, mc_exe, openssl):
     backend.sock.close()
 
 
-def main():
-    if len(sys.argv) < 3:
-        print("usage: test_tls.py CHASH_PROXY CHASH_CLI", file=sys.stderr)
-        return 2
-    proxy_exe = require_binary(sys.argv[1])
-    chash = require_binary(sys.argv[2], "chash")
-    redis_exe, mc_exe, openssl, _cli = require_programs("redis-server", "memcached", "openssl",
-                                                        "redis-cli")
-    run_main(lambda: body(proxy_exe, chash, redis_exe, mc_exe, openssl))
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    run_test(body, programs=PROGRAMS)

@@ -41,8 +41,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Mc, Proxy, Resp, chash_lookup, fail, free_ports, log,  # noqa: E402
-                          make_tmpdir, pool_yaml, require_binary, require_programs, run_main,
-                          start_memcacheds, start_redises, tail, write_file)
+                          pool_yaml, run_test, start_memcacheds, start_redises, tail, write_file)
 
 POOL = "warm"
 NKEYS = 1200
@@ -397,22 +396,13 @@ def mc_phase(proxy_exe, chash, mc_exe, tmp):
         s.kill()
 
 
-def body(proxy_exe, chash, redis_exe, mc_exe):
-    tmp = make_tmpdir()
+def body(t):
+    proxy_exe, chash, tmp = t.proxy, t.chash, t.tmp
+    redis_exe, mc_exe = t.programs["redis-server"], t.programs["memcached"]
     redis_phase(proxy_exe, chash, redis_exe, tmp)
     ramp_phase(proxy_exe, chash, redis_exe, tmp)
     mc_phase(proxy_exe, chash, mc_exe, tmp)
 
 
-def main():
-    if len(sys.argv) < 3:
-        print("usage: test_warmup.py CHASH_PROXY CHASH_CLI", file=sys.stderr)
-        return 2
-    proxy_exe = require_binary(sys.argv[1])
-    chash = require_binary(sys.argv[2], "chash")
-    redis_exe, mc_exe = require_programs("redis-server", "memcached")
-    run_main(lambda: body(proxy_exe, chash, redis_exe, mc_exe))
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    run_test(body, programs=("redis-server", "memcached"))
