@@ -3,6 +3,7 @@
  * validation, the allocator, and the lookup entry points that dispatch to one algorithm.
  */
 #include "../internal.h"
+#include "../table_view.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -362,32 +363,65 @@ static bool listed(const size_t *out, size_t count, size_t node)
     return false;
 }
 
+/* ---- what src/route reads (table_view.h) ------------------------------------------------ */
+
+const ch_options *ch__table_options(const ch_table *t)
+{
+    return &t->opt;
+}
+
+size_t ch__table_nodes(const ch_table *t)
+{
+    return t->n;
+}
+
+/* The one walk of a key's candidates, for ch_replicas_hash() and ch_route_hash() (src/route):
+ * the walk state lives on the stack and repeats are found by scanning the candidates written so
+ * far (depth is small), so nothing is allocated. The walk ends after one turn, so the loop is
+ * bounded even when a node has no point or slot. */
+int ch__table_walk(const ch_table *t, uint64_t kh, ch__node_keep_fn keep, const void *ctx,
+                   size_t depth, size_t limit, size_t *out, size_t *count)
+{
+    if (depth == 0) {
+        if (count != NULL)
+            *count = 0;
+        return CH_OK;
+    }
+    if (t->algo->walk_start == NULL) {
+        /* jump: the owner is the only candidate it knows. */
+        if (depth > 1)
+            return CH_EUNSUPPORTED;
+        size_t owner = t->algo->lookup(t, kh);
+        size_t c = 0;
+        if (keep == NULL || keep(ctx, owner))
+            out[c++] = owner;
+        *count = c;
+        return CH_OK;
+    }
+    if (depth < limit)
+        limit = depth;
+    if (t->n < limit)
+        limit = t->n;
+    size_t c = 0, node;
+    ch__walk w;
+    if (limit > 0) {
+        t->algo->walk_start(t, kh, &w);
+        while (c < limit && (node = t->algo->walk_next(t, &w)) != CH__WALK_END)
+            if ((keep == NULL || keep(ctx, node)) && !listed(out, c, node))
+                out[c++] = node;
+    }
+    *count = c;
+    return CH_OK;
+}
+
 int ch_replicas_hash(const ch_table *t, uint64_t h, size_t r, size_t *out, size_t *count)
 {
     if (t == NULL || (r > 0 && out == NULL) || count == NULL)
         return CH_EINVAL;
+    /* Clamped first, so that a one-node jump table answers r = 2 with its one node. */
     if (r > t->n)
         r = t->n;
-    if (r == 0) {
-        *count = 0;
-        return CH_OK;
-    }
-    if (t->algo->walk_start == NULL) {
-        if (r > 1)
-            return CH_EUNSUPPORTED;
-        out[0] = t->algo->lookup(t, h);
-        *count = 1;
-        return CH_OK;
-    }
-    /* The walk ends after one turn, so this loop is bounded even when a node has no point. */
-    ch__walk w;
-    size_t c = 0, node;
-    t->algo->walk_start(t, h, &w);
-    while (c < r && (node = t->algo->walk_next(t, &w)) != CH__WALK_END)
-        if (!listed(out, c, node))
-            out[c++] = node;
-    *count = c;
-    return CH_OK;
+    return ch__table_walk(t, h, NULL, NULL, r, SIZE_MAX, out, count);
 }
 
 int ch_replicas(const ch_table *t, const void *key, size_t len, size_t r, size_t *out,

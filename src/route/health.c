@@ -11,7 +11,6 @@
  * already seen (a caller mixing clocks) counts as no time elapsed, and sums saturate at
  * UINT64_MAX, so no arithmetic wraps.
  */
-#include "../internal.h"
 #include "chash_route.h"
 #include "route_internal.h"
 

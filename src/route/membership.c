@@ -18,7 +18,7 @@
  * equal versions. "%.17g" identifies a double exactly; the decimal point is written as '.'
  * whatever the process's LC_NUMERIC is, so equal memberships get equal versions on every host.
  */
-#include "../internal.h"
+#include "../table_view.h"
 #include "chash_route.h"
 
 #include <stdio.h>
@@ -90,12 +90,13 @@ static size_t put(char *buf, size_t at, const char *s, size_t len)
 static size_t serialize(const ch_table *t, const ch_member *members, size_t n, char *buf)
 {
     char num[32];
-    const char *algo = ch_algo_name(t->opt.algo), *hash = ch_hash_name(t->opt.hash);
+    const ch_options *o = ch__table_options(t);
+    const char *algo = ch_algo_name(o->algo), *hash = ch_hash_name(o->hash);
     size_t at = put(buf, 0, algo, strlen(algo));
     at = put(buf, at, hash, strlen(hash));
-    at = put(buf, at, num, (size_t)snprintf(num, sizeof(num), "%u", (unsigned)t->opt.vnodes));
-    at = put(buf, at, num, (size_t)snprintf(num, sizeof(num), "%u", (unsigned)t->opt.table_size));
-    at = put(buf, at, t->opt.hash_tag, 2);
+    at = put(buf, at, num, (size_t)snprintf(num, sizeof(num), "%u", (unsigned)o->vnodes));
+    at = put(buf, at, num, (size_t)snprintf(num, sizeof(num), "%u", (unsigned)o->table_size));
+    at = put(buf, at, o->hash_tag, 2);
     for (size_t i = 0; i < n; i++) {
         at = put(buf, at, members[i].id, strlen(members[i].id));
         at = put(buf, at, members[i].addr, strlen(members[i].addr));
