@@ -6,7 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "cache_internal.h"
-#include "fleet_internal.h"
+#include "fleet_record.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,8 +1,10 @@
 /*
- * etcd_msg.c — etcd v3 JSON gateway messages and the instance record (fleet_internal.h).
+ * etcd_msg.c — etcd v3 JSON gateway messages (etcd_msg.h) and what a fleet stores under a pool's
+ * key: its keys, the instance record, lost and member notes (fleet_record.h).
  * jansson builds and reads the JSON; OpenSSL's EVP_EncodeBlock/EVP_DecodeBlock do base64.
  */
-#include "fleet_internal.h"
+#include "etcd_msg.h"
+#include "fleet_record.h"
 
 #include <jansson.h>
 #include <openssl/evp.h>

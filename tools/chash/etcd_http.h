@@ -2,7 +2,7 @@
  * etcd_http.h — one etcd endpoint over its v3 JSON gateway, with libcurl's easy interface:
  * POST a JSON body to http://host:port/v3/..., get the answer's body back. Blocking, one
  * request at a time, every request bounded by a timeout. The bodies and their parsing are
- * src/fleet's (fleet_internal.h); this file only moves bytes.
+ * src/fleet's (etcd_msg.h); this file only moves bytes.
  */
 #ifndef CHASH_ETCD_HTTP_H
 #define CHASH_ETCD_HTTP_H

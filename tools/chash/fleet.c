@@ -15,8 +15,8 @@
 #include "fleet_doc.h"
 
 #include <chash_config.h>
-#include <config_internal.h>
-#include <fleet_internal.h>
+#include <etcd_msg.h>
+#include <fleet_record.h>
 
 #include <inttypes.h>
 #include <signal.h>
@@ -388,20 +388,16 @@ typedef struct docinfo {
     char version[128];  /* "" when it gives none */
 } docinfo;
 
-/* What a membership document says, read by ch_config_membership_doc() itself (so exactly what
- * an instance would accept), into a scratch pool that holds nothing else. */
-static void doc_info(const cli *c, const char *name, const char *text, size_t len,
-                     int64_t mod_rev, docinfo *d)
+/* What a membership document says, read by ch_config_membership_parse() (so exactly what an
+ * instance would accept) into a pool of its own. */
+static void doc_info(const char *name, const char *text, size_t len, int64_t mod_rev, docinfo *d)
 {
-    static const char scratch[] = "p:\n  membership: etcd://127.0.0.1:1/k\n";
     memset(d, 0, sizeof(*d));
     d->mod_rev = mod_rev;
-    ch_config *cfg;
+    ch_config *cfg = NULL;
     ch_config_error err;
-    if (ch__config_load_text("(scratch)", scratch, sizeof(scratch) - 1, &cfg, &err) != CH_OK)
-        cli_fail(c, "internal error: the scratch pool does not load: %s", err.message);
     int64_t epoch = 0;
-    if (ch_config_membership_doc(&cfg->pools[0], name, text, len, &epoch, &err) != CH_OK) {
+    if (ch_config_membership_parse("p", name, text, len, &cfg, &epoch, &err) != CH_OK) {
         ch_config_error_str(&err, d->error, sizeof(d->error));
     } else {
         d->valid = true;
@@ -477,11 +473,11 @@ static int fleet_status(fctx *f)
     bool has_k = get1(f, f->key, &k), has_p = get1(f, f->pending, &pend);
     docinfo dk = {0}, dp = {0};
     if (has_k)
-        doc_info(c, f->url, k.value, k.len, k.mod_rev, &dk);
+        doc_info(f->url, k.value, k.len, k.mod_rev, &dk);
     if (has_p) {
         char name[900];
         snprintf(name, sizeof(name), "%s/pending", f->url);
-        doc_info(c, name, pend.value, pend.len, pend.mod_rev, &dp);
+        doc_info(name, pend.value, pend.len, pend.mod_rev, &dp);
     }
     ch__fleet_record *r;
     size_t n;
@@ -683,7 +679,7 @@ static int fleet_abort(fctx *f)
         return 0;
     }
     docinfo d;
-    doc_info(f->c, "(the pending document)", p.value, p.len, p.mod_rev, &d);
+    doc_info("(the pending document)", p.value, p.len, p.mod_rev, &d);
     int64_t e = d.valid ? d.epoch : p.mod_rev, mod_rev = p.mod_rev;
     free(p.key), free(p.value);
     ch__etcd_op del = {f->pending, NULL, 0, 0};
@@ -866,7 +862,7 @@ static void propose(fctx *f, const ch_conf_pool *p, char **doc)
         docinfo k = {0};
         int64_t k_rev = nk > 0 ? kvs[0].mod_rev : 0;
         if (nk > 0)
-            doc_info(c, f->url, kvs[0].value, kvs[0].len, kvs[0].mod_rev, &k);
+            doc_info(f->url, kvs[0].value, kvs[0].len, kvs[0].mod_rev, &k);
         ch__etcd_kvs_free(kvs, nk);
         ch__fleet_record *r;
         size_t n;
@@ -890,7 +886,7 @@ static void propose(fctx *f, const ch_conf_pool *p, char **doc)
         ch__etcd_kv cur;
         if (get1(f, f->pending, &cur)) {
             docinfo d;
-            doc_info(c, "(the pending document)", cur.value, cur.len, cur.mod_rev, &d);
+            doc_info("(the pending document)", cur.value, cur.len, cur.mod_rev, &d);
             free(cur.key), free(cur.value);
             snprintf(why, sizeof(why), "a change is pending (epoch %" PRId64 "): wait for it or "
                      "run `chash fleet abort`", d.valid ? d.epoch : cur.mod_rev);
@@ -928,7 +924,7 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
      * scratch pool) before anything is written. */
     char *doc = doc_json(c, p, 0);
     docinfo d;
-    doc_info(c, "(the membership document)", doc, strlen(doc), 0, &d);
+    doc_info("(the membership document)", doc, strlen(doc), 0, &d);
     if (!d.valid)
         cli_fail(c, "internal error: the document built from the pool is refused: %s", d.error);
 
