@@ -10,7 +10,8 @@ one request at a time per connection, throughout:
      timeouts; no hang). Keys owned by the other backends are untouched: every GET of them
      returns its value, every SET of them succeeds and lands on its owner (checked on the
      backends at the end). Reads of A's keys fail over: after the first SETTLE seconds (A is
-     ejected by then) none of them errors.
+     ejected by then) none of them errors. A stays down until the proxy reports it ejected
+     and LATE_READS reads of its keys started after SETTLE were answered.
   2. Restart A on the same port (empty: no persistence). It is readmitted after a successful
      probe: a SET of a key A owns lands on A again (checked on A directly) within
      READMIT_BOUND, and a value put on A directly is what a GET through the proxy returns.
@@ -31,15 +32,18 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Proxy, Redis, Resp, RespError, chash_lookup, fail,  # noqa: E402
-                          free_ports, log, pool_yaml, run_test, soft_fail, start_redises, tail,
-                          write_file)
+                          free_ports, log, poll_until, pool_yaml, run_test, sigstop, soft_fail,
+                          start_redises, tail, write_file)
 
 TIMEOUT_MS = 500
 REQUEST_BOUND = 6.0    # seconds: 2 candidates x (connect or read timeout), with room for a
                        # loaded CI machine and ASan: a hang detector, not a latency target
 SETTLE = 2.0           # seconds after a failure by which the node must be ejected (K = 2
                        # failures of at most TIMEOUT_MS each, with room for a loaded machine)
-DOWN_FOR = 4.0         # seconds each failure lasts under load
+LATE_READS = 2000      # reads of a down node's keys after SETTLE before it returns (~2 s here)
+BACK_REQUESTS = 5000   # requests answered before the first fault and after each node's
+                       # return, before the next fault (~1 s here)
+FAULT_BOUND = 60.0     # seconds for either: a loaded machine's bound, not a target
 READMIT_BOUND = 10.0   # seconds for a returned node to be readmitted
 CONN_TIMEOUT = 15.0    # a client socket's timeout: beyond it, a request "hung"
 
@@ -71,6 +75,19 @@ class Loader(threading.Thread):
                     return
             i += 1
         c.close()
+
+
+def since(loaders, t0, pick=lambda r: True):
+    """How many records of the loaders started at t0 or later satisfy pick. Each loader's
+    records are in the order their requests started: read from the end, only the window."""
+    n = 0
+    for ld in loaders:
+        recs = ld.records
+        i = len(recs) - 1
+        while i >= 0 and recs[i][0] >= t0:
+            n += bool(pick(recs[i]))
+            i -= 1
+    return n
 
 
 def timed(records, c, kind, key, *args):
@@ -136,9 +153,9 @@ def body(t):
 
     loaders = [Loader(addr, "reader-%d" % i, reader) for i in range(2)]
     loaders.append(Loader(addr, "writer", writer))
+    t_start = time.monotonic()
     for ld in loaders:
         ld.start()
-    time.sleep(0.5)
 
     def records_between(t0, t1):
         out = []
@@ -201,20 +218,36 @@ def body(t):
                     len(recs), len(mine), errs, set_ok, len(sets),
                     max((r[4] for r in recs), default=0)))
 
+    def ejections():
+        return proxy.stats_json()["fo"]["server_ejects"]
+
+    def down_until_failover(node, t0, before):
+        """The fault's length: until the proxy reports node ejected (more server_ejects than
+        `before`, the count before t0) and LATE_READS reads of node's keys started SETTLE s
+        after t0 or later were answered, failed over or not (check_window judges them);
+        FAULT_BOUND at most."""
+        poll_until(lambda: since(loaders, t0 + SETTLE,
+                                 lambda r: r[2] == "get" and owner[r[1]] == node.text) >=
+                   LATE_READS and ejections() > before,
+                   FAULT_BOUND, poll=0.1)
+
+    def traffic_after(t0):
+        """Until BACK_REQUESTS requests started at t0 or later were answered (every one is
+        checked by check_window); FAULT_BOUND at most."""
+        poll_until(lambda: since(loaders, t0) >= BACK_REQUESTS, FAULT_BOUND, poll=0.1)
+
     def readmitted(node, label, t0):
         """Waits until a SET through the proxy of a key `node` owns lands on node; the time
         since t0 (when node returned), or None."""
         mine = [k for k, o in probe_owner.items() if o == node.text]
-        deadline = t0 + READMIT_BOUND
-        n = 0
+        n = [0]
         with Resp(addr) as c:
-            while time.monotonic() < deadline:
-                k = mine[n % len(mine)]
-                n += 1
-                r = c.call("SET", k, b"back")
-                if r == b"OK" and node.call("GET", k) == b"back":
-                    return time.monotonic() - t0
-                time.sleep(0.1)
+            def lands():
+                k = mine[n[0] % len(mine)]
+                n[0] += 1
+                return c.call("SET", k, b"back") == b"OK" and node.call("GET", k) == b"back"
+            if poll_until(lands, t0 + READMIT_BOUND - time.monotonic(), poll=0.1):
+                return time.monotonic() - t0
         soft_fail("%s: %s not readmitted within %gs of its return (SETs of its keys do not "
                   "reach it)" % (label, node.text, READMIT_BOUND))
         return None
@@ -232,13 +265,14 @@ def body(t):
         node.call("SET", k, b"v:" + k)
 
     summary = []
-    t_start = time.monotonic()
+    traffic_after(t_start)
     # 1. SIGKILL A.
+    before = ejections()
     t_kill = time.monotonic()
     A.kill()
-    time.sleep(DOWN_FOR)
+    down_until_failover(A, t_kill, before)
     t_restart = time.monotonic()
-    summary.append("before: " + check_window("before the kill", t_start - 1, t_kill, None))
+    summary.append("before: " + check_window("before the kill", t_start, t_kill, None))
     summary.append("A killed: " + check_window("A killed", t_kill, t_restart, A))
     # 2. Restart A on the same port.
     ejects = proxy.stats_json().get("fo", {}).get("server_ejects")
@@ -257,13 +291,14 @@ def body(t):
         routed_back(A2, "A restarted")
     # The window starts after routed_back: while it runs, one key holds "direct" on purpose.
     t_back = time.monotonic()
-    time.sleep(1.0)
+    traffic_after(t_back)
     t_stop = time.monotonic()
     summary.append("A back: " + check_window("A back", t_back, t_stop, None))
     # 3. SIGSTOP B.
-    os.kill(B.proc.pid, signal.SIGSTOP)
+    before = ejections()
     try:
-        time.sleep(DOWN_FOR)
+        sigstop(B.proc.pid)
+        down_until_failover(B, t_stop, before)
     finally:
         os.kill(B.proc.pid, signal.SIGCONT)
     t_cont = time.monotonic()
@@ -273,7 +308,7 @@ def body(t):
         summary.append("B readmitted %.2fs after SIGCONT" % dt)
         routed_back(B, "B resumed")
     t_back = time.monotonic()
-    time.sleep(1.0)
+    traffic_after(t_back)
     t_end = time.monotonic()
     summary.append("B back: " + check_window("B back", t_back, t_end, None))
 
