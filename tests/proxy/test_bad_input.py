@@ -41,12 +41,14 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Resp, encode, fail, free_ports, log, pool_yaml,  # noqa: E402
-                          run_test, soft_fail, start_redises, tail, write_file)
+from proxyharness import (Proxy, Resp, encode, fail, free_ports, log, poll_until,  # noqa: E402
+                          pool_yaml, run_test, soft_fail, start_redises, tail, wait_until,
+                          write_file)
 
 T0 = time.monotonic()
 REPLY_BOUND = 5.0     # seconds: the good client's every reply
 BAD_BOUND = 10.0      # seconds: a bad client's error or close
+PING_EVERY = 0.1      # seconds between the never-reading client's PINGs once its GETs are sent
 RSS_BOUND_KIB = 1536 * 1024   # the proxy's resident memory, ASan included
 MAX_REQUEST = 1 << 20         # the "bad" pool's max_request_bytes
 MAX_BUFFER = 8 << 20          # the "bad" pool's max_client_buffer_bytes
@@ -182,7 +184,8 @@ def body(t):
 
     good = GoodClient(addr)
     good.start()
-    time.sleep(0.3)
+    wait_until(lambda: good.ops >= 20 or good.errors, BAD_BOUND,
+               "the good client's first 10 SET+GET answered")
 
     def case(name, send, **kw):
         good.phase = name
@@ -310,30 +313,36 @@ def body(t):
     s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)    # before connect: small window
     s.settimeout(BAD_BOUND)
     s.connect(addr)
-    sent, closed, peak = 0, False, 0
+    sent, closed, peak, pinged = 0, False, 0, 0.0
     # Enough replies to exceed the pending limit 4 times over, plus the kernel's buffers.
     max_gets = 4 * (max_pending >> 20) + 64
-    deadline = time.monotonic() + 60
-    while not closed and time.monotonic() < deadline:
+
+    def sent_until_closed():
+        """One step: 8 more GETs (then a PING every PING_EVERY s, to learn whether the
+        connection was closed) and a look at the proxy's RSS; true once there is no more to
+        do (closed, or a failure recorded)."""
+        nonlocal sent, closed, peak, pinged
         try:
             if sent < max_gets:
                 s.sendall(encode("GET", "bigvalue") * 8)
                 sent += 8
-            else:
-                s.sendall(encode("PING"))        # just to learn whether it was closed
-                time.sleep(0.1)
+            elif time.monotonic() - pinged >= PING_EVERY:
+                s.sendall(encode("PING"))
+                pinged = time.monotonic()
         except (BrokenPipeError, ConnectionResetError):
             closed = True
+            return True
         except socket.timeout:
             soft_fail("slow reader: a send blocked for %gs (the proxy stopped reading?)" % BAD_BOUND)
-            break
+            return True
         rss = proxy.rss_kib() or 0
         peak = max(peak, rss)
         if rss > RSS_BOUND_KIB:
             soft_fail("slow reader: proxy RSS %d MiB after %d GETs of 1 MiB unread" % (
                 rss >> 10, sent))
-            break
-        time.sleep(0.01)
+            return True
+        return False
+    poll_until(sent_until_closed, 60, poll=0.01)
     s.close()
     results["never reads"] = ("close after %d GETs" % sent) if closed else "open"
     if not closed:
@@ -352,29 +361,28 @@ def body(t):
     good.phase = "the end"
     log("the end phase starts at t=%.2fs" % (time.monotonic() - T0))
     # --- the good client, the proxy, at the end -------------------------------------------------
-    time.sleep(0.5)
+    # 50 more SET+GET of the good client after the abrupt connections (checked below).
+    ops = good.ops
+    poll_until(lambda: good.ops >= ops + 100 or good.errors, 2 * REPLY_BOUND)
     good.stop_flag.set()
     good.join(timeout=2 * REPLY_BOUND)
     if good.is_alive():
         soft_fail("the good client is stuck in a request")
     if good.errors:
         soft_fail("the good client saw %d failures, e.g. %s" % (len(good.errors), good.errors[:3]))
-    if good.ops < 100:
-        soft_fail("the good client did only %d operations" % good.ops)
+    if good.ops < 100 or good.ops < ops + 100:
+        soft_fail("the good client did only %d operations (%d at the end phase)" % (
+            good.ops, good.ops - ops))
     if not proxy.alive():
         fail("chash-proxy died; stderr:\n%s" % tail(proxy.stderr))
     with Resp(addr) as c:
         if c.call("PING") != b"PONG" or c.call("GET", "halfclose") != b"hc":
             soft_fail("a fresh client is not served at the end")
     # Only the good client (gone now) and none of the bad ones may remain connected.
-    deadline = time.monotonic() + 5
-    while True:
-        st = proxy.stats_json()
-        n = st.get("bad", {}).get("client_connections")
-        if n == 0 or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    if n != 0:
+    def connected():
+        return proxy.stats_json().get("bad", {}).get("client_connections")
+    if not poll_until(lambda: connected() == 0, 5):
+        n = connected()
         soft_fail("stats: pool client_connections is %r after every client left (leaked "
                   "connections?)" % (n,))
     proxy.stop()
