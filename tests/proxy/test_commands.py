@@ -25,11 +25,11 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Closed, Proxy, Resp, RespError, chash_lookup, fail,  # noqa: E402
-                          free_ports, pool_yaml, run_test, soft_fail, start_redises, write_file)
+                          free_ports, poll_until, pool_yaml, run_test, soft_fail, start_redises,
+                          write_file)
 
 try:
     import redis
@@ -269,9 +269,7 @@ def transactions(r, port, paddr, backends, by_addr, owner):
     check(buf == b"+OK\r\n+QUEUED\r\n", "MULTI then SET: %r" % buf)
     check(in_multi(backends), "no backend connection in MULTI while the client has one open")
     s.close()
-    deadline = time.time() + 5
-    while in_multi(backends) and time.time() < deadline:
-        time.sleep(0.05)
+    poll_until(lambda: not in_multi(backends), 5)
     check(not in_multi(backends), "a backend connection is still in MULTI: %s" % in_multi(backends))
     check(r.set("{open}k", "mine") and r.get("{open}k") == b"mine",
           "the next client's SET was inside another's transaction")
@@ -354,9 +352,7 @@ def pubsub(r, port, paddr, owner):
           "listener messages: %r" % got)
     ps.close()
     # Closed: the pinned connections go; publishing reaches nobody.
-    deadline = time.time() + 5
-    while publisher.publish(chans[0], "x") != 0 and time.time() < deadline:
-        time.sleep(0.05)
+    poll_until(lambda: publisher.publish(chans[0], "x") == 0, 5)
     check(publisher.publish(chans[0], "x") == 0, "a closed subscriber still subscribed")
 
 
@@ -398,15 +394,15 @@ def reload_(r, paddr, proxy, backends, config, port, owner):
         hash="fnv1a_64", distribution="ketama", hash_tag='"{}"', timeout=3000,
         server_connections=1))
     proxy.proc.send_signal(signal.SIGHUP)
-    deadline = time.time() + 10
-    while True:
+    def refused():
         try:
             r.scan(cursor, count=10)
         except redis.ResponseError as e:
-            check("invalid cursor" in str(e), "an old cursor after the reload: %s" % e)
-            break
-        check(time.time() < deadline, "a cursor from before the reload is still accepted")
-        time.sleep(0.05)
+            return e
+        return None
+    e = poll_until(refused, 10)
+    check(e is not None, "a cursor from before the reload is still accepted")
+    check(e is None or "invalid cursor" in str(e), "an old cursor after the reload: %s" % e)
     left = set()
     for b in backends[:3]:
         left.update(k.decode() for k in b.call("KEYS", "*:rl"))

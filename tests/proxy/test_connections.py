@@ -35,7 +35,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Proxy, Resp, encode, fail, free_ports, log, pool_yaml,  # noqa: E402
-                          run_test, skip, start_redises, write_file)
+                          run_test, skip, start_redises, wait_until, write_file)
 
 NCONN = 5000
 WAVE = 250             # connections per wave (below the proxy's default backlog of 512)
@@ -153,15 +153,9 @@ def counters(proxy, pool):
 
 
 def wait_counters(proxy, pool, want, what):
-    deadline = time.monotonic() + STATS_BOUND
-    while True:
-        got = counters(proxy, pool)
-        if got == want:
-            return
-        if time.monotonic() > deadline:
-            fail("%s: (curr_connections, client_connections) = %s after %gs, expected %s" % (
-                what, got, STATS_BOUND, want))
-        time.sleep(0.1)
+    wait_until(lambda: counters(proxy, pool) == want, STATS_BOUND,
+               lambda: "%s: (curr_connections, client_connections) = %s, expected %s" % (
+                   what, counters(proxy, pool), want), poll=0.1)
 
 
 def cycle(proxy, addr, pool, base, n_cycle):

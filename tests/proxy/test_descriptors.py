@@ -22,16 +22,16 @@ import socket
 import stat
 import sys
 import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Resp, fail, free_ports, log, pool_yaml, run_test,  # noqa: E402
-                          start_redises, write_file)
+from proxyharness import (Proxy, Resp, fail, free_ports, log, poll_until, pool_yaml,  # noqa: E402
+                          run_test, start_redises, write_file)
 
 NOFILE = 256
 FLOOD = 500
 ROUNDS = 3
 MAX_LOG = 200 * 1024
+FLOOD_BACKOFF = 0.01   # seconds a flooding thread pauses after a refused connect (pacing)
 
 
 def flood(port, held, stop):
@@ -39,7 +39,7 @@ def flood(port, held, stop):
         try:
             held.append(socket.create_connection(("127.0.0.1", port), timeout=2))
         except OSError:
-            time.sleep(0.01)
+            stop.wait(FLOOD_BACKOFF)
 
 
 def body(t):
@@ -65,9 +65,7 @@ def body(t):
                    for _ in range(4)]
         for t in threads:
             t.start()
-        deadline = time.monotonic() + 20
-        while len(held) < FLOOD // 2 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        poll_until(lambda: len(held) >= FLOOD // 2, 20)
         # The well-behaved client, while the flood holds what it got.
         for k in keys:
             v = b"v%d:%s" % (rnd, k)
@@ -84,7 +82,9 @@ def body(t):
             rnd, len(held)))
         for s in held:
             s.close()
-        time.sleep(0.3)
+        # The proxy has seen every flooding connection go: only the well-behaved one is left.
+        p.wait_stats(lambda st: st["fd"]["client_connections"] == 1,
+                     "round %d: the flood's connections closed" % rnd, timeout=20)
     stats = p.stats_json()["fd"]
     if stats["server_ejects"] != 0:
         fail("%d backend ejections: running out of local descriptors was blamed on the servers"
