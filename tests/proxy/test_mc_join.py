@@ -36,12 +36,11 @@ import signal
 import socket
 import sys
 import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import promtext  # noqa: E402
 from proxyharness import (Mc, Proxy, chash_lookup, fail, free_ports, log, pool_yaml,  # noqa: E402
-                          run_test, run_threads, sigstop, start_memcacheds, write_file)
+                          run_test, run_threads, sigstop, start_memcacheds, wait_until, write_file)
 
 CONNS, BATCHES, DEPTH = 8, 200, 24
 BOUND = 15.0  # seconds for any reply: a hang detector
@@ -172,16 +171,15 @@ def body(t):
     if bad:
         fail("phase 2: with %s stopped, %d of %d gets answered %r" % (victim.text, len(bad),
                                                                      len(got), bad[0][:120]))
-    deadline = time.monotonic() + BOUND
-    while True:
+    got = []
+
+    def answered():
         with Mc(addr, timeout=BOUND) as c:
             c.send(b"".join(b"get %s\r\n" % k for k in vkeys))
-            got = read_replies(c, len(vkeys))
-        if got == [want_get[k] for k in vkeys]:
-            break
-        if time.monotonic() > deadline:
-            fail("phase 2: after SIGCONT the gets still answer %r" % got[0][:120])
-        time.sleep(0.2)
+            got[:] = read_replies(c, len(vkeys))
+        return got == [want_get[k] for k in vkeys]
+    wait_until(answered, BOUND, lambda: "phase 2: after SIGCONT the gets still answer %r" % (
+        got[0][:120],), poll=0.2)
     log("phase 2: %d joined gets to a stopped memcached all answered (failed over or an "
         "error); back after SIGCONT" % len(vkeys))
 

@@ -30,8 +30,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Closed, Mc, Proxy, fail, free_ports, log, run_test,  # noqa: E402
-                          soft_fail, start_memcacheds, write_file)
+from proxyharness import (Closed, Mc, Proxy, WAIT_TIMEOUT, fail, free_ports, log,  # noqa: E402
+                          poll_until, run_test, soft_fail, start_memcacheds, wait_until, write_file)
 import promtext  # noqa: E402
 
 NKEYS = 5000
@@ -272,6 +272,7 @@ def part_protocol(addr, mcs):
 def part_bad_input(proxy, addr, mcs):
     stop = threading.Event()
     errors = []
+    done = [0]         # the good client's set+get pairs
 
     def good_client():
         with Mc(addr) as g:
@@ -283,6 +284,7 @@ def part_bad_input(proxy, addr, mcs):
                 if r != b"STORED\r\n" or r2 != b"VALUE %s 0 %d\r\n%s\r\nEND\r\n" % (k, len(k), k):
                     errors.append((r, r2))
                 i += 1
+                done[0] = i
 
     t = threading.Thread(target=good_client, daemon=True)
     t.start()
@@ -337,15 +339,16 @@ def part_bad_input(proxy, addr, mcs):
                 s.send(b"get fat fat fat fat\r\n")
         except OSError:
             pass
-        deadline = time.monotonic() + 10
-        while proxy.stats_json()["main"]["client_err"] == before and \
-                time.monotonic() < deadline:
-            time.sleep(0.1)
-        if proxy.stats_json()["main"]["client_err"] == before:
+        if not poll_until(lambda: proxy.stats_json()["main"]["client_err"] != before, 10):
             soft_fail("a client that never reads was not closed")
-    time.sleep(0.3)
+    # The good client goes on after the never-reader's close: 20 more set+get.
+    pairs = done[0]
+    poll_until(lambda: done[0] >= pairs + 20 or errors, 15)
     stop.set()
     t.join(timeout=15)
+    if done[0] < pairs + 20:
+        fail("the well-behaved client did %d set+get after the never-reader's close, not 20" % (
+            done[0] - pairs))
     if errors:
         fail("the well-behaved client saw %d failures during the bad input, e.g. %r" % (
             len(errors), errors[0]))
@@ -394,17 +397,14 @@ def part_faults(proxy_exe, tmp, mcs):
     finally:
         os.kill(hung.proc.pid, signal.SIGCONT)
     dead.start()
-    deadline = time.monotonic() + 10
-    back = False
     k = next(k for k in keys if home.get(k) == dead.text)
-    while time.monotonic() < deadline and not back:
+
+    def lands():
         with Mc(addr) as c:
             c.call(b"set %s 0 0 4\r\nback\r\n" % k)
-        back = bool(dead.keys_present([k]))
-        if not back:
-            time.sleep(0.2)
-    if not back:
-        fail("the restarted memcached was not readmitted within 10 s")
+        return bool(dead.keys_present([k]))
+    wait_until(lands, 10, "the restarted memcached readmitted (a set of its key on it)",
+               poll=0.2)
     p.stop()
     log("faults: the restarted memcached readmitted after a probe")
 
@@ -424,10 +424,14 @@ def part_stats_metrics(proxy_exe, nutcracker, tmp, mcs):
         set_all(("127.0.0.1", port), keys)
         with Mc(("127.0.0.1", port)) as c:
             c.call(b"get " + b" ".join(keys[:30]) + b"\r\n")
-        time.sleep(0.1)
-        js = p.stats_json() if not nut else None
         if nut:  # nutcracker aggregates every 30 s by default: read the field names only
             js = p.stats_json()
+        else:    # every request answered: counted once the stats show it (judged below)
+            def counted():
+                st = p.stats_json()
+                n = sum(v["requests"] for v in st["st"].values() if isinstance(v, dict))
+                return st if n >= 101 else None
+            js = poll_until(counted, WAIT_TIMEOUT) or p.stats_json()
         pool = js["st"]
         srv = {k: v for k, v in pool.items() if isinstance(v, dict)}
         fields.append((set(k for k, v in pool.items() if not isinstance(v, dict)),
@@ -436,11 +440,12 @@ def part_stats_metrics(proxy_exe, nutcracker, tmp, mcs):
             reqs = sum(v["requests"] for v in srv.values())
             if reqs < 100 + 1:
                 soft_fail("stats: %d requests to the servers for 100 sets and a multiget" % reqs)
-            fams = promtext.scrape(mport)
-            w = promtext.value(fams, "chash_proxy_requests_total", pool="st", **{"class":
-                                                                                  "write"})
-            m = promtext.value(fams, "chash_proxy_requests_total", pool="st", **{"class":
-                                                                                  "multi"})
+            def classes():
+                fams = promtext.scrape(mport)
+                return tuple(promtext.value(fams, "chash_proxy_requests_total", pool="st",
+                                            **{"class": k}) for k in ("write", "multi"))
+            poll_until(lambda: classes() == (100, 1), WAIT_TIMEOUT)
+            w, m = classes()
             if w != 100 or m != 1:
                 soft_fail("/metrics: %s writes and %s multi for 100 sets and a multiget" % (w, m))
         p.stop()
