@@ -1260,6 +1260,116 @@ bool ch_mc_value_next(const char *buf, size_t len, size_t *pos, ch_mc_value *v)
     return true;
 }
 
+/* ---- keys ---------------------------------------------------------------------------------- */
+
+bool ch_mc_key_plain(const char *key, size_t len)
+{
+    return key && len > 0 && key_bytes_ok(key, len);
+}
+
+static void put(char *dst, size_t cap, size_t *n, const char *src, size_t k);
+
+size_t ch_mc_b64_encode(const void *src, size_t srclen, char *dst, size_t dstcap)
+{
+    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *s = src;
+    if (!s)
+        srclen = 0;
+    if (!dst)
+        dstcap = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < srclen; i += 3) {
+        uint32_t v = (uint32_t)s[i] << 16;
+        if (i + 1 < srclen)
+            v |= (uint32_t)s[i + 1] << 8;
+        if (i + 2 < srclen)
+            v |= s[i + 2];
+        const char q[4] = {tbl[v >> 18 & 63], tbl[v >> 12 & 63],
+                           i + 1 < srclen ? tbl[v >> 6 & 63] : '=', i + 2 < srclen ? tbl[v & 63] : '='};
+        put(dst, dstcap, &n, q, 4);
+    }
+    return n;
+}
+
+/* ---- copying an item ------------------------------------------------------------------------- */
+
+size_t ch_mc_copy_fetch(const char *key, size_t klen, char *dst, size_t dstcap)
+{
+    if (!key || klen == 0)
+        return 0;
+    if (!dst)
+        dstcap = 0;
+    size_t n = 0;
+    put(dst, dstcap, &n, "mg ", 3);
+    if (ch_mc_key_plain(key, klen)) {
+        put(dst, dstcap, &n, key, klen);
+    } else {
+        size_t b = ch_mc_b64_encode(key, klen, n < dstcap ? dst + n : NULL,
+                                    n < dstcap ? dstcap - n : 0);
+        n += b;
+        put(dst, dstcap, &n, " b", 2);
+    }
+    put(dst, dstcap, &n, " v t f\r\n", 8);
+    return n;
+}
+
+int ch_mc_copy_read(const char *buf, size_t len, ch_mc_copy *out)
+{
+    if (!buf || !out)
+        return -1;
+    /* The widest limits: the reply was framed already, under its reader's own. */
+    ch_mc_limits lim;
+    ch_mc_limits_init(&lim);
+    lim.max_item = lim.max_swallow = lim.max_line = lim.max_get_line = SIZE_MAX;
+    ch_mc_reply r;
+    if (ch_mc_scan_reply(buf, len, CH_MC_CMD_MG, &lim, &r, NULL, NULL, 0) != CH_MC_OK ||
+        r.len != len)
+        return -1;
+    if (r.code == CH_MC_R_EN)
+        return 0;
+    if (r.code != CH_MC_R_VA)
+        return -1;
+    /* "VA <size> <flag>*": the first t and the first f token count. */
+    const size_t cr = (size_t)r.line.off + r.line.len;
+    size_t q = (size_t)r.line.off + 2;
+    ch_mc_span tok;
+    bool have_t = false, have_f = false;
+    int64_t ttl = 0;
+    uint64_t flags = 0;
+    rtok(buf, &q, cr, &tok); /* the size: checked by the scan */
+    while (rtok(buf, &q, cr, &tok)) {
+        const char *t = buf + tok.off;
+        if (t[0] == 't' && !have_t) {
+            if (!parse_i64(t + 1, tok.len - 1u, &ttl))
+                return -1;
+            have_t = true;
+        } else if (t[0] == 'f' && !have_f) {
+            if (parse_u64(t + 1, tok.len - 1u, UINT32_MAX, &flags) != N_OK)
+                return -1;
+            have_f = true;
+        }
+    }
+    if (!have_t || !have_f)
+        return -1;
+    out->data = r.data;
+    out->ttl = ttl;
+    out->flags = (uint32_t)flags;
+    return 1;
+}
+
+bool ch_mc_copy_exptime(int64_t ttl, int64_t now_unix, int64_t *exptime)
+{
+    if (!exptime || ttl == 0 || ttl < -1)
+        return false;
+    if (ttl < 0)
+        *exptime = 0;
+    else if (ttl <= CH_MC_RELATIVE_MAX)
+        *exptime = ttl;
+    else /* a server's t is any int64: the sum saturates rather than overflows */
+        *exptime = now_unix > INT64_MAX - ttl ? INT64_MAX : now_unix + ttl;
+    return true;
+}
+
 /* ---- rebuilding lines ---------------------------------------------------------------------- */
 
 static void put(char *dst, size_t cap, size_t *n, const char *src, size_t k)

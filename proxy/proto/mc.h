@@ -295,6 +295,53 @@ typedef struct ch_mc_value {
  * buf. */
 bool ch_mc_value_next(const char *buf, size_t len, size_t *pos, ch_mc_value *v);
 
+/* ---- keys ---------------------------------------------------------------------------------- */
+
+/* Whether key[0..len) can go in a command line as it is: 1 byte or more, none <= 0x20 (space,
+ * control) and no 0x7f. A key that cannot goes in base64 with the meta "b" flag. */
+bool ch_mc_key_plain(const char *key, size_t len);
+
+/* Base64 (the alphabet and padding ch_mc_b64_decode reads) of src[0..srclen) into
+ * dst[0..dstcap). Returns the length it needs, 4 * ceil(srclen / 3); when that exceeds dstcap,
+ * dst is left unspecified. */
+size_t ch_mc_b64_encode(const void *src, size_t srclen, char *dst, size_t dstcap);
+
+/* ---- copying an item with the lifetime it has left ----------------------------------------------
+ * The proxy's warm-up fills (mc_codec.c) and `chash migrate` (tools/chash/mig_mc.c) copy an item
+ * from one memcached to another the same way: ch_mc_copy_fetch's request at the source, what
+ * ch_mc_copy_read finds in its reply, and a store at the other server with the client flags and
+ * the exptime ch_mc_copy_exptime gives. */
+
+/* memcached reads an exptime above 30 days (in seconds) as an absolute Unix time. */
+#define CH_MC_RELATIVE_MAX 2592000
+
+/* Writes "mg <key> v t f\r\n" (the value, its seconds left, its client flags) into
+ * dst[0..dstcap), or "mg <base64> b v t f\r\n" for a key that is not ch_mc_key_plain. Returns the
+ * length it needs (dst unspecified when that exceeds dstcap); 0 for an empty key. */
+size_t ch_mc_copy_fetch(const char *key, size_t klen, char *dst, size_t dstcap);
+
+/* What a copy needs of the item. */
+typedef struct ch_mc_copy {
+    ch_mc_span data; /* the value, without its "\r\n" */
+    int64_t ttl;     /* seconds left: -1 never expires, 0 expires within the second */
+    uint32_t flags;  /* the client flags */
+} ch_mc_copy;
+
+/* Reads buf[0..len), exactly one whole reply to ch_mc_copy_fetch's request (as
+ * ch_mc_scan_reply frames it for CH_MC_CMD_MG): 1 and *out for "VA <size> ..." with a t and an f
+ * token, 0 for EN (the key is not there), -1 for anything else (an error line, HD, a VA without
+ * t or f or with one that is not a number, bytes that are not one reply). Cost: O(len) at most;
+ * the data is not scanned. */
+int ch_mc_copy_read(const char *buf, size_t len, ch_mc_copy *out);
+
+/* The exptime that stores a copy with ttl seconds left (ch_mc_copy.ttl), now_unix the wall clock
+ * in seconds: true and *exptime, 0 (never) for -1, ttl itself up to CH_MC_RELATIVE_MAX, and
+ * beyond it now_unix + ttl (memcached's rule; the clocks of the copier and the server are taken
+ * to agree); false when nothing is worth copying: ttl 0 (the item expires within the second) or
+ * below -1. memcached counts lifetimes in whole seconds, so a copy may outlive its original by up
+ * to one second. */
+bool ch_mc_copy_exptime(int64_t ttl, int64_t now_unix, int64_t *exptime);
+
 /* ---- rebuilding lines (pure helpers for the codec) ----------------------------------------- */
 
 /* Writes r's command line (buf is the request's buffer) with its "noreply" token and every

@@ -16,6 +16,7 @@
 #include "codec.h"
 #include "mc.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -410,10 +411,7 @@ static int mc_encode_probe(px_buf *out, uint8_t *expect)
 /* Whether a key (its routing bytes) can go as a text-protocol token as it is. */
 static bool plain_key(const char *key, size_t len)
 {
-    bool plain = len > 0;
-    for (size_t i = 0; i < len && plain; i++)
-        plain = (unsigned char)key[i] > 0x20 && (unsigned char)key[i] != 0x7f;
-    return plain;
+    return ch_mc_key_plain(key, len);
 }
 
 /* A key for a meta command: as it is, or base64 (then the command needs the "b" flag). */
@@ -421,19 +419,11 @@ static int meta_key(px_buf *out, const char *key, size_t len)
 {
     if (plain_key(key, len))
         return px_buf_append(out, key, len);
-    static const char tbl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    int rc = 0;
-    for (size_t i = 0; rc == 0 && i < len; i += 3) {
-        unsigned v = (unsigned)(unsigned char)key[i] << 16;
-        if (i + 1 < len)
-            v |= (unsigned)(unsigned char)key[i + 1] << 8;
-        if (i + 2 < len)
-            v |= (unsigned char)key[i + 2];
-        char q[4] = {tbl[v >> 18 & 63], tbl[v >> 12 & 63], i + 1 < len ? tbl[v >> 6 & 63] : '=',
-                     i + 2 < len ? tbl[v & 63] : '='};
-        rc = px_buf_append(out, q, 4);
-    }
-    return rc;
+    size_t n = ch_mc_b64_encode(key, len, NULL, 0);
+    if (px_buf_reserve(out, n) != 0)
+        return -1;
+    out->len += ch_mc_b64_encode(key, len, out->p + out->len, n);
+    return 0;
 }
 
 /* A key as the text protocol can carry it: "delete <key>"; one it cannot (a decoded base64 key
@@ -455,67 +445,41 @@ static bool mc_is_miss(const px_msg *m, const px_reply *r)
     return r->kind == PX_REPLY_MISS;
 }
 
-/* mg with the value, its remaining lifetime (t: seconds, -1 for none) and its client flags. */
+/* The copy's fetch (mc.h): mg with the value, its remaining lifetime and its client flags. */
 static int mc_encode_fetch(px_buf *out, const char *key, size_t len, uint8_t *expect)
 {
     *expect = (uint8_t)CH_MC_CMD_MG;
-    int rc = px_buf_append(out, "mg ", 3);
-    rc |= meta_key(out, key, len);
-    if (rc == 0 && !plain_key(key, len))
-        rc = px_buf_append(out, " b", 2);
-    return rc == 0 ? px_buf_append(out, " v t f\r\n", 8) : -1;
+    size_t n = ch_mc_copy_fetch(key, len, NULL, 0);
+    if (n == 0 || px_buf_reserve(out, n) != 0)
+        return -1;
+    out->len += ch_mc_copy_fetch(key, len, out->p + out->len, n);
+    return 0;
 }
-
-/* The number after a one-letter flag token ("t123") of the return line, or false. */
-static bool meta_flag(const char *line, size_t n, char flag, long long *out)
-{
-    for (size_t i = 0; i < n; i++) {
-        if (line[i] != flag || (i > 0 && line[i - 1] != ' '))
-            continue;
-        char num[24];
-        size_t k = 0;
-        for (size_t j = i + 1; j < n && line[j] != ' ' && k + 1 < sizeof(num); j++)
-            num[k++] = line[j];
-        num[k] = '\0';
-        char *end;
-        *out = strtoll(num, &end, 10);
-        return k > 0 && *end == '\0';
-    }
-    return false;
-}
-
-/* memcached takes a lifetime beyond 30 days as an absolute Unix time. */
-#define MC_RELATIVE_MAX 2592000LL
 
 /* ms in mode E (add): stored only if the key is not there (NS otherwise), with the lifetime
- * left and the client flags of the fetched copy. */
+ * left (ch_mc_copy_exptime: memcached's 30-day rule) and the client flags of the fetched copy.
+ * (An ms refused as too large at the new owner makes memcached 1.6.18 drop the key there, newer
+ * or not, where a text add keeps it; `chash migrate` therefore stores with add, which cannot
+ * carry a key that is not plain.) */
 static int mc_encode_fill(px_buf *out, const char *key, size_t len, const px_reply *fetched,
                           int64_t now_unix, uint8_t *expect)
 {
     *expect = (uint8_t)CH_MC_CMD_MS;
-    const char *p = fetched->p;
-    size_t n = fetched->len;
-    if (fetched->kind != PX_REPLY_VALUE || n < 5 || memcmp(p, "VA ", 3) != 0)
-        return 0;
-    const char *eol = memchr(p, '\r', n);
-    if (eol == NULL)
-        return 0;
-    size_t line = (size_t)(eol - p);
-    char *end;
-    unsigned long long vlen = strtoull(p + 3, &end, 10);
-    long long ttl = -1, flags = 0;
-    if (end == p + 3 || line + 2 + vlen + 2 != n || !meta_flag(p, line, 't', &ttl) ||
-        !meta_flag(p, line, 'f', &flags) || ttl == 0 || ttl < -1)
+    ch_mc_copy c;
+    int64_t exptime;
+    if (fetched->kind != PX_REPLY_VALUE || ch_mc_copy_read(fetched->p, fetched->len, &c) != 1 ||
+        !ch_mc_copy_exptime(c.ttl, now_unix, &exptime))
         return 0;
     int rc = px_buf_append(out, "ms ", 3);
     rc |= meta_key(out, key, len);
-    rc |= px_buf_printf(out, " %llu", vlen);
+    rc |= px_buf_printf(out, " %" PRIu32, c.data.len);
     if (rc == 0 && !plain_key(key, len))
         rc = px_buf_append(out, " b", 2);
-    if (rc == 0 && ttl > 0)
-        rc = px_buf_printf(out, " T%lld", ttl > MC_RELATIVE_MAX ? (long long)now_unix + ttl : ttl);
-    rc |= px_buf_printf(out, " F%lld ME\r\n", flags);
-    rc |= px_buf_append(out, p + line + 2, (size_t)vlen + 2);
+    if (rc == 0 && exptime != 0)
+        rc = px_buf_printf(out, " T%" PRId64, exptime);
+    rc |= px_buf_printf(out, " F%" PRIu32 " ME\r\n", c.flags);
+    rc |= px_buf_append(out, fetched->p + c.data.off, c.data.len);
+    rc |= px_buf_append(out, "\r\n", 2);
     return rc == 0 ? 1 : -1;
 }
 

@@ -6,9 +6,16 @@
  * ready is read meanwhile, so a deep pipeline cannot deadlock. The input buffer keeps
  * [rpos, rlen) unread; it is compacted before it grows, so it holds at most the unread replies
  * plus one read's worth.
+ *
+ * The replies of the proxy's commands (mg, add, set) are framed by proxy/proto's parser
+ * (ch_mc_scan_reply) and a copy's request and reply are its (ch_mc_copy_fetch, ch_mc_copy_read),
+ * the same code the proxy's warm-up runs; only the lines of the commands the proxy never sends
+ * (stats, lru_crawler metadump) are read here.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "mc_client.h"
+
+#include <mc.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +41,7 @@ struct mc_client {
     char *out;
     size_t wpos, wlen, wcap;
     bool lost, busy;
+    ch_mc_limits lim; /* for the replies ch_mc_scan_reply frames */
     char err[256];
 };
 
@@ -124,6 +132,11 @@ mc_client *mc_connect(const char *host, int port, int timeout_ms, char *err, siz
     }
     c->fd = fd;
     c->timeout_ms = timeout_ms;
+    /* Any item memcached can hold (-I is at most 1 GiB); reply lines up to 64 KiB, as the
+     * lines read here. */
+    ch_mc_limits_init(&c->lim);
+    c->lim.max_item = c->lim.max_swallow = (size_t)1 << 30;
+    c->lim.max_line = 64 * 1024;
     return c;
 }
 
@@ -137,7 +150,8 @@ void mc_close(mc_client *c)
     free(c);
 }
 
-static int append(mc_client *c, const void *data, size_t len)
+/* Room for len more output bytes at c->out + c->wlen. Returns 0 or MC_LOST. */
+static int out_room(mc_client *c, size_t len)
 {
     if (c->lost)
         return MC_LOST;
@@ -151,6 +165,13 @@ static int append(mc_client *c, const void *data, size_t len)
         c->out = p;
         c->wcap = cap;
     }
+    return 0;
+}
+
+static int append(mc_client *c, const void *data, size_t len)
+{
+    if (out_room(c, len) != 0)
+        return MC_LOST;
     memcpy(c->out + c->wlen, data, len);
     c->wlen += len;
     return 0;
@@ -250,17 +271,35 @@ static int read_line(mc_client *c, const char **line, size_t *len)
     }
 }
 
-/* n data bytes and their "\r\n"; *data points into the input buffer. */
-static int read_block(mc_client *c, size_t n, const char **data)
+/* The next whole reply to a request of command cmd, framed by ch_mc_scan_reply: *r, and *reply
+ * pointing at its first byte in the input buffer, valid until the next read. A reply that breaks
+ * the protocol loses the connection. Returns 0 or MC_LOST. */
+static int read_reply(mc_client *c, ch_mc_cmd cmd, ch_mc_reply *r, const char **reply)
 {
-    while (c->rlen - c->rpos < n + 2)
-        if (pump(c, true) != 0)
-            return MC_LOST;
-    if (c->in[c->rpos + n] != '\r' || c->in[c->rpos + n + 1] != '\n')
-        return lost(c, "a data block not followed by \\r\\n");
-    *data = c->in + c->rpos;
-    c->rpos += n + 2;
-    return 0;
+    for (;;) {
+        size_t need;
+        char why[128];
+        ch_mc_status st = ch_mc_scan_reply(c->in + c->rpos, c->rlen - c->rpos, cmd, &c->lim, r,
+                                           &need, why, sizeof(why));
+        if (st == CH_MC_OK) {
+            *reply = c->in + c->rpos;
+            c->rpos += r->len;
+            return 0;
+        }
+        if (st != CH_MC_INCOMPLETE)
+            return lost(c, "%s reply: %s", ch_mc_cmd_name(cmd), why);
+        /* need is at least one byte more: read until it is there, not one parse per read. */
+        while (c->rlen - c->rpos < need)
+            if (pump(c, true) != 0)
+                return MC_LOST;
+    }
+}
+
+/* An unexpected reply r (reply[0..]), named by its first line. */
+static int unexpected(mc_client *c, const char *what, const char *reply, const ch_mc_reply *r)
+{
+    return lost(c, "unexpected %s reply '%.*s'", what, (int)(r->line.len < 80 ? r->line.len : 80),
+                reply + r->line.off);
 }
 
 static bool starts(const char *line, size_t len, const char *word)
@@ -375,41 +414,33 @@ int mc_metadump_next(mc_client *c, mc_meta *m)
 
 int mc_mg(mc_client *c, const char *key, size_t len)
 {
-    if (append(c, "mg ", 3) != 0 || append(c, key, len) != 0)
+    size_t n = ch_mc_copy_fetch(key, len, NULL, 0);
+    if (n == 0)
+        return lost(c, "an empty key");
+    if (out_room(c, n) != 0)
         return MC_LOST;
-    return append(c, " v t f\r\n", 8);
+    c->wlen += ch_mc_copy_fetch(key, len, c->out + c->wlen, n);
+    return 0;
 }
 
 int mc_mg_reply(mc_client *c, mc_value *v)
 {
-    const char *line;
-    size_t len;
-    if (read_line(c, &line, &len) != 0)
+    ch_mc_reply r;
+    const char *reply;
+    if (read_reply(c, CH_MC_CMD_MG, &r, &reply) != 0)
         return MC_LOST;
-    if (len == 2 && memcmp(line, "EN", 2) == 0)
+    if (r.cls == CH_MC_C_ERROR)
+        return ereply(c, reply + r.line.off, r.line.len);
+    ch_mc_copy copy;
+    int rc = ch_mc_copy_read(reply, r.len, &copy);
+    if (rc < 0)
+        return unexpected(c, "mg", reply, &r);
+    if (rc == 0)
         return 0;
-    if (!starts(line, len, "VA "))
-        return error_line(line, len) ? ereply(c, line, len)
-                                     : lost(c, "unexpected mg reply '%.*s'",
-                                            (int)(len < 80 ? len : 80), line);
-    /* VA <size> <flags>*: copy the line, the block read may move the buffer. */
-    char buf[256];
-    snprintf(buf, sizeof(buf), "%.*s", (int)(len < 255 ? len : 255), line);
-    char *save, *tok = strtok_r(buf + 3, " ", &save);
-    if (tok == NULL)
-        return lost(c, "mg reply without a size");
-    size_t n = strtoull(tok, NULL, 10);
-    v->ttl = -1;
-    v->flags = 0;
-    while ((tok = strtok_r(NULL, " ", &save)) != NULL) {
-        if (tok[0] == 't')
-            v->ttl = strtoll(tok + 1, NULL, 10);
-        else if (tok[0] == 'f')
-            v->flags = (uint32_t)strtoul(tok + 1, NULL, 10);
-    }
-    if (read_block(c, n, &v->data) != 0)
-        return MC_LOST;
-    v->len = n;
+    v->data = reply + copy.data.off;
+    v->len = copy.data.len;
+    v->ttl = copy.ttl;
+    v->flags = copy.flags;
     return 1;
 }
 
@@ -427,15 +458,15 @@ int mc_store(mc_client *c, const char *cmd, const char *key, size_t len, uint32_
 
 int mc_store_reply(mc_client *c)
 {
-    const char *line;
-    size_t len;
-    if (read_line(c, &line, &len) != 0)
+    /* add and set have one reply grammar (STORED NOT_STORED EXISTS NOT_FOUND, or an error). */
+    ch_mc_reply r;
+    const char *reply;
+    if (read_reply(c, CH_MC_CMD_ADD, &r, &reply) != 0)
         return MC_LOST;
-    if (len == 6 && memcmp(line, "STORED", 6) == 0)
+    if (r.code == CH_MC_R_STORED)
         return 1;
-    if (len == 10 && memcmp(line, "NOT_STORED", 10) == 0)
+    if (r.code == CH_MC_R_NOT_STORED)
         return 0;
-    return error_line(line, len) ? ereply(c, line, len)
-                                 : lost(c, "unexpected store reply '%.*s'",
-                                        (int)(len < 80 ? len : 80), line);
+    return r.cls == CH_MC_C_ERROR ? ereply(c, reply + r.line.off, r.line.len)
+                                  : unexpected(c, "store", reply, &r);
 }

@@ -1,6 +1,7 @@
 /*
  * mc_client.h — a small client of memcached's text protocol, for `chash migrate`: the commands
  * it needs (lru_crawler metadump, mg, add/set, stats) over one blocking-with-deadline socket.
+ * The mg, add and set replies are read by proxy/proto's parser (mc.h), and mg is its copy's fetch.
  *
  * Requests are appended to an output buffer and sent by mc_flush() (or by the first read after
  * them), so any number can be pipelined: while the output is being written, replies that arrive
@@ -55,7 +56,8 @@ int mc_metadump_next(mc_client *c, mc_meta *m);
 /* Whether the last MC_EREPLY was the crawler being busy (try again shortly). */
 bool mc_busy(const mc_client *c);
 
-/* Appends "mg <key> v t f": the value, its remaining TTL and its client flags. */
+/* Appends the copy's fetch (ch_mc_copy_fetch: "mg <key> v t f", a key that is not plain in
+ * base64): the value, its remaining TTL and its client flags. */
 int mc_mg(mc_client *c, const char *key, size_t len);
 /* A value as mg returns it; data points into the client's buffer, valid until its next call. */
 typedef struct mc_value {
@@ -64,7 +66,8 @@ typedef struct mc_value {
     int64_t ttl; /* seconds left, -1: never expires */
     uint32_t flags;
 } mc_value;
-/* The next mg reply: 1 and *v (a hit), 0 (a miss: EN), MC_EREPLY, MC_LOST. */
+/* The next mg reply (ch_mc_copy_read): 1 and *v (a hit), 0 (a miss: EN), MC_EREPLY, MC_LOST (a
+ * reply that is not an answer to the fetch, a VA without t or f among them). */
 int mc_mg_reply(mc_client *c, mc_value *v);
 
 /* Appends "<cmd> <key> <flags> <exptime> <bytes>" and the data (cmd: "add" or "set"). exptime is

@@ -6,17 +6,20 @@
  * handed out in batches, copied over a second connection. The dump has no cursor: the checkpoint records only whether a server is
  * done, and a rerun dumps an unfinished server again.
  *
- * A copy is "mg <key> v t f" at the source (value, seconds left, client flags), then "add" (or
- * "set" with --replace) at the new owner with the flags and the time left: relative seconds up to
- * 30 days, beyond that an absolute unix time (memcached's rule; the clocks of this host and the
- * servers are taken to agree). memcached counts TTLs in whole seconds, so a copy may outlive its
- * original by up to one second. Pipelines are cut so that the values held at once stay under
+ * A copy is the proxy's warm-up copy (proxy/proto/mc.h, "copying an item"): "mg <key> v t f" at
+ * the source (value, seconds left, client flags), read by ch_mc_copy_read, then "add" (or "set"
+ * with --replace) at the new owner with the flags and ch_mc_copy_exptime's exptime for the time
+ * left (memcached's 30-day rule). The store is text, not the proxy's "ms ... ME": memcached
+ * 1.6.18 drops the key when it refuses an ms as too large, so an ms would delete a newer key at
+ * the new owner where add keeps it. Pipelines are cut so that the values held at once stay under
  * CHUNK_BYTES (by the sizes the dump reports), whatever the batch size.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "migrate.h"
 
 #include "mc_client.h"
+
+#include <mc.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +28,6 @@
 
 #define CHUNK_BYTES (16u << 20)
 #define BUSY_TRIES 100      /* the crawler busy: tries, 100 ms apart */
-#define MONTH_S 2592000     /* 30 days: memcached reads larger exptimes as unix times */
 
 struct mig_conn {
     mc_client *cmd; /* mg, add/set, stats; the dumps have connections of their own */
@@ -282,23 +284,22 @@ static bool pending(const mig_key *k)
 typedef struct held {
     char *data;
     size_t len;
-    int64_t ttl;
+    int64_t exptime; /* as the store gives it (ch_mc_copy_exptime) */
     uint32_t flags;
     bool have;
 } held;
-
-/* The exptime that gives `ttl` seconds left (-1: never). */
-static int64_t exptime_for(int64_t ttl)
-{
-    if (ttl < 0)
-        return 0;
-    return ttl > MONTH_S ? (int64_t)time(NULL) + ttl : ttl;
-}
 
 /* Copies the pending keys of b[from, to). */
 static void copy_chunk(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, size_t from,
                        size_t to, bool replace, bool *broken_src, bool *broken_dst, held *h)
 {
+    /* add carries a key as it is: one with a space or a control byte cannot be stored. */
+    for (size_t i = from; i < to; i++)
+        if (pending(&b->keys[i]) && !ch_mc_key_plain(b->keys[i].key, b->keys[i].len)) {
+            b->keys[i].state = MIG_FAILED;
+            snprintf(b->keys[i].err, MIG_ERR_LEN, "a key with a space or a control byte: add "
+                     "cannot carry it");
+        }
     bool lost = false;
     for (size_t i = from; i < to && !lost; i++)
         if (pending(&b->keys[i]))
@@ -308,21 +309,22 @@ static void copy_chunk(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b,
         if (!pending(k))
             continue;
         mc_value v;
+        int64_t exptime = 0;
         int rc = mc_mg_reply(src->cmd, &v);
         if (rc == MC_LOST) {
             lost = true;
         } else if (rc == MC_EREPLY) {
             k->state = MIG_FAILED;
             snprintf(k->err, MIG_ERR_LEN, "mg at the source: %s", mc_error(src->cmd));
-        } else if (rc == 0 || v.ttl == 0) { /* gone, or in its last second */
-            k->state = MIG_EXPIRED;
+        } else if (rc == 0 || !ch_mc_copy_exptime(v.ttl, (int64_t)time(NULL), &exptime)) {
+            k->state = MIG_EXPIRED; /* gone, or in its last second */
         } else if ((h[i].data = malloc(v.len ? v.len : 1)) == NULL) {
             k->state = MIG_FAILED;
             snprintf(k->err, MIG_ERR_LEN, "out of memory for a %zu-byte value", v.len);
         } else {
             memcpy(h[i].data, v.data, v.len);
             h[i].len = v.len;
-            h[i].ttl = v.ttl;
+            h[i].exptime = exptime;
             h[i].flags = v.flags;
             h[i].have = true;
         }
@@ -339,7 +341,7 @@ static void copy_chunk(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b,
             if (!h[i].have || b->keys[i].to != j)
                 continue;
             dlost = mc_store(dst[j]->cmd, replace ? "set" : "add", b->keys[i].key,
-                             b->keys[i].len, h[i].flags, exptime_for(h[i].ttl), h[i].data,
+                             b->keys[i].len, h[i].flags, h[i].exptime, h[i].data,
                              h[i].len) != 0;
             sent = true;
         }
