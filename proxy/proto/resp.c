@@ -501,3 +501,19 @@ incomplete:
         *need = elem_bound > len ? elem_bound : sat_add(len, 1);
     return CH_RESP_INCOMPLETE;
 }
+
+bool ch_resp_restore_ttl(int64_t pttl, int64_t elapsed_ms, int64_t *ttl)
+{
+    if (!ttl || pttl < -1)
+        return false;
+    if (pttl == -1) {
+        *ttl = 0;
+        return true;
+    }
+    /* Both are a server's and a clock's: the difference saturates rather than overflows. */
+    int64_t left = elapsed_ms < 0 ? pttl : elapsed_ms > pttl ? 0 : pttl - elapsed_ms;
+    if (left <= 0)
+        return false;
+    *ttl = left;
+    return true;
+}

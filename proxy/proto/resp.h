@@ -83,6 +83,16 @@ typedef struct ch_resp_reply {
 ch_resp_status ch_resp_scan_reply(const char *buf, size_t len, const ch_resp_limits *lim,
                                   ch_resp_reply *out, size_t *need, char *err, size_t errlen);
 
+/* ---- copying a key with the lifetime it has left ---------------------------------------------
+ * The proxy's warm-up fills (resp_codec.c) and `chash migrate` (tools/chash/mig_redis.c) copy a
+ * key as its PTTL and DUMP, restored at the other server with RESTORE key ttl payload. */
+
+/* RESTORE's ttl for a copy of a key whose PTTL was pttl, elapsed_ms ago: true and *ttl, 0 (no
+ * expiry) for PTTL -1, else the milliseconds left, pttl - elapsed_ms; false when nothing is to be
+ * copied: the key was absent (-2, or any other negative PTTL) or has expired by now (nothing
+ * left). Cost: O(1). */
+bool ch_resp_restore_ttl(int64_t pttl, int64_t elapsed_ms, int64_t *ttl);
+
 #ifdef __cplusplus
 }
 #endif

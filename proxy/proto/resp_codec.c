@@ -551,8 +551,9 @@ static int redis_encode_take(px_buf *out, const char *key, size_t len, uint8_t *
 }
 
 /* RESTORE key ttl payload, without REPLACE: a key that exists at the new owner (written there
- * since the change) answers BUSYKEY and keeps its value. A lifetime of -1 (none) is RESTORE's
- * 0; a key that expires before the copy (PTTL 0) is not copied. */
+ * since the change) answers BUSYKEY and keeps its value. The ttl is ch_resp_restore_ttl's (a
+ * lifetime of -1, none, is RESTORE's 0; a key that expires before the copy, PTTL 0, is not
+ * copied). */
 static int redis_encode_fill(px_buf *out, const char *key, size_t len, const px_reply *fetched,
                              int64_t now_unix, uint8_t *expect)
 {
@@ -569,8 +570,9 @@ static int redis_encode_fill(px_buf *out, const char *key, size_t len, const px_
         a.type != CH_RESP_ARRAY || a.integer != 2)
         return 0;
     const char *e = p + a.body;
+    int64_t ttl;
     if (ch_resp_scan_reply(e, n - a.body, &rl, &t, &need, NULL, 0) != CH_RESP_OK ||
-        t.type != CH_RESP_INTEGER || (t.integer <= 0 && t.integer != -1))
+        t.type != CH_RESP_INTEGER || !ch_resp_restore_ttl(t.integer, 0, &ttl))
         return 0;
     e += t.len;
     if (ch_resp_scan_reply(e, n - (size_t)(e - p), &rl, &v, &need, NULL, 0) != CH_RESP_OK ||
@@ -578,9 +580,9 @@ static int redis_encode_fill(px_buf *out, const char *key, size_t len, const px_
         return 0;
     int rc = px_buf_append(out, "*4\r\n$7\r\nRESTORE\r\n", 17);
     rc |= bulk(out, key, len);
-    char ttl[24];
-    int tl = snprintf(ttl, sizeof(ttl), "%lld", t.integer < 0 ? 0LL : (long long)t.integer);
-    rc |= bulk(out, ttl, (size_t)tl);
+    char ts[24];
+    int tl = snprintf(ts, sizeof(ts), "%lld", (long long)ttl);
+    rc |= bulk(out, ts, (size_t)tl);
     rc |= bulk(out, e + v.body, v.body_len);
     return rc == 0 ? 1 : -1;
 }

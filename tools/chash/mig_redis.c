@@ -10,12 +10,13 @@
  * RESTORE without REPLACE refuses a key that exists (BUSYKEY): the key was written at its new
  * owner after the switch and is newer than the source's copy, so it is counted "present". The
  * TTL given to RESTORE is the source's PTTL less the time since it was read, so a copy never
- * outlives its original.
+ * outlives its original: ch_resp_restore_ttl (proxy/proto/resp.h), the proxy's warm-up rule.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "migrate.h"
 
 #include <hiredis/hiredis.h>
+#include <resp.h>
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -191,15 +192,18 @@ static void r_copy(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, boo
                    bool *broken_src, bool *broken_dst)
 {
     redisReply **dump = calloc(b->n ? b->n : 1, sizeof(*dump));
-    int64_t *ttl = calloc(b->n ? b->n : 1, sizeof(*ttl));
-    if (dump == NULL || ttl == NULL) {
+    /* Each key's PTTL and when it was read (monotonic ms). */
+    int64_t *pttl = calloc(b->n ? b->n : 1, sizeof(*pttl));
+    int64_t *read_at = calloc(b->n ? b->n : 1, sizeof(*read_at));
+    if (dump == NULL || pttl == NULL || read_at == NULL) {
         for (size_t i = 0; i < b->n; i++)
             if (pending(&b->keys[i])) {
                 b->keys[i].state = MIG_FAILED;
                 snprintf(b->keys[i].err, MIG_ERR_LEN, "out of memory");
             }
         free(dump);
-        free(ttl);
+        free(pttl);
+        free(read_at);
         return;
     }
 
@@ -224,7 +228,7 @@ static void r_copy(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, boo
             lost = true;
             break;
         }
-        int64_t read_at = now_ms();
+        int64_t now_read = now_ms();
         if (d->type == REDIS_REPLY_NIL || (t->type == REDIS_REPLY_INTEGER && t->integer == -2)) {
             k->state = MIG_EXPIRED;
             freeReplyObject(d);
@@ -234,8 +238,8 @@ static void r_copy(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, boo
             freeReplyObject(d);
         } else {
             dump[i] = d;
-            /* -1: no expiry, which RESTORE spells 0; else the time left when it arrives. */
-            ttl[i] = t->integer < 0 ? 0 : t->integer + read_at; /* absolute, ms */
+            pttl[i] = t->integer;
+            read_at[i] = now_read;
         }
         freeReplyObject(t);
     }
@@ -256,8 +260,8 @@ static void r_copy(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, boo
             mig_key *k = &b->keys[i];
             if (dump[i] == NULL || k->to != j)
                 continue;
-            int64_t left = ttl[i] == 0 ? 0 : ttl[i] - now;
-            if (ttl[i] != 0 && left <= 0) { /* expired on the way */
+            int64_t left;
+            if (!ch_resp_restore_ttl(pttl[i], now - read_at[i], &left)) { /* expired on the way */
                 k->state = MIG_EXPIRED;
                 freeReplyObject(dump[i]);
                 dump[i] = NULL;
@@ -316,7 +320,8 @@ static void r_copy(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, boo
     free(sent);
     free(dlost);
     free(dump);
-    free(ttl);
+    free(pttl);
+    free(read_at);
 }
 
 static bool unchecked(const mig_key *k)
