@@ -132,6 +132,13 @@ typedef struct ch_conf_pool {
                                      membership cannot be proven current (docs/FLEET.md,
                                      "Fencing"): CH_CONF_FENCED_ERROR (default) or
                                      CH_CONF_FENCED_SERVE */
+    /* "shadow: {pool: NAME, fraction: F, writes: B}" (chash-proxy; docs/PROXY.md, "Shadow
+     * traffic"): a deterministic fraction F of the key space's requests is mirrored to pool
+     * NAME of the same file (same protocol), reads only unless writes. NULL: none. */
+    char *shadow_pool;
+    double shadow_fraction;       /* (0, 1] */
+    bool shadow_writes;
+    unsigned shadow_line, shadow_column; /* where "shadow" is, for the error naming its pool */
 } ch_conf_pool;
 
 /* The values of ch_conf_pool.membership_fenced. */

@@ -37,6 +37,7 @@ struct px_frag {
     px_frag_kind kind;
     px_frag_done done; /* FORWARD */
     void *ctx;         /* the done callback's (request.c: the px_rq) */
+    void *tag;         /* and its second (request.c: the route that sent it) */
     uint64_t cid;      /* its client's id: picks the backend connection */
     size_t len;        /* its request bytes */
     uint64_t deadline; /* loop time (ms) by which the reply must have arrived */

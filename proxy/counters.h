@@ -41,6 +41,16 @@ typedef struct px_warm_stats {
 #undef X
 } px_warm_stats;
 
+/* Shadow traffic (route_shadow.c): requests mirrored to the shadow pool, those not mirrored
+ * for the in-flight bound, the comparisons of the two answers (agree, disagree, failed: the
+ * shadow's answer was an error where the pool's was not), and those in flight now. */
+#define PX_SHADOW_SUMS X(sent) X(skipped) X(agree) X(disagree) X(failed) X(inflight)
+typedef struct px_shadow_stats {
+#define X(f) uint64_t f;
+    PX_SHADOW_SUMS
+#undef X
+} px_shadow_stats;
+
 /* Per pool. A request is counted once, when its reply is complete (queued for its client, or
  * dropped because its client has gone), so requests[] summed over the classes equals the
  * histogram's count at every instant. */
@@ -52,6 +62,7 @@ typedef struct px_pool_metrics {
     uint64_t clients_accepted; /* client connections accepted since start */
     uint64_t mem_refused;      /* requests refused over the memory budget (--max-memory) */
     uint64_t fence_refused;    /* requests refused while the membership was fenced (fleet) */
+    px_shadow_stats shadow;
     px_warm_stats warm;
 } px_pool_metrics;
 

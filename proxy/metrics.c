@@ -132,6 +132,9 @@ PV(pv_warm_left, p->prev != NULL ? px_warm_times_left(&p->warm, uv_hrtime() / 10
 #define X(f) PV(pv_##f, s->m.warm.f)
 PX_WARM_SUMS
 #undef X
+#define X(f) PV(pv_shadow_##f, s->m.shadow.f)
+PX_SHADOW_SUMS
+#undef X
 #undef PV
 
 static const struct {
@@ -181,6 +184,23 @@ static const struct {
     {"chash_proxy_ramp_old_owner_total", "counter",
      "Requests served by a moved key's old owner because the ramp had not switched it yet.",
      pv_ramp_old},
+    {"chash_proxy_shadow_sent_total", "counter",
+     "Requests mirrored to the pool's shadow pool (docs/PROXY.md, Shadow traffic).",
+     pv_shadow_sent},
+    {"chash_proxy_shadow_skipped_total", "counter",
+     "Requests of the shadowed share not mirrored: the shadow requests in flight were at "
+     "their bound.",
+     pv_shadow_skipped},
+    {"chash_proxy_shadow_agree_total", "counter",
+     "Mirrored requests whose two answers agreed (reads: hit or miss, and the value).",
+     pv_shadow_agree},
+    {"chash_proxy_shadow_disagree_total", "counter",
+     "Mirrored requests whose two answers disagreed.", pv_shadow_disagree},
+    {"chash_proxy_shadow_failed_total", "counter",
+     "Mirrored requests the shadow pool answered with an error where the pool did not.",
+     pv_shadow_failed},
+    {"chash_proxy_shadow_in_flight", "gauge", "Shadow requests in flight now.",
+     pv_shadow_inflight},
 };
 
 /* The fleet membership of the pools that take it from etcd (fleet.h): one series per such
@@ -432,6 +452,14 @@ int px_metrics_info(px_worker *px, px_buf *b)
     rc |= info_name(b, pool->conf->name);                                                         \
     rc |= px_buf_printf(b, "_" #f ":%llu\r\n", U(pool->m.warm.f));
         PX_WARM_SUMS
+#undef X
+#define X(f)                                                                                      \
+    rc |= px_buf_append(b, "pool_", 5);                                                           \
+    rc |= info_name(b, pool->conf->name);                                                         \
+    rc |= px_buf_printf(b, "_shadow_" #f ":%llu\r\n", U(pool->m.shadow.f));
+        if (pool->conf->shadow_pool != NULL) { /* this worker's counts, as the warm ones */
+            PX_SHADOW_SUMS
+        }
 #undef X
     }
     return rc == 0 ? 0 : -1;

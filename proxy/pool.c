@@ -87,6 +87,12 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
     return 0;
 }
 
+void px_route_tree_release(px_route_tree *t)
+{
+    if (t != NULL && --t->refs == 0)
+        free(t);
+}
+
 const char *px_fence_text(px_fence_why why)
 {
     switch (why) {

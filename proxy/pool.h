@@ -16,6 +16,7 @@
 #include "health_shared.h"
 #include "io.h"
 #include "proto/codec.h"
+#include "route.h"
 #include "window.h"
 
 #include <stddef.h>
@@ -30,6 +31,7 @@
  * request or reply does not keep its high-water mark for good. */
 #define PX_BUF_KEEP (1024u * 1024u)
 #define PX_MAX_DEPTH 8u             /* failover candidates tried per key */
+#define PX_POOL_ROUTES 4u           /* the nodes of a pool's tree of routes (route_build.c) */
 /* A client over max_client_buffer_bytes that takes no reply byte for this long is closed. */
 #define PX_CLIENT_STALL_MS 2000u
 #define PX_FD_LOG_PERIOD_MS 10000u  /* "out of descriptors" lines: at most one per pool per 10 s */
@@ -55,7 +57,6 @@ typedef struct px_auth_guard {
 
 typedef struct px_worker px_worker; /* worker.h; opaque below it */
 typedef struct px_server px_server; /* backend.h */
-typedef struct px_route px_route;   /* route.h */
 typedef struct px_tls_ctx px_tls_ctx; /* tls.h */
 
 /* A pool as the control thread knows it: what every worker's copy of the pool points to. */
@@ -131,6 +132,26 @@ int px_pool_servers(const ch_conf_pool *pc, const ch_conf_server **out);
 int px_match_addrs(const char *const *have, size_t nhave, const char *const *want, size_t n,
                    bool same_pointer, size_t *from);
 
+/* A shadow route's settings (route_shadow.c): the shadow pool, of the same worker. */
+typedef struct px_shadow_conf {
+    struct px_pool *pool;
+    double fraction;
+    bool writes;
+} px_shadow_conf;
+
+/* A pool's tree of routes (route_build.c), immutable once built: a reload builds a new one, and
+ * the old one lives on while requests started on it are in flight (their slots' states and
+ * their fragments point into it). */
+typedef struct px_route_tree {
+    unsigned refs;   /* the pool's, while it is the pool's tree, and one per request on it */
+    unsigned n;
+    px_shadow_conf shadow;
+    px_route nodes[PX_POOL_ROUTES]; /* parent before child; nodes[0] the root */
+} px_route_tree;
+
+/* Drops a reference to t (NULL: nothing); the last frees it. */
+void px_route_tree_release(px_route_tree *t);
+
 /* A worker's copy of a pool: its servers and their connections, its clients, its counters.
  * conf, members, table and health are the shared pool's, swapped by a reload. */
 typedef struct px_pool {
@@ -150,7 +171,8 @@ typedef struct px_pool {
     px_limits backend_limits; /* for its backends' replies */
     px_span *args, *keys;    /* the parser's arrays for its clients' requests, grown on demand */
     size_t args_cap, keys_cap;
-    px_route *route;         /* where its requests start (route_pool.c) */
+    px_route_tree *tree;     /* its tree of routes (route_build.c; NULL until built) */
+    px_route *route;         /* where its requests start: tree's root */
     px_warm warm;            /* the window after a membership change (warm.h) */
     px_tls_ctx *tls_listen;  /* the shared pool's TLS contexts (NULL: plain) */
     px_tls_ctx *tls_servers;

@@ -33,6 +33,7 @@
 
 #include "reload.h"
 #include "backend.h"
+#include "route_build.h"
 #include "warm.h"
 #include "resolve.h"
 
@@ -371,6 +372,12 @@ static void job_commit(px_worker *px, void *arg)
     for (size_t i = 0; i < px->npools; i++)
         if (plans[i].pool != NULL)
             plan_apply(&plans[i]);
+    /* The trees again, from the new configs (a shadow added or changed); out of memory keeps
+     * a pool's tree as it was. */
+    for (size_t i = 0; i < px->npools; i++)
+        if (plans[i].pool != NULL && px_route_build(&px->pools[i], px->pools, px->npools) != 0)
+            PX_LOG(&px->io, PX_LOG_ERR, "reload: pool %s: out of memory for its routes: kept",
+                   px->pools[i].conf->name);
     free(plans);
     px->reload_plans = NULL;
     px_worker_reap(px); /* retired servers with nothing in flight close now */

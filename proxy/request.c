@@ -119,6 +119,7 @@ void px_rq_free(px_rq *rq)
     reply_drop(rq);
     if (!sends_inline(rq, rq->sends))
         free(rq->sends);
+    px_route_tree_release(rq->tree);
     PX_MEM_SUB(rq->bytes);
     px_cache_free(rq, rq->bytes);
 }
@@ -256,14 +257,72 @@ void px_rq_answer_error(px_rq *rq, const px_slot *slots, size_t n, px_error why,
     px_buf_free(&b);
 }
 
-/* ---- sends ------------------------------------------------------------------------------------- */
+/* ---- the route tree ------------------------------------------------------------------------------ */
 
-void px_rq_send(px_rq *rq, px_slot s, px_server *to)
+void px_rq_call(px_rq *rq, px_slot s, px_route *from, px_route *child)
 {
-    px_rq_send_op(rq, s, to, PX_SEND_REQUEST);
+    rq->slots[s].passed &= (uint8_t) ~(1u << from->level);
+    child->ops->start(child, rq, s);
 }
 
-void px_rq_send_op(px_rq *rq, px_slot s, px_server *to, px_send_op op)
+void px_rq_pass(px_rq *rq, px_slot s, px_route *from, px_route *child)
+{
+    rq->slots[s].passed |= (uint8_t)(1u << from->level);
+    child->ops->start(child, rq, s);
+}
+
+/* The route slot s's answer from `from` goes to: the nearest ancestor that did not pass it on
+ * (NULL: the request). O(levels). */
+static px_route *answer_to(const px_rq *rq, px_slot s, const px_route *from)
+{
+    px_route *to = from->parent;
+    while (to != NULL && (rq->slots[s].passed >> to->level & 1u) != 0)
+        to = to->parent;
+    return to;
+}
+
+void px_rq_return(px_rq *rq, px_route *from, const px_slot *slots, size_t n, const px_reply *r)
+{
+    /* Slots that go to the same route go together (a part's slots usually do: one call). rq
+     * lives until the last group is delivered: until then some slot here is unanswered. */
+    for (size_t i = 0; i < n;) {
+        px_route *to = answer_to(rq, slots[i], from);
+        size_t j = i + 1;
+        while (j < n && answer_to(rq, slots[j], from) == to)
+            j++;
+        if (to != NULL) {
+            to->ops->reply(to, rq, slots + i, j - i, r);
+        } else if (r->kind == PX_REPLY_FAILED) { /* no route could serve them: an error */
+            char reason[256];
+            size_t rl = r->len < sizeof(reason) - 1 ? r->len : sizeof(reason) - 1;
+            memcpy(reason, r->p, rl);
+            reason[rl] = '\0';
+            px_rq_answer_error(rq, slots + i, j - i, PX_ERR_SERVER, reason);
+        } else {
+            px_rq_answer(rq, slots + i, j - i, r);
+        }
+        i = j;
+    }
+}
+
+void px_rq_return_error(px_rq *rq, px_route *from, const px_slot *slots, size_t n, px_error why,
+                        const char *msg)
+{
+    px_buf b = {0};
+    rq->codec->encode_error(&b, why, msg);
+    px_reply r = {.p = b.p, .len = b.len, .kind = PX_REPLY_ERROR};
+    px_rq_return(rq, from, slots, n, &r);
+    px_buf_free(&b);
+}
+
+/* ---- sends ------------------------------------------------------------------------------------- */
+
+void px_rq_send(px_rq *rq, px_slot s, px_route *from, px_server *to)
+{
+    px_rq_send_op(rq, s, from, to, rq->slots[s].alone ? PX_SEND_ALONE : PX_SEND_REQUEST);
+}
+
+void px_rq_send_op(px_rq *rq, px_slot s, px_route *from, px_server *to, px_send_op op)
 {
     px_rq_slot *sl = &rq->slots[s];
     if (op != PX_SEND_DELETE && sl->ntried < PX_MAX_DEPTH)
@@ -284,15 +343,17 @@ void px_rq_send_op(px_rq *rq, px_slot s, px_server *to, px_send_op op)
         rq->sends = a;
         rq->sends_cap = cap;
     }
-    rq->sends[rq->nsends++] = (px_rq_queued){to, s, op};
+    rq->sends[rq->nsends++] = (px_rq_queued){to, from, s, op};
 }
 
-/* By server, the coalesced sends first, then by slot. */
+/* By server and route, the coalesced sends first, then by slot. */
 static int send_order(const void *a, const void *b)
 {
     const px_rq_queued *x = a, *y = b;
     if (x->server->uid != y->server->uid)
         return x->server->uid < y->server->uid ? -1 : 1;
+    if (x->route != y->route)
+        return (uintptr_t)x->route < (uintptr_t)y->route ? -1 : 1;
     if ((x->op == PX_SEND_REQUEST) != (y->op == PX_SEND_REQUEST))
         return x->op == PX_SEND_REQUEST ? -1 : 1;
     return x->slot < y->slot ? -1 : x->slot > y->slot;
@@ -320,7 +381,8 @@ static void sort_sends(px_rq_queued *sends, size_t n)
 /* Whether queued send b joins a's backend request. */
 static bool same_frag(const px_rq_queued *a, const px_rq_queued *b)
 {
-    return a->server == b->server && a->op == PX_SEND_REQUEST && b->op == PX_SEND_REQUEST;
+    return a->server == b->server && a->route == b->route && a->op == PX_SEND_REQUEST &&
+           b->op == PX_SEND_REQUEST;
 }
 
 typedef struct encode_arg {
@@ -355,20 +417,32 @@ static int encode_frag(void *arg, px_buf *out, uint8_t *expect)
     return rc;
 }
 
-/* A fragment's outcome: to the route its request started on. */
+/* A fragment's outcome: to the route that sent it. Whatever the routes send in answer goes out
+ * when they are done (one flush), and the owner hears of completion only then: a route may
+ * send, call and return in any order without rq going away under it. */
 static void frag_done(px_frag *f, const px_reply *r)
 {
     px_rq *rq = f->ctx;
-    rq->route->ops->reply(rq->route, rq, f->slots, f->nslots, r);
+    px_route *rt = f->tag;
+    bool was = rq->starting;
+    rq->starting = true;
+    rt->ops->reply(rt, rq, f->slots, f->nslots, r);
+    if (!rq->done)
+        px_rq_flush(rq);
+    rq->starting = was;
+    if (!was && rq->done)
+        rq_done(rq);
 }
 
-int px_rq_send_own(px_rq *rq, px_slot s, px_server *to, px_encode_fn enc, void *arg)
+int px_rq_send_own(px_rq *rq, px_slot s, px_route *from, px_server *to, px_encode_fn enc,
+                   void *arg)
 {
     px_frag *f = px_frag_new(1);
     if (f == NULL)
         return -1;
     f->done = frag_done;
     f->ctx = rq;
+    f->tag = from;
     f->cid = rq->cid;
     f->slots[0] = s;
     if (px_server_send(to, f, enc, arg) != 0) {
@@ -412,6 +486,7 @@ void px_rq_flush(px_rq *rq)
         }
         f->done = frag_done;
         f->ctx = rq;
+        f->tag = sends[i].route;
         f->cid = rq->cid;
         for (size_t k = i; k < j; k++)
             f->slots[k - i] = sends[k].slot;
@@ -488,6 +563,10 @@ static void cont_cb(px_flushable *f)
 void px_rq_start(px_rq *rq, px_route *rt)
 {
     rq->route = rt;
+    if (rq->pool->tree != NULL && rt == rq->pool->route) {
+        rq->tree = rq->pool->tree; /* kept while the request is in flight, even past a reload */
+        rq->tree->refs++;
+    }
     rq->cont.flush = cont_cb;
     start_slice(rq);
 }

@@ -24,8 +24,11 @@ typedef struct px_rq_slot {
     uint32_t key;                  /* index into msg.keys (0 for a command not split) */
     uint32_t ntried;
     uint32_t tried[PX_MAX_DEPTH];  /* px_server.uid of the servers it was sent to */
-    uint8_t phase;                 /* the route's own step for it (route_pool.c: warm-up) */
-    uint32_t gen;                  /* the route's own (warm.h: the key's write generation) */
+    uint8_t passed;                /* bit l: the route at level l passed it on (px_rq_pass): its
+                                      answer skips that route */
+    bool alone;                    /* a leaf sends it alone (PX_SEND_ALONE): its part's reply is
+                                      this key's only (a route that reads the reply asks so) */
+    uint64_t state[PX_ROUTE_LEVELS]; /* the route at each level's own (px_rq_state) */
 } px_rq_slot;
 
 /* How a slot is sent. */
@@ -38,6 +41,7 @@ typedef enum px_send_op {
 
 typedef struct px_rq_queued {
     px_server *server;
+    px_route *route; /* the route that sent it: its reply's */
     px_slot slot;
     px_send_op op;
 } px_rq_queued;
@@ -49,6 +53,7 @@ struct px_rq {
     px_pool *pool;
     const px_codec *codec;
     px_route *route;            /* the route its slots started on */
+    px_route_tree *tree;        /* the pool's tree it started on (a reference), or NULL */
     px_msg msg;                 /* raw, args and keys are this request's own copies */
     uint64_t cid;               /* its client's id: picks the backend connections */
     uint32_t nslots, pending;   /* slots; those not yet answered */
@@ -81,6 +86,8 @@ struct px_rq {
     bool close_after;           /* close the client once this reply is out */
     bool counted;               /* its reply bytes are in the client's `stored` (client.c) */
     bool observed;              /* counted in the metrics */
+    bool shadow;                /* a shadow pool's copy of a request (route_shadow.c): not
+                                   shadowed again */
     size_t bytes;               /* its allocation (px_mem_held) */
     uint32_t started;           /* slots started so far (px_rq_start: PX_RQ_SLICE at a time) */
     px_flushable cont;          /* deferred to the next loop iteration while slots remain */
@@ -108,20 +115,38 @@ const px_span *px_rq_key(const px_rq *rq, px_slot s);  /* the slot's key (raw: r
 /* The bytes slot s's key routes by: in rq->msg.raw, or decoded into buf[0, cap) (memcached's
  * base64 keys); *len their length. NULL when the key does not decode. */
 const char *px_rq_route_key(const px_rq *rq, px_slot s, char *buf, size_t cap, size_t *len);
-/* Queues slot s for server `to` (recorded as tried). The sends of one request to one server
- * go as one backend request when the request flushes. */
-void px_rq_send(px_rq *rq, px_slot s, px_server *to);
+/* Route from queues slot s for server `to` (recorded as tried); the reply comes back to from.
+ * The sends of one request to one server from one route go as one backend request when the
+ * request flushes (a slot marked alone goes alone). */
+void px_rq_send(px_rq *rq, px_slot s, px_route *from, px_server *to);
 /* px_rq_send with a way to send it (px_send_op). */
-void px_rq_send_op(px_rq *rq, px_slot s, px_server *to, px_send_op op);
-/* Sends, now, the route's own request for slot s to `to` (enc writes it: a copy, a clean-up);
- * its reply comes back to the route like any part's, for slot s alone. Not recorded as tried.
+void px_rq_send_op(px_rq *rq, px_slot s, px_route *from, px_server *to, px_send_op op);
+/* Sends, now, route from's own request for slot s to `to` (enc writes it: a copy, a clean-up);
+ * its reply comes back to from like any part's, for slot s alone. Not recorded as tried.
  * 0, or -1 when out of memory (nothing sent). */
-int px_rq_send_own(px_rq *rq, px_slot s, px_server *to, px_encode_fn enc, void *arg);
-/* Slots slots[0, n) are answered by r (an error made by the proxy or the server, a value...). */
+int px_rq_send_own(px_rq *rq, px_slot s, px_route *from, px_server *to, px_encode_fn enc,
+                   void *arg);
+/* Route from has child serve slot s: the child's answer comes back to from's reply(). */
+void px_rq_call(px_rq *rq, px_slot s, px_route *from, px_route *child);
+/* Route from has child serve slot s in its place: the child's answer goes wherever from's
+ * would (a tail call: from's reply() is not called for it). */
+void px_rq_pass(px_rq *rq, px_slot s, px_route *from, px_route *child);
+/* Route from's answer to slots[0, n): to the nearest route above it that called for them, or,
+ * at the top, the request's (px_rq_answer). */
+void px_rq_return(px_rq *rq, px_route *from, const px_slot *slots, size_t n, const px_reply *r);
+/* px_rq_return of an error made by the proxy (codec->encode_error). */
+void px_rq_return_error(px_rq *rq, px_route *from, const px_slot *slots, size_t n, px_error why,
+                        const char *msg);
+/* Route rt's own word of state for slot s (zero until it writes it). rt must not be a leaf. */
+static inline uint64_t *px_rq_state(px_rq *rq, px_slot s, const px_route *rt)
+{
+    return &rq->slots[s].state[rt->level];
+}
+/* The request's answer to slots[0, n) (a root route's answer, or px_rq_return at the top). */
 void px_rq_answer(px_rq *rq, const px_slot *slots, size_t n, const px_reply *r);
 /* Answers slots[0, n) with an error made by the proxy. */
 void px_rq_answer_error(px_rq *rq, const px_slot *slots, size_t n, px_error why, const char *msg);
-/* Sends what was queued by px_rq_send: one backend request per server. */
+/* Sends what was queued by px_rq_send: one backend request per server and route. */
 void px_rq_flush(px_rq *rq);
 
 #endif /* CHASH_PROXY_REQUEST_H */

@@ -1,14 +1,19 @@
 /*
  * route.h — a route decides where a request goes and what the client gets back (a "route
  * handle", as mcrouter calls them; not the library's ch_route*, which means "a key's candidate
- * list"). Routes are asynchronous: start() issues sends, reply() receives each answer, and a
- * route never blocks and never touches a socket; only the pool leaf (route_pool.c) hands
- * requests to backends. Per-request state lives in the px_rq (its slots), never in the route, so
- * one route serves every request of a worker's pool.
+ * list"). Routes are asynchronous: start() issues sends or calls, reply() receives each answer,
+ * and a route never blocks and never touches a socket. Per-request state lives in the px_rq (its
+ * slots), never in the route, so one route serves every request of a worker's pool.
  *
- * A route answers a request slot by slot: a slot is one key of a split command, or the whole
- * request otherwise. Replies come back per part: a backend request that served several slots of
- * one request (coalesced by px_rq_flush) is answered once, for all of them.
+ * Routes compose into a tree per pool (route_build.c), as mcrouter's route handles do: a route
+ * is a small policy over child routes (warm-up over the current and the previous placement,
+ * shadow over the pool and a shadow pool), with pool routes at the leaves, which alone hand
+ * requests to backends. A route serves a slot by sending it (a leaf: px_rq_send), by calling a
+ * child (px_rq_call: the child's answer comes back to this route's reply()), by passing it on
+ * (px_rq_pass: the child's answer goes wherever this route's would), or by answering it
+ * (px_rq_return). A slot is one key of a split command, or the whole request otherwise; replies
+ * come back per part: a backend request that served several slots of one request (coalesced
+ * by px_rq_flush) is answered once, for all of them.
  */
 #ifndef CHASH_PROXY_ROUTE_H
 #define CHASH_PROXY_ROUTE_H
@@ -23,16 +28,26 @@ typedef struct px_route px_route;
 typedef uint32_t px_slot;
 
 typedef struct px_route_ops {
-    const char *name; /* "pool" */
-    /* Serve slot s of rq: px_rq_send() it somewhere, or px_rq_answer() it at once. */
+    const char *name; /* "pool" "warm" "shadow" ... */
+    /* Serve slot s of rq: send it, call or pass a child, or answer it. */
     void (*start)(px_route *rt, px_rq *rq, px_slot s);
-    /* The reply to a part that served slots[0, n) of rq (PX_REPLY_FAILED: the server failed;
-     * r->p holds the reason). */
+    /* The answer to slots[0, n) of rq: a part this route sent (PX_REPLY_FAILED: the server
+     * failed; r->p holds the reason), or a child's answer to a call. */
     void (*reply)(px_route *rt, px_rq *rq, const px_slot *slots, size_t n, const px_reply *r);
 } px_route_ops;
 
+/* The levels of a tree above its leaves: each slot keeps one word of state per level
+ * (px_rq_state), for the route at that level on its path. */
+#define PX_ROUTE_LEVELS 3u
+#define PX_ROUTE_CHILDREN 2u
+
 struct px_route {
     const px_route_ops *ops;
+    px_route *parent;                   /* NULL: the root */
+    px_route *child[PX_ROUTE_CHILDREN]; /* warm: {current, previous}; shadow: {main, shadow} */
+    unsigned nchild;
+    unsigned level;                     /* 0: the root; < PX_ROUTE_LEVELS unless a leaf */
+    const void *conf;                   /* the route's own settings (route_pool: its placement) */
 };
 
 #endif /* CHASH_PROXY_ROUTE_H */

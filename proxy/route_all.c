@@ -12,13 +12,12 @@
 
 static void all_start(px_route *rt, px_rq *rq, px_slot s)
 {
-    (void)rt;
     px_pool *pool = rq->pool;
     if (s >= pool->nservers) {
         px_rq_answer_error(rq, &s, 1, PX_ERR_SERVER, "no backend available");
         return;
     }
-    px_rq_send(rq, s, &pool->servers[s]);
+    px_rq_send(rq, s, rt, &pool->servers[s]);
 }
 
 static void all_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n, const px_reply *r)

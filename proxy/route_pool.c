@@ -1,15 +1,13 @@
 /*
- * route_pool.c — the leaf route over one pool: a slot's key is hashed once, routed against the
- * pool's current membership and shared health (px_health_route), bounded loads applied when
- * configured, and sent to the first candidate it has not tried. A failed send of a retryable
- * command is routed again the same way, against the membership and health of that moment, so
- * nothing of the membership is stored in a request and a reload has nothing to renumber; a slot
- * tries at most the pool's failover depth of servers.
- *
- * In a window after a membership change (warm.h) a slot of a moved key takes a few steps of
- * its own (px_rq_slot.phase, below): before its switch its old owner serves it; while it warms,
- * a read goes alone to the new owner and, on a miss, to the old one; a write first moves the
- * key. Unmoved keys, and every key outside a window, take none.
+ * route_pool.c — the leaf routes over one pool (route_pool.h). The current placement's leaf
+ * hashes a slot's key once, routes it against the pool's current membership and shared health
+ * (px_health_route), applies bounded loads when configured, and sends it to the first
+ * candidate it has not tried. A failed send of a retryable command is routed again the same
+ * way, against the membership and health of that moment, so nothing of the membership is
+ * stored in a request and a reload has nothing to renumber; a slot tries at most the pool's
+ * failover depth of servers, then its failure goes up (PX_REPLY_FAILED, with the reason).
+ * The previous placement's leaf (a warm-up window's, warm.h) sends a key to the server that
+ * held it before the change, and only there.
  */
 #include "route_pool.h"
 #include "request.h"
@@ -17,7 +15,13 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+const px_placement px_place_current = PX_PLACE_CURRENT, px_place_previous = PX_PLACE_PREVIOUS;
+
+static px_placement placement(const px_route *leaf)
+{
+    return *(const px_placement *)leaf->conf;
+}
 
 /* Bounded loads (bounded_load_factor, docs/PROXY.md): the first server on the key's walk whose
  * in-flight fragments (those in its connections' FIFOs: sent or queued, reply not yet read) are
@@ -80,8 +84,8 @@ static bool tried(const px_rq_slot *sl, const px_server *s)
     return false;
 }
 
-/* The first candidate of slot s not tried yet, or NULL. */
-static px_server *next_server(px_rq *rq, px_slot s)
+/* The first current candidate of slot s not tried yet, or NULL. */
+static px_server *next_current(px_rq *rq, px_slot s)
 {
     px_pool *pool = rq->pool;
     char decoded[PX_MAX_ROUTE_KEY];
@@ -107,9 +111,29 @@ static px_server *next_server(px_rq *rq, px_slot s)
     return NULL;
 }
 
-/* Whether every key of a one-server command (MSETNX, EVAL) has the owner of its first. */
-static bool one_owner(const px_rq *rq)
+/* The server that held slot s's key under the window's previous placement, unless tried. */
+static px_server *next_previous(px_rq *rq, px_slot s)
 {
+    const px_warm *w = &rq->pool->warm;
+    char decoded[PX_MAX_ROUTE_KEY];
+    size_t len;
+    const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
+    if (w->table == NULL || key == NULL)
+        return NULL;
+    size_t o = ch_lookup(w->table, key, len);
+    px_server *src = o < w->nsrc ? w->src[o] : NULL;
+    return src != NULL && !tried(&rq->slots[s], src) ? src : NULL;
+}
+
+px_server *px_route_pool_next(const px_route *leaf, px_rq *rq, px_slot s)
+{
+    return placement(leaf) == PX_PLACE_CURRENT ? next_current(rq, s) : next_previous(rq, s);
+}
+
+bool px_route_pool_cross(const px_rq *rq)
+{
+    if ((rq->msg.cmd->flags & PX_CMD_ONE_SERVER) == 0 || rq->msg.nkeys < 2)
+        return false;
     const px_pool *pool = rq->pool;
     size_t first = SIZE_MAX;
     for (size_t k = 0; k < rq->msg.nkeys; k++) {
@@ -118,283 +142,64 @@ static bool one_owner(const px_rq *rq)
         if (first == SIZE_MAX)
             first = o;
         else if (o != first)
-            return false;
+            return true;
     }
-    return true;
+    return false;
 }
 
-/* ---- a membership change's window (warm.h) ---------------------------------------------------- */
-
-/* A slot's steps in a window (px_rq_slot.phase); 0 is the usual routing. A read of a moved
- * key: new owner, on a miss old owner (a hit is answered and copied over). A write: the key
- * is moved first, so the write applies to its whole state (DEL counts it, INCR goes on from
- * its value): taken from the old owner (fetched and deleted at once, or fetched, then deleted
- * after the copy where the protocol cannot do both), copied to the new owner unless the key is
- * there already, then the write goes the usual way. */
-enum {
-    PH_USUAL = 0,
-    PH_WARM_NEW,    /* a read sent alone to the new owner */
-    PH_WARM_OLD,    /* it missed there: sent to the old owner */
-    PH_WARM_AGAIN,  /* the old owner failed: sent to the new owner again, answered as it is */
-    PH_MOVE_TAKE,   /* a write: the key taken (or fetched) from its old owner */
-    PH_MOVE_FILL,   /* its copy stored at the new owner */
-    PH_DELETE_OLD,  /* the old copy deleted (protocols without a take) */
-};
-
-/* Where slot s's key stands in the pool's window, and its old owner. */
-static px_warm_step slot_where(px_rq *rq, px_slot s, px_server **src)
+/* Slot s has no server left: its failure (the reason) goes up. */
+static void give_up(px_route *rt, px_rq *rq, px_slot s, const char *reason, size_t len)
 {
-    px_pool *pool = rq->pool;
-    if (pool->warm.table == NULL || rq->msg.nkeys == 0)
-        return PX_WARM_NONE;
-    char decoded[PX_MAX_ROUTE_KEY];
-    size_t len;
-    const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
-    if (key == NULL)
-        return PX_WARM_NONE;
-    return px_warm_where(pool, key, len, px_io_now(pool->io), src);
-}
-
-/* Starts slot s in the window, or returns false for the usual routing. Before its key's switch
- * its old owner serves it; while it warms a read goes alone to the new owner (its reply tells
- * a miss) and a write deletes the old copy first. */
-static bool warm_start(px_rq *rq, px_slot s)
-{
-    px_server *src = NULL;
-    px_warm_step step = slot_where(rq, s, &src);
-    if (step == PX_WARM_NONE)
-        return false;
-    px_pool *pool = rq->pool;
-    if (step == PX_WARM_BEFORE) {
-        pool->m.warm.ramp_old++;
-        px_rq_send(rq, s, src); /* a failure re-routes as usual: to the new owner's candidates */
-        return true;
-    }
-    char decoded[PX_MAX_ROUTE_KEY];
-    size_t len;
-    const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
-    if (rq->msg.cmd->retry) {
-        px_server *to = rq->codec->is_miss != NULL ? next_server(rq, s) : NULL;
-        if (to == NULL)
-            return false;
-        rq->slots[s].phase = PH_WARM_NEW;
-        rq->slots[s].gen = px_warm_gen(pool, key, len);
-        px_rq_send_op(rq, s, to, PX_SEND_ALONE);
-        return true;
-    }
-    if (key == NULL)
-        return false;
-    px_warm_write(pool, key, len);
-    rq->slots[s].phase = PH_MOVE_TAKE;
-    px_warm_request a = {rq->codec->encode_take != NULL ? rq->codec->encode_take
-                                                        : rq->codec->encode_fetch,
-                         key, len, NULL, 0};
-    if (px_rq_send_own(rq, s, src, px_warm_encode, &a) != 0) {
-        rq->slots[s].phase = PH_USUAL;
-        return false;
-    }
-    return true;
-}
-
-/* Sends slot s the usual way, or answers it with an error when no server is left. */
-static void send_usual(px_rq *rq, px_slot s, const char *reason)
-{
-    rq->slots[s].phase = PH_USUAL;
-    px_server *to = next_server(rq, s);
-    if (to == NULL) {
-        rq->pool->stats.forward_error++;
-        px_rq_answer_error(rq, &s, 1, PX_ERR_SERVER, reason);
-        return;
-    }
-    px_rq_send(rq, s, to);
-    px_rq_flush(rq);
-}
-
-static void pool_failed(px_rq *rq, const px_slot *slots, size_t n, const px_reply *r);
-
-/* The key of write slot s was taken from its old owner (r): its copy goes to the new owner.
- * False when there is nothing to copy or no server to copy to. */
-static bool move_fill(px_rq *rq, px_slot s, const px_reply *r)
-{
-    char decoded[PX_MAX_ROUTE_KEY];
-    size_t len;
-    const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
-    px_server *to = key != NULL ? next_server(rq, s) : NULL;
-    if (to == NULL)
-        return false;
-    rq->slots[s].ntried = 0; /* the write itself goes there again */
-    px_buf b = {0};
-    uint8_t expect = 0;
-    int rc = rq->codec->encode_fill(&b, key, len, r, (int64_t)time(NULL), &expect);
-    px_warm_request a = {NULL, key, len, &b, expect};
-    rq->slots[s].phase = PH_MOVE_FILL;
-    bool sent = rc > 0 && px_rq_send_own(rq, s, to, px_warm_encode, &a) == 0;
-    px_buf_free(&b);
-    if (!sent)
-        rq->slots[s].phase = PH_USUAL;
-    return sent;
-}
-
-/* The reply to slot s in a window step. */
-static void warm_reply(px_rq *rq, px_slot s, const px_reply *r)
-{
-    px_pool *pool = rq->pool;
-    px_rq_slot *sl = &rq->slots[s];
-    px_server *src = NULL;
-    switch (sl->phase) {
-    case PH_MOVE_TAKE:
-        if (r->kind == PX_REPLY_FAILED && slot_where(rq, s, &src) != PX_WARM_NONE)
-            src->warm_dead = true;
-        if (r->kind == PX_REPLY_VALUE && move_fill(rq, s, r))
-            return;
-        send_usual(rq, s, "no backend available");
-        return;
-    case PH_MOVE_FILL: {
-        int stored = r->kind == PX_REPLY_FAILED ? -1 : rq->codec->fill_stored(r);
-        if (stored > 0)
-            pool->m.warm.warm_fills++;
-        else if (stored == 0)
-            pool->m.warm.warm_fills_present++;
-        else
-            pool->m.warm.warm_fill_errors++;
-        if (rq->codec->encode_take == NULL && slot_where(rq, s, &src) == PX_WARM_ON) {
-            sl->phase = PH_DELETE_OLD;
-            px_rq_send_op(rq, s, src, PX_SEND_DELETE);
-            px_rq_flush(rq);
-            return;
-        }
-        if (rq->codec->encode_take != NULL)
-            pool->m.warm.warm_deletes++; /* the take deleted it */
-        send_usual(rq, s, "no backend available");
-        return;
-    }
-    case PH_DELETE_OLD:
-        /* Whatever the old owner said (a failure: its copy is not served any more either),
-         * the write goes on to the new owner. */
-        if (r->kind != PX_REPLY_FAILED)
-            pool->m.warm.warm_deletes++;
-        else if (slot_where(rq, s, &src) != PX_WARM_NONE)
-            src->warm_dead = true;
-        send_usual(rq, s, "no backend available");
-        return;
-    case PH_WARM_NEW:
-        if (r->kind == PX_REPLY_FAILED)
-            break; /* the usual failover */
-        if (!rq->codec->is_miss(&rq->msg, r) || slot_where(rq, s, &src) != PX_WARM_ON) {
-            px_rq_answer(rq, &s, 1, r);
-            return;
-        }
-        sl->phase = PH_WARM_OLD;
-        px_rq_send_op(rq, s, src, PX_SEND_ALONE);
-        px_rq_flush(rq);
-        return;
-    case PH_WARM_OLD:
-        if (r->kind == PX_REPLY_FAILED) {
-            /* Its keys are plain misses for the rest of the window; this one asks the new
-             * owner again (the tried set starts over: the new owner was tried first). */
-            if (slot_where(rq, s, &src) != PX_WARM_NONE)
-                src->warm_dead = true;
-            sl->ntried = 0;
-            sl->phase = PH_WARM_AGAIN;
-            px_server *to = next_server(rq, s);
-            if (to == NULL)
-                break;
-            px_rq_send_op(rq, s, to, PX_SEND_ALONE);
-            px_rq_flush(rq);
-            return;
-        }
-        if (r->kind == PX_REPLY_ERROR || rq->codec->is_miss(&rq->msg, r)) {
-            if (r->kind != PX_REPLY_ERROR)
-                pool->m.warm.warm_misses++;
-        } else {
-            /* A hit: copied to the new owner, sent before the answer (which may free rq) but
-             * behind it on nothing: the client's reply does not wait for the copy. */
-            char decoded[PX_MAX_ROUTE_KEY];
-            size_t len;
-            const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
-            pool->m.warm.warm_hits++;
-            if (key != NULL)
-                px_warm_fill(pool, key, len, rq->cid, sl->gen);
-        }
-        px_rq_answer(rq, &s, 1, r);
-        return;
-    default: /* PH_WARM_AGAIN */
-        break;
-    }
-    sl->phase = PH_USUAL;
-    if (r->kind != PX_REPLY_FAILED)
-        px_rq_answer(rq, &s, 1, r);
-    else
-        pool_failed(rq, &s, 1, r);
+    rq->pool->stats.forward_error++;
+    px_reply f = {.p = reason, .len = len, .kind = PX_REPLY_FAILED};
+    px_rq_return(rq, rt, &s, 1, &f);
 }
 
 static void pool_start(px_route *rt, px_rq *rq, px_slot s)
 {
-    (void)rt;
-    if ((rq->msg.cmd->flags & PX_CMD_ONE_SERVER) != 0 && rq->msg.nkeys > 1 && !one_owner(rq)) {
-        px_rq_answer_error(rq, &s, 1, PX_ERR_CROSS_SERVER, "");
-        return;
-    }
-    if (warm_start(rq, s))
-        return;
-    px_server *to = next_server(rq, s);
+    px_server *to = px_route_pool_next(rt, rq, s);
     if (to == NULL) {
-        rq->pool->stats.forward_error++;
-        px_rq_answer_error(rq, &s, 1, PX_ERR_SERVER, "no backend available");
+        static const char none[] = "no backend available";
+        give_up(rt, rq, s, none, sizeof(none) - 1);
         return;
     }
-    px_rq_send(rq, s, to);
+    px_rq_send(rq, s, rt, to);
 }
 
 /* Slots slots[0, n) of a part whose server failed: a read goes to the key's next candidate
  * (each key on its own: the keys a server served together may have different next
  * candidates), while depth allows. */
-static void pool_failed(px_rq *rq, const px_slot *slots, size_t n, const px_reply *r)
+static void pool_failed(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
+                        const px_reply *r)
 {
     px_pool *pool = rq->pool;
-    bool retry = rq->msg.cmd->retry && !pool->io->stopping;
+    bool retry = rq->msg.cmd->retry && !pool->io->stopping && placement(rt) == PX_PLACE_CURRENT;
     char reason[256];
     size_t rl = r->len < sizeof(reason) - 1 ? r->len : sizeof(reason) - 1;
     memcpy(reason, r->p, rl);
-    reason[rl] = '\0';
     /* slots points into the fragment, alive until this returns. Until the last slot here is
      * answered the request cannot complete; once it is, rq may be gone. */
-    size_t nsent = 0;
     for (size_t i = 0; i < n; i++) {
         px_slot s = slots[i];
-        px_server *to = retry && rq->slots[s].ntried < pool->depth ? next_server(rq, s) : NULL;
-        if (to != NULL) {
-            px_rq_send(rq, s, to);
-            nsent++;
-            continue;
-        }
-        pool->stats.forward_error++;
-        px_rq_answer_error(rq, &s, 1, PX_ERR_SERVER, reason);
-        if (i + 1 == n && nsent == 0)
-            return;
+        px_server *to = retry && rq->slots[s].ntried < pool->depth ? next_current(rq, s) : NULL;
+        if (to != NULL)
+            px_rq_send(rq, s, rt, to);
+        else
+            give_up(rt, rq, s, reason, rl);
     }
-    px_rq_flush(rq);
 }
 
 static void pool_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
                        const px_reply *r)
 {
-    (void)rt;
-    if (n == 1 && rq->slots[slots[0]].phase != PH_USUAL) {
-        warm_reply(rq, slots[0], r);
-        return;
-    }
-    if (r->kind != PX_REPLY_FAILED) {
-        px_rq_answer(rq, slots, n, r);
-        return;
-    }
-    pool_failed(rq, slots, n, r);
+    if (r->kind != PX_REPLY_FAILED)
+        px_rq_return(rq, rt, slots, n, r);
+    else
+        pool_failed(rt, rq, slots, n, r);
 }
 
-static const px_route_ops pool_ops = {
+const px_route_ops px_route_pool_ops = {
     .name = "pool",
     .start = pool_start,
     .reply = pool_reply,
 };
-
-px_route px_route_pool = {.ops = &pool_ops};

@@ -62,7 +62,6 @@ static uint32_t pool_tag(const px_pool *pool)
 
 static void scan_start(px_route *rt, px_rq *rq, px_slot s)
 {
-    (void)rt;
     px_pool *pool = rq->pool;
     size_t index = 0;
     uint64_t sc = 0;
@@ -79,7 +78,7 @@ static void scan_start(px_route *rt, px_rq *rq, px_slot s)
         return;
     }
     rq->msg.cursor = sc;
-    px_rq_send(rq, s, &pool->servers[index]);
+    px_rq_send(rq, s, rt, &pool->servers[index]);
 }
 
 /* The index of the server a slot was sent to, by its uid (stable across reloads); SIZE_MAX

@@ -9,7 +9,7 @@
 #include "client.h"
 #include "ctl.h"
 #include "metrics.h"
-#include "route_pool.h"
+#include "route_build.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -243,7 +243,6 @@ static int pool_init(px_worker *w, px_pool *pool, px_shared_pool *sp, int fd)
     pool->clients_open = &w->ctl->clients_open;
     pool->clients_max = w->ctl->clients_max;
     pool->listen_spare = -1;
-    pool->route = &px_route_pool;
     pool->info = worker_info;
     pool->info_arg = w;
     px_dl_init(&pool->clients);
@@ -306,6 +305,9 @@ int px_worker_init(px_ctl *ctl, px_worker *w, unsigned index, int **fds)
         if (pool_init(w, &w->pools[i], &ctl->pools[i], fd) != 0)
             return -1;
     }
+    for (size_t i = 0; i < w->npools; i++) /* once every pool is set up: shadows name others */
+        if (px_route_build(&w->pools[i], w->pools, w->npools) != 0)
+            return -1;
     return 0;
 }
 
@@ -375,6 +377,7 @@ void px_worker_free(px_worker *w)
     for (size_t i = 0; i < w->npools; i++) {
         px_pool *pool = &w->pools[i];
         px_warm_end(pool);
+        px_route_drop(pool); /* the requests on its tree are gone with the loop */
         for (size_t s = 0; pool->servers != NULL && s < pool->nservers; s++)
             px_server_free(&pool->servers[s]);
         free(pool->servers);

@@ -100,7 +100,7 @@ static char *dupn(const char *s, size_t len)
 
 /* ---- the keys of a pool -------------------------------------------------------------------- */
 
-enum kind { K_STR, K_INT, K_BOOL, K_SERVERS };
+enum kind { K_STR, K_INT, K_BOOL, K_SERVERS, K_SHADOW };
 
 /* X(ID, name, kind, what the value must be, for "expected ... got" messages) */
 #define POOL_KEYS(X)                                                                        \
@@ -152,6 +152,8 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS };
     X(MEMBERSHIP, membership, K_STR, "an etcd://host:port/key URL")                         \
     X(MEMBERSHIP_HOLD_DOWN, membership_hold_down, K_INT, "an integer")                      \
     X(MEMBERSHIP_FENCED, membership_fenced, K_STR, "error or serve")                        \
+    /* shadow traffic (docs/PROXY.md) */                                                     \
+    X(SHADOW, shadow, K_SHADOW, "a mapping {pool: NAME, fraction: F, writes: B}")           \
     X(EPOCH, epoch, K_STR, "an integer >= 1")
 
 enum key_id {
@@ -366,6 +368,8 @@ typedef struct loader {
      * membership keys (DOC_KEYS), flow style (JSON) allowed. */
     bool doc;
     int64_t epoch; /* the document's "epoch", 0 when absent */
+    bool after_shadow; /* the event before the current one is the scalar "shadow" (a key):
+                          its mapping may be written in flow style, {pool: ..., ...} */
 } loader;
 
 /* The keys a membership document may hold: what placement depends on, and its epoch. */
@@ -491,6 +495,8 @@ static int next(loader *ld)
 
     const yaml_event_t *e = &ld->ev;
     char q[QB];
+    bool shadow_value = ld->after_shadow;
+    ld->after_shadow = false;
     switch (e->type) {
     case YAML_DOCUMENT_START_EVENT:
         if (++ld->documents > 1)
@@ -514,6 +520,8 @@ static int next(loader *ld)
                     ch__conf_quote(q, sizeof q, (const char *)e->data.alias.anchor,
                                    strlen((const char *)e->data.alias.anchor)));
     case YAML_SCALAR_EVENT:
+        ld->after_shadow = e->data.scalar.length == 6 &&
+                           memcmp(e->data.scalar.value, "shadow", 6) == 0;
         return check_props(ld, e->data.scalar.anchor, e->data.scalar.tag);
     case YAML_SEQUENCE_START_EVENT:
         if (e->data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE && !ld->doc)
@@ -522,7 +530,7 @@ static int next(loader *ld)
                         "\"- item\" per line, or quote a value that starts with '['");
         return check_props(ld, e->data.sequence_start.anchor, e->data.sequence_start.tag);
     case YAML_MAPPING_START_EVENT:
-        if (e->data.mapping_start.style == YAML_FLOW_MAPPING_STYLE && !ld->doc)
+        if (e->data.mapping_start.style == YAML_FLOW_MAPPING_STYLE && !ld->doc && !shadow_value)
             return fail(ld, e->start_mark,
                         "flow mappings {...} are not allowed (twemproxy rejects them); quote a "
                         "value that starts with '{', e.g. hash_tag: \"{}\"");
@@ -965,6 +973,75 @@ static int load_servers(loader *ld, ch_conf_pool *p, yaml_mark_t key_mark)
     }
 }
 
+/* "shadow": a mapping of pool (required), fraction (required, (0, 1]) and writes (optional). The
+ * pool named is checked once the whole file is read (check_shadows). */
+static int load_shadow(loader *ld, ch_conf_pool *p, yaml_mark_t key_mark)
+{
+    const yaml_event_t *e = &ld->ev;
+    char g[QB + 2], q[QB];
+    int rc;
+    if (e->type != YAML_MAPPING_START_EVENT)
+        return fail(ld, value_mark(ld, key_mark),
+                    "expected a mapping {pool: NAME, fraction: F, writes: B} for \"shadow\", got %s",
+                    got(ld, g, sizeof g));
+    yaml_mark_t start = e->start_mark;
+    bool fraction = false;
+    for (;;) {
+        if ((rc = next(ld)) != CH_OK)
+            return rc;
+        if (e->type == YAML_MAPPING_END_EVENT)
+            break;
+        if (e->type != YAML_SCALAR_EVENT)
+            return fail(ld, e->start_mark, "expected a key of \"shadow\", got %s",
+                        got(ld, g, sizeof g));
+        char k[16];
+        snprintf(k, sizeof(k), "%.*s", (int)(e->data.scalar.length < 15 ? e->data.scalar.length
+                                                                       : 15),
+                 (const char *)e->data.scalar.value);
+        yaml_mark_t km = e->start_mark;
+        bool known = strcmp(k, "pool") == 0 || strcmp(k, "fraction") == 0 ||
+                     strcmp(k, "writes") == 0;
+        if (!known || e->data.scalar.length >= 15)
+            return fail(ld, km, "unknown key \"%s\" in \"shadow\" (pool, fraction, writes)",
+                        ch__conf_quote(q, sizeof q, (const char *)e->data.scalar.value,
+                                       e->data.scalar.length));
+        if ((rc = next(ld)) != CH_OK)
+            return rc;
+        if (e->type != YAML_SCALAR_EVENT || e->data.scalar.length == 0)
+            return fail(ld, value_mark(ld, km), "expected a value for \"shadow\"'s \"%s\", got %s",
+                        k, got(ld, g, sizeof g));
+        const char *v = (const char *)e->data.scalar.value;
+        size_t len = e->data.scalar.length;
+        yaml_mark_t vm = e->start_mark;
+        if (strcmp(k, "pool") == 0) {
+            xfree(p->shadow_pool);
+            if ((p->shadow_pool = dupn(v, len)) == NULL)
+                return nomem(ld);
+        } else if (strcmp(k, "fraction") == 0) {
+            double d = 0;
+            if (!parse_number(v, len, &d) || !(d > 0 && d <= 1))
+                return fail(ld, vm,
+                            "expected a number above 0 and at most 1 for \"shadow\"'s "
+                            "\"fraction\", got \"%s\"",
+                            ch__conf_quote(q, sizeof q, v, len));
+            p->shadow_fraction = d;
+            fraction = true;
+        } else if (len == 4 && memcmp(v, "true", 4) == 0) {
+            p->shadow_writes = true;
+        } else if (len == 5 && memcmp(v, "false", 5) == 0) {
+            p->shadow_writes = false;
+        } else {
+            return fail(ld, vm, "expected true or false for \"shadow\"'s \"writes\", got \"%s\"",
+                        ch__conf_quote(q, sizeof q, v, len));
+        }
+    }
+    if (p->shadow_pool == NULL || !fraction)
+        return fail(ld, start, "\"shadow\" needs \"pool\" and \"fraction\"");
+    p->shadow_line = (unsigned)(start.line + 1);
+    p->shadow_column = (unsigned)(start.column + 1);
+    return CH_OK;
+}
+
 /* A key of pool p (the current event, a scalar) and its value. */
 static int load_key(loader *ld, ch_conf_pool *p, pool_state *st)
 {
@@ -998,6 +1075,8 @@ static int load_key(loader *ld, ch_conf_pool *p, pool_state *st)
         return rc;
     if (id == KEY_SERVERS)
         return load_servers(ld, p, km);
+    if (id == KEY_SHADOW)
+        return load_shadow(ld, p, km);
     if (e->type != YAML_SCALAR_EVENT || e->data.scalar.length == 0)
         return fail(ld, value_mark(ld, km), "expected %s for \"%s\", got %s", keys[id].expect,
                     keys[id].name, got(ld, g, sizeof g));
@@ -1127,6 +1206,33 @@ static int load_body(loader *ld, ch_conf_pool *p, yaml_mark_t pm)
     return check_tls(ld, p, &st);
 }
 
+/* Every "shadow" names another pool of the file, of the same protocol. */
+static int check_shadows(loader *ld)
+{
+    char q[QB], q2[QB];
+    for (size_t i = 0; i < ld->cfg->npools; i++) {
+        const ch_conf_pool *p = &ld->cfg->pools[i];
+        if (p->shadow_pool == NULL)
+            continue;
+        const ch_conf_pool *s = NULL;
+        for (size_t k = 0; k < ld->cfg->npools && s == NULL; k++)
+            if (strcmp(ld->cfg->pools[k].name, p->shadow_pool) == 0)
+                s = &ld->cfg->pools[k];
+        const char *why = s == NULL ? "is not a pool of this file"
+                          : s == p  ? "is the pool itself"
+                          : s->redis != p->redis
+                              ? "speaks another protocol (redis: true and false do not mix)"
+                              : NULL;
+        if (why != NULL)
+            return fail_at(ld, CH_EINVAL, p->shadow_line, p->shadow_column,
+                           "pool \"%s\": its shadow pool \"%s\" %s",
+                           ch__conf_quote(q, sizeof q, p->name, strlen(p->name)),
+                           ch__conf_quote(q2, sizeof q2, p->shadow_pool, strlen(p->shadow_pool)),
+                           why);
+    }
+    return CH_OK;
+}
+
 static int load_stream(loader *ld)
 {
     const yaml_event_t *e = &ld->ev;
@@ -1154,6 +1260,8 @@ static int load_stream(loader *ld)
         if ((rc = load_pool(ld)) != CH_OK)
             return rc;
     }
+    if ((rc = check_shadows(ld)) != CH_OK)
+        return rc;
     if ((rc = next(ld)) != CH_OK) /* document end */
         return rc;
     return next(ld); /* stream end; a second document is refused by next() */
@@ -1475,6 +1583,7 @@ void ch_config_free(ch_config *cfg)
         xfree(p->membership);
         xfree(p->membership_endpoint);
         xfree(p->membership_key);
+        xfree(p->shadow_pool);
     }
     xfree(cfg->pools);
     xfree(cfg->path);

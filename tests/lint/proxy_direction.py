@@ -42,7 +42,9 @@ RANKS = {
     "buf": LEAF, "log": LEAF, "counters": LEAF, "health_shared": LEAF,
     "conf_ref": LEAF, "resolve": LEAF, "route": LEAF, "window": LEAF, "tls": LEAF,
     "io": 1, "pool": 1, "backend": 2, "request": 3, "warm": 3, "route_pool": 4, "route_all": 4,
-    "route_scan": 4, "pubsub": 4, "session": 5, "dispatch": 6, "client": 7,
+    "route_scan": 4, "route_warm": 5, "route_shadow": 5, "route_build": 6, "pubsub": 4,
+    "session": 5,
+    "dispatch": 6, "client": 7,
     "worker": 8,
     # the control plane: unchecked above the worker
     "listen": 9, "snapshot": 9, "metrics": 9, "stats": 9, "reload": 9, "etcd_http": 9,
@@ -51,7 +53,8 @@ RANKS = {
     "ctl": 11, "main": 12,
 }
 DATA_PATH = {"io", "backend", "request", "warm", "route_pool", "route_all", "route_scan",
-             "pubsub", "session", "dispatch", "client"}
+             "route_warm", "route_shadow", "route_build", "pubsub", "session", "dispatch",
+             "client"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

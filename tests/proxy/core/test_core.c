@@ -7,6 +7,7 @@
  */
 #include "dispatch.h"
 #include "fake_backend.h"
+#include "route_build.h"
 #include "route_pool.h"
 #include "warm.h"
 #include "route_scan.h"
@@ -74,7 +75,7 @@ static int setup_proto(void **state, const char *extra, bool redis)
     pool->health = fx->sp.health;
     pool->servers = fx->servers;
     pool->nservers = fx->sp.nservers;
-    pool->route = &px_route_pool;
+    px_route_build(pool, pool, 1);
     px_pool_configure(pool);
     for (size_t i = 0; i < pool->nservers; i++)
         fx->servers[i] = (px_server){.uid = (uint32_t)(100 + i), .pool = pool, .index = i,
@@ -110,6 +111,7 @@ static int teardown(void **state)
 {
     fixture *fx = *state;
     fake_reset();
+    px_route_drop(&fx->pool);
     free(fx->pool.args);
     free(fx->pool.keys);
     px_shared_pool_clear(&fx->sp);

@@ -1,0 +1,67 @@
+/*
+ * route_build.c — a pool's tree of routes (route_build.h). The tree is data: its nodes, in
+ * parent-before-child order, each knowing its parent and level, so a slot's answer finds its
+ * way up (request.c, px_rq_return). A reload builds a new tree and the requests in flight keep
+ * the one they started on (px_route_tree.refs), so a slot's state is never read by a route of
+ * another shape.
+ */
+#include "route_build.h"
+#include "pool.h"
+#include "route_pool.h"
+#include "route_shadow.h"
+#include "route_warm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* A node of t under parent (NULL: the root), with ops and conf. */
+static px_route *node(px_route_tree *t, px_route *parent, const px_route_ops *ops,
+                      const void *conf)
+{
+    px_route *rt = &t->nodes[t->n++];
+    rt->ops = ops;
+    rt->conf = conf;
+    rt->parent = parent;
+    rt->level = parent != NULL ? parent->level + 1 : 0;
+    if (parent != NULL)
+        parent->child[parent->nchild++] = rt;
+    return rt;
+}
+
+/* The worker's pool named name, or NULL. */
+static px_pool *pool_named(px_pool *pools, size_t npools, const char *name)
+{
+    for (size_t i = 0; name != NULL && i < npools; i++)
+        if (pools[i].conf != NULL && strcmp(pools[i].conf->name, name) == 0)
+            return &pools[i];
+    return NULL;
+}
+
+int px_route_build(px_pool *pool, px_pool *pools, size_t npools)
+{
+    px_route_tree *t = calloc(1, sizeof(*t));
+    if (t == NULL)
+        return -1;
+    t->refs = 1;
+    const ch_conf_pool *pc = pool->conf;
+    px_pool *shadow = pool_named(pools, npools, pc->shadow_pool);
+    px_route *root = NULL;
+    if (shadow != NULL && shadow != pool) {
+        t->shadow = (px_shadow_conf){shadow, pc->shadow_fraction, pc->shadow_writes};
+        root = node(t, NULL, &px_route_shadow_ops, &t->shadow);
+    }
+    px_route *warm = node(t, root, &px_route_warm_ops, NULL);
+    node(t, warm, &px_route_pool_ops, &px_place_current);
+    node(t, warm, &px_route_pool_ops, &px_place_previous);
+    px_route_drop(pool);
+    pool->tree = t;
+    pool->route = &t->nodes[0];
+    return 0;
+}
+
+void px_route_drop(px_pool *pool)
+{
+    px_route_tree_release(pool->tree);
+    pool->tree = NULL;
+    pool->route = NULL;
+}

@@ -1,0 +1,22 @@
+/*
+ * route_build.h — a pool's tree of routes (route_build.c; route.h), built for each worker's
+ * copy of a pool: px_pool.tree, its root px_pool.route.
+ */
+#ifndef CHASH_PROXY_ROUTE_BUILD_H
+#define CHASH_PROXY_ROUTE_BUILD_H
+
+#include <stddef.h>
+
+typedef struct px_pool px_pool;             /* pool.h */
+typedef struct px_route_tree px_route_tree; /* pool.h */
+
+/* Builds pool's tree from its config and makes it the pool's (the previous one is released):
+ *     [shadow {] warm {current pool leaf, previous pool leaf} [, the shadow pool}]
+ * pools[0, npools) are the worker's pools (the shadow pool is one of them, by name). Returns
+ * 0, or -1 when out of memory (the pool keeps its tree). Called when the worker sets its pools
+ * up and at each reload's commit, between two requests of the worker's loop. */
+int px_route_build(px_pool *pool, px_pool *pools, size_t npools);
+/* Drops the pool's own reference (the worker's shutdown). */
+void px_route_drop(px_pool *pool);
+
+#endif /* CHASH_PROXY_ROUTE_BUILD_H */

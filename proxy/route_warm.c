@@ -1,0 +1,254 @@
+/*
+ * route_warm.c — warm-up as a route (route_warm.h) over two pool leaves: child[0] the current
+ * placement, child[1] the previous one of the pool's window after a membership change (warm.h
+ * owns the window: where a key stands, its write generations, the fills). As mcrouter's
+ * WarmUpRoute, a few steps over a cold and a warm child, here per slot:
+ *
+ *   not moved, or no window  -> passed to the current leaf as it is;
+ *   moved, not switched yet  -> its old owner (the previous leaf) serves it; a failure there
+ *                               goes the usual way;
+ *   moved and warming, read  -> the current leaf alone; a miss there: the previous leaf (a hit
+ *                               is answered and copied over with its remaining lifetime; the
+ *                               old owner failing: the current leaf again, answered as it is);
+ *   moved and warming, write -> the key is moved first, so the write applies to its whole state
+ *                               (DEL counts it, INCR goes on from its value): taken from the old
+ *                               owner (fetched and deleted at once, or fetched, then deleted
+ *                               after the copy where the protocol cannot do both), copied to the
+ *                               new owner unless the key is there already, then the write goes
+ *                               the usual way.
+ *
+ * A slot's step and, for a read, its key's write generation when the read began are its state
+ * word at this route's level (px_rq_state): low byte the step, high 32 bits the generation.
+ */
+#include "route_warm.h"
+#include "request.h"
+#include "route_pool.h"
+#include "warm.h"
+
+#include <time.h>
+
+enum {
+    W_USUAL = 0,
+    W_BEFORE, /* not switched yet: sent to the old owner */
+    W_NEW,    /* a read sent alone to the new owner */
+    W_OLD,    /* it missed there: sent to the old owner */
+    W_AGAIN,  /* the old owner failed: the new owner again, answered as it is */
+    W_TAKE,   /* a write: the key taken (or fetched) from its old owner */
+    W_FILL,   /* its copy stored at the new owner */
+    W_DELETE, /* the old copy deleted (protocols without a take) */
+};
+
+static unsigned step_of(px_rq *rq, px_slot s, const px_route *rt)
+{
+    return (unsigned)(*px_rq_state(rq, s, rt) & 0xff);
+}
+
+static uint32_t gen_of(px_rq *rq, px_slot s, const px_route *rt)
+{
+    return (uint32_t)(*px_rq_state(rq, s, rt) >> 32);
+}
+
+static void set_step(px_rq *rq, px_slot s, const px_route *rt, unsigned step, uint32_t gen)
+{
+    *px_rq_state(rq, s, rt) = (uint64_t)gen << 32 | step;
+}
+
+/* Where slot s's key stands in the pool's window, and its old owner. */
+static px_warm_step slot_where(px_rq *rq, px_slot s, px_server **src)
+{
+    px_pool *pool = rq->pool;
+    if (pool->warm.table == NULL || rq->msg.nkeys == 0)
+        return PX_WARM_NONE;
+    char decoded[PX_MAX_ROUTE_KEY];
+    size_t len;
+    const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
+    if (key == NULL)
+        return PX_WARM_NONE;
+    return px_warm_where(pool, key, len, px_io_now(pool->io), src);
+}
+
+/* Slot s goes on the usual way: the current leaf, sent with the request's other keys. */
+static void usual(px_route *rt, px_rq *rq, px_slot s)
+{
+    set_step(rq, s, rt, W_USUAL, 0);
+    rq->slots[s].alone = false;
+    px_rq_pass(rq, s, rt, rt->child[0]);
+}
+
+/* Slot s's own request (a take, a copy, a delete) to server `to`, at step `step`; false when it
+ * could not be sent. */
+static bool own(px_route *rt, px_rq *rq, px_slot s, px_server *to, unsigned step,
+                px_warm_request *a)
+{
+    set_step(rq, s, rt, step, 0);
+    return px_rq_send_own(rq, s, rt, to, px_warm_encode, a) == 0;
+}
+
+static void warm_start(px_route *rt, px_rq *rq, px_slot s)
+{
+    if (px_route_pool_cross(rq)) {
+        px_rq_return_error(rq, rt, &s, 1, PX_ERR_CROSS_SERVER, "");
+        return;
+    }
+    px_server *src = NULL;
+    px_warm_step step = slot_where(rq, s, &src);
+    px_pool *pool = rq->pool;
+    if (step == PX_WARM_NONE) {
+        usual(rt, rq, s);
+        return;
+    }
+    if (step == PX_WARM_BEFORE) {
+        pool->m.warm.ramp_old++;
+        set_step(rq, s, rt, W_BEFORE, 0);
+        px_rq_call(rq, s, rt, rt->child[1]);
+        return;
+    }
+    char decoded[PX_MAX_ROUTE_KEY];
+    size_t len;
+    const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
+    if (rq->msg.cmd->retry) {
+        if (rq->codec->is_miss == NULL || key == NULL) {
+            usual(rt, rq, s);
+            return;
+        }
+        set_step(rq, s, rt, W_NEW, px_warm_gen(pool, key, len));
+        rq->slots[s].alone = true; /* its reply tells a miss */
+        px_rq_call(rq, s, rt, rt->child[0]);
+        return;
+    }
+    if (key == NULL) {
+        usual(rt, rq, s);
+        return;
+    }
+    px_warm_write(pool, key, len);
+    px_warm_request a = {rq->codec->encode_take != NULL ? rq->codec->encode_take
+                                                        : rq->codec->encode_fetch,
+                         key, len, NULL, 0};
+    if (!own(rt, rq, s, src, W_TAKE, &a))
+        usual(rt, rq, s);
+}
+
+/* The key of write slot s was taken from its old owner (r): its copy goes to the new owner.
+ * False when there is nothing to copy or no server to copy to. */
+static bool move_fill(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
+{
+    char decoded[PX_MAX_ROUTE_KEY];
+    size_t len;
+    const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
+    px_server *to = key != NULL ? px_route_pool_next(rt->child[0], rq, s) : NULL;
+    if (to == NULL)
+        return false;
+    rq->slots[s].ntried = 0; /* the write itself goes there again */
+    px_buf b = {0};
+    uint8_t expect = 0;
+    int rc = rq->codec->encode_fill(&b, key, len, r, (int64_t)time(NULL), &expect);
+    px_warm_request a = {NULL, key, len, &b, expect};
+    bool sent = rc > 0 && own(rt, rq, s, to, W_FILL, &a);
+    px_buf_free(&b);
+    return sent;
+}
+
+/* The answer to one slot s at its step. */
+static void warm_step(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
+{
+    px_pool *pool = rq->pool;
+    px_server *src = NULL;
+    switch (step_of(rq, s, rt)) {
+    case W_BEFORE:
+        if (r->kind == PX_REPLY_FAILED && rq->msg.cmd->retry) {
+            usual(rt, rq, s); /* the old owner is tried: the new owner's candidates */
+            return;
+        }
+        break; /* a write is not sent twice: it may have been applied */
+    case W_TAKE:
+        if (r->kind == PX_REPLY_FAILED && slot_where(rq, s, &src) != PX_WARM_NONE)
+            src->warm_dead = true;
+        if (r->kind == PX_REPLY_VALUE && move_fill(rt, rq, s, r))
+            return;
+        usual(rt, rq, s);
+        return;
+    case W_FILL: {
+        int stored = r->kind == PX_REPLY_FAILED ? -1 : rq->codec->fill_stored(r);
+        if (stored > 0)
+            pool->m.warm.warm_fills++;
+        else if (stored == 0)
+            pool->m.warm.warm_fills_present++;
+        else
+            pool->m.warm.warm_fill_errors++;
+        if (rq->codec->encode_take == NULL && slot_where(rq, s, &src) == PX_WARM_ON) {
+            set_step(rq, s, rt, W_DELETE, 0);
+            px_rq_send_op(rq, s, rt, src, PX_SEND_DELETE);
+            return;
+        }
+        if (rq->codec->encode_take != NULL)
+            pool->m.warm.warm_deletes++; /* the take deleted it */
+        usual(rt, rq, s);
+        return;
+    }
+    case W_DELETE:
+        /* Whatever the old owner said (a failure: its copy is not served any more either),
+         * the write goes on to the new owner. */
+        if (r->kind != PX_REPLY_FAILED)
+            pool->m.warm.warm_deletes++;
+        else if (slot_where(rq, s, &src) != PX_WARM_NONE)
+            src->warm_dead = true;
+        usual(rt, rq, s);
+        return;
+    case W_NEW:
+        if (r->kind == PX_REPLY_FAILED || !rq->codec->is_miss(&rq->msg, r) ||
+            slot_where(rq, s, &src) != PX_WARM_ON)
+            break;
+        set_step(rq, s, rt, W_OLD, gen_of(rq, s, rt));
+        rq->slots[s].ntried = 0;
+        px_rq_call(rq, s, rt, rt->child[1]);
+        return;
+    case W_OLD:
+        if (r->kind == PX_REPLY_FAILED) {
+            /* Its keys are plain misses for the rest of the window; this one asks the new
+             * owner again (the tried set starts over: the new owner was tried first). */
+            if (slot_where(rq, s, &src) != PX_WARM_NONE)
+                src->warm_dead = true;
+            set_step(rq, s, rt, W_AGAIN, 0);
+            rq->slots[s].ntried = 0;
+            px_rq_call(rq, s, rt, rt->child[0]);
+            return;
+        }
+        if (r->kind == PX_REPLY_ERROR || rq->codec->is_miss(&rq->msg, r)) {
+            if (r->kind != PX_REPLY_ERROR)
+                pool->m.warm.warm_misses++;
+        } else {
+            /* A hit: copied to the new owner, sent before the answer (which may free rq) but
+             * behind it on nothing: the client's reply does not wait for the copy. */
+            char decoded[PX_MAX_ROUTE_KEY];
+            size_t len;
+            const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
+            pool->m.warm.warm_hits++;
+            if (key != NULL)
+                px_warm_fill(pool, key, len, rq->cid, gen_of(rq, s, rt));
+        }
+        break;
+    default: /* W_AGAIN, W_USUAL */
+        break;
+    }
+    set_step(rq, s, rt, W_USUAL, 0);
+    rq->slots[s].alone = false;
+    px_rq_return(rq, rt, &s, 1, r);
+}
+
+static void warm_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
+                       const px_reply *r)
+{
+    if (n > 1 && step_of(rq, slots[0], rt) == W_BEFORE && r->kind != PX_REPLY_FAILED) {
+        px_rq_return(rq, rt, slots, n, r); /* keys the old owner served together */
+        return;
+    }
+    /* Until the last slot here is answered the request cannot complete; then rq may be gone. */
+    for (size_t i = 0; i < n; i++)
+        warm_step(rt, rq, slots[i], r);
+}
+
+const px_route_ops px_route_warm_ops = {
+    .name = "warm",
+    .start = warm_start,
+    .reply = warm_reply,
+};
