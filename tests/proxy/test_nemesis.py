@@ -44,7 +44,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from proxyharness import (Proxy, Resp, RespError, fail, free_ports, log, run_test,  # noqa: E402
+from proxyharness import (Proxy, Resp, RespError, bindable, fail, log, run_test,  # noqa: E402
                           sigstop, spawn, start_redises, wait_until, write_file)
 import etcd  # noqa: E402
 from forwarder import Forwarder  # noqa: E402
@@ -60,6 +60,23 @@ SETTLE_S = 30.0
 
 def now_us():
     return time.time_ns() // 1000
+
+
+def stable_ports(n, rng):
+    """n free ports below the kernel's ephemeral range (checked by binding each), for proxies
+    that are killed and restarted on the same port: a port of the ephemeral range may be taken,
+    while its proxy is down, as the source port of one of the run's many connections."""
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
+    out = []
+    for port in rng.sample(range(10000, low), 2000):
+        if len(out) == n:
+            break
+        if bindable("127.0.0.1", port) and port not in out:
+            out.append(port)
+    if len(out) < n:
+        fail("no %d free ports below %d" % (n, low))
+    return out
 
 
 # ---- the checker ----------------------------------------------------------------------------
@@ -190,7 +207,7 @@ class Fleet:
         self.fwds, self.proxies, self.ports = [], [], []
         for i in range(NPROXY):
             fwd = Forwarder(spawn, tmp, "127.0.0.1", self.etcd.port, "fwd%d" % i).start()
-            ports = free_ports(len(POOLS))
+            ports = stable_ports(len(POOLS), rng)
             self.fwds.append(fwd)
             self.ports.append(dict(zip(POOLS, ports)))
             self.proxies.append(self.start_proxy(i))
@@ -257,12 +274,16 @@ class Fleet:
                 fail("%s: the fleet is not current within %.0f s: %s" % (what, timeout, states))
             time.sleep(0.05)
 
-    def apply(self, tag):
-        pool = self.rng.choice(sorted(POOLS))
+    def apply(self, tag, pool=None, same=False):
+        """chash fleet apply of a random change (1 or 2 servers added or removed) to a random
+        pool, or of the pool's servers as they are (same)."""
+        pool = pool or self.rng.choice(sorted(POOLS))
         cur = self.servers[pool]
         out = [i for i in range(NREDIS) if i not in cur]
         n = self.rng.choice([1, 2])
-        if len(cur) - n >= MIN_SERVERS and (not out or self.rng.random() < 0.5):
+        if same:
+            new = list(cur)
+        elif len(cur) - n >= MIN_SERVERS and (not out or self.rng.random() < 0.5):
             new = sorted(self.rng.sample(cur, len(cur) - n))
         else:
             new = sorted(cur + self.rng.sample(out, min(n, len(out), MAX_SERVERS - len(cur))))
@@ -492,6 +513,10 @@ def nemesis_step(fleet, rng, counts):
             wait_until(lambda: all(("px%d" % j) in fleet.client.records(k)
                                    for k in POOLS.values() for j in range(NPROXY)),
                        SETTLE_S, "every proxy registered again in the empty etcd")
+            # and the recovery docs/OPERATIONS.md gives: the membership written again (an
+            # apply of what is served), so that a proxy that restarts finds its pool's key
+            for pool in POOLS:
+                applied.append(fleet.apply("recovery", pool=pool, same=True))
     if during is not None:
         during.join(timeout=120)
         if during.is_alive():
