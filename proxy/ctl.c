@@ -7,6 +7,7 @@
 #include "admin_http.h"
 #include "fleet.h"
 #include "listen.h"
+#include "metrics.h"
 #include "reload.h"
 #include "resolve.h"
 #include "stats.h"
@@ -175,6 +176,12 @@ int px_ctl_check(const ch_config *cfg, char *why, size_t whylen)
     return rc;
 }
 
+/* A worker's INFO text (metrics.c), handed to the workers as px_worker_env.info. */
+static int ctl_info(void *arg, const px_worker *w, px_buf *out)
+{
+    return px_metrics_info(arg, w, out);
+}
+
 uint64_t px_rand_seed(const px_ctl *m, unsigned index)
 {
     uint64_t x = m->rng + 0x9E3779B97F4A7C15ULL * (index + 1u);
@@ -236,8 +243,12 @@ int px_ctl_init(px_ctl *m, ch_config *cfg, unsigned nworkers)
     }
     if (rc == 0)
         m->clients_max = clients_budget(m, cfg);
-    for (unsigned w = 0; rc == 0 && w < nworkers; w++)
-        rc = px_worker_init(m, &m->workers[w], w, fds);
+    for (unsigned w = 0; rc == 0 && w < nworkers; w++) {
+        px_worker_env env = {m->pools, m->npools, m->log, px_rand_seed(m, w),
+                             &m->total_connections, &m->clients_open, m->clients_max,
+                             ctl_info, m};
+        rc = px_worker_init(&env, &m->workers[w], w, fds);
+    }
     for (size_t i = 0; i < cfg->npools; i++) {
         for (unsigned w = 0; fds[i] != NULL && w < nworkers; w++)
             if (fds[i][w] >= 0)

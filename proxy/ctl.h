@@ -11,6 +11,7 @@
 
 #include <uv.h>
 
+typedef struct px_ctl px_ctl;
 typedef struct px_admin_http px_admin_http; /* admin_http.h */
 typedef struct px_reload_held px_reload_held; /* reload.h */
 typedef struct px_fleet px_fleet;             /* fleet.h */

@@ -391,9 +391,8 @@ static int info_name(px_buf *b, const char *s)
     return rc;
 }
 
-int px_metrics_info(px_worker *px, px_buf *b)
+int px_metrics_info(const px_ctl *m, const px_worker *px, px_buf *b)
 {
-    const px_ctl *m = px->ctl;
     uint64_t now = (uint64_t)time(NULL);
     int rc = px_buf_printf(b,
                            "# Proxy\r\n"

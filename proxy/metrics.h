@@ -10,6 +10,6 @@
 int px_metrics_text(px_ctl *m, px_buf *b);
 /* The INFO reply's text (not yet a bulk) into b; runs on worker w: counts of clients are this
  * worker's and the whole proxy's. 0, or -1. */
-int px_metrics_info(px_worker *w, px_buf *b);
+int px_metrics_info(const px_ctl *m, const px_worker *w, px_buf *b);
 
 #endif /* CHASH_PROXY_METRICS_H */

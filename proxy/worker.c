@@ -7,8 +7,6 @@
 #include "backend.h"
 #include "warm.h"
 #include "client.h"
-#include "ctl.h"
-#include "metrics.h"
 #include "route_build.h"
 
 #include <errno.h>
@@ -218,10 +216,11 @@ static void listen_cb(uv_stream_t *server, int status)
     px_client_accept(pool, server);
 }
 
-/* The INFO text of the worker whose pool asks. */
+/* The INFO text of the worker whose pool asks: the control plane's, given at creation. */
 static int worker_info(void *arg, px_buf *out)
 {
-    return px_metrics_info(arg, out);
+    const px_worker *w = arg;
+    return w->env.info(w->env.info_arg, w, out);
 }
 
 /* The worker's copy of shared pool sp, listening on fd (taken over). */
@@ -239,9 +238,9 @@ static int pool_init(px_worker *w, px_pool *pool, px_shared_pool *sp, int fd)
     pool->tls_servers = sp->tls_servers;
     pool->nservers = sp->nservers;
     pool->next_client_id = 1;
-    pool->accepted_total = &w->ctl->total_connections;
-    pool->clients_open = &w->ctl->clients_open;
-    pool->clients_max = w->ctl->clients_max;
+    pool->accepted_total = w->env.accepted_total;
+    pool->clients_open = w->env.clients_open;
+    pool->clients_max = w->env.clients_max;
     pool->listen_spare = -1;
     pool->info = worker_info;
     pool->info_arg = w;
@@ -276,16 +275,16 @@ static int pool_init(px_worker *w, px_pool *pool, px_shared_pool *sp, int fd)
 
 /* ---- lifecycle -------------------------------------------------------------------------------- */
 
-int px_worker_init(px_ctl *ctl, px_worker *w, unsigned index, int **fds)
+int px_worker_init(const px_worker_env *env, px_worker *w, unsigned index, int **fds)
 {
-    w->ctl = ctl;
+    w->env = *env;
     w->index = index;
     uv_loop_t *loop = malloc(sizeof(*loop));
     if (loop == NULL || uv_loop_init(loop) != 0) {
         free(loop);
         return -1;
     }
-    px_io_init(&w->io, loop, ctl->log, px_rand_seed(ctl, index));
+    px_io_init(&w->io, loop, env->log, env->seed);
     w->io.after_flush = after_flush;
     pthread_mutex_init(&w->job_lock, NULL);
     pthread_cond_init(&w->job_cond, NULL);
@@ -295,14 +294,14 @@ int px_worker_init(px_ctl *ctl, px_worker *w, unsigned index, int **fds)
     uv_timer_init(loop, &w->probe_timer);
     w->probe_timer.data = w;
     uv_timer_start(&w->probe_timer, probe_cb, PX_PROBE_TICK_MS, PX_PROBE_TICK_MS);
-    w->pools = calloc(ctl->npools, sizeof(*w->pools));
+    w->pools = calloc(env->npools, sizeof(*w->pools));
     if (w->pools == NULL)
         return -1;
-    w->npools = ctl->npools;
-    for (size_t i = 0; i < ctl->npools; i++) {
+    w->npools = env->npools;
+    for (size_t i = 0; i < env->npools; i++) {
         int fd = fds[i][index];
         fds[i][index] = -1; /* taken over */
-        if (pool_init(w, &w->pools[i], &ctl->pools[i], fd) != 0)
+        if (pool_init(w, &w->pools[i], &env->pools[i], fd) != 0)
             return -1;
     }
     for (size_t i = 0; i < w->npools; i++) /* once every pool is set up: shadows name others */

@@ -17,18 +17,31 @@
 #define PX_ACCEPT_PAUSE_MS 100u /* out of descriptors: how long a listener stops accepting */
 #define PX_STOP_WAIT_MS 10000u  /* shutdown: how long a worker may take to take its stop job */
 
-typedef struct px_ctl px_ctl; /* ctl.h */
-
 /* A job the control thread runs on a worker's loop (px_worker_call). */
 typedef void (*px_job_fn)(px_worker *w, void *arg);
 
+/* What a worker needs of the control thread, handed to it at creation (ctl.c) so that the
+ * worker calls nothing of the control plane by name: the pools it serves, the counters and
+ * budget shared by every worker, its log and random seed, and the INFO text (metrics.c). */
+typedef struct px_worker_env {
+    px_shared_pool *pools;
+    size_t npools;
+    px_log log;
+    uint64_t seed;
+    uint64_t *accepted_total; /* client connections accepted, all workers (atomic) */
+    uint64_t *clients_open;   /* client connections open, all pools and workers (atomic) */
+    uint64_t clients_max;     /* the descriptors left for clients (0: no cap) */
+    int (*info)(void *arg, const px_worker *w, px_buf *out); /* INFO for w's clients */
+    void *info_arg;
+} px_worker_env;
+
 struct px_worker {
     px_io io;       /* the loop as the data path sees it (first: px_io * == px_worker *) */
-    px_ctl *ctl;
+    px_worker_env env;
     unsigned index; /* 0 .. nworkers-1, in log lines as "worker N" */
     pthread_t thread;
     bool started;   /* thread is running */
-    px_pool *pools; /* as ctl->pools */
+    px_pool *pools; /* as env.pools */
     size_t npools;
     uv_timer_t probe_timer;
     uint64_t ticks;     /* of probe_timer */
@@ -43,9 +56,9 @@ struct px_worker {
     bool job_done;
 };
 
-/* Worker index of ctl: its loop and handles, its pools listening on fds[pool][index] (taken
- * over). Returns 0 or -1 (px_worker_free cleans up). */
-int px_worker_init(px_ctl *ctl, px_worker *w, unsigned index, int **fds);
+/* Worker `index` of env's pools: its loop and handles, its pools listening on fds[pool][index]
+ * (taken over). Returns 0 or -1 (px_worker_free cleans up). */
+int px_worker_init(const px_worker_env *env, px_worker *w, unsigned index, int **fds);
 /* Runs the worker's loop in its own thread. Returns 0, or -1 (errno set). */
 int px_worker_start(px_worker *w);
 /* Closes the worker's handles; its loop then ends once the closes are done (a job, or at free). */

@@ -10,8 +10,9 @@ px_rq.on_done, px_flushable.flush, px_route_ops):
     leaves (include only leaves): proto/*, buf, log, counters, health_shared, conf_ref,
     resolve, route.h, window.h, tls
 
-The worker is the boundary: it may also include the control plane (ctl, metrics), which may
-include anything. A file of proxy/ that has no rank here fails the check, so a new module has to
+The worker is the data path's top: it too includes nothing above it, and what it needs of the
+control thread (the shared pools, counters, the INFO text) it is handed in px_worker_env. The
+control plane above it (listen, metrics, reload, fleet, ctl, main) may include anything. A file of proxy/ that has no rank here fails the check, so a new module has to
 be placed. Run with --self-test to see the check fail on a tree that breaks the rule.
 
 The same direction one floor down (--layers ROOT): the modules of include/, src/ and tools/
@@ -46,7 +47,7 @@ RANKS = {
     "session": 5,
     "dispatch": 6, "client": 7,
     "worker": 8,
-    # the control plane: unchecked above the worker
+    # the control plane: unchecked, above the worker
     "listen": 9, "snapshot": 9, "metrics": 9, "stats": 9, "reload": 9, "etcd_http": 9,
     "lease": 9,
     "fleet": 10, "admin_http": 10,
@@ -54,7 +55,7 @@ RANKS = {
 }
 DATA_PATH = {"io", "backend", "request", "warm", "route_pool", "route_all", "route_scan",
              "route_warm", "route_shadow", "route_build", "pubsub", "session", "dispatch",
-             "client"}
+             "client", "worker"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
