@@ -330,6 +330,13 @@ int ch_cache_reload(ch_cache *c, const ch_member *members, size_t n, const ch_op
 
 /* ---- results ----------------------------------------------------------------------------------- */
 
+void ch__result_clear(ch_cache_result *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->status = CH_CACHE_ERROR;
+    r->node = SIZE_MAX;
+}
+
 void ch_cache_result_free(ch_cache_result *r)
 {
     if (r == NULL)

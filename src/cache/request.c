@@ -17,13 +17,6 @@
 
 /* ---- accounting -------------------------------------------------------------------------------- */
 
-void ch__result_clear(ch_cache_result *r)
-{
-    memset(r, 0, sizeof(*r));
-    r->status = CH_CACHE_ERROR;
-    r->node = SIZE_MAX;
-}
-
 void ch__node_failed(ch_cache *c, size_t i, const ch__attempt *a, ch_cache_result *r)
 {
     ch__node *node = &c->nodes[i];
