@@ -343,10 +343,10 @@ void px_rq_send_op(px_rq *rq, px_slot s, px_route *from, px_server *to, px_send_
         rq->sends = a;
         rq->sends_cap = cap;
     }
-    rq->sends[rq->nsends++] = (px_rq_queued){to, from, s, op};
+    rq->sends[rq->nsends++] = (px_rq_queued){to, from, s, (uint8_t)op, sl->passed};
 }
 
-/* By server and route, the coalesced sends first, then by slot. */
+/* By server, route and passed bits, the coalesced sends first, then by slot. */
 static int send_order(const void *a, const void *b)
 {
     const px_rq_queued *x = a, *y = b;
@@ -354,6 +354,8 @@ static int send_order(const void *a, const void *b)
         return x->server->uid < y->server->uid ? -1 : 1;
     if (x->route != y->route)
         return (uintptr_t)x->route < (uintptr_t)y->route ? -1 : 1;
+    if (x->passed != y->passed)
+        return x->passed < y->passed ? -1 : 1;
     if ((x->op == PX_SEND_REQUEST) != (y->op == PX_SEND_REQUEST))
         return x->op == PX_SEND_REQUEST ? -1 : 1;
     return x->slot < y->slot ? -1 : x->slot > y->slot;
@@ -381,8 +383,8 @@ static void sort_sends(px_rq_queued *sends, size_t n)
 /* Whether queued send b joins a's backend request. */
 static bool same_frag(const px_rq_queued *a, const px_rq_queued *b)
 {
-    return a->server == b->server && a->route == b->route && a->op == PX_SEND_REQUEST &&
-           b->op == PX_SEND_REQUEST;
+    return a->server == b->server && a->route == b->route && a->passed == b->passed &&
+           a->op == PX_SEND_REQUEST && b->op == PX_SEND_REQUEST;
 }
 
 typedef struct encode_arg {
@@ -491,7 +493,7 @@ void px_rq_flush(px_rq *rq)
         for (size_t k = i; k < j; k++)
             f->slots[k - i] = sends[k].slot;
         frags[built] = f;
-        ops[built] = sends[i].op;
+        ops[built] = (px_send_op)sends[i].op;
         servers[built++] = sends[i].server;
         i = j;
     }

@@ -39,11 +39,16 @@ typedef enum px_send_op {
                         as tried */
 } px_send_op;
 
+/* A send queued until px_rq_flush. Sends coalesce into one backend request only when their
+ * server, route, op (PX_SEND_REQUEST) and passed bits agree: the same passed bits under the same
+ * route mean the same route above takes the answer, so a part's reply is never split between
+ * routes that read it differently. */
 typedef struct px_rq_queued {
     px_server *server;
     px_route *route; /* the route that sent it: its reply's */
     px_slot slot;
-    px_send_op op;
+    uint8_t op;      /* px_send_op */
+    uint8_t passed;  /* the slot's px_rq_slot.passed when it was sent */
 } px_rq_queued;
 
 struct px_rq {
