@@ -35,7 +35,8 @@
 #include "lease.h"
 #include "reload.h"
 
-#include <fleet_internal.h>
+#include <etcd_msg.h>
+#include <fleet_record.h>
 
 #include <stdio.h>
 #include <stdlib.h>

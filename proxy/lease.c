@@ -12,7 +12,7 @@
 #include "lease.h"
 #include "etcd_http.h"
 
-#include <fleet_internal.h>
+#include <etcd_msg.h>
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -20,7 +20,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <chash_cache.h>
 
-#include "fleet_internal.h"
+#include "fleet_record.h"
 
 #include <inttypes.h>
 #include <stdio.h>

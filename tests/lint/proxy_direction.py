@@ -29,9 +29,8 @@ The same direction one floor down (--layers ROOT): the modules of include/, src/
   - the pure layers (core, proto, route) include no I/O, clock or thread header and no library
     of the edges (DESIGN.md: "no sockets, no clocks, no logging");
   - every file has a module, so a new directory has to be placed.
-proxy/'s own includes are the data path's rule above (proxy/fleet.c and proxy/lease.c still
-include src/fleet's old fleet_internal.h, which only forwards to the shared headers). Run
---self-test layers to see this check fail on a tree that breaks each rule.
+proxy/'s own includes are the data path's rule above. Run --self-test layers to see this check
+fail on a tree that breaks each rule.
 """
 import os
 import re

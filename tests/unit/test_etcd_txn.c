@@ -7,7 +7,8 @@
  */
 #include "testutil.h"
 
-#include <fleet_internal.h>
+#include <etcd_msg.h>
+#include <fleet_record.h>
 
 #include <stdarg.h>
 #include <setjmp.h>
