@@ -800,17 +800,26 @@ class Proxy:
         except ValueError as e:
             fail("%s: stats port sent no single JSON object (%s): %r" % (self.what, e, data[:400]))
 
-    def wait_stats(self, pred, what, timeout=WAIT_TIMEOUT):
-        """The stats (stats_json) once pred(stats) holds; fails after timeout naming what, with
-        the last stats' top-level fields and the log's tail."""
+    def poll_stats(self, pred, timeout=WAIT_TIMEOUT):
+        """The stats (stats_json) once pred(stats) holds, or the last ones read after timeout
+        seconds: for a caller whose own checks judge them (and report what they find)."""
         last = [None]
 
         def seen():
             last[0] = self.stats_json()
-            return last[0] if pred(last[0]) else None
-        return wait_until(seen, timeout, lambda: "%s: not in %s's stats (last: %r); log:\n%s" % (
-            what, self.what, {k: v for k, v in (last[0] or {}).items()
-                              if not isinstance(v, dict)}, tail(self.log)))
+            return pred(last[0])
+        poll_until(seen, timeout)
+        return last[0]
+
+    def wait_stats(self, pred, what, timeout=WAIT_TIMEOUT):
+        """The stats once pred(stats) holds; fails after timeout naming what, with the last
+        stats' top-level fields and the log's tail."""
+        st = self.poll_stats(pred, timeout)
+        if not pred(st):
+            fail("%s: not in %s's stats within %g s (last: %r); log:\n%s" % (
+                what, self.what, timeout, {k: v for k, v in st.items()
+                                           if not isinstance(v, dict)}, tail(self.log)))
+        return st
 
     def sanitizer_report(self):
         try:

@@ -427,11 +427,8 @@ def part_stats_metrics(proxy_exe, nutcracker, tmp, mcs):
         if nut:  # nutcracker aggregates every 30 s by default: read the field names only
             js = p.stats_json()
         else:    # every request answered: counted once the stats show it (judged below)
-            def counted():
-                st = p.stats_json()
-                n = sum(v["requests"] for v in st["st"].values() if isinstance(v, dict))
-                return st if n >= 101 else None
-            js = poll_until(counted, WAIT_TIMEOUT) or p.stats_json()
+            js = p.poll_stats(lambda st: sum(v["requests"] for v in st["st"].values()
+                                             if isinstance(v, dict)) >= 101)
         pool = js["st"]
         srv = {k: v for k, v in pool.items() if isinstance(v, dict)}
         fields.append((set(k for k, v in pool.items() if not isinstance(v, dict)),

@@ -34,11 +34,10 @@ import re
 import socket
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Proxy, Resp, RespError, chash_lookup, fail, free_ports,  # noqa: E402
-                          pool_yaml, run_test, soft_fail, start_redises, write_file)
+                          poll_until, pool_yaml, run_test, soft_fail, start_redises, write_file)
 from promtext import HTTP_TIMEOUT, get, http, parse_response, scrape, value  # noqa: E402
 
 BETA_VERSION = 'rel-7"blue"\\x'      # the YAML below holds it single-quoted, as is
@@ -206,17 +205,17 @@ def body(t):
     vkey = keys[0]                     # (fnv1a_64 on keys this alike can skip a backend)
     victim = next(b for b in backends if b.text == owners[vkey.encode()])
     victim.kill()
-    deadline = time.monotonic() + 15
-    up = 1
-    while time.monotonic() < deadline:
+    seen = {}
+
+    def down():
         held.call("GET", vkey)         # a read: fails over; the failure ejects (limit 1)
-        fams = scrape(mport)
-        up = value(fams, "chash_proxy_server_up", pool="alpha", server=victim.text)
-        if up == 0:
-            break
-        time.sleep(0.2)
-    if up != 0:
-        soft_fail("server_up of the killed backend still %r" % up)
+        seen["fams"] = scrape(mport)
+        seen["up"] = value(seen["fams"], "chash_proxy_server_up", pool="alpha",
+                           server=victim.text)
+        return seen["up"] == 0
+    if not poll_until(down, 15, poll=0.2):
+        soft_fail("server_up of the killed backend still %r" % seen["up"])
+    fams = seen["fams"]
     ej = value(fams, "chash_proxy_server_ejections_total", pool="alpha", server=victim.text)
     if ej != 1:
         soft_fail("ejections of the killed backend: %r" % ej)

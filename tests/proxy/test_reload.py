@@ -32,20 +32,25 @@ Exit: 0 pass, 1 fail, 77 skip (redis-server missing and CI unset).
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
 import threading
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import proxyharness  # noqa: E402
 from proxyharness import (Proxy, Resp, RespError, chash_lookup, encode, fail,  # noqa: E402
-                          free_ports, log, pool_yaml, run_test, soft_fail, start_redises, tail,
-                          write_file)
+                          free_ports, holds, log, poll_until, pool_yaml, run_test, sigstop,
+                          soft_fail, start_redises, wait_until, write_file)
 
 POOL = "alpha"
 NSAMPLE = 3000
 WAIT = 15.0          # seconds for a reload to show in the stats (ASan, loaded machine)
+PACE = 0.001         # seconds between two pairs of a loader: pacing, not a wait
+LOAD_AFTER = 600     # requests each loader answers after an event before its load stops
+LOAD_BEFORE = 300    # requests each loader answers before the event
+HELD_STOPPED = 0.2   # seconds the removed server stays stopped after the reload committed
 
 
 class Loader(threading.Thread):
@@ -98,7 +103,7 @@ class Loader(threading.Thread):
                             elif val != b"m%d" % j:
                                 self.errors.append(("MGET", k, val))
                 i += 1
-                time.sleep(0.001)
+                self.stop_flag.wait(PACE)
         except Exception as e:      # a closed connection, a timeout: a lost request
             self.errors.append("exception after %d requests: %r" % (self.sent, e))
         finally:
@@ -110,6 +115,16 @@ def start_load(addr, tag):
     for t in loaders:
         t.start()
     return loaders
+
+
+def load_after(loaders, n=LOAD_AFTER):
+    """Returns once every loader has answered n more requests than now (or stopped on an
+    error, which stop_load reports): the load went on past what just happened."""
+    base = [t.answered for t in loaders]
+    wait_until(lambda: all(t.answered >= b + n or t.errors or not t.is_alive()
+                           for t, b in zip(loaders, base)), WAIT,
+               lambda: "%d requests answered by each loader (%s)" % (n, ", ".join(
+                   "%s: %d" % (t.name, t.answered - b) for t, b in zip(loaders, base))))
 
 
 def stop_load(loaders, phase, unmoved):
@@ -162,29 +177,11 @@ def chash_plan(chash, old, new):
 
 
 def wait_stats(px, pred, what):
-    deadline = time.monotonic() + WAIT
-    while True:
-        st = px.stats_json()
-        if pred(st):
-            return st
-        if time.monotonic() > deadline:
-            fail("%s: not seen in the stats within %gs: %r\nlog:\n%s" % (
-                what, WAIT, {k: v for k, v in st.items() if not isinstance(v, dict)},
-                tail(px.log)))
-        time.sleep(0.05)
+    return px.wait_stats(pred, what, timeout=WAIT)
 
 
 def wait_log(px, pattern, what, start=0):
-    deadline = time.monotonic() + WAIT
-    while True:
-        with open(px.log, "r", errors="replace") as f:
-            text = f.read()[start:]
-        m = re.search(pattern, text)
-        if m:
-            return m
-        if time.monotonic() > deadline:
-            fail("%s: no log line matching %r; log:\n%s" % (what, pattern, tail(px.log)))
-        time.sleep(0.05)
+    return proxyharness.wait_log(px.log, pattern, what, start=start, timeout=WAIT)
 
 
 def log_size(px):
@@ -248,12 +245,12 @@ def body(t):
 
     # 1. Add a server under load.
     loaders = start_load(addr, "a")
-    time.sleep(0.5)
+    load_after(loaders, LOAD_BEFORE)
     mark = log_size(px)
     replace_file(conf, conf_text(backends))
     px.proc.send_signal(signal.SIGHUP)
     st = wait_stats(px, lambda s: s.get("reloads") == 1, "reload 1")
-    time.sleep(0.7)
+    load_after(loaders)
     stop_load(loaders, "add a server", unmoved)
     if st[POOL].get("membership_version") != v_new:
         soft_fail("membership_version after the reload %r, chash lookup says %r" % (
@@ -307,14 +304,14 @@ def body(t):
 
     # 3. An invalid config: rejected with file:line:column, the old one keeps serving.
     loaders = start_load(addr, "b")
-    time.sleep(0.3)
+    load_after(loaders, LOAD_BEFORE)
     mark = log_size(px)
     bad = conf_text(backends).replace("  timeout:", "  timeuot:")
     replace_file(conf, bad)
     bad_line = 1 + bad.splitlines().index(next(l for l in bad.splitlines() if "timeuot" in l))
     px.proc.send_signal(signal.SIGHUP)
     st = wait_stats(px, lambda s: s.get("reload_failures") == 1, "rejected reload")
-    time.sleep(0.5)
+    load_after(loaders)
     stop_load(loaders, "invalid config", lambda keys: keys)
     m = wait_log(px, re.escape(conf) + r":(\d+):(\d+): (.*)", "invalid config log", mark)
     log("rejected: %s" % m.group(0))
@@ -332,16 +329,23 @@ def body(t):
     # SIGSTOPped meanwhile): they must still be answered by it, on that connection.
     held_keys = [k for k in sample if own_new[k] == new.text][:50]
     loaders = start_load(addr, "c")
-    time.sleep(0.3)
+    load_after(loaders, LOAD_BEFORE)
     held = Resp(addr)
-    new.proc.send_signal(signal.SIGSTOP)
     try:
+        sigstop(new.proc.pid)
         held.send(b"".join(encode("GET", k) for k in held_keys))
-        time.sleep(0.3)
+        # In flight: written to the stopped server's connection (the loaders' requests to it
+        # wait there too).
+        wait_stats(px, lambda s: s[POOL].get(new.text, {}).get("out_queue", 0) >= len(held_keys),
+                   "the %d GETs in flight on the stopped %s" % (len(held_keys), new.text))
         replace_file(conf, conf_text(three))
         px.proc.send_signal(signal.SIGHUP)
         st = wait_stats(px, lambda s: s.get("reloads") == 2, "reload 2")
-        time.sleep(0.2)
+        # The server stays stopped HELD_STOPPED s after the reload committed: nothing may
+        # answer its requests meanwhile (a proxy that failed or re-sent them at the removal
+        # would answer them now, before the server can).
+        holds(lambda: not select.select([held.sock], [], [], 0)[0], HELD_STOPPED,
+              "no reply to the GETs in flight on the stopped, removed server")
     finally:
         new.proc.send_signal(signal.SIGCONT)
     got = [held.read() for _ in held_keys]
@@ -353,7 +357,7 @@ def body(t):
     else:
         log("%d GETs in flight on the removed server answered by it after the reload" % (
             len(held_keys)))
-    time.sleep(0.3)
+    load_after(loaders)
     # A miss is allowed for keys whose owner changed back (from the new server to the old).
     stop_load(loaders, "remove a server", unmoved)
     if st[POOL].get("membership_version") != v_old:
@@ -362,12 +366,8 @@ def body(t):
     servers = [k for k, v in st[POOL].items() if isinstance(v, dict)]
     if len(servers) != 3 or new.text in servers:
         soft_fail("stats list servers %s after removing %s" % (servers, new.text))
-    deadline = time.monotonic() + WAIT
-    while connected_clients(new) > 1:        # our INFO connection only
-        if time.monotonic() > deadline:
-            soft_fail("the proxy's connection to the removed %s is still open" % new.text)
-            break
-        time.sleep(0.05)
+    if not poll_until(lambda: connected_clients(new) <= 1, WAIT):   # our INFO connection only
+        soft_fail("the proxy's connection to the removed %s is still open" % new.text)
 
     # 5. A changed listen address needs a restart: the pool is kept as it was.
     mark = log_size(px)

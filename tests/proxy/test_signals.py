@@ -17,11 +17,10 @@ Exit: 0 pass, 1 fail, 77 skip (redis-server missing and CI unset).
 import os
 import signal
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Proxy, Resp, fail, free_ports, log, pool_yaml, run_test,  # noqa: E402
-                          start_redises, write_file)
+                          start_redises, wait_until, write_file)
 
 BOUND = 10.0
 
@@ -35,12 +34,8 @@ def read(path):
 
 
 def wait_for(path, needle, what):
-    deadline = time.monotonic() + BOUND
-    while needle not in read(path):
-        if time.monotonic() > deadline:
-            fail("%s: %r not in %s within %g s; it holds:\n%s" % (
-                what, needle, path, BOUND, read(path)[-1500:].decode("utf-8", "replace")))
-        time.sleep(0.05)
+    wait_until(lambda: needle in read(path), BOUND, lambda: "%s: %r in %s; it holds:\n%s" % (
+        what, needle, path, read(path)[-1500:].decode("utf-8", "replace")))
 
 
 def body(t):

@@ -39,7 +39,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Proxy, Resp, RespError, chash_lookup, fail, free_ports, log,  # noqa: E402
-                          pool_yaml, run_test, soft_fail, start_redises, write_file)
+                          poll_until, pool_yaml, run_test, soft_fail, start_redises, write_file)
 
 NTHREADS = 3
 REQUEST_BOUND = 6.0    # seconds: a hang detector (2 x timeout with room for ASan and a busy box)
@@ -177,16 +177,20 @@ def body(t):
         ld.start()
     samp.start()
 
+    def soak_until(at):
+        """Until `at` s into the soak (the schedule's next point: a duration the test sets),
+        watching: fails if the proxy exits; true if a loader saw an error (the soak ends)."""
+        def watched():
+            if not proxy.alive():
+                fail("chash-proxy exited during the soak")
+            return any(ld.errors for ld in loaders) or time.monotonic() - t_start >= at
+        poll_until(watched, t_start + at - time.monotonic() + 1, poll=0.1)
+        return any(ld.errors for ld in loaders)
+
     schedule = [(0.15, "kill"), (0.30, "restart"), (0.55, "kill"), (0.70, "restart")]
     try:
         for frac, what in schedule:
-            while time.monotonic() - t_start < frac * seconds:
-                if not proxy.alive():
-                    fail("chash-proxy exited during the soak")
-                if any(ld.errors for ld in loaders):
-                    break
-                time.sleep(0.1)
-            if any(ld.errors for ld in loaders):
+            if soak_until(frac * seconds):
                 break
             if what == "kill":
                 A.kill()
@@ -194,10 +198,8 @@ def body(t):
                 A.start()
             log("%.1fs: backend A (%s) %sed" % (time.monotonic() - t_start, A.text,
                                                "kill" if what == "kill" else "restart"))
-        while time.monotonic() - t_start < seconds and not any(ld.errors for ld in loaders):
-            if not proxy.alive():
-                fail("chash-proxy exited during the soak")
-            time.sleep(0.1)
+        else:
+            soak_until(seconds)
     finally:
         stop.set()
         for ld in loaders:
@@ -242,25 +244,18 @@ def body(t):
         soft_fail("only %d RSS samples" % len(rss))
 
     # No stuck connection: queues drain, clients gone.
-    deadline = time.monotonic() + STATS_BOUND
-    while True:
+    def drained():
         q, clients = queues(proxy, "soak", names)
-        if clients == 0 and all(v == (0, 0) for v in q.values()):
-            break
-        if time.monotonic() > deadline:
-            soft_fail("%gs after the load stopped: client_connections %d, (in_queue, "
-                      "out_queue) per server %s" % (STATS_BOUND, clients, q))
-            break
-        time.sleep(0.1)
+        return clients == 0 and all(v == (0, 0) for v in q.values())
+    if not poll_until(drained, STATS_BOUND, poll=0.1):
+        q, clients = queues(proxy, "soak", names)
+        soft_fail("%gs after the load stopped: client_connections %d, (in_queue, "
+                  "out_queue) per server %s" % (STATS_BOUND, clients, q))
     # And the proxy still serves every backend (A restarted, readmitted).
     with Resp(addr) as c:
         for ks in live[0][:3] + akeys[0][:3]:
-            deadline = time.monotonic() + 10
-            while c.call("SET", ks, b"final") != b"OK":
-                if time.monotonic() > deadline:
-                    soft_fail("SET %r still failing 10 s after the soak" % ks)
-                    break
-                time.sleep(0.2)
+            if not poll_until(lambda: c.call("SET", ks, b"final") == b"OK", 10, poll=0.2):
+                soft_fail("SET %r still failing 10 s after the soak" % ks)
     proxy.stop()
     return "%.0fs, %d requests, max latency %.2fs" % (elapsed, total, max_lat)
 

@@ -61,15 +61,28 @@ def jtype(v):
     return type(v).__name__
 
 
+def counted(st):
+    """Whether stats st count the traffic: in each pool one client, and the requests and
+    responses of its 2 * NKEYS commands on the servers (what they count exactly is judged by
+    the caller)."""
+    for pool in ("named", "plain"):
+        p = st.get(pool, {})
+        servers = [v for v in p.values() if isinstance(v, dict)]
+        if p.get("client_connections") != 1 or any(
+                sum(s.get(f, 0) for s in servers) < 2 * NKEYS for f in ("requests", "responses")):
+            return False
+    return True
+
+
 def run(exe, tmp, label, backends, nutcracker):
     ports = free_ports(2)
     conf = write_file(os.path.join(tmp, label + ".yml"), config(backends, ports))
     p = Proxy(exe, tmp, conf, [("127.0.0.1", x) for x in ports], label=label,
               nutcracker=nutcracker, stats_interval_ms=100).start()
     conns = [traffic(("127.0.0.1", x)) for x in ports]
-    time.sleep(0.6)           # nutcracker aggregates its stats every -i ms
+    # nutcracker aggregates its stats every -i ms: until they show the traffic
+    st = p.poll_stats(counted)
     raw = p.stats()
-    st = p.stats_json()
     return p, conf, ports, conns, raw, st
 
 
@@ -188,8 +201,12 @@ def body(t):
         soft_fail("MGET through the proxy: %r" % r[:5])
     for c in conns:
         c.close()
-    time.sleep(0.3)
-    after = px.stats_json()
+
+    def closed(st):
+        return st["named"].get("fragments", 0) > before and all(
+            st[p].get("client_connections") == 0 and st[p].get("client_eof", 0) >= 1
+            for p in ("named", "plain"))
+    after = px.poll_stats(closed)
     if not after["named"].get("fragments", 0) > before:
         soft_fail("fragments did not grow after an MGET over 3 servers (%r -> %r)" % (
             before, after["named"].get("fragments")))

@@ -33,12 +33,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Proxy, Redis, Resp, RespError, chash_lookup, fail,  # noqa: E402
-                          free_ports, log, pool_yaml, run_test, sanitizer_env, soft_fail,
-                          start_redises, write_file)
+                          free_ports, log, poll_until, pool_yaml, run_test, sanitizer_env,
+                          soft_fail, start_redises, wait_until, write_file)
 from promtext import scrape, total, value  # noqa: E402
 
 CONNS = 16
@@ -71,12 +70,7 @@ class Counted:
 
 
 def wait_for(what, pred):
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.05)
-    fail("not within %.0fs: %s" % (WAIT, what))
+    wait_until(pred, WAIT, what)
 
 
 def config(backends, port, sock):
@@ -240,8 +234,10 @@ def body(t):
     log("reload: %s -> %s on all %d connections of both workers" % (
         before, versions.pop(), CONNS))
 
-    # Counters of both workers, added up.
-    time.sleep(0.1)
+    # Counters of both workers, added up: once they count every request answered and the unix
+    # connections' closes (judged below).
+    poll_until(lambda: total(scrape(mport), "chash_proxy_requests_total") == Counted.sent and
+               px.stats_json().get("curr_connections") == CONNS, WAIT)
     counted = total(scrape(mport), "chash_proxy_requests_total")  # both pools, every class
     if counted != Counted.sent:
         soft_fail("/metrics counts %d requests; this test sent %d" % (counted, Counted.sent))

@@ -21,11 +21,13 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Resp, fail, free_ports, log, run_test, start_redises,  # noqa: E402
-                          write_file)
+from proxyharness import (Proxy, Resp, fail, free_ports, log, poll_until, run_test,  # noqa: E402
+                          start_redises, write_file)
 
 SLOW, IDLE, PLAIN_IDLE = 200, 100, 50
 BOUND = 6.0
+BYTE_EVERY = 0.3    # seconds between two bytes of a slowloris request: the fault's pace
+KEEP_FOR = 4.0      # seconds the active client must stay served (past the 1 s timeouts)
 
 
 RECEIVED = {}  # socket -> every byte it has received so far (a reply and its FIN may come apart)
@@ -75,7 +77,11 @@ def body(t):
     t0 = time.monotonic()
     sent = 1
     done_slow, done_idle, errors = {}, set(), []
-    while time.monotonic() - t0 < BOUND:
+
+    def step():
+        """One more byte of every slowloris request still open; true once every slowloris
+        and idle connection is closed and the active client was served for KEEP_FOR s."""
+        nonlocal sent
         for i, s in enumerate(slow):
             if i in done_slow:
                 continue
@@ -91,11 +97,11 @@ def body(t):
         for i, s in enumerate(idle):
             if i not in done_idle and closed(s)[0]:
                 done_idle.add(i)
-        if time.monotonic() - t0 < 4.0 and active.call("GET", "live") != b"yes":
+        if time.monotonic() - t0 < KEEP_FOR and active.call("GET", "live") != b"yes":
             errors.append("the active client's GET")
-        if len(done_slow) == SLOW and len(done_idle) == IDLE and time.monotonic() - t0 >= 4.0:
-            break
-        time.sleep(0.3)
+        return len(done_slow) == SLOW and len(done_idle) == IDLE and \
+            time.monotonic() - t0 >= KEEP_FOR
+    poll_until(step, BOUND, poll=BYTE_EVERY)
     if errors:
         fail("the active client was disturbed: %s" % errors[:3])
     if len(done_slow) != SLOW:

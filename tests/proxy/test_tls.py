@@ -41,7 +41,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Proxy, Resp, chash_lookup, fail, free_ports, log, pool_yaml,  # noqa: E402
-                          run_test, spawn, start_redises, tail, wait_accepting, write_file)
+                          run_test, spawn, start_redises, tail, wait_accepting, wait_until,
+                          write_file)
 
 WAIT = 15.0
 
@@ -280,6 +281,11 @@ def body(t):
     log("untrusted server certificate: %s" % str(got)[:120])
 
     # 5. SNI and session reuse.
+    def sni_closed():
+        """Until the proxy holds no connection to the SNI backend (it has seen its close)."""
+        wait_until(lambda: sum(v["server_connections"] for v in px.stats_json()["sni"].values()
+                               if isinstance(v, dict)) == 0, WAIT,
+                   "the proxy seeing the SNI backend close its connection")
     for i in range(6):
         # The backend closes each connection after its reply: a request may race that close
         # (the proxy has not read the end of the stream yet) and answer an error; once again.
@@ -288,10 +294,10 @@ def body(t):
                 got = c.call("GET", "k%d" % i)
             if got is None:
                 break
-            time.sleep(0.3)
+            sni_closed()
         if got is not None:
             fail("GET through the SNI pool: %r" % got)
-        time.sleep(0.2)
+        sni_closed()      # the next GET opens a new connection (and resumes the session)
     if not backend.snis or any(n != "localhost" for n in backend.snis):
         fail("SNI seen by the backend: %r, want localhost on every connection" % backend.snis)
     # Each worker (2 by default here) has its own backend connection: its first handshake is
@@ -309,9 +315,8 @@ def body(t):
     os.rename(certs.p("renewed.pem"), certs.p("listen.pem"))
     os.rename(certs.p("renewed.key"), certs.p("listen.key"))
     px.proc.send_signal(signal.SIGHUP)
-    end = time.time() + WAIT
-    while "reload done" not in tail(px.log, 10 ** 6) and time.time() < end:
-        time.sleep(0.1)
+    wait_until(lambda: "reload done" in tail(px.log, 10 ** 6), WAIT,
+               "the certificates' reload logged", poll=0.1)
 
     def served_cn():
         s = client_ctx(certs, "client").wrap_socket(
@@ -330,9 +335,8 @@ def body(t):
     os.rename(conf + ".tmp", conf)
     mark = len(tail(px.log, 10 ** 6))
     px.proc.send_signal(signal.SIGHUP)
-    end = time.time() + WAIT
-    while "reload failed" not in tail(px.log, 10 ** 6)[mark:] and time.time() < end:
-        time.sleep(0.1)
+    wait_until(lambda: "reload failed" in tail(px.log, 10 ** 6)[mark:], WAIT,
+               "the refused reload logged", poll=0.1)
     logged = tail(px.log, 10 ** 6)[mark:]
     if "missing.key" not in logged:
         fail("a reload naming a missing key file: the log does not name it:\n%s" % logged[-800:])

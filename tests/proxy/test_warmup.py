@@ -41,12 +41,15 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Mc, Proxy, Resp, chash_lookup, fail, free_ports, log,  # noqa: E402
-                          pool_yaml, run_test, start_memcacheds, start_redises, tail, write_file)
+                          pool_yaml, run_test, start_memcacheds, start_redises, tail, wait_until,
+                          write_file)
 
 POOL = "warm"
 NKEYS = 1200
 TTL_MS = 600000
 WAIT = 20.0
+RAMP_GAP = 1.5     # seconds between two rounds of writes during a ramp: six rounds sample its
+                   # 8 s at as many points (a parameter of the test, not a wait)
 
 
 def replace_file(path, text):
@@ -55,13 +58,7 @@ def replace_file(path, text):
 
 
 def wait_for(what, pred, timeout=WAIT):
-    end = time.time() + timeout
-    while time.time() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.1)
-    fail("timed out waiting for %s" % what)
+    return wait_until(pred, timeout, what, poll=0.1)
 
 
 def info_fields(addr):
@@ -312,7 +309,7 @@ def ramp_phase(proxy_exe, chash, redis_exe, tmp):
                      "(%s holds %r)" % (rounds, k, switch[k] - now1, want, other,
                                         by_text[other].call("GET", k)))
             by_text[want].call("DEL", k)
-        time.sleep(1.5)
+        time.sleep(RAMP_GAP)
     log("ramp: %d writes judged on the old owner (before their switch), %d on the new" % (
         judged["old"], judged["new"]))
     if judged["old"] < 100 or judged["new"] < 100:
