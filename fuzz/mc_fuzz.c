@@ -19,6 +19,11 @@
  *     time (jumping, after 48 steps, to the last 16 bytes: skip_ahead), every prefix is
  *     INCOMPLETE with len < need <= the message's length, until the whole message parses to the
  *     same result. Prefixes are exact-size heap copies (ASan sees overreads).
+ *   - A copy's reply (ch_mc_copy_read), on each mg reply framed and on the whole input after
+ *     its first byte: a hit only for one whole VA reply, its data the scan's; a miss only for
+ *     one whole EN; a hit's exptime (ch_mc_copy_exptime) is memcached's: 0 for t-1, t up to 30
+ *     days, beyond it an absolute time up to CH_MC_EXPTIME_MAX. A copy's fetch
+ *     (ch_mc_copy_fetch) for the input's first bytes as a key parses as mg with that key.
  */
 #include "mc.h"
 
@@ -313,6 +318,76 @@ static void reply_prefixes(const char *msg, size_t total, ch_mc_cmd cmd, const c
     }
 }
 
+/* ---- copying an item ------------------------------------------------------------------------ */
+
+/* ch_mc_copy_read on buf[0..len) (its end the end of a heap block); framed: the code of this
+ * whole reply as ch_mc_scan_reply framed it for mg, or NONE when it is any bytes. */
+static void copy_read_check(const char *buf, size_t len, ch_mc_code framed)
+{
+    ch_mc_copy c;
+    const int rc = ch_mc_copy_read(buf, len, &c);
+    check(rc >= -1 && rc <= 1);
+    if (framed == CH_MC_R_EN)
+        check(rc == 0);
+    else if (framed != CH_MC_R_NONE && framed != CH_MC_R_VA)
+        check(rc == -1);
+    if (rc < 0)
+        return;
+    ch_mc_limits wide;
+    ch_mc_limits_init(&wide);
+    wide.max_item = wide.max_swallow = wide.max_line = wide.max_get_line = SIZE_MAX;
+    ch_mc_reply r;
+    check(ch_mc_scan_reply(buf, len, CH_MC_CMD_MG, &wide, &r, NULL, NULL, 0) == CH_MC_OK &&
+          r.len == len);
+    if (rc == 0) {
+        check(r.code == CH_MC_R_EN);
+        return;
+    }
+    check(r.code == CH_MC_R_VA && c.data.off == r.data.off && c.data.len == r.data.len);
+    const int64_t now = 1700000000;
+    int64_t e = -12345;
+    const bool ok = ch_mc_copy_exptime(c.ttl, now, &e);
+    check(ok == (c.ttl == -1 || c.ttl > 0));
+    if (!ok)
+        return;
+    if (c.ttl == -1)
+        check(e == 0);
+    else if (c.ttl <= CH_MC_RELATIVE_MAX)
+        check(e == c.ttl);
+    else
+        check(e > CH_MC_RELATIVE_MAX && e <= CH_MC_EXPTIME_MAX && e - now <= c.ttl);
+}
+
+/* The fetch for key[0..klen) is one mg request with the v, t and f flags whose key is key's
+ * bytes, as they are or in base64 with the b flag. */
+static void copy_fetch_check(const char *key, size_t klen, const ch_mc_limits *lim)
+{
+    const size_t n = ch_mc_copy_fetch(key, klen, NULL, 0);
+    if (klen == 0) {
+        check(n == 0);
+        return;
+    }
+    char *line = malloc(n);
+    if (!line)
+        abort();
+    check(ch_mc_copy_fetch(key, klen, line, n) == n);
+    ch_mc_span tok[TOK_CAP];
+    ch_mc_request r;
+    size_t consumed = 0;
+    check(request(line, n, lim, &r, tok, &consumed) == CH_MC_OK && consumed == n &&
+          r.cmd == CH_MC_CMD_MG);
+    const bool plain = ch_mc_key_plain(key, klen);
+    check(r.b64 == !plain && r.mflags == (CH_MC_FLAG('v') | CH_MC_FLAG('t') | CH_MC_FLAG('f') |
+                                          (plain ? 0 : CH_MC_FLAG('b'))));
+    unsigned char k[256];
+    if (plain)
+        check(r.key.len == klen && memcmp(line + r.key.off, key, klen) == 0);
+    else
+        check(ch_mc_b64_decode(line + r.key.off, r.key.len, k, sizeof k) == (long)klen &&
+              memcmp(k, key, klen) == 0);
+    free(line);
+}
+
 static void replies(const char *buf, size_t len, ch_mc_cmd cmd, const ch_mc_limits *lim)
 {
     size_t off = 0;
@@ -321,6 +396,11 @@ static void replies(const char *buf, size_t len, ch_mc_cmd cmd, const ch_mc_limi
         if (reply(buf + off, len - off, cmd, lim, &r) != CH_MC_OK)
             return;
         reply_prefixes(buf + off, r.len, cmd, lim, &r);
+        if (cmd == CH_MC_CMD_MG) {
+            char *b = dup_exact(buf + off, r.len);
+            copy_read_check(b, r.len, r.code);
+            free(b);
+        }
         off += r.len;
     }
 }
@@ -398,7 +478,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         replies(buf + 1, size - 1, cmd, &tiny);
         multi_parts(buf + 1, size - 1, cmd, &dflt);
         multi_parts(buf + 1, size - 1, cmd, &tiny);
+        copy_read_check(buf + 1, size - 1, CH_MC_R_NONE);
     }
+    copy_fetch_check(buf, size < 64 ? size : 64, &dflt);
     unsigned char key[64];
     long n = ch_mc_b64_decode(buf, size < 88 ? size : 88, key, sizeof key);
     check(n >= -1 && n <= 64);

@@ -1365,8 +1365,8 @@ bool ch_mc_copy_exptime(int64_t ttl, int64_t now_unix, int64_t *exptime)
         *exptime = 0;
     else if (ttl <= CH_MC_RELATIVE_MAX)
         *exptime = ttl;
-    else /* a server's t is any int64: the sum saturates rather than overflows */
-        *exptime = now_unix > INT64_MAX - ttl ? INT64_MAX : now_unix + ttl;
+    else /* ttl > CH_MC_RELATIVE_MAX, so the subtraction cannot overflow, nor the sum */
+        *exptime = now_unix > CH_MC_EXPTIME_MAX - ttl ? CH_MC_EXPTIME_MAX : now_unix + ttl;
     return true;
 }
 

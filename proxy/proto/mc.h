@@ -315,6 +315,11 @@ size_t ch_mc_b64_encode(const void *src, size_t srclen, char *dst, size_t dstcap
 /* memcached reads an exptime above 30 days (in seconds) as an absolute Unix time. */
 #define CH_MC_RELATIVE_MAX 2592000
 
+/* The latest exptime memcached keeps: it reads an exptime into 32 bits (proto_text.c's
+ * safe_strtol into an int32_t), so 1.6.18 stores "set k 0 2147483648 1" expired at once and
+ * "set k 0 4294967296 1" as never expiring. 2^31 - 1 is 2038-01-19. */
+#define CH_MC_EXPTIME_MAX INT64_C(2147483647)
+
 /* Writes "mg <key> v t f\r\n" (the value, its seconds left, its client flags) into
  * dst[0..dstcap), or "mg <base64> b v t f\r\n" for a key that is not ch_mc_key_plain. Returns the
  * length it needs (dst unspecified when that exceeds dstcap); 0 for an empty key. */
@@ -337,8 +342,9 @@ int ch_mc_copy_read(const char *buf, size_t len, ch_mc_copy *out);
 /* The exptime that stores a copy with ttl seconds left (ch_mc_copy.ttl), now_unix the wall clock
  * in seconds: true and *exptime, 0 (never) for -1, ttl itself up to CH_MC_RELATIVE_MAX, and
  * beyond it now_unix + ttl (memcached's rule; the clocks of the copier and the server are taken
- * to agree); false when nothing is worth copying: ttl 0 (the item expires within the second) or
- * below -1. memcached counts lifetimes in whole seconds, so a copy may outlive its original by up
+ * to agree), saturating at CH_MC_EXPTIME_MAX (a source's t is any int64, and a sum past 32 bits
+ * would be stored wrapped); false when nothing is worth copying: ttl 0 (the item expires within
+ * the second) or below -1. memcached counts lifetimes in whole seconds, so a copy may outlive its original by up
  * to one second. */
 bool ch_mc_copy_exptime(int64_t ttl, int64_t now_unix, int64_t *exptime);
 

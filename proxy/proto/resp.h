@@ -88,9 +88,10 @@ ch_resp_status ch_resp_scan_reply(const char *buf, size_t len, const ch_resp_lim
  * key as its PTTL and DUMP, restored at the other server with RESTORE key ttl payload. */
 
 /* RESTORE's ttl for a copy of a key whose PTTL was pttl, elapsed_ms ago: true and *ttl, 0 (no
- * expiry) for PTTL -1, else the milliseconds left, pttl - elapsed_ms; false when nothing is to be
- * copied: the key was absent (-2, or any other negative PTTL) or has expired by now (nothing
- * left). Cost: O(1). */
+ * expiry) for PTTL -1, else the milliseconds left, pttl - elapsed_ms (an elapsed_ms below 0, a
+ * clock stepped back, counts as 0: a copy never outlives its original); false when nothing is
+ * to be copied: the key was absent (-2, or any other negative PTTL) or has expired by now
+ * (nothing left). Cost: O(1). */
 bool ch_resp_restore_ttl(int64_t pttl, int64_t elapsed_ms, int64_t *ttl);
 
 #ifdef __cplusplus

@@ -11,8 +11,12 @@
  * error with its message and whether the connection is kept (and how much is skipped), every
  * prefix of valid pipelines (INCOMPLETE with a correct need, then OK), tokens beyond the
  * caller's array. Replies: every form for every command, classification, the VALUE iterator,
- * malformed replies, every prefix, quiet-mode suppression. The line rebuilders. The real
- * server's framing is checked apart, by test_mc_real.py.
+ * malformed replies, every prefix, quiet-mode suppression. The line rebuilders. The copy
+ * helpers: plain keys byte by byte, base64 against RFC 4648's vectors and Python's base64 module,
+ * the mg fetch (a key that is not plain in base64 with b) parsed back, its VA/EN reply as
+ * memcached 1.6.18 sends it and malformed or truncated, and the exptime by protocol.txt's 30-day
+ * rule, saturating at the 32-bit exptime memcached keeps. The real server's framing is checked
+ * apart, by test_mc_real.py.
  */
 #include "testutil.h"
 
@@ -1293,6 +1297,331 @@ static void test_null_and_caps(void **state)
     }
 }
 
+/* ---- copying an item: keys, base64, the fetch, its reply, the exptime ----------------------- */
+
+/* The header's rule, byte by byte: plain means no byte <= 0x20 and no 0x7f. Cross-checked with
+ * the request parser, which takes exactly those bytes in a text key. */
+static void test_copy_key_plain(void **state)
+{
+    (void)state;
+    assert_false(ch_mc_key_plain(NULL, 0));
+    assert_false(ch_mc_key_plain(NULL, 3));
+    assert_false(ch_mc_key_plain("", 0));
+    assert_true(ch_mc_key_plain(S("foo")));
+    assert_false(ch_mc_key_plain(S("a b")));
+    assert_false(ch_mc_key_plain(S("tab\there")));
+    assert_false(ch_mc_key_plain(S("k\r\n")));
+    assert_false(ch_mc_key_plain(S("nul\0inside")));
+    assert_false(ch_mc_key_plain(S("del\x7f")));
+    assert_true(ch_mc_key_plain(S("\xc3\xa9t\xc3\xa9"))); /* UTF-8 bytes are >= 0x80 */
+    for (unsigned c = 0; c < 256; c++) {
+        const bool want = c > 0x20 && c != 0x7f;
+        char k[3] = {'a', (char)c, 'b'};
+        if (ch_mc_key_plain(k, 3) != want || ch_mc_key_plain(k + 1, 1) != want)
+            fail_msg("byte 0x%02x: plain should be %d", c, want);
+        char line[16] = "get a?b\r\n";
+        line[5] = (char)c;
+        preq p = parse(line, 9);
+        const bool one_key = p.st == CH_MC_OK && p.r.nkeys == 1 && p.r.key.len == 3;
+        if (one_key != want)
+            fail_msg("byte 0x%02x: the parser takes \"a?b\" as a key: %d", c, one_key);
+    }
+}
+
+/* Base64 written by ch_mc_b64_encode is exactly want (length and bytes), into a destination of
+ * exactly that size (ASan sees a write past it); every smaller destination still gets the full
+ * length back and nothing is written past it. */
+static void expect_b64(const void *src, size_t n, const char *want)
+{
+    const size_t w = strlen(want);
+    assert_int_equal(w, 4 * ((n + 2) / 3));
+    assert_int_equal(ch_mc_b64_encode(src, n, NULL, 0), w);
+    char *dst = malloc(w ? w : 1);
+    assert_non_null(dst);
+    assert_int_equal(ch_mc_b64_encode(src, n, dst, w), w);
+    if (memcmp(dst, want, w) != 0)
+        fail_msg("base64 of %zu bytes: \"%.*s\", expected \"%s\"", n, (int)w, dst, want);
+    free(dst);
+    for (size_t cap = 0; cap < w; cap++) {
+        char *small = malloc(cap ? cap : 1);
+        assert_non_null(small);
+        assert_int_equal(ch_mc_b64_encode(src, n, small, cap), w);
+        free(small);
+    }
+}
+
+static void test_copy_b64_encode(void **state)
+{
+    (void)state;
+    /* RFC 4648 section 10, "Test Vectors". */
+    expect_b64("", 0, "");
+    expect_b64(S("f"), "Zg==");
+    expect_b64(S("fo"), "Zm8=");
+    expect_b64(S("foo"), "Zm9v");
+    expect_b64(S("foob"), "Zm9vYg==");
+    expect_b64(S("fooba"), "Zm9vYmE=");
+    expect_b64(S("foobar"), "Zm9vYmFy");
+    /* RFC 4648 section 9, "Illustrations and Examples". */
+    expect_b64(S("\x14\xfb\x9c\x03\xd9\x7e"), "FPucA9l+");
+    expect_b64(S("\x14\xfb\x9c\x03\xd9"), "FPucA9k=");
+    expect_b64(S("\x14\xfb\x9c\x03"), "FPucAw==");
+    /* Python 3: base64.b64encode(b) for each b below. */
+    expect_b64(S("a b"), "YSBi");
+    expect_b64(S("k\r\n"), "aw0K");
+    expect_b64(S("tab\there"), "dGFiCWhlcmU=");
+    expect_b64(S("key\x7f"), "a2V5fw==");
+    expect_b64(S("\0"), "AA==");
+    expect_b64(S(" "), "IA==");
+    expect_b64(S("\xfb\xff\xbf"), "+/+/");
+    expect_b64(S("\xff\xfe\xfd\xfc"), "//79/A==");
+    /* base64.b64encode(bytes(range(256))): every byte value, every alphabet character. */
+    static const char all[] =
+        "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0+P0BB"
+        "QkNERUZHSElKS0xNTk9QUVJTVFVWV1hZWltcXV5fYGFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6e3x9fn+AgYKD"
+        "hIWGh4iJiouMjY6PkJGSk5SVlpeYmZqbnJ2en6ChoqOkpaanqKmqq6ytrq+wsbKztLW2t7i5uru8vb6/wMHCw8TF"
+        "xsfIycrLzM3Oz9DR0tPU1dbX2Nna29zd3t/g4eLj5OXm5+jp6uvs7e7v8PHy8/T19vf4+fr7/P3+/w==";
+    unsigned char bytes[256];
+    for (unsigned i = 0; i < 256; i++)
+        bytes[i] = (unsigned char)i;
+    expect_b64(bytes, sizeof bytes, all);
+    /* What is encoded decodes to itself (ch_mc_b64_decode is checked against the RFC apart),
+     * for every length up to 64 and every phase of the last quantum. */
+    unsigned char src[64], back[64];
+    char enc[88];
+    uint32_t x = 2463534242u;
+    for (size_t i = 0; i < sizeof src; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        src[i] = (unsigned char)x;
+    }
+    for (size_t n = 0; n <= sizeof src; n++) {
+        size_t e = ch_mc_b64_encode(src, n, enc, sizeof enc);
+        assert_int_equal(e, 4 * ((n + 2) / 3));
+        assert_int_equal(ch_mc_b64_decode(enc, e, back, sizeof back), (long)n);
+        assert_memory_equal(back, src, n);
+    }
+}
+
+/* ch_mc_copy_fetch(key) writes exactly want; a smaller destination gets the length back and
+ * nothing past it; and the line is a request the parser reads as mg with the v, t and f flags,
+ * and b exactly when the key went in base64, whose key is key's bytes. */
+static void expect_fetch(const char *key, size_t klen, const char *want)
+{
+    const size_t w = strlen(want);
+    assert_int_equal(ch_mc_copy_fetch(key, klen, NULL, 0), w);
+    char *dst = malloc(w);
+    assert_non_null(dst);
+    assert_int_equal(ch_mc_copy_fetch(key, klen, dst, w), w);
+    if (memcmp(dst, want, w) != 0)
+        fail_msg("fetch line \"%.*s\", expected \"%s\"", (int)w, dst, want);
+    for (size_t cap = 0; cap < w; cap++) {
+        char *small = malloc(cap ? cap : 1);
+        assert_non_null(small);
+        assert_int_equal(ch_mc_copy_fetch(key, klen, small, cap), w);
+        free(small);
+    }
+    preq p = parse(dst, w);
+    if (p.st != CH_MC_OK)
+        fail_msg("\"%s\": status %d \"%s\"", want, p.st, p.err);
+    assert_int_equal(p.consumed, w);
+    assert_int_equal(p.r.cmd, CH_MC_CMD_MG);
+    const bool plain = ch_mc_key_plain(key, klen);
+    assert_int_equal(p.r.b64, !plain);
+    assert_int_equal(p.r.mflags, CH_MC_FLAG('v') | CH_MC_FLAG('t') | CH_MC_FLAG('f') |
+                                     (plain ? 0 : CH_MC_FLAG('b')));
+    unsigned char k[300];
+    if (plain) {
+        assert_int_equal(p.r.key.len, klen);
+        assert_memory_equal(dst + p.r.key.off, key, klen);
+    } else {
+        assert_int_equal(ch_mc_b64_decode(dst + p.r.key.off, p.r.key.len, k, sizeof k),
+                         (long)klen);
+        assert_memory_equal(k, key, klen);
+    }
+    free(dst);
+}
+
+static void test_copy_fetch(void **state)
+{
+    (void)state;
+    /* protocol.txt, mg: "v: return item value in <data block>", "t: return item TTL remaining
+     * in seconds (-1 for unlimited)", "f: return client flags token", "b: interpret key as
+     * base64 encoded binary value". The base64 is Python's base64.b64encode. */
+    expect_fetch(S("foo"), "mg foo v t f\r\n");
+    expect_fetch(S("!"), "mg ! v t f\r\n");
+    expect_fetch(S("\xc3\xa9t\xc3\xa9"), "mg \xc3\xa9t\xc3\xa9 v t f\r\n");
+    expect_fetch(S("a b"), "mg YSBi b v t f\r\n");
+    expect_fetch(S(" "), "mg IA== b v t f\r\n");
+    expect_fetch(S("k\r\n"), "mg aw0K b v t f\r\n");
+    expect_fetch(S("tab\there"), "mg dGFiCWhlcmU= b v t f\r\n");
+    expect_fetch(S("key\x7f"), "mg a2V5fw== b v t f\r\n");
+    expect_fetch(S("\0"), "mg AA== b v t f\r\n");
+    expect_fetch(S("\x14\xfb\x9c\x03\xd9\x7e"), "mg FPucA9l+ b v t f\r\n"); /* RFC 4648 s. 9 */
+    /* A key of memcached's longest, 250 bytes: as it is. */
+    char key[250], want[300];
+    memset(key, 'k', sizeof key);
+    snprintf(want, sizeof want, "mg %.250s v t f\r\n", key);
+    expect_fetch(key, sizeof key, want);
+    /* No key, no request. */
+    char dst[32];
+    assert_int_equal(ch_mc_copy_fetch(NULL, 0, dst, sizeof dst), 0);
+    assert_int_equal(ch_mc_copy_fetch(NULL, 3, dst, sizeof dst), 0);
+    assert_int_equal(ch_mc_copy_fetch("", 0, dst, sizeof dst), 0);
+    assert_int_equal(ch_mc_copy_fetch("", 0, NULL, 0), 0);
+}
+
+/* ch_mc_copy_read on an exact-size heap copy of s (ASan sees a read past len). */
+static int copy_read(const char *s, size_t n, ch_mc_copy *c)
+{
+    char *b = dup_exact(s, n);
+    memset(c, 0x5a, sizeof *c);
+    int rc = ch_mc_copy_read(b, n, c);
+    free(b);
+    return rc;
+}
+
+static void expect_copy(const char *s, size_t n, const char *data, int64_t ttl, uint32_t flags)
+{
+    ch_mc_copy c;
+    int rc = copy_read(s, n, &c);
+    if (rc != 1)
+        fail_msg("\"%.*s\": %d, expected a hit", (int)n, s, rc);
+    span_eq(s, c.data, data);
+    assert_int_equal(c.ttl, ttl);
+    assert_int_equal(c.flags, flags);
+    /* Every proper prefix is not one whole reply. */
+    for (size_t k = 0; k < n; k++)
+        if (copy_read(s, k, &c) != -1)
+            fail_msg("prefix %zu of \"%.*s\" was read", k, (int)n, s);
+}
+
+static void expect_copy_bad(const char *s, size_t n)
+{
+    ch_mc_copy c;
+    int rc = copy_read(s, n, &c);
+    if (rc != -1)
+        fail_msg("\"%.*s\": %d, expected -1", (int)n, s, rc);
+}
+
+static void test_copy_read(void **state)
+{
+    (void)state;
+    /* What memcached 1.6.18 answers to "mg <key> v t f" (seen from the server: set foo 7 100 3
+     * -> "VA 3 t100 f7"; set with exptime 0 -> t-1; a key stored with b, read with b: no b in
+     * the reply), and protocol.txt's "VA <size> <flags>*\r\n<data block>\r\n". */
+    expect_copy(S("VA 3 t100 f7\r\nbar\r\n"), "bar", 100, 7);
+    expect_copy(S("VA 3 t-1 f0\r\nbar\r\n"), "bar", -1, 0);
+    expect_copy(S("VA 3 t-1 f5\r\nxyz\r\n"), "xyz", -1, 5);
+    expect_copy(S("VA 0 t0 f0\r\n\r\n"), "", 0, 0);
+    /* The flags in any order, beside others the server may add. */
+    expect_copy(S("VA 2 f9 t30\r\nhi\r\n"), "hi", 30, 9);
+    expect_copy(S("VA 2 Oab t30 c77 f9\r\nhi\r\n"), "hi", 30, 9);
+    /* Binary data is not scanned: CR LF inside the block. */
+    expect_copy(S("VA 4 t1 f1\r\n\r\n\r\n\r\n"), "\r\n\r\n", 1, 1);
+    /* The limits of the numbers: flags are 32 bits, t is any int64. */
+    expect_copy(S("VA 1 t9223372036854775807 f4294967295\r\nx\r\n"), "x", INT64_MAX, UINT32_MAX);
+    expect_copy(S("VA 1 t-9223372036854775808 f0\r\nx\r\n"), "x", INT64_MIN, 0);
+    expect_copy_bad(S("VA 1 t9223372036854775808 f0\r\nx\r\n"));
+    expect_copy_bad(S("VA 1 t-9223372036854775809 f0\r\nx\r\n"));
+    expect_copy_bad(S("VA 1 t1 f4294967296\r\nx\r\n"));
+    expect_copy_bad(S("VA 1 t1 f-1\r\nx\r\n"));
+
+    /* A miss: EN, with or without flags. */
+    ch_mc_copy c;
+    assert_int_equal(copy_read(S("EN\r\n"), &c), 0);
+    assert_int_equal(copy_read(S("EN O1\r\n"), &c), 0);
+    assert_int_equal(copy_read(S("EN"), &c), -1);
+    assert_int_equal(copy_read(S("EN\r"), &c), -1);
+
+    /* t or f missing, or not a number. */
+    expect_copy_bad(S("VA 3 f0\r\nbar\r\n"));
+    expect_copy_bad(S("VA 3 t5\r\nbar\r\n"));
+    expect_copy_bad(S("VA 3\r\nbar\r\n"));
+    expect_copy_bad(S("VA 3 t f0\r\nbar\r\n"));
+    expect_copy_bad(S("VA 3 t5 f\r\nbar\r\n"));
+    expect_copy_bad(S("VA 3 tx f0\r\nbar\r\n"));
+    expect_copy_bad(S("VA 3 t+5 f0\r\nbar\r\n"));
+    expect_copy_bad(S("VA 3 t- f0\r\nbar\r\n"));
+    expect_copy_bad(S("VA 3 t5 f0x\r\nbar\r\n"));
+    expect_copy_bad(S("VA 3 t5 f1.5\r\nbar\r\n"));
+    /* Replies that are not a value: HD (a hit without v), errors, other commands' codes. */
+    expect_copy_bad(S("HD t5 f0\r\n"));
+    expect_copy_bad(S("HD\r\n"));
+    expect_copy_bad(S("NF\r\n"));
+    expect_copy_bad(S("ERROR\r\n"));
+    expect_copy_bad(S("CLIENT_ERROR bad command line format\r\n"));
+    expect_copy_bad(S("SERVER_ERROR out of memory\r\n"));
+    expect_copy_bad(S("VALUE foo 0 3\r\nbar\r\nEND\r\n"));
+    /* Framing: a size that is not the block's, a bare LF, truncation, more than one reply. */
+    expect_copy_bad(S("VA 2 t5 f0\r\nbar\r\n"));
+    expect_copy_bad(S("VA 4 t5 f0\r\nbar\r\n"));
+    expect_copy_bad(S("VA 3 t5 f0\r\nbarX\n"));
+    expect_copy_bad(S("VA 3 t5 f0\nbar\r\n"));
+    expect_copy_bad(S("VA x t5 f0\r\nbar\r\n"));
+    expect_copy_bad(S("VA t5 f0\r\nbar\r\n"));
+    expect_copy_bad(S("VA 3 t5 f0\r\nbar\r\nEN\r\n"));
+    expect_copy_bad(S("EN\r\nEN\r\n"));
+    expect_copy_bad(S("\r\n"));
+    expect_copy_bad("", 0);
+    assert_int_equal(ch_mc_copy_read(NULL, 0, &c), -1);
+    assert_int_equal(ch_mc_copy_read(S("EN\r\n"), NULL), -1);
+}
+
+static void expect_exptime(int64_t ttl, int64_t now, int64_t want)
+{
+    int64_t e = 12345;
+    if (!ch_mc_copy_exptime(ttl, now, &e) || e != want)
+        fail_msg("ttl %lld at %lld: exptime %lld, expected %lld", (long long)ttl, (long long)now,
+                 (long long)e, (long long)want);
+}
+
+static void expect_no_exptime(int64_t ttl, int64_t now)
+{
+    int64_t e = 12345;
+    if (ch_mc_copy_exptime(ttl, now, &e))
+        fail_msg("ttl %lld at %lld copied (exptime %lld)", (long long)ttl, (long long)now,
+                 (long long)e);
+}
+
+static void test_copy_exptime(void **state)
+{
+    (void)state;
+    const int64_t now = 1700000000; /* 2023-11-14 */
+    /* protocol.txt: exptime 0 means "never expires"; mg's t is -1 for such an item. */
+    expect_exptime(-1, now, 0);
+    expect_exptime(-1, 0, 0);
+    /* Nothing to copy: expiring within the second, or a t no server sends. */
+    expect_no_exptime(0, now);
+    expect_no_exptime(-2, now);
+    expect_no_exptime(INT64_MIN, now);
+    int64_t e;
+    assert_false(ch_mc_copy_exptime(5, now, NULL));
+    assert_false(ch_mc_copy_exptime(-1, now, NULL));
+    /* protocol.txt, "Expiration times": an offset "may not exceed 60*60*24*30 (number of
+     * seconds in 30 days); if the number sent by a client is larger than that, the server will
+     * consider it to be real Unix time". 60*60*24*30 = 2592000. */
+    assert_int_equal(CH_MC_RELATIVE_MAX, 60 * 60 * 24 * 30);
+    expect_exptime(1, now, 1);
+    expect_exptime(100, now, 100);
+    expect_exptime(2592000, now, 2592000);
+    expect_exptime(2592000, 0, 2592000);
+    expect_exptime(2592001, now, 1702592001);
+    expect_exptime(100000000, now, 1800000000);
+    /* memcached keeps an exptime in 32 bits (proto_text.c reads it with safe_strtol into an
+     * int32_t; memcached 1.6.18 seen: "set k 0 2147483648 1" is STORED and gone at once,
+     * "set k 0 4294967296 1" never expires): the latest it can keep is 2^31 - 1, 2038-01-19,
+     * where the sum saturates. */
+    expect_exptime(2147483647 - now, now, 2147483647);
+    expect_exptime(2147483647 - now + 1, now, 2147483647);
+    expect_exptime(4294967296 - now, now, 2147483647);
+    expect_exptime(INT64_MAX, now, 2147483647);
+    expect_exptime(INT64_MAX, INT64_MAX, 2147483647);
+    expect_exptime(2592001, INT64_MAX, 2147483647);
+    expect_exptime(2592001, 2147483647 - 2592001, 2147483647);
+    /* A long ttl is relative no more: never below the 30 days. */
+    assert_true(ch_mc_copy_exptime(2592001, now, &e));
+    assert_true(e > CH_MC_RELATIVE_MAX);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1318,6 +1647,11 @@ int main(void)
         cmocka_unit_test(test_quiet),
         cmocka_unit_test(test_rebuild),
         cmocka_unit_test(test_null_and_caps),
+        cmocka_unit_test(test_copy_key_plain),
+        cmocka_unit_test(test_copy_b64_encode),
+        cmocka_unit_test(test_copy_fetch),
+        cmocka_unit_test(test_copy_read),
+        cmocka_unit_test(test_copy_exptime),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,7 +8,9 @@
  * input gives its status and its exact message; need values where the contract fixes them;
  * limits at their exact boundaries; argc beyond argv_cap; a round trip of random requests
  * through a test-side encoder. Replies: every type, nested and null arrays, integers at the
- * int64 boundaries and one past them, the depth limit, every prefix, walking an array.
+ * int64 boundaries and one past them, the depth limit, every prefix, walking an array. A copy's
+ * RESTORE ttl from PTTL (-2, -1, 0, positive, time elapsed past it, the int64 limits), by the
+ * Redis documentation of PTTL and RESTORE.
  */
 #include "testutil.h"
 
@@ -872,6 +874,61 @@ static void test_reply_need_values(void **state)
     assert_int_equal(ch_resp_scan_reply(NULL, 0, NULL, NULL, NULL, NULL, 0), CH_RESP_INCOMPLETE);
 }
 
+/* ---- copying a key: RESTORE's ttl from PTTL ------------------------------------------------- */
+
+static void expect_restore(int64_t pttl, int64_t elapsed, int64_t want)
+{
+    int64_t t = 12345;
+    if (!ch_resp_restore_ttl(pttl, elapsed, &t) || t != want)
+        fail_msg("PTTL %lld, %lld ms later: ttl %lld, expected %lld", (long long)pttl,
+                 (long long)elapsed, (long long)t, (long long)want);
+}
+
+static void expect_no_restore(int64_t pttl, int64_t elapsed)
+{
+    int64_t t = 12345;
+    if (ch_resp_restore_ttl(pttl, elapsed, &t))
+        fail_msg("PTTL %lld, %lld ms later: copied with ttl %lld", (long long)pttl,
+                 (long long)elapsed, (long long)t);
+}
+
+static void test_restore_ttl(void **state)
+{
+    (void)state;
+    /* Redis's PTTL: "-2 if the key does not exist", "-1 if the key exists but has no associated
+     * expire"; RESTORE: "If ttl is 0 the key is created without any expire, otherwise the
+     * specified expire time (in milliseconds) is set". */
+    expect_restore(-1, 0, 0);
+    expect_restore(-1, 5000, 0);
+    expect_restore(-1, INT64_MAX, 0);
+    expect_no_restore(-2, 0);
+    expect_no_restore(-2, 5000);
+    expect_no_restore(-3, 0);
+    expect_no_restore(INT64_MIN, 0);
+    /* PTTL 0: the key expires within the millisecond; a RESTORE ttl 0 would make it eternal. */
+    expect_no_restore(0, 0);
+    expect_no_restore(0, 10);
+    /* The time since the PTTL was read is taken off, so a copy never outlives its original. */
+    expect_restore(1, 0, 1);
+    expect_restore(1000, 0, 1000);
+    expect_restore(1000, 300, 700);
+    expect_restore(1000, 999, 1);
+    expect_no_restore(1000, 1000);
+    expect_no_restore(1000, 1001);
+    expect_no_restore(1000, 5000);
+    expect_no_restore(1, INT64_MAX);
+    /* At the limits, no overflow; a clock that stepped back adds nothing. */
+    expect_restore(INT64_MAX, 0, INT64_MAX);
+    expect_restore(INT64_MAX, 1, INT64_MAX - 1);
+    expect_no_restore(INT64_MAX, INT64_MAX);
+    expect_restore(1000, -5, 1000);
+    expect_restore(1000, INT64_MIN, 1000);
+    expect_restore(INT64_MAX, INT64_MIN, INT64_MAX);
+    /* No out-parameter, no answer. */
+    assert_false(ch_resp_restore_ttl(1000, 0, NULL));
+    assert_false(ch_resp_restore_ttl(-1, 0, NULL));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -893,6 +950,7 @@ int main(void)
         cmocka_unit_test(test_reply_limits),
         cmocka_unit_test(test_reply_every_split),
         cmocka_unit_test(test_reply_need_values),
+        cmocka_unit_test(test_restore_ttl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
