@@ -28,13 +28,15 @@ typedef enum px_cmd_class {
     X(0.25) X(0.5) X(1)
 #define PX_LAT_NBOUNDS 13
 
-/* A pool's warm-up and ramp counters (warm.h): reads answered from a moved key's old owner,
- * reads that found it at neither, copies stored at the new owner, copies not stored because
- * the key was there already, copies that failed (or were dropped for a write since), deletes at
- * old owners for writes, and requests served by an old owner before their key's switch. */
+/* A pool's warm-up, ramp and staging counters (warm.h, route_stage.c): reads answered from a
+ * moved key's old owner, reads that found it at neither, copies stored at the new owner, copies
+ * not stored because the key was there already, copies that failed (or were dropped for a write
+ * since), deletes at old owners for writes, requests served by an old owner before their key's
+ * switch, and while a change is prepared, the writes' deletes at the keys' next owners (done,
+ * failed). */
 #define PX_WARM_SUMS                                                                              \
     X(warm_hits) X(warm_misses) X(warm_fills) X(warm_fills_present) X(warm_fill_errors)           \
-    X(warm_deletes) X(ramp_old)
+    X(warm_deletes) X(ramp_old) X(stage_invalidations) X(stage_invalidate_errors)
 typedef struct px_warm_stats {
 #define X(f) uint64_t f;
     PX_WARM_SUMS

@@ -184,6 +184,13 @@ static const struct {
     {"chash_proxy_ramp_old_owner_total", "counter",
      "Requests served by a moved key's old owner because the ramp had not switched it yet.",
      pv_ramp_old},
+    {"chash_proxy_stage_invalidations_total", "counter",
+     "While a membership change is prepared: writes' deletes at a moving key's next owner "
+     "(docs/FLEET.md, \"Staged migration\").",
+     pv_stage_invalidations},
+    {"chash_proxy_stage_invalidate_errors_total", "counter",
+     "Such deletes that failed: the write was answered with an error.",
+     pv_stage_invalidate_errors},
     {"chash_proxy_shadow_sent_total", "counter",
      "Requests mirrored to the pool's shadow pool (docs/PROXY.md, Shadow traffic).",
      pv_shadow_sent},

@@ -132,6 +132,16 @@ int px_pool_servers(const ch_conf_pool *pc, const ch_conf_server **out);
 int px_match_addrs(const char *const *have, size_t nhave, const char *const *want, size_t n,
                    bool same_pointer, size_t *from);
 
+/* A prepared membership change as one worker stages it (route_stage.c), from its prepare to its
+ * commit or abort (reload.c): the change's table, and per node of it the server it will be,
+ * one of the pool's servers now or a new one started for the stage (not in the pool's health
+ * until the commit). table NULL: nothing staged. */
+typedef struct px_stage {
+    const ch_table *table;
+    struct px_server **to;
+    size_t n;
+} px_stage;
+
 /* A shadow route's settings (route_shadow.c): the shadow pool, of the same worker. */
 typedef struct px_shadow_conf {
     struct px_pool *pool;
@@ -174,6 +184,7 @@ typedef struct px_pool {
     px_route_tree *tree;     /* its tree of routes (route_build.c; NULL until built) */
     px_route *route;         /* where its requests start: tree's root */
     px_warm warm;            /* the window after a membership change (warm.h) */
+    px_stage stage;          /* a change prepared, not committed yet (route_stage.c) */
     px_tls_ctx *tls_listen;  /* the shared pool's TLS contexts (NULL: plain) */
     px_tls_ctx *tls_servers;
     /* The INFO text for this worker (metrics.c, set by the worker). */

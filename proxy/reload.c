@@ -57,13 +57,15 @@ typedef struct pool_plan {
     size_t *rix;          /* per old server retired: its index in retire[] */
     px_server **retire;   /* one allocation per removed server */
     size_t nretire;
+    bool staged;          /* the pool stages it (px_pool.stage): its new servers are started */
+    px_server **spare;    /* staged: per new server, where it retires if the change is dropped */
 } pool_plan;
 
 static void plan_free(pool_plan *p)
 {
     for (size_t i = 0; p->servers != NULL && i < p->n; i++)
         if (p->from[i] == SIZE_MAX)
-            px_server_free(&p->servers[i]); /* set up, never started: no handle */
+            px_server_free(&p->servers[i]); /* never started, or moved out: no handle */
     free(p->servers);
     free(p->from);
     free(p->map);
@@ -71,6 +73,9 @@ static void plan_free(pool_plan *p)
     for (size_t i = 0; i < p->nretire; i++)
         free(p->retire[i]);
     free(p->retire);
+    for (size_t i = 0; p->spare != NULL && i < p->n; i++)
+        free(p->spare[i]);
+    free(p->spare);
     memset(p, 0, sizeof(*p));
 }
 
@@ -229,6 +234,63 @@ static void server_move(px_server *dst, px_server *src)
     px_server_moved(dst);
 }
 
+/* Retires src into s (allocated): it closes once drained (px_worker_reap); cref is the config
+ * its conf points into, referenced for as long as it lives. */
+static void server_retire(px_worker *px, px_server *s, px_server *src, px_conf *cref)
+{
+    server_move(s, src);
+    s->retired = true;
+    s->probing = false;
+    s->cref = cref;
+    px_conf_ref(cref);
+    px_dl_push(&px->retired, &s->retired_link);
+}
+
+/* ---- staging: a prepared change's writes invalidated at their keys' next owners ------------- */
+
+/* Stages p on its pool (px_pool.stage): its new servers start now, outside the pool's health
+ * (retired until the commit), so that writes can reach them. Returns 0, or -1 when out of
+ * memory (nothing staged). */
+static int stage_begin(px_worker *px, pool_plan *p)
+{
+    px_pool *pool = p->pool;
+    px_server **to = malloc((p->n ? p->n : 1) * sizeof(*to));
+    p->spare = calloc(p->n ? p->n : 1, sizeof(*p->spare));
+    bool ok = to != NULL && p->spare != NULL;
+    for (size_t i = 0; ok && i < p->n; i++)
+        if (p->from[i] == SIZE_MAX)
+            ok = (p->spare[i] = calloc(1, sizeof(px_server))) != NULL;
+    if (!ok) {
+        free(to);
+        return -1; /* plan_free frees the spares */
+    }
+    for (size_t i = 0; i < p->n; i++) {
+        if (p->from[i] != SIZE_MAX) {
+            to[i] = &pool->servers[p->from[i]];
+            continue;
+        }
+        to[i] = &p->servers[i];
+        to[i]->retired = true;
+        px_server_start(to[i]);
+    }
+    pool->stage = (px_stage){ch_membership_table(p->next->members), to, p->n};
+    p->staged = true;
+    if (px_route_build(pool, px->pools, px->npools) != 0) {
+        pool->stage = (px_stage){0};
+        free(to);
+        return -1; /* the servers started stay so until the plan is applied or dropped */
+    }
+    return 0;
+}
+
+/* Ends the pool's stage (the change committed or dropped); the pool's tree is rebuilt by the
+ * caller. */
+static void stage_end(px_pool *pool)
+{
+    free(pool->stage.to);
+    pool->stage = (px_stage){0};
+}
+
 /* The server that serves what old[j] served, once p is applied. */
 static px_server *moved_to(const pool_plan *p, size_t j)
 {
@@ -277,21 +339,20 @@ static void plan_apply(pool_plan *p)
             server_move(&p->servers[i], &old[p->from[i]]);
             p->servers[i].index = i;
             p->servers[i].conf = cs;
+        } else if (p->staged) {
+            p->servers[i].retired = false; /* started by the stage: now in the health */
         } else {
             px_server_start(&p->servers[i]);
         }
     }
+    if (p->staged)
+        stage_end(pool);
     size_t r = 0;
     for (size_t j = 0; j < oldn; j++) {
         if (p->map[j] != SIZE_MAX)
             continue;
-        px_server *s = p->retire[r++];
-        server_move(s, &old[j]);
-        s->retired = true;
-        s->probing = false;
-        s->cref = pool->shared->cref; /* the config s->conf points into: still the old one */
-        px_conf_ref(s->cref);
-        px_dl_push(&px->retired, &s->retired_link);
+        /* The config s->conf points into: still the old one. */
+        server_retire(px, p->retire[r++], &old[j], pool->shared->cref);
     }
     if (px->index == 0 && p->nretire > 0) { /* one line for the pool, whatever the count */
         char names[300] = "";
@@ -325,7 +386,11 @@ static void plan_apply(pool_plan *p)
     for (size_t i = 0; pool->conf->preconnect && i < p->n; i++)
         if (p->from[i] == SIZE_MAX)
             px_server_preconnect(&pool->servers[i]);
-    /* The plan's arrays now belong to the pool, or were moved out. */
+    /* The plan's arrays now belong to the pool, or were moved out; the spares are not
+     * needed. */
+    for (size_t i = 0; p->spare != NULL && i < p->n; i++)
+        free(p->spare[i]);
+    free(p->spare);
     free(p->from);
     free(p->map);
     free(p->rix);
@@ -345,10 +410,28 @@ static void job_abort(px_worker *px, void *arg)
 {
     (void)arg;
     pool_plan *plans = px->reload_plans;
-    for (size_t i = 0; plans != NULL && i < px->npools; i++)
-        plan_free(&plans[i]);
+    for (size_t i = 0; plans != NULL && i < px->npools; i++) {
+        pool_plan *p = &plans[i];
+        if (p->pool != NULL && p->staged) {
+            /* New servers the stage started may have deletes in flight: retired (into the
+             * spares allocated for it), they close once drained. */
+            for (size_t k = 0; k < p->n; k++) {
+                if (p->from[k] == SIZE_MAX) {
+                    server_retire(px, p->spare[k], &p->servers[k], p->next->cref);
+                    p->spare[k] = NULL;
+                    memset(&p->servers[k], 0, sizeof(p->servers[k]));
+                }
+            }
+            stage_end(p->pool);
+            if (px_route_build(p->pool, px->pools, px->npools) != 0)
+                PX_LOG(&px->io, PX_LOG_ERR, "reload: pool %s: out of memory for its routes",
+                       p->pool->conf->name);
+        }
+        plan_free(p);
+    }
     free(plans);
     px->reload_plans = NULL;
+    px_worker_reap(px);
 }
 
 static void job_prepare(px_worker *px, void *arg)
@@ -361,6 +444,13 @@ static void job_prepare(px_worker *px, void *arg)
         if (j->next[i].conf != NULL)
             j->ok = plan_build(&px->pools[i], &j->next[i], &plans[i], j->why,
                                sizeof(j->why)) == 0;
+    for (size_t i = 0; j->ok && i < px->npools; i++) {
+        if (plans[i].pool != NULL && stage_begin(px, &plans[i]) != 0) {
+            snprintf(j->why, sizeof(j->why), "pool %s: out of memory for its stage",
+                     px->pools[i].conf->name);
+            j->ok = false;
+        }
+    }
     if (!j->ok)
         job_abort(px, NULL);
 }

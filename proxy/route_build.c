@@ -9,6 +9,7 @@
 #include "pool.h"
 #include "route_pool.h"
 #include "route_shadow.h"
+#include "route_stage.h"
 #include "route_warm.h"
 
 #include <stdlib.h>
@@ -50,6 +51,8 @@ int px_route_build(px_pool *pool, px_pool *pools, size_t npools)
         t->shadow = (px_shadow_conf){shadow, pc->shadow_fraction, pc->shadow_writes};
         root = node(t, NULL, &px_route_shadow_ops, &t->shadow);
     }
+    if (pool->stage.table != NULL)
+        root = node(t, root, &px_route_stage_ops, NULL);
     px_route *warm = node(t, root, &px_route_warm_ops, NULL);
     node(t, warm, &px_route_pool_ops, &px_place_current);
     node(t, warm, &px_route_pool_ops, &px_place_previous);

@@ -12,8 +12,8 @@ px_rq.on_done, px_flushable.flush, px_route_ops):
 
 The worker is the data path's top: it too includes nothing above it, and what it needs of the
 control thread (the shared pools, counters, the INFO text) it is handed in px_worker_env. The
-control plane above it (listen, metrics, reload, fleet, ctl, main) may include anything. A file of proxy/ that has no rank here fails the check, so a new module has to
-be placed. Run with --self-test to see the check fail on a tree that breaks the rule.
+control plane above it (listen, metrics, reload, fleet, ctl, main) may include anything. A file
+of proxy/ that has no rank here fails the check, so a new module has to be placed. Run with --self-test to see the check fail on a tree that breaks the rule.
 
 The same direction one floor down (--layers ROOT): the modules of include/, src/ and tools/
 (DESIGN.md, "Layers"), each with a rank, a module including only what its layer may:
@@ -42,7 +42,8 @@ RANKS = {
     "buf": LEAF, "log": LEAF, "counters": LEAF, "health_shared": LEAF,
     "conf_ref": LEAF, "resolve": LEAF, "route": LEAF, "window": LEAF, "tls": LEAF,
     "io": 1, "pool": 1, "backend": 2, "request": 3, "warm": 3, "route_pool": 4, "route_all": 4,
-    "route_scan": 4, "route_warm": 5, "route_shadow": 5, "route_build": 6, "pubsub": 4,
+    "route_scan": 4, "route_warm": 5, "route_shadow": 5, "route_stage": 5, "route_build": 6,
+    "pubsub": 4,
     "session": 5,
     "dispatch": 6, "client": 7,
     "worker": 8,
@@ -53,8 +54,8 @@ RANKS = {
     "ctl": 11, "main": 12,
 }
 DATA_PATH = {"io", "backend", "request", "warm", "route_pool", "route_all", "route_scan",
-             "route_warm", "route_shadow", "route_build", "pubsub", "session", "dispatch",
-             "client", "worker"}
+             "route_warm", "route_shadow", "route_stage", "route_build", "pubsub", "session",
+             "dispatch", "client", "worker"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 

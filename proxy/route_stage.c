@@ -1,0 +1,194 @@
+/*
+ * route_stage.c — staging (route_stage.h), mcrouter's StagingRoute in its strict form, for the
+ * time a membership change is prepared and not committed (docs/FLEET.md, "Staged migration"):
+ *
+ *   a read, or a write none of whose keys changes owner  -> passed to child[0] as it is;
+ *   a write of a key that changes owner                  -> called on child[0] (its owner
+ *       now), then, whatever its answer, a delete of each of its moving keys at the key's next
+ *       owner (px_pool.stage); the answer goes up once every delete is answered, and becomes
+ *       an error when one failed (the write may stand at the owner while a copy the next owner
+ *       holds could not be dropped: the client is not told "done").
+ *
+ * Why this order: a copy (`chash fleet apply --migrate`, a warm-up fill) reads the owner, adds
+ * at the next owner and reads the owner again, dropping its add when the value changed. A write
+ * lands at the owner, then deletes at the next owner. Whichever comes first, the next owner ends
+ * with the owner's latest value or nothing: never an older one.
+ *
+ * A slot's state word (px_rq_state): 0 passed; STAGE_WRITE called and waiting for the write's
+ * answer; else a stage_group pointer while its deletes are out. Cost outside a stage: one test.
+ * In one: two lookups per key of a write, nothing for reads.
+ */
+#include "route_stage.h"
+#include "request.h"
+#include "warm.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define STAGE_WRITE 1u
+
+/* A write's answer, kept while its deletes are out. */
+typedef struct stage_group {
+    uint32_t waiting; /* deletes not answered, and 1 while they are being sent */
+    bool failed;      /* a delete could not be sent or failed */
+    px_reply_kind kind;
+    int64_t integer;
+    char *bytes;
+    size_t len;
+    size_t n;
+    px_slot slots[]; /* those the answer is for */
+} stage_group;
+
+/* Key k of rq (its routing bytes) into buf when encoded; NULL when it cannot be decoded. */
+static const char *key_at(const px_rq *rq, size_t k, char *buf, size_t cap, size_t *len)
+{
+    const px_span *sp = &rq->msg.keys[k];
+    if ((rq->msg.flags & PX_MSG_ENCODED_KEYS) == 0) {
+        *len = sp->len;
+        return rq->msg.raw + sp->off;
+    }
+    long n = rq->codec->route_key(&rq->msg, *sp, buf, cap);
+    if (n < 0)
+        return NULL;
+    *len = (size_t)n;
+    return buf;
+}
+
+/* The server a key goes to after the staged change, when that is another than its owner now;
+ * NULL when it stays (or there is no stage). */
+static px_server *next_owner(const px_pool *pool, const char *key, size_t len)
+{
+    const px_stage *st = &pool->stage;
+    if (st->table == NULL || pool->nservers == 0)
+        return NULL;
+    size_t j = ch_lookup(st->table, key, len);
+    size_t i = ch_lookup(pool->table, key, len);
+    if (j >= st->n || (i < pool->nservers && st->to[j] == &pool->servers[i]))
+        return NULL;
+    return st->to[j];
+}
+
+/* The keys of slot s: its own for a split command, every key of the request otherwise (EVAL's
+ * declared keys, MSETNX). */
+static void slot_keys(const px_rq *rq, px_slot s, size_t *first, size_t *end)
+{
+    if (rq->msg.cmd->cls == PX_CLASS_MULTI) {
+        *first = rq->slots[s].key;
+        *end = *first + 1;
+    } else {
+        *first = 0;
+        *end = rq->msg.nkeys;
+    }
+}
+
+static bool moves(const px_rq *rq, px_slot s)
+{
+    size_t k, end;
+    slot_keys(rq, s, &k, &end);
+    for (; k < end; k++) {
+        char buf[PX_MAX_ROUTE_KEY];
+        size_t len;
+        const char *key = key_at(rq, k, buf, sizeof(buf), &len);
+        if (key != NULL && next_owner(rq->pool, key, len) != NULL)
+            return true;
+    }
+    return false;
+}
+
+static void stage_start(px_route *rt, px_rq *rq, px_slot s)
+{
+    *px_rq_state(rq, s, rt) = 0;
+    if (rq->pool->stage.table == NULL || rq->msg.cmd->retry || rq->msg.nkeys == 0 ||
+        !moves(rq, s)) {
+        px_rq_pass(rq, s, rt, rt->child[0]);
+        return;
+    }
+    *px_rq_state(rq, s, rt) = STAGE_WRITE;
+    px_rq_call(rq, s, rt, rt->child[0]);
+}
+
+/* g's deletes are all answered: its write's answer goes up (g is freed; rq may be). */
+static void finish(px_route *rt, px_rq *rq, stage_group *g)
+{
+    for (size_t i = 0; i < g->n; i++)
+        *px_rq_state(rq, g->slots[i], rt) = 0;
+    if (g->failed) {
+        px_rq_return_error(rq, rt, g->slots, g->n, PX_ERR_SERVER,
+                           "chash-proxy: written at the key's owner, but its copy at its owner "
+                           "after the pending membership change could not be invalidated");
+    } else {
+        px_reply r = {.p = g->bytes, .len = g->len, .kind = g->kind, .integer = g->integer};
+        px_rq_return(rq, rt, g->slots, g->n, &r);
+    }
+    free(g->bytes);
+    free(g);
+}
+
+/* The write's answer r to slots[0, n): kept, and a delete of each moving key at its next owner. */
+static void invalidate(px_route *rt, px_rq *rq, const px_slot *slots, size_t n, const px_reply *r)
+{
+    stage_group *g = calloc(1, sizeof(*g) + n * sizeof(px_slot));
+    char *bytes = g != NULL ? malloc(r->len > 0 ? r->len : 1) : NULL;
+    if (bytes == NULL) {
+        free(g);
+        for (size_t i = 0; i < n; i++)
+            *px_rq_state(rq, slots[i], rt) = 0;
+        px_rq_return_error(rq, rt, slots, n, PX_ERR_SERVER, "out of memory");
+        return;
+    }
+    memcpy(bytes, r->p, r->len);
+    *g = (stage_group){.waiting = 1, .kind = r->kind, .integer = r->integer, .bytes = bytes,
+                       .len = r->len, .n = n};
+    memcpy(g->slots, slots, n * sizeof(px_slot));
+    for (size_t i = 0; i < n; i++)
+        *px_rq_state(rq, slots[i], rt) = (uint64_t)(uintptr_t)g;
+    px_pool *pool = rq->pool;
+    for (size_t i = 0; i < n; i++) {
+        size_t k, end;
+        slot_keys(rq, slots[i], &k, &end);
+        for (; k < end; k++) {
+            char buf[PX_MAX_ROUTE_KEY];
+            size_t len;
+            const char *key = key_at(rq, k, buf, sizeof(buf), &len);
+            px_server *to = key != NULL ? next_owner(pool, key, len) : NULL;
+            if (to == NULL)
+                continue;
+            px_warm_request a = {rq->codec->encode_delete, key, len, NULL, 0};
+            g->waiting++; /* before the send: its answer may come before it returns */
+            if (px_rq_send_own(rq, slots[i], rt, to, px_warm_encode, &a) != 0) {
+                g->waiting--;
+                g->failed = true;
+                pool->m.warm.stage_invalidate_errors++;
+            }
+        }
+    }
+    if (--g->waiting == 0)
+        finish(rt, rq, g);
+}
+
+static void stage_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
+                        const px_reply *r)
+{
+    uint64_t st = *px_rq_state(rq, slots[0], rt);
+    if (st == STAGE_WRITE) { /* the write's answer, for slots called together */
+        invalidate(rt, rq, slots, n, r);
+        return;
+    }
+    /* A delete's answer: one slot (px_rq_send_own). */
+    stage_group *g = (stage_group *)(uintptr_t)st;
+    px_pool_metrics *m = &rq->pool->m;
+    if (r->kind == PX_REPLY_FAILED || r->kind == PX_REPLY_ERROR) {
+        g->failed = true;
+        m->warm.stage_invalidate_errors++;
+    } else {
+        m->warm.stage_invalidations++;
+    }
+    if (--g->waiting == 0)
+        finish(rt, rq, g);
+}
+
+const px_route_ops px_route_stage_ops = {
+    .name = "stage",
+    .start = stage_start,
+    .reply = stage_reply,
+};
