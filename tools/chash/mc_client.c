@@ -456,6 +456,27 @@ int mc_store(mc_client *c, const char *cmd, const char *key, size_t len, uint32_
     return append(c, "\r\n", 2);
 }
 
+int mc_delete(mc_client *c, const char *key, size_t len)
+{
+    if (append(c, "delete ", 7) != 0 || append(c, key, len) != 0)
+        return MC_LOST;
+    return append(c, "\r\n", 2);
+}
+
+int mc_delete_reply(mc_client *c)
+{
+    ch_mc_reply r;
+    const char *reply;
+    if (read_reply(c, CH_MC_CMD_DELETE, &r, &reply) != 0)
+        return MC_LOST;
+    if (r.code == CH_MC_R_DELETED)
+        return 1;
+    if (r.code == CH_MC_R_NOT_FOUND)
+        return 0;
+    return r.cls == CH_MC_C_ERROR ? ereply(c, reply + r.line.off, r.line.len)
+                                  : unexpected(c, "delete", reply, &r);
+}
+
 int mc_store_reply(mc_client *c)
 {
     /* add and set have one reply grammar (STORED NOT_STORED EXISTS NOT_FOUND, or an error). */

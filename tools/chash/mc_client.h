@@ -78,4 +78,9 @@ int mc_store(mc_client *c, const char *cmd, const char *key, size_t len, uint32_
  * (SERVER_ERROR object too large, out of memory, ...), MC_LOST. */
 int mc_store_reply(mc_client *c);
 
+/* Appends "delete <key>" (a plain key). */
+int mc_delete(mc_client *c, const char *key, size_t len);
+/* The next delete reply: 1 DELETED, 0 NOT_FOUND, MC_EREPLY, MC_LOST. */
+int mc_delete_reply(mc_client *c);
+
 #endif

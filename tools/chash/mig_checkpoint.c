@@ -5,7 +5,7 @@
  *   chash-migrate-checkpoint 1
  *   id <pool> <OLD membership version> <NEW membership version>
  *   source <addr> cursor <u64> done <0|1> scanned <n> stray <n> moved <n> copied <n>
- *          present <n> expired <n> failed <n>                  (one line)
+ *          present <n> expired <n> failed <n> changed <n>      (one line)
  *   pair <old addr> <new addr> <keys>
  *   end
  *
@@ -46,9 +46,10 @@ int mig_checkpoint_save(const char *path, const char *id, const mig_server *olds
         fprintf(f,
                 "source %s cursor %" PRIu64 " done %d scanned %" PRIu64 " stray %" PRIu64
                 " moved %" PRIu64
-                " copied %" PRIu64 " present %" PRIu64 " expired %" PRIu64 " failed %" PRIu64 "\n",
+                " copied %" PRIu64 " present %" PRIu64 " expired %" PRIu64 " failed %" PRIu64
+                " changed %" PRIu64 "\n",
                 olds[i].addr, st[i].cur.pos, st[i].cur.done ? 1 : 0, n->scanned, n->stray, n->moved,
-                n->copied, n->present, n->expired, n->failed);
+                n->copied, n->present, n->expired, n->failed, n->changed);
         for (size_t j = 0; j < nnew; j++)
             if (st[i].pairs[j] > 0)
                 fprintf(f, "pair %s %s %" PRIu64 "\n", olds[i].addr, news[j].addr,
@@ -116,20 +117,21 @@ int mig_checkpoint_load(const char *path, const char *id, const mig_server *olds
         }
         if (!have_id)
             break;
-        uint64_t pos, v[7], keys;
+        uint64_t pos, v[8] = {0}, keys;
         int done;
+        /* "changed" is last: a checkpoint written before it had none (0). */
         if (sscanf(line,
                    "source %4095s cursor %" SCNu64 " done %d scanned %" SCNu64 " stray %" SCNu64
                    " moved %" SCNu64 " copied %" SCNu64 " present %" SCNu64 " expired %" SCNu64
-                   " failed %" SCNu64,
-                   a, &pos, &done, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6]) == 10) {
+                   " failed %" SCNu64 " changed %" SCNu64,
+                   a, &pos, &done, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) >= 10) {
             long i = find_addr(olds, nold, a);
             if (i < 0) {
                 snprintf(err, errlen, "%s:%u: server %s is not in OLD", path, lineno, a);
                 goto out;
             }
             st[i].cur = (mig_cursor){.pos = pos, .done = done != 0};
-            st[i].n = (mig_counts){v[0], v[1], v[2], v[3], v[4], v[5], v[6]};
+            st[i].n = (mig_counts){v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
         } else if (sscanf(line, "pair %4095s %4095s %" SCNu64, a, b, &keys) == 3) {
             long i = find_addr(olds, nold, a), j = find_addr(news, nnew, b);
             if (i < 0 || j < 0) {

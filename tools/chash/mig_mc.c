@@ -289,6 +289,78 @@ typedef struct held {
     bool have;
 } held;
 
+/* Deletes at their new owners the keys of b[from, to) marked in gone[]; a delete that fails
+ * makes its key MIG_FAILED (its copy may be older than the source). */
+static void drop_chunk(mig_conn **dst, size_t ndst, mig_batch *b, size_t from, size_t to,
+                       const bool *gone, bool *broken_dst)
+{
+    for (size_t j = 0; j < ndst; j++) {
+        bool lost = false, any = false;
+        for (size_t i = from; i < to && !lost; i++)
+            if (gone[i - from] && b->keys[i].to == j) {
+                lost = mc_delete(dst[j]->cmd, b->keys[i].key, b->keys[i].len) != 0;
+                any = true;
+            }
+        for (size_t i = from; i < to && any; i++) {
+            mig_key *k = &b->keys[i];
+            if (!gone[i - from] || k->to != j)
+                continue;
+            int rc = lost ? MC_LOST : mc_delete_reply(dst[j]->cmd);
+            lost = lost || rc == MC_LOST;
+            if (rc < 0) {
+                k->state = MIG_FAILED;
+                snprintf(k->err, MIG_ERR_LEN, "written at the source during its copy, and the "
+                         "copy at the new owner could not be deleted: %s",
+                         mc_error(dst[j]->cmd));
+            }
+        }
+        if (lost)
+            broken_dst[j] = true;
+    }
+}
+
+/* The copies of b[from, to) confirmed (migrate.h, copy): each key copied read again at the
+ * source; one whose value or flags changed, or that went, is deleted at its new owner
+ * (MIG_CHANGED). The source lost meanwhile: every copy not confirmed is deleted and retried. */
+static void confirm_chunk(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b,
+                          size_t from, size_t to, bool *broken_src, bool *broken_dst,
+                          const held *h)
+{
+    bool *gone = calloc(to - from ? to - from : 1, sizeof(*gone));
+    if (gone == NULL) {
+        for (size_t i = from; i < to; i++)
+            if (b->keys[i].state == MIG_COPIED) {
+                b->keys[i].state = MIG_FAILED;
+                snprintf(b->keys[i].err, MIG_ERR_LEN, "out of memory to confirm its copy");
+            }
+        return;
+    }
+    bool lost = false, any = false;
+    for (size_t i = from; i < to && !lost; i++)
+        if (b->keys[i].state == MIG_COPIED) {
+            lost = mc_mg(src->cmd, b->keys[i].key, b->keys[i].len) != 0;
+            any = true;
+        }
+    for (size_t i = from; i < to && any; i++) {
+        mig_key *k = &b->keys[i];
+        if (k->state != MIG_COPIED)
+            continue;
+        mc_value v;
+        int rc = lost ? MC_LOST : mc_mg_reply(src->cmd, &v);
+        lost = lost || rc == MC_LOST;
+        bool same = rc == 1 && v.len == h[i].len && v.flags == h[i].flags &&
+                    memcmp(v.data, h[i].data, v.len) == 0;
+        if (!same) {
+            gone[i - from] = true;
+            k->state = lost ? MIG_RETRY : MIG_CHANGED;
+        }
+    }
+    if (lost)
+        *broken_src = true;
+    drop_chunk(dst, ndst, b, from, to, gone, broken_dst);
+    free(gone);
+}
+
 /* Copies the pending keys of b[from, to). */
 static void copy_chunk(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, size_t from,
                        size_t to, bool replace, bool *broken_src, bool *broken_dst, held *h)
@@ -354,11 +426,13 @@ static void copy_chunk(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b,
                 dlost = true;
                 break;
             }
-            if (rc == 1)
-                k->state = MIG_COPIED;
-            else if (rc == 0)
+            if (rc == 1) {
+                k->state = MIG_COPIED; /* its value kept for the confirmation */
+                continue;
+            }
+            if (rc == 0) {
                 k->state = MIG_PRESENT;
-            else {
+            } else {
                 k->state = MIG_FAILED;
                 snprintf(k->err, MIG_ERR_LEN, "%s", mc_error(dst[j]->cmd));
             }
@@ -368,10 +442,16 @@ static void copy_chunk(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b,
         if (dlost) {
             broken_dst[j] = true;
             for (size_t i = from; i < to; i++)
-                if (h[i].have && b->keys[i].to == j)
+                if (h[i].have && b->keys[i].to == j && b->keys[i].state != MIG_COPIED)
                     b->keys[i].state = MIG_RETRY;
         }
     }
+    if (!*broken_src)
+        confirm_chunk(src, dst, ndst, b, from, to, broken_src, broken_dst, h);
+    else /* the copies cannot be confirmed: dropped and retried */
+        for (size_t i = from; i < to; i++)
+            if (b->keys[i].state == MIG_COPIED)
+                b->keys[i].state = MIG_RETRY;
     for (size_t i = from; i < to; i++) {
         free(h[i].data);
         h[i] = (held){0};

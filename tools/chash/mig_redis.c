@@ -188,6 +188,90 @@ static bool pending(const mig_key *k)
     return k->state == MIG_TODO || k->state == MIG_RETRY;
 }
 
+/* Deletes, at each new owner, the keys of b marked in gone[] (their copies are dropped); a key
+ * whose delete fails is MIG_FAILED (its copy may be older than the source: the run fails). A
+ * delete done leaves the key's state as the caller set it. */
+static void r_drop(mig_conn **dst, size_t ndst, mig_batch *b, const bool *gone,
+                   bool *broken_dst)
+{
+    for (size_t j = 0; j < ndst; j++) {
+        bool lost = false, any = false;
+        for (size_t i = 0; i < b->n && !lost; i++) {
+            if (!gone[i] || b->keys[i].to != j)
+                continue;
+            const char *argv[] = {"DEL", b->keys[i].key};
+            size_t lens[] = {3, b->keys[i].len};
+            lost = redisAppendCommandArgv(dst[j]->rc, 2, argv, lens) != REDIS_OK;
+            any = true;
+        }
+        for (size_t i = 0; i < b->n && any; i++) {
+            mig_key *k = &b->keys[i];
+            if (!gone[i] || k->to != j)
+                continue;
+            redisReply *r = lost ? NULL : next_reply(dst[j]->rc);
+            if (r == NULL || r->type != REDIS_REPLY_INTEGER) {
+                lost = lost || r == NULL;
+                k->state = MIG_FAILED;
+                const char *why = r == NULL                      ? "connection lost"
+                                  : r->type == REDIS_REPLY_ERROR ? r->str
+                                                                 : "not an integer reply";
+                snprintf(k->err, MIG_ERR_LEN, "written at the source during its copy, and the "
+                         "copy at the new owner could not be deleted: %s", why);
+            }
+            freeReplyObject(r);
+        }
+        if (lost)
+            broken_dst[j] = true;
+    }
+}
+
+/* 3. The copies confirmed (migrate.h, copy): the source's DUMP of each key copied, read again;
+ * a key whose value changed or went since its first read is deleted at its new owner
+ * (MIG_CHANGED). A write that lands at the source after this read deletes at the new owner
+ * itself (route_stage.c), after the copy: either way the new owner never keeps an older value.
+ * The source lost: every copy of the batch is deleted and retried. */
+static void r_confirm(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b,
+                      redisReply **dump, bool *broken_src, bool *broken_dst)
+{
+    bool *gone = calloc(b->n ? b->n : 1, sizeof(*gone));
+    if (gone == NULL) {
+        for (size_t i = 0; i < b->n; i++)
+            if (b->keys[i].state == MIG_COPIED) {
+                b->keys[i].state = MIG_FAILED;
+                snprintf(b->keys[i].err, MIG_ERR_LEN, "out of memory to confirm its copy");
+            }
+        return;
+    }
+    bool lost = false;
+    size_t any = 0;
+    for (size_t i = 0; i < b->n && !lost; i++) {
+        if (b->keys[i].state != MIG_COPIED || dump[i] == NULL)
+            continue;
+        const char *argv[] = {"DUMP", b->keys[i].key};
+        size_t lens[] = {4, b->keys[i].len};
+        lost = redisAppendCommandArgv(src->rc, 2, argv, lens) != REDIS_OK;
+        any++;
+    }
+    for (size_t i = 0; i < b->n && any > 0; i++) {
+        mig_key *k = &b->keys[i];
+        if (k->state != MIG_COPIED || dump[i] == NULL)
+            continue;
+        redisReply *r = lost ? NULL : next_reply(src->rc);
+        lost = lost || r == NULL;
+        bool same = r != NULL && r->type == REDIS_REPLY_STRING && r->len == dump[i]->len &&
+                    memcmp(r->str, dump[i]->str, r->len) == 0;
+        if (!same) {
+            gone[i] = true;
+            k->state = lost ? MIG_RETRY : MIG_CHANGED;
+        }
+        freeReplyObject(r);
+    }
+    if (lost)
+        *broken_src = true;
+    r_drop(dst, ndst, b, gone, broken_dst);
+    free(gone);
+}
+
 static void r_copy(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, bool replace,
                    bool *broken_src, bool *broken_dst)
 {
@@ -289,7 +373,8 @@ static void r_copy(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, boo
                 dlost[j] = true;
                 break;
             }
-            if (r->type == REDIS_REPLY_STATUS) {
+            bool copied = r->type == REDIS_REPLY_STATUS;
+            if (copied) {
                 k->state = MIG_COPIED;
             } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "BUSYKEY", 7) == 0) {
                 k->state = MIG_PRESENT;
@@ -298,16 +383,24 @@ static void r_copy(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, boo
                 reply_error(r, k->err, MIG_ERR_LEN);
             }
             freeReplyObject(r);
-            freeReplyObject(dump[i]);
-            dump[i] = NULL;
+            if (!copied) { /* a copy's dump is kept for its confirmation */
+                freeReplyObject(dump[i]);
+                dump[i] = NULL;
+            }
         }
         if (dlost[j])
             broken_dst[j] = true;
     }
+    if (sent != NULL && dlost != NULL)
+        r_confirm(src, dst, ndst, b, dump, broken_src, broken_dst);
     /* What is left was not answered (a lost connection) or never sent (out of memory). */
     for (size_t i = 0; i < b->n; i++) {
         if (dump[i] == NULL)
             continue;
+        if (b->keys[i].state != MIG_TODO && b->keys[i].state != MIG_RETRY) {
+            freeReplyObject(dump[i]); /* confirmed or settled by r_confirm */
+            continue;
+        }
         mig_key *k = &b->keys[i];
         if (sent && dlost) {
             k->state = MIG_RETRY;

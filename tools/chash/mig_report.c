@@ -20,6 +20,7 @@ void mig_totals(const run *r, mig_counts *t)
         t->present += n->present;
         t->expired += n->expired;
         t->failed += n->failed;
+        t->changed += n->changed;
     }
 }
 
@@ -79,6 +80,8 @@ void mig_print_json(const run *r, bool complete, double secs)
     json_int(&j, t.expired);
     json_key(&j, "failed");
     json_int(&j, t.failed);
+    json_key(&j, "changed");
+    json_int(&j, t.changed);
     json_key(&j, "failed_sources");
     json_int(&j, failed_sources);
     json_key(&j, "seconds");
@@ -128,6 +131,8 @@ void mig_print_json(const run *r, bool complete, double secs)
         json_int(&j, n->expired);
         json_key(&j, "failed");
         json_int(&j, n->failed);
+        json_key(&j, "changed");
+        json_int(&j, n->changed);
         json_end(&j);
     }
     json_end(&j);
@@ -184,8 +189,9 @@ void mig_print_text(const run *r, bool complete, double secs)
                        server_label(&r->neu.servers[k], lb, sizeof(lb)), r->st[i].pairs[k]);
     if (!r->dry_run)
         printf("copied %" PRIu64 ", present %" PRIu64 " (already at the new owner%s), expired %"
-               PRIu64 ", failed %" PRIu64 "\n",
-               t.copied, t.present, r->replace ? "" : ", kept", t.expired, t.failed);
+               PRIu64 ", failed %" PRIu64 ", changed %" PRIu64 " (written at the source during "
+               "the copy: the copy dropped)\n",
+               t.copied, t.present, r->replace ? "" : ", kept", t.expired, t.failed, t.changed);
     if (r->verify)
         printf("verify: %" PRIu64 " checked, %" PRIu64 " ok, %" PRIu64 " missing, %" PRIu64
                " TTL mismatches (tolerance %d ms), %" PRIu64 " gone from the source, %" PRIu64

@@ -33,6 +33,10 @@ typedef struct side {
  * (ch_config_membership()). Exits 2 on an unknown pool or distribution random, 1 on a file
  * error. */
 void side_load(const cli *c, const char *path, side *s);
+/* side_load, with the pool's membership then taken from a membership document (docs/FLEET.md:
+ * a fleet's committed one) instead of the file's servers. Exits 1 when the document does not
+ * apply. */
+void side_load_doc(const cli *c, const char *path, const char *doc, size_t len, side *s);
 void side_free(side *s);
 /* The index of the server with this address, or -1. O(n). */
 long side_find(const side *s, const char *addr);
@@ -88,6 +92,15 @@ typedef struct run {
     listed mismatch[MAX_LISTED];
     size_t nmismatch_listed;
 } run;
+
+/* Copies the keys whose owner changes from old's placement to neu's (both taken over and freed
+ * here), as `chash migrate` does, with c's settings (--rate, --batch, --parallel, --replace,
+ * --verify, --dry-run, --limit, --checkpoint, --json). report: print the result (else only
+ * the failed keys, on stderr); totals: the counts, when not NULL. Returns migrate's exit
+ * status (0 done, 1 keys failed, 3 stopped before the end) with why set unless 0, or -1 with
+ * why when a server cannot be reached or a checkpoint read (nothing copied). */
+int mig_run(const cli *c, side *old, side *neu, bool report, mig_counts *totals, char *why,
+            size_t whylen);
 
 /* The totals over the OLD servers. */
 void mig_totals(const run *r, mig_counts *t);

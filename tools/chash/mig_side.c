@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-void side_load(const cli *c, const char *path, side *s)
+static void side_build(const cli *c, const char *path, side *s);
+
+/* Loads PATH and finds the pool (--pool, else its only one). */
+static ch_conf_pool *side_pool(const cli *c, const char *path, side *s)
 {
     *s = (side){.path = path};
     ch_config_error err;
@@ -32,6 +35,31 @@ void side_load(const cli *c, const char *path, side *s)
         cli_usage(c, "%s has %zu pools; choose one with --pool (%s)", path, s->cfg->npools,
                   names);
     }
+    return (ch_conf_pool *)s->pool; /* s->cfg is ours */
+}
+
+void side_load(const cli *c, const char *path, side *s)
+{
+    side_pool(c, path, s);
+    side_build(c, path, s);
+}
+
+void side_load_doc(const cli *c, const char *path, const char *doc, size_t len, side *s)
+{
+    ch_conf_pool *p = side_pool(c, path, s);
+    ch_config_error err;
+    int64_t epoch;
+    if (ch_config_membership_doc(p, "(the committed membership document)", doc, len, &epoch,
+                                 &err) != CH_OK) {
+        char buf[600];
+        cli_fail(c, "%s", ch_config_error_str(&err, buf, sizeof(buf)));
+    }
+    side_build(c, path, s);
+}
+
+/* The placement of s's pool, as chash-proxy builds it, and its servers. */
+static void side_build(const cli *c, const char *path, side *s)
+{
     const ch_conf_pool *p = s->pool;
     if (p->nservers == 0)
         cli_fail(c, "%s: pool %s has no servers", path, p->name);

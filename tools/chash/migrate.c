@@ -13,7 +13,8 @@
  * Copies are pipelined per batch; a lost connection is reopened and its keys retried, at most
  * RETRIES times. Nothing is deleted at the source: until the switch to NEW the old owners keep
  * serving, and a rollback to OLD finds its keys. Every key that moves ends in exactly one count:
- * copied, present (already at the new owner, left alone without --replace), expired, failed.
+ * copied, present (already at the new owner, left alone without --replace), expired, failed,
+ * changed (written at the source during its copy: the copy deleted again).
  *
  * --parallel workers (threads) drain that many OLD servers at once, each with its own
  * connections to the NEW servers.
@@ -325,6 +326,7 @@ static void count_batch(run *r, size_t i, const mig_batch *b, uint64_t stray)
         case MIG_COPIED: s->n.copied++; break;
         case MIG_PRESENT: s->n.present++; break;
         case MIG_EXPIRED: s->n.expired++; break;
+        case MIG_CHANGED: s->n.changed++; break;
         case MIG_FAILED:
             s->n.failed++;
             list_key(r->c, r->failed, &r->nfailed_listed, key, i, key->to, key->err);
@@ -497,20 +499,31 @@ int cmd_migrate(cli *c)
         cli_usage(c, "wants OLD.yml and NEW.yml (see chash migrate --help)");
     if (c->nodes || c->config)
         cli_usage(c, "OLD and NEW are config files: --nodes and --config do not apply");
-    run r = {.c = c, .dry_run = c->dry_run, .replace = c->replace, .verify = c->verify,
-             .batch = c->batch ? c->batch : 1000, .limit = c->limit,
-             .checkpoint = c->checkpoint, .rate = {.rate = (double)c->rate}};
-    side_load(c, c->argv[0], &r.old);
-    side_load(c, c->argv[1], &r.neu);
-    if (r.old.pool->redis != r.neu.pool->redis)
+    side old, neu;
+    side_load(c, c->argv[0], &old);
+    side_load(c, c->argv[1], &neu);
+    if (old.pool->redis != neu.pool->redis)
         cli_usage(c, "%s pool %s is a %s pool, %s pool %s a %s pool: keys cannot move between "
                      "protocols",
-                  r.old.path, r.old.pool->name, r.old.pool->redis ? "redis" : "memcached",
-                  r.neu.path, r.neu.pool->name, r.neu.pool->redis ? "redis" : "memcached");
-    if (r.dry_run && r.replace)
+                  old.path, old.pool->name, old.pool->redis ? "redis" : "memcached",
+                  neu.path, neu.pool->name, neu.pool->redis ? "redis" : "memcached");
+    if (c->dry_run && c->replace)
         cli_usage(c, "--replace does nothing in a dry run");
-    if (r.dry_run && r.checkpoint)
+    if (c->dry_run && c->checkpoint)
         cli_usage(c, "--checkpoint does nothing in a dry run (it records copies)");
+    char err[600];
+    int status = mig_run(c, &old, &neu, true, NULL, err, sizeof(err));
+    if (status < 0)
+        cli_fail(c, "%s", err);
+    return status;
+}
+
+int mig_run(const cli *c, side *old, side *neu, bool report, mig_counts *totals, char *why,
+            size_t whylen)
+{
+    run r = {.c = c, .old = *old, .neu = *neu, .dry_run = c->dry_run, .replace = c->replace,
+             .verify = c->verify, .batch = c->batch ? c->batch : 1000, .limit = c->limit,
+             .checkpoint = c->checkpoint, .rate = {.rate = (double)c->rate}};
     r.drv = r.old.pool->redis ? &mig_redis_driver : &mig_mc_driver;
     snprintf(r.id, sizeof(r.id), "%s %s %s", r.old.pool->name,
              ch_membership_version(r.old.members), ch_membership_version(r.neu.members));
@@ -526,12 +539,17 @@ int cmd_migrate(cli *c)
         r.same[i] = side_find(&r.neu, r.old.servers[i].addr);
         r.st[i].pairs = xcalloc(c, nn, sizeof(*r.st[i].pairs));
     }
+    int status = -1;
+    size_t nw = 0;
+    worker *w = NULL;
     if (r.checkpoint && !r.dry_run) {
         char err[600];
         int rc = mig_checkpoint_load(r.checkpoint, r.id, r.old.servers, no, r.neu.servers, nn,
                                      r.st, err, sizeof(err));
-        if (rc < 0)
-            cli_fail(c, "checkpoint: %s", err);
+        if (rc < 0) {
+            snprintf(why, whylen, "checkpoint: %s", err);
+            goto out;
+        }
         if (rc == 1 && !c->json)
             fprintf(stderr, "chash migrate: resuming from %s\n", r.checkpoint);
         /* A server whose enumeration cannot resume (metadump) starts again from nothing: its
@@ -548,24 +566,32 @@ int cmd_migrate(cli *c)
     /* Every server is reached before anything is written: a typo in a config stops the run
      * here, naming the server. A dry run needs only the OLD servers. */
     char err[MIG_ERR_LEN], lb[300];
-    for (size_t i = 0; i < no; i++)
+    for (size_t i = 0; i < no; i++) {
         if ((r.src[i] = connect_to(&r, &r.old.servers[i], &r.old.auth, 1, err, sizeof(err))) ==
-            NULL)
-            cli_fail(c, "OLD server %s: %s",
+            NULL) {
+            snprintf(why, whylen, "OLD server %s: %s",
                      server_label(&r.old.servers[i], lb, sizeof(lb)), err);
-    size_t nw = c->parallel ? c->parallel : 4;
+            goto out;
+        }
+    }
+    nw = c->parallel ? c->parallel : 4;
     if (nw > no)
         nw = no;
-    worker *w = xcalloc(c, nw, sizeof(*w));
+    w = xcalloc(c, nw, sizeof(*w));
     for (size_t k = 0; k < nw; k++) {
         w[k].r = &r;
         w[k].dst = xcalloc(c, nn, sizeof(*w[k].dst));
         w[k].broken_dst = xcalloc(c, nn, sizeof(*w[k].broken_dst));
-        for (size_t j = 0; j < nn && !(r.dry_run && !r.verify); j++)
+    }
+    for (size_t k = 0; k < nw; k++) {
+        for (size_t j = 0; j < nn && !(r.dry_run && !r.verify); j++) {
             if ((w[k].dst[j] = connect_to(&r, &r.neu.servers[j], &r.neu.auth, 1, err,
-                                          sizeof(err))) == NULL)
-                cli_fail(c, "NEW server %s: %s",
+                                          sizeof(err))) == NULL) {
+                snprintf(why, whylen, "NEW server %s: %s",
                          server_label(&r.neu.servers[j], lb, sizeof(lb)), err);
+                goto out;
+            }
+        }
     }
     pthread_mutex_init(&r.mu, NULL);
 
@@ -600,36 +626,44 @@ int cmd_migrate(cli *c)
         progress_end(&r.prog);
     }
     double secs = now_seconds() - t0;
-    for (size_t k = 0; k < nw; k++) {
-        for (size_t j = 0; j < nn; j++)
-            r.drv->close(w[k].dst[j]);
-        free(w[k].dst);
-        free(w[k].broken_dst);
-        mig_batch_free(&w[k].b);
-    }
-    free(w);
     pthread_mutex_destroy(&r.mu);
 
-    if (c->json)
+    if (report && c->json)
         mig_print_json(&r, complete, secs);
-    else
+    else if (report)
         mig_print_text(&r, complete, secs);
     fflush(stdout); /* before the list on stderr, so that a terminal shows them in order */
     mig_print_listed(&r);
 
     mig_counts t;
     mig_totals(&r, &t);
+    if (totals != NULL)
+        *totals = t;
     bool bad_source = false;
     for (size_t i = 0; i < no; i++)
         bad_source = bad_source || r.source_failed[i];
-    int status = 0;
+    status = 0;
     if (t.failed || bad_source || r.v_missing || r.v_ttl || r.v_error)
         status = 1;
     else if (!complete)
         status = 3;
+    if (status != 0)
+        snprintf(why, whylen, "%s", status == 3 ? "the migration was stopped before its end"
+                                                : "some keys could not be copied (listed above)");
 
+out:
+    for (size_t k = 0; k < nw; k++) {
+        for (size_t j = 0; j < nn; j++)
+            if (w[k].dst[j] != NULL)
+                r.drv->close(w[k].dst[j]);
+        free(w[k].dst);
+        free(w[k].broken_dst);
+        mig_batch_free(&w[k].b);
+    }
+    free(w);
     for (size_t i = 0; i < no; i++) {
-        r.drv->close(r.src[i]);
+        if (r.src[i] != NULL)
+            r.drv->close(r.src[i]);
         free(r.st[i].pairs);
         free(r.source_err[i]);
     }

@@ -45,6 +45,8 @@ enum mig_state {
     MIG_PRESENT,  /* the new owner already had the key (newer): left as it is */
     MIG_EXPIRED,  /* gone from the source (expired or deleted) before it could be read */
     MIG_FAILED,   /* refused or unreadable: err says why */
+    MIG_CHANGED,  /* written (or deleted) at the source while it was copied: the copy, which
+                     may be older, was deleted again at the new owner */
 };
 
 /* The verify pass's verdict on one moved key. */
@@ -112,7 +114,10 @@ typedef struct mig_driver {
     void (*cursor_free)(mig_cursor *cur);
     /* Copies every key of b whose state is MIG_TODO or MIG_RETRY from src to dst[k->to], setting
      * its state. replace: overwrite a key already at the new owner. A failed connection marks
-     * its keys MIG_RETRY and sets *broken_src or broken_dst[i]. */
+     * its keys MIG_RETRY and sets *broken_src or broken_dst[i]. A copy is confirmed: once
+     * written, the source is read again, and a key that changed there meanwhile is deleted at
+     * the new owner (MIG_CHANGED), so a copy never leaves a value older than the source's at
+     * the time of the check (docs/FLEET.md, "Staged migration"). */
     void (*copy)(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, bool replace,
                  bool *broken_src, bool *broken_dst);
     /* Checks every key of b whose state is not MIG_SKIP and whose check is MIG_V_TODO or
@@ -139,6 +144,7 @@ typedef struct mig_counts {
                          into it, by this migration or an earlier one): never copied */
     uint64_t moved;   /* of the others, keys whose owner changes */
     uint64_t copied, present, expired, failed; /* what became of the moved keys */
+    uint64_t changed;                          /* ... MIG_CHANGED */
 } mig_counts;
 
 /* The checkpoint's view of one source: its cursor and counts, and its moved keys per NEW
