@@ -97,6 +97,7 @@ enum {
     O_READRATE,
     O_ETCD,
     O_TIMEOUT,
+    O_MIGRATE,
 };
 
 static const struct {
@@ -123,18 +124,19 @@ static const struct {
     {{"new-vnodes", required_argument, NULL, O_NEWVNODES}, OPT_NEW},
     {{"from", required_argument, NULL, O_FROM}, OPT_NEW},
     {{"show-version", no_argument, NULL, O_SHOWVERSION}, OPT_SHOWVERSION},
-    {{"rate", required_argument, NULL, O_RATE}, OPT_MIGRATE},
+    {{"rate", required_argument, NULL, O_RATE}, OPT_MIGRATE | OPT_FLEET},
     {{"checkpoint", required_argument, NULL, O_CHECKPOINT}, OPT_MIGRATE},
     {{"dry-run", no_argument, NULL, O_DRYRUN}, OPT_MIGRATE},
     {{"verify", no_argument, NULL, O_VERIFY}, OPT_MIGRATE},
     {{"replace", no_argument, NULL, O_REPLACE}, OPT_MIGRATE},
     {{"limit", required_argument, NULL, O_LIMIT}, OPT_MIGRATE},
-    {{"batch", required_argument, NULL, O_BATCH}, OPT_MIGRATE},
-    {{"parallel", required_argument, NULL, O_PARALLEL}, OPT_MIGRATE},
+    {{"batch", required_argument, NULL, O_BATCH}, OPT_MIGRATE | OPT_FLEET},
+    {{"parallel", required_argument, NULL, O_PARALLEL}, OPT_MIGRATE | OPT_FLEET},
     {{"pool-keys", required_argument, NULL, O_POOLKEYS}, OPT_WINDOW},
     {{"read-rate", required_argument, NULL, O_READRATE}, OPT_WINDOW},
     {{"etcd", required_argument, NULL, O_ETCD}, OPT_FLEET},
     {{"timeout", required_argument, NULL, O_TIMEOUT}, OPT_FLEET},
+    {{"migrate", no_argument, NULL, O_MIGRATE}, OPT_FLEET},
     {{"help", no_argument, NULL, 'h'}, 0},
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
@@ -222,6 +224,7 @@ void cli_parse(cli *c, int argc, char **argv, unsigned allowed, const char *help
         case O_TIMEOUT:
             c->timeout_ms = cli_u64(c, "--timeout", optarg, 1, UINT64_C(24) * 3600 * 1000);
             break;
+        case O_MIGRATE: c->migrate = true; break;
         }
     }
     if (c->nodes && c->config)

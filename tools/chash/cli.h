@@ -34,7 +34,8 @@ enum {
     OPT_WINDOW = 1u << 15,  /* --pool-keys, --read-rate (plan: the warm-up window to size) */
     OPT_MIGRATE = 1u << 14, /* --rate, --checkpoint, --dry-run, --verify, --replace, --limit,
                                --batch, --parallel (migrate) */
-    OPT_FLEET = 1u << 16,   /* --etcd, --timeout, --pool (fleet) */
+    OPT_FLEET = 1u << 16,   /* --etcd, --timeout, --pool, --migrate, --rate, --batch,
+                               --parallel (fleet) */
 };
 
 #define CLI_MAX_LIST 16 /* repeated --add / --remove */
@@ -74,6 +75,7 @@ typedef struct cli {
     uint64_t read_rate;     /* --read-rate R: its reads per second (plan) */
     const char *etcd;       /* --etcd etcd://host:port[/key] (fleet) */
     uint64_t timeout_ms;    /* --timeout MS (fleet apply); 0: the default */
+    bool migrate;           /* --migrate (fleet apply): the staged copy before the commit */
 
     int argc; /* positional arguments */
     char **argv;

@@ -13,6 +13,7 @@
 #include "commands.h"
 #include "etcd_http.h"
 #include "fleet_doc.h"
+#include "mig_run.h"
 
 #include <chash_config.h>
 #include <etcd_msg.h>
@@ -90,6 +91,10 @@ typedef struct fctx {
      * half-done. */
     int64_t proposed;
     int64_t proposed_epoch;
+    const char *path;     /* apply: NEW.yml */
+    bool migrated;        /* apply --migrate: the copy ran; its counts and time */
+    mig_counts mig;
+    int64_t mig_ms;
 } fctx;
 
 static void abort_pending(fctx *f, int64_t epoch, char *why, size_t whylen);
@@ -914,6 +919,119 @@ static void lost_reason(char *out, size_t cap, const seen_inst *x, int64_t t_com
                  "itself before that (docs/FLEET.md)", t_commit - x->gone_ms);
 }
 
+/* 2. Prepare: waits until every live instance reports prepared == e (one prepare_failed == e
+ * aborts); an instance whose record vanishes (its lease expired) is waited for LOST_MARGIN_MS
+ * more, then committed without (seen). t0: when the wait's timeout started. *r, *n: the
+ * records at the end. Exits (withdrawing the change) on a failure, a signal or the timeout. */
+static void wait_prepared(fctx *f, int64_t e, int64_t t0, ch__fleet_record **r, size_t *n,
+                          seen_set *seen, bool *members_read)
+{
+    const cli *c = f->c;
+    char why[1200];
+    int64_t timeout = c->timeout_ms > 0 ? (int64_t)c->timeout_ms : DEFAULT_TIMEOUT_MS;
+    for (;;) {
+        free(*r);
+        *r = NULL;
+        if (records(f, r, n, why, sizeof(why)) != 0) {
+            apply_json_fail(c, f, e, "prepare", why);
+            ffail(f, "%s", why);
+        }
+        if (!*members_read)
+            seen_members(f, seen, *r, *n);
+        *members_read = true;
+        seen_update(c, seen, *r, *n);
+        for (size_t i = 0; i < *n; i++) {
+            if ((*r)[i].prepare_failed == e) {
+                snprintf(why, sizeof(why), "instance %s could not prepare epoch %" PRId64 ": %s",
+                         (*r)[i].id, e,
+                         (*r)[i].prepare_error[0] ? (*r)[i].prepare_error : "(no reason)");
+                apply_json_fail(c, f, e, "prepare", why);
+                ffail(f, "%s", why);
+            }
+        }
+        size_t ready = 0;
+        for (size_t i = 0; i < *n; i++)
+            ready += (*r)[i].prepared == e;
+        bool settled = true; /* every lost instance gone long enough */
+        for (size_t k = 0; k < seen->n; k++)
+            settled &= seen->v[k].gone_ms == 0 || mono_ms() - seen->v[k].gone_ms >= LOST_MARGIN_MS;
+        if (ready == *n && settled)
+            return;
+        if (interrupted) {
+            snprintf(why, sizeof(why), "interrupted (signal %d) while %zu of %zu instances had "
+                     "prepared epoch %" PRId64, (int)interrupted, ready, *n, e);
+            apply_json_fail(c, f, e, "prepare", why);
+            ffail(f, "%s", why);
+        }
+        if (mono_ms() - t0 >= timeout) {
+            char ids[1000];
+            id_list(ids, sizeof(ids), *r, *n, not_prepared, e);
+            snprintf(why, sizeof(why), "%zu of %zu instances did not prepare epoch %" PRId64
+                     " within %" PRId64 " ms: %s", *n - ready, *n, e, timeout, ids);
+            apply_json_fail(c, f, e, "prepare", why);
+            ffail(f, "%s", why);
+        }
+        sleep_ms(POLL_MS);
+    }
+}
+
+/* 2b. The staged copy (apply --migrate; docs/FLEET.md, "Staged migration"). Every live
+ * instance has prepared epoch e, so each stages it: a write of a key whose owner changes is
+ * deleted at its next owner once written (route_stage.c). The keys that move are copied from
+ * their owners under the committed document to their owners under NEW, each copy confirmed
+ * (migrate.h): after it, the next owners hold each moved key's latest value or nothing. Then
+ * the instances are checked again: the same ones, all still prepared (one that joined
+ * meanwhile may have written unstaged), before the commit. */
+static void staged_copy(fctx *f, int64_t e, ch__fleet_record **r, size_t *n, seen_set *seen,
+                        bool *members_read)
+{
+    const cli *c = f->c;
+    char why[1200];
+    ch__etcd_kv kv;
+    if (!get1(f, f->key, &kv)) {
+        if (!c->json)
+            printf("no committed membership at %s: nothing to copy\n", f->url);
+        return;
+    }
+    size_t n0 = *n;
+    char **ids = xcalloc(c, n0 + 1, sizeof(*ids));
+    for (size_t i = 0; i < n0; i++)
+        ids[i] = xstrdup(c, (*r)[i].id);
+    side old, neu;
+    side_load_doc(c, f->path, kv.value, kv.len, &old);
+    side_load(c, f->path, &neu);
+    free(kv.key), free(kv.value);
+    int64_t t0 = mono_ms();
+    int st = mig_run(c, &old, &neu, false, &f->mig, why, sizeof(why));
+    f->mig_ms = mono_ms() - t0;
+    f->migrated = true;
+    if (st != 0) {
+        apply_json_fail(c, f, e, "migrate", why);
+        ffail(f, "the copy of epoch %" PRId64 "'s moved keys: %s", e, why);
+    }
+    if (!c->json)
+        printf("copied the moved keys in %" PRId64 " ms: %" PRIu64 " moved, %" PRIu64
+               " copied, %" PRIu64 " present, %" PRIu64 " expired, %" PRIu64 " changed (written "
+               "meanwhile: their copies dropped)\n",
+               f->mig_ms, f->mig.moved, f->mig.copied, f->mig.present, f->mig.expired,
+               f->mig.changed);
+    wait_prepared(f, e, mono_ms(), r, n, seen, members_read);
+    for (size_t i = 0; i < *n; i++) {
+        bool known = false;
+        for (size_t k = 0; k < n0 && !known; k++)
+            known = strcmp(ids[k], (*r)[i].id) == 0;
+        if (!known) {
+            snprintf(why, sizeof(why), "instance %s joined during the copy: its writes may not "
+                     "have been staged; nothing was committed (run the apply again)", (*r)[i].id);
+            apply_json_fail(c, f, e, "migrate", why);
+            ffail(f, "%s", why);
+        }
+    }
+    for (size_t k = 0; k < n0; k++)
+        free(ids[k]);
+    free(ids);
+}
+
 static int fleet_apply(fctx *f, ch_conf_pool *p)
 {
     const cli *c = f->c;
@@ -935,56 +1053,14 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
     if (!c->json)
         printf("proposed epoch %" PRId64 " (%zu servers) at %s/pending\n", e, d.servers, f->url);
 
-    /* 2. Prepare: every live instance reports prepared == E; one prepare_failed == E aborts. An
-     * instance whose record vanishes (its lease expired) is waited for LOST_MARGIN_MS more, then
-     * committed without. */
     ch__fleet_record *r = NULL;
     size_t n = 0;
     seen_set seen = {0};
     bool members_read = false;
-    for (;;) {
-        free(r);
-        if (records(f, &r, &n, why, sizeof(why)) != 0) {
-            apply_json_fail(c, f, e, "prepare", why);
-            ffail(f, "%s", why);
-        }
-        if (!members_read)
-            seen_members(f, &seen, r, n);
-        members_read = true;
-        seen_update(c, &seen, r, n);
-        for (size_t i = 0; i < n; i++) {
-            if (r[i].prepare_failed == e) {
-                snprintf(why, sizeof(why), "instance %s could not prepare epoch %" PRId64 ": %s",
-                         r[i].id, e, r[i].prepare_error[0] ? r[i].prepare_error : "(no reason)");
-                apply_json_fail(c, f, e, "prepare", why);
-                ffail(f, "%s", why);
-            }
-        }
-        size_t ready = 0;
-        for (size_t i = 0; i < n; i++)
-            ready += r[i].prepared == e;
-        bool settled = true; /* every lost instance gone long enough */
-        for (size_t k = 0; k < seen.n; k++)
-            settled &= seen.v[k].gone_ms == 0 || mono_ms() - seen.v[k].gone_ms >= LOST_MARGIN_MS;
-        if (ready == n && settled)
-            break;
-        if (interrupted) {
-            snprintf(why, sizeof(why), "interrupted (signal %d) while %zu of %zu instances had "
-                     "prepared epoch %" PRId64, (int)interrupted, ready, n, e);
-            apply_json_fail(c, f, e, "prepare", why);
-            ffail(f, "%s", why);
-        }
-        if (mono_ms() - t_prop >= timeout) {
-            char ids[1000];
-            id_list(ids, sizeof(ids), r, n, not_prepared, e);
-            snprintf(why, sizeof(why), "%zu of %zu instances did not prepare epoch %" PRId64
-                     " within %" PRId64 " ms: %s", n - ready, n, e, timeout, ids);
-            apply_json_fail(c, f, e, "prepare", why);
-            ffail(f, "%s", why);
-        }
-        sleep_ms(POLL_MS);
-    }
+    wait_prepared(f, e, t_prop, &r, &n, &seen, &members_read);
     int64_t prepare_ms = mono_ms() - t_prop;
+    if (c->migrate)
+        staged_copy(f, e, &r, &n, &seen, &members_read);
 
     /* 3. Commit: K = the document with its epoch, K/pending deleted, and a K/lost/<id> note per
      * instance committed without, if K/pending is still ours. */
@@ -1152,6 +1228,19 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
         else
             json_null(&j);
         json_key(&j, "wait_ms"), json_i64(&j, wait_ms);
+        json_key(&j, "migration");
+        if (f->migrated) {
+            json_obj(&j);
+            json_key(&j, "moved"), json_int(&j, f->mig.moved);
+            json_key(&j, "copied"), json_int(&j, f->mig.copied);
+            json_key(&j, "present"), json_int(&j, f->mig.present);
+            json_key(&j, "expired"), json_int(&j, f->mig.expired);
+            json_key(&j, "changed"), json_int(&j, f->mig.changed);
+            json_key(&j, "ms"), json_i64(&j, f->mig_ms);
+            json_end(&j);
+        } else {
+            json_null(&j);
+        }
         json_end(&j);
         json_done(&j);
     } else if (n > 0) {
@@ -1194,11 +1283,15 @@ int cmd_fleet(cli *c)
         cli_usage(c, "--json does not apply to %s", action);
     if (!apply && c->timeout_ms > 0)
         cli_usage(c, "--timeout applies to apply only");
+    if (!apply && c->migrate)
+        cli_usage(c, "--migrate applies to apply only");
+    if ((c->rate || c->parallel || c->batch) && !c->migrate)
+        cli_usage(c, "--rate, --batch and --parallel apply to apply --migrate only");
     const char *path = c->argc == first + 1 ? c->argv[first] : NULL;
     if (apply && path == NULL)
         cli_usage(c, "apply needs NEW.yml");
 
-    fctx f = {.c = c};
+    fctx f = {.c = c, .path = path};
     ch_config *cfg = NULL;
     ch_conf_pool *p = path ? load_pool(c, path, &cfg) : NULL;
     if (apply && p->nservers == 0)

@@ -211,7 +211,8 @@ static const struct command {
      "a pool's membership in etcd: status, two-phase apply, abort, forget",
      "usage: chash fleet status (CONFIG.yml [--pool NAME] | --etcd etcd://host:port/key) [--json]\n"
      "       chash fleet apply NEW.yml [--pool NAME] [--etcd etcd://host:port[/key]]\n"
-     "                         [--timeout MS] [--json]\n"
+     "                         [--timeout MS] [--migrate [--rate N] [--batch N] [--parallel N]]\n"
+     "                         [--json]\n"
      "       chash fleet abort (CONFIG.yml [--pool NAME] | --etcd etcd://host:port/key)\n"
      "       chash fleet forget ID (CONFIG.yml [--pool NAME] | --etcd etcd://host:port/key)\n"
      "\n"
@@ -231,19 +232,30 @@ static const struct command {
      "applied. An instance whose lease expired (it fenced itself before) is committed without,\n"
      "named with why, noted in K/lost/, and the exit status is 3. abort deletes a pending\n"
      "change (of an apply that died); forget removes an instance gone for good from K/members/\n"
-     "and K/lost/. Exit status: 0 done, 1 an error (etcd unreachable, a refused or timed out\n"
-     "change), 2 bad usage, 3 committed without the lost instances it names.\n"
+     "and K/lost/. With --migrate the change is staged before its commit: once every instance\n"
+     "has prepared it, each deletes a written key at its next owner after writing it, while\n"
+     "apply copies the keys that move from their owners under K's document to their owners\n"
+     "under NEW.yml (as chash migrate does, each copy confirmed at its source afterwards); then\n"
+     "the commit. So a key written during the copy is never left older at its new owner: 0\n"
+     "stale reads after the switch (docs/FLEET.md, \"Staged migration\"). Exit status: 0 done,\n"
+     "1 an error (etcd unreachable, a refused or timed out change, keys that could not be\n"
+     "copied: nothing committed), 2 bad usage, 3 committed without the lost instances it names.\n"
      "\n"
      "  --pool NAME        the pool of the file (needed when it has several)\n"
      "  --etcd URL         etcd://host:port[/key]: without a file, the pool key; with one, it\n"
      "                     overrides the file's endpoint (and its key, when given)\n"
      "  --timeout MS       apply: how long to wait for the prepares, then for the swaps\n"
      "                     (default 10000)\n"
+     "  --migrate          apply: stage the change and copy the moved keys before the commit\n"
+     "  --rate N           --migrate: at most N keys scanned per second (default: no limit)\n"
+     "  --batch N          --migrate: keys per pipeline (default 1000)\n"
+     "  --parallel N       --migrate: old servers drained at once (default 4)\n"
      "  --json             one JSON object (schema in docs/CLI.md)\n"
      "\n"
      "example:\n"
      "  chash fleet status proxy.yml --pool alpha\n"
-     "  chash fleet apply new.yml --pool alpha --timeout 5000\n"},
+     "  chash fleet apply new.yml --pool alpha --timeout 5000\n"
+     "  chash fleet apply new.yml --pool alpha --migrate --rate 20000\n"},
 
     {"report", cmd_report, OPT_NODES | OPT_HASH | OPT_VNODES | OPT_SEED | OPT_KEYS | OPT_OUT,
      "write a self-contained HTML report with SVG charts",
