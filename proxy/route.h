@@ -7,7 +7,8 @@
  *
  * Routes compose into a tree per pool (route_build.c), as mcrouter's route handles do: a route
  * is a small policy over child routes (warm-up over the current and the previous placement,
- * shadow over the pool and a shadow pool), with pool routes at the leaves, which alone hand
+ * shadow over the pool and a shadow pool, staging over the pool's tree while a change is
+ * prepared), with pool routes at the leaves, which alone hand
  * requests to backends. A route serves a slot by sending it (a leaf: px_rq_send), by calling a
  * child (px_rq_call: the child's answer comes back to this route's reply()), by passing it on
  * (px_rq_pass: the child's answer goes wherever this route's would), or by answering it

@@ -98,6 +98,7 @@ enum {
     O_ETCD,
     O_TIMEOUT,
     O_MIGRATE,
+    O_MATCH,
 };
 
 static const struct {
@@ -137,6 +138,7 @@ static const struct {
     {{"etcd", required_argument, NULL, O_ETCD}, OPT_FLEET},
     {{"timeout", required_argument, NULL, O_TIMEOUT}, OPT_FLEET},
     {{"migrate", no_argument, NULL, O_MIGRATE}, OPT_FLEET},
+    {{"match", required_argument, NULL, O_MATCH}, OPT_MIGRATE | OPT_FLEET},
     {{"help", no_argument, NULL, 'h'}, 0},
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
@@ -225,6 +227,7 @@ void cli_parse(cli *c, int argc, char **argv, unsigned allowed, const char *help
             c->timeout_ms = cli_u64(c, "--timeout", optarg, 1, UINT64_C(24) * 3600 * 1000);
             break;
         case O_MIGRATE: c->migrate = true; break;
+        case O_MATCH: c->match = optarg; break;
         }
     }
     if (c->nodes && c->config)

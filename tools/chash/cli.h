@@ -33,9 +33,9 @@ enum {
     OPT_SHOWVERSION = 1u << 13, /* --show-version */
     OPT_WINDOW = 1u << 15,  /* --pool-keys, --read-rate (plan: the warm-up window to size) */
     OPT_MIGRATE = 1u << 14, /* --rate, --checkpoint, --dry-run, --verify, --replace, --limit,
-                               --batch, --parallel (migrate) */
+                               --batch, --parallel, --match (migrate) */
     OPT_FLEET = 1u << 16,   /* --etcd, --timeout, --pool, --migrate, --rate, --batch,
-                               --parallel (fleet) */
+                               --parallel, --match (fleet) */
 };
 
 #define CLI_MAX_LIST 16 /* repeated --add / --remove */
@@ -67,6 +67,7 @@ typedef struct cli {
     bool show_version;      /* --show-version */
     uint64_t rate;          /* --rate KEYS_PER_S; 0: no limit */
     const char *checkpoint; /* --checkpoint FILE */
+    const char *match;      /* --match GLOB: the pool's keys (migrate, fleet apply --migrate) */
     bool dry_run, verify, replace;
     uint64_t limit;         /* --limit N keys scanned; 0: none */
     size_t batch;           /* --batch N; 0: the subcommand's default */

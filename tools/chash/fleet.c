@@ -1001,8 +1001,14 @@ static void staged_copy(fctx *f, int64_t e, ch__fleet_record **r, size_t *n, see
     side_load_doc(c, f->path, kv.value, kv.len, &old);
     side_load(c, f->path, &neu);
     free(kv.key), free(kv.value);
+    /* A copy replaces what the next owner holds: before the commit that is never the key's
+     * current value (its owner is the old one, and staged writes delete there), but may be an
+     * older copy it kept from a previous ownership, which a copy that leaves it "present"
+     * would serve after the switch. */
+    cli copy = *c;
+    copy.replace = true;
     int64_t t0 = mono_ms();
-    int st = mig_run(c, &old, &neu, false, &f->mig, why, sizeof(why));
+    int st = mig_run(&copy, &old, &neu, false, &f->mig, why, sizeof(why));
     f->mig_ms = mono_ms() - t0;
     f->migrated = true;
     if (st != 0) {
@@ -1285,8 +1291,8 @@ int cmd_fleet(cli *c)
         cli_usage(c, "--timeout applies to apply only");
     if (!apply && c->migrate)
         cli_usage(c, "--migrate applies to apply only");
-    if ((c->rate || c->parallel || c->batch) && !c->migrate)
-        cli_usage(c, "--rate, --batch and --parallel apply to apply --migrate only");
+    if ((c->rate || c->parallel || c->batch || c->match) && !c->migrate)
+        cli_usage(c, "--rate, --batch, --parallel and --match apply to apply --migrate only");
     const char *path = c->argc == first + 1 ? c->argv[first] : NULL;
     if (apply && path == NULL)
         cli_usage(c, "apply needs NEW.yml");

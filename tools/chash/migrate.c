@@ -29,6 +29,7 @@
 #include "mig_run.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
@@ -296,6 +297,10 @@ static size_t classify(const run *r, size_t i, mig_batch *b, uint64_t *stray)
         mig_key *key = &b->keys[k];
         key->state = MIG_SKIP;
         key->check = MIG_V_TODO;
+        /* --match: another pool's key on a server the pools share is not this pool's to move
+         * (a key with a NUL byte is matched up to it). */
+        if (r->c->match != NULL && fnmatch(r->c->match, key->key, 0) != 0)
+            continue;
         if (ch_lookup(r->old.table, key->key, key->len) != i) {
             (*stray)++;
             continue;

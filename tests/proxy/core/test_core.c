@@ -44,6 +44,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_warm_write_moves, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ramp, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mc_warm, setup_mc, teardown),
+        cmocka_unit_test_setup_teardown(test_stage_write_invalidates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stage_split_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_script_every_server, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transaction, setup, teardown),

@@ -1,0 +1,170 @@
+/*
+ * core_stage.c — the proxy's logic in process (core.h): a prepared membership change staged
+ * (route_stage.c). The fixture's pool stages a change to its first three servers (s3 leaves), as
+ * reload.c does at a prepare: a write of a key whose owner changes goes to its owner, then a
+ * DEL of it to its next owner, and is answered only then; a failed DEL makes the answer an
+ * error; reads and keys that stay pass as they are. Expected owners from the library
+ * (ch_lookup on either table), expected bytes as RESP spells them.
+ */
+#include "core.h"
+#include "route_build.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct staged {
+    ch_config *cfg;
+    ch_membership *next;
+    px_server *to[NSERVERS - 1];
+} staged;
+
+/* Stages, on the fixture's pool, the change to its first three servers. */
+static void stage_open(fixture *fx, staged *st)
+{
+    char path[80];
+    snprintf(path, sizeof(path), "%s.next", fx->path);
+    FILE *fp = fopen(path, "w");
+    fprintf(fp, "p:\n  listen: 127.0.0.1:1\n  redis: true\n  hash: md5\n"
+                "  distribution: ketama\n  servers:\n");
+    for (int i = 0; i < NSERVERS - 1; i++)
+        fprintf(fp, "   - 127.0.0.1:%d:1 s%d\n", 7001 + i, i);
+    fclose(fp);
+    ch_config_error err;
+    assert_int_equal(ch_config_load(path, &st->cfg, &err), 0);
+    unlink(path);
+    assert_int_equal(ch_config_membership(&st->cfg->pools[0], &st->next), CH_OK);
+    for (int i = 0; i < NSERVERS - 1; i++)
+        st->to[i] = &fx->servers[i]; /* the same addresses: the same servers */
+    fx->pool.stage = (px_stage){ch_membership_table(st->next), st->to, NSERVERS - 1};
+    assert_int_equal(px_route_build(&fx->pool, &fx->pool, 1), 0);
+}
+
+static void stage_close(fixture *fx, staged *st)
+{
+    fx->pool.stage = (px_stage){0};
+    assert_int_equal(px_route_build(&fx->pool, &fx->pool, 1), 0);
+    ch_membership_free(st->next);
+    ch_config_free(st->cfg);
+}
+
+/* A key owned by s3 now (it moves), and one owned elsewhere that stays. */
+static void moving_and_staying(fixture *fx, const staged *st, char *mk, char *sk)
+{
+    mk[0] = sk[0] = '\0';
+    for (int i = 0; i < 10000 && (mk[0] == '\0' || sk[0] == '\0'); i++) {
+        char k[16];
+        snprintf(k, sizeof(k), "k%d", i);
+        size_t now = owner(fx, k);
+        size_t next = ch_lookup(ch_membership_table(st->next), k, strlen(k));
+        if (now == NSERVERS - 1 && mk[0] == '\0')
+            snprintf(mk, 16, "%s", k);
+        else if (now != NSERVERS - 1 && next == now && sk[0] == '\0')
+            snprintf(sk, 16, "%s", k);
+    }
+    assert_true(mk[0] != '\0' && sk[0] != '\0');
+}
+
+static size_t next_owner(const staged *st, const char *key)
+{
+    return ch_lookup(ch_membership_table(st->next), key, strlen(key));
+}
+
+static bool sent_is(const fake_sent *e, const char *want)
+{
+    return e != NULL && e->bytes.len == strlen(want) && memcmp(e->bytes.p, want, e->bytes.len) == 0;
+}
+
+static void reply(fixture *fx, fake_sent *e, const char *r)
+{
+    assert_non_null(e);
+    fake_reply(&fx->pool, e, r, strlen(r));
+}
+
+void test_stage_write_invalidates(void **state)
+{
+    fixture *fx = *state;
+    staged st;
+    stage_open(fx, &st);
+    char mk[16], sk[16];
+    moving_and_staying(fx, &st, mk, sk);
+    char want[128];
+
+    /* A write of a moving key: to its owner first; nothing else until it answers. */
+    char *set[] = {"SET", mk, "v2"};
+    px_buf req = {0};
+    resp(&req, 3, set);
+    request(fx, NULL, req.p);
+    assert_int_equal(pending(), 1);
+    assert_true(sent_is(sent_to(NSERVERS - 1), req.p));
+    reply(fx, sent_to(NSERVERS - 1), "+OK\r\n");
+    /* Then the DEL at its next owner; the client's answer waits for it. */
+    fake_sent *del = sent_to(next_owner(&st, mk));
+    snprintf(want, sizeof(want), "*2\r\n$3\r\nDEL\r\n$%zu\r\n%s\r\n", strlen(mk), mk);
+    assert_true(sent_is(del, want));
+    assert_int_equal(ndone, 0);
+    reply(fx, del, ":1\r\n");
+    assert_int_equal(ndone, 1);
+    assert_done(0, "+OK\r\n");
+    assert_int_equal(fx->pool.m.warm.stage_invalidations, 1);
+
+    /* The DEL fails: the write stands at the owner, but the client is not told "done". */
+    request(fx, NULL, req.p);
+    reply(fx, sent_to(NSERVERS - 1), "+OK\r\n");
+    fake_fail(sent_to(next_owner(&st, mk)));
+    assert_int_equal(ndone, 2);
+    assert_true(last_done()[0] == '-');
+    assert_non_null(strstr(last_done(), "could not be invalidated"));
+    assert_int_equal(fx->pool.m.warm.stage_invalidate_errors, 1);
+
+    /* A read of the moving key, a write of one that stays: one request each, as without. */
+    char *get[] = {"GET", mk};
+    resp(&req, 2, get);
+    request(fx, NULL, req.p);
+    assert_int_equal(pending(), 1);
+    reply(fx, sent_to(NSERVERS - 1), "$2\r\nv2\r\n");
+    assert_done(2, "$2\r\nv2\r\n");
+    char *set2[] = {"SET", sk, "x"};
+    resp(&req, 3, set2);
+    request(fx, NULL, req.p);
+    assert_int_equal(pending(), 1);
+    reply(fx, sent_to(owner(fx, sk)), "+OK\r\n");
+    assert_done(3, "+OK\r\n");
+    assert_int_equal(pending(), 0);
+    assert_int_equal(fx->pool.m.warm.stage_invalidations, 1);
+    px_buf_free(&req);
+    stage_close(fx, &st);
+}
+
+void test_stage_split_write(void **state)
+{
+    fixture *fx = *state;
+    staged st;
+    stage_open(fx, &st);
+    char mk[16], sk[16];
+    moving_and_staying(fx, &st, mk, sk);
+    /* DEL of a moving and a staying key: split per server; the moving key's part is
+     * invalidated at its next owner before the merged count is answered. */
+    char *del[] = {"DEL", mk, sk};
+    px_buf req = {0};
+    resp(&req, 3, del);
+    request(fx, NULL, req.p);
+    assert_int_equal(pending(), 2);
+    reply(fx, sent_to(owner(fx, sk)), ":1\r\n");
+    assert_int_equal(ndone, 0);
+    reply(fx, sent_to(NSERVERS - 1), ":1\r\n");
+    assert_int_equal(ndone, 0);
+    char want[128];
+    snprintf(want, sizeof(want), "*2\r\n$3\r\nDEL\r\n$%zu\r\n%s\r\n", strlen(mk), mk);
+    fake_sent *inv = sent_to(next_owner(&st, mk)); /* the staying key's part is answered */
+    assert_true(sent_is(inv, want));
+    reply(fx, inv, ":0\r\n");
+    assert_int_equal(ndone, 1);
+    assert_done(0, ":2\r\n");
+    px_buf_free(&req);
+    stage_close(fx, &st);
+}
