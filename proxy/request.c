@@ -187,18 +187,23 @@ const px_span *px_rq_key(const px_rq *rq, px_slot s)
     return &rq->msg.keys[rq->slots[s].key];
 }
 
-const char *px_rq_route_key(const px_rq *rq, px_slot s, char *buf, size_t cap, size_t *len)
+const char *px_rq_key_bytes(const px_rq *rq, size_t k, char *buf, size_t cap, size_t *len)
 {
-    const px_span *k = px_rq_key(rq, s);
+    const px_span *sp = &rq->msg.keys[k];
     if ((rq->msg.flags & PX_MSG_ENCODED_KEYS) == 0) {
-        *len = k->len;
-        return rq->msg.raw + k->off;
+        *len = sp->len;
+        return rq->msg.raw + sp->off;
     }
-    long n = rq->codec->route_key(&rq->msg, *k, buf, cap);
+    long n = rq->codec->route_key(&rq->msg, *sp, buf, cap);
     if (n < 0)
         return NULL;
     *len = (size_t)n;
     return buf;
+}
+
+const char *px_rq_route_key(const px_rq *rq, px_slot s, char *buf, size_t cap, size_t *len)
+{
+    return px_rq_key_bytes(rq, rq->slots[s].key, buf, cap, len);
 }
 
 /* ---- answers ----------------------------------------------------------------------------------- */

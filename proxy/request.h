@@ -120,6 +120,8 @@ const px_span *px_rq_key(const px_rq *rq, px_slot s);  /* the slot's key (raw: r
 /* The bytes slot s's key routes by: in rq->msg.raw, or decoded into buf[0, cap) (memcached's
  * base64 keys); *len their length. NULL when the key does not decode. */
 const char *px_rq_route_key(const px_rq *rq, px_slot s, char *buf, size_t cap, size_t *len);
+/* The same for the request's key k (an index into rq->msg.keys). */
+const char *px_rq_key_bytes(const px_rq *rq, size_t k, char *buf, size_t cap, size_t *len);
 /* Route from queues slot s for server `to` (recorded as tried); the reply comes back to from.
  * The sends of one request to one server from one route go as one backend request when the
  * request flushes (a slot marked alone goes alone). */

@@ -39,21 +39,6 @@ typedef struct stage_group {
     px_slot slots[]; /* those the answer is for */
 } stage_group;
 
-/* Key k of rq (its routing bytes) into buf when encoded; NULL when it cannot be decoded. */
-static const char *key_at(const px_rq *rq, size_t k, char *buf, size_t cap, size_t *len)
-{
-    const px_span *sp = &rq->msg.keys[k];
-    if ((rq->msg.flags & PX_MSG_ENCODED_KEYS) == 0) {
-        *len = sp->len;
-        return rq->msg.raw + sp->off;
-    }
-    long n = rq->codec->route_key(&rq->msg, *sp, buf, cap);
-    if (n < 0)
-        return NULL;
-    *len = (size_t)n;
-    return buf;
-}
-
 /* The server a key goes to after the staged change, when that is another than its owner now;
  * NULL when it stays (or there is no stage). */
 static px_server *next_owner(const px_pool *pool, const char *key, size_t len)
@@ -88,7 +73,7 @@ static bool moves(const px_rq *rq, px_slot s)
     for (; k < end; k++) {
         char buf[PX_MAX_ROUTE_KEY];
         size_t len;
-        const char *key = key_at(rq, k, buf, sizeof(buf), &len);
+        const char *key = px_rq_key_bytes(rq, k, buf, sizeof(buf), &len);
         if (key != NULL && next_owner(rq->pool, key, len) != NULL)
             return true;
     }
@@ -149,7 +134,7 @@ static void invalidate(px_route *rt, px_rq *rq, const px_slot *slots, size_t n, 
         for (; k < end; k++) {
             char buf[PX_MAX_ROUTE_KEY];
             size_t len;
-            const char *key = key_at(rq, k, buf, sizeof(buf), &len);
+            const char *key = px_rq_key_bytes(rq, k, buf, sizeof(buf), &len);
             px_server *to = key != NULL ? next_owner(pool, key, len) : NULL;
             if (to == NULL)
                 continue;
