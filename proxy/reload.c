@@ -147,8 +147,8 @@ static int plan_build(px_pool *pool, const px_shared_pool *next, pool_plan *p, c
     for (size_t i = 0; i < p->n; i++)
         if (p->from[i] != SIZE_MAX)
             p->map[p->from[i]] = i;
-    const char *fail = NULL;
-    for (size_t i = 0; fail == NULL && i < p->n; i++) {
+    bool fail = false; /* why says what */
+    for (size_t i = 0; !fail && i < p->n; i++) {
         const ch_conf_server *cs = next->servers[i];
         if (p->from[i] != SIZE_MAX) {
             /* Reused: moved in at the swap; only its line in the file changes. */
@@ -158,27 +158,24 @@ static int plan_build(px_pool *pool, const px_shared_pool *next, pool_plan *p, c
         if (!resolvable(cs) || px_server_setup(pool, &p->servers[i], i, cs) != 0) {
             /* px_server_setup logged a resolution failure; an allocation failure leaves a
              * partial setup that px_server_free undoes. */
-            fail = "cannot set up a new server";
-            PX_LOG(px, PX_LOG_ERR, "reload: pool %s: cannot add server '%s'", pc->name,
-                   cs->addr);
+            fail = true;
             snprintf(why, whylen, "pool %s: cannot add server '%s'", pc->name, cs->addr);
         }
     }
-    for (size_t j = 0; fail == NULL && j < oldn; j++) {
+    for (size_t j = 0; !fail && j < oldn; j++) {
         if (p->map[j] != SIZE_MAX)
             continue;
         p->retire[p->nretire] = calloc(1, sizeof(**p->retire));
         if (p->retire[p->nretire] == NULL) {
-            fail = "out of memory";
+            fail = true;
+            snprintf(why, whylen, "pool %s: out of memory", pc->name);
         } else {
             p->rix[j] = p->nretire;
             p->nretire++;
         }
     }
-    if (fail != NULL) {
-        PX_LOG(px, PX_LOG_ERR, "reload: pool %s: %s", pc->name, fail);
-        if (strstr(fail, "new server") == NULL) /* else why names the server already */
-            snprintf(why, whylen, "pool %s: %s", pc->name, fail);
+    if (fail) { /* why says what, naming the server when one could not be added */
+        PX_LOG(px, PX_LOG_ERR, "reload: %s", why);
         plan_free(p);
         return -1;
     }
