@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Thin wrapper over CMake. `make test` and `make demo` work on a fresh Debian machine.
 JOBS ?= 2
 RELEASE := build/release

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_place — what a lookup costs next to hashing the key alone, build time and bytes per
  * point of the tables, and libmemcached's weighted ketama (memcached_generate_hash) as the peer.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * load_util.h — the few helpers the load generators of bench/ share (bench/proxy/mc_load.c,
  * bench/migration/cache_aside.c): a fatal message, an allocation that cannot fail, the monotonic

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lost_node — the `make demo` story of libchash-cache: 4 local redis-servers, 10,000 keys
  * written through the client, one server killed. Every read still completes: the lost node's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The README's libchash-cache example as a program, compiled against an installed libchash-cache
  * by the install test: argv[1] is the nutcracker.yml of the README. It sets user:42 on its node
  * and reads it back. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The README's API example, compiled against an installed libchash by the install test. */
 #include <chash.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route_demo — route keys over 8 cache nodes, add a 9th, and count how many keys moved:
  * a consistent-hash ring against hash % N.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * address_fuzz.c — libFuzzer target for the config's address and number parsers
  * (src/config/address.c): "servers" entries, "listen" values, twemproxy's integers, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * codec_fuzz.c — libFuzzer target for the Redis codec's own parsing beyond resp.c
  * (proxy/proto/resp_codec.c; built and run by fuzz/run.sh codec): what it reads of requests

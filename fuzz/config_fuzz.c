@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config_fuzz.c — libFuzzer target for the config loader (src/config): the input is a YAML
  * file's text, loaded as ch_config_load() would load it (ch__config_load_text). Checks that a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mc_fuzz.c — libFuzzer target for proxy/proto/mc.c (built and run by fuzz/run.sh mc).
  *

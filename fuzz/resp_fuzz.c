@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * resp_fuzz.c — libFuzzer target for proxy/proto/resp.c (built and run by fuzz/run.sh).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds a fuzz target (fuzz/TARGET_fuzz.c and the sources it tests) with clang's libFuzzer, ASan
 # and UBSan, and runs it for SECONDS (default 60) from the seed corpus fuzz/corpus/TARGET.
 # TARGET is resp (the RESP parser, the default), mc (the memcached parser), codec (the Redis

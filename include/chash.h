@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chash.h — libchash, the pure placement core of chash.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chash_cache.h — libchash-cache: a sharded Redis client over hiredis.
  *

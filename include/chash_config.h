@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chash_config.h — twemproxy-style YAML configuration (libyaml), loaded into plain structs.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chash_route.h — routing around a placement table: versioned membership, node health
  * (ejection after consecutive failures in a window, exponential backoff with jitter, a probe

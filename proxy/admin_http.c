@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin_http.c — the admin endpoint (--metrics-port, --metrics-addr; admin_http.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * admin_http.h — the HTTP/1.0 admin listener (--metrics-port): GET /metrics, POST /-/reload.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backend.c — backend servers and their connections: lazy connect, pipelining, reply matching
  * (the pool codec's scan_reply), timeouts, failure reporting to the health tracker, and the

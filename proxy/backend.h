@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * backend.h — backend servers as one worker sees them (px_server), their connections (px_conn)
  * and the commands queued on them (px_frag).

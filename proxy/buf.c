@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * buf.c — growable byte buffers and an intrusive list, the two containers the proxy needs.
  */

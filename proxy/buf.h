@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * buf.h — the two containers the proxy needs: a growable byte buffer and an intrusive list.
  * Protocol-blind: nothing here knows RESP or memcached.

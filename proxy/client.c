@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client.c — client connections: reading, framing requests with the pool's codec and handing
  * each to px_dispatch; the per-client queue that puts replies back in request order; output

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * client.h — client connections: the per-client queue that puts replies back in request order,
  * output buffering and its limit, backpressure, closing.

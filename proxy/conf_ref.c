@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * conf_ref.c — reference-counted configs (conf_ref.h).
  */

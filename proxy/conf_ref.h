@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * conf_ref.h — a loaded config shared by the threads, freed when its last reference goes.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * counters.h — the counters the data path bumps: per pool (nutcracker's pool stats, and the
  * requests, errors and latency histogram behind /metrics and INFO) and per backend server

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl.c — the control thread (ctl.h): the shared pools, the listening sockets bound before any
  * worker starts, signals (SIGINT/SIGTERM stop, SIGHUP reloads), the stats and metrics ports,

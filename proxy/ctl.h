@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl.h — the control thread: what is not per worker. It binds the listeners, starts and stops
  * the workers, handles signals, serves the stats and metrics ports and runs reloads. It never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dispatch.c — px_dispatch (dispatch.h). Protocol-blind: the command spec says what a request
  * is, the codec answers and frames, the route sends.

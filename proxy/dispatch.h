@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * dispatch.h — what happens to one parsed client request: an unknown command, the auth gate and
  * a request the codec rejected are answered at once; a local command is answered by the codec;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * etcd_http.c — libcurl's multi interface on the control thread's libuv loop (etcd_http.h).
  *

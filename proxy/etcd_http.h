@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * etcd_http.h — HTTP requests to etcd's v3 JSON gateway from the control thread's loop:
  * libcurl's multi interface driven by libuv (a uv_poll per socket libcurl opens, one uv_timer

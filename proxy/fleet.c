@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fleet.c — a pool's membership from etcd (fleet.h; the contract is docs/FLEET.md).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fleet.h — a pool's membership from etcd (docs/FLEET.md): the first read at start, the watch
  * of the pool's key, the instance record under a lease, the two-phase change (prepare on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * health_shared.c — a pool's health shared by the workers (health_shared.h). The published state
  * (up[], n_up, streak[], probing[]) is written only under the lock and read with relaxed atomic

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * health_shared.h — a pool's health, shared by the workers: a ch_health behind a lock, and what
  * the request path needs of it published as atomics (up[], n_up) so that routing takes no lock.

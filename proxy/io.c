@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * io.c — streams, writes, read buffers and write batching (io.h).
  *

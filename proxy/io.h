@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * io.h — the data path's side of a worker's loop: libuv streams of either family, writes that go
  * out at once when the socket takes them, read buffers, and write batching (dirty lists flushed

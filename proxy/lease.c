@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lease.c — the lease keeper's thread (lease.h).
  *

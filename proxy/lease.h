@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lease.h — the lease keeper: one thread per fleet that keeps every pool's etcd leases alive
  * (its instance record's and its member note's) with blocking keepalives every ttl/3, so that

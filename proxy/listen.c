@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * listen.c — bound listening sockets (listen.h).
  */

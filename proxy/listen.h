@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * listen.h — a pool's listening sockets, bound by the control thread before a worker starts, so
  * an address in use fails the start with one clear error.

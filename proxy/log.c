@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log.c — leveled log lines "[time] LEVEL message" to stderr or the -o file. Every thread logs to
  * the same stream; a line is written under the stream's lock, so lines never interleave.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log.h — leveled log lines to stderr or the -o file, from any thread.
  */

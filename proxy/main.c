@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c — chash-proxy's command line (twemproxy's flags), config test, daemonizing, the pid file
  * and the log file, the number of worker threads; then the proxy runs until SIGINT or SIGTERM.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics.c — the Prometheus text exposition and the INFO reply's text (metrics.h), from the
  * workers' counters summed by px_snapshot. The counting itself is px_count_request

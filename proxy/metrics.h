@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * metrics.h — the Prometheus text exposition and the INFO reply's text.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pool.c — a pool's shared state and a worker's settings of it (pool.h).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pool.h — a pool, as the control thread shares it (px_shared_pool) and as one worker serves it
  * (px_pool: its copy, with its servers, clients and counters).

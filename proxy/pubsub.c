@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pubsub.c — a client's subscriptions across a pool. A channel is hashed like a key: it is
  * subscribed on its owner's server, where PUBLISH (routed by its channel) delivers. A pattern

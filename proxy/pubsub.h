@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * pubsub.h — a session's subscriptions (pubsub.c), for session.c.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reload.c — hot reload: SIGHUP (or POST /-/reload) re-reads the config file and swaps each
  * pool's membership, placement table and health in, without closing a client connection

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * reload.h — hot reload: re-reads the config file and swaps each pool's membership, placement
  * table and health in on every worker, all or nothing (docs/PROXY.md, "Reload").

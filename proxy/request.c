@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * request.c — requests in flight (request.h): their copy of the message, their slots, the
  * coalescing of a request's sends into one backend request per server, the merge of the parts'

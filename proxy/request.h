@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * request.h — a client request in flight (px_rq): its own copy of the parsed message, one slot
  * per key of a split command (one otherwise), the sends a route made and not yet flushed, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * resolve.h — the proxy's one name lookup (getaddrinfo), for backends, listeners and the
  * stats and metrics ports.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route.h — a route decides where a request goes and what the client gets back (a "route
  * handle", as mcrouter calls them; not the library's ch_route*, which means "a key's candidate

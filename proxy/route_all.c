@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route_all.c — the route of a command sent whole to every server of the pool (SCRIPT LOAD,
  * EXISTS, FLUSH: px_cmd.merge PX_MERGE_EVERY). The request has one slot per server, slot i for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route_all.h — the route of a command sent to every server of a pool (route_all.c).
  * Stateless: one serves every pool.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route_build.c — a pool's tree of routes (route_build.h). The tree is data: its nodes, in
  * parent-before-child order, each knowing its parent and level, so a slot's answer finds its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route_build.h — a pool's tree of routes (route_build.c; route.h), built for each worker's
  * copy of a pool: px_pool.tree, its root px_pool.route.

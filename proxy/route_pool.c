@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route_pool.c — the leaf routes over one pool (route_pool.h). The current placement's leaf
  * hashes a slot's key once, routes it against the pool's current membership and shared health

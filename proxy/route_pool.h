@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route_pool.h — the leaf routes over one pool (route_pool.c): the pool's current placement,
  * or its warm-up window's previous one (warm.h). Stateless: a leaf's conf names its placement,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route_scan.c — SCAN across a pool: the servers are walked one after the other in membership
  * order, each with its own SCAN cursor; the client's cursor encodes which server and that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route_scan.h — SCAN over every server of a pool (route_scan.c). Stateless: one serves every
  * pool; the walk's state is in the cursor the client holds.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route_shadow.c — shadow traffic (route_shadow.h): child[0] is the pool's own tree; a
  * deterministic share of the key space (by a hash of the key, so the same keys are always

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route_shadow.h — shadow traffic as a route (route_shadow.c): child[0] the pool's own tree,
  * and a share of the key space mirrored to another pool of the same worker (px_shadow_conf,

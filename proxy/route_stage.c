@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route_stage.c — staging (route_stage.h), mcrouter's StagingRoute in its strict form, for the
  * time a membership change is prepared and not committed (docs/FLEET.md, "Staged migration"):

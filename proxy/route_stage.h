@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route_stage.h — staging as a route (route_stage.c): while a membership change is prepared and
  * not yet committed (px_pool.stage), a write of a key whose owner changes goes to its owner as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route_warm.c — warm-up as a route (route_warm.h) over two pool leaves: child[0] the current
  * placement, child[1] the previous one of the pool's window after a membership change (warm.h

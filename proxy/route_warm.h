@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route_warm.h — warm-up as a route over two pool leaves (route_warm.c): child[0] the current
  * placement, child[1] the previous one of the pool's window (route_pool.h). Outside a window,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session.c — a client's session (session.h): what decides that a request is the session's,
  * pub/sub mode's refusals, and transactions (MULTI, EXEC, DISCARD, WATCH, UNWATCH) on one

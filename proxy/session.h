@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * session.h — a client's session: the state Redis keeps per connection that a proxy sharing
  * its backend connections cannot (a transaction, WATCH, subscriptions). It lives with its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * snapshot.h — every worker's counters added up, for the stats JSON and /metrics (control
  * thread). One short job per worker, on its loop, so the request path keeps plain counters.

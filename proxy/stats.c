@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stats.c — twemproxy-compatible stats: each TCP connection to the stats address receives one
  * JSON object, then the proxy closes it. Fields and nesting are nutcracker's: top-level service,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * stats.h — twemproxy-compatible stats: each TCP connection to the stats address receives one
  * JSON object, then the proxy closes it.

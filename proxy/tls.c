@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tls.c — OpenSSL contexts and per-connection engines over memory BIOs (tls.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * tls.h — TLS with OpenSSL for chash-proxy's streams (docs/PROXY.md, "TLS"): the contexts a pool
  * builds from its config (for its clients, for its servers), and the engine of one connection

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * warm.c — a pool's warm-up window and ramp after a membership change (warm.h): where a key
  * stands, its write generations, and the fills that copy a key from its old owner to its new.

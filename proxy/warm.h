@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * warm.h — a pool's membership change without a miss storm (docs/OPERATIONS.md, "Growing and
  * shrinking without a miss storm"): for a window after a reload that changed the placement, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * window.h — what a pool holds of the window after a membership change (warm.h has the
  * logic): types only, so pool.h can hold one without including the data path.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker.c — one worker's loop (worker.h): its pools' listeners handing connections to
  * px_client_accept, the probe tick, the servers a reload retired (closed once drained), the job

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * worker.h — a worker: one thread, one libuv loop, its copy of every pool (servers, backend
  * connections, clients, counters), a listener per pool, the probe timer, the servers a reload

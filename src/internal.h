@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * internal.h — shared internals of libchash. Not installed; names are ch__ and never exported
  * from the shared library (src/chash.map keeps only ch_[a-z]* symbols).

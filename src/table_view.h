@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * table_view.h — what src/route reads of a placement table beyond include/chash.h: the options
  * it was built with, its node count, and its failover walk under a filter. Defined by the pure

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * testutil.h — deterministic helpers shared by the tests: a seeded PRNG, node sets and keys,
  * and an allocator that counts and can be told to fail.

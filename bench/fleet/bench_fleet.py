@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Stale reads during a membership change across three chash-proxy processes (issue 14).
 
 A real etcd and 6 redis-servers on loopback ports; three chash-proxy processes (this build's

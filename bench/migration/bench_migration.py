@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Membership changes under a cache-aside load: chash-proxy reloaded 8 -> 12 and 8 -> 7 (issue 13).
 
 Per pool kind (Redis, memcached): 12 servers on free loopback ports (redis-server without

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cache_aside — the cache-aside load driver of bench/migration/bench_migration.py (issue 13).
  *

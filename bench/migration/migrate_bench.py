@@ -1,4 +1,5 @@
 #!/usr/bin/python3 -B
+# SPDX-License-Identifier: Apache-2.0
 """`chash migrate` throughput: a pool of 4 servers grows to 6, on loopback.
 
 For each protocol (Redis, memcached): 4 + 2 servers on free loopback ports (the test harness's,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """chash-proxy against nutcracker (twemproxy) and direct Redis / memcached, measured in one run.
 
 Two parts, each on free loopback ports in a temp dir, every process stopped on exit (normal,

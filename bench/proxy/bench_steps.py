@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """CPU per request of several chash-proxy binaries on the same Redis pool, in alternating rounds:
 what each commit of a series bought (docs/PERFORMANCE.md, issue 18).
 

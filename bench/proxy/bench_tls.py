@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """TLS against plain through chash-proxy, in one run: requests per second and proxy CPU per request.
 
 Three redis-servers, each listening plain and with TLS (--tls-port); one chash-proxy with three

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mc_load — a small memcached load generator for bench/proxy/bench_proxy.py.
  *

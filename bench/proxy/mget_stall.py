@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """How long one huge MGET stalls chash-proxy's worker for everyone else.
 
 Three redis-servers (empty: every value is a miss), chash-proxy with one worker (--threads 1,

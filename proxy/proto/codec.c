@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * codec.c — which codec serves a pool, and what the codecs and dispatch share.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * codec.h — what the proxy core needs of a wire protocol: the seam between protocol bytes and
  * everything else (docs/PROXY.md, "Shape"). One const px_codec per protocol; a pool (and so each

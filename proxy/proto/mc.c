@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mc.c — memcached text and meta protocol parsing (see mc.h for the contract).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mc.h — memcached text and meta protocol parsing for chash-proxy (memcached 1.6's
  * doc/protocol.txt): requests from clients, replies from backends, base64 keys, and two line

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mc_codec.c — px_codec_memcache: memcached's text and meta protocols on the codec seam, over
  * the pure parser mc.c. What the proxy does with each command:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * resp.c — RESP request parsing and reply scanning (see resp.h for the contract).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * resp.h — RESP (Redis serialization protocol) parsing for chash-proxy: requests from clients
  * (arrays of bulk strings, and inline commands) and replies from backends.

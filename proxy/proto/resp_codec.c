@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * resp_codec.c — px_codec_redis: everything chash-proxy knows of RESP beyond framing (resp.c):
  * the command table with its key specs, how a request is written to a backend for a subset of

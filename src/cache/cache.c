@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cache.c — the libchash-cache handle: options, open/close, membership swaps (open and reload
  * share one path), metrics, and the clock, PRNG and SIGPIPE guard the requests use.

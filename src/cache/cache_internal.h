@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cache_internal.h — internals of libchash-cache shared by the files of src/cache. Not installed.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.c — opening and reloading a client from a twemproxy-style config file: the pool gives
  * the membership, the health policy and the client options (chash_config.h).

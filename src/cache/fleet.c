@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fleet.c — the instance record of a libchash-cache client (docs/FLEET.md, "The instance
  * record"), built with src/fleet's ch__fleet_record_json(). Its own file so that a program

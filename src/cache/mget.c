@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mget.c — many keys at once: split per node, one pipeline of GETs per node, merged back in the
  * caller's order.

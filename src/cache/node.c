@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * node.c — one Redis node: its address, its connection (made on first use, dropped on any
  * failure, so the next use reconnects) and the classification of what went wrong.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * request.c — single-key requests (get, set, del) with failover, the probes of ejected nodes,
  * and the accounting every request shares.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * address.c — the strings inside a twemproxy config: integers, server entries, listen
  * addresses. Pure functions over (pointer, length); nothing here allocates.

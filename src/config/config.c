@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config.c — loads twemproxy (nutcracker) YAML pools with libyaml's event parser.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * config_internal.h — internals of the config loader, shared by its files and its tests.
  * Not installed. Names are ch__ (see DESIGN.md).

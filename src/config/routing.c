@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * routing.c — from a loaded pool to what routing needs (include/chash_route.h): table options,
  * members in the peers' order, the versioned membership, and the health policy. No I/O: the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * etcd_msg.c — etcd v3 JSON gateway messages (etcd_msg.h) and what a fleet stores under a pool's
  * key: its keys, the instance record, lost and member notes (fleet_record.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * etcd_msg.h — the messages of etcd's v3 JSON gateway (request bodies, responses; jansson, no
  * I/O), as a fleet's membership in etcd uses them (docs/FLEET.md). Defined by src/fleet's

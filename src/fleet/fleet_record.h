@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fleet_record.h — what a fleet keeps under a pool's key in etcd (docs/FLEET.md, "What is stored
  * where"): the keys, the instance record every chash-proxy and libchash-cache client keeps under

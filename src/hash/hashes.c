@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hashes.c — the hash functions of the registry (include/chash.h, CH_HASH_LIST).
  * Every function returns the hash's native value, 32-bit hashes zero-extended.

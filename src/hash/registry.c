@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * registry.c — the hash registry: names, widths and functions, all from CH_HASH_LIST.
  */

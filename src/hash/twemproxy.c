@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * twemproxy.c — twemproxy's key hashes (a pool's "hash:"), reproducing nutcracker 0.5.0 exactly,
  * quirks included. Every function returns a 32-bit value zero-extended to 64 bits.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clients.c — the rings of client libraries and of widely copied tutorial code, each reproducing
  * one library's placement exactly (docs/COMPATIBILITY.md gives the rules and how each is proven).

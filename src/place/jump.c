@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * jump.c — jump consistent hash (Lamping & Veach 2014) over node indexes 0..N-1.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ketama.c — the ketama continuum as twemproxy and libmemcached build it, point for point.
  *

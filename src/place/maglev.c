@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * maglev.c — Maglev hashing (Eisenbud et al., NSDI 2016).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * modula.c — twemproxy's "distribution: modula": a table with round(w_i) (at least 1)
  * consecutive slots per node, in list order; a key belongs to slot hash32(key) % slots. Like

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * modulo.c — the baseline: hash32(key) % N. Every change of N moves about N/(N+1) of the keys;
  * it is here to be measured against. No weights. Walk (failover order): h % N, then the next

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * rendezvous.c — highest random weight hashing (Thaler & Ravishankar 1996).
  *

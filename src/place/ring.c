@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ring.c — consistent-hash ring with virtual nodes.
  *

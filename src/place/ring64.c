@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ring64.c — the ring layout for positions 64 bits wide, compared at full width.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * table.c — what all placement tables share: the algorithm registry, option handling, node
  * validation, the allocator, and the lookup entry points that dispatch to one algorithm.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * transfer.c — the exact share of the hash space that moves between two tables.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * health.c — per-node health: ejection after K consecutive failures within a window W, probes on
  * an exponential backoff with jitter, readmission only after a successful probe.

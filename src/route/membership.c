@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * membership.c — a versioned membership: the members (id, addr, name, weight), their placement
  * table and a version string.

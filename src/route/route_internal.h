@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * route_internal.h — the health tracker's layout, shared by health.c, which owns it, and
  * router.c, which reads a node's up flag once per candidate. Not installed.

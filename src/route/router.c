@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * router.c — a key's candidates: the table's walk (owner first, then the failover order) with
  * ejected nodes skipped and repeats dropped.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """test_mc_load.py — bench/proxy/mc_load (the memcached load generator) against a REAL memcached.
 
     test_mc_load.py MC_LOAD

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """test_migration_bench.py — bench/migration (issue 13) smoke test, behaviour only.
 
     test_migration_bench.py BUILD_DIR

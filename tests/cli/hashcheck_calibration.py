@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """
 hashcheck_calibration.py -- are `chash hashcheck`'s p-values calibrated? (not run by ctest)
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """
 test_cli.py -- tests of the chash CLI against the library's properties.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3 -B
+# SPDX-License-Identifier: Apache-2.0
 """chash fleet status|apply|abort against a real etcd (docs/FLEET.md).
 
 usage: test_fleet.py CHASH

@@ -1,4 +1,5 @@
 #!/usr/bin/python3 -B
+# SPDX-License-Identifier: Apache-2.0
 """chash migrate against real servers: a pool grows from 4 to 6 servers.
 
 usage: test_migrate.py CHASH-PROXY CHASH redis|memcached

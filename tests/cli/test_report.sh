@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # test_report.sh CHASH — checks `chash report`: it writes one self-contained HTML file whose
 # markup parses, whose <svg> elements are all closed, that references nothing outside itself, that
 # names every registry algorithm and hash, and whose four charts each have a caption.

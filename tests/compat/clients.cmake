@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Client libraries as oracles (docs/COMPATIBILITY.md, "Client libraries"): for each scheme, the
 # real library (or, for the two tutorial rings, an oracle written from their description) places
 # >= 5,000 keys per server set, in-process in its own language, and libchash's clients_place

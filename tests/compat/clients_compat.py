@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """clients_compat.py -- a client library's placement against libchash's scheme for it, key for
 key (docs/COMPATIBILITY.md, "Client libraries").
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clients_place.c — libchash's side of the client-library compat tests (clients_compat.py).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """haproxy_compat.py -- HAProxy's "hash-type consistent" against libchash's haproxy@2.
 
     haproxy_compat.py PLACE

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # compat_hashkit: libchash's twemproxy key hashes (and md5) against libmemcached's libhashkit
 # (libhashkit-dev, pulled in by libmemcached-dev), linked in as an oracle (test_hashkit.c).
 # libhashkit has no pkg-config module of its own, so its header and library are looked up

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """What the compat tests against real HTTP load balancers share (nginx_compat.py,
 haproxy_compat.py): free loopback ports, the key sets a header carries, one request per key over
 a kept-alive connection to the balancer's front, and the balancer's process, stopped on the way

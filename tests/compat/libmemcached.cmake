@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # compat_libmemcached: libchash's libmemcached_ketama and libmemcached_ketama_spy against the real
 # libmemcached (libmemcached-dev), linked in as an oracle; no memcached server or network is used
 # (test_libmemcached.c). Without libmemcached the test skips (exit 77), or fails when CI is set.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """nginx_compat.py -- nginx's "hash $key consistent" against libchash's nginx@1, key for key.
 
     nginx_compat.py PLACE

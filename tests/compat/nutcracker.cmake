@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The real twemproxy (nutcracker 0.5.0, Debian's nutcracker package) as an oracle. Without
 # nutcracker (or redis-server) these tests skip (exit 77), or fail when CI is set.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """End-to-end placement check against the real twemproxy (nutcracker 0.5.0).
 
 Real redis-servers behind real nutcracker instances; every key is written through nutcracker, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_hashkit.c — libchash's twemproxy key hashes (and md5) against libmemcached's libhashkit
  * (1.1.4, libhashkit-dev), the library twemproxy took its hashes from, used as an oracle

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_libmemcached.c — libchash's libmemcached_ketama and libmemcached_ketama_spy against the
  * real libmemcached (1.1.4, libmemcached-dev), used as an oracle in-process. No network: the

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks the config fixtures against the real twemproxy: `nutcracker -t` must accept every
 valid_*.yml and reject every err_*.yml, except for the deviations listed below (each must still
 be a deviation, so the list stays honest).

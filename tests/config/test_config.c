@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_config.c — the twemproxy YAML loader: valid files with every key, defaults, several pools,
  * unix sockets and names; every kind of error with its exact "file:line:column: message"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_config_nomem.c — the loader built with CH_CONFIG_FAILPOINTS: for every fixture, each of
  * the loader's own allocations fails in turn. Every such run must return CH_ENOMEM with *out

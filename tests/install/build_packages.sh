@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # install_build (the fixture of install_smoke and install_packages): `make deb` with its build
 # directory in WORK, kept between runs so that a rerun rebuilds only what changed: a plain
 # (unsanitized) release build for /usr and CPack's Debian packages. The build's output goes to

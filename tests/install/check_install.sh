@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # install_smoke: `cmake --install` of the install_build fixture into a fresh DESTDIR tree holds
 # everything a user needs: both programs, the three libraries static and shared (exporting only
 # ch_ symbols), their headers and pkg-config files, the man pages (rendering without a warning;

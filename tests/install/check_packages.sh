@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # install_packages: the Debian packages `make deb` built (the install_build fixture), installed
 # as a user installs them: `dpkg -i` when running as root (CI), otherwise unpacked with
 # `dpkg-deb -x` into a fresh tree (also when a chash package is already installed here, which

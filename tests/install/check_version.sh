@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # version_agree: one version source. The project() version of CMakeLists.txt, read here from the
 # file itself, is what ch_version() returns, what chash_version.h's CH_VERSION_STRING and
 # CH_VERSION_MAJOR/MINOR/PATCH say, what `chash --version`/`-V` and `chash-proxy --version`/`-V`

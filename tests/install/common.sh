@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared by the install tests: fail(), the project version read from CMakeLists.txt's project()
 # line (independently of CMake, so the tests check the generated files against the source), the
 # libraries, headers and man pages an install must hold. No `cmd | grep -q` here or in the

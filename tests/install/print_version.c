@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Prints the library's ch_version() and the header's CH_VERSION_* macros, for check_version.sh. */
 #include <chash.h>
 

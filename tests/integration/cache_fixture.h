@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cache_fixture.h — what the libchash-cache integration tests share: a client over a harness
  * fleet (node ids cache-01, cache-02, ...), the expected routing of a key computed from the

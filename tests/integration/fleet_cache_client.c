@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fleet_cache_client.c — a libchash-cache client that a test drives line by line on stdin, in
  * the role of an application that watches a fleet's membership in etcd (docs/FLEET.md) and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * redis_harness.h — real redis-server processes for the integration tests and the lost-node
  * demo: started on free loopback ports in a temp dir, without persistence (--save '',

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_cache_api.c — the libchash-cache API contract against real redis-servers: argument
  * checks, get/set/del and expiry (checked on the servers themselves, over direct connections),

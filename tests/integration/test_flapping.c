@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_flapping.c — a flapping node against 4 real redis-servers: killed and restarted every
  * few tens of milliseconds for 3 s while a loop reads and writes through the client.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3 -B
+# SPDX-License-Identifier: Apache-2.0
 """libchash-cache and a fleet's membership in etcd (docs/FLEET.md), with a real etcd and real
 redis-servers.
 

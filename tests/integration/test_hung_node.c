@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_hung_node.c — a hung node (SIGSTOP) against 4 real redis-servers.
  *

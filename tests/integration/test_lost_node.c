@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_lost_node.c — the lost-node scenario against 4 real redis-servers.
  *

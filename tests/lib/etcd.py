@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A real etcd for the fleet tests, benchmarks and demo (docs/FLEET.md), and a small client of
 its v3 JSON gateway (stdlib only: urllib, base64, json).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A TCP forwarder on loopback, to put a network fault between two processes of a test.
 
 Run as a program: `forwarder.py TARGET_HOST TARGET_PORT` listens on 127.0.0.1 at a port the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Loopback helpers shared by the Python test harnesses (tests/compat, tests/proxy): free ports,
 whether an address can be bound, and the tail of a log file for failure messages."""
 import socket

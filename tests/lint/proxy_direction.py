@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """The direction of chash-proxy's data path (docs/PROXY.md, "Shape").
 
 Each file of proxy/ has a rank; a data-path file may include only headers of a lower rank or

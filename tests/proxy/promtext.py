@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The metrics endpoint of chash-proxy, read strictly: raw HTTP/1.0 to the port, and
 Prometheus' text exposition format (0.0.4) parsed with a failure on any departure from it
 (HELP/TYPE per family, contiguous samples, escapes, histograms cumulative to +Inf, chash_proxy_

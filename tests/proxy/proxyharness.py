@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Shared plumbing of the chash-proxy tests (tests/proxy/test_*.py).
 
 Real redis-servers on free loopback ports, chash-proxy (and, as an oracle, nutcracker) on

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_admin_reload: reload through the metrics port, POST /-/reload (Prometheus' convention).
 
 chash-proxy with --metrics-port in front of 3 real redis-servers (one pool); a 4th is running

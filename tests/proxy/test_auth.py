@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_auth: client passwords (chash's client_auth) and backend passwords (redis_auth).
 
 2 real redis-servers started with --requirepass BACKEND_PW, and one chash-proxy serving two

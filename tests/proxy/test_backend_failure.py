@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_backend_failure: a backend killed (and one hung) under load.
 
 chash-proxy in front of 3 real redis-servers, one pool with auto_eject_hosts: true,

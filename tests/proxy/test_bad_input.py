@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_bad_input: hostile and broken clients get an error or a close, and nobody else notices.
 
 chash-proxy in front of 2 real redis-servers. Throughout the test a well-behaved client runs SET

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_bounded: bounded_load_factor (consistent hashing with bounded loads) caps a hot key's
 owner.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_client_failover: chash-proxy with a client library's distribution fails over as the
 library does, proven against the library itself.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_commands: the Redis commands users hit first, through chash-proxy in front of 4 real
 redis-servers, with real clients (redis-cli and python3-redis).
 

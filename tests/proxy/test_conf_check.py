@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_conf_check: `chash-proxy -t` and reloads tell the truth (issue 16, finding 7).
 
 For each config below, `chash-proxy -t` and a real start must agree, each within a bound: both

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_connections: 5,000 concurrent client connections held, served, closed without leaks.
 
 chash-proxy (default backlog 512) in front of 2 real redis-servers. RLIMIT_NOFILE is raised

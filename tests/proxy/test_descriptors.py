@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_descriptors: chash-proxy out of file descriptors (issue 16, findings 1 and 2).
 
 chash-proxy (2 workers) runs with `ulimit -n 256` in front of 3 redis-servers whose pool ejects

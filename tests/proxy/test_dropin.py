@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_dropin: chash-proxy is a drop-in replacement for nutcracker — the same config puts every
 key on the same backend.
 

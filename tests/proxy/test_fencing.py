@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_fencing: a proxy that cannot prove its membership current answers nothing from it
 (docs/FLEET.md, "Fencing"; issue 24, rows 1, 2 and 4 of its table).
 

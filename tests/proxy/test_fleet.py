@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_fleet: one membership for three chash-proxy processes, kept in a real etcd
 (docs/FLEET.md).
 

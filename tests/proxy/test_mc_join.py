@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_mc_join: single-key gets joined into one multi-key get per memcached connection
 (issue 18: backend.c's conn_join, the codec's join and scan_joined).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_memcache: chash-proxy in front of real memcacheds (redis: false pools).
 
 1. Drop-in placement: nutcracker and chash-proxy on the same config (4 pools: hash x

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_memory: one client cannot make chash-proxy's memory grow without bound (issue 16,
 finding 3).
 

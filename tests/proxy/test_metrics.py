@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_metrics: chash-proxy's Prometheus endpoint (--metrics-port) and its INFO reply.
 
 chash-proxy in front of 3 real redis-servers, two pools: "alpha" (unnamed servers, ketama, a

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_nemesis: a fleet under a random schedule of faults, with a checker that flags every
 stale read (issue 24, item 6; the promise it checks is docs/FLEET.md, "Fencing").
 

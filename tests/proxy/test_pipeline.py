@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_pipeline: pipelined batches across servers, and the bound on replies held for the rest
 of their batch (issue 18: client.c's client_hold).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_redis_cli: the real redis-cli through chash-proxy, in front of 3 real redis-servers.
 
 Proves: the supported commands work from an ordinary client (strings, counters, expiry, hashes,

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_rejoin: no stale reads after an ejected server comes back (issue 16, finding 5).
 
 chash-proxy in front of 3 redis-servers, a pool that ejects a server after one failure and

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_reload: hot reload on SIGHUP, under load.
 
 chash-proxy in front of 3 real redis-servers (one pool, ketama, fnv1a_64, equal weights); a

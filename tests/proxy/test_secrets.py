@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_secrets: chash-proxy keeps secrets and its admin port (issue 16, finding 6).
 
 Real redis-servers with a password. chash-proxy (1 worker, -v 7: every log line it has) serves

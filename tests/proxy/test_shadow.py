@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_shadow: shadow traffic (docs/PROXY.md, "Shadow traffic"; issue 27): a share of a pool's
 requests mirrored, by key hash, to another pool of the same proxy, never delaying or changing
 the client's reply, bounded, the two answers compared and counted.

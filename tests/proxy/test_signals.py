@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_signals: chash-proxy's signals, as nutcracker's and as docs/PROXY.md lists them
 (issue 17, part 2).
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_soak: steady SET/GET/MGET load while a backend is killed and restarted twice.
 
 chash-proxy in front of 3 real redis-servers, one pool with auto_eject_hosts: true,

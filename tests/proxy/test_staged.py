@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_staged: a staged migration gives 0 stale reads while clients keep writing
 (docs/FLEET.md, "Staged migration"; issue 24, row 5 of its table).
 

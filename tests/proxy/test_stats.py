@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_stats: chash-proxy's stats port speaks nutcracker's JSON; nutcracker is the oracle.
 
 The same two pools (named servers; unnamed servers) in front of 3 real redis-servers are run by

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_threads: chash-proxy --threads 2 — clients spread over two workers that share one
 placement, one health state, one membership version and one set of counters.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_timeouts: idle and slow clients (issue 16, finding 4).
 
 chash-proxy in front of a redis-server, two pools on the same backend: "timed" with

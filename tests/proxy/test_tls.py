@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_tls: TLS for clients and backends, beside plain pools (docs/PROXY.md, "TLS").
 
 Certificates are made here with the openssl command (a test CA, a server certificate for

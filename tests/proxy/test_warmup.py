@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """proxy_warmup: a membership change without a miss storm (warm_up, ramp; docs/OPERATIONS.md).
 
 Real redis-servers and memcacheds, chash-proxy reloaded by SIGHUP and by POST /-/reload. Owners

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mc_frame.c — frames a real memcached byte stream with the parser (proxy/proto/mc.h), for
  * test_mc_real.py.

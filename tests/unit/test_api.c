@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_api.c — the public API's contracts: registries, options, table info, and the ring checked
  * point by point against a brute-force reference built here from ch_hash32 and the documented

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_compat_algos.c — the defining properties of the compatible placements (ketama, modula,
  * random, libmemcached_ketama, libmemcached_ketama_spy) and of hash tags, each checked against

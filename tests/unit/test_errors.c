@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_errors.c — bad input gets the right status code and nothing leaks; allocation failure
  * at every allocation of every build returns CH_ENOMEM with nothing leaked.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_etcd_txn.c — ch__etcd_parse_txn() (src/fleet) on answers of etcd 3.4's JSON gateway as
  * it writes them: a txn whose compare held carries "succeeded": true; one whose compare failed

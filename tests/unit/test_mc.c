@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_mc.c — the memcached parser (proxy/proto/mc.h) against its contract.
  *

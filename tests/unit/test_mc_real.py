@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """test_mc_real.py — the memcached reply scanner (proxy/proto/mc.h) against a REAL memcached.
 
     test_mc_real.py MC_FRAME

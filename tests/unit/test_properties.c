@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_properties.c — the properties that make consistent hashing worth having, checked on
  * random node sets (fixed seeds) over 100,000 keys:

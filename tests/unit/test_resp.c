@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_resp.c — the RESP parser (proxy/proto/resp.h) against its contract.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_route.c — the routing layer (include/chash_route.h) against its definitions, with a fake
  * clock: times are plain numbers passed in, nothing sleeps.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench.c — `chash bench`: lookups per second for each algorithm x hash. The cost of the hash
  * alone is measured in the same run on the same keys, so the ratio lookup / hash says what the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli.c — option parsing, node sets, table building, keys, JSON and progress for `chash`.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli.h — what the subcommands of `chash` share: option parsing, node sets (fleets), table
  * building, keys, JSON output and a progress bar. Everything here either succeeds or exits:

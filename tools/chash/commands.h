@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * commands.h — the subcommands of `chash`, one .c file each. Each takes the parsed command line
  * and returns the process exit status (0), or exits itself through cli_usage() / cli_fail().

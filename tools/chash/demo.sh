@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The `make demo` story: a fleet of 8 cache nodes, told through the chash CLI.
 # usage: tools/chash/demo.sh BUILD_DIR      (the CLI is BUILD_DIR/tools/chash)
 set -euo pipefail

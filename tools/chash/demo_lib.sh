@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Shared by the proxy demos (sourced): a temp dir and the background processes started in it,
 # all stopped on the way out (EXIT, INT, TERM), bold headings on a terminal, free loopback ports.
 #   demo_begin NAME       sets tmp (a new dir /tmp/NAME.XXXXXX), pids (append each child's $!)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * etcd_http.c — POSTs to etcd's v3 JSON gateway with libcurl's easy interface (etcd_http.h).
  */

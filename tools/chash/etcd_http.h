@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * etcd_http.h — one etcd endpoint over its v3 JSON gateway, with libcurl's easy interface:
  * POST a JSON body to http://host:port/v3/..., get the answer's body back. Blocking, one

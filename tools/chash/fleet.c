@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fleet.c — `chash fleet status|apply|abort`: a pool's membership in etcd (docs/FLEET.md).
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The `make demo` step of issue 14: three chash-proxy processes whose pool takes its servers
 # from one etcd key (docs/FLEET.md), switched together by `chash fleet apply` from 4 to 6
 # redis-servers; then the stale reads of a rolling SIGHUP rollout beside the two-phase switch

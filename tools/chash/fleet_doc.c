@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fleet_doc.c — a pool's membership document as JSON (fleet_doc.h), built with jansson.
  */

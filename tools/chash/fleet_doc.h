@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fleet_doc.h — a pool's membership document (docs/FLEET.md), as `chash fleet apply` writes it.
  * Apart from fleet.c because jansson's names (json_null, ...) collide with cli.h's JSON writer.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hashcheck.c — `chash hashcheck`: is a hash fit for placement?
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * lookup.c — `chash lookup`: the owner, and optionally the failover walk, of each key.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c — `chash`: measure, compare and plan a cache fleet's placement with libchash.
  * One table of subcommands; each names its options, and its help ends with an example.

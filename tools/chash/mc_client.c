@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mc_client.c — memcached text protocol client of `chash migrate` (mc_client.h).
  *

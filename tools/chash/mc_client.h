@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mc_client.h — a small client of memcached's text protocol, for `chash migrate`: the commands
  * it needs (lru_crawler metadump, mg, add/set, stats) over one blocking-with-deadline socket.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mig_checkpoint.c — the resumable state of `chash migrate`: per source server, how far its
  * enumeration got and what it counted. A text file, one line per fact:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mig_mc.c — the memcached driver of `chash migrate`, over mc_client.c.
  *

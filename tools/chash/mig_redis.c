@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mig_redis.c — the Redis driver of `chash migrate`, over hiredis.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mig_report.c — what `chash migrate` prints: the counts as text or one JSON object (schema in
  * docs/CLI.md), and the failed keys and the verify pass's mismatches on stderr.

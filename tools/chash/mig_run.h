@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mig_run.h — the state of one `chash migrate` run, shared by its files: migrate.c (the command
  * and its workers), mig_side.c (a pool and its placement) and mig_report.c (the output).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * mig_side.c — one side of `chash migrate`: a pool of a config file and the placement
  * chash-proxy builds for it (mig_run.h).

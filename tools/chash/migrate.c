@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * migrate.c — `chash migrate OLD NEW`: copy exactly the keys whose owner changes.
  *

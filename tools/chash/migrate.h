@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * migrate.h — what `chash migrate` (migrate.c) shares with its protocol drivers (mig_redis.c,
  * mig_mc.c) and its checkpoint file (mig_checkpoint.c).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The `make demo` step of issue 13: chash-proxy over 8 of 12 local redis-servers under a
 # cache-aside load (build/release/bench/cache_aside), reloaded to all 12, once without warm-up
 # and once with `warm_up:` (when this build has it), the misses per second side by side. It is

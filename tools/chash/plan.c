@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plan.c — `chash plan OLD NEW`: which share of the key space changes owner, from which node to
  * which. Exact where the library can describe both partitions (ch_table_transfer: two rings, or

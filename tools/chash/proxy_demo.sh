@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The `make demo` proxy story: chash-proxy in front of 3 local redis-servers, driven by the
 # ordinary redis-cli and redis-benchmark, then a 4th server added by a hot reload (SIGHUP). Everything runs on free loopback ports in a temp dir
 # and is stopped on the way out (EXIT, INT, TERM).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The `make demo` memcached story: chash-proxy on a twemproxy config with a memcached pool
 # (redis: false) in front of 3 local memcacheds; values set and read with a real client
 # (pymemcache), each key found on its memcached and on the server chash lookup --config names,

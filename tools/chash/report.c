@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report.c — `chash report`: placement measurements made through libchash, written as one
  * self-contained HTML page with inline CSS and inline SVG charts (no scripts, no external

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report.h — `chash report`: one self-contained HTML file (no external JS, CSS or fonts) with
  * SVG charts computed through libchash.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * report_cmd.c — `chash report`: the command line around report_write() (report.c).
  */

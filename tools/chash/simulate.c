@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * simulate.c — `chash simulate`: for each algorithm, the keys that change owner when the fleet
  * changes, and the load on each node as a multiple of its fair share.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * sweep.c — `chash sweep`: how even a ring is against the number of virtual nodes per node, and
  * what the table costs in memory. Loads come from the ring's exact arc lengths

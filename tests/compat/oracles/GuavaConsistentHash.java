@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * GuavaConsistentHash.java — the oracle for chash's guava@31: the real
  * com.google.common.hash.Hashing.consistentHash(HashCode, int) of Guava (Debian libguava-java,

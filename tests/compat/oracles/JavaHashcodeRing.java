@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * JavaHashcodeRing.java — the oracle for chash's java_hashcode_ring: the Java tutorial ring as
  * issue 15 describes it, written from that description (not from chash's code), on the real

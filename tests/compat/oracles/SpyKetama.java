@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /*
  * SpyKetama.java — the oracle for chash's spymemcached@2 and spymemcached_libmemcached@2: the
  * real net.spy.memcached.KetamaNodeLocator of spymemcached (Debian libspymemcached-java,

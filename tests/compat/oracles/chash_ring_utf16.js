@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // chash_ring_utf16.js -- the oracle for chash's ring with hash fnv1a32_fmix_utf16: chash's
 // default ring as a JavaScript service would port it, written from its description in
 // include/chash.h (not from chash's C), hashing JavaScript strings through charCodeAt():

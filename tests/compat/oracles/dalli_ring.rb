@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # dalli_ring.rb -- the oracle for chash's dalli@3: the real Dalli::Ring of ruby-dalli (3.x),
 # over real Dalli::Protocol::Binary servers built from "host:port:weight" strings by Dalli's own
 # parser (no connection is made: alive? is stubbed, true unless the case marks the server down).

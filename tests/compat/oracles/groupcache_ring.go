@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // groupcache_ring.go — the oracle for chash's groupcache@0: the real
 // github.com/golang/groupcache/consistenthash (Debian golang-github-golang-groupcache-dev),
 // built with GOPATH=/usr/share/gocode by clients_compat.py.

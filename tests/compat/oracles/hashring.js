@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // hashring.js -- the oracle for chash's hashring@3 and hashring_hash_ring@3: the real npm
 // package hashring (3.x; scripts/bootstrap installs it under /usr/local/lib/chash-oracles).
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """md5_64_ring.py -- the oracle for chash's md5_64_ring: the Python tutorial ring as issue 15
 describes it, written from that description (not from chash's code).
 

@@ -1,4 +1,5 @@
 <?php
+// SPDX-License-Identifier: Apache-2.0
 // pecl_memcache.php -- the oracle for chash's pecl_memcache@4: the real PECL memcache extension
 // (Debian php-memcache, 4.x) in php-cli, memcache.hash_strategy = consistent, with the hash
 // function given as the first argument (crc32 or fnv). Servers are added with

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """pymemcache_hash.py -- the oracle for chash's pymemcache@3: the real pymemcache HashClient
 (python3-pymemcache 3.x) with its default hasher, RendezvousHash.
 

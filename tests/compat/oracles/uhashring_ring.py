@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """uhashring_ring.py -- the oracle for chash's uhashring@2 and uhashring_ketama@2: the real
 uhashring package (python3-uhashring), HashRing(nodes) or HashRing(nodes, hash_fn="ketama").
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core.h — what the in-process tests of the proxy's logic share (core_fixture.c): a pool of
  * NSERVERS servers over a real placement table and health, with fake_backend.c in place of

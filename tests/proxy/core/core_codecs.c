@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core_codecs.c — the proxy's logic in process (core.h): the memcached codec through the proxy (a
  * multiget split and merged, noreply and meta quiet mode, base64 keys, local commands) and both

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core_dispatch.c — the proxy's logic in process (core.h): where a request goes and who answers
  * it: a single key whole to its owner, a reply appended to its client's output, the auth gate and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core_failover.c — the proxy's logic in process (core.h): failures: a read rerouted to its key's
  * next candidate, a split read's failed part coalesced again, sends failing inside the send, an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core_fixture.c — the shared fixture of the proxy's in-process tests (core.h): a pool over a
  * real placement table and health, requests dispatched over fake_backend.c, what each finished

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core_merge.c — the proxy's logic in process (core.h): requests split over servers and their
  * replies merged: MGET in the client's key order, a large split started one slice per loop

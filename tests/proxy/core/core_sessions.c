@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core_sessions.c — the proxy's logic in process (core.h): commands beyond one key's server: SCAN
  * across the pool, SCRIPT on every server, MULTI/WATCH and pub/sub on connections of the client's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core_stage.c — the proxy's logic in process (core.h): a prepared membership change staged
  * (route_stage.c). The fixture's pool stages a change to its first three servers (s3 leaves), as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core_warm.c — the proxy's logic in process (core.h): a membership change's window (warm.h):
  * warm-up reads from the old owner and their fills, writes moving a key first, the ramp's switch

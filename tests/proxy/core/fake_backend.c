@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_backend.c — backend.c's interface to the request layer (px_frag_new, px_frag_free,
  * px_server_send), with no sockets: every fragment sent is recorded with its bytes, and the test

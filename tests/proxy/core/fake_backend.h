@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_backend.h — a backend layer for in-process tests of the proxy's logic (fake_backend.c).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_core.c — the proxy's logic in process, without sockets or sleeps: dispatch, the request
  * layer and the pool route over a real placement table and health, with fake_backend.c in place

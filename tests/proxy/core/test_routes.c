@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_routes.c — the tree of routes in process (route.h, request.c), with fake routes: relays
  * that call or pass a child, and leaves that hold each slot until the test answers it, in the
