@@ -254,9 +254,16 @@ def body(t):
         _, err, _ = run(chash, ["fleet", "apply", v1, "--etcd", "etcd://127.0.0.1:%d" % dead], 1)
         if "http://127.0.0.1:%d/v3/" % dead not in err:
             fail("apply to an unreachable etcd: want its URL in the message, got %r" % err)
+        # the staged migration's options belong to apply --migrate: exit 2, nothing written
+        for args, want in ((["fleet", "status", v1, "--migrate"], "--migrate applies to apply"),
+                           (["fleet", "apply", v1, "--rate", "10"], "apply --migrate only"),
+                           (["fleet", "apply", v1, "--match", "a*"], "apply --migrate only")):
+            _, err, _ = run(chash, args, 2)
+            if want not in err:
+                fail("%s: want %r in the message, got %r" % (" ".join(args), want, err))
         if etcd.get(KEY)[0] is not None:
             fail("a failed command wrote K")
-        log("bad input: clear errors, exit 1")
+        log("bad input: clear errors, exit 1 (2 for options out of place)")
 
         # ---- no live instances: committed at once -----------------------------------------
         out, _, _ = run(chash, ["fleet", "apply", v1], 0)
