@@ -100,6 +100,19 @@ typedef struct fctx {
 
 static void abort_pending(fctx *f, int64_t epoch, char *why, size_t whylen);
 
+/* The apply whose proposal is withdrawn should the process exit anywhere before the commit
+ * (a cli_fail deep in the staged copy: a file, out of memory), as ffail does. */
+static fctx *proposer;
+
+static void withdraw_at_exit(void)
+{
+    if (proposer != NULL && proposer->proposed != 0) {
+        char why[600];
+        abort_pending(proposer, proposer->proposed, why, sizeof(why));
+        proposer->proposed = 0;
+    }
+}
+
 /* Exits 1 with the message; first withdraws a change this run proposed and has not committed. */
 __attribute__((format(printf, 2, 3))) _Noreturn static void ffail(fctx *f, const char *fmt, ...)
 {
@@ -1054,6 +1067,8 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
         cli_fail(c, "internal error: the document built from the pool is refused: %s", d.error);
 
     catch_signals();
+    proposer = f;
+    atexit(withdraw_at_exit);
     propose(f, p, &doc);
     int64_t e = f->proposed_epoch;
     int64_t t_prop = mono_ms();
@@ -1308,6 +1323,7 @@ int cmd_fleet(cli *c)
              : apply ? fleet_apply(&f, p)
              : abrt  ? fleet_abort(&f)
                      : fleet_forget(&f, c->argv[1]);
+    proposer = NULL; /* f goes: nothing of it is pending any more */
     fctx_free(&f);
     ch_config_free(cfg);
     return rc;
