@@ -84,12 +84,14 @@ def stable_ports(n, rng):
 
 # ---- the checker ----------------------------------------------------------------------------
 
-def check(history, windows, owner=None):
+def check(history, windows, owner=None, copies=None):
     """history: (kind, pool, key, version, t_invoke_us, t_done_us, outcome, proxy) with kind
     "w" or "r"; outcome "ok", "err" or "miss" (reads: version is what was read, 0 for a miss). Each
     key has one writer, whose writes follow each other, so versions grow with time.
     windows: {pool: [(start_us, end_us)]}. owner(pool, key, t_us): the server that owns key at
-    t (None: not known). Returns (violations, stats). Cost: O(n log n)."""
+    t (None: not known). copies(pool, key, t0_us, t1_us): the servers a migration running
+    within [t0, t1] may have copied key to (its NEW owners; committed or not). Returns
+    (violations, stats). Cost: O(n log n)."""
     by_key = {}
     for h in history:
         by_key.setdefault((h[1], h[2]), []).append(h)
@@ -136,7 +138,7 @@ def check(history, windows, owner=None):
             if overlapping(pool, r[4], r[4]) or any(a <= r[4] < b for a, b in taints):
                 exempt += 1
                 continue
-            if owner is not None and resurrected(owner, pool, key, r, ok[:k]):
+            if owner is not None and resurrected(owner, copies, pool, key, r, ok[:k]):
                 returned += 1
                 continue
             violations.append({"pool": pool, "key": key, "read": r[3], "acked": ok[k - 1][3],
@@ -145,16 +147,23 @@ def check(history, windows, owner=None):
                         "exempt": exempt, "returned": returned, "stale": len(violations)}
 
 
-def resurrected(owner, pool, key, r, acked):
+def resurrected(owner, copies, pool, key, r, acked):
     """Whether read r found the copy its server kept from when it owned the key before: the
-    write it returns may have gone to r's server, and a newer acknowledged write went to
-    another one (the key had moved away; docs/FLEET.md, exception 2). A write may have gone
-    to the owner before or after a switch within SLACK_US of its flight."""
+    write it returns may have gone to r's server, or been copied there by a migration while it
+    was the key's latest value, and a newer acknowledged write went to another one (the key had
+    moved away; docs/FLEET.md, exception 2). A write may have gone to the owner before or after
+    a switch within SLACK_US of its flight."""
     def possible(w):
         return {owner(pool, key, w[4] - SLACK_US), owner(pool, key, w[5] + SLACK_US)}
     src = [w for w in acked if w[3] == r[3]]
     here = owner(pool, key, r[4])
-    if not src or here is None or here not in possible(src[-1]):
+    if not src or here is None:
+        return False
+    where = possible(src[-1])
+    if copies is not None:  # the value was the latest from its write until the next one's end
+        later = [w[5] for w in acked if w[3] > r[3]]
+        where |= copies(pool, key, src[-1][4], min(later) if later else r[4])
+    if here not in where:
         return False
     return any(w[3] > r[3] and here not in possible(w) and None not in possible(w)
                for w in acked)
@@ -192,6 +201,19 @@ def self_test():
     hist = [w(1, 0, 10), w(2, 20, 30), r(1, 150 * S, 150 * S + 10)]
     if len(check(hist, {}, own)[0]) != 1:
         fail("the checker on a stale read after a move: %s" % (check(hist, {}, own),))
+    # a migration that ran over [50 s, 60 s] (and did not commit) copied k to C while v1 was
+    # its latest value; k is written again on B; at 200 s C owns k and returns that copy: a
+    # return; a copy made before v1 was written cannot explain it
+    own3 = lambda pool, key, t: "A" if t < 100 * S else "B" if t < 200 * S else "C"  # noqa: E731
+    hist = [w(1, 0, 10), w(2, 150 * S, 150 * S + 10), r(1, 250 * S, 250 * S + 10)]
+    copied = lambda pool, key, t0, t1: {"C"} if t0 <= 60 * S and t1 >= 50 * S else set()  # noqa
+    if len(check(hist, {}, own3)[0]) != 1 or len(check(hist, {}, own3, copied)[0]) != 0:
+        fail("the checker on a migration's copy: %s / %s" % (check(hist, {}, own3),
+                                                             check(hist, {}, own3, copied)))
+    hist = [w(1, 70 * S, 70 * S + 10), w(2, 150 * S, 150 * S + 10), r(1, 250 * S, 250 * S + 10)]
+    if len(check(hist, {}, own3, copied)[0]) != 1:
+        fail("the checker on a copy older than the value read: %s" % (
+            check(hist, {}, own3, copied),))
 
 
 # ---- the fleet ------------------------------------------------------------------------------
@@ -220,6 +242,7 @@ class Fleet:
         self.events = []   # (unix us, what) of the nemesis, for --dump
         self.apply_log = []  # (pool, epoch, committed, servers, t0, t1)
         self.commits = []    # (pool, commit unix us, servers: None when unknown)
+        self.copies = []     # (pool, start us, end us, servers): applies --migrate that copied
         self.probe = False  # --probe: every server read at once after a stale read
         self.probes = []
         self.wait_current("the fleet starts current")
@@ -310,6 +333,9 @@ class Fleet:
             rep = json.loads(r.stdout)
         except ValueError:
             rep = {}
+        if migrate and rep.get("failed") not in ("propose", "prepare"):
+            # it may have copied keys to their owners under `new`, committed or not
+            self.copies.append((pool, t0, t1, new))
         self.apply_log.append((pool, rep.get("epoch"), bool(rep.get("committed")),
                                ["%s:1 r%d" % (self.redises[i].text, i) for i in new], t0, t1))
         if rep.get("committed"):
@@ -351,23 +377,34 @@ class Fleet:
                 if idx is None:
                     placed.append((t, None))
                     continue
-                lines = ["%s:" % pool, "  listen: 127.0.0.1:1", "  redis: true", "  hash: md5",
-                         "  servers:"] + ["    - %s:1 r%d" % (self.redises[i].text, i)
-                                          for i in idx]
-                cfg = write_file(os.path.join(self.tmp, "oracle.yml"), "\n".join(lines) + "\n")
-                r = subprocess.run([self.cli, "lookup", "--config", cfg, "-"],
-                                   input="".join(k + "\n" for k in ks), capture_output=True,
-                                   text=True, timeout=120, env=env)
-                if r.returncode != 0:
-                    fail("chash lookup: %s" % r.stderr)
-                placed.append((t, dict(line.split("\t")[:2] for line in r.stdout.splitlines())))
+                placed.append((t, self.placement(pool, idx, ks, env)))
             timeline[pool] = ([t for t, _ in placed], [m for _, m in placed])
 
         def owner(pool, key, t):
             times, maps = timeline[pool]
             k = bisect.bisect_right(times, t) - 1
             return maps[k].get(key) if k >= 0 and maps[k] is not None else None
-        return owner
+
+        copy_maps = [(p, a, b, self.placement(p, idx, sorted(k for q, k in keys if q == p),
+                                             env))
+                     for p, a, b, idx in self.copies]
+
+        def copies(pool, key, t0, t1):
+            return {m.get(key) for p, a, b, m in copy_maps
+                    if p == pool and a - SLACK_US <= t1 and b + SLACK_US >= t0} - {None}
+        return owner, copies
+
+    def placement(self, pool, idx, ks, env):
+        """{key: owner text} of keys ks under servers idx, by `chash lookup`."""
+        lines = ["%s:" % pool, "  listen: 127.0.0.1:1", "  redis: true", "  hash: md5",
+                 "  servers:"] + ["    - %s:1 r%d" % (self.redises[i].text, i) for i in idx]
+        cfg = write_file(os.path.join(self.tmp, "oracle.yml"), "\n".join(lines) + "\n")
+        r = subprocess.run([self.cli, "lookup", "--config", cfg, "-"],
+                           input="".join(k + "\n" for k in ks), capture_output=True,
+                           text=True, timeout=120, env=env)
+        if r.returncode != 0:
+            fail("chash lookup: %s" % r.stderr)
+        return dict(line.split("\t")[:2] for line in r.stdout.splitlines())
 
     def reread_servers(self):
         """The servers of a pool whose last apply may or may not have committed: K's, or,
@@ -575,12 +612,12 @@ def body(args):
         for c in clients:
             c.join(timeout=30)
     history = [h for c in clients for h in c.history]
-    owner = fleet.owner_oracle({(h[1], h[2]) for h in history})
+    owner, copies = fleet.owner_oracle({(h[1], h[2]) for h in history})
     wrong = [x for c in clients for x in c.wrong]
     if wrong:
         fail("%d replies held another key's value (seed %d), e.g. %s" % (len(wrong), seed,
                                                                        wrong[:3]))
-    violations, st = check(history, fleet.windows, owner)
+    violations, st = check(history, fleet.windows, owner, copies)
     summary = {"seed": seed, "duration_s": args.duration, "faults": steps, "by_kind": counts,
                "applies": fleet.applies, "writes": sum(h[0] == "w" for h in history), **st,
                "violations": violations[:20]}

@@ -15,9 +15,14 @@ switch. A read that returns an older version than the last acknowledged write of
 stale; reads that began between the commit and the last proxy's swap (the switch window,
 docs/FLEET.md's exception 1) are counted apart.
 
-Checked: the apply exits 0 with a migration that copied keys; writes of moving keys were staged
-(chash_proxy_stage_invalidations_total > 0 on px0, no errors); 0 stale reads outside the switch
-window; after the switch the new servers hold the moved keys. On the code before (a migration
+Before the apply, older copies are planted on the new servers, as a server that owned keys
+before (or a migration that never committed) keeps them: for 200 keys an older version at the
+key's owner under NEW, and 100 keys that exist nowhere else ("ghosts", as if their owner had
+lost them). Checked: the apply exits 0 with a migration that copied keys; writes of moving keys
+were staged (chash_proxy_stage_invalidations_total > 0 on px0, no errors); 0 stale reads
+outside the switch window; no ghost is served after the switch (the staged copy deletes, at
+each new owner, what it would serve without being its owner now); the new servers hold the
+moved keys. On the code before (a migration
 and then a switch, with writes in between) Redis had 27 stale reads and memcached 124.
 
 Usage: test_staged.py CHASH_PROXY CHASH_CLI
@@ -33,9 +38,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
-from proxyharness import (Mc, Proxy, Resp, RespError, fail, free_ports, log,  # noqa: E402
-                          run_test, spawn, start_memcacheds, start_redises, wait_until,
-                          write_file)
+from proxyharness import (Mc, Proxy, Resp, RespError, chash_lookup, fail,  # noqa: E402
+                          free_ports, log, run_test, spawn, start_memcacheds, start_redises,
+                          wait_until, write_file)
 import etcd  # noqa: E402
 import promtext  # noqa: E402
 
@@ -195,10 +200,29 @@ def run_protocol(t, server, redis):
         version[k] = 1
     w.close()
 
+    # older copies on the new servers (servers[4:]), at the keys' owners under NEW
+    new = apply_file(t.tmp, pool, key, redis, server.port, servers, range(8))
+    ghosts = ["st:ghost:%d" % i for i in range(400)]
+    owners = chash_lookup(t.chash, new, pool, [k.encode() for k in keys[:800] + ghosts])
+    by_addr = {s.text: s for s in servers[4:]}
+    planted = {"old": 0, "ghost": 0}
+    for k in keys[:800] + ghosts:
+        srv = by_addr.get(owners[k.encode()])
+        kind = "ghost" if k in ghosts else "old"
+        if srv is None or planted[kind] >= (100 if kind == "ghost" else 200):
+            continue
+        c = kv(srv.addr)
+        if not c.set(k, "v0"):
+            fail("%s: planting %s at %s" % (name, k, srv.text))
+        c.close()
+        planted[kind] += 1
+    ghosts = [g for g in ghosts if owners[g.encode()] in by_addr][:planted["ghost"]]
+    if planted["ghost"] < 50 or planted["old"] < 100:
+        fail("%s: planted only %r" % (name, planted))
+
     load = Load(kv, proxies[0], proxies[1], keys, version)
     load.start()
     wait_until(lambda: load.reads > 1000 or load.error, WAIT, "%s: the load runs" % name)
-    new = apply_file(t.tmp, pool, key, redis, server.port, servers, range(8))
     r = chash(t.chash, "fleet", "apply", new, "--migrate", "--rate", str(RATE), "--batch",
               str(BATCH), "--json",
               "--timeout", "60000")
@@ -218,6 +242,15 @@ def run_protocol(t, server, redis):
                "%s: %d reads after the switch" % (name, AFTER))
     load.stop()
     inv, inv_err = stage_counts(proxies[0], mports[0], pool)
+    r1 = kv(proxies[1].listens[0])
+    served = [g for g in ghosts if r1.get(g) is not None]
+    r1.close()
+    if served:
+        fail("%s: %d of %d older copies that exist nowhere else served after the switch: %r" %
+             (name, len(served), len(ghosts), served[:5]))
+    if mig.get("cleaned", 0) < len(ghosts):
+        fail("%s: the staged copy deleted %d older copies at the new owners, %d were planted "
+             "with no current value" % (name, mig.get("cleaned", 0), len(ghosts)))
     in_window = [s for s in load.stale if window[0] <= s[3] <= window[1]]
     stale = [s for s in load.stale if not window[0] <= s[3] <= window[1]]
     if stale:
@@ -239,11 +272,13 @@ def run_protocol(t, server, redis):
         fail("%s: the new servers hold %d keys, the migration copied %d" % (
             name, moved_at_new, mig["copied"]))
     log("%s: apply --migrate 4 -> 8 servers: %d moved, %d copied, %d changed during the copy, "
+        "%d older copies deleted first (%d planted: %d older versions, %d ghosts, none served), "
         "copy %d ms; %d reads and %d writes: 0 stale (%d in the switch window of %.1f ms), "
         "%d misses; px0 staged %d writes of moving keys" % (
-            name, mig["moved"], mig["copied"], mig.get("changed", 0), mig.get("ms", 0),
-            load.reads, load.writes, len(in_window), (window[1] - window[0]) * 1000,
-            load.misses, inv))
+            name, mig["moved"], mig["copied"], mig.get("changed", 0), mig.get("cleaned", 0),
+            planted["old"] + planted["ghost"], planted["old"], planted["ghost"],
+            mig.get("ms", 0), load.reads, load.writes, len(in_window),
+            (window[1] - window[0]) * 1000, load.misses, inv))
     for p in proxies:
         p.stop()
 

@@ -1022,7 +1022,7 @@ static void staged_copy(fctx *f, int64_t e, ch__fleet_record **r, size_t *n, see
     cli copy = *c;
     copy.replace = true;
     int64_t t0 = mono_ms();
-    int st = mig_run(&copy, &old, &neu, false, &f->mig, why, sizeof(why));
+    int st = mig_run(&copy, &old, &neu, false, true, &f->mig, why, sizeof(why));
     f->mig_ms = mono_ms() - t0;
     f->migrated = true;
     if (st != 0) {
@@ -1032,9 +1032,10 @@ static void staged_copy(fctx *f, int64_t e, ch__fleet_record **r, size_t *n, see
     if (!c->json)
         printf("copied the moved keys in %" PRId64 " ms: %" PRIu64 " moved, %" PRIu64
                " copied, %" PRIu64 " present, %" PRIu64 " expired, %" PRIu64 " changed (written "
-               "meanwhile: their copies dropped)\n",
+               "meanwhile: their copies dropped); %" PRIu64 " older copies deleted at the new "
+               "owners first\n",
                f->mig_ms, f->mig.moved, f->mig.copied, f->mig.present, f->mig.expired,
-               f->mig.changed);
+               f->mig.changed, f->mig.cleaned);
     wait_prepared(f, e, mono_ms(), r, n, seen, members_read);
     for (size_t i = 0; i < *n; i++) {
         bool known = false;
@@ -1258,6 +1259,7 @@ static int fleet_apply(fctx *f, ch_conf_pool *p)
             json_key(&j, "present"), json_int(&j, f->mig.present);
             json_key(&j, "expired"), json_int(&j, f->mig.expired);
             json_key(&j, "changed"), json_int(&j, f->mig.changed);
+            json_key(&j, "cleaned"), json_int(&j, f->mig.cleaned);
             json_key(&j, "ms"), json_i64(&j, f->mig_ms);
             json_end(&j);
         } else {

@@ -132,7 +132,7 @@ int mig_checkpoint_load(const char *path, const char *id, const mig_server *olds
                 goto out;
             }
             st[i].cur = (mig_cursor){.pos = pos, .done = done != 0};
-            st[i].n = (mig_counts){v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]};
+            st[i].n = (mig_counts){v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], 0};
         } else if (sscanf(line, "pair %4095s %4095s %" SCNu64, a, b, &keys) == 3) {
             long i = find_addr(olds, nold, a), j = find_addr(news, nnew, b);
             if (i < 0 || j < 0) {

@@ -320,6 +320,12 @@ static void drop_chunk(mig_conn **dst, size_t ndst, mig_batch *b, size_t from, s
     }
 }
 
+static void m_drop(mig_conn **dst, size_t ndst, mig_batch *b, const bool *gone,
+                   bool *broken_dst)
+{
+    drop_chunk(dst, ndst, b, 0, b->n, gone, broken_dst);
+}
+
 /* The copies of b[from, to) confirmed (migrate.h, copy): each key copied read again at the
  * source; one whose value or flags changed, or that went, is deleted at its new owner
  * (MIG_CHANGED). The source lost meanwhile: every copy not confirmed is deleted and retried. */
@@ -601,5 +607,6 @@ const mig_driver mig_mc_driver = {
     .scan = m_scan,
     .cursor_free = m_cursor_free,
     .copy = m_copy,
+    .drop = m_drop,
     .verify = m_verify,
 };

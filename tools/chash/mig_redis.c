@@ -528,5 +528,6 @@ const mig_driver mig_redis_driver = {
     .scan = r_scan,
     .cursor_free = r_cursor_free,
     .copy = r_copy,
+    .drop = r_drop,
     .verify = r_verify,
 };

@@ -97,11 +97,15 @@ typedef struct run {
 /* Copies the keys whose owner changes from old's placement to neu's (both taken over and freed
  * here), as `chash migrate` does, with c's settings (--rate, --batch, --parallel, --replace,
  * --verify, --dry-run, --limit, --checkpoint, --json). report: print the result (else only
- * the failed keys, on stderr); totals: the counts, when not NULL. Returns migrate's exit
+ * the failed keys, on stderr); totals: the counts, when not NULL. clean (a staged migration,
+ * strictly before the switch): first, every NEW server is enumerated and each key it would
+ * own under neu without owning it under old is deleted there (a copy it kept from a previous
+ * ownership, or of a migration that did not commit: never the current value, which is at the
+ * old owner, and which the copy then brings over). Returns migrate's exit
  * status (0 done, 1 keys failed, 3 stopped before the end) with why set unless 0, or -1 with
  * why when a server cannot be reached or a checkpoint read (nothing copied). */
-int mig_run(const cli *c, side *old, side *neu, bool report, mig_counts *totals, char *why,
-            size_t whylen);
+int mig_run(const cli *c, side *old, side *neu, bool report, bool clean, mig_counts *totals,
+            char *why, size_t whylen);
 
 /* The totals over the OLD servers. */
 void mig_totals(const run *r, mig_counts *t);

@@ -518,14 +518,75 @@ int cmd_migrate(cli *c)
     if (c->dry_run && c->checkpoint)
         cli_usage(c, "--checkpoint does nothing in a dry run (it records copies)");
     char err[600];
-    int status = mig_run(c, &old, &neu, true, NULL, err, sizeof(err));
+    int status = mig_run(c, &old, &neu, true, false, NULL, err, sizeof(err));
     if (status < 0)
         cli_fail(c, "%s", err);
     return status;
 }
 
-int mig_run(const cli *c, side *old, side *neu, bool report, mig_counts *totals, char *why,
-            size_t whylen)
+/* The clean pass (mig_run): NEW server j enumerated, the keys it would own under NEW and does
+ * not own under OLD deleted there. Returns the number deleted, or -1 with why. */
+static int64_t clean_server(run *r, size_t j, char *why, size_t whylen)
+{
+    char err[MIG_ERR_LEN], lb[300];
+    const mig_server *s = &r->neu.servers[j];
+    long oi = side_find(&r->old, s->addr);
+    mig_conn *conn = connect_to(r, s, &r->neu.auth, RETRIES, err, sizeof(err));
+    if (conn == NULL) {
+        snprintf(why, whylen, "NEW server %s: %s", server_label(s, lb, sizeof(lb)), err);
+        return -1;
+    }
+    mig_cursor cur = {0};
+    mig_batch b = {0};
+    int64_t cleaned = 0;
+    while (cleaned >= 0 && !cur.done) {
+        mig_batch_clear(&b);
+        if (r->drv->scan(conn, &cur, r->batch, &b, err, sizeof(err)) != 0) {
+            snprintf(why, whylen, "NEW server %s: %s", server_label(s, lb, sizeof(lb)), err);
+            cleaned = -1;
+            break;
+        }
+        bool *gone = calloc(b.n ? b.n : 1, sizeof(*gone)), broken = false;
+        if (gone == NULL) {
+            snprintf(why, whylen, "out of memory");
+            cleaned = -1;
+            break;
+        }
+        size_t n = 0;
+        for (size_t k = 0; k < b.n; k++) {
+            mig_key *key = &b.keys[k];
+            if ((r->c->match != NULL && fnmatch(r->c->match, key->key, 0) != 0) ||
+                ch_lookup(r->neu.table, key->key, key->len) != j ||
+                (oi >= 0 && ch_lookup(r->old.table, key->key, key->len) == (size_t)oi))
+                continue;
+            key->to = 0;
+            key->state = MIG_TODO;
+            gone[k] = true;
+            n++;
+        }
+        if (n > 0)
+            r->drv->drop(&conn, 1, &b, gone, &broken);
+        for (size_t k = 0; k < b.n && cleaned >= 0; k++) {
+            if (!gone[k])
+                continue;
+            if (b.keys[k].state == MIG_FAILED) {
+                snprintf(why, whylen, "NEW server %s: a copy it must not serve, %s: %s",
+                         server_label(s, lb, sizeof(lb)), b.keys[k].key, b.keys[k].err);
+                cleaned = -1;
+            } else {
+                cleaned++;
+            }
+        }
+        free(gone);
+    }
+    r->drv->cursor_free(&cur);
+    mig_batch_free(&b);
+    r->drv->close(conn);
+    return cleaned;
+}
+
+int mig_run(const cli *c, side *old, side *neu, bool report, bool clean, mig_counts *totals,
+            char *why, size_t whylen)
 {
     run r = {.c = c, .old = *old, .neu = *neu, .dry_run = c->dry_run, .replace = c->replace,
              .verify = c->verify, .batch = c->batch ? c->batch : 1000, .limit = c->limit,
@@ -609,6 +670,16 @@ int mig_run(const cli *c, side *old, side *neu, bool report, mig_counts *totals,
      * failing its keys. */
     signal(SIGPIPE, SIG_IGN);
 
+    uint64_t cleaned = 0;
+    for (size_t j = 0; clean && j < nn; j++) {
+        int64_t k = clean_server(&r, j, why, whylen);
+        if (k < 0) {
+            status = 1;
+            pthread_mutex_destroy(&r.mu);
+            goto out;
+        }
+        cleaned += (uint64_t)k;
+    }
     uint64_t total = 0;
     for (size_t i = 0; i < no; i++)
         if (!r.st[i].cur.done)
@@ -643,6 +714,7 @@ int mig_run(const cli *c, side *old, side *neu, bool report, mig_counts *totals,
 
     mig_counts t;
     mig_totals(&r, &t);
+    t.cleaned = cleaned;
     if (totals != NULL)
         *totals = t;
     bool bad_source = false;

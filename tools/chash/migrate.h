@@ -121,6 +121,11 @@ typedef struct mig_driver {
      * the time of the check (docs/FLEET.md, "Staged migration"). */
     void (*copy)(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, bool replace,
                  bool *broken_src, bool *broken_dst);
+    /* Deletes at dst[k->to] every key of b marked in gone[]; one whose delete fails becomes
+     * MIG_FAILED (err set), the others keep their state. A failed connection sets
+     * broken_dst[i]. */
+    void (*drop)(mig_conn **dst, size_t ndst, mig_batch *b, const bool *gone,
+                 bool *broken_dst);
     /* Checks every key of b whose state is not MIG_SKIP and whose check is MIG_V_TODO or
      * MIG_V_RETRY: present at dst[k->to], TTL within tol_ms of the source's. */
     void (*verify)(mig_conn *src, mig_conn **dst, size_t ndst, mig_batch *b, int64_t tol_ms,
@@ -146,6 +151,8 @@ typedef struct mig_counts {
     uint64_t moved;   /* of the others, keys whose owner changes */
     uint64_t copied, present, expired, failed; /* what became of the moved keys */
     uint64_t changed;                          /* ... MIG_CHANGED */
+    uint64_t cleaned; /* totals only, a staged run's: keys deleted at NEW servers that would
+                         have served them without being their current owners (mig_run) */
 } mig_counts;
 
 /* The checkpoint's view of one source: its cursor and counts, and its moved keys per NEW
