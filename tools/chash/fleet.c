@@ -1007,6 +1007,10 @@ static void staged_copy(fctx *f, int64_t e, ch__fleet_record **r, size_t *n, see
             printf("no committed membership at %s: nothing to copy\n", f->url);
         return;
     }
+    if (c->match == NULL && !c->json)
+        cli_warn(c, "no --match: every key on %s's servers is taken for this pool's; on a "
+                    "server shared with other pools, their keys it would place there are deleted",
+                 f->path);
     size_t n0 = *n;
     char **ids = xcalloc(c, n0 + 1, sizeof(*ids));
     for (size_t i = 0; i < n0; i++)
