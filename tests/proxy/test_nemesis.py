@@ -84,14 +84,15 @@ def stable_ports(n, rng):
 
 # ---- the checker ----------------------------------------------------------------------------
 
-def check(history, windows, owner=None, copies=None):
+def check(history, windows, owner=None, moves=None):
     """history: (kind, pool, key, version, t_invoke_us, t_done_us, outcome, proxy) with kind
     "w" or "r"; outcome "ok", "err" or "miss" (reads: version is what was read, 0 for a miss). Each
     key has one writer, whose writes follow each other, so versions grow with time.
     windows: {pool: [(start_us, end_us)]}. owner(pool, key, t_us): the server that owns key at
-    t (None: not known). copies(pool, key, t0_us, t1_us): the servers a migration running
-    within [t0, t1] may have copied key to (its NEW owners; committed or not). Returns
-    (violations, stats). Cost: O(n log n)."""
+    t (None: not known). moves(pool, key, t0_us, t1_us): the changes within [t0, t1] that may
+    copy key from one server to another, in time order (t, "fill" | "abort" | "migrate", from,
+    to, at us: (t, kind, from, to)) (resurrected). Returns (violations, stats). Cost:
+    O(n log n)."""
     by_key = {}
     for h in history:
         by_key.setdefault((h[1], h[2]), []).append(h)
@@ -138,7 +139,7 @@ def check(history, windows, owner=None, copies=None):
             if overlapping(pool, r[4], r[4]) or any(a <= r[4] < b for a, b in taints):
                 exempt += 1
                 continue
-            if owner is not None and resurrected(owner, copies, pool, key, r, ok[:k]):
+            if owner is not None and resurrected(owner, moves, pool, key, r, ok[:k]):
                 returned += 1
                 continue
             violations.append({"pool": pool, "key": key, "read": r[3], "acked": ok[k - 1][3],
@@ -147,12 +148,13 @@ def check(history, windows, owner=None, copies=None):
                         "exempt": exempt, "returned": returned, "stale": len(violations)}
 
 
-def resurrected(owner, copies, pool, key, r, acked):
-    """Whether read r found the copy its server kept from when it owned the key before: the
-    write it returns may have gone to r's server, or been copied there by a migration while it
-    was the key's latest value, and a newer acknowledged write went to another one (the key had
-    moved away; docs/FLEET.md, exception 2). A write may have gone to the owner before or after
-    a switch within SLACK_US of its flight."""
+def resurrected(owner, moves, pool, key, r, acked):
+    """Whether read r found an older copy a server kept (docs/FLEET.md, exception 2): the value
+    it returns may be on r's server, and a newer acknowledged write went to another one. A
+    write may have gone to the owner before or after a switch within SLACK_US of its flight;
+    after it, the value spreads with the changes that copy a key from its owner before to its
+    owner after (moves: a warm-up window's fills, a migration that did not commit), and a
+    committed staged migration leaves at the new owner what the old owner had, or nothing."""
     def possible(w):
         return {owner(pool, key, w[4] - SLACK_US), owner(pool, key, w[5] + SLACK_US)}
     src = [w for w in acked if w[3] == r[3]]
@@ -160,9 +162,19 @@ def resurrected(owner, copies, pool, key, r, acked):
     if not src or here is None:
         return False
     where = possible(src[-1])
-    if copies is not None:  # the value was the latest from its write until the next one's end
-        later = [w[5] for w in acked if w[3] > r[3]]
-        where |= copies(pool, key, src[-1][4], min(later) if later else r[4])
+    # in time order: a newer write that can only have gone to one server overwrites the value
+    # there; a change copies the old owner's value to the new owner
+    steps = [(w[5], "write", w) for w in acked if w[3] > r[3]]
+    steps += [(t, kind, (old, new)) for t, kind, old, new in
+              (moves(pool, key, src[-1][4], r[4]) if moves is not None else ())]
+    for _t, kind, x in sorted(steps, key=lambda e: e[0]):
+        if kind == "write":
+            if len(possible(x)) == 1:
+                where -= possible(x)
+        elif x[0] in where:
+            where.add(x[1])
+        elif kind == "migrate":
+            where.discard(x[1])  # cleaned, or replaced by the old owner's value
     if here not in where:
         return False
     return any(w[3] > r[3] and here not in possible(w) and None not in possible(w)
@@ -201,19 +213,51 @@ def self_test():
     hist = [w(1, 0, 10), w(2, 20, 30), r(1, 150 * S, 150 * S + 10)]
     if len(check(hist, {}, own)[0]) != 1:
         fail("the checker on a stale read after a move: %s" % (check(hist, {}, own),))
-    # a migration that ran over [50 s, 60 s] (and did not commit) copied k to C while v1 was
-    # its latest value; k is written again on B; at 200 s C owns k and returns that copy: a
-    # return; a copy made before v1 was written cannot explain it
+    # k on A until 100 s, B until 200 s, C after. A migration that did not commit, at 50 s,
+    # copied k to C (its owner under that change); k is written again on B; at 250 s C returns
+    # that copy: a return. Without the copy in moves, or with it before v1 was written, stale.
     own3 = lambda pool, key, t: "A" if t < 100 * S else "B" if t < 200 * S else "C"  # noqa: E731
+    aborted = lambda pool, key, t0, t1: [e for e in (  # noqa: E731
+        (50 * S, "abort", "A", "C"),) if t0 <= e[0] <= t1]
     hist = [w(1, 0, 10), w(2, 150 * S, 150 * S + 10), r(1, 250 * S, 250 * S + 10)]
-    copied = lambda pool, key, t0, t1: {"C"} if t0 <= 60 * S and t1 >= 50 * S else set()  # noqa
-    if len(check(hist, {}, own3)[0]) != 1 or len(check(hist, {}, own3, copied)[0]) != 0:
+    if len(check(hist, {}, own3)[0]) != 1 or len(check(hist, {}, own3, aborted)[0]) != 0:
         fail("the checker on a migration's copy: %s / %s" % (check(hist, {}, own3),
-                                                             check(hist, {}, own3, copied)))
+                                                             check(hist, {}, own3, aborted)))
     hist = [w(1, 70 * S, 70 * S + 10), w(2, 150 * S, 150 * S + 10), r(1, 250 * S, 250 * S + 10)]
-    if len(check(hist, {}, own3, copied)[0]) != 1:
+    if len(check(hist, {}, own3, aborted)[0]) != 1:
         fail("the checker on a copy older than the value read: %s" % (
-            check(hist, {}, own3, copied),))
+            check(hist, {}, own3, aborted),))
+    # the same copy, then a committed staged migration at 200 s from B to C: C's copy was
+    # cleaned (or replaced by B's value), so C returning v1 is stale; had B held v1 (a fill
+    # from A at 100 s), C may hold it after the migration: a return
+    staged = lambda pool, key, t0, t1: [e for e in (  # noqa: E731
+        (50 * S, "abort", "A", "C"), (200 * S, "migrate", "B", "C")) if t0 <= e[0] <= t1]
+    if len(check(hist := [w(1, 0, 10), w(2, 150 * S, 150 * S + 10),
+                          r(1, 250 * S, 250 * S + 10)], {}, own3, staged)[0]) != 1:
+        fail("the checker on a copy a staged migration cleaned: %s" % (
+            check(hist, {}, own3, staged),))
+    filled = lambda pool, key, t0, t1: [e for e in (  # noqa: E731
+        (100 * S, "fill", "A", "B"), (200 * S, "migrate", "B", "C")) if t0 <= e[0] <= t1]
+    hist = [w(1, 0, 10), w(2, 50 * S, 50 * S + 10), w(3, 60 * S, 60 * S + 10),
+            r(2, 250 * S, 250 * S + 10)]
+    if len(check(hist, {}, own3, filled)[0]) != 1:  # v3 went to A after v2 at A: A holds v3
+        fail("the checker on a value overwritten before a fill: %s" % (
+            check(hist, {}, own3, filled),))
+    hist = [w(1, 0, 10), w(2, 50 * S, 50 * S + 10), r(1, 250 * S, 250 * S + 10)]
+    if len(check(hist, {}, own3, filled)[0]) != 1:  # v2 at A overwrote v1 before the fill
+        fail("the checker on a fill of a newer value: %s" % (check(hist, {}, own3, filled),))
+    hist = [w(1, 0, 10), w(2, 150 * S, 150 * S + 10), r(1, 250 * S, 250 * S + 10)]
+    if len(check(hist, {}, own3, filled)[0]) != 1:  # v2 on B overwrote the fill's v1 there
+        fail("the checker on a fill overwritten before the migration: %s" % (
+            check(hist, {}, own3, filled),))
+    # k on A, B from 100 s (filled from A), E from 150 s, back on B from 180 s (no fill: B
+    # keeps v1, exception 2), C from 200 s by a staged migration from B: C holds what B held
+    own5 = lambda pool, key, t: ("A" if t < 100 * S else "B" if t < 150 * S else  # noqa: E731
+                                 "E" if t < 180 * S else "B" if t < 200 * S else "C")
+    hist = [w(1, 0, 10), w(2, 160 * S, 160 * S + 10), r(1, 250 * S, 250 * S + 10)]
+    if len(check(hist, {}, own5, filled)[0]) != 0 or len(check(hist, {}, own5)[0]) != 1:
+        fail("the checker on an older copy a staged migration carried over: %s / %s" % (
+            check(hist, {}, own5, filled), check(hist, {}, own5)))
 
 
 # ---- the fleet ------------------------------------------------------------------------------
@@ -242,7 +286,7 @@ class Fleet:
         self.events = []   # (unix us, what) of the nemesis, for --dump
         self.apply_log = []  # (pool, epoch, committed, servers, t0, t1)
         self.commits = []    # (pool, commit unix us, servers: None when unknown)
-        self.copies = []     # (pool, start us, end us, servers): applies --migrate that copied
+        self.copies = []     # (pool, start us, end us, servers, commit us or None): --migrate
         self.probe = False  # --probe: every server read at once after a stale read
         self.probes = []
         self.wait_current("the fleet starts current")
@@ -334,8 +378,9 @@ class Fleet:
         except ValueError:
             rep = {}
         if migrate and rep.get("failed") not in ("propose", "prepare"):
-            # it may have copied keys to their owners under `new`, committed or not
-            self.copies.append((pool, t0, t1, new))
+            # it may have copied keys to their owners under `new`; committed, its commit time
+            self.copies.append((pool, t0, t1, new, rep.get("commit_unix_us")
+                                if rep.get("committed") else None))
         self.apply_log.append((pool, rep.get("epoch"), bool(rep.get("committed")),
                                ["%s:1 r%d" % (self.redises[i].text, i) for i in new], t0, t1))
         if rep.get("committed"):
@@ -385,14 +430,30 @@ class Fleet:
             k = bisect.bisect_right(times, t) - 1
             return maps[k].get(key) if k >= 0 and maps[k] is not None else None
 
-        copy_maps = [(p, a, b, self.placement(p, idx, sorted(k for q, k in keys if q == p),
-                                             env))
-                     for p, a, b, idx in self.copies]
+        # the changes that copy keys: per pool, (time, kind, placement after or None)
+        migrated = {c for _p, _a, _b, _idx, c in self.copies if c is not None}
+        events = {p: [] for p in POOLS}
+        for p, c, _srv in self.commits:
+            if c in migrated:
+                events[p].append((c, "migrate", None))
+            elif p == "warm":
+                events[p].append((c, "fill", None))
+        for p, a, _b, idx, c in self.copies:
+            if c is None:
+                events[p].append((a, "abort", self.placement(
+                    p, idx, sorted(k for q, k in keys if q == p), env)))
+        for p in events:
+            events[p].sort(key=lambda e: e[0])
 
-        def copies(pool, key, t0, t1):
-            return {m.get(key) for p, a, b, m in copy_maps
-                    if p == pool and a - SLACK_US <= t1 and b + SLACK_US >= t0} - {None}
-        return owner, copies
+        def moves(pool, key, t0, t1):
+            out = []
+            for t, kind, placed in events[pool]:
+                if t0 <= t <= t1:
+                    new = placed.get(key) if placed is not None else owner(pool, key,
+                                                                            t + SLACK_US)
+                    out.append((t, kind, owner(pool, key, t - SLACK_US), new))
+            return out
+        return owner, moves
 
     def placement(self, pool, idx, ks, env):
         """{key: owner text} of keys ks under servers idx, by `chash lookup`."""
@@ -612,12 +673,12 @@ def body(args):
         for c in clients:
             c.join(timeout=30)
     history = [h for c in clients for h in c.history]
-    owner, copies = fleet.owner_oracle({(h[1], h[2]) for h in history})
+    owner, moves = fleet.owner_oracle({(h[1], h[2]) for h in history})
     wrong = [x for c in clients for x in c.wrong]
     if wrong:
         fail("%d replies held another key's value (seed %d), e.g. %s" % (len(wrong), seed,
                                                                        wrong[:3]))
-    violations, st = check(history, fleet.windows, owner, copies)
+    violations, st = check(history, fleet.windows, owner, moves)
     summary = {"seed": seed, "duration_s": args.duration, "faults": steps, "by_kind": counts,
                "applies": fleet.applies, "writes": sum(h[0] == "w" for h in history), **st,
                "violations": violations[:20]}
