@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * ctl.c — the control thread (ctl.h): the shared pools, the listening sockets bound before any
- * worker starts, signals (SIGINT/SIGTERM stop, SIGHUP reloads), the stats and metrics ports,
- * starting the workers and a clean shutdown.
+ * worker starts, signals (SIGINT/SIGTERM stop, SIGHUP reopens the log and reloads, SIGUSR1
+ * reopens the log), the stats and metrics ports, starting the workers and a clean shutdown.
  */
 #include "ctl.h"
 #include "admin_http.h"
@@ -49,26 +49,39 @@ static void ctl_stop(px_ctl *m)
         uv_close((uv_handle_t *)sigs[i], NULL);
 }
 
-/* SIGHUP, as nutcracker and logrotate expect: the log file is reopened (a rotation moved it
- * away), then the config is reloaded. */
+/* The -o file reopened at its path (a rotation moved it away); trigger names the signal. */
+static void reopen_log(px_ctl *m, const char *trigger)
+{
+    if (m->log_path == NULL)
+        return;
+    if (px_log_reopen(&m->log, m->log_path) == 0)
+        PX_LOG(m, PX_LOG_NOTICE, "%s: log file '%s' reopened", trigger, m->log_path);
+    else
+        PX_LOG(m, PX_LOG_ERR, "%s: cannot reopen log file '%s': %s; still writing to the old one",
+               trigger, m->log_path, strerror(errno));
+}
+
+/* SIGHUP, as nutcracker's: the log file is reopened, then the config is reloaded. */
 static void sighup_cb(uv_signal_t *h, int signum)
 {
     (void)signum;
     px_ctl *m = h->data;
-    if (m->log_path != NULL) {
-        if (px_log_reopen(&m->log, m->log_path) == 0)
-            PX_LOG(m, PX_LOG_NOTICE, "SIGHUP: log file '%s' reopened", m->log_path);
-        else
-            PX_LOG(m, PX_LOG_ERR, "SIGHUP: cannot reopen log file '%s': %s; still writing "
-                   "to the old one", m->log_path, strerror(errno));
-    }
+    reopen_log(m, "SIGHUP");
     px_reload_opts pools = PX_RELOAD_OPTS_POOLS;
     if (!m->stopping)
         (void)px_reload(m, "SIGHUP", &pools, NULL);
 }
 
+/* SIGUSR1, as nginx's (logrotate's postrotate sends it): the log file is reopened and nothing
+ * else, so a rotation never applies an edit of the config waiting in the file. */
+static void sigusr1_cb(uv_signal_t *h, int signum)
+{
+    (void)signum;
+    reopen_log(h->data, "SIGUSR1");
+}
+
 /* SIGTTIN raises the log level by one, SIGTTOU lowers it (0..11), as nutcracker's do;
- * SIGUSR1 and SIGUSR2 are logged and ignored (nutcracker carries on too). */
+ * SIGUSR2 is logged and ignored (nutcracker carries on too). */
 static void sigmisc_cb(uv_signal_t *h, int signum)
 {
     px_ctl *m = h->data;
@@ -80,8 +93,7 @@ static void sigmisc_cb(uv_signal_t *h, int signum)
                      signum == SIGTTIN ? "SIGTTIN" : "SIGTTOU", l);
         return;
     }
-    PX_LOG(m, PX_LOG_NOTICE, "signal %d (%s) received: ignored", signum,
-           signum == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
+    PX_LOG(m, PX_LOG_NOTICE, "signal %d (SIGUSR2) received: ignored", signum);
 }
 
 static void signal_cb(uv_signal_t *h, int signum)
@@ -209,7 +221,7 @@ int px_ctl_init(px_ctl *m, ch_config *cfg, unsigned nworkers)
         uv_signal_cb cb;
         int signum;
     } sigs[] = {{&m->sigint, signal_cb, SIGINT},    {&m->sigterm, signal_cb, SIGTERM},
-                {&m->sighup, sighup_cb, SIGHUP},    {&m->sigusr1, sigmisc_cb, SIGUSR1},
+                {&m->sighup, sighup_cb, SIGHUP},    {&m->sigusr1, sigusr1_cb, SIGUSR1},
                 {&m->sigusr2, sigmisc_cb, SIGUSR2}, {&m->sigttin, sigmisc_cb, SIGTTIN},
                 {&m->sigttou, sigmisc_cb, SIGTTOU}};
     for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {

@@ -26,7 +26,7 @@ struct px_ctl {
     uv_loop_t *loop;
     px_log log;
     int log_level;          /* what every copy of log.level points to */
-    const char *log_path;   /* -o, reopened on SIGHUP; NULL: stderr */
+    const char *log_path;   /* -o, reopened on SIGHUP and SIGUSR1; NULL: stderr */
     const char *conf_path;  /* the -c file, absolute (set by main; re-read by a reload) */
     px_conf *conf;          /* the file as last loaded (a reference) */
     px_shared_pool *pools;

@@ -14,7 +14,7 @@ enum { PX_LOG_EMERG = 0, PX_LOG_ERR = 3, PX_LOG_WARN = 4, PX_LOG_NOTICE = 5, PX_
 
 typedef struct px_log {
     FILE *fp;   /* stderr or the -o file; its descriptor is replaced in place when the file is
-                   reopened (SIGHUP), so every copy keeps writing to the new file */
+                   reopened (SIGHUP, SIGUSR1), so every copy keeps writing to the new file */
     int *level; /* messages above it are dropped; shared by every copy of the px_log (the
                    control thread's), changed at run time by SIGTTIN/SIGTTOU: atomic */
 } px_log;

@@ -414,7 +414,7 @@ int main(int argc, char **argv)
     px.log_level = (int)level;
     px.log.level = &px.log_level;
     px.log.fp = stderr;
-    /* SIGHUP reopens the log file: keep its absolute path too (-d changes the directory). */
+    /* SIGHUP and SIGUSR1 reopen the log file: keep its absolute path too (-d changes the directory). */
     char log_abs[PATH_MAX], cwd[PATH_MAX];
     if (log_file != NULL && log_file[0] != '/' && getcwd(cwd, sizeof(cwd)) != NULL &&
         (size_t)snprintf(log_abs, sizeof(log_abs), "%s/%s", cwd, log_file) < sizeof(log_abs))
