@@ -36,6 +36,8 @@ struct px_ctl {
     uv_signal_t sigint, sigterm, sighup, sigusr1, sigusr2, sigttin, sigttou;
     uint64_t reloads, reload_failures; /* stats: configs applied / rejected (SIGHUP, POST
                                           /-/reload) */
+    uint64_t last_reload_unix_ms; /* when the last reload finished, applied or not (0: none) */
+    bool last_reload_failed;      /* its outcome (false before any: the start's config applied) */
     px_stream *stats_listener;
     const char *stats_addr;
     int stats_port;

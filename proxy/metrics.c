@@ -10,8 +10,11 @@
 #include "snapshot.h"
 #include "warm.h"
 
+#include <dirent.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,8 +33,24 @@ static const px_cmd_class class_order[PX_NCLASSES] = {PX_CLASS_READ, PX_CLASS_WR
 static const char *const lat_labels[PX_LAT_NBOUNDS] = {PX_LAT_BOUNDS};
 #undef X
 
+/* Thousandths as a decimal number of units: 1234 -> "1.234" (a time kept in ms, shown in s). */
+static int thousandths(px_buf *b, uint64_t v)
+{
+    return px_buf_printf(b, "%llu.%03llu\n", U(v / 1000u), U(v % 1000u));
+}
 
+static uint64_t unix_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
+void px_metrics_reload_done(px_ctl *m, bool ok)
+{
+    m->last_reload_unix_ms = unix_ms();
+    m->last_reload_failed = !ok;
+}
 /* A label value, escaped as the format requires: backslash, double quote and line feed. */
 static int label_value(px_buf *b, const char *s)
 {
@@ -84,6 +103,12 @@ SV(sv_timeouts, s->stats.server_timedout)
 SV(sv_ejections, s->stats.ejects)
 SV(sv_joined, s->stats.joined)
 SV(sv_connections, s->stats.server_connections)
+SV(sv_request_bytes, s->stats.request_bytes)
+SV(sv_response_bytes, s->stats.response_bytes)
+SV(sv_in_queue, s->in_queue)
+SV(sv_in_queue_bytes, s->in_queue_bytes)
+SV(sv_out_queue, s->out_queue)
+SV(sv_out_queue_bytes, s->out_queue_bytes)
 SV(sv_up, px_health_up(p->health, i) ? 1 : 0)
 #undef SV
 
@@ -110,6 +135,21 @@ static const struct {
      "1 when the server takes requests, 0 while it is ejected.", sv_up},
     {"chash_proxy_server_connections", "gauge", "Connections to the server open now.",
      sv_connections},
+    {"chash_proxy_server_request_bytes_total", "counter",
+     "Bytes of requests written to the server (stats' request_bytes).", sv_request_bytes},
+    {"chash_proxy_server_response_bytes_total", "counter",
+     "Bytes of replies read from the server (stats' response_bytes).", sv_response_bytes},
+    {"chash_proxy_server_in_queue_requests", "gauge",
+     "Requests queued for the server, not yet written (stats' in_queue).", sv_in_queue},
+    {"chash_proxy_server_in_queue_bytes", "gauge",
+     "Bytes of the requests queued for the server, not yet written (stats' in_queue_bytes).",
+     sv_in_queue_bytes},
+    {"chash_proxy_server_out_queue_requests", "gauge",
+     "Requests written to the server, their replies awaited (stats' out_queue).", sv_out_queue},
+    {"chash_proxy_server_out_queue_bytes", "gauge",
+     "Bytes of the requests written to the server whose replies are awaited (stats' "
+     "out_queue_bytes).",
+     sv_out_queue_bytes},
 };
 
 /* Pool p, whose counters summed over the workers are s. */
@@ -123,13 +163,13 @@ typedef uint64_t (*pool_value)(const px_snap_pool *s, const px_shared_pool *p);
 PV(pv_clients, s->stats.client_connections)
 PV(pv_accepted, s->m.clients_accepted)
 PV(pv_client_err, s->stats.client_err)
+PV(pv_client_eof, s->stats.client_eof)
 PV(pv_forward_err, s->stats.forward_error)
 PV(pv_fragments, s->stats.fragments)
 PV(pv_nservers, p->nservers)
 PV(pv_fail_open, PX_ATOMIC_LOAD(p->health->fail_open))
 PV(pv_mem_refused, s->m.mem_refused)
 PV(pv_fence_refused, s->m.fence_refused)
-PV(pv_warm_left, p->prev != NULL ? px_warm_times_left(&p->warm, uv_hrtime() / 1000000u) : 0)
 #define X(f) PV(pv_##f, s->m.warm.f)
 PX_WARM_SUMS
 #undef X
@@ -147,6 +187,8 @@ static const struct {
      "Client connections accepted since start.", pv_accepted},
     {"chash_proxy_client_errors_total", "counter",
      "Clients closed on an error (protocol error, over a limit, socket error).", pv_client_err},
+    {"chash_proxy_client_eof_total", "counter", "Clients that closed their connection.",
+     pv_client_eof},
     {"chash_proxy_forward_errors_total", "counter",
      "Requests (or parts) answered with an error because no backend could serve them.",
      pv_forward_err},
@@ -163,9 +205,6 @@ static const struct {
      "Requests refused because the pool's membership could not be proven current (etcd "
      "unreachable or the lease lapsed; docs/FLEET.md, \"Fencing\").",
      pv_fence_refused},
-    {"chash_proxy_warm_up_left_milliseconds", "gauge",
-     "Time left of the window after a membership change (ramp and warm-up; 0: none).",
-     pv_warm_left},
     {"chash_proxy_warm_up_hits_total", "counter",
      "Reads of a moved key that missed at its new owner and were answered by its old one.",
      pv_warm_hits},
@@ -274,6 +313,148 @@ static int fleet_families(const px_ctl *m, px_buf *b)
     return rc;
 }
 
+/* ---- process_*: the process's own figures, named and defined as Prometheus' client libraries
+ * export them (client_golang's process collector), read from /proc (Linux). A figure that
+ * cannot be read is left out of the scrape, never shown as 0. ------------------------------- */
+
+/* /proc/self/stat's figures: CPU time (user + system, all threads), start, vsize, RSS. */
+typedef struct proc_stat {
+    double cpu_seconds, start_time; /* start_time: seconds since the epoch */
+    uint64_t vsize_bytes, rss_bytes;
+} proc_stat;
+
+/* The boot time, seconds since the epoch (/proc/stat's btime). 0, or -1. */
+static int boot_time(uint64_t *out)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (f == NULL)
+        return -1;
+    char line[512];
+    int rc = -1;
+    unsigned long long v;
+    while (rc != 0 && fgets(line, sizeof(line), f) != NULL)
+        if (sscanf(line, "btime %llu", &v) == 1)
+            *out = v, rc = 0;
+    fclose(f);
+    return rc;
+}
+
+/* proc(5): the command name (field 2) is in parentheses and may hold spaces or ')', so the
+ * fields are read after its last ')': state (3) ... utime (14), stime (15) ... starttime (22),
+ * vsize (23), rss (24, pages). 0, or -1. */
+static int read_proc_stat(proc_stat *ps)
+{
+    FILE *f = fopen("/proc/self/stat", "r");
+    if (f == NULL)
+        return -1;
+    char text[1024];
+    size_t n = fread(text, 1, sizeof(text) - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    const char *p = strrchr(text, ')');
+    unsigned long long utime, stime, start, vsize;
+    long long rss;
+    if (p == NULL ||
+        sscanf(p + 1,
+               " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d %*d "
+               "%llu %llu %lld",
+               &utime, &stime, &start, &vsize, &rss) != 5)
+        return -1;
+    long hz = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    uint64_t btime;
+    if (hz <= 0 || page <= 0 || boot_time(&btime) != 0)
+        return -1;
+    ps->cpu_seconds = (double)(utime + stime) / (double)hz;
+    ps->start_time = (double)btime + (double)start / (double)hz;
+    ps->vsize_bytes = vsize;
+    ps->rss_bytes = rss > 0 ? (uint64_t)rss * (uint64_t)page : 0;
+    return 0;
+}
+
+/* Descriptors open now: the entries of /proc/self/fd but the one reading it. 0, or -1. */
+static int open_fds(uint64_t *out)
+{
+    DIR *d = opendir("/proc/self/fd");
+    if (d == NULL)
+        return -1;
+    int self = dirfd(d);
+    uint64_t n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (e->d_name[0] != '.' && atoi(e->d_name) != self)
+            n++;
+    closedir(d);
+    *out = n;
+    return 0;
+}
+
+static int process_families(px_buf *b)
+{
+    int rc = 0;
+    proc_stat ps;
+    if (read_proc_stat(&ps) == 0) {
+        rc |= family(b, "process_cpu_seconds_total", "counter",
+                     "Total user and system CPU time spent in seconds.");
+        rc |= px_buf_printf(b, "process_cpu_seconds_total %.2f\n", ps.cpu_seconds);
+        rc |= family(b, "process_start_time_seconds", "gauge",
+                     "Start time of the process since unix epoch in seconds.");
+        rc |= px_buf_printf(b, "process_start_time_seconds %.2f\n", ps.start_time);
+        rc |= family(b, "process_virtual_memory_bytes", "gauge",
+                     "Virtual memory size in bytes.");
+        rc |= px_buf_printf(b, "process_virtual_memory_bytes %llu\n", U(ps.vsize_bytes));
+        rc |= family(b, "process_resident_memory_bytes", "gauge",
+                     "Resident memory size in bytes.");
+        rc |= px_buf_printf(b, "process_resident_memory_bytes %llu\n", U(ps.rss_bytes));
+    }
+    uint64_t fds;
+    if (open_fds(&fds) == 0) {
+        rc |= family(b, "process_open_fds", "gauge", "Number of open file descriptors.");
+        rc |= px_buf_printf(b, "process_open_fds %llu\n", U(fds));
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        rc |= family(b, "process_max_fds", "gauge",
+                     "Maximum number of open file descriptors (the soft limit).");
+        rc |= px_buf_printf(b, "process_max_fds %llu\n", U(rl.rlim_cur));
+    }
+    return rc;
+}
+
+/* The reloads: counts by outcome (reload.c counts them), the last one's time and outcome. */
+static int reload_families(const px_ctl *m, px_buf *b)
+{
+    int rc = family(b, "chash_proxy_reloads_total", "counter",
+                    "Reloads (SIGHUP, POST /-/reload, an etcd membership change) by result: ok "
+                    "(applied), error (refused; the configuration before it kept serving).");
+    rc |= px_buf_printf(b, "chash_proxy_reloads_total{result=\"ok\"} %llu\n", U(m->reloads));
+    rc |= px_buf_printf(b, "chash_proxy_reloads_total{result=\"error\"} %llu\n",
+                        U(m->reload_failures));
+    rc |= family(b, "chash_proxy_last_reload_timestamp_seconds", "gauge",
+                 "When the last reload finished, applied or not, in seconds since the epoch "
+                 "(0: none since the start).");
+    rc |= px_buf_printf(b, "chash_proxy_last_reload_timestamp_seconds ");
+    rc |= thousandths(b, m->last_reload_unix_ms);
+    rc |= family(b, "chash_proxy_last_reload_successful", "gauge",
+                 "1 when the last reload was applied (or none was tried), 0 when it failed.");
+    rc |= px_buf_printf(b, "chash_proxy_last_reload_successful %d\n",
+                        m->last_reload_failed ? 0 : 1);
+    return rc;
+}
+
+/* The time left of each pool's window after a membership change (ramp and warm-up). */
+static int warm_left_family(const px_ctl *m, px_buf *b)
+{
+    int rc = family(b, "chash_proxy_warm_up_left_seconds", "gauge",
+                    "Time left of the window after a membership change (ramp and warm-up; 0: "
+                    "none).");
+    uint64_t now_ms = uv_hrtime() / 1000000u;
+    for (size_t i = 0; i < m->npools; i++) {
+        const px_shared_pool *p = &m->pools[i];
+        rc |= series(b, "chash_proxy_warm_up_left_seconds", p->conf->name, NULL, NULL);
+        rc |= thousandths(b, p->prev != NULL ? px_warm_times_left(&p->warm, now_ms) : 0);
+    }
+    return rc;
+}
+
 int px_metrics_text(px_ctl *m, px_buf *b)
 {
     px_snap sn;
@@ -313,7 +494,10 @@ int px_metrics_text(px_ctl *m, px_buf *b)
         rc |= px_buf_printf(b, "\"} 1\n");
     }
 
+    rc |= process_families(b);
+    rc |= reload_families(m, b);
     rc |= fleet_families(m, b);
+    rc |= warm_left_family(m, b);
 
     for (size_t f = 0; f < sizeof(pool_families) / sizeof(pool_families[0]); f++) {
         rc |= family(b, pool_families[f].name, pool_families[f].type, pool_families[f].help);

@@ -34,6 +34,7 @@
 
 #include "reload.h"
 #include "backend.h"
+#include "metrics.h"
 #include "route_build.h"
 #include "warm.h"
 #include "resolve.h"
@@ -689,6 +690,7 @@ int px_reload_prepare(px_ctl *m, const char *trigger, const px_reload_opts *opt,
     if (ch_config_load(m->conf_path, &cfg, &err) != 0) {
         char msg[600];
         m->reload_failures++;
+        px_metrics_reload_done(m, false);
         ch_config_error_str(&err, msg, sizeof(msg));
         value_not_shown(msg, sizeof(msg));
         PX_LOG(m, PX_LOG_ERR, "reload failed, still serving the old configuration: %s", msg);
@@ -783,6 +785,7 @@ int px_reload_prepare(px_ctl *m, const char *trigger, const px_reload_opts *opt,
             px_shared_pool_clear(&job->next[i]);
         px_conf_unref(h->cref);
         m->reload_failures++;
+        px_metrics_reload_done(m, false);
         PX_LOG(m, PX_LOG_ERR, "reload failed (above), still serving the old configuration");
         if (result != NULL)
             (void)px_buf_printf(result, "%s", job->why);
@@ -853,6 +856,7 @@ int px_reload_commit(px_ctl *m, px_reload_held *h, px_buf *result)
     px_conf_unref(m->conf);
     m->conf = h->cref;
     m->reloads++;
+    px_metrics_reload_done(m, true);
     PX_LOG(m, PX_LOG_NOTICE, "reload done (%llu so far)", (unsigned long long)m->reloads);
     if (result != NULL) {
         if (changed.len > 0)

@@ -2,13 +2,24 @@
 """The metrics endpoint of chash-proxy, read strictly: raw HTTP/1.0 to the port, and
 Prometheus' text exposition format (0.0.4) parsed with a failure on any departure from it
 (HELP/TYPE per family, contiguous samples, escapes, histograms cumulative to +Inf, chash_proxy_
-prefixes, counters ending in _total). Shared by test_metrics.py and test_threads.py.
+prefixes but for the client libraries' process_* families, counters ending in _total); and
+Prometheus' own linter, `promtool check metrics`, on the same text. Shared by test_metrics.py,
+test_promtool.py and test_threads.py.
 """
 import math
+import os
 import re
 import socket
+import subprocess
 
-from proxyharness import fail, soft_fail
+from proxyharness import fail, find_program, log, soft_fail
+
+# The families Prometheus' client libraries export for the process (client_golang's process
+# collector), which the proxy exports under the same names, unprefixed.
+PROCESS_FAMILIES = {"process_cpu_seconds_total": "counter", "process_open_fds": "gauge",
+                    "process_max_fds": "gauge", "process_virtual_memory_bytes": "gauge",
+                    "process_resident_memory_bytes": "gauge",
+                    "process_start_time_seconds": "gauge"}
 
 HTTP_TIMEOUT = 10.0
 
@@ -55,9 +66,11 @@ def parse_response(data, head=False):
     return int(m.group(1)), headers, body
 
 
-def get(port, path, method="GET"):
-    return parse_response(http(port, ("%s %s HTTP/1.0\r\nHost: x\r\nUser-Agent: t\r\n\r\n" %
-                                      (method, path)).encode()), head=method == "HEAD")
+def get(port, path, method="GET", host=None):
+    """One request; Host is the address scraped (127.0.0.1:PORT) unless given."""
+    host = host or "127.0.0.1:%d" % port
+    return parse_response(http(port, ("%s %s HTTP/1.0\r\nHost: %s\r\nUser-Agent: t\r\n\r\n" %
+                                      (method, path, host)).encode()), head=method == "HEAD")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,7 +192,11 @@ def parse_exposition(text):
     for name, f in fams.items():
         if f["type"] is None or f["help"] is None:
             fail("family %s lacks HELP or TYPE" % name)
-        if not name.startswith("chash_proxy_"):
+        if name in PROCESS_FAMILIES:
+            if f["type"] != PROCESS_FAMILIES[name]:
+                fail("family %s is a %s, the client libraries' is a %s" % (
+                    name, f["type"], PROCESS_FAMILIES[name]))
+        elif not name.startswith("chash_proxy_"):
             fail("family %s is not prefixed chash_proxy_" % name)
         if f["type"] == "counter" and not name.endswith("_total"):
             fail("counter %s does not end in _total" % name)
@@ -231,13 +248,48 @@ def value(fams, family, sample=None, **labels):
     return hits[0]
 
 
-def scrape(port):
+def scrape(port, lint=None):
+    """The families of one scrape, parsed strictly. lint: a name for the scrape, which is then
+    also checked with promtool (promtool_check)."""
     code, headers, body = get(port, "/metrics")
     if code != 200:
         fail("GET /metrics answered %d" % code)
     if headers.get("content-type") != "text/plain; version=0.0.4":
         soft_fail("Content-Type %r" % headers.get("content-type"))
-    return parse_exposition(body.decode("utf-8"))
+    text = body.decode("utf-8")
+    if lint is not None:
+        promtool_check(text, lint)
+    return parse_exposition(text)
+
+
+def promtool():
+    """promtool's path (Debian's prometheus package), or None: then the caller skips its checks
+    saying so, or fails where CI is set (scripts/bootstrap installs it)."""
+    path = find_program("promtool")
+    if path is None and os.environ.get("CI"):
+        fail("promtool not found (Debian: apt-get install prometheus; scripts/bootstrap "
+             "installs it)")
+    return path
+
+
+_promtool_skip_said = []
+
+
+def promtool_check(text, what):
+    """`promtool check metrics` on an exposition: a soft failure with each problem it names
+    (a unit not in base units, a counter not named _total, a non-counter named _total, ...)."""
+    exe = promtool()
+    if exe is None:
+        if not _promtool_skip_said:
+            log("promtool checks skipped: promtool not found (Debian: prometheus)")
+            _promtool_skip_said.append(True)
+        return
+    r = subprocess.run([exe, "check", "metrics"], input=text.encode(), capture_output=True,
+                       timeout=60)
+    out = (r.stdout + r.stderr).decode("utf-8", "replace").strip()
+    if r.returncode != 0 or out:
+        soft_fail("promtool check metrics on the %s scrape: exit %d: %s" % (what, r.returncode,
+                                                                          out[:2000]))
 
 
 def total(fams, family, **labels):

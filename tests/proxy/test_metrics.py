@@ -16,8 +16,22 @@ alpha: 100 SET, 102 GET (2 with a wrong argument count), 10 MGET of 3 keys, 3 PI
     their sum; per-server requests sum to SET + GET + MGET fragments and agree with the stats
     JSON; client connection gauges;
   - chash_proxy_membership_info's version per pool equals `chash lookup --show-version`;
-  - every family scraped is listed in docs/PROXY.md's Metrics section, and every one listed
-    there is scraped;
+  - every family scraped has a row in docs/PROXY.md's Metrics table, and every one there is
+    scraped;
+  - every scrape passes `promtool check metrics` (Prometheus' linter: base units, _total on
+    counters and only on them; skipped, saying so, where promtool is absent and CI unset);
+  - process_* as the client libraries define them, against /proc/PID of the proxy read here:
+    open fds (/proc/PID/fd), max fds (its RLIMIT_NOFILE), start time (/proc/PID/stat's starttime
+    + /proc/stat's btime), CPU seconds and virtual memory between two readings around the
+    scrape, RSS within 10%;
+  - reloads: an unchanged file on SIGHUP (ok 0 -> 1), an invalid one on POST /-/reload (error
+    0 -> 1, 400), the good one again (ok 2): chash_proxy_reloads_total by result,
+    chash_proxy_last_reload_timestamp_seconds between the wall-clock times around each and
+    moving forward, chash_proxy_last_reload_successful 1, 0, 1;
+  - per server, request/response bytes and the four queue gauges equal the stats JSON's in a
+    quiet state; 20 SETs of 1,000 bytes and 20 GETs of them to one key grow its owner's byte
+    counters by at least their encoded size and no other server's; a GET to a SIGSTOPped
+    backend shows in its out_queue_requests/_bytes (1, the request's bytes) until it answers;
   - redis-cli INFO shows chash_proxy_version and pool_<name>_membership_version;
   - other paths answer 404, another method 405; malformed, oversized and idle (slowloris)
     HTTP requests, and more idle connections than the endpoint holds, do not disturb the proxy
@@ -32,14 +46,19 @@ Exit: 0 pass, 1 fail, 77 skip (redis-server or redis-cli missing and CI unset).
 """
 import os
 import re
+import resource
+import signal
 import socket
 import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Resp, RespError, chash_lookup, fail, free_ports,  # noqa: E402
-                          poll_until, pool_yaml, run_test, soft_fail, start_redises, write_file)
-from promtext import HTTP_TIMEOUT, get, http, parse_response, scrape, value  # noqa: E402
+from proxyharness import (Proxy, Resp, RespError, chash_lookup, encode, fail,  # noqa: E402
+                          free_ports, poll_until, pool_yaml, run_test, sigstop, soft_fail,
+                          start_redises, write_file)
+from promtext import (HTTP_TIMEOUT, PROCESS_FAMILIES, get, http, parse_response,  # noqa: E402
+                      scrape, value)
 
 BETA_VERSION = 'rel-7"blue"\\x'      # the YAML below holds it single-quoted, as is
 
@@ -52,7 +71,161 @@ def documented_families(docs):
     m = re.search(r"^## Metrics\n(.*?)(?=^## )", text, re.S | re.M)
     if not m:
         fail("%s has no '## Metrics' section" % docs)
-    return set(re.findall(r"`(chash_proxy_[a-z_]+)", m.group(1)))
+    # the table's rows (`name` | type | ...), not the names the prose mentions (renamed ones)
+    return set(re.findall(r"^\| `((?:chash_proxy|process)_[a-z_]+)` \| (?:counter|gauge|"
+                          r"histogram) \|", m.group(1), re.M))
+
+
+# ---------------------------------------------------------------------------------------------
+# The proxy's process as /proc shows it, read independently of the proxy.
+
+def proc_stat(pid):
+    """{field: value} of /proc/PID/stat (proc(5): utime 14, stime 15, starttime 22, vsize 23),
+    read after the command name's last ')'."""
+    with open("/proc/%d/stat" % pid) as f:
+        text = f.read()
+    rest = text[text.rindex(")") + 2:].split()      # field 3 (state) on
+    return {"utime": int(rest[14 - 3]), "stime": int(rest[15 - 3]),
+            "starttime": int(rest[22 - 3]), "vsize": int(rest[23 - 3])}
+
+
+def vm_rss_bytes(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    fail("no VmRSS in /proc/%d/status" % pid)
+
+
+def boot_time():
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("btime "):
+                return int(line.split()[1])
+    fail("no btime in /proc/stat")
+
+
+def check_process(pid, mport):
+    """process_* of a scrape against /proc/PID read around it (a quiet proxy)."""
+    hz = os.sysconf("SC_CLK_TCK")
+    st0, rss0 = proc_stat(pid), vm_rss_bytes(pid)
+    fams = scrape(mport, lint="process")
+    st1, rss1 = proc_stat(pid), vm_rss_bytes(pid)
+    fds = len(os.listdir("/proc/%d/fd" % pid))      # after: the scrape's connection closed
+    for name in PROCESS_FAMILIES:
+        if name not in fams:
+            fail("no %s in the scrape" % name)
+    got = {name: value(fams, name) for name in PROCESS_FAMILIES}
+    # the scrape's own connection was open while the proxy counted
+    if not fds - 1 <= got["process_open_fds"] <= fds + 2:
+        soft_fail("process_open_fds %r; /proc/%d/fd lists %d" % (got["process_open_fds"], pid,
+                                                                  fds))
+    soft_limit = resource.prlimit(pid, resource.RLIMIT_NOFILE)[0]
+    if got["process_max_fds"] != soft_limit:
+        soft_fail("process_max_fds %r; the proxy's RLIMIT_NOFILE soft limit is %d" % (
+            got["process_max_fds"], soft_limit))
+    start = boot_time() + st0["starttime"] / hz
+    if abs(got["process_start_time_seconds"] - start) > 0.011:
+        soft_fail("process_start_time_seconds %r; /proc says %.2f" % (
+            got["process_start_time_seconds"], start))
+    cpu0, cpu1 = (st0["utime"] + st0["stime"]) / hz, (st1["utime"] + st1["stime"]) / hz
+    if not cpu0 - 0.001 <= got["process_cpu_seconds_total"] <= cpu1 + 0.001:
+        soft_fail("process_cpu_seconds_total %r; /proc says %.2f before the scrape, %.2f after" % (
+            got["process_cpu_seconds_total"], cpu0, cpu1))
+    vlo, vhi = min(st0["vsize"], st1["vsize"]), max(st0["vsize"], st1["vsize"])
+    if not vlo <= got["process_virtual_memory_bytes"] <= vhi:
+        soft_fail("process_virtual_memory_bytes %r; /proc says %d before, %d after" % (
+            got["process_virtual_memory_bytes"], st0["vsize"], st1["vsize"]))
+    if not 0.9 * min(rss0, rss1) <= got["process_resident_memory_bytes"] <= 1.1 * max(rss0,
+                                                                                     rss1):
+        soft_fail("process_resident_memory_bytes %r; VmRSS %d before, %d after" % (
+            got["process_resident_memory_bytes"], rss0, rss1))
+    return got
+
+
+# ---------------------------------------------------------------------------------------------
+# Reloads.
+
+def post_reload(mport):
+    return parse_response(http(mport, b"POST /-/reload HTTP/1.0\r\nHost: 127.0.0.1\r\n"
+                                      b"Content-Length: 0\r\n\r\n"))
+
+
+def reload_state(fams):
+    return (value(fams, "chash_proxy_reloads_total", result="ok"),
+            value(fams, "chash_proxy_reloads_total", result="error"),
+            value(fams, "chash_proxy_last_reload_timestamp_seconds"),
+            value(fams, "chash_proxy_last_reload_successful"))
+
+
+def check_reloads(proxy, mport, conf):
+    """A good reload on SIGHUP, a bad one and a good one on POST /-/reload: the counters, the
+    last one's wall-clock time and outcome after each."""
+    fams = scrape(mport, lint="before any reload")
+    if reload_state(fams) != (0, 0, 0, 1):
+        soft_fail("before any reload: (ok, error, timestamp, successful) = %r, not (0, 0, 0, 1)"
+                  % (reload_state(fams),))
+    good = open(conf).read()
+    last_ts = 0.0
+    steps = (("SIGHUP, unchanged file", None, (1, 0, 1)),
+             ("POST /-/reload, invalid file", "alpha:\n  listen: [oops\n", (1, 1, 0)),
+             ("POST /-/reload, the good file again", good, (2, 1, 1)))
+    for what, text, (ok, err, success) in steps:
+        if text is not None:
+            write_file(conf + ".tmp", text)
+            os.rename(conf + ".tmp", conf)
+        t0 = time.time()
+        if text is None:
+            proxy.proc.send_signal(signal.SIGHUP)
+        else:
+            code = post_reload(mport)[0]
+            if code != (400 if success == 0 else 200):
+                soft_fail("%s: answered %d" % (what, code))
+        seen = {}
+
+        def counted():
+            seen["fams"] = scrape(mport)
+            seen["st"] = reload_state(seen["fams"])
+            return seen["st"][:2] == (ok, err)
+        poll_until(counted, 15, poll=0.05)
+        t1 = time.time()
+        scrape(mport, lint="after " + what)
+        got_ok, got_err, ts, got_success = seen["st"]
+        if (got_ok, got_err, got_success) != (ok, err, success):
+            soft_fail("%s: reloads ok %r, error %r, last successful %r; want %r, %r, %r" % (
+                what, got_ok, got_err, got_success, ok, err, success))
+        if not (t0 - 0.002 <= ts <= t1 + 0.002 and ts > last_ts):
+            soft_fail("%s: last reload timestamp %r, not within [%.3f, %.3f] after %r" % (
+                what, ts, t0, t1, last_ts))
+        last_ts = ts
+    return last_ts
+
+
+# ---------------------------------------------------------------------------------------------
+# Bytes and queues.
+
+SERVER_JSON = {"chash_proxy_server_request_bytes_total": "request_bytes",
+               "chash_proxy_server_response_bytes_total": "response_bytes",
+               "chash_proxy_server_in_queue_requests": "in_queue",
+               "chash_proxy_server_in_queue_bytes": "in_queue_bytes",
+               "chash_proxy_server_out_queue_requests": "out_queue",
+               "chash_proxy_server_out_queue_bytes": "out_queue_bytes"}
+
+
+def server_values(fams, family):
+    if family not in fams:
+        fail("no %s in the scrape" % family)
+    return {(lab["pool"], lab["server"]): v for n, lab, v in fams[family]["samples"]}
+
+
+def check_against_json(fams, stats, what):
+    """Every server's bytes and queues in the scrape equal the stats JSON's (same state)."""
+    for family, field in SERVER_JSON.items():
+        for (pool, server), v in server_values(fams, family).items():
+            want = stats.get(pool, {}).get(server, {}).get(field)
+            if v != want:
+                soft_fail("%s: %s{pool=%s,server=%s} %r, the stats JSON's %s %r" % (
+                    what, family, pool, server, v, field, want))
 
 
 def body(t):
@@ -85,7 +258,7 @@ def body(t):
         fail("chash lookup reports beta's version as %r, the config says %r" % (
             want_version["beta"], BETA_VERSION))
 
-    fams = scrape(mport)
+    fams = scrape(mport, lint="first")
     for pool in ("alpha", "beta"):
         got = [lab.get("version") for _, lab, _ in fams["chash_proxy_membership_info"]["samples"]
                if lab.get("pool") == pool]
@@ -114,7 +287,7 @@ def body(t):
     if got[210:213] != [b"PONG"] * 3 or not all(isinstance(x, RespError) for x in got[213:]):
         fail("PING/KEYS/bad GET through the proxy: %r" % got[210:])
 
-    fams = scrape(mport)
+    fams = scrape(mport, lint="after the traffic")
     want = {"read": (102, 2), "write": (100, 0), "multi": (10, 0), "local": (3, 0),
             "refused": (5, 5)}
     for cls, (nreq, nerr) in want.items():
@@ -159,6 +332,76 @@ def body(t):
             fams, "chash_proxy_client_connections", pool="alpha"))
     if value(fams, "chash_proxy_client_connections_accepted_total", pool="alpha") < 2:
         soft_fail("client_connections_accepted_total of alpha below 2 (start-up probe + held)")
+    check_against_json(fams, stats, "after the traffic")
+
+    # --- bytes: 20 SETs of 1,000 bytes to one key, then 20 GETs of it: its owner's counters
+    # grow by at least what was sent and answered, no other server's move.
+    bkey, big = keys[5], "x" * 1000
+    bowner = chash_lookup(chash, conf, "alpha", [bkey.encode()])[bkey.encode()]
+    before = scrape(mport)
+    if held.pipeline([("SET", bkey, big)] * 20) != [b"OK"] * 20:
+        fail("20 SETs of 1,000 bytes through the proxy")
+    mid = scrape(mport)
+    if held.pipeline([("GET", bkey)] * 20) != [big.encode()] * 20:
+        fail("20 GETs of 1,000 bytes through the proxy")
+    after = scrape(mport, lint="after the byte traffic")
+    sent = (20 * len(encode("SET", bkey, big)), 20 * len(b"+OK\r\n"),
+            20 * len(encode("GET", bkey)), 20 * len(b"$1000\r\n%s\r\n" % big.encode()))
+    req, resp = ("chash_proxy_server_request_bytes_total",
+                 "chash_proxy_server_response_bytes_total")
+    for (pool, server), v0 in server_values(before, req).items():
+        grow = (server_values(mid, req)[pool, server] - v0,
+                server_values(mid, resp)[pool, server] - server_values(before, resp)[pool, server],
+                server_values(after, req)[pool, server] - server_values(mid, req)[pool, server],
+                server_values(after, resp)[pool, server] - server_values(mid, resp)[pool, server])
+        if pool == "alpha" and server == bowner:
+            if any(g < w for g, w in zip(grow, sent)):
+                soft_fail("owner %s: request/response bytes grew by %r over the SETs, then the "
+                          "GETs; sent and answered at least %r" % (server, grow, sent))
+        elif grow != (0, 0, 0, 0):
+            soft_fail("server %s of %s, which owns no key sent: its bytes grew by %r" % (
+                server, pool, grow))
+    check_against_json(after, proxy.stats_json(), "after the byte traffic")
+
+    # --- queues: a GET through beta (no timeout) to a SIGSTOPped backend is in its out queue
+    # (written, its reply awaited) until the backend answers.
+    qkey = "queued:1"
+    qowner = chash_lookup(chash, conf, "beta", [qkey.encode()])[qkey.encode()]
+    qname = dict(zip((b.text for b in backends), ("one", "two", "three")))[qowner]
+    qback = next(b for b in backends if b.text == qowner)
+    qc = Resp(("127.0.0.1", pb))
+    qfam = "chash_proxy_server_out_queue_requests"
+    sigstop(qback.proc.pid)
+    try:
+        qc.send(encode("GET", qkey))
+        seen = {}
+
+        def queued():
+            seen["fams"] = scrape(mport)
+            return server_values(seen["fams"], qfam)["beta", qname] == 1
+        if not poll_until(queued, 15, poll=0.05):
+            soft_fail("a GET to the stopped backend %s: out_queue_requests %r, not 1" % (
+                qname, server_values(seen["fams"], qfam)["beta", qname]))
+        qbytes = value(seen["fams"], "chash_proxy_server_out_queue_bytes", pool="beta",
+                       server=qname)
+        if qbytes != len(encode("GET", qkey)):
+            soft_fail("out_queue_bytes %r for one GET of %d bytes" % (
+                qbytes, len(encode("GET", qkey))))
+        check_against_json(scrape(mport, lint="a request queued"), proxy.stats_json(),
+                           "a request queued")
+    finally:
+        os.kill(qback.proc.pid, signal.SIGCONT)
+    if qc.read() is not None:
+        fail("GET %s through beta after the backend resumed" % qkey)
+    qc.close()
+    if not poll_until(lambda: server_values(scrape(mport), qfam)["beta", qname] == 0, 15):
+        soft_fail("out_queue_requests of %s not back to 0 after its reply" % qname)
+
+    # --- process_*: against /proc of the proxy's pid.
+    procs = check_process(proxy.proc.pid, mport)
+
+    # --- reloads: counters, last timestamp and outcome.
+    check_reloads(proxy, mport, conf)
 
     # --- INFO through redis-cli.
     r = subprocess.run([cli_exe, "-h", "127.0.0.1", "-p", str(pa), "INFO"], capture_output=True,
@@ -236,7 +479,8 @@ def body(t):
     proxy.stop()                  # with idle metrics connections open: a clean exit
     for s in idle:
         s.close()
-    return "%d families, %d requests counted by class" % (len(fams), total)
+    return "%d families, %d requests counted by class, %d fds open" % (
+        len(fams), total, procs["process_open_fds"])
 
 
 if __name__ == "__main__":
