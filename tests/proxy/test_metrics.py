@@ -22,8 +22,8 @@ alpha: 100 SET, 102 GET (2 with a wrong argument count), 10 MGET of 3 keys, 3 PI
     counters and only on them; skipped, saying so, where promtool is absent and CI unset);
   - process_* as the client libraries define them, against /proc/PID of the proxy read here:
     open fds (/proc/PID/fd), max fds (its RLIMIT_NOFILE), start time (/proc/PID/stat's starttime
-    + /proc/stat's btime), CPU seconds and virtual memory between two readings around the
-    scrape, RSS within 10%;
+    + /proc/stat's btime), CPU seconds between two readings around the scrape, virtual memory
+    between them within 64 MiB, RSS within 10%;
   - reloads: an unchanged file on SIGHUP (ok 0 -> 1), an invalid one on POST /-/reload (error
     0 -> 1, 400), the good one again (ok 2): chash_proxy_reloads_total by result,
     chash_proxy_last_reload_timestamp_seconds between the wall-clock times around each and
@@ -132,7 +132,8 @@ def check_process(pid, mport):
     if not cpu0 - 0.001 <= got["process_cpu_seconds_total"] <= cpu1 + 0.001:
         soft_fail("process_cpu_seconds_total %r; /proc says %.2f before the scrape, %.2f after" % (
             got["process_cpu_seconds_total"], cpu0, cpu1))
-    vlo, vhi = min(st0["vsize"], st1["vsize"]), max(st0["vsize"], st1["vsize"])
+    # (slack: an allocation mapped and unmapped while the proxy built the scrape)
+    vlo, vhi = min(st0["vsize"], st1["vsize"]) - 2**26, max(st0["vsize"], st1["vsize"]) + 2**26
     if not vlo <= got["process_virtual_memory_bytes"] <= vhi:
         soft_fail("process_virtual_memory_bytes %r; /proc says %d before, %d after" % (
             got["process_virtual_memory_bytes"], st0["vsize"], st1["vsize"]))
