@@ -160,20 +160,20 @@ static double py(const plot *p, double v)
     return p->y + p->h - (v - p->lo) / (p->hi - p->lo) * p->h;
 }
 
-/* A 1, 2 or 5 times a power of ten that cuts range into about five steps; 1 for an empty or
+/* A 1, 2 or 5 times a power of ten that cuts range into about parts steps; 1 for an empty or
  * unusable range (e.g. every value 0, as the balance of a one-node fleet). */
-static double nice_step(double range)
+static double nice_step(double range, double parts)
 {
     if (!(range > 0.0) || !isfinite(range))
         return 1.0;
-    double raw = range / 5.0, mag = pow(10.0, floor(log10(raw))), m = raw / mag;
+    double raw = range / parts, mag = pow(10.0, floor(log10(raw))), m = raw / mag;
     return (m < 1.5 ? 1.0 : m < 3.0 ? 2.0 : m < 7.0 ? 5.0 : 10.0) * mag;
 }
 
 /* Sets p->hi to the first multiple of a nice step at or above top; returns the step. */
 static double nice_top(plot *p, double top)
 {
-    double step = nice_step(top - p->lo);
+    double step = nice_step(top - p->lo, 5.0);
     p->hi = p->lo + ceil((top - p->lo) / step - 1e-9) * step;
     if (p->hi <= p->lo)
         p->hi = p->lo + step;
@@ -277,6 +277,160 @@ static void caption(FILE *f, const char *fmt, ...)
     fputs("</figcaption>\n</figure>\n", f);
 }
 
+/* ---- horizontal rows ----------------------------------------------------------------------- */
+
+/* The charts with a row per registry entry (every algorithm, every hash) draw horizontal bars:
+ * one label per row, at the left, so the labels cannot crowd one another however long the
+ * registries grow; the chart grows downwards instead. Rows come in families, each under a
+ * heading, in the order of the family names. */
+
+/* One row: a registry entry, the family it is drawn under and its place within the family. */
+typedef struct row {
+    unsigned id;    /* the registry value */
+    unsigned group; /* index into the chart's family names */
+    double key;     /* ascending within a family, NaN last, ties by id; 0 keeps registry order */
+} row;
+
+static int row_cmp(const void *pa, const void *pb)
+{
+    const row *a = pa, *b = pb;
+    if (a->group != b->group)
+        return a->group < b->group ? -1 : 1;
+    int an = isnan(a->key), bn = isnan(b->key);
+    if (an != bn)
+        return an - bn;
+    if (!an && a->key != b->key)
+        return a->key < b->key ? -1 : 1;
+    return a->id < b->id ? -1 : a->id > b->id;
+}
+
+/* Sorts rows into drawing order; returns the number of families among them. */
+static size_t row_sort(row *rows, size_t n)
+{
+    qsort(rows, n, sizeof *rows, row_cmp);
+    size_t groups = 0;
+    for (size_t i = 0; i < n; i++)
+        groups += i == 0 || rows[i].group != rows[i - 1].group;
+    return groups;
+}
+
+/* The families of the placement algorithms: whose placement each one is. */
+static const char *const algo_families[] = {"chash\xE2\x80\x99s placements", "twemproxy",
+                                            "libmemcached", "client libraries", "proxies",
+                                            "other schemes"};
+
+static unsigned algo_family(ch_algo_id a)
+{
+    switch (a) {
+    case CH_ALGO_MODULO: case CH_ALGO_RING: case CH_ALGO_RENDEZVOUS: case CH_ALGO_JUMP:
+    case CH_ALGO_MAGLEV:
+        return 0;
+    case CH_ALGO_KETAMA: case CH_ALGO_MODULA: case CH_ALGO_RANDOM:
+        return 1;
+    case CH_ALGO_LIBMEMCACHED_KETAMA: case CH_ALGO_LIBMEMCACHED_KETAMA_SPY:
+        return 2;
+    case CH_ALGO_JAVA_HASHCODE_RING: case CH_ALGO_MD5_64_RING: case CH_ALGO_DALLI_3:
+    case CH_ALGO_UHASHRING_2: case CH_ALGO_UHASHRING_KETAMA_2: case CH_ALGO_GROUPCACHE_0:
+    case CH_ALGO_GUAVA_31: case CH_ALGO_SPYMEMCACHED_2: case CH_ALGO_SPYMEMCACHED_LIBMEMCACHED_2:
+    case CH_ALGO_PECL_MEMCACHE_4: case CH_ALGO_HASHRING_3: case CH_ALGO_HASHRING_HASH_RING_3:
+    case CH_ALGO_PYMEMCACHE_3:
+        return 3;
+    case CH_ALGO_NGINX_1: case CH_ALGO_HAPROXY_2:
+        return 4;
+    default: /* a registry entry not sorted into a family yet is still drawn, under "other" */
+        return 5;
+    }
+}
+
+/* The families of the hash functions: whose hash each one is. */
+static const char *const hash_families[] = {"chash\xE2\x80\x99s hashes", "twemproxy\xE2\x80\x99s",
+                                            "client libraries\xE2\x80\x99 and proxies\xE2\x80\x99",
+                                            "other hashes"};
+
+static unsigned hash_family(ch_hash_id h)
+{
+    switch (h) {
+    case CH_HASH_FNV1A32_FMIX: case CH_HASH_FNV1A32: case CH_HASH_MURMUR3_32: case CH_HASH_XXH3:
+    case CH_HASH_MD5:
+        return 0;
+    case CH_HASH_TW_ONE_AT_A_TIME: case CH_HASH_TW_CRC16: case CH_HASH_TW_CRC32:
+    case CH_HASH_TW_CRC32A: case CH_HASH_TW_FNV1_64: case CH_HASH_TW_FNV1A_64:
+    case CH_HASH_TW_FNV1_32: case CH_HASH_TW_FNV1A_32: case CH_HASH_TW_HSIEH:
+    case CH_HASH_TW_MURMUR: case CH_HASH_TW_JENKINS:
+        return 1;
+    case CH_HASH_JAVA_HASHCODE: case CH_HASH_MD5_64BE: case CH_HASH_SDBM:
+    case CH_HASH_FNV1A32_FMIX_UTF16:
+        return 2;
+    default:
+        return 3;
+    }
+}
+
+/* A family's heading row at y (its top): the name at the left edge under a rule across. */
+static void family_head(FILE *f, double y, const char *name)
+{
+    line(f, 8, y + 3, SVG_W - 8, y + 3, "class=\"sep\"");
+    text(f, 8, y + 18, "class=\"grp\"", "%s", name);
+}
+
+/* The x extent of a horizontal bar chart: [x, x + w] shows the values [0, hi]. */
+typedef struct hscale {
+    double x, w, hi;
+} hscale;
+
+static double hx(const hscale *s, double v)
+{
+    return s->x + v / s->hi * s->w;
+}
+
+/* Sets s->hi to the first multiple of a nice step (about parts of them) at or above top;
+ * returns the step. */
+static double hnice(hscale *s, double top, double parts)
+{
+    double step = nice_step(top, parts);
+    s->hi = ceil(top / step - 1e-9) * step;
+    if (!(s->hi > 0.0))
+        s->hi = step;
+    return step;
+}
+
+/* Vertical grid lines from y0 down to y1 every step, labelled above y0 (and below y1 when
+ * bottom is set) with value * scale followed by unit. */
+static void axis_x(FILE *f, const hscale *s, double step, double scale, const char *unit,
+                   double y0, double y1, int bottom)
+{
+    double v_step = step * scale;
+    int decimals = v_step >= 1.0 ? 0 : v_step >= 0.1 ? 1 : 2;
+    for (int i = 0; i <= 100; i++) { /* hnice() makes it a handful */
+        double v = i * step;
+        if (v > s->hi + step * 1e-6)
+            break;
+        double x = hx(s, v);
+        line(f, x, y0, x, y1, i == 0 ? "class=\"axis\"" : "class=\"grid\"");
+        text(f, x, y0 - 5, "class=\"tick\" text-anchor=\"middle\"", "%.*f%s", decimals,
+             v * scale, unit);
+        if (bottom)
+            text(f, x, y1 + 14, "class=\"tick\" text-anchor=\"middle\"", "%.*f%s", decimals,
+                 v * scale, unit);
+    }
+}
+
+/* A bar from 0 to v, h high with its top at y, a tooltip, and value printed past its end and
+ * at or right of value_x (so that it clears the chart's reference lines), its baseline a little
+ * below the bar's middle. NaN draws nothing. */
+static void hbar(FILE *f, const hscale *s, double y, double h, double v, const char *fill,
+                 const char *tip, const char *value, double value_x)
+{
+    if (isnan(v))
+        return;
+    double end = hx(s, v);
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>",
+            s->x, y, end - s->x, h, fill);
+    put_esc(f, tip);
+    fputs("</title></rect>\n", f);
+    text(f, fmax(end, value_x) + 5, y + h / 2 + 4, "class=\"val\"", "%s", value);
+}
+
 /* ---- measurements -------------------------------------------------------------------------- */
 
 static int build(rep *r, const ch_node *nodes, size_t n, ch_algo_id algo, ch_hash_id hash,
@@ -327,24 +481,14 @@ static int has_id(const ch_node *nodes, size_t n, const char *id)
 
 /* ---- chart 1: keys moved by one membership change ------------------------------------------ */
 
-static int chart_moved(rep *r)
+/* Measures, for every algorithm, the share of sample keys whose owner changes when nodes[n] is
+ * appended to nodes[0..n) (into add[]) and when nodes[n-1] is removed (into rm[]; NaN when
+ * n == 1). nodes holds n + 1 entries of weight 1. */
+static int measure_moved(rep *r, const ch_node *nodes, double *add, double *rm)
 {
     const report_opts *o = r->o;
     const size_t n = o->n;
     const char *chart = "moved-keys chart";
-    double add[CH_ALGO_COUNT_], rm[CH_ALGO_COUNT_];
-    char added[48] = "added-node";
-
-    /* Equal weights (modulo and jump have none), and a new id that is not in the fleet. */
-    for (unsigned k = 2; has_id(o->nodes, n, added); k++)
-        snprintf(added, sizeof added, "added-node-%u", k);
-    ch_node *nodes = malloc((n + 1) * sizeof *nodes);
-    if (nodes == NULL)
-        return fail(r, "%s: out of memory", chart);
-    for (size_t i = 0; i < n; i++)
-        nodes[i] = (ch_node){o->nodes[i].id, 1.0};
-    nodes[n] = (ch_node){added, 1.0};
-
     for (unsigned a = 0; a < CH_ALGO_COUNT_; a++) {
         ch_table *before = NULL, *grown = NULL, *shrunk = NULL;
         int rc = build(r, nodes, n, (ch_algo_id)a, o->hash, o->vnodes, &before, chart) ||
@@ -380,13 +524,27 @@ static int chart_moved(rep *r)
         ch_table_free(before);
         ch_table_free(grown);
         ch_table_free(shrunk);
-        if (rc != 0) {
-            free(nodes);
+        if (rc != 0)
             return -1;
-        }
     }
-    free(nodes);
+    return 0;
+}
 
+/* Layout of the moved-keys chart, in SVG units. A scheme's row holds two bars, node added
+ * above node removed, each with its value past its end; the rows' labels sit left of
+ * MOVED_LABEL_X. */
+#define MOVED_LABEL_X 215.0 /* the right edge of the row labels */
+#define MOVED_TOP 66.0   /* the top of the first row; the x axis is labelled above it */
+#define MOVED_ROW 32.0   /* one scheme */
+#define MOVED_HEAD 26.0  /* one family heading */
+#define MOVED_BAR 11.0   /* each of a row's two bars; they sit at +4 and +17 */
+
+/* Draws the chart: a row per algorithm, grouped by family, sorted within a family by the keys
+ * moved when a node is added, the two minimum shares as dashed lines. */
+static void draw_moved(rep *r, const double *add, const double *rm, const char *added)
+{
+    const report_opts *o = r->o;
+    const size_t n = o->n;
     FILE *f = r->f;
     const double min_add = 1.0 / (double)(n + 1), min_rm = 1.0 / (double)n;
     const char *c_add = "#4e79a7", *c_rm = "#f28e2b", *c_add_min = "#1d3f66",
@@ -401,51 +559,90 @@ static int chart_moved(rep *r)
                                  {lbl_rm, c_rm, 0},
                                  {lbl_rm_min, c_rm_min, 1}};
 
-    fig_open(f, "moved", "Keys moved when one node is added or removed", 408);
-    legend(f, 70, 22, items, n >= 2 ? 4 : 2);
-    plot p = {70, 48, 900, 270, 0.0, 1.0};
-    axis_y(f, &p, 0.1, 100, "%", "keys moved");
-    hline(f, &p, min_add, c_add_min);
-    if (n >= 2)
-        hline(f, &p, min_rm, c_rm_min);
+    row rows[CH_ALGO_COUNT_];
+    for (unsigned a = 0; a < CH_ALGO_COUNT_; a++)
+        rows[a] = (row){a, algo_family((ch_algo_id)a), add[a]};
+    const double bottom = MOVED_TOP + MOVED_ROW * CH_ALGO_COUNT_ +
+                          MOVED_HEAD * (double)row_sort(rows, CH_ALGO_COUNT_);
 
-    const double gw = p.w / CH_ALGO_COUNT_, bw = gw * 0.3;
-    for (unsigned a = 0; a < CH_ALGO_COUNT_; a++) {
+    fig_open(f, "moved", "Keys moved when one node is added or removed", bottom + 26);
+    legend(f, 8, 22, items, n >= 2 ? 4 : 2);
+    hscale s = {MOVED_LABEL_X + 10, 600, 1.0};
+    axis_x(f, &s, 0.1, 100, "%", MOVED_TOP - 8, bottom, 1);
+    const double clear = hx(&s, n >= 2 ? min_rm : min_add) + 2; /* values start past the lines */
+
+    double y = MOVED_TOP;
+    for (unsigned i = 0; i < CH_ALGO_COUNT_; i++) {
+        const unsigned a = rows[i].id;
+        if (i == 0 || rows[i].group != rows[i - 1].group) {
+            family_head(f, y, algo_families[rows[i].group]);
+            y += MOVED_HEAD;
+        }
         const char *name = ch_algo_name((ch_algo_id)a);
-        double cx = p.x + gw * (a + 0.5);
-        char tip[128];
+        char tip[128], val[64];
+        text(f, MOVED_LABEL_X, y + 20, "class=\"lbl\" text-anchor=\"end\"", "%s", name);
         snprintf(tip, sizeof tip, "%s, node added: %.3f%% of keys moved", name, 100 * add[a]);
-        bar(f, &p, cx - bw - 2, bw, add[a], c_add, tip);
-        text(f, cx - bw / 2 - 2, py(&p, add[a]) - 4, "class=\"val\" text-anchor=\"middle\"",
-             "%.1f%%", 100 * add[a]);
-        text(f, cx, p.y + p.h + 20, "class=\"cat\" text-anchor=\"middle\"", "%s", name);
-        text(f, cx, p.y + p.h + 38, "class=\"sub\" text-anchor=\"middle\"",
-             "added: %.2f\xC3\x97 minimum", add[a] / min_add);
+        snprintf(val, sizeof val, "%.1f%% \xC2\xB7 %.2f\xC3\x97 min", 100 * add[a],
+                 add[a] / min_add);
+        hbar(f, &s, y + 4, MOVED_BAR, add[a], c_add, tip, val, clear);
         if (n >= 2) {
             snprintf(tip, sizeof tip, "%s, last node removed: %.3f%% of keys moved", name,
                      100 * rm[a]);
-            bar(f, &p, cx + 2, bw, rm[a], c_rm, tip);
-            text(f, cx + bw / 2 + 2, py(&p, rm[a]) - 4, "class=\"val\" text-anchor=\"middle\"",
-                 "%.1f%%", 100 * rm[a]);
-            text(f, cx, p.y + p.h + 54, "class=\"sub\" text-anchor=\"middle\"",
-                 "removed: %.2f\xC3\x97 minimum", rm[a] / min_rm);
+            snprintf(val, sizeof val, "%.1f%% \xC2\xB7 %.2f\xC3\x97 min", 100 * rm[a],
+                     rm[a] / min_rm);
+            hbar(f, &s, y + 17, MOVED_BAR, rm[a], c_rm, tip, val, clear);
         }
+        y += MOVED_ROW;
+    }
+    char attrs[120];
+    snprintf(attrs, sizeof attrs, "stroke=\"%s\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"",
+             c_add_min);
+    line(f, hx(&s, min_add), MOVED_TOP - 4, hx(&s, min_add), bottom, attrs);
+    if (n >= 2) {
+        snprintf(attrs, sizeof attrs,
+                 "stroke=\"%s\" stroke-width=\"1.5\" stroke-dasharray=\"6 4\"", c_rm_min);
+        line(f, hx(&s, min_rm), MOVED_TOP - 4, hx(&s, min_rm), bottom, attrs);
     }
     fputs("</svg>\n", f);
     caption(f,
             "The share of sample keys whose owner changes when one node (\"%s\") is appended to "
             "the fleet (N = %zu \xE2\x86\x92 %zu) and when the last node of the list is removed "
             "(N = %zu \xE2\x86\x92 %zu; the last one, so that jump, which can only lose its last "
-            "bucket, is measured fairly), for every placement algorithm. Measured by building "
+            "bucket, is measured fairly), for every placement algorithm, grouped by whose "
+            "placement it is and sorted within a group by the keys moved on the addition. Each "
+            "value is followed by its multiple of the minimum. Measured by building "
             "libchash tables before and after the change and looking up the same %zu sample keys "
-            "(seed %" PRIu64 ") in both; hash %s, ring at %" PRIu32 " points per node, maglev "
-            "M = %u. Every node has weight 1 here because modulo and jump have no weights. The "
-            "dashed lines are what a perfectly balanced scheme must move: the new node's fair "
-            "share 1/(N+1), and the removed node's share 1/N; a ring can land a little under "
-            "them when the node that comes or goes owns less than its fair share.%s",
+            "(seed %" PRIu64 ") in both; hash %s (a client library's scheme uses its own), ring "
+            "at %" PRIu32 " points per node, maglev M = %u. Every node has weight 1 here because "
+            "modulo and jump have no weights. The dashed lines are what a perfectly balanced "
+            "scheme must move: the new node's fair share 1/(N+1), and the removed node's share "
+            "1/N; a ring can land a little under them when the node that comes or goes owns "
+            "less than its fair share.%s",
             added, n, n + 1, n, n - 1, o->keys, o->seed, ch_hash_name(o->hash), o->vnodes,
             CH_DEFAULT_MAGLEV_SIZE, n >= 2 ? "" : " With one node there is nothing to remove.");
-    return 0;
+}
+
+static int chart_moved(rep *r)
+{
+    const report_opts *o = r->o;
+    const size_t n = o->n;
+    double add[CH_ALGO_COUNT_], rm[CH_ALGO_COUNT_];
+    char added[48] = "added-node";
+
+    /* Equal weights (modulo and jump have none), and a new id that is not in the fleet. */
+    for (unsigned k = 2; has_id(o->nodes, n, added); k++)
+        snprintf(added, sizeof added, "added-node-%u", k);
+    ch_node *nodes = malloc((n + 1) * sizeof *nodes);
+    if (nodes == NULL)
+        return fail(r, "moved-keys chart: out of memory");
+    for (size_t i = 0; i < n; i++)
+        nodes[i] = (ch_node){o->nodes[i].id, 1.0};
+    nodes[n] = (ch_node){added, 1.0};
+    int rc = measure_moved(r, nodes, add, rm);
+    free(nodes);
+    if (rc == 0)
+        draw_moved(r, add, rm, added);
+    return rc;
 }
 
 /* ---- chart 2: ring balance against virtual nodes --------------------------------------------- */
@@ -689,122 +886,146 @@ static double ns_per_hash(rep *r, ch_hash_id h)
     return best;
 }
 
-static int chart_hashes(rep *r)
+/* What the hash chart measures, per registry hash h: the ring's load spread and speed, and
+ * where the first node's ring points fall (pos[h * npts + j], point j). */
+typedef struct hash_stats {
+    double sd[CH_HASH_COUNT_], mx[CH_HASH_COUNT_], ns[CH_HASH_COUNT_];
+    uint32_t *pos;
+    size_t npts;
+} hash_stats;
+
+static int measure_hashes(rep *r, hash_stats *hs)
 {
     const report_opts *o = r->o;
     const char *chart = "hash chart";
     const char *id0 = o->nodes[0].id;
-    double sd[CH_HASH_COUNT_], mx[CH_HASH_COUNT_], ns[CH_HASH_COUNT_], mn;
+    double mn;
     double *s = malloc(o->n * sizeof *s);
     double pts = round(o->vnodes * o->nodes[0].weight);
-    size_t npts = pts < 1 ? 1 : pts > MAX_STRIP_TICKS ? MAX_STRIP_TICKS : (size_t)pts;
-    uint32_t *pos = malloc(CH_HASH_COUNT_ * npts * sizeof *pos);
-    size_t namelen = strlen(id0) + 16;
+    hs->npts = pts < 1 ? 1 : pts > MAX_STRIP_TICKS ? MAX_STRIP_TICKS : (size_t)pts;
+    hs->pos = malloc(CH_HASH_COUNT_ * hs->npts * sizeof *hs->pos);
+    size_t namelen = strlen(id0) + 24;
     char *name = malloc(namelen);
-    if (s == NULL || pos == NULL || name == NULL) {
-        free(s);
-        free(pos);
-        free(name);
-        return fail(r, "%s: out of memory", chart);
-    }
-    for (unsigned h = 0; h < CH_HASH_COUNT_; h++) {
+    int rc = s == NULL || hs->pos == NULL || name == NULL ? fail(r, "%s: out of memory", chart)
+                                                           : 0;
+    for (unsigned h = 0; rc == 0 && h < CH_HASH_COUNT_; h++) {
         ch_table *t = NULL;
-        int rc = build(r, o->nodes, o->n, CH_ALGO_RING, (ch_hash_id)h, o->vnodes, &t, chart) ||
-                 shares(r, t, s, chart);
+        rc = build(r, o->nodes, o->n, CH_ALGO_RING, (ch_hash_id)h, o->vnodes, &t, chart) ||
+             shares(r, t, s, chart);
         ch_table_free(t);
-        if (rc != 0) {
-            free(s);
-            free(pos);
-            free(name);
-            return -1;
-        }
-        load_stats(s, o->nodes, o->n, r->total_w, &sd[h], &mn, &mx[h]);
-        ns[h] = ns_per_hash(r, (ch_hash_id)h);
+        if (rc != 0)
+            break;
+        load_stats(s, o->nodes, o->n, r->total_w, &hs->sd[h], &mn, &hs->mx[h]);
+        hs->ns[h] = ns_per_hash(r, (ch_hash_id)h);
         /* The ring's point names, as libchash builds them: "<id>#<j>", j from 0. */
-        for (size_t j = 0; j < npts; j++) {
+        for (size_t j = 0; j < hs->npts; j++) {
             int len = snprintf(name, namelen, "%s#%zu", id0, j);
-            ch_hash32((ch_hash_id)h, name, (size_t)len, &pos[h * npts + j]);
+            ch_hash32((ch_hash_id)h, name, (size_t)len, &hs->pos[h * hs->npts + j]);
         }
     }
     free(s);
     free(name);
+    return rc ? -1 : 0;
+}
 
+/* Layout of the hash chart, in SVG units: a row per hash holding its label, its balance bar,
+ * its speed bar and the strip of its ring points, each in its own column. */
+#define HASH_TOP 50.0     /* the top of the first row; the columns are titled above it */
+#define HASH_ROW 22.0     /* one hash */
+#define HASH_HEAD 24.0    /* one family heading */
+#define HASH_LABEL_X 140.0
+#define STRIP_X 635.0
+#define STRIP_W 355.0
+
+/* One hash's row with its top at y. */
+static void hash_row(FILE *f, const hash_stats *hs, unsigned h, double y, const hscale *sb,
+                     const hscale *ss)
+{
+    const char *hn = ch_hash_name((ch_hash_id)h);
+    const char *color = h == CH_HASH_FNV1A32 ? "#e15759" : "#4e79a7";
+    char tip[160], val[32];
+    text(f, HASH_LABEL_X, y + 15, "class=\"lbl\" text-anchor=\"end\"", "%s", hn);
+    snprintf(tip, sizeof tip, "%s: standard deviation %.2f%%, max load %.2fx", hn,
+             100 * hs->sd[h], hs->mx[h]);
+    snprintf(val, sizeof val, "%.1f%%", 100 * hs->sd[h]);
+    hbar(f, sb, y + 5, 12, hs->sd[h], color, tip, val, sb->x);
+    snprintf(tip, sizeof tip, "%s: %.2f ns per hash", hn, hs->ns[h]);
+    snprintf(val, sizeof val, hs->ns[h] < 100 ? "%.1f ns" : "%.0f ns", hs->ns[h]);
+    hbar(f, ss, y + 5, 12, hs->ns[h], color, tip, val, ss->x);
+    fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"18\" fill=\"#f3f3f3\"/>\n",
+            STRIP_X, y + 2, STRIP_W);
+    fprintf(f, "<path stroke=\"%s\" stroke-opacity=\"0.7\" d=\"", color);
+    for (size_t j = 0; j < hs->npts; j++)
+        fprintf(f, "M%.1f %.1fv18", STRIP_X + STRIP_W * (hs->pos[h * hs->npts + j] / 4294967296.0),
+                y + 2);
+    fputs("\"/>\n", f);
+}
+
+/* Draws the chart: a row per hash, grouped by family in registry order, three columns. */
+static void draw_hashes(rep *r, const hash_stats *hs)
+{
+    const report_opts *o = r->o;
     FILE *f = r->f;
-    const double strip_y = 330, row = 26;
-    fig_open(f, "hashes", "Hash functions: ring balance, speed and point spread",
-             strip_y + row * CH_HASH_COUNT_ + 40);
-
-    plot pb = {70, 40, 400, 200, 0.0, 1.0}, ps = {570, 40, 400, 200, 0.0, 1.0};
+    row rows[CH_HASH_COUNT_];
     double top_b = 0.0, top_s = 0.0;
     for (unsigned h = 0; h < CH_HASH_COUNT_; h++) {
-        top_b = fmax(top_b, sd[h]);
-        top_s = fmax(top_s, ns[h]);
+        rows[h] = (row){h, hash_family((ch_hash_id)h), 0.0};
+        top_b = fmax(top_b, hs->sd[h]);
+        top_s = fmax(top_s, hs->ns[h]);
     }
-    double step_b = nice_top(&pb, top_b * 1.15), step_s = nice_top(&ps, top_s * 1.15);
-    text(f, pb.x + pb.w / 2, 22, "class=\"cat\" text-anchor=\"middle\"",
-         "ring balance: standard deviation of load");
-    text(f, ps.x + ps.w / 2, 22, "class=\"cat\" text-anchor=\"middle\"",
-         "speed: nanoseconds per hash");
-    axis_y(f, &pb, step_b, 100, "%", "% of fair share");
-    axis_y(f, &ps, step_s, 1, "", "ns per hash");
-    const double gw = pb.w / CH_HASH_COUNT_, bw = gw * 0.6;
-    for (unsigned h = 0; h < CH_HASH_COUNT_; h++) {
-        const char *hn = ch_hash_name((ch_hash_id)h);
-        const char *color = h == CH_HASH_FNV1A32 ? "#e15759" : "#4e79a7";
-        char tip[160];
-        double xb = pb.x + gw * (h + 0.5), xs = ps.x + gw * (h + 0.5);
-        snprintf(tip, sizeof tip, "%s: standard deviation %.2f%%, max load %.2fx", hn, 100 * sd[h],
-                 mx[h]);
-        bar(f, &pb, xb - bw / 2, bw, sd[h], color, tip);
-        text(f, xb, py(&pb, sd[h]) - 4, "class=\"val\" text-anchor=\"middle\"", "%.1f%%",
-             100 * sd[h]);
-        text(f, xb, pb.y + pb.h + 16, "class=\"sub\" text-anchor=\"middle\"", "%s", hn);
-        snprintf(tip, sizeof tip, "%s: %.2f ns per hash", hn, ns[h]);
-        bar(f, &ps, xs - bw / 2, bw, ns[h], color, tip);
-        text(f, xs, py(&ps, ns[h]) - 4, "class=\"val\" text-anchor=\"middle\"", "%.1f ns",
-             ns[h]);
-        text(f, xs, ps.y + ps.h + 16, "class=\"sub\" text-anchor=\"middle\"", "%s", hn);
-    }
+    const double bottom = HASH_TOP + HASH_ROW * CH_HASH_COUNT_ +
+                          HASH_HEAD * (double)row_sort(rows, CH_HASH_COUNT_);
+    fig_open(f, "hashes", "Hash functions: ring balance, speed and point spread", bottom + 10);
 
-    /* Strips: where one node's points fall on the circle [0, 2^32) under each hash. */
-    char id[4 * 24 + 4];
-    const double sx = 130, sw = 840;
-    text(f, 70, strip_y - 26, "class=\"cat\"", "where the %zu points of node \"%s\" fall on "
-         "the ring, 0 to 2\xC2\xB3\xC2\xB2, under each hash", npts, short_label(id, id0, 24));
-    for (unsigned h = 0; h < CH_HASH_COUNT_; h++) {
-        double y = strip_y + row * h - 8;
-        text(f, sx - 8, y + 13, "class=\"sub\" text-anchor=\"end\"", "%s",
-             ch_hash_name((ch_hash_id)h));
-        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"18\" fill=\"#f3f3f3\"/>\n",
-                sx, y, sw);
-        fprintf(f, "<path stroke=\"%s\" stroke-opacity=\"0.7\" d=\"",
-                h == CH_HASH_FNV1A32 ? "#e15759" : "#4e79a7");
-        for (size_t j = 0; j < npts; j++)
-            fprintf(f, "M%.1f %.1fv18", sx + sw * (pos[h * npts + j] / 4294967296.0), y);
-        fputs("\"/>\n", f);
-    }
-    free(pos);
+    hscale sb = {HASH_LABEL_X + 10, 180, 1.0}, ss = {400, 160, 1.0};
+    double step_b = hnice(&sb, top_b * 1.1, 3), step_s = hnice(&ss, top_s * 1.1, 3);
+    text(f, sb.x + 100, 20, "class=\"cat\" text-anchor=\"middle\"", "ring balance: stddev of load");
+    text(f, ss.x + 80, 20, "class=\"cat\" text-anchor=\"middle\"", "speed: ns per hash");
+    char id[4 * 12 + 4];
+    text(f, STRIP_X, 20, "class=\"cat\"", "the %zu points of \"%s\" on the ring", hs->npts,
+         short_label(id, o->nodes[0].id, 12));
+    axis_x(f, &sb, step_b, 100, "%", HASH_TOP - 4, bottom, 0);
+    axis_x(f, &ss, step_s, 1, "", HASH_TOP - 4, bottom, 0);
     static const char *const quarter[] = {"0", "2\xC2\xB3\xE2\x81\xB0", "2\xC2\xB3\xC2\xB9",
                                           "3\302\2672\302\263\342\201\260", /* 3·2³⁰ */
                                           "2\xC2\xB3\xC2\xB2"};
-    const double ay = strip_y + row * CH_HASH_COUNT_ - 4;
     for (int q = 0; q <= 4; q++)
-        text(f, sx + sw * q / 4.0, ay + 10, "class=\"tick\" text-anchor=\"middle\"", "%s",
-             quarter[q]);
+        text(f, STRIP_X + STRIP_W * q / 4.0, HASH_TOP - 9, "class=\"tick\" text-anchor=\"middle\"",
+             "%s", quarter[q]);
+
+    double y = HASH_TOP;
+    for (unsigned i = 0; i < CH_HASH_COUNT_; i++) {
+        if (i == 0 || rows[i].group != rows[i - 1].group) {
+            family_head(f, y, hash_families[rows[i].group]);
+            y += HASH_HEAD;
+        }
+        hash_row(f, hs, rows[i].id, y, &sb, &ss);
+        y += HASH_ROW;
+    }
     fputs("</svg>\n", f);
     caption(f,
             "Every registry hash as the ring's hash, for N = %zu nodes at %" PRIu32 " points per "
-            "unit weight. Left: the standard deviation of node load as a percentage of fair "
-            "share, from the exact arc lengths (ch_table_shares). Right: nanoseconds per "
-            "ch_hash32() call over the %zu sample keys (%d bytes each, seed %" PRIu64 "), the "
-            "best of %d passes timed with CLOCK_MONOTONIC on the machine that wrote this report; "
-            "timings vary from run to run. Strips: each tick is one ring point of the first node, "
-            "at hash32(\"<id>#<j>\"). Raw FNV-1a (red) maps names that differ only in their last "
-            "characters close together, so its points clump into a few arcs and the ring is "
-            "uneven; the fmix32 finalizer of the default, fnv1a32_fmix, spreads them out. The "
+            "unit weight, a row per hash, grouped by whose hash it is. Left: the standard "
+            "deviation of node load as a percentage of fair share, from the exact arc lengths "
+            "(ch_table_shares). Middle: nanoseconds per ch_hash32() call over the %zu sample keys "
+            "(%d bytes each, seed %" PRIu64 "), the best of %d passes timed with CLOCK_MONOTONIC "
+            "on the machine that wrote this report; timings vary from run to run. Right: each "
+            "tick is one ring point of the first node, at hash32(\"<id>#<j>\"), on the circle "
+            "from 0 to 2\xC2\xB3\xC2\xB2. Raw FNV-1a (red) maps names that differ only in their "
+            "last characters close together, so its points clump into a few arcs and the ring "
+            "is uneven; the fmix32 finalizer of the default, fnv1a32_fmix, spreads them out. The "
             "other charts use %s.",
             o->n, o->vnodes, o->keys, KEY_LEN, o->seed, TIMING_PASSES, ch_hash_name(o->hash));
-    return 0;
+}
+
+static int chart_hashes(rep *r)
+{
+    hash_stats hs = {.pos = NULL};
+    int rc = measure_hashes(r, &hs);
+    if (rc == 0)
+        draw_hashes(r, &hs);
+    free(hs.pos);
+    return rc;
 }
 
 /* ---- the page ------------------------------------------------------------------------------ */
@@ -824,7 +1045,8 @@ static const char css[] =
     "stroke-linejoin:round}\n"
     "svg .cat{font-size:13px;font-weight:600}svg .sub{font-size:11.5px;fill:#444}\n"
     "svg .axt{font-size:12px;fill:#444}svg .leg{font-size:12px}\n"
-    "svg .grid{stroke:#e6e6e6}svg .axis{stroke:#888}\n"
+    "svg .grid{stroke:#e6e6e6}svg .axis{stroke:#888}svg .sep{stroke:#ccc}\n"
+    "svg .lbl{font-size:12px;fill:#222}svg .grp{font-size:13px;font-weight:700;fill:#555}\n"
     "table.data{border-collapse:collapse;font-size:12.5px;margin:0 0 8px 70px}\n"
     "table.data th{text-align:left;font-weight:600;padding:2px 12px 2px 0}\n"
     "table.data td{text-align:right;padding:2px 10px;font-variant-numeric:tabular-nums}\n";
