@@ -43,8 +43,7 @@ static void ctl_stop(px_ctl *m)
         m->stats_listener = NULL;
     }
     px_admin_http_stop(m);
-    uv_signal_t *sigs[] = {&m->sigint, &m->sigterm, &m->sighup, &m->sigusr1,
-                           &m->sigusr2, &m->sigttin, &m->sigttou};
+    uv_signal_t *sigs[] = {&m->sigint, &m->sigterm, &m->sighup, &m->sigusr1, &m->sigusr2};
     for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
         uv_close((uv_handle_t *)sigs[i], NULL);
 }
@@ -80,19 +79,11 @@ static void sigusr1_cb(uv_signal_t *h, int signum)
     reopen_log(h->data, "SIGUSR1");
 }
 
-/* SIGTTIN raises the log level by one, SIGTTOU lowers it (0..11), as nutcracker's do;
- * SIGUSR2 is logged and ignored (nutcracker carries on too). */
-static void sigmisc_cb(uv_signal_t *h, int signum)
+/* SIGUSR2 is logged and ignored (nutcracker carries on too). SIGTTIN and SIGTTOU are not the
+ * loop's: their handlers change the log level at once (px_log_level_signals, main.c). */
+static void sigusr2_cb(uv_signal_t *h, int signum)
 {
     px_ctl *m = h->data;
-    if (signum == SIGTTIN || signum == SIGTTOU) {
-        int l = __atomic_load_n(&m->log_level, __ATOMIC_RELAXED);
-        l = signum == SIGTTIN ? (l < 11 ? l + 1 : 11) : (l > 0 ? l - 1 : 0);
-        __atomic_store_n(&m->log_level, l, __ATOMIC_RELAXED);
-        px_log_write(&m->log, PX_LOG_NOTICE, "%s: log level now %d",
-                     signum == SIGTTIN ? "SIGTTIN" : "SIGTTOU", l);
-        return;
-    }
     PX_LOG(m, PX_LOG_NOTICE, "signal %d (SIGUSR2) received: ignored", signum);
 }
 
@@ -220,10 +211,9 @@ int px_ctl_init(px_ctl *m, ch_config *cfg, unsigned nworkers)
         uv_signal_t *h;
         uv_signal_cb cb;
         int signum;
-    } sigs[] = {{&m->sigint, signal_cb, SIGINT},    {&m->sigterm, signal_cb, SIGTERM},
-                {&m->sighup, sighup_cb, SIGHUP},    {&m->sigusr1, sigusr1_cb, SIGUSR1},
-                {&m->sigusr2, sigmisc_cb, SIGUSR2}, {&m->sigttin, sigmisc_cb, SIGTTIN},
-                {&m->sigttou, sigmisc_cb, SIGTTOU}};
+    } sigs[] = {{&m->sigint, signal_cb, SIGINT}, {&m->sigterm, signal_cb, SIGTERM},
+                {&m->sighup, sighup_cb, SIGHUP}, {&m->sigusr1, sigusr1_cb, SIGUSR1},
+                {&m->sigusr2, sigusr2_cb, SIGUSR2}};
     for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
         uv_signal_init(m->loop, sigs[i].h);
         sigs[i].h->data = m;

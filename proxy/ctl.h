@@ -33,7 +33,7 @@ struct px_ctl {
     size_t npools;
     px_worker *workers;
     unsigned nworkers;
-    uv_signal_t sigint, sigterm, sighup, sigusr1, sigusr2, sigttin, sigttou;
+    uv_signal_t sigint, sigterm, sighup, sigusr1, sigusr2; /* SIGTTIN/SIGTTOU: log.h */
     uint64_t reloads, reload_failures; /* stats: configs applied / rejected (SIGHUP, POST
                                           /-/reload) */
     uint64_t last_reload_unix_ms; /* when the last reload finished, applied or not (0: none) */

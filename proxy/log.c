@@ -1,39 +1,82 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * log.c — leveled log lines "[time] LEVEL message" to stderr or the -o file. Every thread logs to
- * the same stream; a line is written under the stream's lock, so lines never interleave.
+ * the same stream; a line is written whole by one write(2) under the stream's lock, so lines
+ * never interleave, neither with each other nor with the line a SIGTTIN or SIGTTOU handler
+ * writes (px_log_level_signals), which can interrupt any thread at any point.
  */
 #include "log.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
 
-#include <stdarg.h>
+static const char *const level_names[] = {"EMERG", "ALERT", "CRIT", "ERROR",
+                                          "WARN",  "NOTICE", "INFO", "DEBUG"};
 
-#include <time.h>
+/* The local time's offset from UTC in seconds, as the last px_log_write found it: the signal
+ * handler cannot call localtime_r (not async-signal-safe), so it adds this to the UTC clock.
+ * Only a change of the offset (DST) since the last line makes its time an hour off. Atomic. */
+static long utc_offset_s;
+
+/* Writes all of buf to fd, retrying a short or interrupted write; async-signal-safe. */
+static void write_all(int fd, const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = write(fd, buf, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return;
+        buf += w;
+        len -= (size_t)w;
+    }
+}
 
 void px_log_write(px_log *lg, int level, const char *fmt, ...)
 {
-    static const char *const names[] = {"EMERG", "ALERT", "CRIT", "ERROR",
-                                        "WARN",  "NOTICE", "INFO", "DEBUG"};
     FILE *fp = lg->fp != NULL ? lg->fp : stderr;
     char ts[64];
     struct timespec now;
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &now);
     localtime_r(&now.tv_sec, &tm);
+    __atomic_store_n(&utc_offset_s, tm.tm_gmtoff, __ATOMIC_RELAXED);
     strftime(ts, sizeof(ts), "%Y-%m-%d %H:%M:%S", &tm);
-    flockfile(fp);
-    fprintf(fp, "[%s.%03ld] %s ", ts, now.tv_nsec / 1000000L,
-            names[level < 0 ? 0 : level > 7 ? 7 : level]);
-    va_list ap;
+    /* The whole line in one buffer (the stack's, or the heap's for a long one), for one write. */
+    char stack[2048], *line = stack;
+    int head = snprintf(stack, sizeof(stack), "[%s.%03ld] %s ", ts, now.tv_nsec / 1000000L,
+                        level_names[level < 0 ? 0 : level > 7 ? 7 : level]);
+    va_list ap, again;
     va_start(ap, fmt);
-    vfprintf(fp, fmt, ap);
+    va_copy(again, ap);
+    int body = vsnprintf(stack + head, sizeof(stack) - (size_t)head, fmt, ap);
     va_end(ap);
-    fputc('\n', fp);
-    fflush(fp);
+    size_t len = (size_t)head + (size_t)(body > 0 ? body : 0);
+    if (len + 1 >= sizeof(stack)) {
+        char *big = malloc(len + 2);
+        if (big != NULL) {
+            memcpy(big, stack, (size_t)head);
+            vsnprintf(big + head, len + 1 - (size_t)head, fmt, again);
+            line = big;
+        } else {
+            len = sizeof(stack) - 2; /* cut, rather than lost */
+        }
+    }
+    va_end(again);
+    line[len++] = '\n';
+    flockfile(fp);
+    fflush(fp); /* anything written through stdio first, in its order */
+    write_all(fileno(fp), line, len);
     funlockfile(fp);
+    if (line != stack)
+        free(line);
 }
 
 int px_log_reopen(px_log *lg, const char *path)
@@ -50,4 +93,119 @@ int px_log_reopen(px_log *lg, const char *path)
     close(fd);
     errno = e;
     return rc < 0 ? -1 : 0;
+}
+
+/* ---- SIGTTIN and SIGTTOU, handled in the handler ------------------------------------------------ */
+
+/* What the handler changes and where it writes: set once by px_log_level_signals before the
+ * handlers are installed, never changed after. The descriptor's number stays when the file is
+ * reopened (px_log_reopen puts the new file in its place). */
+static int *sig_level;
+static int sig_fd = -1;
+
+/* The decimal digits of v (>= 0) at p, zero-padded to width; returns the end. */
+static char *put_num(char *p, long v, int width)
+{
+    char d[24];
+    int n = 0;
+    do {
+        d[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0 && n < (int)sizeof(d));
+    while (n < width)
+        d[n++] = '0';
+    while (n > 0)
+        *p++ = d[--n];
+    return p;
+}
+
+/* The civil date of a day count since 1970-01-01 (proleptic Gregorian), by eras of 400 years
+ * (146097 days): pure arithmetic, so a signal handler may call it. */
+static void civil_from_days(long z, long *y, int *m, int *d)
+{
+    z += 719468; /* days from 0000-03-01, the start of an era's first year */
+    long era = (z >= 0 ? z : z - 146096) / 146097;
+    long doe = z - era * 146097;                                     /* [0, 146096] */
+    long yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365; /* [0, 399] */
+    long doy = doe - (365 * yoe + yoe / 4 - yoe / 100);              /* [0, 365], from March */
+    long mp = (5 * doy + 2) / 153;                                   /* [0, 11], March = 0 */
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+/* "[YYYY-MM-DD HH:MM:SS.mmm] NOTICE SIGTTIN: log level now N\n", as px_log_write formats it, at
+ * buf (at least 96 bytes); returns its length. Async-signal-safe. */
+static size_t level_line(char *buf, const char *signame, int level)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    long t = (long)now.tv_sec + __atomic_load_n(&utc_offset_s, __ATOMIC_RELAXED);
+    long days = t >= 0 ? t / 86400 : -((-t + 86399) / 86400), secs = t - days * 86400;
+    long y;
+    int mo, d;
+    civil_from_days(days, &y, &mo, &d);
+    char *p = buf;
+    *p++ = '[';
+    p = put_num(p, y, 4);
+    *p++ = '-';
+    p = put_num(p, mo, 2);
+    *p++ = '-';
+    p = put_num(p, d, 2);
+    *p++ = ' ';
+    p = put_num(p, secs / 3600, 2);
+    *p++ = ':';
+    p = put_num(p, secs / 60 % 60, 2);
+    *p++ = ':';
+    p = put_num(p, secs % 60, 2);
+    *p++ = '.';
+    p = put_num(p, now.tv_nsec / 1000000L, 3);
+    static const char mid[] = "] NOTICE ";
+    memcpy(p, mid, sizeof(mid) - 1);
+    p += sizeof(mid) - 1;
+    size_t n = strlen(signame);
+    memcpy(p, signame, n);
+    p += n;
+    static const char tail[] = ": log level now ";
+    memcpy(p, tail, sizeof(tail) - 1);
+    p += sizeof(tail) - 1;
+    p = put_num(p, level, 1);
+    *p++ = '\n';
+    return (size_t)(p - buf);
+}
+
+/* The level one up (SIGTTIN) or down (SIGTTOU) within 0..11, swapped in atomically (two
+ * handlers may run at once on two threads), then the line. Only atomics, clock_gettime and
+ * write(2): async-signal-safe. errno is the interrupted code's, so it is kept. */
+static void level_cb(int signum)
+{
+    int saved = errno;
+    int l = __atomic_load_n(sig_level, __ATOMIC_RELAXED), next;
+    do
+        next = signum == SIGTTIN ? (l < 11 ? l + 1 : 11) : (l > 0 ? l - 1 : 0);
+    while (!__atomic_compare_exchange_n(sig_level, &l, next, false, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED));
+    char line[128];
+    write_all(sig_fd, line, level_line(line, signum == SIGTTIN ? "SIGTTIN" : "SIGTTOU", next));
+    errno = saved;
+}
+
+int px_log_level_signals(px_log *lg)
+{
+    struct tm tm;
+    time_t now = time(NULL);
+    if (localtime_r(&now, &tm) != NULL)
+        __atomic_store_n(&utc_offset_s, tm.tm_gmtoff, __ATOMIC_RELAXED);
+    sig_level = lg->level;
+    sig_fd = fileno(lg->fp != NULL ? lg->fp : stderr);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = level_cb;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaddset(&sa.sa_mask, SIGTTIN); /* one at a time per thread: no nested line */
+    sigaddset(&sa.sa_mask, SIGTTOU);
+    if (sigaction(SIGTTIN, &sa, NULL) != 0 || sigaction(SIGTTOU, &sa, NULL) != 0)
+        return -1;
+    return 0;
 }

@@ -24,9 +24,18 @@ typedef struct px_log {
  * never see a closed stream. 0, or -1 with errno (the old file is kept). */
 int px_log_reopen(px_log *lg, const char *path);
 
-/* One line "[time] LEVEL message", written under the stream's lock so lines never interleave. */
+/* One line "[time] LEVEL message", written by one write(2) under the stream's lock so lines
+ * never interleave. */
 void px_log_write(px_log *lg, int level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* SIGTTIN raises *lg->level by one, SIGTTOU lowers it (0..11), as nutcracker's do, in the
+ * signal handler itself, which also writes the line "[time] NOTICE SIGTTIN: log level now N"
+ * (px_log_write's format) with write(2): the change takes effect and is logged at once, even
+ * while the control thread is busy (a reload, the first read from etcd at start) or when a
+ * fatal signal follows. lg's stream and level are the process's for good; the descriptor may
+ * be reopened (px_log_reopen). 0, or -1 with errno. */
+int px_log_level_signals(px_log *lg);
 
 /* lg is a px_log *; x is anything with a px_log field named log (px_ctl, px_io). */
 #define PX_LOGL(lg, lvl, ...)                                                                     \

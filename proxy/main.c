@@ -433,6 +433,12 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    /* From here on the level changes at once, whatever the control thread is doing. */
+    if (px_log_level_signals(&px.log) != 0) {
+        fprintf(stderr, "chash-proxy: cannot handle SIGTTIN and SIGTTOU: %s\n", strerror(errno));
+        ch_config_free(cfg);
+        return 1;
+    }
     if (daemon_mode && daemonize() != 0) {
         fprintf(stderr, "chash-proxy: cannot daemonize: %s\n", strerror(errno));
         return 1;
