@@ -9,6 +9,7 @@
 #include "fleet.h"
 #include "listen.h"
 #include "metrics.h"
+#include "notify.h"
 #include "reload.h"
 #include "resolve.h"
 #include "stats.h"
@@ -26,6 +27,7 @@ static void ctl_stop(px_ctl *m)
     if (m->stopping)
         return;
     m->stopping = true;
+    px_notify_stopping();
     PX_LOG(m, PX_LOG_NOTICE, "shutting down");
     px_fleet_stop(m); /* first: a change it holds prepared is dropped on the workers */
     for (unsigned w = 0; w < m->nworkers; w++) {
@@ -280,6 +282,13 @@ int px_ctl_run(px_ctl *m)
             ctl_stop(m);
             break;
         }
+    }
+    /* Ready: every listener is bound (px_ctl_init) and every worker's loop runs to accept. */
+    if (!m->stopping) {
+        char status[96];
+        snprintf(status, sizeof(status), "serving %zu pool%s with %u worker%s", m->npools,
+                 m->npools == 1 ? "" : "s", m->nworkers, m->nworkers == 1 ? "" : "s");
+        px_notify_ready(status);
     }
     uv_run(m->loop, UV_RUN_DEFAULT);
     return 0;

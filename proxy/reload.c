@@ -35,6 +35,7 @@
 #include "reload.h"
 #include "backend.h"
 #include "metrics.h"
+#include "notify.h"
 #include "route_build.h"
 #include "warm.h"
 #include "resolve.h"
@@ -873,7 +874,17 @@ int px_reload_commit(px_ctl *m, px_reload_held *h, px_buf *result)
     return rc;
 }
 
+/* The service manager sees the reload (RELOADING=1, then READY=1 whatever its outcome: the
+ * proxy serves either way; STATUS= says which configuration). */
 int px_reload(px_ctl *m, const char *trigger, const px_reload_opts *opt, px_buf *result)
 {
-    return px_reload_prepare(m, trigger, opt, NULL, NULL, result);
+    px_notify_reloading(trigger);
+    int rc = px_reload_prepare(m, trigger, opt, NULL, NULL, result);
+    char status[160];
+    snprintf(status, sizeof(status), "serving; the last reload (%s) %s", trigger,
+             rc == PX_RELOAD_OK        ? "applied"
+             : rc == PX_RELOAD_PARTIAL ? "applied in part (the rest needs a restart: see the log)"
+                                       : "failed: the configuration before it serves (see the log)");
+    px_notify_reloaded(status);
+    return rc;
 }
