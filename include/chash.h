@@ -40,7 +40,7 @@ extern "C" {
     X(CH_EUNKNOWN, -4, "unknown name")                                                   \
     X(CH_EDUPID, -5, "duplicate node id")                                                \
     X(CH_EBADID, -6, "node id is empty or NULL")                                         \
-    X(CH_EWEIGHT, -7, "node weight must be a finite number > 0")                         \
+    X(CH_EWEIGHT, -7, "node weight out of range (finite, > 0, within ch_algo_max_weight)") \
     X(CH_EUNSUPPORTED, -8, "operation not supported by this algorithm")                  \
     X(CH_ETOOBIG, -9, "size limit exceeded")
 
@@ -335,6 +335,13 @@ const char *ch_algo_name(ch_algo_id id);
 #define CH_ALGO_F_KEYED 8u
 unsigned ch_algo_flags(ch_algo_id id);
 
+/* The largest node weight an algorithm takes, or 0 when it bounds no single weight (only the
+ * table's size bounds them: CH_MAX_POINTS points or slots, so a ring's weights times its vnodes).
+ * A scheme that reproduces a peer takes the peer's range: haproxy@2's is 256 (HAProxy's
+ * largest server weight; weights are rounded to whole numbers). ch_table_build() refuses a
+ * weight above it with CH_EWEIGHT. Cost: O(1). */
+double ch_algo_max_weight(ch_algo_id id);
+
 /* The key hash a CH_ALGO_F_FIXED_HASH scheme always uses, into *out. Returns CH_OK,
  * CH_EUNSUPPORTED for an algorithm that takes ch_options.hash, CH_EINVAL for a bad id or out. */
 int ch_algo_hash(ch_algo_id id, ch_hash_id *out);
@@ -392,7 +399,7 @@ typedef struct ch_table ch_table;
  *   CH_EINVAL      out or nodes NULL, opt->size unusable, table_size not a prime > n,
  *                  or an unknown algo/hash id;
  *   CH_EEMPTY      n == 0;  CH_EBADID  an empty or NULL id;  CH_EDUPID  two equal ids;
- *   CH_EWEIGHT     a weight that is not finite and > 0;
+ *   CH_EWEIGHT     a weight that is not finite and > 0, or above ch_algo_max_weight();
  *   CH_EUNSUPPORTED unequal weights for modulo or jump, which have no weights;
  *   CH_ETOOBIG     n > CH_MAX_NODES, or more than CH_MAX_POINTS points or slots;
  *   CH_ENOMEM      an allocation failed; nothing is leaked.

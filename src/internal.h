@@ -115,6 +115,8 @@ typedef struct ch__algo {
     /* The points per node (or per unit weight) that ch_options.vnodes == 0 stands for: the
      * library's own default for a client library's scheme; 0 here means CH_DEFAULT_VNODES. */
     uint32_t default_vnodes;
+    /* The largest weight the scheme takes (ch_algo_max_weight); 0: no bound on one weight. */
+    double max_weight;
     /* Optional: the number of points or slots ch_table_info reports; NULL: N, or the ring's
      * points for the ring layout's own lookup. */
     size_t (*points)(const ch_table *t);

@@ -253,31 +253,40 @@ static bool dist_known(const char *s)
     return ch_algo_from_name(s, &id) == CH_OK;
 }
 
-static void append(char *buf, size_t cap, size_t *at, const char *word)
+static const char *hash_name_i(unsigned i)
 {
-    if (*at >= cap)
-        return;
-    int n = snprintf(buf + *at, cap - *at, "%s%s", *at > 0 ? " " : "", word);
-    if (n > 0)
-        *at += (size_t)n;
+    return ch_hash_name((ch_hash_id)i);
 }
 
-static const char *hash_names(char *buf, size_t cap)
+static const char *algo_name_i(unsigned i)
 {
-    size_t at = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < CH_HASH_COUNT_; i++)
-        append(buf, cap, &at, ch_hash_name((ch_hash_id)i));
-    return buf;
+    return ch_algo_name((ch_algo_id)i);
 }
 
-static const char *dist_names(char *buf, size_t cap)
+/* "unknown <what> "<value>"; expected one of: <every registry name>" into msg[cap]. When the
+ * registry outgrows the message (cap: ch_config_error.message), the names that fit are followed
+ * by "... and N more (`chash <lister>` lists them all)": a list is never cut silently. */
+static void unknown_name_msg(char *msg, size_t cap, const char *what, const char *value,
+                             const char *(*name)(unsigned), unsigned count, const char *lister)
 {
-    size_t at = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < CH_ALGO_COUNT_; i++)
-        append(buf, cap, &at, ch_algo_name((ch_algo_id)i));
-    return buf;
+    int n = snprintf(msg, cap, "unknown %s \"%s\"; expected one of:", what, value);
+    size_t at = n < 0 ? 0 : (size_t)n < cap ? (size_t)n : cap - 1;
+    size_t all = at;
+    for (unsigned i = 0; i < count; i++)
+        all += 1 + strlen(name(i));
+    char tail[96];
+    for (unsigned i = 0; i < count; i++) {
+        size_t len = 1 + strlen(name(i));
+        int tl = snprintf(tail, sizeof tail, " ... and %u more (`chash %s` lists them all)",
+                          count - i, lister);
+        /* Room for this name, and for the tail after it unless the whole list fits. */
+        if (all >= cap && at + len + (size_t)tl + 1 >= cap) {
+            snprintf(msg + at, cap - at, "%s", tail);
+            return;
+        }
+        snprintf(msg + at, cap - at, " %s", name(i));
+        at += len;
+    }
 }
 
 /* ---- a set of strings, for duplicates ------------------------------------------------------
@@ -709,7 +718,7 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
     size_t len = e->data.scalar.length;
     const char *k = keys[id].name;
     yaml_mark_t m = e->start_mark;
-    char q[QB], names[1024];
+    char q[QB], names[sizeof ld->err->message]; /* a message, as ch_config_error holds it */
     int n, rc;
 
     switch (keys[id].kind) {
@@ -755,17 +764,22 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
         xfree(p->hash);
         if ((p->hash = dupn(v, len)) == NULL)
             return nomem(ld);
-        if (!hash_known(p->hash))
-            return fail(ld, m, "unknown hash \"%s\"; expected one of: %s",
-                        ch__conf_quote(q, sizeof q, v, len), hash_names(names, sizeof names));
+        if (!hash_known(p->hash)) {
+            unknown_name_msg(names, sizeof names, "hash", ch__conf_quote(q, sizeof q, v, len),
+                             hash_name_i, CH_HASH_COUNT_, "hashes");
+            return fail(ld, m, "%s", names);
+        }
         return CH_OK;
     case KEY_DISTRIBUTION:
         xfree(p->distribution);
         if ((p->distribution = dupn(v, len)) == NULL)
             return nomem(ld);
-        if (!dist_known(p->distribution))
-            return fail(ld, m, "unknown distribution \"%s\"; expected one of: %s",
-                        ch__conf_quote(q, sizeof q, v, len), dist_names(names, sizeof names));
+        if (!dist_known(p->distribution)) {
+            unknown_name_msg(names, sizeof names, "distribution",
+                             ch__conf_quote(q, sizeof q, v, len), algo_name_i, CH_ALGO_COUNT_,
+                             "algorithms");
+            return fail(ld, m, "%s", names);
+        }
         return CH_OK;
     case KEY_HASH_TAG:
         if (len != 2)

@@ -1023,12 +1023,13 @@ static bool haproxy_numeric_ids(const ch_table *t)
     return true;
 }
 
-/* HAProxy's weights are whole numbers from 1 to 256: chash's are rounded, at least 1; above
- * 256 is refused. */
+/* HAProxy's weights are whole numbers from 1 to 256 (SRV_UWGHT_MAX; its "weight" keyword
+ * refuses more): chash's are rounded, at least 1; above HAPROXY_MAX_WEIGHT is refused. */
+#define HAPROXY_MAX_WEIGHT 256.0
 static size_t haproxy_points(const ch_table *t, size_t i)
 {
     double w = round(t->weights[i]);
-    return w > 256.0 ? 0 : w < 1.0 ? 16 : (size_t)w * 16;
+    return w > HAPROXY_MAX_WEIGHT ? 0 : w < 1.0 ? 16 : (size_t)w * 16;
 }
 
 static int haproxy_build(ch_table *t)
@@ -1135,6 +1136,7 @@ const ch__algo ch__algo_haproxy_2 = {
     .walk_next = haproxy_walk_next,
     .fixed_hash = true,
     .hash = CH_HASH_SDBM,
+    .max_weight = HAPROXY_MAX_WEIGHT,
     .points = ch__ring_points,
 };
 

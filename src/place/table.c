@@ -58,6 +58,11 @@ unsigned ch_algo_flags(ch_algo_id id)
            (a->addr_ids ? CH_ALGO_F_ADDR_IDS : 0u) | (a->lookup_key ? CH_ALGO_F_KEYED : 0u);
 }
 
+double ch_algo_max_weight(ch_algo_id id)
+{
+    return (unsigned)id < CH_ALGO_COUNT_ ? algos[id].ops->max_weight : 0.0;
+}
+
 int ch_algo_hash(ch_algo_id id, ch_hash_id *out)
 {
     if ((unsigned)id >= CH_ALGO_COUNT_ || out == NULL)

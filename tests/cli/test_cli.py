@@ -106,7 +106,7 @@ def check_fields(obj, fields, what):
 # ---- help -------------------------------------------------------------------------------------
 
 COMMANDS = ["lookup", "simulate", "sweep", "hashcheck", "bench", "plan", "report", "migrate",
-            "fleet"]
+            "fleet", "algorithms", "hashes"]
 
 
 def test_help():
@@ -638,6 +638,164 @@ def test_hashcheck():
     check(r["murmur"]["pool"]["table_max_load"] >= 1.0, "table max load")
 
 
+# ---- the registries' names in messages (issue 28) ---------------------------------------------
+
+def listed(kind):
+    """The names `chash algorithms|hashes --json` lists: the registry's own listing command."""
+    doc, _ = run_json(kind)
+    return [e["name"] for e in doc[kind]]
+
+
+def test_registry():
+    algos, hashes = listed("algorithms"), listed("hashes")
+    # The listing command is itself checked against the header's X-macro lists.
+    check(set(algos) == ALGOS and len(algos) == len(ALGOS), "chash algorithms: %r" % algos)
+    check(set(hashes) == HASHES and len(hashes) == len(HASHES), "chash hashes: %r" % hashes)
+    plain, _ = run("algorithms")
+    check([l.split("\t")[0] for l in plain.splitlines()] == algos, "chash algorithms: plain")
+    # Every command that takes --algo / --hash names every registered name when given an unknown
+    # one: nothing cut, however long the list (25 algorithms today).
+    cases = [(("simulate", "--keys", "10", "--algo"), algos),
+             (("lookup", "--algo"), algos),
+             (("bench", "--keys", "10", "--algo"), algos),
+             (("plan", "a,b", "a,b,c", "--algo"), algos),
+             (("simulate", "--keys", "10", "--hash"), hashes),
+             (("hashcheck", "--keys", "10", "--hash"), hashes)]
+    for args, names in cases:
+        argv = list(args) + ["no-such-name"] + (["k"] if args[0] == "lookup" else [])
+        _, err = run(*argv, rc=2)
+        words = set(re.split(r"[\s,;()]+", err))
+        missing = [n for n in names if n not in words]
+        check(not missing, "%s: the message lacks %d of %d names (%s): %r"
+              % (" ".join(args), len(missing), len(names), ", ".join(missing), err))
+        check(err.count("\n") == 1, "%s: one line, got %r" % (" ".join(args), err))
+    # A name without its version (or in another case) suggests the registry's spelling.
+    for bad in ("nginx", "HAPROXY", "dalli"):
+        _, err = run("lookup", "--algo", bad, "k", rc=2)
+        want = [a for a in algos
+                if a.lower() == bad.lower() or a.lower().startswith(bad.lower() + "@")]
+        check(want and all(("did you mean" in err and w in err.split("known:")[0]) for w in want),
+              "--algo %s: no suggestion of %r: %r" % (bad, want, err))
+    # A config's unknown distribution lists them all too (libchash's config loader).
+    with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
+        f.write("pool:\n  distribution: nope\n  servers:\n   - 127.0.0.1:6379:1\n")
+        f.flush()
+        _, err = run("lookup", "--config", f.name, "k", rc=1)
+        words = set(re.split(r"[\s,;()]+", err))
+        missing = [n for n in algos if n not in words]
+        check(not missing, "config: unknown distribution: lacks %r: %r" % (missing, err))
+
+
+def header_max_points():
+    """CH_MAX_POINTS from include/chash.h, evaluated (e.g. (64u * 1024u * 1024u))."""
+    header = os.path.join(os.path.dirname(FIXTURES), "..", "..", "include", "chash.h")
+    m = re.search(r"#define CH_MAX_POINTS \(([0-9u *]+)\)", open(header).read())
+    return eval(m.group(1).replace("u", ""))
+
+
+def test_weight_limits():
+    # HAProxy's server weights go to 256 (its documentation's "weight" keyword): haproxy@2
+    # refuses more, the other weighted schemes take 300 and more (twemproxy's and nginx's
+    # weights are any positive integer). A comparison goes on without the one that refuses.
+    doc, err = run_json("simulate", "--nodes", "a:300,b:1", "--keys", "2000")
+    meta = {e["name"]: e for e in run_json("algorithms")[0]["algorithms"]}
+    weighted = {n for n, e in meta.items() if e["weighted"] and not e["keyed"]}
+    takes = {n for n in weighted if meta[n]["max_weight"] is None or meta[n]["max_weight"] >= 300}
+    check(set(r["algo"] for r in doc["results"]) == takes and "haproxy@2" not in takes,
+          "a:300: results for %r, wanted %r" % (sorted(r["algo"] for r in doc["results"]),
+                                                sorted(takes)))
+    check("haproxy@2" in doc["skipped"], "a:300: haproxy@2 not skipped: %r" % doc["skipped"])
+    note = [l for l in err.splitlines() if "haproxy@2" in l]
+    check(note and "300" in note[0] and "256" in note[0] and "'a'" in note[0],
+          "a:300: the note must name the node, its weight and the limit: %r" % note)
+    check(meta["haproxy@2"]["max_weight"] == 256, "haproxy@2's limit: %r" % meta["haproxy@2"])
+    # 256 itself is HAProxy's and taken; by name, 300 is an error naming value, limit, reason.
+    run("simulate", "--nodes", "a:256,b:1", "--algo", "haproxy@2", "--keys", "1000")
+    _, err = run("lookup", "--nodes", "a:300,b:1", "--algo", "haproxy@2", "k", rc=1)
+    check("'a'" in err and "300" in err and "256" in err and "largest" in err,
+          "haproxy@2 a:300: %r" % err)
+    # A table's size bound: a ring of weights 10^6 x 160 points is over CH_MAX_POINTS; the
+    # message says so, with the bound and what to change.
+    limit = header_max_points()
+    _, err = run("lookup", "--nodes", "a:1000000,b:1", "k", rc=1)
+    check(str(limit) in err and "--vnodes" in err and "1000001" in err,
+          "a ring too big: wanted %d, the weights' sum and --vnodes: %r" % (limit, err))
+    # Weights far above HAProxy's are built where the table's size allows them.
+    for algo in ("ring", "ketama", "nginx@1", "maglev", "rendezvous"):
+        run("lookup", "--nodes", "10.0.0.1:11211:10000,10.0.0.2:11211:1", "--algo", algo, "k")
+
+
+def unescape(b):
+    """The plain output's escaping undone: \\\\, \\t, \\n, \\r, \\xHH."""
+    out, i = bytearray(), 0
+    while i < len(b):
+        if b[i:i + 1] != b"\\":
+            out += b[i:i + 1]
+            i += 1
+            continue
+        c = b[i + 1:i + 2]
+        if c == b"x":
+            out.append(int(b[i + 2:i + 4], 16))
+            i += 4
+        else:
+            out += {b"\\": b"\\", b"t": b"\t", b"n": b"\n", b"r": b"\r"}[c]
+            i += 2
+    return bytes(out)
+
+
+def run_bytes(*args, stdin=None):
+    p = subprocess.run([CHASH, *args], input=stdin, capture_output=True)
+    if p.returncode != 0:
+        raise Fail("chash %r: exit %d: %r" % (args, p.returncode, p.stderr[:500]))
+    return p.stdout
+
+
+def test_lookup_json():
+    # Tabs, newlines, quotes, backslashes, control bytes, valid UTF-8, and invalid UTF-8: bytes
+    # that start nothing, a cut sequence, a surrogate, a cut 4-byte sequence, an overlong form.
+    keys = [b"tab\there", b"new\nline", b"cr\rhere", b'quote"d', b"back\\slash", b"\\t",
+            b"\xff\xfe-not-utf8", b"half-\xe2\x82", b"\xed\xa0\x80", b"\xf0\x9f\x98", b"\xc0\xaf",
+            b"ctl\x01\x1f\x7f", "utf8-\u00e9\u20ac".encode(), b"", b"plain:42"]
+    pools = os.path.join(FIXTURES, "pools.yml")
+    for fleet in (["--nodes", "7"], ["--config", pools, "--pool", "named", "--replicas", "2"]):
+        plain = run_bytes("lookup", *fleet, *keys)
+        lines = plain.split(b"\n")
+        check(lines[-1] == b"" and len(lines) == len(keys) + 1,
+              "plain: %d lines for %d keys: %r" % (len(lines) - 1, len(keys), plain))
+        rows = [l.split(b"\t") for l in lines[:-1]]
+        check([unescape(r[0]) for r in rows] == keys, "plain: keys do not unescape: %r" % rows)
+        out = run_bytes("lookup", *fleet, "--json", *keys)
+        text = out.decode("utf-8")  # strict: the JSON is valid UTF-8 whatever the keys
+        docs = [json.loads(l) for l in text.split("\n")[:-1]]  # strict: no raw control chars
+        check(len(docs) == len(keys), "--json: %d objects for %d keys" % (len(docs), len(keys)))
+        for k, d, r in zip(keys, docs, rows):
+            try:
+                k.decode("utf-8")
+                utf8 = True
+            except UnicodeDecodeError:
+                utf8 = False
+            if utf8:
+                check(d["key"].encode("utf-8") == k and "key_hex" not in d,
+                      "--json %r: %r" % (k, d))
+            else:
+                check(bytes.fromhex(d["key_hex"]) == k and
+                      d["key"] == k.decode("utf-8", "replace"), "--json %r: %r" % (k, d))
+            # Each owner (and the walk, names included) is the plain lookup's of the same key.
+            want = [x.decode() for x in r[1:]]
+            got = []
+            for n in d["nodes"]:
+                got += [n["node"]] + ([n["name"]] if n["name"] is not None else [])
+            check(d["owner"] == want[0] and got == want, "--json %r: %r, plain %r" % (k, d, want))
+        # Streaming from stdin gives the same objects (a key there cannot hold a newline).
+        line_keys = [k for k in keys if b"\n" not in k]
+        a = run_bytes("lookup", *fleet, "--json", *line_keys)
+        b = run_bytes("lookup", *fleet, "--json", "-",
+                      stdin=b"".join(k + b"\n" for k in line_keys))
+        check(a == b, "--json: stdin and arguments differ")
+    v = run_bytes("lookup", "--nodes", "a,b,c", "--json", "--show-version", "k").decode()
+    check(re.fullmatch(r"m-[0-9a-f]{12}", json.loads(v)["version"] or ""), "--show-version: %r" % v)
+
+
 GROUPS = {
     "help": test_help,
     "lookup": test_lookup,
@@ -647,6 +805,9 @@ GROUPS = {
     "errors": test_errors,
     "plan": test_plan,
     "hashcheck": test_hashcheck,
+    "registry": test_registry,
+    "weight_limits": test_weight_limits,
+    "lookup_json": test_lookup_json,
 }
 
 

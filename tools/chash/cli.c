@@ -14,6 +14,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -474,13 +475,41 @@ double min_moved(const fleet *a, const fleet *b)
 
 /* ---- algorithms, hashes, tables ----------------------------------------------------------- */
 
-static void list_names(char *buf, size_t len, const char *(*name)(unsigned), unsigned count)
+static const char *algo_name_u(unsigned i);
+static const char *hash_name_u(unsigned i);
+
+/* Whether `bad` is a registry name but for its case, or its part before the '@<version>'
+ * ("nginx" for "nginx@1"): the names a user most likely meant. */
+static bool near_name(const char *bad, const char *name)
 {
-    buf[0] = '\0';
-    for (unsigned i = 0; i < count; i++) {
-        size_t used = strlen(buf);
-        snprintf(buf + used, len - used, "%s%s", i ? ", " : "", name(i));
-    }
+    size_t n = strlen(bad);
+    if (strcasecmp(bad, name) == 0)
+        return true;
+    return strncasecmp(bad, name, n) == 0 && name[n] == '@';
+}
+
+/* An unknown name: the message names every registry name, however many there are (printed
+ * from the registry, not through a buffer that could cut the list), and first the names the
+ * user probably meant. Exits 2. */
+_Noreturn static void unknown_name(const cli *c, const char *opt, const char *bad,
+                                   const char *(*name)(unsigned), unsigned count)
+{
+    fflush(stdout);
+    fprintf(stderr, "chash %s: %s: unknown name '%s'", c->cmd, opt, bad);
+    bool near = false;
+    for (unsigned i = 0; i < count; i++)
+        if (near_name(bad, name(i))) {
+            fprintf(stderr, "%s%s", near ? " or " : " (did you mean ", name(i));
+            near = true;
+        }
+    if (near)
+        fputs("?)", stderr);
+    fputs("; known:", stderr);
+    for (unsigned i = 0; i < count; i++)
+        fprintf(stderr, " %s", name(i));
+    fprintf(stderr, " (or all); chash %s describes each\n",
+            name == hash_name_u ? "hashes" : "algorithms");
+    exit(2);
 }
 
 static const char *algo_name_u(unsigned i)
@@ -509,14 +538,8 @@ static size_t parse_names(const cli *c, const char *opt, const char *spec, unsig
         for (unsigned i = 0; i < count; i++)
             if (strcmp(trim(tok), name(i)) == 0)
                 id = i;
-        if (id == count) {
-            char known[256];
-            list_names(known, sizeof(known), name, count);
-            char bad[64];
-            snprintf(bad, sizeof(bad), "%s", tok);
-            free(copy);
-            cli_usage(c, "%s: unknown name '%s' (known: %s, all)", opt, bad, known);
-        }
+        if (id == count)
+            unknown_name(c, opt, trim(tok), name, count); /* exits: copy is the OS's */
         bool dup = false;
         for (size_t k = 0; k < n; k++)
             dup = dup || out[k] == id;
@@ -642,6 +665,51 @@ ch_table *cli_build(const cli *c, const fleet *f, const ch_options *opt, bool sk
         }
         cli_fail(c, "%s has no weights, and the nodes of %s have unequal weights",
                  ch_algo_name(opt->algo), f->source);
+    }
+    /* A weight above the scheme's largest (haproxy@2: HAProxy's 256): name it, the limit and
+     * why; a comparison of several algorithms goes on without this one. */
+    double wmax = ch_algo_max_weight(opt->algo);
+    if (rc == CH_EWEIGHT && wmax > 0) {
+        size_t big = 0;
+        for (size_t i = 1; i < f->n; i++)
+            if (f->nodes[i].weight > f->nodes[big].weight)
+                big = i;
+        char why[512];
+        snprintf(why, sizeof(why),
+                 "node '%s' has weight %.15g, above %.15g, the largest %s takes (the peer it "
+                 "reproduces refuses more; only the weights' ratios matter, so scale them down)",
+                 f->nodes[big].id, f->nodes[big].weight, wmax, ch_algo_name(opt->algo));
+        if (skip) {
+            fprintf(stderr, "chash %s: note: %s skipped: %s\n", c->cmd, ch_algo_name(opt->algo),
+                    why);
+            return NULL;
+        }
+        cli_fail(c, "cannot build the %s table for %s: %s", ch_algo_name(opt->algo), f->source,
+                 why);
+    }
+    /* Too many points: the table's size bound, CH_MAX_POINTS points or slots (each a few bytes
+     * of memory), which the weights times the points per unit weight exceed. */
+    if (rc == CH_ETOOBIG && f->n <= CH_MAX_NODES) {
+        double sum = 0;
+        for (size_t i = 0; i < f->n; i++)
+            sum += f->nodes[i].weight;
+        char vn[64] = "the scheme's default";
+        if (opt->vnodes)
+            snprintf(vn, sizeof(vn), "%u", opt->vnodes);
+        char why[512];
+        snprintf(why, sizeof(why),
+                 "the table would have more than %u points or slots (CH_MAX_POINTS, the size "
+                 "bound of a table): the weights add up to %.15g, each unit of weight taking "
+                 "--vnodes points (%s); lower --vnodes or scale the weights down (only their "
+                 "ratios matter)",
+                 CH_MAX_POINTS, sum, vn);
+        if (skip) {
+            fprintf(stderr, "chash %s: note: %s skipped: %s\n", c->cmd, ch_algo_name(opt->algo),
+                    why);
+            return NULL;
+        }
+        cli_fail(c, "cannot build the %s table for %s: %s", ch_algo_name(opt->algo), f->source,
+                 why);
     }
     if (rc == CH_EINVAL && opt->algo == CH_ALGO_MAGLEV)
         cli_fail(c, "cannot build the maglev table for %s: --table-size must be a prime > %zu",
@@ -810,11 +878,79 @@ void json_end(json *j)
         j->depth--;
 }
 
-static void json_escaped(json *j, const char *s)
+/* The length of the valid UTF-8 sequence at p[0, n), or 0; *part gets the length of its
+ * maximal valid prefix (at least 1) when it is not valid: the bytes one U+FFFD stands for, as
+ * Unicode's "maximal subpart" practice (and Python's, browsers') replaces them. */
+static size_t utf8_scan(const unsigned char *p, size_t n, size_t *part)
 {
+    *part = 1;
+    if (n == 0)
+        return 0;
+    if (p[0] < 0x80)
+        return 1;
+    /* The lead byte's length and the range of its first continuation byte (RFC 3629, table
+     * 3-7 of Unicode): that range excludes overlong forms, surrogates and > U+10FFFF. */
+    size_t len;
+    unsigned lo = 0x80, hi = 0xBF;
+    if (p[0] >= 0xC2 && p[0] <= 0xDF)
+        len = 2;
+    else if (p[0] >= 0xE0 && p[0] <= 0xEF) {
+        len = 3;
+        lo = p[0] == 0xE0 ? 0xA0 : 0x80;
+        hi = p[0] == 0xED ? 0x9F : 0xBF;
+    } else if (p[0] >= 0xF0 && p[0] <= 0xF4) {
+        len = 4;
+        lo = p[0] == 0xF0 ? 0x90 : 0x80;
+        hi = p[0] == 0xF4 ? 0x8F : 0xBF;
+    } else
+        return 0;
+    if (n < 2 || p[1] < lo || p[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++) {
+        if (i >= n || (p[i] & 0xC0) != 0x80) {
+            *part = i;
+            return 0;
+        }
+    }
+    return len;
+}
+
+size_t utf8_seq(const unsigned char *p, size_t n)
+{
+    size_t part;
+    return utf8_scan(p, n, &part);
+}
+
+bool utf8_valid(const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    for (size_t i = 0, k; i < len; i += k)
+        if ((k = utf8_seq(p + i, len - i)) == 0)
+            return false;
+    return true;
+}
+
+/* A JSON string per RFC 8259 of the bytes s[0, len): '"', '\\' and every control character
+ * (U+0000..U+001F, and DEL) escaped; valid UTF-8 passes through; each maximal subpart of an
+ * invalid sequence becomes U+FFFD (so the output is always valid UTF-8 JSON, which any
+ * parser reads; a caller that must keep such bytes writes them again, e.g. as hex). */
+static void json_escaped(json *j, const char *s, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)s;
     fputc('"', j->out);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
+    for (size_t i = 0; i < len;) {
+        size_t part, k = utf8_scan(p + i, len - i, &part);
+        if (k == 0) {
+            fputs("\xEF\xBF\xBD", j->out); /* U+FFFD for the maximal subpart */
+            i += part;
+            continue;
+        }
+        if (k > 1) {
+            fwrite(p + i, 1, k, j->out);
+            i += k;
+            continue;
+        }
+        switch (p[i]) {
         case '"': fputs("\\\"", j->out); break;
         case '\\': fputs("\\\\", j->out); break;
         case '\n': fputs("\\n", j->out); break;
@@ -823,11 +959,12 @@ static void json_escaped(json *j, const char *s)
         case '\b': fputs("\\b", j->out); break;
         case '\f': fputs("\\f", j->out); break;
         default:
-            if (*p < 0x20 || *p == 0x7f)
-                fprintf(j->out, "\\u%04x", *p);
+            if (p[i] < 0x20 || p[i] == 0x7f)
+                fprintf(j->out, "\\u%04x", p[i]);
             else
-                fputc(*p, j->out);
+                fputc(p[i], j->out);
         }
+        i++;
     }
     fputc('"', j->out);
 }
@@ -835,7 +972,7 @@ static void json_escaped(json *j, const char *s)
 void json_key(json *j, const char *k)
 {
     json_sep(j);
-    json_escaped(j, k);
+    json_escaped(j, k, strlen(k));
     fputc(':', j->out);
     j->after_key = true;
 }
@@ -844,9 +981,15 @@ void json_str(json *j, const char *s)
 {
     json_sep(j);
     if (s)
-        json_escaped(j, s);
+        json_escaped(j, s, strlen(s));
     else
         fputs("null", j->out);
+}
+
+void json_strn(json *j, const char *s, size_t len)
+{
+    json_sep(j);
+    json_escaped(j, s, len);
 }
 
 void json_num(json *j, double v)

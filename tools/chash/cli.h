@@ -202,8 +202,9 @@ double now_seconds(void);
 /* ---- JSON --------------------------------------------------------------------------------- */
 
 /* A streaming JSON writer to stdout: objects and arrays nest; commas are placed for you.
- * Keys and strings are escaped (", \, control characters; bytes >= 0x80 are passed through, so
- * UTF-8 stays UTF-8). Non-finite numbers are written as null. */
+ * Keys and strings are escaped per RFC 8259 (", \, every control character); valid UTF-8 is
+ * passed through and each byte that is not part of valid UTF-8 becomes U+FFFD, so the output is
+ * always valid JSON in UTF-8. Non-finite numbers are written as null. */
 typedef struct json {
     FILE *out;
     int depth;
@@ -218,6 +219,7 @@ void json_arr(json *j);   /* [ */
 void json_end(json *j);   /* } or ] */
 void json_key(json *j, const char *k);
 void json_str(json *j, const char *s); /* NULL writes null */
+void json_strn(json *j, const char *s, size_t len); /* len bytes, NULs included (\u0000) */
 void json_num(json *j, double v);
 void json_int(json *j, uint64_t v);
 void json_bool(json *j, bool v);
@@ -225,6 +227,11 @@ void json_null(json *j);
 void json_done(json *j); /* the final newline */
 
 /* ---- small helpers ------------------------------------------------------------------------ */
+
+/* The length of the valid UTF-8 sequence (RFC 3629: no overlong form, surrogate or code point
+ * above U+10FFFF) at p[0, n), or 0 when none starts there. */
+size_t utf8_seq(const unsigned char *p, size_t n);
+bool utf8_valid(const char *s, size_t len);
 
 void *xmalloc(const cli *c, size_t n);
 void *xcalloc(const cli *c, size_t n, size_t size);

@@ -17,5 +17,7 @@ int cmd_plan(cli *c);
 int cmd_report(cli *c);
 int cmd_migrate(cli *c);
 int cmd_fleet(cli *c);
+int cmd_algorithms(cli *c);
+int cmd_hashes(cli *c);
 
 #endif

@@ -24,23 +24,64 @@ static uint64_t draw(void)
     return z ^ (z >> 31);
 }
 
+/* The plain output's escaping, so a line is always KEY<TAB>OWNER...<NEWLINE> whatever the key
+ * holds: a backslash is written "\\\\", a tab "\\t", a newline "\\n", a carriage return
+ * "\\r", any other control byte (and DEL) "\\xHH"; every other byte as it is (the output is
+ * bytes, as the keys are: invalid UTF-8 passes through). So the escaped text never holds a tab
+ * or a newline of its own, and unescaping it gives the key back. */
+static void put_escaped(const char *s, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        switch (ch) {
+        case '\\': fputs("\\\\", stdout); break;
+        case '\t': fputs("\\t", stdout); break;
+        case '\n': fputs("\\n", stdout); break;
+        case '\r': fputs("\\r", stdout); break;
+        default:
+            if (ch < 0x20 || ch == 0x7f)
+                printf("\\x%02x", ch);
+            else
+                putchar(ch);
+        }
+    }
+}
+
+static void put_escaped_str(const char *s)
+{
+    put_escaped(s, strlen(s));
+}
+
 /* A node as the user knows it: host:port (and the server's name, when the pool names its
  * servers) from a config, else the id. */
 static void print_node(const fleet *f, size_t i)
 {
     if (f->addr[i] == NULL) {
-        fputs(f->nodes[i].id, stdout);
+        put_escaped_str(f->nodes[i].id);
         return;
     }
-    fputs(f->addr[i], stdout);
+    put_escaped_str(f->addr[i]);
     if (f->named) {
         putchar('\t');
-        fputs(f->name[i] ? f->name[i] : "", stdout);
+        put_escaped_str(f->name[i] ? f->name[i] : "");
     }
+}
+
+/* --json: one object a line (JSON Lines), so a stream of keys gives a stream of objects. */
+static void json_node(json *j, const fleet *f, size_t i)
+{
+    json_obj(j);
+    json_key(j, "node");
+    json_str(j, f->addr[i] ? f->addr[i] : f->nodes[i].id);
+    json_key(j, "name");
+    json_str(j, f->name[i]);
+    json_end(j);
 }
 
 /* "# version V": the membership's version (chash_route.h), the pool's "version" or a content
  * hash of the members and options, as libchash-cache and chash-proxy report it. */
+static char version[128]; /* --show-version: the membership's version */
+
 static void print_version(const cli *c, const fleet *f, const ch_options *opt)
 {
     ch_member *m = xmalloc(c, f->n * sizeof(*m));
@@ -54,12 +95,15 @@ static void print_version(const cli *c, const fleet *f, const ch_options *opt)
     free(m);
     if (rc != CH_OK)
         cli_fail(c, "cannot build the membership of %s: %s", f->source, ch_strerror(rc));
-    printf("# version %s\n", ch_membership_version(ms));
+    snprintf(version, sizeof(version), "%s", ch_membership_version(ms));
+    if (!c->json)
+        printf("# version %s\n", version);
     ch_membership_free(ms);
 }
 
 /* The table places by the key itself, not a key hash (pymemcache@3). */
 static bool keyed;
+static bool json_out; /* --json */
 
 static void lookup_one(const ch_table *t, const fleet *f, size_t r, size_t *walk, const char *key,
                        size_t len)
@@ -72,12 +116,45 @@ static void lookup_one(const ch_table *t, const fleet *f, size_t r, size_t *walk
         ch_replicas_hash(t, h, r, walk, &n); /* cannot fail: r > 1 is refused for jump */
     else
         walk[0] = ch_lookup_hash(t, h);
-    fwrite(key, 1, len, stdout);
-    for (size_t i = 0; i < n; i++) {
-        putchar('\t');
-        print_node(f, walk[i]);
+    if (!json_out) {
+        put_escaped(key, len);
+        for (size_t i = 0; i < n; i++) {
+            putchar('\t');
+            print_node(f, walk[i]);
+        }
+        putchar('\n');
+        return;
     }
-    putchar('\n');
+    json j;
+    json_init(&j, stdout);
+    json_obj(&j);
+    json_key(&j, "key");
+    json_strn(&j, key, len);
+    if (!utf8_valid(key, len)) { /* "key" has U+FFFD for its invalid bytes: these are exact */
+        static const char digits[] = "0123456789abcdef";
+        char *hex = xmalloc(NULL, 2 * len + 1);
+        for (size_t i = 0; i < len; i++) {
+            hex[2 * i] = digits[(unsigned char)key[i] >> 4];
+            hex[2 * i + 1] = digits[(unsigned char)key[i] & 15];
+        }
+        hex[2 * len] = '\0';
+        json_key(&j, "key_hex");
+        json_str(&j, hex);
+        free(hex);
+    }
+    json_key(&j, "owner");
+    json_str(&j, f->addr[walk[0]] ? f->addr[walk[0]] : f->nodes[walk[0]].id);
+    json_key(&j, "nodes");
+    json_arr(&j);
+    for (size_t i = 0; i < n; i++)
+        json_node(&j, f, walk[i]);
+    json_end(&j);
+    if (version[0]) {
+        json_key(&j, "version");
+        json_str(&j, version);
+    }
+    json_end(&j);
+    fputc('\n', stdout); /* json_done() would flush each line: the buffer does it */
 }
 
 int cmd_lookup(cli *c)
@@ -99,6 +176,7 @@ int cmd_lookup(cli *c)
         cli_usage(c, "%s has no failover order: --replicas must be 1 with it",
                   ch_algo_name(algo));
     keyed = (ch_algo_flags(algo) & CH_ALGO_F_KEYED) != 0;
+    json_out = c->json;
     if (c->show_version)
         print_version(c, &f, &opt);
     if (algo == CH_ALGO_RANDOM) {

@@ -21,14 +21,17 @@ static const struct command {
     const char *help;
 } commands[] = {
     {"lookup", cmd_lookup,
-     OPT_NODES | OPT_ALGO | OPT_HASH | OPT_VNODES | OPT_REPLICAS | OPT_MAGLEV | OPT_SHOWVERSION,
+     OPT_NODES | OPT_ALGO | OPT_HASH | OPT_VNODES | OPT_REPLICAS | OPT_MAGLEV | OPT_SHOWVERSION |
+         OPT_JSON,
      "print the owner (and replicas) of each key",
      "usage: chash lookup [--nodes N|LIST | --config FILE [--pool NAME]] [--algo NAME]\n"
      "                    [--hash NAME] [--vnodes N] [--replicas R] [--show-version]\n"
-     "                    KEY... | -\n"
+     "                    [--json] KEY... | -\n"
      "\n"
      "One line per key: KEY<TAB>OWNER[<TAB>REPLICA...]. With --config an owner is printed as\n"
      "host:port, followed by a tab and the server's name when the pool names its servers.\n"
+     "Keys and names are escaped so that a line stays one record: \\\\ for a backslash, \\t,\n"
+     "\\n, \\r, and \\xHH for any other control byte; other bytes as they are.\n"
      "'-' reads keys from stdin, one per line, streaming. With --config the pool's hash,\n"
      "distribution and hash_tag apply, so the owner is the server nutcracker would use (for\n"
      "distribution random, nutcracker picks a server per request: one random draw is shown).\n"
@@ -40,6 +43,8 @@ static const struct command {
      "  --replicas R       also print the next R-1 nodes of the key's failover walk\n"
      "  --show-version     first print '# version V': the membership version (the pool's\n"
      "                     'version', else a content hash), as libchash-cache reports it\n"
+     "  --json             one JSON object per key, a line each (JSON Lines; schema in\n"
+     "                     docs/CLI.md): key, key_hex (when the key is not UTF-8), owner, nodes\n"
      "\n"
      "example:\n"
      "  chash lookup --nodes cache-01,cache-02,cache-03:2 --replicas 2 user:42 user:43\n"},
@@ -262,6 +267,31 @@ static const struct command {
      "  chash fleet status proxy.yml --pool alpha\n"
      "  chash fleet apply new.yml --pool alpha --timeout 5000\n"
      "  chash fleet apply new.yml --pool alpha --migrate --rate 20000\n"},
+
+    {"algorithms", cmd_algorithms, OPT_JSON,
+     "the placement algorithms and schemes, with the weights each takes",
+     "usage: chash algorithms [--json]\n"
+     "\n"
+     "Every name --algo and a pool's 'distribution' take (libchash's registry), one a line:\n"
+     "NAME<TAB>what it takes: weights (up to the scheme's largest, when it has one) or none,\n"
+     "the key hash a client library's scheme fixes, node ids as host:port, placement by the key.\n"
+     "\n"
+     "  --json             one JSON object (schema in docs/CLI.md)\n"
+     "\n"
+     "example:\n"
+     "  chash algorithms --json\n"},
+
+    {"hashes", cmd_hashes, OPT_JSON,
+     "the key hashes, with their widths",
+     "usage: chash hashes [--json]\n"
+     "\n"
+     "Every name --hash and a pool's 'hash' take (libchash's registry), one a line:\n"
+     "NAME<TAB>its width in bits, and which is the default.\n"
+     "\n"
+     "  --json             one JSON object (schema in docs/CLI.md)\n"
+     "\n"
+     "example:\n"
+     "  chash hashes --json\n"},
 
     {"report", cmd_report, OPT_NODES | OPT_HASH | OPT_VNODES | OPT_SEED | OPT_KEYS | OPT_OUT,
      "write a self-contained HTML report with SVG charts",
