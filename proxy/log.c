@@ -82,9 +82,18 @@ void px_log_write(px_log *lg, int level, const char *fmt, ...)
 int px_log_reopen(px_log *lg, const char *path)
 {
     FILE *fp = lg->fp != NULL ? lg->fp : stderr;
-    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    /* O_NONBLOCK: a FIFO put at the path without a reader fails (ENXIO) instead of blocking the
+     * control thread; the descriptor is made blocking again before it takes the log's place. */
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0644);
     if (fd < 0)
         return -1;
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
     flockfile(fp);
     fflush(fp);
     int rc = dup2(fd, fileno(fp));

@@ -5,6 +5,7 @@
  */
 
 #include "ctl.h"
+#include "file.h"
 #include "fleet.h"
 
 #include <errno.h>
@@ -151,10 +152,15 @@ static bool parse_int(const char *s, long lo, long hi, long *out)
  * false (with a message) when it cannot be read or is empty. */
 static bool read_token(const char *path, char *buf, size_t cap)
 {
-    FILE *fp = fopen(path, "r");
+    char why[PATH_MAX + 128];
+    int fd = px_file_open_regular(path, "admin token file", why, sizeof(why));
+    FILE *fp = fd >= 0 ? fdopen(fd, "r") : NULL;
     if (fp == NULL) {
-        fprintf(stderr, "chash-proxy: cannot read admin token file '%s': %s\n", path,
-                strerror(errno));
+        if (fd >= 0)
+            snprintf(why, sizeof(why), "admin token file '%s': %s", path, strerror(errno));
+        fprintf(stderr, "chash-proxy: cannot read the %s\n", why);
+        if (fd >= 0)
+            close(fd);
         return false;
     }
     char *line = fgets(buf, (int)cap, fp);
@@ -214,6 +220,50 @@ static void on_crash_log(FILE *log)
         sigemptyset(&sa.sa_mask);
         sigaction(sigs[i], &sa, NULL);
     }
+}
+
+/* A file the proxy writes (-o, -p), opened with O_NONBLOCK so that a FIFO without a reader
+ * fails at once (ENXIO) instead of blocking the start; mode "a" appends, "w" truncates. The
+ * log may be a FIFO with a reader or a terminal (-o /dev/stdout); the pid file must be a
+ * regular file. The stream is in blocking mode again. NULL with errno, or with *why set. */
+static FILE *open_output(const char *path, const char *mode, bool regular_only,
+                         const char **why)
+{
+    int flags = O_WRONLY | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY |
+                (mode[0] == 'a' ? O_APPEND : 0);
+    *why = NULL;
+    int fd = open(path, flags, 0644);
+    if (fd < 0) {
+        if (errno == ENXIO)
+            *why = "a FIFO that nobody reads (writing to it would block)";
+        return NULL;
+    }
+    struct stat st;
+    int fl = fcntl(fd, F_GETFL);
+    if (fstat(fd, &st) != 0 || fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return NULL;
+    }
+    if (regular_only && !S_ISREG(st.st_mode)) {
+        close(fd);
+        *why = "not a regular file";
+        return NULL;
+    }
+    if (mode[0] == 'w' && S_ISREG(st.st_mode) && ftruncate(fd, 0) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return NULL;
+    }
+    FILE *fp = fdopen(fd, mode);
+    if (fp == NULL) {
+        int e = errno;
+        close(fd);
+        errno = e;
+    }
+    return fp;
 }
 
 static int daemonize(void)
@@ -425,10 +475,11 @@ int main(int argc, char **argv)
     char conf_abs[PATH_MAX];
     px.conf_path = realpath(conf, conf_abs) != NULL ? conf_abs : conf;
     if (log_file != NULL) {
-        px.log.fp = fopen(log_file, "a");
+        const char *why;
+        px.log.fp = open_output(log_file, "a", false, &why);
         if (px.log.fp == NULL) {
             fprintf(stderr, "chash-proxy: cannot open log file '%s': %s\n", log_file,
-                    strerror(errno));
+                    why != NULL ? why : strerror(errno));
             ch_config_free(cfg);
             return 1;
         }
@@ -445,9 +496,11 @@ int main(int argc, char **argv)
     }
     bool wrote_pid = false;
     if (pid_file != NULL) {
-        FILE *fp = fopen(pid_file, "w");
+        const char *why;
+        FILE *fp = open_output(pid_file, "w", true, &why);
         if (fp == NULL) {
-            PX_LOG(&px, PX_LOG_ERR, "cannot write pid file '%s': %s", pid_file, strerror(errno));
+            PX_LOG(&px, PX_LOG_ERR, "cannot write pid file '%s': %s", pid_file,
+                   why != NULL ? why : strerror(errno));
             ch_config_free(cfg);
             return 1;
         }

@@ -10,6 +10,7 @@
  * offered on its next connect.
  */
 #include "tls.h"
+#include "file.h"
 
 #include <arpa/inet.h>
 #include <openssl/err.h>
@@ -67,14 +68,35 @@ static int fail_ctx(SSL_CTX *ctx, char *why, size_t whylen, const char *pool, co
     return -1;
 }
 
-/* A certificate chain and its key into ctx. */
+/* Before OpenSSL opens a file by name: a regular file only (file.h), so a FIFO named by the
+ * config fails here, naming key and path, instead of blocking -t, the start or a reload. 0, or
+ * -1 with why (ctx freed). */
+static int regular(SSL_CTX *ctx, const ch_conf_pool *pc, const char *key, const char *path,
+                   char *why, size_t whylen)
+{
+    char r[4200 + 64];
+    if (px_file_check_regular(path, key, r, sizeof(r)) == 0)
+        return 0;
+    snprintf(why, whylen, "pool %s: %s", pc->name, r);
+    SSL_CTX_free(ctx);
+    return -1;
+}
+
+/* A certificate chain and its key into ctx; cert_key and key_key are their config keys. */
 static int load_pair(SSL_CTX *ctx, const ch_conf_pool *pc, const char *dir, const char *cert,
-                     const char *key, char *why, size_t whylen)
+                     const char *key, const char *cert_key, const char *key_key, char *why,
+                     size_t whylen)
 {
     char pc_[4096], pk[4096];
-    if (SSL_CTX_use_certificate_chain_file(ctx, path_of(dir, cert, pc_, sizeof(pc_))) != 1)
+    path_of(dir, cert, pc_, sizeof(pc_));
+    path_of(dir, key, pk, sizeof(pk));
+    if (regular(ctx, pc, cert_key, pc_, why, whylen) != 0)
+        return -1;
+    if (SSL_CTX_use_certificate_chain_file(ctx, pc_) != 1)
         return fail_ctx(ctx, why, whylen, pc->name, "cannot load the certificate", pc_);
-    if (SSL_CTX_use_PrivateKey_file(ctx, path_of(dir, key, pk, sizeof(pk)), SSL_FILETYPE_PEM) != 1)
+    if (regular(ctx, pc, key_key, pk, why, whylen) != 0)
+        return -1;
+    if (SSL_CTX_use_PrivateKey_file(ctx, pk, SSL_FILETYPE_PEM) != 1)
         return fail_ctx(ctx, why, whylen, pc->name, "cannot load the private key", pk);
     if (SSL_CTX_check_private_key(ctx) != 1)
         return fail_ctx(ctx, why, whylen, pc->name, "the private key does not match", pc_);
@@ -113,13 +135,16 @@ static int listen_ctx(const ch_conf_pool *pc, const char *dir, px_tls_ctx **out,
         SSL_CTX_free(ctx);
         return -1;
     }
-    if (load_pair(ctx, pc, dir, pc->tls_cert_file, pc->tls_key_file, why, whylen) != 0)
+    if (load_pair(ctx, pc, dir, pc->tls_cert_file, pc->tls_key_file, "tls_cert_file",
+                  "tls_key_file", why, whylen) != 0)
         return -1;
     static const unsigned char sid[] = "chash-proxy";
     SSL_CTX_set_session_id_context(ctx, sid, sizeof(sid) - 1);
     if (pc->tls_client_ca_file != NULL) {
         char ca[4096];
         path_of(dir, pc->tls_client_ca_file, ca, sizeof(ca));
+        if (regular(ctx, pc, "tls_client_ca_file", ca, why, whylen) != 0)
+            return -1;
         STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(ca);
         if (names == NULL || SSL_CTX_load_verify_locations(ctx, ca, NULL) != 1) {
             sk_X509_NAME_pop_free(names, X509_NAME_free);
@@ -146,10 +171,12 @@ static int servers_ctx(const ch_conf_pool *pc, const char *dir, px_tls_ctx **out
     }
     if (pc->server_tls_verify) {
         char ca[4096];
-        int ok = pc->server_tls_ca_file != NULL
-                     ? SSL_CTX_load_verify_locations(
-                           ctx, path_of(dir, pc->server_tls_ca_file, ca, sizeof(ca)), NULL)
-                     : SSL_CTX_set_default_verify_paths(ctx);
+        if (pc->server_tls_ca_file != NULL &&
+            regular(ctx, pc, "server_tls_ca_file",
+                    path_of(dir, pc->server_tls_ca_file, ca, sizeof(ca)), why, whylen) != 0)
+            return -1;
+        int ok = pc->server_tls_ca_file != NULL ? SSL_CTX_load_verify_locations(ctx, ca, NULL)
+                                                : SSL_CTX_set_default_verify_paths(ctx);
         if (ok != 1)
             return fail_ctx(ctx, why, whylen, pc->name, "cannot load the servers' CA",
                             pc->server_tls_ca_file != NULL ? ca : "(the system's store)");
@@ -158,8 +185,8 @@ static int servers_ctx(const ch_conf_pool *pc, const char *dir, px_tls_ctx **out
         SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
     }
     if (pc->server_tls_cert_file != NULL &&
-        load_pair(ctx, pc, dir, pc->server_tls_cert_file, pc->server_tls_key_file, why,
-                  whylen) != 0)
+        load_pair(ctx, pc, dir, pc->server_tls_cert_file, pc->server_tls_key_file,
+                  "server_tls_cert_file", "server_tls_key_file", why, whylen) != 0)
         return -1;
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
     SSL_CTX_sess_set_new_cb(ctx, new_session_cb);
