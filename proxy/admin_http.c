@@ -9,7 +9,8 @@
  * (reload.c; 200 with "reloaded: ..." or "unchanged", 400 with file:line:column: message for an
  * invalid file, 500 for another failure; any other method there 405; a request body is not
  * read); another path 404, another method 405, a request that does not parse 400, one that is
- * too large 431. The body is built in memory (O(pools + servers), the workers' counters summed
+ * too large 431. On every path a request with more than one Host header is answered 400, and
+ * one whose Host names another host (a DNS-rebinding page's) 403 (host_refusal). The body is built in memory (O(pools + servers), the workers' counters summed
  * by px_snapshot: one short job per worker) and written with one uv_write; no worker waits on
  * it. At most PX_METRICS_MAX_CONNS connections are open at once (a new one closes the oldest
  * still sending its request, or is itself closed when all are being answered), so a flood of
@@ -21,10 +22,12 @@
 #include "reload.h"
 #include "resolve.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <strings.h>
+#include <time.h>
 
 #define PX_METRICS_MAX_REQUEST 8192u  /* bytes of request line and headers */
 #define PX_METRICS_TIMEOUT_MS 5000u   /* for a connection to send its request */
@@ -145,6 +148,19 @@ static void mconn_error(mconn *mc, int code, const char *reason)
     mconn_error_allow(mc, code, reason, "GET, HEAD");
 }
 
+/* code with a one-line text body saying why. */
+static void mconn_text(mconn *mc, int code, const char *reason, const char *text)
+{
+    px_buf body = {0};
+    if (px_buf_printf(&body, "%d %s: %s", code, reason, text) != 0) {
+        px_buf_free(&body);
+        mconn_close(mc);
+        return;
+    }
+    mconn_respond(mc, code, reason, "text/plain; charset=utf-8", &body, false, NULL);
+    px_buf_free(&body);
+}
+
 static int64_t unix_now_ms(void)
 {
     struct timespec ts;
@@ -255,29 +271,43 @@ static const char *header(const char *hdr, size_t len, const char *name, size_t 
     return NULL;
 }
 
-/* Whether a Host header names this machine by address or as localhost, and not a name a
- * DNS-rebinding page could have pointed here: an IPv4 or bracketed IPv6 literal, or
- * "localhost", with an optional port. No Host (HTTP/1.0) is fine. */
-static bool host_acceptable(const char *v, size_t n)
+/* Whether host[0, n) (no port) is an IP literal: dotted-quad IPv4 as inet_pton reads it, or
+ * IPv6 within brackets. */
+static bool ip_literal(const char *host, size_t n)
 {
-    if (v == NULL)
-        return true;
-    if (n > 0 && v[0] == '[') { /* [v6]:port */
-        const char *rb = memchr(v, ']', n);
-        return rb != NULL;
+    char buf[INET6_ADDRSTRLEN + 2];
+    unsigned char addr[sizeof(struct in6_addr)];
+    if (n < 2 || n - 2 >= sizeof(buf) || host[0] != '[' || host[n - 1] != ']') {
+        if (n == 0 || n >= sizeof(buf))
+            return false;
+        memcpy(buf, host, n);
+        buf[n] = '\0';
+        return inet_pton(AF_INET, buf, addr) == 1;
     }
+    memcpy(buf, host + 1, n - 2);
+    buf[n - 2] = '\0';
+    return inet_pton(AF_INET6, buf, addr) == 1;
+}
+
+/* Whether a Host header's value names this proxy, not a name a DNS-rebinding page could have
+ * pointed here: an IP literal, "localhost", or a name the operator listed
+ * (--admin-allow-host, compared without case), each with an optional :port. */
+static bool host_acceptable(const px_ctl *px, const char *v, size_t n)
+{
     size_t host = n;
-    const char *colon = memchr(v, ':', n);
+    const char *rb = n > 0 && v[0] == '[' ? memchr(v, ']', n) : NULL;
+    const char *colon = memchr(rb != NULL ? rb : v, ':', n - (size_t)((rb != NULL ? rb : v) - v));
     if (colon != NULL)
         host = (size_t)(colon - v);
-    if (host == 9 && strncasecmp(v, "localhost", 9) == 0)
+    for (size_t i = host + (colon != NULL); i < n; i++)
+        if (v[i] < '0' || v[i] > '9')
+            return false; /* a port is digits */
+    if (ip_literal(v, host) || (host == 9 && strncasecmp(v, "localhost", 9) == 0))
         return true;
-    if (host == 0)
-        return false;
-    for (size_t i = 0; i < host; i++)
-        if (!((v[i] >= '0' && v[i] <= '9') || v[i] == '.'))
-            return false;
-    return true;
+    for (size_t i = 0; i < px->nadmin_hosts; i++)
+        if (strlen(px->admin_hosts[i]) == host && strncasecmp(v, px->admin_hosts[i], host) == 0)
+            return true;
+    return false;
 }
 
 /* A request a web page made the browser send across origins: it carries Origin, or a
@@ -292,13 +322,31 @@ static bool cross_origin(const char *hdr, size_t len)
            !(n == 11 && strncasecmp(site, "same-origin", 11) == 0);
 }
 
-/* A reload named by a foreign Host: what a DNS-rebinding page sends (same-origin to the
- * browser, so no Origin). /metrics is left to any Host, since scrapers name their targets. */
-static bool foreign_host(const char *hdr, size_t len)
+/* The Host headers of a request, on every path: NULL when they are acceptable, else the
+ * status to answer. Two or more: 400, whatever the first says (a proxy in front may have read
+ * another than this server would). One that names another host: 403, what a DNS-rebinding page
+ * sends (same-origin to the browser, so without Origin); scrapers that name their targets by a
+ * DNS name need it listed (--admin-allow-host). None (HTTP/1.0): accepted. */
+static int host_refusal(const px_ctl *px, const char *hdr, size_t len)
 {
-    size_t n = 0;
-    const char *host = header(hdr, len, "Host", &n);
-    return !host_acceptable(host, n);
+    size_t n = 0, seen = 0, hostlen = 0;
+    const char *host = NULL;
+    for (const char *p = hdr, *end = hdr + len; p < end;) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        size_t rest = (size_t)((eol != NULL ? eol : end) - p);
+        const char *v = header(p, rest, "Host", &n);
+        if (v != NULL) {
+            seen++;
+            host = v;
+            hostlen = n;
+        }
+        if (eol == NULL)
+            break;
+        p = eol + 1;
+    }
+    if (seen > 1)
+        return 400;
+    return seen == 1 && !host_acceptable(px, host, hostlen) ? 403 : 0;
 }
 
 /* With --admin-token-file, POST /-/reload needs "Authorization: Bearer <token>". */
@@ -360,11 +408,17 @@ static void mconn_request(mconn *mc, size_t n)
         mconn_error(mc, 403, "Forbidden");
         return;
     }
+    int host = host_refusal(mc->ms->px, hdr, hlen);
+    if (host != 0) {
+        mconn_text(mc, host, host == 400 ? "Bad Request" : "Forbidden",
+                   host == 400 ? "more than one Host header\n"
+                               : "Host is not an address of this proxy, localhost, or a name "
+                                 "given with --admin-allow-host\n");
+        return;
+    }
     if (plen == 9 && memcmp(t, "/-/reload", 9) == 0) {
         if (!(mlen == 4 && memcmp(m, "POST", 4) == 0))
             mconn_error_allow(mc, 405, "Method Not Allowed", "POST");
-        else if (foreign_host(hdr, hlen))
-            mconn_error(mc, 403, "Forbidden");
         else if (!reload_authorized(mc->ms, hdr, hlen))
             mconn_error(mc, 401, "Unauthorized");
         else

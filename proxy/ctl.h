@@ -46,6 +46,10 @@ struct px_ctl {
     const char *metrics_addr;
     int metrics_port;
     const char *admin_token; /* --admin-token-file's token: POST /-/reload needs it (NULL: not) */
+    /* --admin-allow-host names: the Host values (without a port, any case) the admin port
+     * accepts besides IP literals and localhost; the strings are main's argv */
+    const char *const *admin_hosts;
+    size_t nadmin_hosts;
     uint64_t start_time;
     uint64_t total_connections; /* client connections accepted, all workers (atomic); those
                                    open are the pools' px_shared_pool.clients */

@@ -29,7 +29,8 @@
 #define DEFAULT_METRICS_ADDR "127.0.0.1"
 #define MAX_THREADS 256
 enum { OPT_METRICS_PORT = 256, OPT_METRICS_ADDR, OPT_THREADS, OPT_ADMIN_TOKEN_FILE,
-       OPT_MAX_MEMORY, OPT_FLEET_ID, OPT_FLEET_TTL }; /* long options */
+       OPT_MAX_MEMORY, OPT_FLEET_ID, OPT_FLEET_TTL, OPT_ADMIN_ALLOW_HOST }; /* long options */
+#define MAX_ADMIN_HOSTS 32
 
 /* Half the machine's memory: a budget that refuses requests well before the kernel's OOM
  * killer would end the process (and every client's connection with it). */
@@ -67,7 +68,8 @@ static void usage(FILE *fp)
             "                   [-c conf file] [-s stats port] [-a stats addr]\n"
             "                   [-i stats interval] [-p pid file] [-m mbuf size]\n"
             "                   [--metrics-port port] [--metrics-addr addr] [--threads N]\n"
-            "                   [--admin-token-file file] [--max-memory bytes]\n"
+            "                   [--admin-token-file file] [--admin-allow-host name]...\n"
+            "                   [--max-memory bytes]\n"
             "                   [--fleet-id id] [--fleet-ttl seconds]\n"
             "\n"
             "Options:\n"
@@ -91,6 +93,9 @@ static void usage(FILE *fp)
             "      --metrics-addr=S   : set metrics ip (default: %s)\n"
             "      --admin-token-file=S : POST /-/reload needs \"Authorization: Bearer <the "
             "file's first line>\"\n"
+            "      --admin-allow-host=S : a Host the metrics port accepts besides IP addresses "
+            "and\n"
+            "                           localhost (a name scrapers use; repeatable)\n"
             "      --max-memory=N     : refuse requests while buffers and requests hold more than N "
             "bytes\n"
             "                           (k, m, g suffixes; 0: no budget; default: half the "
@@ -145,6 +150,19 @@ static bool parse_int(const char *s, long lo, long hi, long *out)
     if (errno != 0 || end == s || *end != '\0' || v < lo || v > hi)
         return false;
     *out = v;
+    return true;
+}
+
+/* A DNS name as --admin-allow-host takes it: 1 to 253 letters, digits, '-' and '.'. */
+static bool host_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > 253)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+              (s[i] >= '0' && s[i] <= '9') || s[i] == '-' || s[i] == '.'))
+            return false;
     return true;
 }
 
@@ -312,6 +330,7 @@ int main(int argc, char **argv)
         {"max-memory", required_argument, NULL, OPT_MAX_MEMORY},
         {"fleet-id", required_argument, NULL, OPT_FLEET_ID},
         {"fleet-ttl", required_argument, NULL, OPT_FLEET_TTL},
+        {"admin-allow-host", required_argument, NULL, OPT_ADMIN_ALLOW_HOST},
         {NULL, 0, NULL, 0},
     };
     const char *conf = DEFAULT_CONF, *log_file = NULL, *pid_file = NULL, *token_file = NULL;
@@ -323,6 +342,8 @@ int main(int argc, char **argv)
     uint64_t max_memory = default_memory_budget();
     px_fleet_options fleet = {NULL, PX_FLEET_DEFAULT_TTL_S};
     long fleet_ttl = PX_FLEET_DEFAULT_TTL_S;
+    static const char *admin_hosts[MAX_ADMIN_HOSTS]; /* argv's strings */
+    size_t nadmin_hosts = 0;
     int opt;
     while ((opt = getopt_long(argc, argv, "hVtdDv:o:c:s:a:i:p:m:", longopts, NULL)) != -1) {
         switch (opt) {
@@ -389,6 +410,15 @@ int main(int argc, char **argv)
             break;
         case OPT_ADMIN_TOKEN_FILE:
             token_file = optarg;
+            break;
+        case OPT_ADMIN_ALLOW_HOST:
+            if (!host_name(optarg) || nadmin_hosts == MAX_ADMIN_HOSTS) {
+                fprintf(stderr, "chash-proxy: option --admin-allow-host requires a host name "
+                                "(letters, digits, '-' and '.', at most 253, without a port), "
+                                "at most %d times\n", MAX_ADMIN_HOSTS);
+                return 1;
+            }
+            admin_hosts[nadmin_hosts++] = optarg;
             break;
         case OPT_FLEET_ID:
             if (optarg[0] == '\0' || strlen(optarg) >= 100 || strchr(optarg, '/') != NULL) {
@@ -516,6 +546,8 @@ int main(int argc, char **argv)
     px.metrics_addr = metrics_addr;
     px.metrics_port = (int)metrics_port;
     px.admin_token = token_file != NULL ? token : NULL;
+    px.admin_hosts = admin_hosts;
+    px.nadmin_hosts = nadmin_hosts;
 
     unsigned nworkers = threads > 0 ? (unsigned)threads : px_default_threads();
     if (nworkers > MAX_THREADS)

@@ -16,8 +16,9 @@ one and a client_auth, with --metrics-port and --admin-token-file. Checked:
   from one address, even the right password is refused for a while (before: 67k guesses/s on
   one connection, none refused).
 - The admin port refuses what a web page could send: an Origin header or a cross-site
-  Sec-Fetch-Site is 403 on every path, a foreign Host (DNS rebinding) is 403 for /-/reload (a
-  scraper may name /metrics' host), and none of them reloads; POST /-/reload needs the bearer
+  Sec-Fetch-Site is 403 on every path, a foreign Host (DNS rebinding) is 403 on every path
+  too (a scraper's name must be listed with --admin-allow-host: proxy_admin_host), and none of
+  them reloads; POST /-/reload needs the bearer
   token (401 without or with a wrong one).
 - The stats port listens on 127.0.0.1 when -a is not given (twemproxy: 0.0.0.0).
 
@@ -117,8 +118,8 @@ def body(t):
          b"\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n\r\n", 403),
         ("POST /-/reload, a foreign Host", b"POST /-/reload HTTP/1.1\r\nHost: rebound.example:%d"
          b"\r\nAuthorization: Bearer " % mport + TOKEN.encode() + b"\r\n\r\n", 403),
-        ("GET /metrics, a host name", b"GET /metrics HTTP/1.1\r\nHost: scraped.example:%d"
-         b"\r\n\r\n" % mport, 200),
+        ("GET /metrics, a host name not listed", b"GET /metrics HTTP/1.1\r\nHost: "
+         b"scraped.example:%d\r\n\r\n" % mport, 403),
         ("POST /-/reload without the token", b"POST /-/reload HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
          401),
         ("POST /-/reload, a wrong token", b"POST /-/reload HTTP/1.1\r\nAuthorization: Bearer "
