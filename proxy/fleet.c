@@ -351,6 +351,59 @@ void px_fleet_boot_free(px_fleet_boot *b)
     free(b);
 }
 
+/* Pool pc's membership document read from etcd (blocking) and applied to pc: 1 (*kv holds it,
+ * *epoch its "epoch" or 0), 0 when its key does not exist, -1 when etcd cannot be read or the
+ * document is refused; why says which for 0 and -1. *answered: whether etcd answered. */
+static int read_doc(ch_conf_pool *pc, ch__etcd_kv *kv, int64_t *epoch, bool *answered,
+                    char *why, size_t whylen)
+{
+    int got = read_key(pc->membership_endpoint, pc->membership_key, kv, why, whylen);
+    *answered = got >= 0;
+    if (got == 0)
+        snprintf(why, whylen, "%s does not exist yet", pc->membership);
+    ch_config_error err;
+    if (got == 1 &&
+        ch_config_membership_doc(pc, pc->membership, kv->value, kv->len, epoch, &err) != 0) {
+        char msg[600];
+        snprintf(why, whylen, "its document is refused: %s",
+                 ch_config_error_str(&err, msg, sizeof(msg)));
+        got = -1;
+    }
+    return got;
+}
+
+/* The rule the start and -t share for a pool whose document could not be had (unread says why:
+ * etcd down, the key absent, the document refused): with servers in the file it starts fenced
+ * (docs/FLEET.md, "Fencing"); without, it has nothing it could serve, not even fenced, nor a
+ * placement to build, so it cannot start. 0, or -1 with the refusal, naming the pool, in why. */
+static int startable_unread(const ch_conf_pool *pc, const char *unread, char *why, size_t whylen)
+{
+    if (pc->nservers > 0)
+        return 0;
+    snprintf(why, whylen, "pool %s: cannot read its membership from %s (%s), and the file has no "
+             "servers", pc->name, pc->membership, unread);
+    return -1;
+}
+
+int px_fleet_check(ch_config *cfg, char *why, size_t whylen)
+{
+    for (size_t i = 0; i < cfg->npools; i++) {
+        ch_conf_pool *pc = &cfg->pools[i];
+        if (pc->membership == NULL)
+            continue;
+        char unread[600];
+        ch__etcd_kv kv = {0};
+        int64_t epoch = 0;
+        bool answered;
+        int got = read_doc(pc, &kv, &epoch, &answered, unread, sizeof(unread));
+        free(kv.key);
+        free(kv.value);
+        if (got != 1 && startable_unread(pc, unread, why, whylen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 int px_fleet_bootstrap(ch_config *cfg, px_log *log, const px_fleet_options *opt,
                        px_fleet_boot **out)
 {
@@ -386,23 +439,12 @@ int px_fleet_bootstrap(ch_config *cfg, px_log *log, const px_fleet_options *opt,
         }
         char why[600];
         ch__etcd_kv kv = {0};
-        int got = boot_register(pc, ttl_s, bd, why, sizeof(why));
-        if (got == 0) {
-            got = read_key(pc->membership_endpoint, pc->membership_key, &kv, why, sizeof(why));
-            bd->synced = got >= 0;
-        }
-        if (got == 0)
-            snprintf(why, sizeof(why), "%s does not exist yet", pc->membership);
         int64_t epoch = 0;
-        ch_config_error err;
-        if (got == 1 &&
-            ch_config_membership_doc(pc, pc->membership, kv.value, kv.len, &epoch, &err) != 0) {
-            char msg[600];
-            snprintf(why, sizeof(why), "its document is refused: %s",
-                     ch_config_error_str(&err, msg, sizeof(msg)));
-            got = -1;
-        }
+        int got = boot_register(pc, ttl_s, bd, why, sizeof(why));
+        if (got == 0)
+            got = read_doc(pc, &kv, &epoch, &bd->synced, why, sizeof(why));
         bool serve = pc->membership_fenced == CH_CONF_FENCED_SERVE;
+        char no[800];
         if (got == 1) {
             bd->text = kv.value;
             bd->len = kv.len;
@@ -410,24 +452,21 @@ int px_fleet_bootstrap(ch_config *cfg, px_log *log, const px_fleet_options *opt,
             kv.value = NULL;
             PX_LOGL(log, PX_LOG_NOTICE, "pool %s: membership from %s: epoch %lld, %zu servers",
                     pc->name, pc->membership, (long long)bd->epoch, pc->nservers);
-        } else if (pc->nservers > 0 && serve) {
+        } else if (startable_unread(pc, why, no, sizeof(no)) != 0) {
+            PX_LOGL(log, PX_LOG_ERR, "%s", no);
+            rc = -1;
+        } else if (serve) {
             PX_LOGL(log, PX_LOG_WARN,
                     "pool %s: cannot read its membership from %s (%s): serving the file's %zu "
                     "servers until etcd answers (membership_fenced: serve)",
                     pc->name, pc->membership, why, pc->nservers);
-        } else if (pc->nservers > 0) {
+        } else {
             bd->synced = false;
             PX_LOGL(log, PX_LOG_WARN,
                     "pool %s: cannot read its membership from %s (%s): refusing its requests "
                     "until etcd answers (the file's %zu servers are not known to be current; "
                     "membership_fenced: serve would serve them)",
                     pc->name, pc->membership, why, pc->nservers);
-        } else {
-            PX_LOGL(log, PX_LOG_ERR,
-                    "pool %s: cannot read its membership from %s (%s), and the file has no "
-                    "servers",
-                    pc->name, pc->membership, why);
-            rc = -1;
         }
         free(kv.key);
         free(kv.value);

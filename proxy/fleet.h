@@ -30,6 +30,13 @@ typedef struct px_fleet_boot px_fleet_boot;
 int px_fleet_bootstrap(ch_config *cfg, px_log *log, const px_fleet_options *opt,
                        px_fleet_boot **boot);
 
+/* What -t checks of the pools in etcd: each one's document read (blocking, as the start's: at
+ * most FIRST_READ_MS; nothing is written to etcd) and applied to cfg's pool, so px_ctl_check
+ * then checks the servers a start would serve; a pool whose document cannot be had passes
+ * when the file has servers (it would start fenced) and fails the check otherwise, by the
+ * rule the start applies (one function). 0, or -1 with the reason, naming the pool, in why. */
+int px_fleet_check(ch_config *cfg, char *why, size_t whylen);
+
 /* Revokes the leases not taken over (their records go at once) and frees boot. */
 void px_fleet_boot_free(px_fleet_boot *boot);
 

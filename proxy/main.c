@@ -473,8 +473,9 @@ int main(int argc, char **argv)
             fprintf(stderr, "chash-proxy: %s\n", ch_config_error_str(&err, msg, sizeof(msg)));
             return 1;
         }
-        char why[512];
-        if (px_ctl_check(cfg, why, sizeof(why)) != 0) {
+        char why[1024];
+        if (px_fleet_check(cfg, why, sizeof(why)) != 0 ||
+            px_ctl_check(cfg, why, sizeof(why)) != 0) {
             fprintf(stderr, "chash-proxy: configuration file '%s' cannot be served\n", conf);
             fprintf(stderr, "chash-proxy: %s\n", why);
             ch_config_free(cfg);
