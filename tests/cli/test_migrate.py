@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """chash migrate against real servers: a pool grows from 4 to 6 servers.
 
-usage: test_migrate.py CHASH-PROXY CHASH redis|memcached
+usage: test_migrate.py CHASH-PROXY CHASH redis|memcached|guard
+
+(guard: the run's guards on Redis: progress, the checkpoint's checks, a source dying mid-copy.)
 
 The keys are written through chash-proxy running on OLD, so each lands where the proxy puts it
 (not where chash migrate thinks it is); after the migration chash-proxy on NEW must read every
@@ -23,12 +25,15 @@ in `make test-tsan`).
 import hashlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "proxy"))
+import xxhash  # noqa: E402  (python3-xxhash: the checkpoint's checksum)
 from proxyharness import (Mc, Memcached, Proxy, Resp, SANITIZER_MARKS, fail,  # noqa: E402
                           free_ports, log, pool_yaml, require_programs, run_test, sanitizer_env,
                           start_memcacheds, start_redises, start_servers, write_file)
@@ -59,6 +64,70 @@ def chash_run(chash, args, expect=None):
             " ".join(args), r.returncode, expect, err[-2000:],
             r.stdout.decode("utf-8", "replace")[-2000:]))
     return r.returncode, out, err
+
+
+# A progress line of --progress: "chash migrate: migrating [###...]  42%  1234/5678 keys  400
+# keys/s  ETA 0:11".
+PROGRESS = re.compile(r"^chash migrate: (\w+) \[[#.]{30}\] +(\d+)%  (\d+)/(\d+) keys  "
+                      r"(\d+|--) keys/s  ETA (\d+:\d\d(?::\d\d)?|--)$")
+
+
+class Running:
+    """chash migrate ... --progress started, its stderr read as it comes (a thread), so a test
+    can act once the copy is seen running: wait_running() returns once a progress line shows
+    some keys done and some left. Acting then (a signal, a kill) is deterministic as long as
+    what is left takes longer than the act, which the test's --rate ensures."""
+
+    def __init__(self, chash, args):
+        self.p = subprocess.Popen([chash] + args + ["--progress"], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, env=sanitizer_env())
+        self.lines, self.cond = [], threading.Condition()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for raw in self.p.stderr:
+            with self.cond:
+                self.lines.append(raw.decode("utf-8", "replace").rstrip("\n"))
+                self.cond.notify_all()
+        with self.cond:
+            self.lines.append(None)  # end of stderr
+            self.cond.notify_all()
+
+    def progress(self):
+        with self.cond:
+            return [m for m in (PROGRESS.match(l) for l in self.lines if l) if m]
+
+    def wait_running(self, timeout=60, rated=False):
+        """The first progress line with 0 < done < total (rated: and a rate, which shows after
+        a second); fails if the run ends first."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while True:
+                for line in self.lines:
+                    m = line and PROGRESS.match(line)
+                    if m and m.group(1) == "migrating" and \
+                            0 < int(m.group(3)) < int(m.group(4)) and \
+                            (not rated or m.group(5) != "--"):
+                        return m
+                if None in self.lines or time.monotonic() > deadline:
+                    fail("chash migrate: never seen running (exit %s); stderr:\n%s" % (
+                        self.p.poll(), "\n".join(l for l in self.lines if l)[-3000:]))
+                self.cond.wait(deadline - time.monotonic())
+
+    def finish(self, timeout=60):
+        """(exit status, the JSON object, stderr text)."""
+        out_b = self.p.stdout.read()
+        self.p.wait(timeout=timeout)
+        self.reader.join(timeout=timeout)
+        err = "\n".join(l for l in self.lines if l)
+        for m in SANITIZER_MARKS:
+            if m.decode() in err:
+                fail("chash migrate: sanitizer report:\n%s" % err[-3000:])
+        try:
+            return self.p.returncode, json.loads(out_b), err
+        except ValueError:
+            fail("chash migrate: not JSON: %r; stderr:\n%s" % (out_b[:300], err[-2000:]))
 
 
 def owners(chash, config, keys):
@@ -316,19 +385,18 @@ def redis_test(proxy_exe, chash, tmp):
     #    the rerun completes with nothing lost.
     for s in news:
         RedisSide(s).flush()
+    # The signal is sent once a progress line shows the copy running with keys left; at 100
+    # moved keys a second the ~800 that move take 8 s, so the run cannot end before it lands
+    # (sending it once the checkpoint file appeared raced the copy's end: 1 in 4 under TSan).
     ckpt2 = os.path.join(tmp, "killed.ckpt")
-    p = subprocess.Popen([chash, "migrate", old_cfg, new_cfg, "--rate", "400", "--checkpoint",
-                          ckpt2, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env=sanitizer_env())
-    deadline = time.monotonic() + 30
-    while not os.path.exists(ckpt2) and time.monotonic() < deadline and p.poll() is None:
-        time.sleep(0.05)      # the first checkpoint: some keys are copied
-    p.send_signal(signal.SIGTERM)
-    out_b, err_b = p.communicate(timeout=60)
-    killed = json.loads(out_b)
-    if p.returncode != 3 or killed["complete"] or killed["moved"] >= len(moved):
-        fail("SIGTERM: exit %d, %r; stderr:\n%s" % (p.returncode, {k: killed[k] for k in (
-            "complete", "moved", "copied")}, err_b.decode("utf-8", "replace")[-3000:]))
+    run_ = Running(chash, ["migrate", old_cfg, new_cfg, "--rate", "100", "--checkpoint", ckpt2,
+                           "--json"])
+    run_.wait_running()
+    run_.p.send_signal(signal.SIGTERM)
+    rc, killed, err = run_.finish()
+    if rc != 3 or killed["complete"] or killed["moved"] >= len(moved):
+        fail("SIGTERM: exit %d, %r; stderr:\n%s" % (rc, {k: killed[k] for k in (
+            "complete", "moved", "copied")}, err[-3000:]))
     _, out, _ = chash_run(chash, ["migrate", old_cfg, new_cfg, "--checkpoint", ckpt2, "--json"],
                           expect=0)
     check_sums(out, len(moved), "after SIGTERM")
@@ -359,8 +427,9 @@ def redis_test(proxy_exe, chash, tmp):
         fail("refused password: %r" % err)
 
     # A checkpoint of another migration, or not a checkpoint at all, is refused.
-    other = write_file(os.path.join(tmp, "other.ckpt"),
-                       "chash-migrate-checkpoint 1\nid cache m-1 m-2\nend\n")
+    body_ = "chash-migrate-checkpoint 2\nid cache m-1 m-2\nmoves 0123456789abcdef\n"
+    other = write_file(os.path.join(tmp, "other.ckpt"), body_ + "check %s\nend\n"
+                       % xxhash.xxh64(body_.encode()).hexdigest())
     _, _, err = chash_run(chash, ["migrate", old_cfg, new_cfg, "--checkpoint", other], expect=1)
     if "another migration" not in err:
         fail("a checkpoint of another migration: %r" % err)
@@ -399,20 +468,17 @@ def redis_test(proxy_exe, chash, tmp):
         RedisSide(s).flush()
     victim_srv = news[0]
     to_victim = len([k for k in moved if own_new[k] == victim_srv.text])
-    p = subprocess.Popen([chash, "migrate", old_cfg, new_cfg, "--rate", "250", "--parallel", "1",
-                          "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env=sanitizer_env())
-    time.sleep(0.5)
+    run_ = Running(chash, ["migrate", old_cfg, new_cfg, "--rate", "250", "--parallel", "1",
+                           "--json"])
+    run_.wait_running()      # then ~3 s of copying are left at 250 keys/s
     victim_srv.kill()
-    out_b, err_b = p.communicate(timeout=60)
-    out = json.loads(out_b)
-    err = err_b.decode("utf-8", "replace")
-    if p.returncode != 1 or out["failed"] == 0 or out["failed"] > to_victim or \
+    rc, out, err = run_.finish()
+    if rc != 1 or out["failed"] == 0 or out["failed"] > to_victim or \
             out["copied"] + out["present"] + out["failed"] + out["expired"] != len(moved) or \
             any(f["to"] != victim_srv.text for f in out["failures"]) or \
             victim_srv.text not in err:
         fail("a new owner killed midway: exit %d, %r; stderr %r" % (
-            p.returncode, {k: out[k] for k in ("copied", "present", "failed")}, err[-600:]))
+            rc, {k: out[k] for k in ("copied", "present", "failed")}, err[-600:]))
     log("a new owner killed midway: %d of its %d keys failed (%s), the rest copied, exit 1" % (
         out["failed"], to_victim, out["failures"][0]["error"]))
     return "%d keys, %d moved" % (len(allkeys), len(moved))
@@ -617,22 +683,20 @@ def mc_test(proxy_exe, chash, tmp):
             c.call(b"flush_all\r\n")
     time.sleep(1.1)     # flush_all hides items stored within the same second
     victim_srv = news[0]
-    p = subprocess.Popen([chash, "migrate", old_cfg, new_cfg, "--rate", "250", "--parallel", "1",
-                          "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         env=sanitizer_env())
-    time.sleep(0.5)
+    run_ = Running(chash, ["migrate", old_cfg, new_cfg, "--rate", "250", "--parallel", "1",
+                           "--json"])
+    run_.wait_running()
     victim_srv.kill()
-    out_b, err_b = p.communicate(timeout=60)
-    out = json.loads(out_b)
+    rc, out, _ = run_.finish()
     # (The big keys bound for the small memcached still fail as above.)
     lost = [f for f in out["failures"] if f["to"] == victim_srv.text]
     others = [f for f in out["failures"] if f["to"] != victim_srv.text]
-    if p.returncode != 1 or not lost or \
+    if rc != 1 or not lost or \
             any("unreachable" not in f["error"] and "connection" not in f["error"]
                 for f in lost) or \
             any(f["to"] != small.text or "too large" not in f["error"] for f in others):
         fail("a new owner killed midway: exit %d, %r" % (
-            p.returncode, {k: out[k] for k in ("copied", "present", "failed", "failures")}))
+            rc, {k: out[k] for k in ("copied", "present", "failed", "failures")}))
     log("a new owner killed midway: %d keys failed (%s), exit 1" % (
         out["failed"], lost[0]["error"]))
 
@@ -646,13 +710,189 @@ def mc_test(proxy_exe, chash, tmp):
     return "%d keys, %d moved" % (len(keys), len(moved))
 
 
+# ---------------------------------------------------------------------------------------------
+# The guards of a run (Redis): progress with counts, rate and ETA; a checkpoint edited, of
+# other configs, or whose counts do not add up is refused, an untouched one resumes; a source
+# that dies mid-copy leaves the run incomplete (exit 1).
+
+N_GUARD = 4000
+
+
+def retally(text):
+    """The checkpoint's text with its checksum recomputed (an edit a checksum cannot see: what
+    is left to catch it are the checks that the counts add up)."""
+    body = text[:text.index("check ")]
+    return body + "check %s\nend\n" % xxhash.xxh64(body.encode()).hexdigest()
+
+
+def edit_source(text, pick, field, value):
+    """text with `field` of the first source line pick(fields) accepts set to value."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("source "):
+            f = line.split(" ")
+            d = dict(zip(f[2::2], f[3::2]))
+            if pick(d):
+                d[field] = value
+                lines[i] = " ".join(f[:2] + [x for k in f[2::2] for x in (k, d[k])])
+                return "\n".join(lines)
+    fail("no source line to edit in:\n%s" % text)
+
+
+def guard_test(proxy_exe, chash, tmp):
+    redis_exe, = require_programs("redis-server")
+    olds = start_redises(redis_exe, tmp, 3)
+    news = start_redises(redis_exe, tmp, 2)
+    old_servers = [(s.text, 1, "g%d" % (i + 1)) for i, s in enumerate(olds)]
+    new_servers = old_servers + [(s.text, 1, "g%d" % (i + 4)) for i, s in enumerate(news)]
+    po, pn = free_ports(2)
+    settings = dict(hash="fnv1a_64", distribution="ketama")
+    old_cfg = write_file(os.path.join(tmp, "old.yml"),
+                         pool_yaml("cache", po, old_servers, redis=True, **settings))
+    new_cfg = write_file(os.path.join(tmp, "new.yml"),
+                         pool_yaml("cache", pn, new_servers, redis=True, **settings))
+    keys = [b"g:%d:%s" % (i, _tag(i)) for i in range(N_GUARD)]
+    own_old, own_new = owners(chash, old_cfg, keys), owners(chash, new_cfg, keys)
+    srv = {s.text: s for s in olds + news}
+    for addr in set(own_old.values()):
+        with Resp(srv[addr].addr) as c:
+            c.pipeline([("SET", k, b"v-" + k) for k in keys if own_old[k] == addr])
+    moved = {k for k in keys if own_old[k] != own_new[k]}
+
+    def new_keys():
+        return set().union(*(RedisSide(s).keys() for s in news))
+
+    # 1. --progress: lines "N/M keys, keys/s, ETA" while it copies (M: the keys the OLD servers
+    #    hold, DBSIZE); SIGTERM once seen running stops it (exit 3) with the checkpoint saved.
+    ckpt = os.path.join(tmp, "guard.ckpt")
+    run_ = Running(chash, ["migrate", old_cfg, new_cfg, "--rate", "200", "--batch", "100",
+                           "--checkpoint", ckpt, "--json"])
+    m = run_.wait_running(rated=True)
+    # The rate is of keys scanned: --rate paces the moved ones (~38% of them).
+    if int(m.group(4)) != N_GUARD or int(m.group(5)) <= 0 or m.group(6) == "--":
+        fail("--progress: %r: wanted N/%d keys, a rate and an ETA" % (m.group(0), N_GUARD))
+    run_.p.send_signal(signal.SIGTERM)
+    rc, out, err = run_.finish()
+    if rc != 3 or out["complete"]:
+        fail("SIGTERM once running: exit %d, complete %s" % (rc, out["complete"]))
+    lines = run_.progress()
+    done = [int(x.group(3)) for x in lines]
+    if done != sorted(done) or any(int(x.group(4)) != N_GUARD for x in lines):
+        fail("--progress: counts not rising to %d: %r" % (N_GUARD, [x.group(0) for x in lines]))
+    log("--progress: %d lines, e.g. %r" % (len(lines), m.group(0)))
+    # 2. The checkpoint: every edit is refused, naming the file and what is wrong, and nothing
+    #    is copied; the untouched file then resumes.
+    text = open(ckpt).read()
+    copied_before = new_keys()
+    undone = lambda d: d["done"] == "0"                                  # noqa: E731
+    some = lambda d: int(d["copied"]) > 0                                # noqa: E731
+    pick = undone if any("done 0" in l for l in text.split("\n")) else some
+    bad = {
+        "done 1": (edit_source(text, undone, "done", "1"), "checksum"),
+        "cursor moved": (edit_source(text, pick, "cursor", "12345"), "checksum"),
+        "negative count": (edit_source(text, some, "copied", "-1"), "checksum"),
+        "negative count, checksum redone": (
+            retally(edit_source(text, some, "copied", "-1")), "plain decimals"),
+        "cursor 0, checksum redone": (
+            retally(edit_source(text, lambda d: int(d["scanned"]) > 0 and d["done"] == "0",
+                                "cursor", "0")), "cursor 0"),
+        "truncated": (text[:len(text) // 2], "checkpoint"),
+        "an older format": ("chash-migrate-checkpoint 1\n" + text.split("\n", 1)[1],
+                            "without a checksum"),
+    }
+    # A wrapping count: copied 2^64 - 1 and present + copied + 1 keep the outcomes' sum
+    # equal to moved modulo 2^64.
+    line = [l for l in text.split("\n") if l.startswith("source ") and some(
+        dict(zip(l.split(" ")[2::2], l.split(" ")[3::2])))][0]
+    d = dict(zip(line.split(" ")[2::2], line.split(" ")[3::2]))
+    wrapped = edit_source(text, lambda x: x == d, "copied", str(2 ** 64 - 1))
+    wrapped = edit_source(wrapped, lambda x: x["cursor"] == d["cursor"], "present",
+                          str(int(d["present"]) + int(d["copied"]) + 1))
+    bad["wrapping count, checksum redone"] = (retally(wrapped), "overflow")
+    for what, (content, reason) in bad.items():
+        path = write_file(os.path.join(tmp, "bad.ckpt"), content)
+        rc, _, err = chash_run(chash, ["migrate", old_cfg, new_cfg, "--checkpoint", path],
+                               expect=1)
+        if path not in err or (reason and reason not in err) or "--restart" not in err:
+            fail("checkpoint %s: the message must name the file, %r and --restart: %r" % (
+                what, reason, err))
+        if open(path).read() != content or new_keys() != copied_before:
+            fail("checkpoint %s: refused, yet the file or the new servers changed" % what)
+        log("checkpoint %s: refused: %s" % (what, err.strip().split(": ", 2)[-1][:110]))
+    # OLD and NEW swapped: another migration.
+    rc, _, err = chash_run(chash, ["migrate", new_cfg, old_cfg, "--checkpoint", ckpt], expect=1)
+    if ckpt not in err or "another" not in err:
+        fail("configs swapped: %r" % err)
+    # The same configs, another --match: another moved set.
+    rc, _, err = chash_run(chash, ["migrate", old_cfg, new_cfg, "--checkpoint", ckpt,
+                                   "--match", "g:*"], expect=1)
+    if ckpt not in err or "moved set" not in err:
+        fail("another --match: %r" % err)
+    if open(ckpt).read() != text:
+        fail("a refused run rewrote the checkpoint")
+    rc, out, err = chash_run(chash, ["migrate", old_cfg, new_cfg, "--checkpoint", ckpt,
+                                     "--json"], expect=0)
+    check_sums(out, len(moved), "resumed from the untouched checkpoint")
+    if not out["complete"] or out["failed"] or new_keys() != moved:
+        fail("resumed: complete %s, failed %d, %d of %d moved keys at their new owners" % (
+            out["complete"], out["failed"], len(new_keys() & moved), len(moved)))
+    # --restart starts a refused file afresh (everything present now).
+    path = write_file(os.path.join(tmp, "bad.ckpt"), bad["done 1"][0])
+    rc, out, err = chash_run(chash, ["migrate", old_cfg, new_cfg, "--checkpoint", path,
+                                     "--restart", "--json"], expect=0)
+    if out["moved"] != len(moved) or out["present"] != len(moved):
+        fail("--restart: %r" % {k: out[k] for k in ("moved", "present", "copied")})
+
+    # On a terminal, the same counts after the bar (a pty).
+    import pty
+    master, slave = pty.openpty()
+    # Every moved key is present by now; at 600 a second the run takes over 2 s.
+    p = subprocess.Popen([chash, "migrate", old_cfg, new_cfg, "--rate", "600", "--batch",
+                          "100"], stdout=subprocess.DEVNULL, stderr=slave, env=sanitizer_env())
+    os.close(slave)
+    tty = b""
+    while True:
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        tty += chunk
+    p.wait(timeout=60)
+    os.close(master)
+    bars = [b for b in tty.decode("utf-8", "replace").split("\r") if "keys/s" in b]
+    if p.returncode != 0 or not bars or not re.search(r"\d+/%d keys +\d+ keys/s +ETA " % N_GUARD,
+                                                      bars[-1]):
+        fail("progress on a terminal: exit %s, %r" % (p.returncode, tty[-300:]))
+
+    # 3. A source killed mid-copy: not complete, exit 1, the failure counted and named.
+    for s in news:
+        RedisSide(s).flush()
+    run_ = Running(chash, ["migrate", old_cfg, new_cfg, "--rate", "200", "--batch", "100",
+                           "--parallel", "1", "--json"])
+    run_.wait_running()      # ~1,500 moved keys at 200/s: 7 s left
+    for s in olds:           # the source being drained is one of them
+        s.kill()
+    rc, out, err = run_.finish()
+    outcomes = out["copied"] + out["present"] + out["expired"] + out["failed"] + out["changed"]
+    if rc != 1 or out["complete"] or out["failed_sources"] < 1 or outcomes != out["moved"] or \
+            not any(s.text in err for s in olds) or out["moved"] >= len(moved):
+        fail("a source killed mid-copy: exit %d, %r; stderr %r" % (rc, {k: out[k] for k in (
+            "complete", "moved", "copied", "failed", "failed_sources")}, err[-800:]))
+    log("a source killed mid-copy: exit 1, complete false, %d of %d moved copied, %d failed, "
+        "%d sources failed" % (out["copied"], out["moved"], out["failed"],
+                               out["failed_sources"]))
+    return "%d keys, %d moved" % (len(keys), len(moved))
+
+
 def body(t):
     t0 = time.monotonic()
-    test = redis_test if t.proto == "redis" else mc_test
+    test = {"redis": redis_test, "memcached": mc_test, "guard": guard_test}[t.proto]
     return "%s in %.1f s" % (test(t.proxy, t.chash, t.tmp), time.monotonic() - t0)
 
 
 if __name__ == "__main__":
     # The servers the protocol needs are required by redis_test / mc_test themselves.
     run_test(body, programs=(), options=lambda ap: ap.add_argument(
-        "proto", choices=("redis", "memcached")))
+        "proto", choices=("redis", "memcached", "guard")))

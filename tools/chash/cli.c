@@ -101,6 +101,8 @@ enum {
     O_TIMEOUT,
     O_MIGRATE,
     O_MATCH,
+    O_PROGRESS,
+    O_RESTART,
 };
 
 static const struct {
@@ -141,6 +143,8 @@ static const struct {
     {{"timeout", required_argument, NULL, O_TIMEOUT}, OPT_FLEET},
     {{"migrate", no_argument, NULL, O_MIGRATE}, OPT_FLEET},
     {{"match", required_argument, NULL, O_MATCH}, OPT_MIGRATE | OPT_FLEET},
+    {{"progress", no_argument, NULL, O_PROGRESS}, OPT_MIGRATE},
+    {{"restart", no_argument, NULL, O_RESTART}, OPT_MIGRATE},
     {{"help", no_argument, NULL, 'h'}, 0},
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
@@ -230,6 +234,8 @@ void cli_parse(cli *c, int argc, char **argv, unsigned allowed, const char *help
             break;
         case O_MIGRATE: c->migrate = true; break;
         case O_MATCH: c->match = optarg; break;
+        case O_PROGRESS: c->progress = true; break;
+        case O_RESTART: c->restart = true; break;
         }
     }
     if (c->nodes && c->config)
@@ -801,32 +807,92 @@ double now_seconds(void)
 
 void progress_start(progress *p, const char *label, uint64_t total)
 {
-    *p = (progress){.label = label, .total = total, .tty = isatty(STDERR_FILENO) == 1};
+    progress_start_counted(p, NULL, label, total, NULL, false);
+}
+
+void progress_start_counted(progress *p, const char *cmd, const char *label, uint64_t total,
+                            const char *unit, bool lines)
+{
+    bool tty = isatty(STDERR_FILENO) == 1;
+    *p = (progress){.label = label, .cmd = cmd, .unit = unit, .total = total, .tty = tty,
+                    .lines = lines && !tty};
     p->start = p->last = now_seconds();
+}
+
+/* "1:02:03" or "2:03" for s seconds; "--" when unknown. */
+static void fmt_duration(char *buf, size_t len, double s)
+{
+    if (!isfinite(s) || s < 0 || s > 1e8) {
+        snprintf(buf, len, "--");
+        return;
+    }
+    unsigned long t = (unsigned long)(s + 0.5);
+    if (t >= 3600)
+        snprintf(buf, len, "%lu:%02lu:%02lu", t / 3600, t / 60 % 60, t % 60);
+    else
+        snprintf(buf, len, "%lu:%02lu", t / 60, t % 60);
+}
+
+/* The counts, the rate and the time left, after the bar: "  1234/5678 keys  400 keys/s  ETA
+ * 0:11". The rate is the average since the start (the work is even: a migration's --rate, or
+ * the CPU); the ETA is what is left at that rate. */
+static void progress_counts(const progress *p, uint64_t done, double t)
+{
+    /* Under a second the average says little (a first batch is taken at once): "--". */
+    double el = t - p->start, rate = el >= 1.0 ? (double)done / el : NAN;
+    if (p->total > 0)
+        fprintf(stderr, "  %llu/%llu %s", (unsigned long long)done,
+                (unsigned long long)p->total, p->unit);
+    else
+        fprintf(stderr, "  %llu %s", (unsigned long long)done, p->unit);
+    if (isfinite(rate))
+        fprintf(stderr, "  %.0f %s/s", rate, p->unit);
+    else
+        fprintf(stderr, "  -- %s/s", p->unit);
+    if (p->total > 0) {
+        char eta[32];
+        uint64_t left = done >= p->total ? 0 : p->total - done;
+        fmt_duration(eta, sizeof(eta), rate > 0 ? (double)left / rate : NAN);
+        fprintf(stderr, "  ETA %s", eta);
+    }
 }
 
 void progress_update(progress *p, uint64_t done)
 {
-    if (!p->tty || p->total == 0)
+    if (!(p->tty || p->lines) || (p->total == 0 && p->unit == NULL))
         return;
     double t = now_seconds();
-    /* Work under a second never shows a bar; after that, redraw ten times a second. */
-    if (t - p->start < 1.0 || (p->shown && t - p->last < 0.1))
+    if (p->lines) {
+        /* Lines: the first at once, then two a second. */
+        if (p->shown && t - p->last < 0.5)
+            return;
+    } else if (t - p->start < 1.0 || (p->shown && t - p->last < 0.1)) {
+        /* Work under a second never shows a bar; after that, redraw ten times a second. */
         return;
+    }
     p->last = t;
     p->shown = true;
-    double f = done >= p->total ? 1.0 : (double)done / (double)p->total;
+    double f = p->total == 0 ? 0.0 : done >= p->total ? 1.0 : (double)done / (double)p->total;
     int width = 30, full = (int)(f * width);
-    fprintf(stderr, "\r%s [", p->label);
+    if (p->lines)
+        fprintf(stderr, "chash %s: %s [", p->cmd ? p->cmd : "", p->label);
+    else
+        fprintf(stderr, "\r%s [", p->label);
     for (int i = 0; i < width; i++)
         fputc(i < full ? '#' : '.', stderr);
     fprintf(stderr, "] %3d%%", (int)(f * 100));
+    if (p->unit)
+        progress_counts(p, done, t);
+    if (p->lines)
+        fputc('\n', stderr);
+    else if (p->unit)
+        fputs("\033[K", stderr); /* the line may have been longer */
     fflush(stderr);
 }
 
 void progress_end(progress *p)
 {
-    if (p->shown)
+    if (p->shown && !p->lines)
         fputs("\r\033[K", stderr);
     p->shown = false;
 }

@@ -34,7 +34,7 @@ enum {
     OPT_SHOWVERSION = 1u << 13, /* --show-version */
     OPT_WINDOW = 1u << 15,  /* --pool-keys, --read-rate (plan: the warm-up window to size) */
     OPT_MIGRATE = 1u << 14, /* --rate, --checkpoint, --dry-run, --verify, --replace, --limit,
-                               --batch, --parallel, --match (migrate) */
+                               --batch, --parallel, --match, --progress, --restart (migrate) */
     OPT_FLEET = 1u << 16,   /* --etcd, --timeout, --pool, --migrate, --rate, --batch,
                                --parallel, --match (fleet) */
 };
@@ -78,6 +78,8 @@ typedef struct cli {
     const char *etcd;       /* --etcd etcd://host:port[/key] (fleet) */
     uint64_t timeout_ms;    /* --timeout MS (fleet apply); 0: the default */
     bool migrate;           /* --migrate (fleet apply): the staged copy before the commit */
+    bool progress;          /* --progress: progress lines even when stderr is no terminal */
+    bool restart;           /* --restart (migrate): start afresh over a refused checkpoint */
 
     int argc; /* positional arguments */
     char **argv;
@@ -185,15 +187,24 @@ void keys_close(keysrc *k);
 /* ---- progress ----------------------------------------------------------------------------- */
 
 /* A progress bar on stderr, shown only when stderr is a terminal and only once the work has run
- * for a second; progress_end() clears it. Cheap to update often. */
+ * for a second; progress_end() clears it. Cheap to update often. With a unit ("keys") it also
+ * shows the counts, the rate and the time left: "[###...]  42%  1234/5678 keys  400 keys/s  ETA
+ * 0:11" (without a known total: the count and the rate). Forced (--progress), it is drawn when
+ * stderr is not a terminal too, as one line "chash CMD: LABEL ..." every half second, from the
+ * first update on, for logs and scripts. */
 typedef struct progress {
     const char *label;
+    const char *cmd;  /* forced lines: "chash CMD: " */
+    const char *unit; /* NULL: a bare bar */
     uint64_t total;
     double start, last;
-    bool tty, shown;
+    bool tty, shown, lines;
 } progress;
 
 void progress_start(progress *p, const char *label, uint64_t total);
+/* progress_start with counts in `unit`; lines: draw lines when stderr is not a terminal. */
+void progress_start_counted(progress *p, const char *cmd, const char *label, uint64_t total,
+                            const char *unit, bool lines);
 void progress_update(progress *p, uint64_t done);
 void progress_end(progress *p);
 

@@ -9,11 +9,27 @@
 #include <inttypes.h>
 #include <stdio.h>
 
+/* Source i's counts: its checkpointed state and its lost batch. */
+static mig_counts source_counts(const run *r, size_t i)
+{
+    const mig_counts *a = &r->st[i].n, *b = &r->lost[i].n;
+    return (mig_counts){a->scanned + b->scanned, a->stray + b->stray, a->moved + b->moved,
+                        a->copied + b->copied,   a->present + b->present,
+                        a->expired + b->expired, a->failed + b->failed,
+                        a->changed + b->changed, 0};
+}
+
+static uint64_t pair_keys(const run *r, size_t i, size_t k)
+{
+    return r->st[i].pairs[k] + r->lost[i].pairs[k];
+}
+
 void mig_totals(const run *r, mig_counts *t)
 {
     *t = (mig_counts){0};
     for (size_t i = 0; i < r->old.n; i++) {
-        const mig_counts *n = &r->st[i].n;
+        mig_counts sc = source_counts(r, i);
+        const mig_counts *n = &sc;
         t->scanned += n->scanned;
         t->stray += n->stray;
         t->moved += n->moved;
@@ -93,7 +109,7 @@ void mig_print_json(const run *r, bool complete, double secs)
     json_arr(&j);
     for (size_t i = 0; i < r->old.n; i++)
         for (size_t k = 0; k < r->neu.n; k++) {
-            if (r->st[i].pairs[k] == 0)
+            if (pair_keys(r, i, k) == 0)
                 continue;
             json_obj(&j);
             json_key(&j, "from");
@@ -101,14 +117,15 @@ void mig_print_json(const run *r, bool complete, double secs)
             json_key(&j, "to");
             json_str(&j, r->neu.servers[k].addr);
             json_key(&j, "keys");
-            json_int(&j, r->st[i].pairs[k]);
+            json_int(&j, pair_keys(r, i, k));
             json_end(&j);
         }
     json_end(&j);
     json_key(&j, "sources");
     json_arr(&j);
     for (size_t i = 0; i < r->old.n; i++) {
-        const mig_counts *n = &r->st[i].n;
+        mig_counts sc = source_counts(r, i);
+        const mig_counts *n = &sc;
         json_obj(&j);
         json_key(&j, "server");
         json_str(&j, r->old.servers[i].addr);
@@ -184,10 +201,10 @@ void mig_print_text(const run *r, bool complete, double secs)
     char la[300], lb[300];
     for (size_t i = 0; i < r->old.n; i++)
         for (size_t k = 0; k < r->neu.n; k++)
-            if (r->st[i].pairs[k])
+            if (pair_keys(r, i, k))
                 printf("  %-40s -> %-40s %" PRIu64 "\n",
                        server_label(&r->old.servers[i], la, sizeof(la)),
-                       server_label(&r->neu.servers[k], lb, sizeof(lb)), r->st[i].pairs[k]);
+                       server_label(&r->neu.servers[k], lb, sizeof(lb)), pair_keys(r, i, k));
     if (!r->dry_run)
         printf("copied %" PRIu64 ", present %" PRIu64 " (already at the new owner%s), expired %"
                PRIu64 ", failed %" PRIu64 ", changed %" PRIu64 " (written at the source during "
@@ -200,7 +217,9 @@ void mig_print_text(const run *r, bool complete, double secs)
                r->v_checked, r->v_ok, r->v_missing, r->v_ttl, VERIFY_TOLERANCE_MS, r->v_gone,
                r->v_error);
     printf("%.2f s, %.0f keys scanned/s%s\n", secs, secs > 0 ? (double)r->scanned_run / secs : 0.0,
-           complete ? "" : "; stopped before the end: rerun with the same --checkpoint to go on");
+           complete ? ""
+                    : "; incomplete (stopped, or keys or a source failed): rerun with the same "
+                      "--checkpoint to go on");
 }
 
 /* The failed keys and mismatches listed on stderr (with or without --json). */

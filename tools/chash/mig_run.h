@@ -69,7 +69,9 @@ typedef struct run {
     side old, neu;
     long *same;              /* per OLD server: its index in NEW, or -1 */
     mig_conn **src;          /* per OLD server */
-    mig_source_state *st;    /* per OLD server */
+    mig_source_state *st;    /* per OLD server: what the checkpoint holds */
+    mig_source_state *lost;  /* per OLD server: the batch its connection died in (counted,
+                                never checkpointed: a rerun enumerates it again) */
     bool *source_failed;
     uint64_t *unlisted;      /* per OLD server: keys no dump listed (memcached), this run */
     char **source_err;
@@ -78,6 +80,7 @@ typedef struct run {
     uint64_t limit;          /* keys scanned in this run before stopping; 0: none */
     const char *checkpoint;
     char id[256];
+    uint64_t moves;          /* the moved set's identity (moved_set_id), in the checkpoint */
     pthread_mutex_t mu;
     /* under mu: */
     uint64_t scanned_run;    /* keys scanned in this run */

@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <xxhash.h>
 
 #define RETRIES 3              /* attempts per batch when a connection fails */
 #define CHECKPOINT_EVERY 5000  /* keys scanned between checkpoint writes */
@@ -152,8 +153,8 @@ static void save(run *r)
     if (r->checkpoint == NULL || r->dry_run)
         return;
     char err[512];
-    if (mig_checkpoint_save(r->checkpoint, r->id, r->old.servers, r->old.n, r->neu.servers,
-                            r->neu.n, r->st, err, sizeof(err)) != 0)
+    if (mig_checkpoint_save(r->checkpoint, r->id, r->moves, r->old.servers, r->old.n,
+                            r->neu.servers, r->neu.n, r->st, err, sizeof(err)) != 0)
         cli_fail(r->c, "checkpoint: %s", err);
 }
 
@@ -242,28 +243,34 @@ static bool any(const mig_batch *b, bool check, int v)
     return false;
 }
 
-/* Copies the batch's moved keys from OLD server i, retrying lost connections. */
-static void copy_batch(worker *w, size_t i, mig_batch *b)
+/* Copies the batch's moved keys from OLD server i, retrying lost connections. Returns false
+ * when the source's connection was lost and could not be reopened: the keys not copied then
+ * failed, and the source is gone. */
+static bool copy_batch(worker *w, size_t i, mig_batch *b, char *err, size_t errlen)
 {
     run *r = w->r;
     for (int attempt = 0;; attempt++) {
         fail_unreachable(w, b, false);
         if (!any(b, false, MIG_TODO) && !any(b, false, MIG_RETRY))
-            return;
+            return true;
         bool broken_src = false;
         r->drv->copy(r->src[i], w->dst, r->neu.n, b, r->replace, &broken_src, w->broken_dst);
-        char err[MIG_ERR_LEN] = "";
-        bool src_ok = !broken_src || reopen_src(r, i, err, sizeof(err));
+        err[0] = '\0';
+        bool src_ok = !broken_src || reopen_src(r, i, err, errlen);
         reopen_dsts(w);
-        if (!any(b, false, MIG_RETRY))
-            return;
-        if (!src_ok || attempt + 1 == RETRIES) {
+        if (!src_ok) {
             char why[MIG_ERR_LEN + 64];
-            snprintf(why, sizeof(why), "connection lost after %d attempts%s%.200s", attempt + 1,
-                     err[0] ? ": " : "", err);
+            snprintf(why, sizeof(why), "the source's connection was lost: %.200s", err);
+            mark(b, false, MIG_TODO, MIG_FAILED, why);
             mark(b, false, MIG_RETRY, MIG_FAILED, why);
-            if (!src_ok)
-                return;
+            return false;
+        }
+        if (!any(b, false, MIG_RETRY))
+            return true;
+        if (attempt + 1 == RETRIES) {
+            char why[MIG_ERR_LEN + 64];
+            snprintf(why, sizeof(why), "connection lost after %d attempts", attempt + 1);
+            mark(b, false, MIG_RETRY, MIG_FAILED, why);
         }
     }
 }
@@ -316,10 +323,11 @@ static size_t classify(const run *r, size_t i, mig_batch *b, uint64_t *stray)
     return moved;
 }
 
-/* The caller holds r->mu (so do count_verify's). */
-static void count_batch(run *r, size_t i, const mig_batch *b, uint64_t stray)
+/* Counts batch b of OLD server i into s (its state, or its lost batch); the caller holds r->mu
+ * (so do count_verify's). */
+static void count_batch(run *r, size_t i, mig_source_state *s, const mig_batch *b,
+                        uint64_t stray)
 {
-    mig_source_state *s = &r->st[i];
     s->n.scanned += b->n;
     s->n.stray += stray;
     for (size_t k = 0; k < b->n; k++) {
@@ -427,15 +435,33 @@ static bool drain(worker *w, size_t i)
             pthread_mutex_lock(&r->mu);
             count_verify(r, i, b);
         } else {
+            bool src_ok = true;
             if (!r->dry_run && moved > 0) {
                 pthread_mutex_lock(&r->mu);
                 double wait = bucket_take(&r->rate, moved, (double)hint / fmax(1, r->rate.rate));
                 pthread_mutex_unlock(&r->mu);
                 sleep_s(wait);
-                copy_batch(w, i, b);
+                src_ok = copy_batch(w, i, b, err, sizeof(err));
+            }
+            if (!src_ok) {
+                /* The source died mid-copy: the batch is counted (its keys not copied failed)
+                 * apart from the checkpoint's state, whose cursor stays before it, so that a
+                 * rerun enumerates it again; the source is done for this run. */
+                cli_warn(r->c, "%s: connection lost while copying: %s",
+                         server_label(s, lb, sizeof(lb)), err);
+                pthread_mutex_lock(&r->mu);
+                count_batch(r, i, &r->lost[i], b, stray);
+                r->source_failed[i] = true;
+                char e2[MIG_ERR_LEN + 64];
+                snprintf(e2, sizeof(e2), "connection lost while copying: %.200s", err);
+                r->source_err[i] = xstrdup(r->c, e2);
+                r->prog_done += b->n;
+                pthread_mutex_unlock(&r->mu);
+                r->drv->cursor_free(&cur);
+                return true;
             }
             pthread_mutex_lock(&r->mu);
-            count_batch(r, i, b, stray);
+            count_batch(r, i, &r->st[i], b, stray);
             r->st[i].cur.pos = cur.pos;
             r->st[i].cur.done = cur.done;
             r->scanned_run += b->n;
@@ -517,6 +543,8 @@ int cmd_migrate(cli *c)
         cli_usage(c, "--replace does nothing in a dry run");
     if (c->dry_run && c->checkpoint)
         cli_usage(c, "--checkpoint does nothing in a dry run (it records copies)");
+    if (c->restart && !c->checkpoint)
+        cli_usage(c, "--restart needs --checkpoint FILE (it starts that file afresh)");
     char err[600];
     int status = mig_run(c, &old, &neu, true, false, NULL, err, sizeof(err));
     if (status < 0)
@@ -585,6 +613,45 @@ static int64_t clean_server(run *r, size_t j, char *why, size_t whylen)
     return cleaned;
 }
 
+/* The identity of the moved set, for the checkpoint: what decides which keys move where and
+ * which keys are the pool's. Both sides' server addresses (in placement order) and databases,
+ * --match, the membership versions, and the owners under OLD and NEW of PROBES fixed keys
+ * (plain and hash-tagged), which follow the placements themselves (distribution, hash,
+ * hash_tag, weights, names) even where a pool's explicit "version" stays the same. XXH64. */
+#define PROBES 4096
+static uint64_t moved_set_id(const run *r)
+{
+    XXH64_state_t *h = XXH64_createState();
+    if (h == NULL)
+        cli_fail(r->c, "out of memory");
+    XXH64_reset(h, 0);
+    const side *sides[2] = {&r->old, &r->neu};
+    XXH64_update(h, r->drv->name, strlen(r->drv->name) + 1);
+    for (int k = 0; k < 2; k++) {
+        const side *s = sides[k];
+        const char *v = ch_membership_version(s->members);
+        XXH64_update(h, k ? "NEW" : "OLD", 4);
+        XXH64_update(h, v, strlen(v) + 1);
+        int32_t db = s->auth.db;
+        XXH64_update(h, &db, sizeof(db));
+        for (size_t i = 0; i < s->n; i++)
+            XXH64_update(h, s->servers[i].addr, strlen(s->servers[i].addr) + 1);
+    }
+    const char *match = r->c->match ? r->c->match : "";
+    XXH64_update(h, match, strlen(match) + 1);
+    for (unsigned i = 0; i < PROBES; i++) {
+        char key[64];
+        int len = snprintf(key, sizeof(key), i % 2 ? "{probe:%u}:%u" : "chash-probe:%u:%u", i,
+                           i * 2654435761u);
+        uint32_t own[2] = {(uint32_t)ch_lookup(r->old.table, key, (size_t)len),
+                           (uint32_t)ch_lookup(r->neu.table, key, (size_t)len)};
+        XXH64_update(h, own, sizeof(own));
+    }
+    uint64_t id = XXH64_digest(h);
+    XXH64_freeState(h);
+    return id;
+}
+
 int mig_run(const cli *c, side *old, side *neu, bool report, bool clean, mig_counts *totals,
             char *why, size_t whylen)
 {
@@ -599,20 +666,27 @@ int mig_run(const cli *c, side *old, side *neu, bool report, bool clean, mig_cou
     r.same = xcalloc(c, no, sizeof(*r.same));
     r.src = xcalloc(c, no, sizeof(*r.src));
     r.st = xcalloc(c, no, sizeof(*r.st));
+    r.lost = xcalloc(c, no, sizeof(*r.lost));
     r.source_failed = xcalloc(c, no, sizeof(*r.source_failed));
     r.unlisted = xcalloc(c, no, sizeof(*r.unlisted));
     r.source_err = xcalloc(c, no, sizeof(*r.source_err));
     for (size_t i = 0; i < no; i++) {
         r.same[i] = side_find(&r.neu, r.old.servers[i].addr);
         r.st[i].pairs = xcalloc(c, nn, sizeof(*r.st[i].pairs));
+        r.lost[i].pairs = xcalloc(c, nn, sizeof(*r.lost[i].pairs));
     }
     int status = -1;
     size_t nw = 0;
     worker *w = NULL;
-    if (r.checkpoint && !r.dry_run) {
+    r.moves = moved_set_id(&r);
+    if (r.checkpoint && !r.dry_run && c->restart && !c->json)
+        fprintf(stderr, "chash migrate: --restart: starting afresh; %s will be overwritten\n",
+                r.checkpoint);
+    if (r.checkpoint && !r.dry_run && !c->restart) {
         char err[600];
-        int rc = mig_checkpoint_load(r.checkpoint, r.id, r.old.servers, no, r.neu.servers, nn,
-                                     r.st, err, sizeof(err));
+        int rc = mig_checkpoint_load(r.checkpoint, r.id, r.moves, r.drv->resumable,
+                                     r.old.servers, no, r.neu.servers, nn, r.st, err,
+                                     sizeof(err));
         if (rc < 0) {
             snprintf(why, whylen, "checkpoint: %s", err);
             goto out;
@@ -688,7 +762,8 @@ int mig_run(const cli *c, side *old, side *neu, bool report, bool clean, mig_cou
     bool complete = true;
     /* A dry run with --verify only checks: the copy pass is left out. */
     if (!(r.dry_run && r.verify)) {
-        progress_start(&r.prog, r.dry_run ? "counting" : "migrating", total);
+        progress_start_counted(&r.prog, "migrate", r.dry_run ? "counting" : "migrating", total,
+                               "keys", c->progress);
         complete = pass(&r, w, nw, false);
         progress_end(&r.prog);
         save(&r); /* the workers are done: no lock needed */
@@ -698,12 +773,21 @@ int mig_run(const cli *c, side *old, side *neu, bool report, bool clean, mig_cou
         for (size_t i = 0; i < no; i++)
             total += r.src[i] ? r.drv->count(r.src[i]) : 0;
         r.prog_done = 0;
-        progress_start(&r.prog, "verifying", total);
+        progress_start_counted(&r.prog, "migrate", "verifying", total, "keys", c->progress);
         complete = pass(&r, w, nw, true);
         progress_end(&r.prog);
     }
     double secs = now_seconds() - t0;
     pthread_mutex_destroy(&r.mu);
+    /* Complete: the run went to its end and every moved key is accounted for as copied,
+     * present, expired or changed. A source that failed (its keys after the failure never
+     * enumerated) or a failed key leaves it incomplete. */
+    bool bad_source = false;
+    for (size_t i = 0; i < no; i++)
+        bad_source = bad_source || r.source_failed[i];
+    mig_counts t;
+    mig_totals(&r, &t);
+    complete = complete && !bad_source && t.failed == 0;
 
     if (report && c->json)
         mig_print_json(&r, complete, secs);
@@ -712,22 +796,20 @@ int mig_run(const cli *c, side *old, side *neu, bool report, bool clean, mig_cou
     fflush(stdout); /* before the list on stderr, so that a terminal shows them in order */
     mig_print_listed(&r);
 
-    mig_counts t;
-    mig_totals(&r, &t);
     t.cleaned = cleaned;
     if (totals != NULL)
         *totals = t;
-    bool bad_source = false;
-    for (size_t i = 0; i < no; i++)
-        bad_source = bad_source || r.source_failed[i];
     status = 0;
     if (t.failed || bad_source || r.v_missing || r.v_ttl || r.v_error)
         status = 1;
     else if (!complete)
         status = 3;
     if (status != 0)
-        snprintf(why, whylen, "%s", status == 3 ? "the migration was stopped before its end"
-                                                : "some keys could not be copied (listed above)");
+        snprintf(why, whylen, "%s",
+                 status == 3  ? "the migration was stopped before its end"
+                 : bad_source ? "a source server failed: its keys were not all copied (rerun "
+                                "with the same --checkpoint once it is back)"
+                              : "some keys could not be copied (listed above)");
 
 out:
     for (size_t k = 0; k < nw; k++) {
@@ -743,6 +825,7 @@ out:
         if (r.src[i] != NULL)
             r.drv->close(r.src[i]);
         free(r.st[i].pairs);
+        free(r.lost[i].pairs);
         free(r.source_err[i]);
     }
     for (size_t k = 0; k < r.nfailed_listed; k++) {
@@ -756,6 +839,7 @@ out:
     free(r.same);
     free(r.src);
     free(r.st);
+    free(r.lost);
     free(r.source_failed);
     free(r.unlisted);
     free(r.source_err);

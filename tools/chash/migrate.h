@@ -164,16 +164,20 @@ typedef struct mig_source_state {
 } mig_source_state;
 
 /* Writes the state of every source to path atomically (path.tmp, fsync, rename): a reader sees
- * the old file or the new one, never half of one. `id` identifies the migration (OLD, NEW,
- * pool): a checkpoint of another migration is refused on load. Returns 0 or -1 with err. */
-int mig_checkpoint_save(const char *path, const char *id, const mig_server *olds, size_t nold,
-                        const mig_server *news, size_t nnew, const mig_source_state *st,
-                        char *err, size_t errlen);
-/* Loads path into st[nold] (whose pairs arrays have nnew entries). Returns 1 when loaded, 0 when
- * the file does not exist (st untouched), -1 with err when it is unreadable, malformed or of
- * another migration. */
-int mig_checkpoint_load(const char *path, const char *id, const mig_server *olds, size_t nold,
-                        const mig_server *news, size_t nnew, mig_source_state *st, char *err,
-                        size_t errlen);
+ * the old file or the new one, never half of one. `id` names the migration (pool, OLD and NEW
+ * membership versions) and `moves` identifies its moved set (mig_run's fingerprint of both
+ * placements): a checkpoint of another migration is refused on load. The file ends with an
+ * XXH64 checksum of its content. Returns 0 or -1 with err. */
+int mig_checkpoint_save(const char *path, const char *id, uint64_t moves, const mig_server *olds,
+                        size_t nold, const mig_server *news, size_t nnew,
+                        const mig_source_state *st, char *err, size_t errlen);
+/* Loads path into st[nold] (whose pairs arrays have nnew entries, all zero). Returns 1 when
+ * loaded, 0 when the file does not exist (st untouched), -1 with err (naming the file, and what
+ * is wrong) when it is unreadable, malformed, of another migration or moved set, edited (its
+ * checksum), or its counts do not add up; st is then left all zero. resumable: the driver's
+ * cursors resume (a Redis cursor 0 is then the start, never a position after keys). */
+int mig_checkpoint_load(const char *path, const char *id, uint64_t moves, bool resumable,
+                        const mig_server *olds, size_t nold, const mig_server *news, size_t nnew,
+                        mig_source_state *st, char *err, size_t errlen);
 
 #endif
