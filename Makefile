@@ -73,10 +73,11 @@ install: bootstrap
 	DESTDIR=$(DESTDIR) cmake --install $(RELEASE)
 
 # Debian packages chash, libchash0 and libchash-dev (CPack's DEB generator, docs/INSTALL.md)
-# from a release build for /usr, in build/deb/packages.
+# from a release build for /usr, in build/deb/packages. -g: CPack moves the debug symbols into
+# the -dbgsym packages and strips the binaries it ships.
 deb: bootstrap
-	@cmake -S . -B $(DEB) -DCMAKE_BUILD_TYPE=Release -DCHASH_WERROR=ON -DCHASH_TESTS=OFF \
-	       -DCHASH_BENCH=OFF -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
+	@cmake -S . -B $(DEB) -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS=-g -DCHASH_WERROR=ON \
+	       -DCHASH_TESTS=OFF -DCHASH_BENCH=OFF -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
 	@cmake --build $(DEB) -j $(JOBS)
 	@cd $(DEB) && cpack -G DEB >/dev/null
 	@ls -1 $(DEB)/packages/*.deb

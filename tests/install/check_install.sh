@@ -5,7 +5,8 @@
 # ch_ symbols), their headers and pkg-config files, the man pages (rendering without a warning;
 # chash(1) naming every command `chash --help` lists and every option of each command's --help,
 # chash-proxy(8) every option of `chash-proxy --help`, chash-proxy.yml(5) every pool key of
-# docs/CONFIG.md), the systemd unit and the example config.
+# docs/CONFIG.md), the systemd units, the sysusers.d file, /etc/default/chash-proxy, the logrotate
+# file, the example config, LICENSE and NOTICE.
 # Then the README's libchash example is built through pkg-config against the tree, shared and
 # static, and both builds agree; the versions of the programs, the library and the pkg-config
 # files are the project() version of CMakeLists.txt.
@@ -23,10 +24,16 @@ libdir=$(dirname "$(find "$root" -name chash.pc -path '*/pkgconfig/*' -print -qu
 libdir=$(cd "$libdir" && pwd)
 usr=$root/usr
 
-for f in bin/chash bin/chash-proxy lib/systemd/system/chash-proxy.service; do
+for f in bin/chash bin/chash-proxy lib/systemd/system/chash-proxy.service \
+         lib/systemd/system/chash-proxy@.service lib/sysusers.d/chash-proxy.conf \
+         share/doc/chash/LICENSE share/doc/chash/NOTICE; do
     [ -f "$usr/$f" ] || fail "missing /usr/$f"
 done
-[ -f "$root/etc/chash-proxy/chash-proxy.yml" ] || fail "missing /etc/chash-proxy/chash-proxy.yml"
+for f in chash-proxy/chash-proxy.yml default/chash-proxy logrotate.d/chash-proxy; do
+    [ -f "$root/etc/$f" ] || fail "missing /etc/$f"
+done
+# The packages' own files (copyright, changelog, lintian overrides) are not a plain install's.
+[ ! -e "$usr/share/lintian" ] || fail "a plain install holds the packages' lintian overrides"
 for h in "${HEADERS[@]}"; do [ -f "$usr/include/$h" ] || fail "missing header $h"; done
 for l in "${LIBS[@]}"; do
     for f in "lib$l.a" "lib$l.so" "lib$l.so.${version%%.*}" "lib$l.so.$version" "pkgconfig/$l.pc"; do
