@@ -582,6 +582,10 @@ int main(int argc, char **argv)
     if (wrote_pid)
         unlink(pid_file);
     PX_LOG(&px, PX_LOG_NOTICE, "exiting with status %d", status);
+    /* The level handlers write to the log's descriptor: not once it is closed (and perhaps
+     * reused). Ignored, not their default action, which would stop the process. */
+    signal(SIGTTIN, SIG_IGN);
+    signal(SIGTTOU, SIG_IGN);
     if (px.log.fp != stderr)
         fclose(px.log.fp);
     return status;
