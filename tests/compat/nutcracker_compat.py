@@ -494,6 +494,15 @@ def run_chash(chash, config, p, keys):
     return r
 
 
+
+def lookup_escape(key):
+    """KEY as `chash lookup`'s plain output prints it (chash(1)): a backslash, tab, newline and
+    carriage return as \\\\ \\t \\n \\r, any other control byte and DEL as \\xHH."""
+    named = {0x5c: b"\\\\", 0x09: b"\\t", 0x0a: b"\\n", 0x0d: b"\\r"}
+    return b"".join(named.get(c) or (b"\\x%02x" % c if c < 0x20 or c == 0x7f else bytes([c]))
+                    for c in key)
+
+
 def owners(p, keys, stdout):
     """The server index chash names for each key, from its output, or an error string."""
     # Expected: KEY<TAB>addr (host:port, or a unix socket's path), plus <TAB>name in a pool with
@@ -507,7 +516,7 @@ def owners(p, keys, stdout):
     answer = []
     for k, line in zip(keys, lines):
         key, _, server = line.partition(b"\t")
-        if key != k or server not in index:
+        if key != lookup_escape(k) or server not in index:
             return "unexpected chash line %r for key %s" % (line[:120], k.hex())
         answer.append(index[server])
     return answer

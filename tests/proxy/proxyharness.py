@@ -869,6 +869,15 @@ class Proxy:
 # ---------------------------------------------------------------------------------------------
 # chash lookup: where nutcracker (and so chash-proxy) places keys.
 
+
+def lookup_escape(key):
+    """KEY as `chash lookup`'s plain output prints it (chash(1)): a backslash, tab, newline and
+    carriage return as \\\\ \\t \\n \\r, any other control byte and DEL as \\xHH."""
+    named = {0x5c: b"\\\\", 0x09: b"\\t", 0x0a: b"\\n", 0x0d: b"\\r"}
+    return b"".join(named.get(c) or (b"\\x%02x" % c if c < 0x20 or c == 0x7f else bytes([c]))
+                    for c in key)
+
+
 def chash_lookup(chash, config, pool, keys):
     """{key: owner text} as `chash lookup --config CONFIG --pool POOL -` prints it (host:port,
     then TAB name for named pools: only the address is kept). Keys must not hold \\n \\t \\r."""
@@ -885,7 +894,7 @@ def chash_lookup(chash, config, pool, keys):
     out = {}
     for k, line in zip(keys, lines):
         parts = line.split(b"\t")
-        if parts[0] != k or len(parts) < 2:
+        if parts[0] != lookup_escape(k) or len(parts) < 2:
             fail("unexpected chash lookup line %r" % line[:200])
         out[k] = parts[1].decode()
     return out
