@@ -644,6 +644,18 @@ bool algo_weighted(ch_algo_id a)
     return (ch_algo_flags(a) & CH_ALGO_F_WEIGHTED) != 0;
 }
 
+/* A table the scheme refuses to build for f, and why: skipped with a note when several schemes
+ * are compared (skip: NULL is returned), else the command fails. */
+static ch_table *build_refused(const cli *c, const fleet *f, const ch_options *opt, bool skip,
+                               const char *why)
+{
+    if (!skip)
+        cli_fail(c, "cannot build the %s table for %s: %s", ch_algo_name(opt->algo), f->source,
+                 why);
+    fprintf(stderr, "chash %s: note: %s skipped: %s\n", c->cmd, ch_algo_name(opt->algo), why);
+    return NULL;
+}
+
 ch_table *cli_build(const cli *c, const fleet *f, const ch_options *opt, bool skip)
 {
     ch_table *t;
@@ -685,13 +697,7 @@ ch_table *cli_build(const cli *c, const fleet *f, const ch_options *opt, bool sk
                  "node '%s' has weight %.15g, above %.15g, the largest %s takes (the peer it "
                  "reproduces refuses more; only the weights' ratios matter, so scale them down)",
                  f->nodes[big].id, f->nodes[big].weight, wmax, ch_algo_name(opt->algo));
-        if (skip) {
-            fprintf(stderr, "chash %s: note: %s skipped: %s\n", c->cmd, ch_algo_name(opt->algo),
-                    why);
-            return NULL;
-        }
-        cli_fail(c, "cannot build the %s table for %s: %s", ch_algo_name(opt->algo), f->source,
-                 why);
+        return build_refused(c, f, opt, skip, why);
     }
     /* Too many points: the table's size bound, CH_MAX_POINTS points or slots (each a few bytes
      * of memory), which the weights times the points per unit weight exceed. */
@@ -709,13 +715,7 @@ ch_table *cli_build(const cli *c, const fleet *f, const ch_options *opt, bool sk
                  "--vnodes points (%s); lower --vnodes or scale the weights down (only their "
                  "ratios matter)",
                  CH_MAX_POINTS, sum, vn);
-        if (skip) {
-            fprintf(stderr, "chash %s: note: %s skipped: %s\n", c->cmd, ch_algo_name(opt->algo),
-                    why);
-            return NULL;
-        }
-        cli_fail(c, "cannot build the %s table for %s: %s", ch_algo_name(opt->algo), f->source,
-                 why);
+        return build_refused(c, f, opt, skip, why);
     }
     if (rc == CH_EINVAL && opt->algo == CH_ALGO_MAGLEV)
         cli_fail(c, "cannot build the maglev table for %s: --table-size must be a prime > %zu",
