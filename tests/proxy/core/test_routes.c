@@ -142,13 +142,19 @@ static void leaf_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
 
 static const px_route_ops leaf_ops = {.name = "fake leaf", .start = leaf_start, .reply = leaf_reply};
 
-/* Answers held slot i with resp (kind VALUE) or, with resp NULL, as failed for `reason`. */
-static void answer(size_t i, const char *resp, const char *reason)
+/* Answers held slot i with resp (kind VALUE). */
+static void answer(size_t i, const char *resp)
 {
     held h = holding[i];
-    px_reply r = resp != NULL ? value(resp)
-                              : (px_reply){.p = reason, .len = strlen(reason),
-                                           .kind = PX_REPLY_FAILED};
+    px_reply r = value(resp);
+    px_rq_return(h.rq, h.leaf, &h.slot, 1, &r);
+}
+
+/* Answers held slot i as failed for `reason`. */
+static void answer_failed(size_t i, const char *reason)
+{
+    held h = holding[i];
+    px_reply r = {.p = reason, .len = strlen(reason), .kind = PX_REPLY_FAILED};
     px_rq_return(h.rq, h.leaf, &h.slot, 1, &r);
 }
 
@@ -262,7 +268,7 @@ static void test_pass_skips_the_passer(void **state)
     use_tree(fx, tree_new((fake_mode[]){CALL, PASS, HELD_LEAF}, NULL, 3));
     start(fx, GET_K);
     assert_int_equal(nheld, 1);
-    answer(0, "$1\r\nv\r\n", NULL);
+    answer(0, "$1\r\nv\r\n");
     assert_int_equal(nevents, 1); /* the root only: the middle passed it on */
     assert_int_equal(events[0].id, 0);
     assert_int_equal(ndone, 1);
@@ -274,7 +280,7 @@ static void test_call_returns_through_each(void **state)
     fixture *fx = *state;
     use_tree(fx, tree_new((fake_mode[]){CALL, CALL, HELD_LEAF}, NULL, 3));
     start(fx, GET_K);
-    answer(0, "$1\r\nv\r\n", NULL);
+    answer(0, "$1\r\nv\r\n");
     assert_int_equal(nevents, 2); /* the middle, then the root */
     assert_int_equal(events[0].id, 1);
     assert_int_equal(events[1].id, 0);
@@ -289,7 +295,7 @@ static void test_state_per_level(void **state)
     start(fx, MGET_ABC);
     assert_int_equal(nheld, 3);
     for (size_t i = 0; i < 3; i++)
-        answer(i, "*1\r\n$1\r\nv\r\n", NULL);
+        answer(i, "*1\r\n$1\r\nv\r\n");
     /* three relays, three slots: every relay found each slot's word as it wrote it */
     assert_int_equal(nevents, 9);
     assert_int_equal(state_checks, 9);
@@ -307,7 +313,7 @@ static void test_split_answers_in_any_order(void **state)
     for (size_t i = 0; i < 3; i++) {
         assert_int_equal(ndone, 0);
         size_t h = order[i];
-        answer(h, vals[holding[h].slot], NULL);
+        answer(h, vals[holding[h].slot]);
     }
     assert_int_equal(ndone, 1);
     assert_string_equal(done_reply, "*3\r\n$2\r\nva\r\n$2\r\nvb\r\n$2\r\nvc\r\n");
@@ -352,11 +358,11 @@ static void test_retry_on_another_child(void **state)
     start(fx, GET_K);
     assert_int_equal(nheld, 1);
     assert_ptr_equal(holding[0].leaf, fx->pool.tree->nodes[0].child[0]);
-    answer(0, NULL, "first is down");
+    answer_failed(0, "first is down");
     assert_int_equal(nheld, 2);
     assert_ptr_equal(holding[1].leaf, fx->pool.tree->nodes[0].child[1]);
     assert_int_equal(ndone, 0);
-    answer(1, "$2\r\nok\r\n", NULL);
+    answer(1, "$2\r\nok\r\n");
     assert_int_equal(nevents, 2);
     assert_int_equal(events[0].kind, PX_REPLY_FAILED);
     assert_int_equal(events[1].kind, PX_REPLY_VALUE);
@@ -368,7 +374,7 @@ static void test_failed_at_top_is_an_error(void **state)
     fixture *fx = *state;
     use_tree(fx, tree_new((fake_mode[]){PASS, PASS, HELD_LEAF}, NULL, 3));
     start(fx, GET_K);
-    answer(0, NULL, "server s1 is gone");
+    answer_failed(0, "server s1 is gone");
     assert_int_equal(nevents, 0);
     assert_int_equal(ndone, 1);
     assert_true(done_reply[0] == '-');
@@ -418,7 +424,7 @@ static void test_tree_outlives_a_reload(void **state)
     assert_int_equal(old->refs, 2); /* the pool's and the request's */
     use_tree(fx, tree_new((fake_mode[]){PASS, HELD_LEAF}, NULL, 2)); /* a reload's commit */
     assert_int_equal(old->refs, 1);
-    answer(0, "$1\r\nv\r\n", NULL); /* through the old tree: its root calls, so it is told */
+    answer(0, "$1\r\nv\r\n"); /* through the old tree: its root calls, so it is told */
     assert_int_equal(nevents, 1);
     assert_int_equal(events[0].id, 0);
     assert_int_equal(ndone, 1); /* and the old tree is freed with the request */
