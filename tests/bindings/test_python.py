@@ -242,6 +242,56 @@ def test_threads(chash, keys):
     check(all(g == want for g in got), "threads: lookup_many differs between threads")
 
 
+PIP_CHILD = r"""
+import json, sys
+import chash
+keys = json.loads(sys.stdin.read())
+out = {a: chash.Table(["10.0.0.%d:11211" % i for i in range(1, 9)], a).lookup_many(keys)
+       for a in ("ring", "ketama", "md5_64_ring", "dalli@3")}
+print(json.dumps({"file": chash.__file__, "owners": out}))
+"""
+
+
+def test_pip(chash, build, keys):
+    """`pip install bindings/python` with no package index, against libchash-dev and libchash0
+    as the packages ship them (unpacked into a tree: pkg-config with PKG_CONFIG_SYSROOT_DIR),
+    from a copy of the source (pip builds in place). The installed module routes as this one."""
+    import glob
+    import shutil
+
+    debs = [glob.glob(os.path.join(build, "packages", p + "_*.deb")) for p in ("libchash0", "libchash-dev")]
+    if not all(debs):
+        check(False, "pip: no libchash0/libchash-dev .deb in %s/packages" % build)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        root, src, target = (os.path.join(tmp, d) for d in ("root", "src", "target"))
+        for d in debs:
+            subprocess.run(["dpkg-deb", "-x", d[0], root], check=True)
+        shutil.copytree(os.path.join(SRC, "bindings", "python"), src,
+                        ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+        libdir = os.path.dirname(glob.glob(os.path.join(root, "usr/lib/*/pkgconfig/chash_config.pc"))[0])
+        env = dict(os.environ, PKG_CONFIG_SYSROOT_DIR=root, PKG_CONFIG_PATH=libdir,
+                   PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1")
+        p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index", "--target", target, src],
+                           env=env, capture_output=True, text=True, timeout=300)
+        check(p.returncode == 0, "pip install: %s" % (p.stdout[-2000:] + p.stderr[-2000:]))
+        if p.returncode != 0:
+            return
+        env = dict(os.environ, PYTHONPATH=target, LD_LIBRARY_PATH=os.path.dirname(libdir))
+        sample = [k for k in keys[:2000] if isinstance(k, str)]
+        p = subprocess.run([sys.executable, "-c", PIP_CHILD], input=json.dumps(sample), env=env,
+                           capture_output=True, text=True, timeout=60)
+        check(p.returncode == 0, "pip-installed chash: %s" % p.stderr[-2000:])
+        if p.returncode != 0:
+            return
+        got = json.loads(p.stdout)
+        check(got["file"].startswith(target), "pip: imported %s" % got["file"])
+        for a, owners in got["owners"].items():
+            t = chash.Table(["10.0.0.%d:11211" % i for i in range(1, 9)], a)
+            check(owners == t.lookup_many(sample), "pip-installed chash routes %s differently" % a)
+        print("pip: installed offline into a target, %d schemes route as the build's" % len(got["owners"]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True, help="a plain (unsanitized) build tree")
@@ -264,6 +314,7 @@ def main():
     test_config(chash, chash_bin, keys)
     test_membership(chash, chash_bin, keys)
     test_threads(chash, keys)
+    test_pip(chash, build, keys)
     if failures:
         print("binding_python: %d failures" % len(failures), file=sys.stderr)
         return 1

@@ -25,9 +25,9 @@
 #include <stdint.h>
 #include <string.h>
 
-/* Batches at least this long release the GIL while they hash (below it, the switch costs more
- * than it frees). */
-#define BATCH_NOGIL_MIN 256
+/* lookup_many() works in chunks of this many keys; a full chunk releases the GIL while it hashes
+ * (for fewer keys, the switch costs more than it frees). */
+#define BATCH_CHUNK 512
 /* replicas(): walks up to this long use a buffer on the stack. */
 #define WALK_STACK 64
 
@@ -742,8 +742,9 @@ static PyObject *Table_replica_indexes(TableObject *self, PyObject *const *args,
 }
 
 /* lookup_many / index_many: the owners of keys (any iterable), as a list of ids (as_index 0) or
- * of indexes. The keys are held in a tuple (so no other thread can free one while the GIL is
- * released for a large batch) and their bytes in a private array. */
+ * of indexes. Keys go in chunks of BATCH_CHUNK, each pass over a chunk staying in the cache: the
+ * chunk's keys are referenced (so no other thread can free one while the GIL is released for a
+ * full chunk) and their bytes read into private arrays, then hashed, then the results stored. */
 static PyObject *many(TableObject *self, PyObject *keys, int as_index)
 {
     if (need_table(self) < 0)
@@ -752,52 +753,64 @@ static PyObject *many(TableObject *self, PyObject *keys, int as_index)
         PyErr_SetString(PyExc_TypeError, "keys must be an iterable of keys, not a single key");
         return NULL;
     }
-    PyObject *tup = PySequence_Tuple(keys);
-    if (tup == NULL)
+    PyObject *seq = PySequence_Fast(keys, "keys must be an iterable of keys");
+    if (seq == NULL)
         return NULL;
-    Py_ssize_t n = PyTuple_GET_SIZE(tup);
-    const char **ptr = PyMem_Malloc((n > 0 ? (size_t)n : 1) * sizeof(*ptr));
-    size_t *len = PyMem_Malloc((n > 0 ? (size_t)n : 1) * sizeof(*len));
-    PyObject *res = NULL;
-    if (ptr == NULL || len == NULL) {
-        PyErr_NoMemory();
-        goto out;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *k = PyTuple_GET_ITEM(tup, i);
-        Py_ssize_t l;
-        if (PyByteArray_Check(k)) { /* mutable: not safe to read without the GIL */
-            PyErr_SetString(PyExc_TypeError, "lookup_many takes str or bytes keys, not bytearray");
-            goto out;
-        }
-        if (key_bytes(k, &ptr[i], &l) < 0)
-            goto out;
-        len[i] = (size_t)l;
-    }
-    /* The owners' indexes overwrite len[] in place (a size_t each). */
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject *res = PyList_New(n);
+    PyObject *hold[BATCH_CHUNK];
+    const char *ptr[BATCH_CHUNK];
+    size_t len[BATCH_CHUNK]; /* a key's length, then its owner's index */
     const ch_table *t = self->t;
-    if (n >= BATCH_NOGIL_MIN) {
-        Py_BEGIN_ALLOW_THREADS
-        for (Py_ssize_t i = 0; i < n; i++)
-            len[i] = ch_lookup(t, ptr[i], len[i]);
-        Py_END_ALLOW_THREADS
-    } else {
-        for (Py_ssize_t i = 0; i < n; i++)
-            len[i] = ch_lookup(t, ptr[i], len[i]);
-    }
-    res = PyList_New(n);
-    for (Py_ssize_t i = 0; res != NULL && i < n; i++) {
-        PyObject *v = as_index ? PyLong_FromSize_t(len[i])
-                               : Py_NewRef(PyTuple_GET_ITEM(self->ids, (Py_ssize_t)len[i]));
-        if (v == NULL)
+    for (Py_ssize_t base = 0; res != NULL && base < n; base += BATCH_CHUNK) {
+        if (PySequence_Fast_GET_SIZE(seq) != n) { /* another thread changed the list */
+            PyErr_SetString(PyExc_RuntimeError, "lookup_many: the keys changed size meanwhile");
             Py_CLEAR(res);
-        else
-            PyList_SET_ITEM(res, i, v);
+            break;
+        }
+        PyObject **items = PySequence_Fast_ITEMS(seq);
+        Py_ssize_t m = n - base < BATCH_CHUNK ? n - base : BATCH_CHUNK, held = 0;
+        for (; held < m; held++) {
+            PyObject *k = hold[held] = Py_NewRef(items[base + held]);
+            Py_ssize_t l;
+            if (PyByteArray_Check(k)) { /* mutable: not safe to read without the GIL */
+                PyErr_SetString(PyExc_TypeError,
+                                "lookup_many takes str or bytes keys, not bytearray");
+                Py_DECREF(k);
+                break;
+            }
+            if (key_bytes(k, &ptr[held], &l) < 0) {
+                Py_DECREF(k);
+                break;
+            }
+            len[held] = (size_t)l;
+        }
+        if (held == m) {
+            if (m == BATCH_CHUNK) {
+                Py_BEGIN_ALLOW_THREADS
+                for (Py_ssize_t i = 0; i < m; i++)
+                    len[i] = ch_lookup(t, ptr[i], len[i]);
+                Py_END_ALLOW_THREADS
+            } else {
+                for (Py_ssize_t i = 0; i < m; i++)
+                    len[i] = ch_lookup(t, ptr[i], len[i]);
+            }
+        }
+        for (Py_ssize_t i = 0; i < held; i++) {
+            Py_DECREF(hold[i]);
+            if (held < m || res == NULL)
+                continue;
+            PyObject *v = as_index ? PyLong_FromSize_t(len[i])
+                                   : Py_NewRef(PyTuple_GET_ITEM(self->ids, (Py_ssize_t)len[i]));
+            if (v == NULL)
+                Py_CLEAR(res);
+            else
+                PyList_SET_ITEM(res, base + i, v);
+        }
+        if (held < m)
+            Py_CLEAR(res);
     }
-out:
-    PyMem_Free(ptr);
-    PyMem_Free(len);
-    Py_DECREF(tup);
+    Py_DECREF(seq);
     return res;
 }
 
@@ -935,7 +948,7 @@ static PyMethodDef Table_methods[] = {
      PyDoc_STR("replica_indexes(key, r) -> list[int]\n\nAs replicas(), as node indexes.")},
     {"lookup_many", (PyCFunction)Table_lookup_many, METH_O,
      PyDoc_STR("lookup_many(keys) -> list[str]\n\nThe owners of many keys (str or bytes) in one "
-               "call; a batch of 256 keys or more releases the GIL while it hashes.")},
+               "call; every 512 keys release the GIL while they hash.")},
     {"index_many", (PyCFunction)Table_index_many, METH_O,
      PyDoc_STR("index_many(keys) -> list[int]\n\nAs lookup_many(), as node indexes.")},
     {"shares", (PyCFunction)Table_shares, METH_NOARGS,
