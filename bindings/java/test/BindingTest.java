@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: Apache-2.0
+/*
+ * BindingTest.java — the Java binding against `chash lookup`, every scheme in one JVM
+ * (driven by java_binding_test.py, which runs the oracle and writes the case file).
+ *
+ *   java -Dchash.jni=libchash_jni.so -cp chash.jar:DIR BindingTest CASEFILE
+ *
+ * The case file, one record a line, fields separated by spaces, bytes in hex ("-": empty):
+ *   K HEX                       a key (all K lines come first; every case uses all keys)
+ *   S ALGO HASH|- VNODES R N    a scheme case over the next N "N HEXID WEIGHT" lines, then one
+ *                               "E I0 I1 ..." line per key: its owner and replicas (indexes)
+ *   C HEXPATH POOL              a pool of a YAML file, then one "A HEXADDR" line per key: the
+ *                               owner's address as `chash lookup --config` prints it
+ *   M HEXDOC                    a membership document, then "A HEXADDR" lines as for C
+ * Checks per case: lookup(byte[]), lookup(String) where the key is valid UTF-8, replicas(key, R)
+ * in order, lookupMany and lookupPacked over all keys. Prints one line per case and a summary;
+ * exits 1 on the first mismatch (naming the key, the scheme and both answers).
+ */
+import chash.ChashException;
+import chash.Node;
+import chash.Options;
+import chash.Schemes;
+import chash.Table;
+import java.io.BufferedReader;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+public class BindingTest {
+    static byte[] unhex(String h) {
+        if (h.equals("-"))
+            return new byte[0];
+        byte[] b = new byte[h.length() / 2];
+        for (int i = 0; i < b.length; i++)
+            b[i] = (byte) Integer.parseInt(h.substring(2 * i, 2 * i + 2), 16);
+        return b;
+    }
+
+    static String hex(byte[] b) {
+        StringBuilder s = new StringBuilder();
+        for (byte x : b)
+            s.append(String.format("%02x", x & 0xff));
+        return s.length() == 0 ? "-" : s.toString();
+    }
+
+    /** The key as a String when its bytes are well-formed UTF-8 (so the String form is the same key). */
+    static String text(byte[] k) {
+        try {
+            return StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(k)).toString();
+        } catch (CharacterCodingException e) {
+            return null;
+        }
+    }
+
+    static void fail(String msg) {
+        System.out.println("FAIL: " + msg);
+        System.exit(1);
+    }
+
+    static List<byte[]> keys = new ArrayList<>();
+    static int checked = 0;
+
+    static void checkOwners(String what, Table t, int[] expect) {
+        byte[][] raw = keys.toArray(new byte[0][]);
+        int[] many = t.lookupMany(raw);
+        if (!Arrays.equals(many, expect))
+            fail(what + ": lookupMany differs from the single lookups' oracle");
+        List<String> texts = new ArrayList<>();
+        for (byte[] k : raw) {
+            String s = text(k);
+            if (s != null)
+                texts.add(s);
+        }
+        int[] viaText = t.lookupMany(texts);
+        for (int i = 0, j = 0; i < raw.length; i++) {
+            if (text(raw[i]) == null)
+                continue;
+            if (viaText[j++] != expect[i])
+                fail(what + ": lookupMany(List<String>) differs at key " + hex(raw[i]));
+        }
+    }
+
+    static void schemeCase(BufferedReader in, String[] f) throws Exception {
+        String algo = f[1], hash = f[2].equals("-") ? null : f[2];
+        int vnodes = Integer.parseInt(f[3]), r = Integer.parseInt(f[4]), n = Integer.parseInt(f[5]);
+        List<Node> nodes = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            String[] g = in.readLine().split(" ");
+            nodes.add(new Node(new String(unhex(g[1]), StandardCharsets.UTF_8), Double.parseDouble(g[2])));
+        }
+        Options o = Options.of(algo).withVnodes(vnodes);
+        if (hash != null)
+            o = o.withHash(hash);
+        String what = algo + (hash != null ? " --hash " + hash : "") + " (" + n + " nodes, R " + r + ")";
+        int[] owners = new int[keys.size()];
+        try (Table t = Table.build(nodes, o)) {
+            if (!t.algorithm().equals(algo))
+                fail(what + ": table says algorithm " + t.algorithm());
+            for (int i = 0; i < keys.size(); i++) {
+                String[] e = in.readLine().split(" ");
+                int[] want = new int[e.length - 1];
+                for (int j = 1; j < e.length; j++)
+                    want[j - 1] = Integer.parseInt(e[j]);
+                byte[] k = keys.get(i);
+                int own = t.lookup(k);
+                if (algo.equals("random")) {
+                    // nutcracker draws a random server per request, and so does `chash lookup`:
+                    // its rows are one draw's walk (consecutive slots). libchash's ch_lookup is
+                    // the deterministic h % N (chash.h); the walk continues slot by slot.
+                    int[] got = t.replicas(k, r);
+                    long h = t.keyHash(k);
+                    if (own != (int) Long.remainderUnsigned(h, n) || got[0] != own)
+                        fail(what + ": key " + hex(k) + ": owner " + own + " is not its hash mod " + n);
+                    for (int j = 1; j < r; j++)
+                        if (got[j] != (got[0] + j) % n || want[j] != (want[0] + j) % n)
+                            fail(what + ": key " + hex(k) + ": the walk is not slot order");
+                    owners[i] = own;
+                    checked++;
+                    continue;
+                }
+                if (own != want[0])
+                    fail(what + ": key " + hex(k) + ": lookup " + t.nodeId(own) + ", chash lookup " + t.nodeId(want[0]));
+                String s = text(k);
+                if (s != null && t.lookup(s) != own)
+                    fail(what + ": key " + hex(k) + ": lookup(String) differs from lookup(byte[])");
+                if (r > 1) {
+                    int[] got = t.replicas(k, r);
+                    if (!Arrays.equals(got, want))
+                        fail(what + ": key " + hex(k) + ": replicas " + Arrays.toString(got) + ", chash lookup " + Arrays.toString(want));
+                }
+                owners[i] = own;
+                checked++;
+            }
+            checkOwners(what, t, owners);
+        }
+        System.out.println("ok " + what);
+    }
+
+    static void poolCase(BufferedReader in, Table t, String what) throws Exception {
+        int[] owners = new int[keys.size()];
+        for (int i = 0; i < keys.size(); i++) {
+            String want = new String(unhex(in.readLine().split(" ")[1]), StandardCharsets.UTF_8);
+            byte[] k = keys.get(i);
+            int own = t.lookup(k);
+            if (!t.address(own).equals(want))
+                fail(what + ": key " + hex(k) + ": lookup " + t.address(own) + ", chash lookup " + want);
+            owners[i] = own;
+            checked++;
+        }
+        checkOwners(what, t, owners);
+        System.out.println("ok " + what + " (" + t.algorithm() + ", " + t.hash() + ", " + t.size() + " servers)");
+    }
+
+    /** Errors carry libchash's messages and status codes. */
+    static void errors() {
+        try {
+            Table.build(Options.of("ring"), "a", "a");
+            fail("a duplicate id was accepted");
+        } catch (ChashException e) {
+            if (e.status() != -5 || !e.getMessage().contains("duplicate node id"))
+                fail("duplicate id: " + e.status() + " " + e.getMessage());
+        }
+        try {
+            Table.build(Options.of("no-such-scheme"), "a");
+            fail("an unknown scheme was accepted");
+        } catch (ChashException e) {
+            if (e.status() != -4 || !e.getMessage().contains("no-such-scheme"))
+                fail("unknown scheme: " + e.getMessage());
+        }
+        try {
+            Table.build(new ArrayList<>(), Options.defaults());
+            fail("an empty node list was accepted");
+        } catch (ChashException e) {
+            if (e.status() != -3)
+                fail("empty: " + e.getMessage());
+        }
+        try (Table t = Table.build(Options.of("jump"), "a", "b")) {
+            t.replicas("k", 2);
+            fail("jump gave replicas");
+        } catch (ChashException e) {
+            if (!e.getMessage().contains("not supported"))
+                fail("jump replicas: " + e.getMessage());
+        }
+        Table closed = Table.build(Options.defaults(), "a", "b");
+        closed.close();
+        closed.close();
+        try {
+            closed.lookup("k");
+            fail("a closed table answered");
+        } catch (IllegalStateException expected) {
+            // closed
+        }
+        System.out.println("ok errors carry libchash's messages; close() is idempotent");
+    }
+
+    public static void main(String[] args) throws Exception {
+        long t0 = System.nanoTime();
+        int cases = 0;
+        List<String> seen = new ArrayList<>();
+        try (BufferedReader in = Files.newBufferedReader(Paths.get(args[0]), StandardCharsets.US_ASCII)) {
+            String line;
+            while ((line = in.readLine()) != null) {
+                String[] f = line.split(" ");
+                switch (f[0]) {
+                    case "K":
+                        keys.add(unhex(f[1]));
+                        break;
+                    case "S":
+                        schemeCase(in, f);
+                        seen.add(f[1]);
+                        cases++;
+                        break;
+                    case "C": {
+                        Path p = Paths.get(new String(unhex(f[1]), StandardCharsets.UTF_8));
+                        try (Table t = Table.fromConfig(p, f[2])) {
+                            poolCase(in, t, p.getFileName() + " pool " + f[2]);
+                        }
+                        cases++;
+                        break;
+                    }
+                    case "M": {
+                        try (Table t = Table.fromMembership("doc", unhex(f[1]))) {
+                            poolCase(in, t, "membership document (version " + t.version() + ", epoch " + t.epoch() + ")");
+                        }
+                        cases++;
+                        break;
+                    }
+                    default:
+                        fail("bad case line: " + line);
+                }
+            }
+        }
+        for (String a : Schemes.algorithms())
+            if (!seen.contains(a))
+                fail("scheme " + a + " of Schemes.algorithms() has no case");
+        errors();
+        System.out.printf("BindingTest: %d cases, %d keys each, %d lookups checked, %.1f s%n", cases, keys.size(),
+            checked, (System.nanoTime() - t0) / 1e9);
+    }
+}
