@@ -63,6 +63,7 @@ bench: build
 	@/usr/bin/python3 bench/proxy/bench_tls.py --build $(RELEASE)
 	@/usr/bin/python3 bench/migration/bench_migration.py --build $(RELEASE) --parallel
 	@/usr/bin/python3 bench/fleet/bench_fleet.py --build $(RELEASE)
+	@/usr/bin/python3 bindings/python/bench/bench_lookup.py --build $(RELEASE)
 
 # The release build, configured for PREFIX (default /usr/local) so that the paths written into
 # the systemd unit and the man pages are the installed ones; DESTDIR stages it elsewhere.

@@ -242,6 +242,23 @@ def test_threads(chash, keys):
     check(all(g == want for g in got), "threads: lookup_many differs between threads")
 
 
+def test_examples(pkg, chash_bin):
+    """bindings/python/examples run, and the fleet example answers what chash lookup --config does."""
+    ex = os.path.join(SRC, "bindings", "python", "examples")
+    env = dict(os.environ, PYTHONPATH=pkg)
+    p = subprocess.run([sys.executable, os.path.join(ex, "md5_64_ring.py")], env=env,
+                       capture_output=True, text=True, timeout=60)
+    check(p.returncode == 0 and "20000 of 20000" in p.stdout, "examples/md5_64_ring.py: %s%s" % (p.stdout, p.stderr))
+    conf = os.path.join(SRC, "examples", "chash-proxy.yml")
+    keys = ["user:42", "session:{abc}:cart", "k%d" % 7]
+    p = subprocess.run([sys.executable, os.path.join(ex, "proxy_fleet.py"), "--config", conf, *keys], env=env,
+                       capture_output=True, text=True, timeout=60)
+    want = subprocess.run([chash_bin, "lookup", "--config", conf, *keys], capture_output=True, text=True).stdout
+    got = [line.split()[2] for line in p.stdout.splitlines()[1:]]
+    check(p.returncode == 0 and got == [line.split("\t")[1] for line in want.splitlines()],
+          "examples/proxy_fleet.py: %s%s vs %s" % (p.stdout, p.stderr, want))
+
+
 PIP_CHILD = r"""
 import json, sys
 import chash
@@ -315,6 +332,7 @@ def main():
     test_membership(chash, chash_bin, keys)
     test_threads(chash, keys)
     test_pip(chash, build, keys)
+    test_examples(pkg, chash_bin)
     if failures:
         print("binding_python: %d failures" % len(failures), file=sys.stderr)
         return 1
