@@ -59,6 +59,7 @@ demo: build
 # stale reads across three proxies during a change (SIGHUP rollout, etcd, chash fleet apply), 1 min.
 bench: build
 	@$(RELEASE)/bench/bench_place
+	@bindings/java/bench/bench_java.sh $(RELEASE)
 	@/usr/bin/python3 bench/proxy/bench_proxy.py --build $(RELEASE)
 	@/usr/bin/python3 bench/proxy/bench_tls.py --build $(RELEASE)
 	@/usr/bin/python3 bench/migration/bench_migration.py --build $(RELEASE) --parallel
