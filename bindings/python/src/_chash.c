@@ -679,8 +679,9 @@ static Py_ssize_t walk(TableObject *self, PyObject *key, Py_ssize_t r, size_t *o
     return (Py_ssize_t)count;
 }
 
+/* replicas() and replica_indexes(): the walk as a list of ids (as_index 0) or of indexes. */
 static PyObject *walk_list(TableObject *self, PyObject *const *args, Py_ssize_t nargs,
-                           PyObject *names)
+                           int as_index)
 {
     if (need_table(self) < 0)
         return NULL;
@@ -703,9 +704,16 @@ static PyObject *walk_list(TableObject *self, PyObject *const *args, Py_ssize_t 
         return PyErr_NoMemory();
     PyObject *res = NULL;
     Py_ssize_t count = walk(self, args[0], r, out);
-    if (count >= 0 && (res = PyList_New(count)) != NULL)
-        for (Py_ssize_t i = 0; i < count; i++)
-            PyList_SET_ITEM(res, i, Py_NewRef(PyTuple_GET_ITEM(names, (Py_ssize_t)out[i])));
+    if (count >= 0)
+        res = PyList_New(count);
+    for (Py_ssize_t i = 0; res != NULL && i < count; i++) {
+        PyObject *v = as_index ? PyLong_FromSize_t(out[i])
+                               : Py_NewRef(PyTuple_GET_ITEM(self->ids, (Py_ssize_t)out[i]));
+        if (v == NULL)
+            Py_CLEAR(res);
+        else
+            PyList_SET_ITEM(res, i, v);
+    }
     if (out != stack)
         PyMem_Free(out);
     return res;
@@ -713,32 +721,12 @@ static PyObject *walk_list(TableObject *self, PyObject *const *args, Py_ssize_t 
 
 static PyObject *Table_replicas(TableObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    return walk_list(self, args, nargs, self->ids);
+    return walk_list(self, args, nargs, 0);
 }
 
 static PyObject *Table_replica_indexes(TableObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (need_table(self) < 0)
-        return NULL;
-    PyObject *ids = walk_list(self, args, nargs, self->ids);
-    if (ids == NULL)
-        return NULL;
-    /* Map the id objects back to indexes: the walk is short (r <= N, usually 2 or 3). */
-    Py_ssize_t count = PyList_GET_SIZE(ids);
-    PyObject *res = PyList_New(count);
-    for (Py_ssize_t i = 0; res != NULL && i < count; i++) {
-        PyObject *id = PyList_GET_ITEM(ids, i);
-        Py_ssize_t j = 0;
-        while (PyTuple_GET_ITEM(self->ids, j) != id)
-            j++;
-        PyObject *v = PyLong_FromSsize_t(j);
-        if (v == NULL)
-            Py_CLEAR(res);
-        else
-            PyList_SET_ITEM(res, i, v);
-    }
-    Py_DECREF(ids);
-    return res;
+    return walk_list(self, args, nargs, 1);
 }
 
 /* lookup_many / index_many: the owners of keys (any iterable), as a list of ids (as_index 0) or
