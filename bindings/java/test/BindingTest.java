@@ -201,6 +201,74 @@ public class BindingTest {
         System.out.println("ok errors carry libchash's messages; close() is idempotent");
     }
 
+    /** One table shared by 4 threads at once gives each thread the single-threaded answers. */
+    static void threads() throws Exception {
+        List<Node> nodes = new ArrayList<>();
+        for (int i = 0; i < 50; i++)
+            nodes.add(new Node("cache-" + i, 1 + i % 4));
+        try (Table t = Table.build(nodes, Options.of("ring"))) {
+            int[] want = t.lookupMany(keys.toArray(new byte[0][]));
+            List<Thread> threads = new ArrayList<>();
+            int[] bad = new int[1];
+            for (int w = 0; w < 4; w++) {
+                Thread th = new Thread(() -> {
+                    for (int round = 0; round < 20; round++)
+                        for (int i = 0; i < keys.size(); i++)
+                            if (t.lookup(keys.get(i)) != want[i] || t.replicas(keys.get(i), 2)[0] != want[i])
+                                synchronized (bad) {
+                                    bad[0]++;
+                                }
+                });
+                threads.add(th);
+                th.start();
+            }
+            for (Thread th : threads)
+                th.join();
+            if (bad[0] != 0)
+                fail(bad[0] + " lookups from 4 threads differ from one thread's");
+        }
+        System.out.println("ok 4 threads share one table: 4 x 20 x " + keys.size() + " lookups agree");
+    }
+
+    static long rssKiB() throws Exception {
+        for (String l : Files.readAllLines(Paths.get("/proc/self/status")))
+            if (l.startsWith("VmRSS:"))
+                return Long.parseLong(l.replaceAll("[^0-9]", ""));
+        return -1;
+    }
+
+    /**
+     * Tables dropped without close() are freed by the Cleaner: 300 rings of 1,000 nodes x 160
+     * points (about 1.3 MB each, 390 MB if leaked) leave the process's RSS within 150 MB.
+     */
+    static void cleaner() throws Exception {
+        String[] ids = new String[1000];
+        for (int i = 0; i < ids.length; i++)
+            ids[i] = "node-" + i;
+        System.gc();
+        long before = rssKiB();
+        for (int i = 0; i < 300; i++) {
+            Table t = Table.build(Options.of("ring"), ids);
+            sink += t.lookup("k" + i);
+            if (i % 20 == 19) {
+                System.gc();
+                Thread.sleep(1); // the Cleaner's thread runs the frees
+            }
+        }
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        long grown;
+        do {
+            System.gc();
+            Thread.sleep(10);
+            grown = (rssKiB() - before) / 1024;
+        } while (grown >= 150 && System.nanoTime() < deadline);
+        if (grown >= 150)
+            fail("300 dropped tables grew the RSS by " + grown + " MB: the Cleaner did not free them");
+        System.out.println("ok 300 dropped tables (~390 MB if leaked) freed by the Cleaner: RSS +" + grown + " MB");
+    }
+
+    static volatile int sink;
+
     public static void main(String[] args) throws Exception {
         long t0 = System.nanoTime();
         int cases = 0;
@@ -242,6 +310,8 @@ public class BindingTest {
             if (!seen.contains(a))
                 fail("scheme " + a + " of Schemes.algorithms() has no case");
         errors();
+        threads();
+        cleaner();
         System.out.printf("BindingTest: %d cases, %d keys each, %d lookups checked, %.1f s%n", cases, keys.size(),
             checked, (System.nanoTime() - t0) / 1e9);
     }
