@@ -227,8 +227,9 @@ out:
 static jlong pool_table(JNIEnv *env, const ch_conf_pool *p, jobjectArray meta) {
     ch_options o;
     ch_config_options(p, &o);
-    ch_member *m = calloc(p->nservers, sizeof *m);
-    ch_node *nodes = calloc(p->nservers, sizeof *nodes);
+    size_t room = p->nservers > 0 ? p->nservers : 1; /* calloc(0) may be NULL */
+    ch_member *m = calloc(room, sizeof *m);
+    ch_node *nodes = calloc(room, sizeof *nodes);
     jlong handle = 0;
     if (m == NULL || nodes == NULL) {
         throw_status(env, CH_ENOMEM, "chash");
@@ -408,7 +409,8 @@ JNIEXPORT jlong JNICALL Java_chash_Native_keyHash(JNIEnv *env, jclass cls, jlong
 }
 
 /* The first min(r, N) nodes of the key's walk into out[0..]; returns their number, or -1 with a
- * ChashException (e.g. jump or pymemcache@3, which have no walk). out.length >= min(r, N). */
+ * ChashException (e.g. jump or pymemcache@3, which have no walk). The Java side passes
+ * 0 <= r <= N and out.length >= r. */
 JNIEXPORT jint JNICALL Java_chash_Native_replicas(JNIEnv *env, jclass cls, jlong h,
                                                   jbyteArray key, jint len, jint r,
                                                   jintArray out) {

@@ -13,10 +13,19 @@ package chash;
 final class Native {
     static {
         String path = System.getProperty("chash.jni");
-        if (path != null && !path.isEmpty()) {
-            System.load(path);
-        } else {
-            System.loadLibrary("chash_jni");
+        try {
+            if (path != null && !path.isEmpty()) {
+                System.load(path);
+            } else {
+                System.loadLibrary("chash_jni");
+            }
+        } catch (UnsatisfiedLinkError e) {
+            UnsatisfiedLinkError hint = new UnsatisfiedLinkError(e.getMessage()
+                + " (chash.jar's JNI library: the package libchash-java installs it in"
+                + " /usr/lib/<multiarch>/jni; else -Djava.library.path=DIR or"
+                + " -Dchash.jni=/path/to/libchash_jni.so)");
+            hint.initCause(e);
+            throw hint;
         }
     }
 

@@ -6,6 +6,7 @@ import java.lang.ref.Reference;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
@@ -245,14 +246,14 @@ public final class Table implements AutoCloseable {
         if (r < 0) {
             throw new IllegalArgumentException("replicas: r " + r + " < 0");
         }
-        int[] out = new int[Math.min(r, ids.size())];
+        int[] out = new int[Math.min(r, ids.size())]; // a walk lists each node at most once
         int n;
         try {
-            n = Native.replicas(handle(), key, key.length, r, out);
+            n = Native.replicas(handle(), key, key.length, out.length, out);
         } finally {
             Reference.reachabilityFence(this);
         }
-        return n == out.length ? out : java.util.Arrays.copyOf(out, n);
+        return n == out.length ? out : Arrays.copyOf(out, n);
     }
 
     public int[] replicas(String key, int r) {
