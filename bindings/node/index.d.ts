@@ -20,6 +20,13 @@ export interface TableOptions {
   tableSize?: number;
   /** twemproxy's hash_tag, two characters such as "{}". */
   hashTag?: string;
+  /** lookup() remembers the owners of up to this many string keys (as npm's hashring); 0: off. */
+  cache?: number;
+}
+
+export interface LoadOptions {
+  /** As TableOptions.cache. */
+  cache?: number;
 }
 
 export interface TableInfo {
@@ -67,9 +74,9 @@ export interface ChashError extends Error {
 export class Table {
   constructor(nodes: readonly NodeSpec[], options?: TableOptions);
   /** A pool of a twemproxy YAML file, placed as nutcracker and chash-proxy place it. */
-  static fromConfig(file: string, pool?: string | null): Table;
+  static fromConfig(file: string, pool?: string | null, options?: LoadOptions): Table;
   /** A membership document (docs/FLEET.md), as chash-proxy applies it. */
-  static fromMembershipDocument(text: string | Uint8Array, name?: string): Table;
+  static fromMembershipDocument(text: string | Uint8Array, name?: string, options?: LoadOptions): Table;
 
   /** Node ids; index i is node i of every result. */
   readonly nodes: readonly string[];
@@ -96,8 +103,8 @@ export class Table {
   info(): TableInfo;
 }
 
-export function fromConfig(file: string, pool?: string | null): Table;
-export function fromMembershipDocument(text: string | Uint8Array, name?: string): Table;
+export function fromConfig(file: string, pool?: string | null, options?: LoadOptions): Table;
+export function fromMembershipDocument(text: string | Uint8Array, name?: string, options?: LoadOptions): Table;
 export const ALGORITHMS: readonly AlgorithmInfo[];
 export const HASHES: readonly HashInfo[];
 /** Algorithm (scheme) registry names, in id order. */

@@ -42,15 +42,17 @@ function count(v, what, dflt) {
 const BUILD = Symbol('chash.build');
 
 class Table {
-  // new Table(nodes, {algorithm, hash, vnodes, tableSize, hashTag})
+  // new Table(nodes, {algorithm, hash, vnodes, tableSize, hashTag, cache})
   //   nodes: ['a', 'b', {id: 'c', weight: 2}, ...]; node i is index i of every result.
   //   algorithm: a registry name (chash.ALGORITHMS), default 'ring'; hash: a registry name
   //   (chash.HASHES), default the algorithm's (fnv1a32_fmix; a client library's scheme fixes
   //   its own); vnodes: 0 means the scheme's default (160 for chash's own); tableSize: maglev's
-  //   prime M (default 65537); hashTag: two characters such as '{}' (twemproxy's hash_tag).
+  //   prime M (default 65537); hashTag: two characters such as '{}' (twemproxy's hash_tag);
+  //   cache: lookup() remembers the owners of up to this many string keys, and forgets them
+  //   all when full (default 0: off).
   constructor(nodes, options = {}) {
     if (nodes === BUILD) {
-      this._init(options);
+      this._init(options.r, options.cache);
       return;
     }
     const { ids, weights } = nodeList(nodes);
@@ -60,12 +62,17 @@ class Table {
       count(o.tableSize, 'tableSize', 65537), o.hashTag === undefined ? null : o.hashTag);
     const info = native.info(handle);
     this._init({ handle, ids, addrs: null, names: null, version: null,
-      algorithm: info.algorithm, hash: info.hash });
+      algorithm: info.algorithm, hash: info.hash }, o.cache);
   }
 
-  _init(r) {
+  _init(r, cache) {
+    const max = count(cache, 'cache', 0);
     Object.defineProperties(this, {
       _handle: { value: r.handle },
+      // options.cache: a memo of up to `cache` string keys' owners (npm's hashring keeps one),
+      // emptied when full; 0 (default): none. It holds answers only: results are the same.
+      _cache: { value: max > 0 ? new Map() : null },
+      _cacheMax: { value: max },
       nodes: { value: Object.freeze(r.ids.slice()), enumerable: true },
       addrs: { value: r.addrs ? Object.freeze(r.addrs) : null, enumerable: true },
       names: { value: r.names ? Object.freeze(r.names) : null, enumerable: true },
@@ -80,19 +87,30 @@ class Table {
   // The servers of a pool of a twemproxy YAML file (a file of one pool needs no name), placed
   // as nutcracker and chash-proxy place them: the pool's distribution, hash and hash_tag, its
   // server order and names. nodes are the ids hashed, addrs the servers' "host:port".
-  static fromConfig(file, pool) {
-    return new Table(BUILD, native.fromConfig(String(file), pool === undefined ? null : pool));
+  static fromConfig(file, pool, options = {}) {
+    const r = native.fromConfig(String(file), pool === undefined ? null : pool);
+    return new Table(BUILD, { r, cache: (options || {}).cache });
   }
 
   // A membership document (docs/FLEET.md: YAML or JSON with "servers", optional "hash",
   // "distribution", "hash_tag", "version", "epoch"), as chash-proxy applies it from etcd.
-  static fromMembershipDocument(text, name = '(membership document)') {
-    return new Table(BUILD, native.fromMembershipDocument(text, name));
+  static fromMembershipDocument(text, name = '(membership document)', options = {}) {
+    const r = native.fromMembershipDocument(text, name);
+    return new Table(BUILD, { r, cache: (options || {}).cache });
   }
 
   // The owner's id of a key (a string, as UTF-8, or a Buffer/Uint8Array, as bytes).
   lookup(key) {
-    return this.nodes[native.lookup(this._handle, key)];
+    const c = this._cache;
+    if (c === null || typeof key !== 'string') return this.nodes[native.lookup(this._handle, key)];
+    let id = c.get(key);
+    if (id === undefined) {
+      id = this.nodes[native.lookup(this._handle, key)];
+      // Full: start over (evicting one entry at a time from a Map costs more than it saves).
+      if (c.size >= this._cacheMax) c.clear();
+      c.set(key, id);
+    }
+    return id;
   }
 
   // The owner's address ("host:port" or socket path) for a table from a config or membership

@@ -221,6 +221,22 @@ test('errors carry libchash messages and status names', () => {
   assert.throws(() => chash.fromConfig(path.join(SOURCE, 'tests/config/fixtures/valid_readme.yml')), /has 5 pools/);
 });
 
+test('options.cache: the same owners, for tables from nodes and from a config', () => {
+  const plain = new chash.Table(['a', 'b', 'c', 'd'], { algorithm: 'ketama', hash: 'md5' });
+  const cached = new chash.Table(['a', 'b', 'c', 'd'], { algorithm: 'ketama', hash: 'md5', cache: 100 });
+  const want = KEYS.map((k) => plain.lookup(k));
+  for (let pass = 0; pass < 2; pass++) {
+    // The first 150 keys twice over (hits and evictions), then all keys.
+    for (let i = 0; i < 150; i++) assert.equal(cached.lookup(KEYS[i]), want[i], `pass ${pass} key ${i}`);
+    KEYS.forEach((k, i) => assert.equal(cached.lookup(k), want[i], `key ${i}`));
+  }
+  const file = path.join(SOURCE, 'bindings/node/examples/fleet.yml');
+  const f = chash.fromConfig(file, 'cache', { cache: 10 });
+  const g = chash.fromConfig(file, 'cache');
+  KEYS.forEach((k) => assert.equal(f.lookup(k), g.lookup(k)));
+  assert.throws(() => new chash.Table(['a'], { cache: -1 }), RangeError);
+});
+
 test('keys: a string is its UTF-8 bytes; Buffer, Uint8Array and lone surrogates', () => {
   const t = new chash.Table(['a', 'b', 'c', 'd', 'e'], { algorithm: 'rendezvous' });
   for (const k of KEYS) {
@@ -283,7 +299,7 @@ test('npm pack: the tarball installs offline and routes as the module', () => {
   }
 });
 
-test('node-chash: the Debian package holds the module, lintian-clean', () => {
+test('node-chash: the Debian package holds the module; it and its -dbgsym are lintian-clean', () => {
   const dir = env('CHASH_NODE_DEB_DIR');
   const deb = fs.readdirSync(dir).find((f) => /^node-chash_.*\.deb$/.test(f));
   assert.ok(deb, `no node-chash .deb in ${dir}`);
@@ -296,7 +312,10 @@ test('node-chash: the Debian package holds the module, lintian-clean', () => {
   const deps = spawnSync('dpkg-deb', ['-f', path.join(dir, deb), 'Depends'], { encoding: 'utf8' }).stdout;
   assert.match(deps, /libchash0 \(= /);
   assert.match(deps, /nodejs/);
-  const l = spawnSync('lintian', ['--tag-display-limit', '0', path.join(dir, deb)], { encoding: 'utf8' });
+  // With its -dbgsym package (chash.node's debug symbols) when the build made one.
+  const ddeb = fs.readdirSync(dir).filter((f) => /^node-chash-dbgsym_.*\.ddeb$/.test(f)).map((f) => path.join(dir, f));
+  const l = spawnSync('lintian', ['--tag-display-limit', '0', path.join(dir, deb), ...ddeb], { encoding: 'utf8' });
+  assert.equal(l.error, undefined, 'lintian (scripts/bootstrap installs it)');
   const bad = l.stdout.split('\n').filter((x) => /^[EW]: /.test(x));
   assert.deepEqual(bad, [], l.stdout);
 });
