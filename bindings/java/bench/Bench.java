@@ -108,6 +108,16 @@ public class Bench {
             });
             double tMany = time(n, () -> t.lookupMany(keyList)[n - 1]);
             double tPacked = time(n, () -> t.lookupPacked(packed, ends)[n - 1]);
+            // The crossing alone: chash's default ring, whose key hash costs a few ns.
+            double tRing;
+            try (Table ring = Table.build(Options.of("ring"), ids)) {
+                tRing = time(n, () -> {
+                    int s = 0;
+                    for (byte[] k : raw)
+                        s += ring.lookup(k);
+                    return s;
+                });
+            }
             System.out.printf("Java binding vs spymemcached KetamaNodeLocator (KETAMA_HASH), 10 nodes, %d keys "
                 + "(\"user:N:profile\"), same owner for every key; best of 7, ns per key (JDK %s):%n",
                 n, System.getProperty("java.version"));
@@ -116,6 +126,7 @@ public class Bench {
             System.out.printf("  chash Table.lookup(byte[])           %7.1f  (%.2fx)%n", tBytes, tBytes / tSpy);
             System.out.printf("  chash Table.lookupMany(List<String>) %7.1f  (%.2fx)%n", tMany, tMany / tSpy);
             System.out.printf("  chash Table.lookupPacked(byte[], int[]) %4.1f  (%.2fx)%n", tPacked, tPacked / tSpy);
+            System.out.printf("  chash Table.lookup(byte[]), ring (fnv1a32_fmix): the crossing %5.1f%n", tRing);
         }
     }
 }
