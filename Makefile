@@ -65,6 +65,7 @@ bench: build
 	@/usr/bin/python3 bench/migration/bench_migration.py --build $(RELEASE) --parallel
 	@/usr/bin/python3 bench/fleet/bench_fleet.py --build $(RELEASE)
 	@/usr/bin/python3 bindings/python/bench/bench_lookup.py --build $(RELEASE)
+	@LD_LIBRARY_PATH=$(RELEASE) node bindings/node/bench/bench_hashring.js --module $(RELEASE)/bindings/node/chash
 
 # The release build, configured for PREFIX (default /usr/local) so that the paths written into
 # the systemd unit and the man pages are the installed ones; DESTDIR stages it elsewhere.

@@ -18,9 +18,9 @@ function arg(name, dflt) {
   return i > 0 && i + 1 < process.argv.length ? process.argv[i + 1] : dflt;
 }
 const root = path.join(__dirname, '..', '..', '..');
-const chash = require(arg('--module', process.env.CHASH_NODE_MODULE ||
-  path.join(root, 'build', 'release', 'bindings', 'node', 'chash')));
-const HashRing = require(arg('--hashring', '/usr/local/lib/chash-oracles/node_modules/hashring'));
+const chash = require(path.resolve(arg('--module', process.env.CHASH_NODE_MODULE ||
+  path.join(root, 'build', 'release', 'bindings', 'node', 'chash'))));
+const HashRing = require(path.resolve(arg('--hashring', '/usr/local/lib/chash-oracles/node_modules/hashring')));
 const nkeys = Number(arg('--keys', '200000'));
 
 const servers = Array.from({ length: 32 }, (_, i) => `10.0.${i >> 8}.${i & 255}:11211`);
