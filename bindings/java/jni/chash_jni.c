@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: Apache-2.0
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * chash_jni.c — the JNI shim under the Java binding (bindings/java/src/chash/Native.java).
  *
