@@ -309,6 +309,17 @@ test('node-chash: the Debian package holds the module; it and its -dbgsym are li
     assert.match(list, new RegExp(` \\./usr/lib/${arch}/nodejs/chash/${f.replace('.', '\\.')}\\n`), f);
   }
   assert.match(list, / \.\/usr\/share\/doc\/node-chash\/copyright\n/);
+  // The packaged module loads and routes as the built one (libchash from LD_LIBRARY_PATH).
+  const tree = fs.mkdtempSync(path.join(os.tmpdir(), 'chash-deb-'));
+  try {
+    assert.equal(spawnSync('dpkg-deb', ['-x', path.join(dir, deb), tree]).status, 0);
+    const pkg = require(path.join(tree, 'usr/lib', arch, 'nodejs/chash'));
+    const a = new pkg.Table(['x', 'y', 'z'], { algorithm: 'maglev' });
+    const b = new chash.Table(['x', 'y', 'z'], { algorithm: 'maglev' });
+    assert.deepEqual(a.lookupMany(KEYS), b.lookupMany(KEYS));
+  } finally {
+    fs.rmSync(tree, { recursive: true });
+  }
   const deps = spawnSync('dpkg-deb', ['-f', path.join(dir, deb), 'Depends'], { encoding: 'utf8' }).stdout;
   assert.match(deps, /libchash0 \(= /);
   assert.match(deps, /nodejs/);
@@ -318,6 +329,23 @@ test('node-chash: the Debian package holds the module; it and its -dbgsym are li
   assert.equal(l.error, undefined, 'lintian (scripts/bootstrap installs it)');
   const bad = l.stdout.split('\n').filter((x) => /^[EW]: /.test(x));
   assert.deepEqual(bad, [], l.stdout);
+});
+
+test('worker threads load the addon and place as the main thread', async () => {
+  const { Worker } = require('node:worker_threads');
+  const keys = KEYS.filter((k) => typeof k === 'string').slice(0, 2000);
+  const main = new chash.Table(['a', 'b', 'c', 'd', 'e'], { algorithm: 'ring' }).lookupMany(keys);
+  const code = `const { parentPort, workerData } = require('node:worker_threads');
+    const chash = require(workerData.module);
+    const t = new chash.Table(['a', 'b', 'c', 'd', 'e'], { algorithm: 'ring' });
+    parentPort.postMessage(t.lookupMany(workerData.keys));`;
+  const run = () => new Promise((resolve, reject) => {
+    const w = new Worker(code, { eval: true, workerData: { module: env('CHASH_NODE_MODULE'), keys } });
+    w.once('message', resolve);
+    w.once('error', reject);
+  });
+  const got = await Promise.all([run(), run(), run()]);
+  for (const g of got) assert.deepEqual(g, main);
 });
 
 test("the examples print what chash lookup prints", () => {
