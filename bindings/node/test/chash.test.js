@@ -181,6 +181,18 @@ for (const [file, only] of POOLS) {
   });
 }
 
+test('options.hashTag places as the pool with that hash_tag', () => {
+  const f = chash.fromConfig(path.join(SOURCE, 'bindings/node/examples/fleet.yml'), 'cache');
+  const w = f.info().weights;
+  const nodes = f.nodes.map((id, i) => ({ id, weight: w[i] }));
+  const tagged = new chash.Table(nodes, { algorithm: f.algorithm, hash: f.hash, hashTag: '{}' });
+  const plain = new chash.Table(nodes, { algorithm: f.algorithm, hash: f.hash });
+  const keys = KEYS.concat(Array.from({ length: 1000 }, (_, i) => `{user:${i % 10}}:${i}`));
+  assert.deepEqual(tagged.lookupMany(keys), f.lookupMany(keys));
+  assert.notDeepEqual(plain.lookupMany(keys), f.lookupMany(keys));
+  assert.equal(tagged.keyHash('{abc}xyz'), tagged.keyHash('abc'));
+});
+
 test('a membership document places as the same pool in a file', () => {
   const doc = JSON.stringify({ servers: ['10.1.0.1:6379:1 a', '10.1.0.2:6379:2 b', '10.1.0.3:6379:1 c'],
     hash: 'murmur', distribution: 'ketama', version: 'v7', epoch: 3 });
