@@ -218,8 +218,9 @@ void ch_config_free(ch_config *cfg);
 
 /* ---- from a pool to routing (include/chash_route.h) ------------------------------------------ */
 
-/* The pool's table options: its distribution, hash and hash_tag (vnodes and table size at their
- * defaults). Returns CH_OK (a loaded pool's names are always valid). */
+/* The pool's table options: its distribution, hash and hash_tag; vnodes 0 (each scheme's own
+ * default: ketama's 160, hashring@3's 40, ..., as the library it reproduces) and the default
+ * table size. Returns CH_OK (a loaded pool's names are always valid). */
 int ch_config_options(const ch_conf_pool *p, ch_options *opt);
 
 /* The pool's members for placement by `algo`, in the order and with the ids the peers use:

@@ -11,6 +11,9 @@
 int ch_config_options(const ch_conf_pool *p, ch_options *opt)
 {
     ch_options_init(opt);
+    /* A pool names no vnodes: each scheme's own default (ketama's 160, hashring@3's 40, ...),
+     * as the library it reproduces uses, and as chash lookup --config places. */
+    opt->vnodes = 0;
     int rc = ch_algo_from_name(p->distribution, &opt->algo);
     if (rc == CH_OK)
         rc = ch_hash_from_name(p->hash, &opt->hash);

@@ -1076,6 +1076,60 @@ static void test_membership_doc(void **state)
     }
 }
 
+/* A pool's table is the one its scheme defines: without a vnodes option a client library's
+ * scheme takes the library's own default (hashring@3's 40, groupcache@0's 50, ...; the
+ * compat tests prove ch_table_build's vnodes = 0 against each real library), not the ring's 160.
+ * For every scheme a config may name: the membership's table places 4,000 keys exactly as a
+ * table built from the same members with vnodes = 0. */
+static void test_scheme_default_vnodes(void **state)
+{
+    (void)state;
+    for (int a = 0; a < CH_ALGO_COUNT_; a++) {
+        if (ch_algo_flags((ch_algo_id)a) & CH_ALGO_F_KEYED)
+            continue; /* no membership places by the key itself (ch_membership_build) */
+        char yml[512], path[64];
+        int n = snprintf(yml, sizeof yml,
+                         "p:\n  listen: 127.0.0.1:22121\n  distribution: %s\n  servers:\n"
+                         "   - 10.0.0.1:6379:1 a\n   - 10.0.0.2:6379:1 b\n"
+                         "   - 10.0.0.3:6379:1 c\n   - 10.0.0.4:6379:1 d\n",
+                         ch_algo_name((ch_algo_id)a));
+        write_tmp(path, yml, (size_t)n);
+        ch_config *cfg = load_ok(path);
+        unlink(path);
+        const ch_conf_pool *p = &cfg->pools[0];
+        ch_membership *m = NULL;
+        int rc = ch_config_membership(p, &m);
+        if (rc != CH_OK)
+            fail_msg("distribution %s: ch_config_membership: %s", ch_algo_name((ch_algo_id)a),
+                     ch_strerror(rc));
+
+        ch_options opt;
+        assert_int_equal(ch_config_options(p, &opt), CH_OK);
+        opt.vnodes = 0; /* the scheme's own default */
+        ch_member members[4];
+        ch_config_members(p, opt.algo, members);
+        ch_node nodes[4];
+        for (size_t i = 0; i < 4; i++)
+            nodes[i] = (ch_node){.id = members[i].id, .weight = members[i].weight};
+        ch_table *want = NULL;
+        assert_int_equal(ch_table_build(nodes, 4, &opt, &want), CH_OK);
+
+        const ch_table *got = ch_membership_table(m);
+        size_t differ = 0;
+        for (unsigned k = 0; k < 4000; k++) {
+            char key[32];
+            int len = snprintf(key, sizeof key, "key:%u", k);
+            differ += ch_lookup(got, key, (size_t)len) != ch_lookup(want, key, (size_t)len);
+        }
+        if (differ != 0)
+            fail_msg("distribution %s: %zu of 4000 keys placed unlike the scheme's default",
+                     ch_algo_name((ch_algo_id)a), differ);
+        ch_table_free(want);
+        ch_membership_free(m);
+        ch_config_free(cfg);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1102,6 +1156,7 @@ int main(void)
         cmocka_unit_test(test_quote),
         cmocka_unit_test(test_not_regular),
         cmocka_unit_test(test_membership_doc),
+        cmocka_unit_test(test_scheme_default_vnodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
