@@ -72,6 +72,11 @@ typedef struct ch_conf_pool {
     /* chash's own keys (docs/CONFIG.md): */
     char *version;              /* "version": the membership version; NULL: a content hash */
     int failover_depth;         /* candidates tried per request, >= 1; default 2 */
+    int replicas;               /* "replicas": copies of each key, on the first `replicas`
+                                   distinct nodes of its walk (ch_replicas), 1..
+                                   min(CH_CONF_MAX_REPLICAS, servers); default 1. libchash-cache
+                                   only: chash-proxy refuses a pool with replicas > 1. */
+    unsigned replicas_line, replicas_column; /* where "replicas" was given (1-based); 0: not */
     int server_failure_window_ms; /* the window of server_failure_limit; default 10000 */
     int server_retry_max_ms;    /* cap of the doubling probe delay; default 60000 */
     char *client_auth;          /* "client_auth": the password clients must AUTH with (redis
@@ -156,6 +161,8 @@ enum { CH_CONF_FENCED_ERROR = 0, CH_CONF_FENCED_SERVE = 1 };
 /* The longest warm_up and ramp (ms): a day. A longer window is a typo, and its change would
  * never finish in any useful time. */
 #define CH_CONF_MAX_WINDOW_MS (24 * 3600 * 1000)
+/* "replicas" at most (and at most the pool's servers). */
+#define CH_CONF_MAX_REPLICAS 8
 #define CH_CONF_DEFAULT_MEMBERSHIP_HOLD_DOWN 10000
 
 typedef struct ch_config {

@@ -126,6 +126,7 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS, K_SHADOW };
     /* chash's own keys (docs/CONFIG.md) */                                                  \
     X(VERSION, version, K_STR, "a version string")                                          \
     X(FAILOVER_DEPTH, failover_depth, K_INT, "an integer")                                  \
+    X(REPLICAS, replicas, K_INT, "an integer from 1 to 8")                                  \
     X(SERVER_FAILURE_WINDOW, server_failure_window, K_INT, "an integer")                    \
     X(SERVER_RETRY_MAX, server_retry_max, K_INT, "an integer")                              \
     X(CLIENT_AUTH, client_auth, K_STR, "a string")                                          \
@@ -194,6 +195,7 @@ static int *int_field(ch_conf_pool *p, int id)
     case KEY_SERVER_CONNECTIONS: return &p->server_connections;
     case KEY_SERVER_RETRY_TIMEOUT: return &p->server_retry_timeout_ms;
     case KEY_FAILOVER_DEPTH: return &p->failover_depth;
+    case KEY_REPLICAS: return &p->replicas;
     case KEY_SERVER_FAILURE_WINDOW: return &p->server_failure_window_ms;
     case KEY_SERVER_RETRY_MAX: return &p->server_retry_max_ms;
     case KEY_MAX_REQUEST_BYTES: return &p->max_request_bytes;
@@ -609,6 +611,7 @@ static int pool_new(loader *ld, ch_conf_pool **out)
     p->server_failure_limit = 2;
     p->listen_perm = -1;
     p->failover_depth = 2;
+    p->replicas = 1;
     p->server_failure_window_ms = 10000;
     p->server_retry_max_ms = 60000;
     p->max_request_bytes = CH_CONF_DEFAULT_MAX_REQUEST_BYTES;
@@ -723,7 +726,7 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
 
     switch (keys[id].kind) {
     case K_INT: {
-        int min = id == KEY_SERVER_CONNECTIONS || id == KEY_FAILOVER_DEPTH ||
+        int min = id == KEY_SERVER_CONNECTIONS || id == KEY_FAILOVER_DEPTH || id == KEY_REPLICAS ||
                           id == KEY_SERVER_FAILURE_WINDOW || id == KEY_SERVER_RETRY_MAX ||
                           id == KEY_MAX_REQUEST_BYTES || id == KEY_MAX_CLIENT_BUFFER_BYTES ||
                           id == KEY_MAX_ITEM_BYTES || id == KEY_MAX_CLIENT_INFLIGHT_BYTES
@@ -736,7 +739,9 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
         if (rc == CH__NUM_NEG || (rc == CH__NUM_OK && n < min))
             return fail(ld, m, "expected an integer >= %d for \"%s\", got \"%s\"", min, k,
                         ch__conf_quote(q, sizeof q, v, len));
-        int max = id == KEY_WARM_UP || id == KEY_RAMP ? CH_CONF_MAX_WINDOW_MS : INT_MAX;
+        int max = id == KEY_WARM_UP || id == KEY_RAMP ? CH_CONF_MAX_WINDOW_MS
+                  : id == KEY_REPLICAS                 ? CH_CONF_MAX_REPLICAS
+                                                       : INT_MAX;
         if (rc == CH__NUM_RANGE || (rc == CH__NUM_OK && n > max))
             return fail(ld, m, "expected an integer <= %d%s for \"%s\", got \"%s\"", max,
                         max == CH_CONF_MAX_WINDOW_MS ? " (a day, in ms)" : "", k,
@@ -1203,6 +1208,17 @@ static int load_body(loader *ld, ch_conf_pool *p, yaml_mark_t pm)
     if ((st.seen & (UINT64_C(1) << KEY_MEMBERSHIP_FENCED)) != 0 && p->membership == NULL)
         return fail(ld, st.mark[KEY_MEMBERSHIP_FENCED],
                     "\"membership_fenced\" needs \"membership\"");
+    if ((st.seen & (UINT64_C(1) << KEY_REPLICAS)) != 0) {
+        p->replicas_line = (unsigned)st.mark[KEY_REPLICAS].line + 1;
+        p->replicas_column = (unsigned)st.mark[KEY_REPLICAS].column + 1;
+    }
+    /* A file's replicas are checked against its servers; a membership document's servers are
+     * not (the client clamps replicas to the members it is given). */
+    if ((st.seen & (UINT64_C(1) << KEY_REPLICAS)) != 0 && !ld->doc && p->nservers > 0 &&
+        (size_t)p->replicas > p->nservers)
+        return fail(ld, st.mark[KEY_REPLICAS],
+                    "\"replicas\" is %d, more than the %zu servers of pool \"%s\"",
+                    p->replicas, p->nservers, name);
     if (p->nservers > 0 && (rc = twemproxy_order(p)) != CH_OK)
         return nomem(ld);
     p->has_auto_eject_hosts = st.seen & (UINT64_C(1) << KEY_AUTO_EJECT_HOSTS);

@@ -1081,6 +1081,49 @@ static void test_membership_doc(void **state)
  * compat tests prove ch_table_build's vnodes = 0 against each real library), not the ring's 160.
  * For every scheme a config may name: the membership's table places 4,000 keys exactly as a
  * table built from the same members with vnodes = 0. */
+/* "replicas" (issue 26): 1..min(8, servers), default 1; each bad value named at its
+ * line:column with its limit; where it was given is kept for chash-proxy's refusal. */
+static void test_replicas(void **state)
+{
+    (void)state;
+    static const char head[] = "a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n"
+                               "   - 127.0.0.1:7001:1\n   - 127.0.0.1:7002:1\n"
+                               "   - 127.0.0.1:7003:1\n";
+    char text[512];
+    snprintf(text, sizeof text, "%s  replicas: 3\n", head);
+    ch_config *cfg = text_ok(text);
+    assert_int_equal(cfg->pools[0].replicas, 3);
+    assert_int_equal(cfg->pools[0].replicas_line, 8);
+    assert_int_equal(cfg->pools[0].replicas_column, 3);
+    ch_config_free(cfg);
+    cfg = text_ok(head);
+    assert_int_equal(cfg->pools[0].replicas, 1);
+    assert_int_equal(cfg->pools[0].replicas_line, 0);
+    ch_config_free(cfg);
+
+    static const struct {
+        const char *value;
+        unsigned column;
+        const char *message;
+    } bad[] = {
+        {"0", 13, "expected an integer >= 1 for \"replicas\", got \"0\""},
+        {"9", 13, "expected an integer <= 8 for \"replicas\", got \"9\""},
+        {"two", 13, "expected an integer for \"replicas\", got \"two\""},
+        {"4", 3, "\"replicas\" is 4, more than the 3 servers of pool \"a\""},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        snprintf(text, sizeof text, "%s  replicas: %s\n", head, bad[k].value);
+        ch_config_error err;
+        cfg = NULL;
+        assert_int_not_equal(ch__config_load_text("f.yml", text, strlen(text), &cfg, &err),
+                             CH_OK);
+        assert_null(cfg);
+        assert_string_equal(err.message, bad[k].message);
+        assert_int_equal(err.line, 8);
+        assert_int_equal(err.column, bad[k].column);
+    }
+}
+
 static void test_scheme_default_vnodes(void **state)
 {
     (void)state;
@@ -1134,6 +1177,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_keys),
+        cmocka_unit_test(test_replicas),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_readme_pools),
         cmocka_unit_test(test_sockets_and_names),
