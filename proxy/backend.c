@@ -288,6 +288,7 @@ void px_server_free(px_server *s)
     }
     free(s->conns);
     s->conns = NULL;
+    px_journal_batch_free(&s->rejoin_batch);
     px_conf_unref(s->cref); /* a retired server's config */
     s->cref = NULL;
 }
@@ -307,7 +308,8 @@ static void conn_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 /* ---- probes and rejoins --------------------------------------------------------------------- */
 
 /* The end of s's probe (and of its rejoin's clean-up): the result to the shared health. A
- * clean-up that failed loses its journal: the next rejoin flushes the server instead. */
+ * clean-up that failed has given its journal back already (rejoin_round_done): the server
+ * stays out and the next probe's rejoin cleans it up again. Nothing here flushes a server. */
 static void probe_done(px_server *s, bool ok)
 {
     px_pool *pool = s->pool;
@@ -317,13 +319,9 @@ static void probe_done(px_server *s, bool ok)
     if (s->retired)
         return;
     if (px->stopping) {
-        if (s->cleanup_failed || !ok)
-            px_health_journal_lost(pool->health, s->index);
         px_health_probe_drop(pool->health, s->index);
         return;
     }
-    if (!ok && s->cleanup_failed)
-        px_health_journal_lost(pool->health, s->index);
     if (px_health_probe_result(pool->health, s->index, ok, px_io_now(px), px_io_rand(px)))
         /* server_ejected_at keeps the last ejection's time, as nutcracker's does. */
         PX_LOG(px, PX_LOG_NOTICE, "pool %s: server %s readmitted after a probe",
@@ -332,22 +330,61 @@ static void probe_done(px_server *s, bool ok)
 
 typedef struct cleanup_arg {
     const px_codec *codec;
-    const char *key; /* NULL: flush */
+    const char *key; /* a delete; NULL: the walk's page after cursor (or, flush) */
     size_t len;
+    uint64_t cursor;
+    bool flush;
 } cleanup_arg;
 
 static int encode_cleanup(void *arg, px_buf *out, uint8_t *expect)
 {
     const cleanup_arg *a = arg;
-    return a->key == NULL ? a->codec->encode_flush(out, expect)
+    if (a->flush)
+        return a->codec->encode_flush(out, expect);
+    return a->key == NULL ? a->codec->encode_walk(out, a->cursor, expect)
                           : a->codec->encode_delete(out, a->key, a->len, expect);
 }
 
-/* The end of a clean-up round. Writes made during it (s still out) went to a new journal:
- * another round deletes them, up to PX_REJOIN_ROUNDS rounds; then s is readmitted. */
+/* Sends one clean-up request (a delete, or a walk's page: kind) on c; counted in
+ * cleanup_pending until its reply or failure. On failure to send, the clean-up fails. */
+static void cleanup_send(px_conn *c, px_server *s, px_frag_kind kind, const cleanup_arg *a)
+{
+    px_frag *f = px_frag_new(0);
+    if (f == NULL) {
+        s->cleanup_failed = true;
+        return;
+    }
+    f->kind = kind;
+    f->cid = (uint64_t)(c - s->conns);
+    s->cleanup_pending++; /* before the send: a connection failing at once releases it */
+    if (px_server_send(s, f, encode_cleanup, (void *)a) != 0) {
+        px_frag_free(f);
+        s->cleanup_failed = true;
+        s->cleanup_pending--;
+    }
+}
+
+/* The end of a clean-up round (every request of it answered or failed). A failed round gives
+ * back what it was cleaning to the journal and leaves s out (retried at its next probe). Writes
+ * made during it (s still out) went to a new journal: another round cleans them, up to
+ * PX_REJOIN_ROUNDS rounds; then s is readmitted. */
 static void rejoin_round_done(px_conn *c, px_server *s)
 {
-    if (s->cleanup_failed || s->retired || s->pool->io->stopping ||
+    px_pool *pool = s->pool;
+    if (s->cleanup_failed && !s->retired) {
+        px_health_journal_return(pool->health, s->index, &s->rejoin_batch);
+        PX_LOG(pool->io, PX_LOG_WARN,
+               "pool %s: server %s: its clean-up failed; it stays out, its dirty keys kept for "
+               "its next probe", pool->conf->name, server_name(s));
+    } else {
+        if (s->rejoin_batch.dirty != NULL)
+            PX_LOG(pool->io, PX_LOG_NOTICE,
+                   "pool %s: server %s: %llu of its %llu keys deleted (their buckets were "
+                   "written elsewhere while it was out)", pool->conf->name, server_name(s),
+                   (unsigned long long)s->walk_deleted, (unsigned long long)s->walk_seen);
+        px_journal_batch_free(&s->rejoin_batch);
+    }
+    if (c == NULL || s->cleanup_failed || s->retired || pool->io->stopping ||
         ++s->rejoin_round >= PX_REJOIN_ROUNDS) {
         probe_done(s, !s->cleanup_failed);
         return;
@@ -355,16 +392,33 @@ static void rejoin_round_done(px_conn *c, px_server *s)
     rejoin(c, s);
 }
 
+/* A clean-up request is answered (or failed); the last one ends the round. */
+static void cleanup_release(px_conn *c, px_server *s)
+{
+    if (--s->cleanup_pending == 0)
+        rejoin_round_done(c, s);
+}
+
 /* s answered its probe on c. Before it takes requests again, every key written elsewhere on
- * its behalf while it was out is deleted on it (its copy is older), or, past the journal's
- * bound, the server is flushed; readmission follows the last clean-up reply (probe_done). The
- * probe's claim stays held meanwhile, so no other worker probes s. */
+ * its behalf while it was out is deleted on it (its copy is older): the journal's keys, or,
+ * past its bound, every key of the server in a dirty bucket, found by walking the server's
+ * keys (codec encode_walk, walk_page) one page at a time, so the deletes in flight are one
+ * page's. Readmission follows the last clean-up reply (probe_done). The probe's claim stays
+ * held meanwhile, so no other worker probes s. A codec that walks (Redis) never flushes: a
+ * server is not emptied because it was ejected; one that does not (memcached, for now) is
+ * flushed past the bound. */
 static void rejoin(px_conn *c, px_server *s)
 {
     px_pool *pool = s->pool;
-    px_journal_batch b;
-    px_health_journal_take(pool->health, s->index, &b);
-    if (b.n == 0 && !b.overflow) {
+    px_journal_batch *b = &s->rejoin_batch;
+    if (px_health_journal_take(pool->health, s->index, b) != 0) {
+        PX_LOG(pool->io, PX_LOG_WARN,
+               "pool %s: server %s answers again, but its clean-up is out of memory: it stays "
+               "out until its next probe", pool->conf->name, server_name(s));
+        probe_done(s, false);
+        return;
+    }
+    if (b->n == 0 && b->dirty == NULL) {
         probe_done(s, true);
         return;
     }
@@ -372,31 +426,69 @@ static void rejoin(px_conn *c, px_server *s)
         PX_LOG(pool->io, PX_LOG_NOTICE,
                "pool %s: server %s answers again: %s before readmitting it", pool->conf->name,
                server_name(s),
-               b.overflow ? "flushing it (more keys were written elsewhere for it than "
-                            "rejoin_journal_keys)"
-                          : "deleting on it the keys written elsewhere while it was out");
-    size_t n = b.overflow ? 1 : b.n;
-    s->cleanup_pending = (unsigned)n + 1; /* + 1: held until every send is made */
+               b->dirty != NULL && pool->codec->encode_walk == NULL
+                   ? "flushing it (more keys were written elsewhere for it than "
+                     "rejoin_journal_keys, and its protocol has no key walk)"
+               : b->dirty != NULL ? "deleting on it its keys whose buckets were written "
+                                    "elsewhere while it was out (more keys than "
+                                    "rejoin_journal_keys)"
+                                  : "deleting on it the keys written elsewhere while it was out");
+    s->cleanup_pending = 1; /* held until every send is made */
     s->cleanup_failed = false;
-    for (size_t k = 0; k < n; k++) {
-        px_frag *f = px_frag_new(0);
-        cleanup_arg a = {pool->codec, b.overflow ? NULL : b.keys[k], b.overflow ? 0 : b.lens[k]};
-        if (f == NULL) {
-            s->cleanup_failed = true;
-            s->cleanup_pending--;
-            continue;
-        }
-        f->kind = PX_FRAG_CLEANUP;
-        f->cid = (uint64_t)(c - s->conns);
-        if (px_server_send(s, f, encode_cleanup, &a) != 0) {
-            px_frag_free(f);
-            s->cleanup_failed = true;
-            s->cleanup_pending--;
-        }
+    s->walk_seen = s->walk_deleted = 0;
+    for (size_t k = 0; k < b->n; k++) {
+        cleanup_arg a = {.codec = pool->codec, .key = b->keys[k], .len = b->lens[k]};
+        cleanup_send(c, s, PX_FRAG_CLEANUP, &a);
     }
-    px_journal_batch_free(&b);
-    if (--s->cleanup_pending == 0)
-        rejoin_round_done(c, s);
+    if (b->dirty != NULL) {
+        /* A codec that cannot walk the server's keys (memcached, for now) flushes it. */
+        cleanup_arg a = {.codec = pool->codec, .cursor = 0,
+                         .flush = pool->codec->encode_walk == NULL};
+        cleanup_send(c, s, a.flush ? PX_FRAG_CLEANUP : PX_FRAG_WALK, &a);
+    }
+    cleanup_release(c, s);
+}
+
+typedef struct walk_ctx {
+    px_conn *c;
+    px_server *s;
+} walk_ctx;
+
+/* One key of a walk's page: deleted when its bucket is dirty. */
+static void walk_key(void *arg, const char *key, size_t len)
+{
+    walk_ctx *w = arg;
+    px_server *s = w->s;
+    s->walk_seen++;
+    if (!px_journal_dirty(s->rejoin_batch.dirty, px_journal_bucket(key, len)))
+        return;
+    cleanup_arg a = {.codec = s->pool->codec, .key = key, .len = len};
+    s->walk_deleted++;
+    cleanup_send(w->c, s, PX_FRAG_CLEANUP, &a);
+}
+
+/* A page of the walk: its dirty keys' deletes, then the next page's request, queued behind them
+ * on the same connection. */
+static void walk_page(px_conn *c, px_server *s, const px_reply *r)
+{
+    px_pool *pool = s->pool;
+    uint64_t next = 0;
+    walk_ctx w = {c, s};
+    if (s->cleanup_failed || s->retired) {
+        /* the round is over already: no more pages */
+    } else if (r->kind == PX_REPLY_ERROR ||
+               pool->codec->walk_page(r, &next, walk_key, &w) != 0) {
+        size_t n = 0;
+        while (n < r->len && n < 200 && r->p[n] != '\r' && r->p[n] != '\n')
+            n++;
+        PX_LOG(pool->io, PX_LOG_WARN, "pool %s: server %s: walking its keys failed: %.*s",
+               pool->conf->name, server_name(s), (int)n, r->p);
+        s->cleanup_failed = true;
+    } else if (next != 0) {
+        cleanup_arg a = {.codec = pool->codec, .cursor = next};
+        cleanup_send(c, s, PX_FRAG_WALK, &a);
+    }
+    cleanup_release(c, s);
 }
 
 /* A reply for the FIFO's head fragment f (already unlinked). */
@@ -435,8 +527,11 @@ static void conn_reply(px_conn *c, px_frag *f, const px_reply *r)
         px_frag_free(f);
         if (r->kind == PX_REPLY_ERROR)
             s->cleanup_failed = true;
-        if (--s->cleanup_pending == 0)
-            rejoin_round_done(c, s);
+        cleanup_release(c, s);
+        return;
+    case PX_FRAG_WALK:
+        px_frag_free(f);
+        walk_page(c, s, r); /* r's bytes stay valid: f is freed, not the read buffer */
         return;
     case PX_FRAG_FORWARD:
         /* Like nutcracker, count only the clients' traffic: not our handshakes or probes. */
@@ -687,9 +782,9 @@ static void frag_failed(px_frag *f, px_server *s, const char *why)
             probe_done(s, false);
         break;
     case PX_FRAG_CLEANUP:
+    case PX_FRAG_WALK:
         s->cleanup_failed = true;
-        if (--s->cleanup_pending == 0)
-            probe_done(s, false);
+        cleanup_release(NULL, s);
         break;
     case PX_FRAG_FORWARD: {
         char msg[256];

@@ -9,6 +9,7 @@
 #ifndef CHASH_PROXY_BACKEND_H
 #define CHASH_PROXY_BACKEND_H
 
+#include "health_shared.h"
 #include "pool.h"
 #include "proto/codec.h"
 
@@ -23,7 +24,8 @@ typedef enum px_frag_kind {
     PX_FRAG_FORWARD, /* serves a client request: its outcome goes to done */
     PX_FRAG_INIT,    /* the codec's handshake (AUTH, SELECT) on a new connection; reply dropped */
     PX_FRAG_PROBE,   /* the codec's probe of an ejected server */
-    PX_FRAG_CLEANUP, /* a rejoining server's clean-up (a delete, or a flush) before readmission */
+    PX_FRAG_CLEANUP, /* a rejoining server's clean-up (a delete) before readmission */
+    PX_FRAG_WALK,    /* a page of a rejoining server's keys (codec encode_walk), for the deletes */
 } px_frag_kind;
 
 /* A FORWARD fragment's outcome: its reply, or PX_REPLY_FAILED (r->p: the reason) when its
@@ -132,6 +134,8 @@ struct px_server {
     unsigned cleanup_pending; /* its rejoin's clean-up requests not yet answered */
     unsigned rejoin_round;    /* clean-up rounds done in this rejoin (PX_REJOIN_ROUNDS at most) */
     bool cleanup_failed;
+    px_journal_batch rejoin_batch; /* what the clean-up round deletes (given back on failure) */
+    uint64_t walk_seen, walk_deleted; /* the round's walk: keys listed, deletes sent */
     px_server_stats stats;
     /* Hot reload (reload.c): a server dropped from the pool's membership is retired: it leaves
      * the pool's array for its own allocation, in its worker's retired list, and takes no new

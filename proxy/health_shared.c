@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 int px_health_new(size_t n, const ch_health_options *opt, size_t journal_cap, size_t max_down,
                   px_health **out)
@@ -37,28 +38,41 @@ int px_health_new(size_t n, const ch_health_options *opt, size_t journal_cap, si
         free(h);
         return CH_ENOMEM;
     }
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         h->up[i] = 1;
+        /* Fixed memory, allocated now: a spill never needs an allocation. */
+        h->journal[i].dirty = calloc(PX_DIRTY_WORDS, sizeof(uint64_t));
+        if (h->journal[i].dirty == NULL) {
+            px_health_free(h);
+            return CH_ENOMEM;
+        }
+    }
     *out = h;
     return CH_OK;
 }
 
+/* Drops j's exact keys (not its bitmap, nor whether it spilled). */
 static void journal_clear(px_journal *j)
 {
-    for (size_t s = 0; s < j->slots; s++)
+    for (size_t s = 0; j->keys != NULL && s < j->slots; s++)
         free(j->keys[s]);
     free(j->keys);
     free(j->lens);
     free(j->hashes);
-    memset(j, 0, sizeof(*j));
+    j->keys = NULL;
+    j->lens = NULL;
+    j->hashes = NULL;
+    j->n = j->slots = 0;
 }
 
 void px_health_free(px_health *h)
 {
     if (h == NULL)
         return;
-    for (size_t i = 0; h->journal != NULL && i < h->n; i++)
+    for (size_t i = 0; h->journal != NULL && i < h->n; i++) {
         journal_clear(&h->journal[i]);
+        free(h->journal[i].dirty);
+    }
     free(h->journal);
     pthread_mutex_destroy(&h->lock);
     ch_health_free(h->h);
@@ -164,17 +178,44 @@ bool px_health_any_down(const px_health *h)
 
 static uint64_t key_hash(const char *key, size_t len)
 {
-    uint64_t x = 14695981039346656037ULL; /* FNV-1a: only to spread the set's slots */
-    for (size_t i = 0; i < len; i++)
-        x = (x ^ (unsigned char)key[i]) * 1099511628211ULL;
-    return x;
+    return XXH3_64bits(key, len); /* the set's slots and the bitmap's buckets */
 }
 
-/* Adds key to j (lock held). Past cap keys, or out of memory, j overflows and its keys go. */
+static uint32_t hash_bucket(uint64_t hv)
+{
+    return (uint32_t)(hv >> (64u - PX_DIRTY_BITS));
+}
+
+uint32_t px_journal_bucket(const char *key, size_t len)
+{
+    return hash_bucket(key_hash(key, len));
+}
+
+static void mark(px_journal *j, uint64_t hv)
+{
+    uint32_t b = hash_bucket(hv);
+    j->dirty[b / 64u] |= (uint64_t)1 << (b % 64u);
+}
+
+/* j goes over to its bitmap: its exact keys become dirty buckets (lock held). */
+static void journal_spill(px_journal *j)
+{
+    for (size_t s = 0; j->keys != NULL && j->hashes != NULL && s < j->slots; s++)
+        if (j->keys[s] != NULL)
+            mark(j, j->hashes[s]);
+    journal_clear(j);
+    j->spilled = true;
+}
+
+/* Adds key to j (lock held). Past cap keys, or out of memory, j spills into its bitmap. */
 static void journal_add(px_journal *j, size_t cap, const char *key, size_t len)
 {
-    if (j->overflow)
+    uint64_t hv = key_hash(key, len);
+    if (j->spilled || cap == 0) {
+        j->spilled = true;
+        mark(j, hv);
         return;
+    }
     if (j->slots == 0) {
         size_t slots = 64;
         while (slots < 2 * cap && slots < ((size_t)1 << 40))
@@ -186,7 +227,6 @@ static void journal_add(px_journal *j, size_t cap, const char *key, size_t len)
         if (j->keys == NULL || j->lens == NULL || j->hashes == NULL)
             goto overflow;
     }
-    uint64_t hv = key_hash(key, len);
     for (size_t s = hv & (j->slots - 1);; s = (s + 1) & (j->slots - 1)) {
         if (j->keys[s] == NULL)
             break;
@@ -196,7 +236,7 @@ static void journal_add(px_journal *j, size_t cap, const char *key, size_t len)
     if (j->n + 1 > cap)
         goto overflow;
     if (2 * (j->n + 1) > j->slots) { /* keep the load under 1/2: grow */
-        px_journal g = {.slots = j->slots * 2};
+        px_journal g = {.slots = j->slots * 2, .dirty = j->dirty}; /* not spilled */
         g.keys = calloc(g.slots, sizeof(*g.keys));
         g.lens = calloc(g.slots, sizeof(*g.lens));
         g.hashes = calloc(g.slots, sizeof(*g.hashes));
@@ -235,37 +275,42 @@ static void journal_add(px_journal *j, size_t cap, const char *key, size_t len)
     j->n++;
     return;
 overflow:
-    journal_clear(j);
-    j->overflow = true;
+    journal_spill(j);
+    mark(j, hv);
 }
 
 void px_health_journal(px_health *h, size_t i, const char *key, size_t len)
 {
     pthread_mutex_lock(&h->lock);
-    if (h->up[i] == 0) {
-        if (h->journal_cap == 0)
-            h->journal[i].overflow = true;
-        else
-            journal_add(&h->journal[i], h->journal_cap, key, len);
-    }
+    if (h->up[i] == 0)
+        journal_add(&h->journal[i], h->journal_cap, key, len);
     pthread_mutex_unlock(&h->lock);
 }
 
-void px_health_journal_take(px_health *h, size_t i, px_journal_batch *out)
+int px_health_journal_take(px_health *h, size_t i, px_journal_batch *out)
 {
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&h->lock);
     px_journal *j = &h->journal[i];
-    out->overflow = j->overflow;
-    if (!j->overflow && j->n > 0) {
+    int rc = 0;
+    if (j->spilled) {
+        /* The batch takes the bitmap; the journal gets a clean one. */
+        uint64_t *fresh = calloc(PX_DIRTY_WORDS, sizeof(uint64_t));
+        if (fresh == NULL) {
+            rc = -1;
+        } else {
+            out->dirty = j->dirty;
+            j->dirty = fresh;
+            j->spilled = false;
+        }
+    } else if (j->n > 0) {
         out->keys = malloc(j->n * sizeof(*out->keys));
         out->lens = malloc(j->n * sizeof(*out->lens));
         if (out->keys == NULL || out->lens == NULL) {
             free(out->keys);
             free(out->lens);
-            out->keys = NULL;
-            out->lens = NULL;
-            out->overflow = true;
+            memset(out, 0, sizeof(*out));
+            rc = -1;
         } else {
             for (size_t s = 0; s < j->slots; s++) {
                 if (j->keys[s] == NULL)
@@ -274,18 +319,26 @@ void px_health_journal_take(px_health *h, size_t i, px_journal_batch *out)
                 out->lens[out->n++] = j->lens[s];
                 j->keys[s] = NULL; /* moved */
             }
+            journal_clear(j);
         }
     }
-    journal_clear(j);
     pthread_mutex_unlock(&h->lock);
+    return rc;
 }
 
-void px_health_journal_lost(px_health *h, size_t i)
+void px_health_journal_return(px_health *h, size_t i, px_journal_batch *b)
 {
     pthread_mutex_lock(&h->lock);
-    journal_clear(&h->journal[i]);
-    h->journal[i].overflow = true;
+    px_journal *j = &h->journal[i];
+    if (b->dirty != NULL) {
+        journal_spill(j);
+        for (size_t w = 0; w < PX_DIRTY_WORDS; w++)
+            j->dirty[w] |= b->dirty[w];
+    }
+    for (size_t k = 0; k < b->n; k++)
+        journal_add(j, h->journal_cap, b->keys[k], b->lens[k]);
     pthread_mutex_unlock(&h->lock);
+    px_journal_batch_free(b);
 }
 
 void px_journal_batch_free(px_journal_batch *b)
@@ -294,5 +347,6 @@ void px_journal_batch_free(px_journal_batch *b)
         free(b->keys[k]);
     free(b->keys);
     free(b->lens);
+    free(b->dirty);
     memset(b, 0, sizeof(*b));
 }

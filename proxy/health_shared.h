@@ -21,14 +21,24 @@
 
 /* Keys written elsewhere on an ejected node's behalf (the rejoin journal): before the node is
  * readmitted they are deleted on it, so it cannot serve values older than what was written
- * while it was out. A set of at most cap keys; past that, overflow says the node must be flushed
- * instead. Guarded by its px_health's lock. */
+ * while it was out. Exact while it fits: a set of at most cap keys. Past that (or out of
+ * memory) it spills into a dirty bitmap over buckets of the key hash space, which cannot
+ * overflow: bucket = the top PX_DIRTY_BITS bits of XXH3_64 of the key's routing bytes
+ * (px_journal_bucket); a rejoin then enumerates the node's keys and deletes those of dirty
+ * buckets. It never flushes the node. Guarded by its px_health's lock.
+ * Memory: the bitmap is allocated with the health, PX_DIRTY_BUCKETS / 8 = 8 KiB per node; the
+ * exact set is at most cap keys (their bytes, plus 16 bytes and two slots each). */
+#define PX_DIRTY_BITS 16u
+#define PX_DIRTY_BUCKETS (1u << PX_DIRTY_BITS)
+#define PX_DIRTY_WORDS (PX_DIRTY_BUCKETS / 64u)
+
 typedef struct px_journal {
     char **keys;   /* open addressing: NULL or a malloc'd key (its length in lens) */
     uint32_t *lens;
     uint64_t *hashes;
     size_t n, slots; /* keys held; table size (a power of two, >= 2 cap) */
-    bool overflow;
+    uint64_t *dirty; /* PX_DIRTY_WORDS words; set bits only while spilled */
+    bool spilled;    /* keys went to dirty (the set then holds none) */
 } px_journal;
 
 /* What a readmission must clean up on its node (px_health_journal_take); the caller owns it. */
@@ -36,9 +46,15 @@ typedef struct px_journal_batch {
     char **keys;
     uint32_t *lens;
     size_t n;
-    bool overflow;
+    uint64_t *dirty; /* NULL, or PX_DIRTY_WORDS words: every key of a dirty bucket must go */
 } px_journal_batch;
 void px_journal_batch_free(px_journal_batch *b);
+/* The key's bucket in the dirty bitmap (any thread, no lock). */
+uint32_t px_journal_bucket(const char *key, size_t len);
+static inline bool px_journal_dirty(const uint64_t *dirty, uint32_t bucket)
+{
+    return (dirty[bucket / 64u] >> (bucket % 64u) & 1u) != 0;
+}
 
 typedef struct px_health {
     pthread_mutex_t lock; /* guards h, and every write to the arrays below */
@@ -49,7 +65,7 @@ typedef struct px_health {
     uint8_t *probing; /* a worker has a probe of i in flight */
     size_t n_up;      /* nodes up */
     px_journal *journal; /* per node */
-    size_t journal_cap;  /* keys per node (0: no journal: a rejoining node is flushed) */
+    size_t journal_cap;  /* exact keys per node (0: every key goes to the dirty bitmap) */
     size_t max_down;     /* the most nodes ejected at once (max_ejected_share x n) */
     uint64_t fail_open;  /* ejections refused by max_down (atomic: /metrics reads it) */
 } px_health;
@@ -80,10 +96,12 @@ void px_health_probe_drop(px_health *h, size_t i); /* a claimed probe that will 
  * rejoin. Takes the lock; a no-op once i is up again. Cost: O(len) expected. */
 void px_health_journal(px_health *h, size_t i, const char *key, size_t len);
 /* Moves node i's journal into out (empty afterwards). Its probe's owner calls it when the probe
- * succeeded, before reporting the result. */
-void px_health_journal_take(px_health *h, size_t i, px_journal_batch *out);
-/* The clean-up of a taken journal failed: i's next rejoin flushes it. */
-void px_health_journal_lost(px_health *h, size_t i);
+ * succeeded, before reporting the result. 0, or -1 when out of memory (the journal is kept:
+ * the node stays out until a later probe). */
+int px_health_journal_take(px_health *h, size_t i, px_journal_batch *out);
+/* The clean-up of a taken journal failed: what it held goes back into i's journal (merged with
+ * what was written meanwhile), for the next rejoin; b is freed. Never loses a key. */
+void px_health_journal_return(px_health *h, size_t i, px_journal_batch *b);
 /* Whether any node is ejected (no lock): the request path records writes only then. */
 bool px_health_any_down(const px_health *h);
 

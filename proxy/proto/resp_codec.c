@@ -595,12 +595,6 @@ static int redis_fill_stored(const px_reply *r)
     return r->len >= 8 && memcmp(r->p, "-BUSYKEY", 8) == 0 ? 0 : -1;
 }
 
-/* FLUSHDB: the connection's database (redis_db was SELECTed when it opened). */
-static int redis_encode_flush(px_buf *out, uint8_t *expect)
-{
-    *expect = 0;
-    return px_buf_append(out, "*1\r\n$7\r\nFLUSHDB\r\n", 17);
-}
 
 static int redis_encode_handshake(px_buf *out, const ch_conf_pool *pc, size_t i,
                                   uint8_t *expect, const char **what)
@@ -854,6 +848,49 @@ static int redis_scan_rewrite(px_buf *out, const px_reply *r, uint64_t cursor)
     return px_buf_append(out, r->p + keys, r->len - keys);
 }
 
+/* The rejoin's walk: SCAN cursor COUNT 1000 over the connection's database (redis_db was
+ * SELECTed when it opened). COUNT bounds a page (so the deletes in flight) roughly: Redis may
+ * return a few more. */
+#define WALK_COUNT "1000"
+
+static int redis_encode_walk(px_buf *out, uint64_t cursor, uint8_t *expect)
+{
+    *expect = 0;
+    char cur[24];
+    int n = snprintf(cur, sizeof(cur), "%llu", (unsigned long long)cursor);
+    static const char scan[] = "*4\r\n$4\r\nSCAN\r\n", count[] = "$5\r\nCOUNT\r\n";
+    return px_buf_append(out, scan, sizeof(scan) - 1) == 0 && bulk(out, cur, (size_t)n) == 0 &&
+                   px_buf_append(out, count, sizeof(count) - 1) == 0 &&
+                   bulk(out, WALK_COUNT, sizeof(WALK_COUNT) - 1) == 0
+               ? 0
+               : -1;
+}
+
+static int redis_walk_page(const px_reply *r, uint64_t *next,
+                           void (*fn)(void *arg, const char *key, size_t len), void *arg)
+{
+    ch_resp_reply el, arr;
+    ch_resp_limits rl;
+    reply_limits(&rl);
+    size_t at, need;
+    if (redis_scan_cursor(r, next) != 0 || scan_parts(r, &el, &at) != 0)
+        return -1;
+    size_t off = at + el.len; /* the keys' array */
+    if (ch_resp_scan_reply(r->p + off, r->len - off, &rl, &arr, &need, NULL, 0) != CH_RESP_OK ||
+        arr.type != CH_RESP_ARRAY || arr.integer < 0)
+        return -1;
+    off += arr.body;
+    for (int64_t k = 0; k < arr.integer; k++) {
+        if (ch_resp_scan_reply(r->p + off, r->len - off, &rl, &el, &need, NULL, 0) !=
+                CH_RESP_OK ||
+            el.type != CH_RESP_BULK || el.integer < 0)
+            return -1;
+        fn(arg, r->p + off + el.body, el.body_len);
+        off += el.len;
+    }
+    return 0;
+}
+
 /* Pushes on a subscribed connection: [kind, ...] with kind one of Redis's words. */
 static int redis_push_kind(const px_reply *r)
 {
@@ -1044,7 +1081,9 @@ const px_codec px_codec_redis = {
     .encode_error = redis_encode_error,
     .encode_probe = redis_encode_probe,
     .encode_delete = redis_encode_delete,
-    .encode_flush = redis_encode_flush,
+    .encode_walk = redis_encode_walk,
+    .walk_page = redis_walk_page,
+    .encode_flush = NULL, /* never: it walks */
     .encode_handshake = redis_encode_handshake,
     .merge_begin = redis_merge_begin,
     .merge_part = redis_merge_part,

@@ -10,8 +10,14 @@ while B still holds their v1. B is resumed and readmitted (a SET of one of its k
 again). Then every key is read through the proxy: each must be v2, or nil where it was deleted
 or where B lost it, and never v1. Before, >= 504 reads returned B's old values.
 
-Twice: with the default rejoin journal (B's written keys are deleted on it before it is
-readmitted), and with rejoin_journal_keys: 100 (more keys than that: B is flushed instead).
+First with the default rejoin journal (B's written keys are deleted on it before it is
+readmitted). Then "spill" (issue 26, a rejoin that never flushes a healthy server): with
+rejoin_journal_keys: 50, 500 of B's keys are written while it is out (10 times the bound), the
+rest of its keys are left alone. After its readmission, read straight from B: every key left
+alone whose bucket (the top 16 bits of XXH3_64 of the key, computed here with python's xxhash)
+no written key shares is still there with its v1 (no FLUSHDB), every written key is absent
+from B or holds its v2, and 0 reads of v1 through the proxy. Before, B was flushed: 0 of its
+untouched keys were left.
 
 Usage: test_rejoin.py CHASH_PROXY CHASH_CLI
 Exit: 0 pass, 1 fail, 77 skip (redis-server missing and CI unset).
@@ -20,6 +26,8 @@ import os
 import signal
 import sys
 import time
+
+import xxhash
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Proxy, Resp, fail, free_ports, log, pool_yaml, run_test,  # noqa: E402
@@ -101,15 +109,90 @@ def one_case(proxy_exe, tmp, backends, label, extra):
     return len(on_b), nils
 
 
+SPILL_BOUND = 50
+SPILL_WRITES = 500
+SPILL_KEYS = 6000  # B holds about a third: ~2,000
+
+
+def bucket(k):
+    return xxhash.xxh3_64_intdigest(k) >> 48
+
+
+def spill_case(proxy_exe, tmp, backends):
+    label = "spill"
+    for r in backends:
+        r.call("FLUSHALL")
+    port = free_ports(1)[0]
+    conf = write_file(os.path.join(tmp, label + ".yml"), pool_yaml(
+        "rj", port, [(r.text, 1, None) for r in backends], hash="md5", distribution="ketama",
+        auto_eject_hosts=True, server_failure_limit=1, server_retry_timeout=300, timeout=300,
+        rejoin_journal_keys=SPILL_BOUND))
+    p = Proxy(proxy_exe, tmp, conf, [("127.0.0.1", port)], label=label).start()
+    addr = ("127.0.0.1", port)
+    keys = [b"rj:%d" % i for i in range(SPILL_KEYS)]
+    with Resp(addr) as c:
+        for i in range(0, SPILL_KEYS, 500):
+            got = c.pipeline([("SET", k, b"v1:" + k) for k in keys[i:i + 500]])
+            if any(g != b"OK" for g in got):
+                fail("%s: the first SETs failed" % label)
+    B = backends[1]
+    on_b = sorted(set(B.keys()))
+    if len(on_b) < SPILL_WRITES + 500:
+        fail("%s: backend B holds %d keys only" % (label, len(on_b)))
+    written = on_b[:SPILL_WRITES]  # written elsewhere while B is out
+    untouched = on_b[SPILL_WRITES:]
+    dirty = {bucket(k) for k in written}
+    kept = [k for k in untouched if bucket(k) not in dirty]
+    os.kill(B.proc.pid, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + BOUND
+        with Resp(addr) as c:
+            while p.stats_json()["rj"]["server_ejects"] < 1:
+                if time.monotonic() > deadline:
+                    fail("%s: B not ejected within %g s" % (label, BOUND))
+                c.call("GET", written[0])
+            got = c.pipeline([("SET", k, b"v2:" + k) for k in written])
+            bad = [g for g in got if g != b"OK"]
+            if bad:
+                fail("%s: writes while B was out failed: %r" % (label, bad[:3]))
+    finally:
+        os.kill(B.proc.pid, signal.SIGCONT)
+    k_back = written[0]
+    with Resp(addr) as c:
+        def lands():
+            c.call("SET", k_back, b"v2:" + k_back)
+            return B.call("GET", k_back) == b"v2:" + k_back
+        wait_until(lands, BOUND, "%s: B readmitted after SIGCONT (a SET of its key on it)" %
+                   label, poll=0.1)
+        through = c.pipeline([("GET", k) for k in on_b])
+    with Resp(B.addr) as d:
+        direct = dict(zip(on_b, d.pipeline([("GET", k) for k in on_b])))
+    p.stop()
+    lost = [k for k in kept if direct[k] != b"v1:" + k]
+    if lost:
+        fail("%s: %d of B's %d untouched keys in clean buckets are gone or changed on B after "
+             "its readmission (flushed?), e.g. %r" % (label, len(lost), len(kept), lost[:3]))
+    stale_b = [k for k in written if direct[k] not in (None, b"v2:" + k)]
+    if stale_b:
+        fail("%s: %d keys written while B was out still hold their old value on B, e.g. %r" %
+             (label, len(stale_b), stale_b[:3]))
+    stale = [k for k, g in zip(on_b, through) if g == b"v1:" + k and k in set(written)]
+    if stale:
+        fail("%s: %d reads through the proxy returned B's old value, e.g. %r" % (
+            label, len(stale), stale[:3]))
+    log("%s: B held %d keys; %d written while it was out (bound %d); %d of the %d untouched "
+        "kept on B (the rest shared a dirty bucket); 0 stale" % (
+            label, len(on_b), len(written), SPILL_BOUND, len(kept), len(untouched)))
+    return len(kept), len(untouched)
+
+
 def body(t):
     proxy_exe, redis_server, tmp = t.proxy, t.programs["redis-server"], t.tmp
     backends = start_redises(redis_server, tmp, 3)
     n1, _ = one_case(proxy_exe, tmp, backends, "journal", {})
-    n2, misses = one_case(proxy_exe, tmp, backends, "flush", {"rejoin_journal_keys": 100})
-    if misses < n2 * 8 // 10:
-        fail("flush: only %d misses after B (%d keys) was flushed" % (misses, n2))
-    return "0 stale reads over %d keys: B's keys deleted on it (%d) and B flushed (%d)" % (
-        NKEYS, n1, n2)
+    kept, untouched = spill_case(proxy_exe, tmp, backends)
+    return ("0 stale reads over %d keys: B's keys deleted on it (%d); past the bound, %d of "
+            "B's %d untouched keys kept (no flush)" % (NKEYS, n1, kept, untouched))
 
 
 if __name__ == "__main__":

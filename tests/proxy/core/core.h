@@ -95,6 +95,8 @@ void test_mc_noreply_quiet(void **state);
 void test_mc_base64_routing(void **state);
 void test_mc_local(void **state);
 void test_cleanup_encodings(void **state);
+void test_walk_redis(void **state);
+void test_journal_spill(void **state);
 /* core_warm.c */
 void test_warm_read_and_fill(void **state);
 void test_warm_write_moves(void **state);

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * core_codecs.c — the proxy's logic in process (core.h): the memcached codec through the proxy (a
- * multiget split and merged, noreply and meta quiet mode, base64 keys, local commands) and both
- * codecs' clean-up requests.
+ * multiget split and merged, noreply and meta quiet mode, base64 keys, local commands), both
+ * codecs' clean-up requests and the rejoin journal's spill into its dirty bitmap.
  */
 #include "core.h"
+#include "health_shared.h"
+
+#include <xxhash.h>
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -130,6 +133,148 @@ void test_mc_local(void **state)
     assert_done(3, "");
 }
 
+static void walk_collect(void *arg, const char *key, size_t len)
+{
+    px_buf *b = arg;
+    px_buf_append(b, key, len);
+    px_buf_append(b, "|", 1);
+}
+
+/* Redis's key walk for a rejoin past its journal's bound: SCAN cursor COUNT 1000, and its page
+ * read back (next cursor, keys as the server sent them, binary bytes included). */
+void test_walk_redis(void **state)
+{
+    (void)state;
+    px_buf b = {0};
+    uint8_t expect = 9;
+    assert_int_equal(px_codec_redis.encode_walk(&b, 0, &expect), 0);
+    const char *want = "*4\r\n$4\r\nSCAN\r\n$1\r\n0\r\n$5\r\nCOUNT\r\n$4\r\n1000\r\n";
+    assert_int_equal(b.len, strlen(want));
+    assert_memory_equal(b.p, want, b.len);
+    b.len = 0;
+    assert_int_equal(px_codec_redis.encode_walk(&b, 18446744073709551615u, &expect), 0);
+    want = "*4\r\n$4\r\nSCAN\r\n$20\r\n18446744073709551615\r\n$5\r\nCOUNT\r\n$4\r\n1000\r\n";
+    assert_int_equal(b.len, strlen(want));
+    assert_memory_equal(b.p, want, b.len);
+    px_buf_free(&b);
+
+    const char page[] = "*2\r\n$2\r\n17\r\n*3\r\n$1\r\na\r\n$4\r\nb c\n\r\n$0\r\n\r\n";
+    px_reply r = {.p = page, .len = sizeof(page) - 1, .kind = PX_REPLY_VALUE};
+    uint64_t next = 0;
+    px_buf keys = {0};
+    assert_int_equal(px_codec_redis.walk_page(&r, &next, walk_collect, &keys), 0);
+    assert_int_equal(next, 17);
+    assert_int_equal(keys.len, strlen("a|b c\n||"));
+    assert_memory_equal(keys.p, "a|b c\n||", keys.len);
+    const char last[] = "*2\r\n$1\r\n0\r\n*0\r\n";
+    r.p = last;
+    r.len = sizeof(last) - 1;
+    assert_int_equal(px_codec_redis.walk_page(&r, &next, walk_collect, &keys), 0);
+    assert_int_equal(next, 0);
+    const char *bad[] = {"-ERR no\r\n", "*2\r\n$1\r\nx\r\n*0\r\n", "*1\r\n$1\r\n0\r\n",
+                         "*2\r\n$1\r\n0\r\n*1\r\n:5\r\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        r.p = bad[i];
+        r.len = strlen(bad[i]);
+        assert_int_equal(px_codec_redis.walk_page(&r, &next, walk_collect, &keys), -1);
+    }
+    px_buf_free(&keys);
+}
+
+static size_t dirty_count(const uint64_t *dirty)
+{
+    size_t n = 0;
+    for (size_t w = 0; w < PX_DIRTY_WORDS; w++)
+        n += (size_t)__builtin_popcountll(dirty[w]);
+    return n;
+}
+
+/* The bucket, computed here from its definition (health_shared.h): the top 16 bits of XXH3. */
+static uint32_t want_bucket(const char *k)
+{
+    return (uint32_t)(XXH3_64bits(k, strlen(k)) >> 48);
+}
+
+/* The rejoin journal: exact while it fits; past its bound it spills into the dirty bitmap
+ * (never "flush"); a failed clean-up's batch goes back, merged with what came meanwhile. */
+void test_journal_spill(void **state)
+{
+    (void)state;
+    px_health *h = NULL;
+    assert_int_equal(px_health_new(2, NULL, 2, 2, &h), CH_OK);
+    h->up[1] = 0; /* node 1 out (white box: what px_health_failure publishes) */
+    px_journal_batch b;
+    px_health_journal(h, 1, "a", 1);
+    px_health_journal(h, 1, "b", 1);
+    px_health_journal(h, 1, "a", 1);
+    px_health_journal(h, 0, "z", 1); /* node 0 is up: not recorded */
+    assert_int_equal(px_health_journal_take(h, 1, &b), 0);
+    assert_int_equal(b.n, 2);
+    assert_null(b.dirty);
+    px_health_journal_return(h, 1, &b); /* a failed clean-up: kept for the next rejoin */
+    assert_int_equal(px_health_journal_take(h, 1, &b), 0);
+    assert_int_equal(b.n, 2);
+    assert_null(b.dirty);
+    px_journal_batch_free(&b);
+    assert_int_equal(px_health_journal_take(h, 0, &b), 0);
+    assert_int_equal(b.n, 0);
+    assert_null(b.dirty);
+
+    /* Three keys over a bound of two: every one's bucket is dirty, nothing else. */
+    const char *keys[] = {"k:1", "k:2", "k:3"};
+    for (size_t i = 0; i < 3; i++)
+        px_health_journal(h, 1, keys[i], strlen(keys[i]));
+    assert_int_equal(px_health_journal_take(h, 1, &b), 0);
+    assert_int_equal(b.n, 0);
+    assert_non_null(b.dirty);
+    size_t want = 0;
+    uint64_t seen[PX_DIRTY_WORDS] = {0};
+    for (size_t i = 0; i < 3; i++) {
+        uint32_t k = want_bucket(keys[i]);
+        assert_int_equal(px_journal_bucket(keys[i], strlen(keys[i])), k);
+        assert_true(px_journal_dirty(b.dirty, k));
+        if (!px_journal_dirty(seen, k))
+            want++;
+        seen[k / 64] |= (uint64_t)1 << (k % 64);
+    }
+    assert_int_equal(dirty_count(b.dirty), want);
+    /* Meanwhile (the clean-up running) another key; then the clean-up fails. */
+    px_health_journal(h, 1, "k:4", 3);
+    px_health_journal_return(h, 1, &b);
+    assert_int_equal(px_health_journal_take(h, 1, &b), 0);
+    assert_non_null(b.dirty);
+    assert_true(px_journal_dirty(b.dirty, want_bucket("k:4")));
+    for (size_t i = 0; i < 3; i++)
+        assert_true(px_journal_dirty(b.dirty, want_bucket(keys[i])));
+    px_journal_batch_free(&b);
+    assert_int_equal(px_health_journal_take(h, 1, &b), 0); /* taken: the journal is empty */
+    assert_int_equal(b.n, 0);
+    assert_null(b.dirty);
+
+    /* Past the bound, many keys: still 8 KiB, never a flush: at most one bit each. */
+    char k[32];
+    for (int i = 0; i < 100000; i++)
+        px_health_journal(h, 1, k, (size_t)snprintf(k, sizeof(k), "many:%d", i));
+    assert_int_equal(px_health_journal_take(h, 1, &b), 0);
+    assert_non_null(b.dirty);
+    size_t n = dirty_count(b.dirty);
+    assert_true(n > 50000 && n < PX_DIRTY_BUCKETS); /* 1 - e^-1.53 of 65,536: about 51,000 */
+    px_journal_batch_free(&b);
+    px_health_free(h);
+
+    /* rejoin_journal_keys 0: every key goes to the bitmap. */
+    assert_int_equal(px_health_new(1, NULL, 0, 1, &h), CH_OK);
+    h->up[0] = 0;
+    px_health_journal(h, 0, "x", 1);
+    assert_int_equal(px_health_journal_take(h, 0, &b), 0);
+    assert_int_equal(b.n, 0);
+    assert_non_null(b.dirty);
+    assert_int_equal(dirty_count(b.dirty), 1);
+    assert_true(px_journal_dirty(b.dirty, want_bucket("x")));
+    px_journal_batch_free(&b);
+    px_health_free(h);
+}
+
 /* The rejoin clean-up's requests, as each codec writes them (and as its own reply scanner reads
  * the answers the servers give). */
 void test_cleanup_encodings(void **state)
@@ -146,7 +291,6 @@ void test_cleanup_encodings(void **state)
         {&px_codec_memcache, "k:1", 3, "delete k:1\r\n"},
         {&px_codec_memcache, "a b", 3, "md YSBi b\r\n"},   /* base64 of "a b" */
         {&px_codec_memcache, "\x01", 1, "md AQ== b\r\n"},
-        {&px_codec_redis, NULL, 0, "*1\r\n$7\r\nFLUSHDB\r\n"},
         {&px_codec_memcache, NULL, 0, "flush_all\r\n"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
