@@ -46,6 +46,7 @@ extern "C" {
 #define CH_CACHE_DEFAULT_TIMEOUT_MS 1000
 #define CH_CACHE_DEFAULT_FAILOVER_DEPTH 2
 #define CH_CACHE_MAX_TIMEOUT_MS 3600000 /* one hour: larger timeouts are rejected */
+#define CH_CACHE_MAX_REPLICAS 8           /* copies of a key at most (chash_config.h's too) */
 
 typedef struct ch_cache ch_cache;
 
@@ -64,6 +65,13 @@ typedef struct ch_cache_options {
     const char *password;    /* sent with AUTH on each new connection; NULL (default): none.
                                 Copied. */
     int db;                  /* SELECTed on each new connection when > 0; default 0 */
+    size_t replicas;         /* copies of each key, 1..CH_CACHE_MAX_REPLICAS, clamped to the
+                                node count; default (and 0) 1. With N > 1 (docs/OPERATIONS.md,
+                                "Replicas"): writes and deletes go to the key's N owners, the
+                                first N distinct nodes of its walk (ch_replicas()), skipping
+                                ejected ones; a get reads the first up owner, and on a miss there
+                                the next up owners, copying a hit back (SET NX: never over a
+                                value) with its remaining TTL. Not with jump (no walk). */
 } ch_cache_options;
 
 /* Fills *opt with the defaults above. opt must not be NULL. O(1). */
@@ -85,7 +93,7 @@ int ch_cache_open(const ch_member *members, size_t n, const ch_options *table_op
  * (NULL: the file's only pool), which must be a redis pool (`redis: true`). The pool gives the
  * membership (ch_config_membership(): servers, distribution, hash, hash_tag, version), the
  * health policy (ch_config_health()), the timeout (`timeout`; -1 or absent:
- * CH_CACHE_DEFAULT_TIMEOUT_MS), `failover_depth`, `redis_auth` and `redis_db`; opt (NULL:
+ * CH_CACHE_DEFAULT_TIMEOUT_MS), `failover_depth`, `replicas`, `redis_auth` and `redis_db`; opt (NULL:
  * defaults) gives only the seed.
  * Returns CH_OK and *out, or CH_EINVAL / CH_ETOOBIG / CH_ENOMEM / CH_EUNSUPPORTED with *err
  * (may be NULL) saying why as "file:line:column: message" (ch_config_error_str()).
@@ -173,12 +181,18 @@ int ch_cache_get(ch_cache *c, const void *key, size_t len, ch_cache_result *r);
  * milliseconds (0: never; SET ... PX). Routed and retried as ch_cache_get(); the result is OK
  * or ERROR. Note: a set that fails over stores the value on the successor, where the key lives
  * while its owner is ejected. Returns as ch_cache_get(); CH_EINVAL also for a NULL value with
- * vlen > 0. Cost: as ch_cache_get(). */
+ * vlen > 0. Cost: as ch_cache_get().
+ * With replicas N > 1: sent to each of the key's N owners that is up (one round trip each);
+ * OK when every owner that is up took it (ejected owners are skipped and counted in
+ * replica_skips); ERROR when one that is up failed or answered an error (fail and message say
+ * which, and how many took it: the copies may differ, so retry or delete); when no owner is up,
+ * routed as with N = 1 (the walk's next up node). */
 int ch_cache_set(ch_cache *c, const void *key, size_t len, const void *value, size_t vlen,
                  uint64_t ttl_ms, ch_cache_result *r);
 
 /* Deletes a key (DEL) on the node it routes to: OK when it was deleted, MISS when it did not
- * exist there, or ERROR. Routed and retried as ch_cache_get(). */
+ * exist there, or ERROR. Routed and retried as ch_cache_get(). With replicas N > 1: sent to
+ * the key's owners as ch_cache_set() (OK when any owner deleted it, MISS when none had it). */
 int ch_cache_del(ch_cache *c, const void *key, size_t len, ch_cache_result *r);
 
 /* Gets n keys: keys[i] with lens[i] bytes (lens NULL: each key is a NUL-terminated string).
@@ -307,6 +321,8 @@ typedef struct ch_cache_node_metrics {
     uint64_t ejections;
     uint64_t probes;        /* probes sent while it was ejected */
     uint64_t readmissions;
+    uint64_t repairs;       /* replicas: keys copied to it after a miss (SET NX that stored) */
+    uint64_t replica_skips; /* replicas: writes and deletes not sent to it while ejected */
 } ch_cache_node_metrics;
 
 /* Totals since open. They are counted when they happen, so they survive reloads (the sum of
@@ -321,6 +337,8 @@ typedef struct ch_cache_metrics {
     uint64_t failed;               /* hard failures: requests that returned CH_CACHE_ERROR for
                                       want of a node (fail other than CH_CACHE_FAIL_REPLY) */
     uint64_t reloads;              /* successful reloads */
+    uint64_t repairs, replica_skips; /* replicas: as the nodes' counters */
+    uint64_t replica_reads;        /* replicas: gets a miss at one owner sent to the next owner */
 } ch_cache_metrics;
 
 /* Fills *out; out->size must be set (fields beyond it are not written). Returns CH_OK or

@@ -82,6 +82,7 @@ void ch_cache_options_init(ch_cache_options *opt)
     opt->size = sizeof(*opt);
     opt->timeout_ms = CH_CACHE_DEFAULT_TIMEOUT_MS;
     opt->failover_depth = CH_CACHE_DEFAULT_FAILOVER_DEPTH;
+    opt->replicas = 1;
 }
 
 int ch__cache_options_resolve(const ch_cache_options *opt, ch_cache_options *out)
@@ -96,6 +97,10 @@ int ch__cache_options_resolve(const ch_cache_options *opt, ch_cache_options *out
     if (out->timeout_ms < 1 || out->timeout_ms > CH_CACHE_MAX_TIMEOUT_MS)
         return CH_EINVAL;
     if (out->failover_depth < 1 || out->db < 0)
+        return CH_EINVAL;
+    if (out->replicas == 0)
+        out->replicas = 1; /* a zeroed struct: the default */
+    if (out->replicas > CH_CACHE_MAX_REPLICAS)
         return CH_EINVAL;
     return CH_OK;
 }
@@ -187,6 +192,7 @@ static void carry_over(ch_cache *c, const ch_membership *m, ch__node *nodes, ch_
         if (i == SIZE_MAX)
             continue;
         nodes[j].count = c->nodes[i].count;
+        nodes[j].missed_writes = c->nodes[i].missed_writes;
         if (keep_conns && strcmp(nodes[j].addr, c->nodes[i].addr) == 0) {
             nodes[j].conn = c->nodes[i].conn;
             c->nodes[i].conn = NULL;
@@ -200,10 +206,12 @@ int ch__cache_swap(ch_cache *c, ch_membership *m, const ch_health_options *hopt,
 {
     size_t n = ch_membership_size(m);
     size_t depth = opt->failover_depth < n ? opt->failover_depth : n;
+    size_t replicas = opt->replicas < n ? opt->replicas : n;
+    size_t rdepth = depth > replicas ? depth : replicas;
     ch__node *nodes = NULL;
     ch_health *health = NULL;
     char *password = NULL;
-    size_t *cand = calloc(depth, sizeof(*cand));
+    size_t *cand = calloc(rdepth, sizeof(*cand));
     int rc = cand == NULL ? CH_ENOMEM : CH_OK;
     if (rc == CH_OK && opt->password != NULL && (password = strdup(opt->password)) == NULL)
         rc = CH_ENOMEM;
@@ -215,7 +223,10 @@ int ch__cache_swap(ch_cache *c, ch_membership *m, const ch_health_options *hopt,
         /* A table without a failover order (jump) refuses depth > 1: find out now, not per
          * request. */
         size_t count;
-        rc = ch_route(ch_membership_table(m), NULL, "", 0, depth, cand, &count);
+        rc = ch_route(ch_membership_table(m), NULL, "", 0, rdepth, cand, &count);
+        /* Nor has it owners beyond the first (replicas > 1). */
+        if (rc == CH_OK && replicas > 1)
+            rc = ch_replicas(ch_membership_table(m), "", 0, replicas, cand, &count);
     }
     if (rc != CH_OK) {
         free(cand);
@@ -241,6 +252,9 @@ int ch__cache_swap(ch_cache *c, ch_membership *m, const ch_health_options *hopt,
     c->n = n;
     c->depth = depth;
     c->depth_wanted = opt->failover_depth;
+    c->replicas = replicas;
+    c->replicas_wanted = opt->replicas;
+    c->rdepth = rdepth;
     c->timeout_ms = opt->timeout_ms;
     c->password = password;
     c->db = opt->db;
@@ -317,6 +331,7 @@ int ch_cache_reload(ch_cache *c, const ch_member *members, size_t n, const ch_op
     ch_cache_options_init(&o);
     o.timeout_ms = c->timeout_ms;
     o.failover_depth = c->depth_wanted;
+    o.replicas = c->replicas_wanted;
     o.password = c->password;
     o.db = c->db;
     ch_health_options h = c->hopt;
@@ -397,6 +412,9 @@ int ch_cache_metrics_get(const ch_cache *c, ch_cache_metrics *out)
     x.readmissions = c->total.readmissions;
     x.failed = c->failed;
     x.reloads = c->reloads;
+    x.repairs = c->total.repairs;
+    x.replica_skips = c->total.replica_skips;
+    x.replica_reads = c->replica_reads;
     memcpy(out, &x, out->size < sizeof(x) ? out->size : sizeof(x));
     return CH_OK;
 }
@@ -421,6 +439,8 @@ int ch_cache_node_metrics_get(const ch_cache *c, size_t i, ch_cache_node_metrics
     x.ejections = node->count.ejections;
     x.probes = node->count.probes;
     x.readmissions = node->count.readmissions;
+    x.repairs = node->count.repairs;
+    x.replica_skips = node->count.replica_skips;
     memcpy(out, &x, out->size < sizeof(x) ? out->size : sizeof(x));
     return CH_OK;
 }

@@ -13,7 +13,7 @@
 /* Counters kept per node and in total; see ch_cache_node_metrics for their meaning. */
 typedef struct ch__counters {
     uint64_t attempts, hits, misses, failovers, errors, reply_errors, ejections, probes,
-        readmissions;
+        readmissions, repairs, replica_skips;
 } ch__counters;
 
 typedef struct ch__node {
@@ -22,6 +22,9 @@ typedef struct ch__node {
     char *host;          /* owned: the host (IPv6 without brackets), or the unix socket path */
     int port;            /* 1..65535, or 0 for a unix socket */
     redisContext *conn;  /* NULL until first use, and after any failure (dropped) */
+    bool missed_writes;  /* replicas: a write for keys it owns was skipped (it was ejected) or
+                            failed on it since its last flush, so it may hold values older than
+                            its replicas': it is flushed (FLUSHDB) when a probe readmits it */
     ch__counters count;
 } ch__node;
 
@@ -34,13 +37,17 @@ struct ch_cache {
     size_t n;
     size_t depth;            /* failover depth, 1..n */
     size_t depth_wanted;     /* as asked for (depth is it clamped to n); kept across reloads */
+    size_t replicas;         /* copies of a key, 1..min(CH_CACHE_MAX_REPLICAS, n) */
+    size_t replicas_wanted;  /* as asked for; kept across reloads */
+    size_t rdepth;           /* candidates of a get: max(depth, replicas), so every owner that is
+                                up is among them */
     int timeout_ms;
     char *password;          /* owned, or NULL */
     int db;
     uint64_t rng;            /* splitmix64 state */
-    size_t *cand;            /* depth entries: the candidates of a single-key request */
+    size_t *cand;            /* rdepth entries: the candidates of a single-key request */
     ch__counters total;
-    uint64_t requests, failed, reloads;
+    uint64_t requests, failed, reloads, replica_reads;
 
     /* ch_cache_open_config(): the loaded file, kept for the membership documents of a fleet
      * (docs/FLEET.md), which replace only a pool's membership; NULL for ch_cache_open().
@@ -144,6 +151,19 @@ void ch__served(ch_cache *c, size_t i, size_t owner, ch__outcome outcome, redisR
 void ch__unserved(ch_cache *c, ch_cache_result *r);
 
 ch__outcome ch__classify_get(const redisReply *reply);
+
+/* Replicas (c->replicas > 1): r is a MISS served by node r->node; when that node is one of the
+ * key's owners, the later candidates cand[0..count-1] that are owners are read in order (GET and
+ * PTTL, one pipeline each); the first hit replaces r (a failover read) and is copied to the node
+ * that missed by ch__repair(). owner is the key's owner in the table, kh its ch_key_hash(). */
+void ch__replica_fill(ch_cache *c, const void *key, size_t len, uint64_t kh, const size_t *cand,
+                      size_t count, size_t owner, ch_cache_result *r);
+
+/* Copies a value to node i without overwriting: SET key value NX, with PX pttl_ms when
+ * pttl_ms > 0 (0: no expiry). Returns 1 when it stored, 0 when the key was there (the node's
+ * value stays), -1 when the node failed (counted). */
+int ch__repair(ch_cache *c, size_t i, const void *key, size_t len, const void *value,
+               size_t vlen, uint64_t pttl_ms);
 
 /* Probes every ejected node whose probe is due; returns how many were readmitted. O(nodes) plus
  * the probes. The caller holds the SIGPIPE guard. */

@@ -62,6 +62,8 @@ static int pool_options(const ch_conf_pool *p, const ch_cache_options *opt, ch_c
                                                                 : p->timeout_ms;
     if (p->failover_depth > 0)
         o->failover_depth = (size_t)p->failover_depth;
+    if (p->replicas > 0)
+        o->replicas = (size_t)p->replicas;
     o->version = p->version;
     o->password = p->redis_auth;
     o->db = p->redis_db > 0 ? p->redis_db : 0;

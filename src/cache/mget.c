@@ -189,7 +189,7 @@ int ch_cache_mget(ch_cache *c, size_t n, const char *const *keys, const size_t *
     if (n == 0)
         return CH_OK;
     work w;
-    if (!work_alloc(&w, n, c->depth, c->n))
+    if (!work_alloc(&w, n, c->rdepth, c->n))
         return CH_ENOMEM;
 
     ch__sigpipe guard;
@@ -210,7 +210,7 @@ int ch_cache_mget(ch_cache *c, size_t n, const char *const *keys, const size_t *
         w.klen[j] = lens != NULL ? lens[j] : strlen(keys[j]);
         const char *key = keys[j] != NULL ? keys[j] : "";
         uint64_t kh = ch_key_hash(c->table, key, w.klen[j]);
-        if (ch_route_hash(c->table, c->health, kh, c->depth, &w.cand[j * w.depth],
+        if (ch_route_hash(c->table, c->health, kh, c->rdepth, &w.cand[j * w.depth],
                           &w.ncand[j]) != CH_OK)
             w.ncand[j] = 0; /* cannot happen: the depth was checked against the table */
         w.owner[j] = ch_lookup_hash(c->table, kh);
@@ -223,6 +223,16 @@ int ch_cache_mget(ch_cache *c, size_t n, const char *const *keys, const size_t *
             break;
         group_by_node(&w, npending, c->n);
         npending = run_round(c, &w, keys, results);
+    }
+    /* Replicas: a miss at an owner is read from the key's next owners, one key at a time (the
+     * rare case: a node that restarted empty, or a new owner after a membership change). */
+    for (size_t j = 0; c->replicas > 1 && j < n; j++) {
+        if (results[j].status != CH_CACHE_MISS)
+            continue;
+        const char *key = keys[j] != NULL ? keys[j] : "";
+        uint64_t kh = ch_key_hash(c->table, key, w.klen[j]);
+        ch__replica_fill(c, key, w.klen[j], kh, &w.cand[j * w.depth], w.ncand[j], w.owner[j],
+                         &results[j]);
     }
     ch__sigpipe_restore(&guard);
     free(w.block);
