@@ -38,6 +38,17 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
                         size_t whylen)
 {
     memset(sp, 0, sizeof(*sp));
+    if (pc->replicas > 1) {
+        /* Replicated pools are libchash-cache's only (docs/CONFIG.md): a proxy that placed one
+         * copy would break what its other clients expect of the pool. */
+        snprintf(why, whylen,
+                 "%s:%u:%u: pool %s: \"replicas: %d\" is libchash-cache only for now: "
+                 "chash-proxy does not replicate (set replicas: 1 or remove it)",
+                 cref != NULL && cref->cfg != NULL && cref->cfg->path != NULL ? cref->cfg->path
+                                                                              : "(config)",
+                 pc->replicas_line, pc->replicas_column, pc->name, pc->replicas);
+        return -1;
+    }
     table_refused = 0;
     int rc = ch_config_membership_alloc(pc, &table_allocator, &sp->members);
     if (rc == CH_ENOMEM && table_refused > 0) {

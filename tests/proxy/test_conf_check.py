@@ -68,6 +68,10 @@ def body(t):
         ("a listen address that does not resolve",
          pool(port, [ok_server]).replace("127.0.0.1:%d" % port, "no-such-host.invalid:%d" % port,
                                          1), False, "no-such-host.invalid"),
+        # replicas are libchash-cache's only (issue 26): refused at the key (line 4, column 3),
+        # not silently served with one copy.
+        ("replicas: 2", pool(port, [ok_server, "127.0.0.1:1:1"], "  replicas: 2\n"), False,
+         '.yml:4:3: pool p: "replicas: 2" is libchash-cache only'),
         ("a valid pool", pool(port, [ok_server]), True, None),
     ]
     fifo = os.path.join(tmp, "fifo.yml")
@@ -102,6 +106,11 @@ def body(t):
     if code != 409 or b"needs a restart" not in b or b"listen" not in b:
         fail("a reload whose only change is a new listen: %d %r (want 409 naming listen)" % (
             code, b))
+    write_file(conf, pool(port, [ok_server, "127.0.0.1:1:1"], "  replicas: 2\n"))
+    code, b = post_reload(mport)
+    # refused as the other pools the proxy cannot build (500), naming the key's place
+    if code == 200 or b"libchash-cache only" not in b or b"live.yml:4:3" not in b:
+        fail("a reload to replicas: 2: %d %r (want a refusal naming live.yml:4:3)" % (code, b))
     os.unlink(conf)
     os.mkfifo(conf)
     code, b = post_reload(mport)
@@ -112,8 +121,8 @@ def body(t):
         fail("/metrics after the refused reloads: %d" % code)
     p.stop()
     log("-t and a start agree on %d configs; reloads answer 409 for a restart-only change, 400 "
-        "for a FIFO" % len(results))
-    return "%d configs, 2 reloads" % len(results)
+        "for replicas and for a FIFO" % len(results))
+    return "%d configs, 3 reloads" % len(results)
 
 
 if __name__ == "__main__":
