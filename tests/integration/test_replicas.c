@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #define NODES 8
@@ -448,6 +449,79 @@ static void hung_owner_not_stale(void **state)
     rh_fleet_stop(f);
 }
 
+/* The pool's key: a config file's "replicas: 2" places two copies; a membership change
+ * re-derives the owners (a server removed: every key still read, new writes at the new
+ * owners). */
+static void config_and_membership_change(void **state)
+{
+    (void)state;
+    rh_fleet *f = rh_fleet_start(4);
+    assert_non_null(f);
+    char path[64], text[1024];
+    snprintf(path, sizeof path, "replicas_test_%ld.yml", (long)getpid());
+    int at = snprintf(text, sizeof text, "p:\n  redis: true\n  replicas: 2\n  servers:\n");
+    for (size_t i = 0; i < 4; i++)
+        at += snprintf(text + at, sizeof text - (size_t)at, "   - %s:1 cache-%02zu\n",
+                       f->servers[i].addr, i + 1);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    assert_int_equal(fputs(text, fp) >= 0, 1);
+    assert_int_equal(fclose(fp), 0);
+    ch_cache *c = NULL;
+    ch_config_error err;
+    assert_int_equal(ch_cache_open_config(path, NULL, NULL, &c, &err), CH_OK);
+    unlink(path);
+    enum { N = 400 };
+    char key[32];
+    for (size_t k = 0; k < N; k++) {
+        fx_key(key, k);
+        ch_cache_result r;
+        assert_int_equal(ch_cache_set(c, key, strlen(key), key, strlen(key), 0, &r), CH_OK);
+        assert_int_equal(r.status, CH_CACHE_OK);
+        ch_cache_result_free(&r);
+    }
+    long long total = 0;
+    for (size_t i = 0; i < 4; i++)
+        total += rh_dbsize(f, i);
+    assert_int_equal(total, 2 * N);
+
+    /* cache-01 leaves: the same file without it. */
+    at = snprintf(text, sizeof text, "p:\n  redis: true\n  replicas: 2\n  servers:\n");
+    for (size_t i = 1; i < 4; i++)
+        at += snprintf(text + at, sizeof text - (size_t)at, "   - %s:1 cache-%02zu\n",
+                       f->servers[i].addr, i + 1);
+    fp = fopen(path, "w");
+    assert_non_null(fp);
+    assert_int_equal(fputs(text, fp) >= 0, 1);
+    assert_int_equal(fclose(fp), 0);
+    assert_int_equal(ch_cache_reload_config(c, path, NULL, &err), CH_OK);
+    unlink(path);
+    assert_int_equal(fx_metrics(c).nodes, 3);
+    for (size_t k = 0; k < N; k++) {
+        fx_key(key, k);
+        ch_cache_result r;
+        assert_int_equal(ch_cache_get(c, key, strlen(key), &r), CH_OK);
+        if (r.status != CH_CACHE_HIT)
+            fail_msg("%s after the change: %s", key, ch_cache_status_name(r.status));
+        ch_cache_result_free(&r);
+    }
+    /* A new write lands on the key's two owners of the new membership. */
+    ch_cache_result r;
+    assert_int_equal(ch_cache_set(c, "fresh", 5, "v", 1, 0, &r), CH_OK);
+    assert_int_equal(r.status, CH_CACHE_OK);
+    ch_cache_result_free(&r);
+    size_t o[2], count = 0;
+    const ch_table *t = ch_membership_table(ch_cache_membership(c));
+    assert_int_equal(ch_replicas(t, "fresh", 5, 2, o, &count), CH_OK);
+    for (size_t k = 0; k < 2; k++) {
+        const char *id = ch_membership_member(ch_cache_membership(c), o[k])->id;
+        size_t server = (size_t)(id[7] - '1'); /* cache-0N: harness server N-1 */
+        assert_true(direct_exists(f, server, "fresh", NULL));
+    }
+    ch_cache_close(c);
+    rh_fleet_stop(f);
+}
+
 int main(void)
 {
     rh_require_redis("integration_replicas");
@@ -458,6 +532,7 @@ int main(void)
         cmocka_unit_test(repair_never_overwrites),
         cmocka_unit_test(mget_replicas),
         cmocka_unit_test(hung_owner_not_stale),
+        cmocka_unit_test(config_and_membership_change),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
