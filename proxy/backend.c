@@ -330,17 +330,14 @@ static void probe_done(px_server *s, bool ok)
 
 typedef struct cleanup_arg {
     const px_codec *codec;
-    const char *key; /* a delete; NULL: the walk's page after cursor (or, flush) */
+    const char *key; /* a delete; NULL: the walk's page after cursor */
     size_t len;
     uint64_t cursor;
-    bool flush;
 } cleanup_arg;
 
 static int encode_cleanup(void *arg, px_buf *out, uint8_t *expect)
 {
     const cleanup_arg *a = arg;
-    if (a->flush)
-        return a->codec->encode_flush(out, expect);
     return a->key == NULL ? a->codec->encode_walk(out, a->cursor, expect)
                           : a->codec->encode_delete(out, a->key, a->len, expect);
 }
@@ -404,9 +401,8 @@ static void cleanup_release(px_conn *c, px_server *s)
  * past its bound, every key of the server in a dirty bucket, found by walking the server's
  * keys (codec encode_walk, walk_page) one page at a time, so the deletes in flight are one
  * page's. Readmission follows the last clean-up reply (probe_done). The probe's claim stays
- * held meanwhile, so no other worker probes s. A codec that walks (Redis) never flushes: a
- * server is not emptied because it was ejected; one that does not (memcached, for now) is
- * flushed past the bound. */
+ * held meanwhile, so no other worker probes s. Never a flush: a server is not emptied because
+ * it was ejected. */
 static void rejoin(px_conn *c, px_server *s)
 {
     px_pool *pool = s->pool;
@@ -426,10 +422,7 @@ static void rejoin(px_conn *c, px_server *s)
         PX_LOG(pool->io, PX_LOG_NOTICE,
                "pool %s: server %s answers again: %s before readmitting it", pool->conf->name,
                server_name(s),
-               b->dirty != NULL && pool->codec->encode_walk == NULL
-                   ? "flushing it (more keys were written elsewhere for it than "
-                     "rejoin_journal_keys, and its protocol has no key walk)"
-               : b->dirty != NULL ? "deleting on it its keys whose buckets were written "
+               b->dirty != NULL ? "deleting on it its keys whose buckets were written "
                                     "elsewhere while it was out (more keys than "
                                     "rejoin_journal_keys)"
                                   : "deleting on it the keys written elsewhere while it was out");
@@ -441,10 +434,8 @@ static void rejoin(px_conn *c, px_server *s)
         cleanup_send(c, s, PX_FRAG_CLEANUP, &a);
     }
     if (b->dirty != NULL) {
-        /* A codec that cannot walk the server's keys (memcached, for now) flushes it. */
-        cleanup_arg a = {.codec = pool->codec, .cursor = 0,
-                         .flush = pool->codec->encode_walk == NULL};
-        cleanup_send(c, s, a.flush ? PX_FRAG_CLEANUP : PX_FRAG_WALK, &a);
+        cleanup_arg a = {.codec = pool->codec, .cursor = 0};
+        cleanup_send(c, s, PX_FRAG_WALK, &a);
     }
     cleanup_release(c, s);
 }

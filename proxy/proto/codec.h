@@ -193,7 +193,8 @@ typedef struct px_codec {
     /* A rejoining server's clean-up (the rejoin journal): delete one key (its routing bytes).
      * 0, or -1. */
     int (*encode_delete)(px_buf *out, const char *key, size_t len, uint8_t *expect);
-    /* Enumerating a server's keys, page by page (a rejoin past its journal's bound deletes
+    /* Enumerating a server's keys, page by page (Redis: SCAN; memcached: one "lru_crawler
+     * metadump all"), for a rejoin past its journal's bound deletes
      * those of dirty buckets: backend.c). encode_walk: the request for the page after cursor
      * (0: the first). walk_page: each key of the page reply r (its bytes as the server stores
      * them) to fn, and *next: the cursor of the next page (0: the walk is done). 0, or -1 when
@@ -201,9 +202,6 @@ typedef struct px_codec {
     int (*encode_walk)(px_buf *out, uint64_t cursor, uint8_t *expect);
     int (*walk_page)(const px_reply *r, uint64_t *next,
                      void (*fn)(void *arg, const char *key, size_t len), void *arg);
-    /* Only for a codec with no walk (encode_walk NULL: memcached, for now): everything goes
-     * (flush_all) when the journal spilled. 0, or -1. */
-    int (*encode_flush)(px_buf *out, uint8_t *expect);
     /* The i-th request sent first on a new backend connection (AUTH, SELECT), named in *what
      * for the log. 1 written, 0 none left, -1 out of memory. */
     int (*encode_handshake)(px_buf *out, const ch_conf_pool *pc, size_t i, uint8_t *expect,

@@ -1113,6 +1113,54 @@ static ch_mc_status scan_meta(prep *p, ch_mc_cmd cmd, ch_mc_reply *o)
 
 /* A reply scan's outcome st for cmd, told the caller: r (classified) into *out, p's need into
  * *need, a reason into err for any CH_MC_CLOSE. */
+/* "lru_crawler metadump all" (the proxy's rejoin walk): "key=..." lines, then END (code END,
+ * integer: the lines); or one line: an error, or BUSY (the crawler runs already: a
+ * SERVER_ERROR, so the walk is tried again later). Cost: O(reply) per call; a dump that arrives
+ * in n reads is rescanned n times. */
+static ch_mc_status scan_dump(prep *p, ch_mc_reply *o)
+{
+    const char *buf = p->buf;
+    size_t pos = 0, cr;
+    for (;;) {
+        /* memcached ends the key lines with a bare "\n" (crawler.c), the rest with "\r\n". */
+        const size_t avail = p->len - pos;
+        const size_t win = avail < p->lim.max_line ? avail : p->lim.max_line;
+        const char *nl = memchr(buf + pos, '\n', win);
+        if (nl == NULL) {
+            if (avail >= p->lim.max_line)
+                return fail(CH_MC_CLOSE, p->err, p->errlen, "reply line too long");
+            p->need = sat_add(pos, 5) > p->len ? sat_add(pos, 5) : p->len + 1;
+            return CH_MC_INCOMPLETE;
+        }
+        const size_t lf = (size_t)(nl - buf);
+        cr = lf > pos && buf[lf - 1] == '\r' ? lf - 1 : lf;
+        if (cr - pos >= 4 && memcmp(buf + pos, "key=", 4) == 0) {
+            o->integer++;
+            pos = lf + 1;
+            continue;
+        }
+        if (cr == lf)
+            return fail(CH_MC_CLOSE, p->err, p->errlen, "reply line not ended by CRLF");
+        if (line_is(buf, pos, cr, "END")) {
+            o->code = CH_MC_R_END;
+            o->len = cr + 2;
+            return CH_MC_OK;
+        }
+        if (pos == 0) {
+            o->line = span(0, cr);
+            o->len = cr + 2;
+            o->code = error_line(buf, 0, cr, &o->text);
+            if (o->code == CH_MC_R_NONE && line_starts(buf, 0, cr, "BUSY")) {
+                o->code = CH_MC_R_SERVER_ERROR;
+                o->text = span(0, cr);
+            }
+            if (o->code != CH_MC_R_NONE)
+                return CH_MC_OK;
+        }
+        return fail(CH_MC_CLOSE, p->err, p->errlen, "unexpected line in a metadump");
+    }
+}
+
 static ch_mc_status scan_done(ch_mc_status st, ch_mc_cmd cmd, ch_mc_reply *r, const prep *p,
                               ch_mc_reply *out, size_t *need, char *err, size_t errlen)
 {
@@ -1150,6 +1198,8 @@ ch_mc_status ch_mc_scan_reply(const char *buf, size_t len, ch_mc_cmd cmd, const 
         st = scan_get(&p, cmd, &r);
     else if (props & CH_MC_P_META)
         st = scan_meta(&p, cmd, &r);
+    else if (cmd == CH_MC_CMD_LRU_CRAWLER)
+        st = scan_dump(&p, &r);
     else if (cmd == CH_MC_CMD_UNKNOWN || cmd >= CH_MC_CMD_COUNT || cmd == CH_MC_CMD_QUIT ||
              ((props & CH_MC_P_REFUSED) && cmd != CH_MC_CMD_VERBOSITY &&
               cmd != CH_MC_CMD_FLUSH_ALL))

@@ -243,6 +243,9 @@ typedef struct ch_mc_reply {
  *   touch: TOUCHED NOT_FOUND;  version: "VERSION <text>";  verbosity flush_all: OK;
  *   mg: VA (data block), HD, EN;  ms: HD NS EX NF;  md: HD NF EX;  ma: VA HD NF NS EX;
  *   mn: MN;  me: "ME <key> ..." or EN;  every meta code may carry flag tokens ("HD O1 k..").
+ *   lru_crawler (the proxy's "lru_crawler metadump all", a rejoin's walk): "key=..." lines
+ *     (ended by "\n" or "\r\n") then "END\r\n" (code END), or one line: BUSY (code
+ *     SERVER_ERROR) or an error.
  *   Other commands (stats, ...): refused by the proxy, never sent; CH_MC_CLOSE.
  * CH_MC_OK fills *out (may be NULL); CH_MC_INCOMPLETE sets *need (> len; for a data block in
  * progress: its end + 2, plus 5 for the "END\r\n" a get reply still owes); anything else is

@@ -491,10 +491,73 @@ static int mc_fill_stored(const px_reply *r)
     return r->len >= 2 && memcmp(r->p, "NS", 2) == 0 ? 0 : -1;
 }
 
-static int mc_encode_flush(px_buf *out, uint8_t *expect)
+/* The rejoin's walk: one "lru_crawler metadump all" lists the server's keys (no cursor: one
+ * page). memcached writes each key URL-encoded (%XX) in a "key=" token, on a line ended by a
+ * bare "\n"; the dump ends with "END\r\n". */
+static int mc_encode_walk(px_buf *out, uint64_t cursor, uint8_t *expect)
 {
-    *expect = (uint8_t)CH_MC_CMD_FLUSH_ALL;
-    return px_buf_append(out, "flush_all\r\n", 11);
+    (void)cursor;
+    *expect = (uint8_t)CH_MC_CMD_LRU_CRAWLER;
+    static const char dump[] = "lru_crawler metadump all\r\n";
+    return px_buf_append(out, dump, sizeof(dump) - 1);
+}
+
+static int hex_digit(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* s[0, n) URL-decoded into out[0, cap): its length, or -1 (a bad escape, too long, empty). */
+static long url_decode(const char *s, size_t n, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++, o++) {
+        if (o == cap)
+            return -1;
+        if (s[i] != '%') {
+            out[o] = s[i];
+            continue;
+        }
+        int hi = i + 2 < n ? hex_digit(s[i + 1]) : -1, lo = i + 2 < n ? hex_digit(s[i + 2]) : -1;
+        if (hi < 0 || lo < 0)
+            return -1;
+        out[o] = (char)(hi << 4 | lo);
+        i += 2;
+    }
+    return o > 0 ? (long)o : -1;
+}
+
+static int mc_walk_page(const px_reply *r, uint64_t *next,
+                        void (*fn)(void *arg, const char *key, size_t len), void *arg)
+{
+    *next = 0; /* one dump is the whole walk */
+    char key[256]; /* memcached's keys: 250 bytes at most */
+    size_t pos = 0;
+    while (pos < r->len) {
+        const char *nl = memchr(r->p + pos, '\n', r->len - pos);
+        if (nl == NULL)
+            return -1;
+        size_t end = (size_t)(nl - r->p), cr = end > pos && r->p[end - 1] == '\r' ? end - 1 : end;
+        if (cr - pos == 3 && memcmp(r->p + pos, "END", 3) == 0)
+            return 0;
+        if (cr - pos < 4 || memcmp(r->p + pos, "key=", 4) != 0)
+            return -1;
+        const char *k = r->p + pos + 4;
+        const char *sp = memchr(k, ' ', (size_t)(r->p + cr - k));
+        size_t klen = sp != NULL ? (size_t)(sp - k) : (size_t)(r->p + cr - k);
+        long n = url_decode(k, klen, key, sizeof(key));
+        if (n < 0)
+            return -1;
+        fn(arg, key, (size_t)n);
+        pos = end + 1;
+    }
+    return -1; /* no END */
 }
 
 static int mc_encode_handshake(px_buf *out, const ch_conf_pool *pc, size_t i, uint8_t *expect,
@@ -602,7 +665,8 @@ const px_codec px_codec_memcache = {
     .encode_error = mc_encode_error,
     .encode_probe = mc_encode_probe,
     .encode_delete = mc_encode_delete,
-    .encode_flush = mc_encode_flush,
+    .encode_walk = mc_encode_walk,
+    .walk_page = mc_walk_page,
     .is_miss = mc_is_miss,
     .encode_fetch = mc_encode_fetch,
     .encode_fill = mc_encode_fill,

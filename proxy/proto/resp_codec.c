@@ -1083,7 +1083,6 @@ const px_codec px_codec_redis = {
     .encode_delete = redis_encode_delete,
     .encode_walk = redis_encode_walk,
     .walk_page = redis_walk_page,
-    .encode_flush = NULL, /* never: it walks */
     .encode_handshake = redis_encode_handshake,
     .merge_begin = redis_merge_begin,
     .merge_part = redis_merge_part,

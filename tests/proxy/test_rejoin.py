@@ -17,7 +17,8 @@ rest of its keys are left alone. After its readmission, read straight from B: ev
 alone whose bucket (the top 16 bits of XXH3_64 of the key, computed here with python's xxhash)
 no written key shares is still there with its v1 (no FLUSHDB), every written key is absent
 from B or holds its v2, and 0 reads of v1 through the proxy. Before, B was flushed: 0 of its
-untouched keys were left.
+untouched keys were left. The same spill case with 3 memcacheds ("lru_crawler metadump all"
+walks B), read straight from B with a text get.
 
 Usage: test_rejoin.py CHASH_PROXY CHASH_CLI
 Exit: 0 pass, 1 fail, 77 skip (redis-server missing and CI unset).
@@ -30,8 +31,8 @@ import time
 import xxhash
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Resp, fail, free_ports, log, pool_yaml, run_test,  # noqa: E402
-                          start_redises, wait_until, write_file)
+from proxyharness import (Mc, Proxy, Resp, fail, free_ports, log, pool_yaml,  # noqa: E402
+                          run_test, start_memcacheds, start_redises, wait_until, write_file)
 
 NKEYS = 3000
 BOUND = 15.0
@@ -186,14 +187,92 @@ def spill_case(proxy_exe, tmp, backends):
     return len(kept), len(untouched)
 
 
+def mc_sets(c, pairs):
+    c.send(b"".join(b"set %s 0 0 %d\r\n%s\r\n" % (k, len(v), v) for k, v in pairs))
+    return [c.reply() for _ in pairs]
+
+
+def mc_spill_case(proxy_exe, tmp, mcs):
+    label = "mc_spill"
+    port = free_ports(1)[0]
+    conf = write_file(os.path.join(tmp, label + ".yml"), pool_yaml(
+        "rj", port, [(m.text, 1, None) for m in mcs], redis=False, hash="md5",
+        distribution="ketama", auto_eject_hosts=True, server_failure_limit=1,
+        server_retry_timeout=300, timeout=300, rejoin_journal_keys=SPILL_BOUND))
+    p = Proxy(proxy_exe, tmp, conf, [("127.0.0.1", port)], label=label).start()
+    addr = ("127.0.0.1", port)
+    keys = [b"rj:%d" % i for i in range(SPILL_KEYS)]
+    with Mc(addr) as c:
+        for i in range(0, SPILL_KEYS, 500):
+            got = mc_sets(c, [(k, b"v1:" + k) for k in keys[i:i + 500]])
+            if any(g != b"STORED\r\n" for g in got):
+                fail("%s: the first sets failed: %r" % (label, got[:3]))
+    B = mcs[1]
+    on_b = sorted(B.keys_present(keys))
+    if len(on_b) < SPILL_WRITES + 500:
+        fail("%s: backend B holds %d keys only" % (label, len(on_b)))
+    written, untouched = on_b[:SPILL_WRITES], on_b[SPILL_WRITES:]
+    dirty = {bucket(k) for k in written}
+    kept = [k for k in untouched if bucket(k) not in dirty]
+    os.kill(B.proc.pid, signal.SIGSTOP)
+    try:
+        deadline = time.monotonic() + BOUND
+        with Mc(addr) as c:
+            while p.stats_json()["rj"]["server_ejects"] < 1:
+                if time.monotonic() > deadline:
+                    fail("%s: B not ejected within %g s" % (label, BOUND))
+                c.call(b"get %s\r\n" % written[0])
+            got = mc_sets(c, [(k, b"v2:" + k) for k in written])
+            bad = [g for g in got if g != b"STORED\r\n"]
+            if bad:
+                fail("%s: writes while B was out failed: %r" % (label, bad[:3]))
+    finally:
+        os.kill(B.proc.pid, signal.SIGCONT)
+    k_back = written[0]
+    with Mc(addr) as c:
+        def lands():
+            mc_sets(c, [(k_back, b"v2:" + k_back)])
+            with Mc(B.addr) as d:
+                return d.get_many([k_back]).get(k_back) == b"v2:" + k_back
+        wait_until(lands, BOUND, "%s: B readmitted after SIGCONT (a set of its key on it)" %
+                   label, poll=0.1)
+        through = {}
+        for i in range(0, len(on_b), 100):
+            through.update(c.get_many(on_b[i:i + 100]))
+    direct = {}
+    with Mc(B.addr) as d:
+        for i in range(0, len(on_b), 100):
+            direct.update(d.get_many(on_b[i:i + 100]))
+    p.stop()
+    lost = [k for k in kept if direct.get(k) != b"v1:" + k]
+    if lost:
+        fail("%s: %d of B's %d untouched keys in clean buckets are gone or changed on B after "
+             "its readmission (flushed?), e.g. %r" % (label, len(lost), len(kept), lost[:3]))
+    stale_b = [k for k in written if direct.get(k) not in (None, b"v2:" + k)]
+    if stale_b:
+        fail("%s: %d keys written while B was out still hold their old value on B, e.g. %r" %
+             (label, len(stale_b), stale_b[:3]))
+    stale = [k for k in written if through.get(k) == b"v1:" + k]
+    if stale:
+        fail("%s: %d reads through the proxy returned B's old value, e.g. %r" % (
+            label, len(stale), stale[:3]))
+    log("%s: B held %d keys; %d written while it was out (bound %d); %d of the %d untouched "
+        "kept on B; 0 stale" % (label, len(on_b), len(written), SPILL_BOUND, len(kept),
+                                len(untouched)))
+    return len(kept), len(untouched)
+
+
 def body(t):
     proxy_exe, redis_server, tmp = t.proxy, t.programs["redis-server"], t.tmp
     backends = start_redises(redis_server, tmp, 3)
     n1, _ = one_case(proxy_exe, tmp, backends, "journal", {})
     kept, untouched = spill_case(proxy_exe, tmp, backends)
+    mkept, muntouched = mc_spill_case(proxy_exe, tmp,
+                                      start_memcacheds(t.programs["memcached"], tmp, 3))
     return ("0 stale reads over %d keys: B's keys deleted on it (%d); past the bound, %d of "
-            "B's %d untouched keys kept (no flush)" % (NKEYS, n1, kept, untouched))
+            "B's %d untouched keys kept (no flush); memcached: %d of %d kept" % (
+                NKEYS, n1, kept, untouched, mkept, muntouched))
 
 
 if __name__ == "__main__":
-    run_test(body)
+    run_test(body, programs=("redis-server", "memcached"))

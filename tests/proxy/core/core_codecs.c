@@ -291,41 +291,74 @@ void test_cleanup_encodings(void **state)
         {&px_codec_memcache, "k:1", 3, "delete k:1\r\n"},
         {&px_codec_memcache, "a b", 3, "md YSBi b\r\n"},   /* base64 of "a b" */
         {&px_codec_memcache, "\x01", 1, "md AQ== b\r\n"},
-        {&px_codec_memcache, NULL, 0, "flush_all\r\n"},
+        {&px_codec_memcache, NULL, 0, "lru_crawler metadump all\r\n"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         px_buf b = {0};
         uint8_t expect = 0;
         int rc = cases[i].key != NULL
                      ? cases[i].codec->encode_delete(&b, cases[i].key, cases[i].len, &expect)
-                     : cases[i].codec->encode_flush(&b, &expect);
+                     : cases[i].codec->encode_walk(&b, 0, &expect);
         assert_int_equal(rc, 0);
         assert_int_equal(b.len, strlen(cases[i].want));
         assert_memory_equal(b.p, cases[i].want, b.len);
         px_buf_free(&b);
     }
-    /* memcached's answers to them frame as one reply each. */
-    const char *answers[] = {"DELETED\r\n", "NOT_FOUND\r\n", "HD\r\n", "NF\r\n", "OK\r\n"};
-    uint8_t expects[] = {0, 0, 0, 0, 0};
+    /* memcached's answers to them frame as one reply each; a dump as one, up to its END. */
+    const char *answers[] = {"DELETED\r\n", "NOT_FOUND\r\n", "HD\r\n", "NF\r\n",
+                             /* memcached ends a dump's key lines with a bare LF */
+                             "key=a%20b exp=-1 la=1 cas=2 fetch=no cls=1 size=60\n"
+                             "key=k%3A1 exp=-1 la=1 cas=3 fetch=no cls=1 size=60\r\nEND\r\n",
+                             "END\r\n", "BUSY currently processing crawler request\r\n"};
+    uint8_t expects[7] = {0};
     px_buf b = {0};
     px_codec_memcache.encode_delete(&b, "k", 1, &expects[0]);
     expects[1] = expects[0];
     px_codec_memcache.encode_delete(&b, " ", 1, &expects[2]);
     expects[3] = expects[2];
-    px_codec_memcache.encode_flush(&b, &expects[4]);
+    px_codec_memcache.encode_walk(&b, 0, &expects[4]);
+    expects[5] = expects[6] = expects[4];
     px_buf_free(&b);
     px_limits lim, blim;
     ch_conf_pool pc = {.max_request_bytes = 1 << 20};
     px_codec_memcache.limits(&pc, &lim, &blim);
-    for (size_t i = 0; i < 5; i++) {
+    for (size_t i = 0; i < 7; i++) {
         px_reply r;
         size_t consumed = 0, need = 0;
         char err[64];
-        assert_int_equal(px_codec_memcache.scan_reply(&blim, expects[i], answers[i],
-                                                      strlen(answers[i]), &r, &consumed, &need,
-                                                      err, sizeof(err)),
+        size_t n = strlen(answers[i]);
+        /* Short of its last byte it is incomplete (a dump's END may come in a later read). */
+        assert_int_equal(px_codec_memcache.scan_reply(&blim, expects[i], answers[i], n - 1, &r,
+                                                      &consumed, &need, err, sizeof(err)),
+                         PX_PARSE_AGAIN);
+        assert_int_equal(px_codec_memcache.scan_reply(&blim, expects[i], answers[i], n, &r,
+                                                      &consumed, &need, err, sizeof(err)),
                          PX_PARSE_OK);
-        assert_int_equal(consumed, strlen(answers[i]));
+        assert_int_equal(consumed, n);
+        if (i == 6) {
+            assert_int_equal(r.kind, PX_REPLY_ERROR); /* BUSY: the walk is tried again later */
+            continue;
+        }
         assert_int_not_equal(r.kind, PX_REPLY_ERROR);
+        if (i >= 4) { /* the dump's keys, URL-decoded; one dump is the whole walk */
+            px_buf keys = {0};
+            uint64_t next = 7;
+            assert_int_equal(px_codec_memcache.walk_page(&r, &next, walk_collect, &keys), 0);
+            assert_int_equal(next, 0);
+            const char *want = i == 4 ? "a b|k:1|" : "";
+            assert_int_equal(keys.len, strlen(want));
+            if (keys.len > 0)
+                assert_memory_equal(keys.p, want, keys.len);
+            px_buf_free(&keys);
+        }
+    }
+    const char *bad[] = {"key=%zz exp=1\r\nEND\r\n", "key= exp=1\r\nEND\r\n",
+                         "key=a exp=1\r\n"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        px_buf keys = {0};
+        uint64_t next;
+        px_reply r = {.p = bad[i], .len = strlen(bad[i]), .kind = PX_REPLY_MISS};
+        assert_int_equal(px_codec_memcache.walk_page(&r, &next, walk_collect, &keys), -1);
+        px_buf_free(&keys);
     }
 }
