@@ -312,7 +312,8 @@ static redisReply *get_with_ttl(ch_cache *c, size_t i, const void *key, size_t l
     c->total.attempts++;
     bool sent = ch__node_connect(c, i, &a) && ch__node_append(c, i, 2, get, lens, &a) &&
                 ch__node_append(c, i, 2, ttl, tlens, &a);
-    if (sent && (value = ch__node_read(c, i, &a)) != NULL && (t = ch__node_read(c, i, &a)) != NULL &&
+    if (sent && (value = ch__node_read(c, i, &a)) != NULL &&
+        (t = ch__node_read(c, i, &a)) != NULL &&
         (ch__classify_get(value) == CH__BAD_REPLY || t->type != REDIS_REPLY_INTEGER)) {
         ch__node_bad_reply(c, i, t->type != REDIS_REPLY_INTEGER ? t : value, &a);
         freeReplyObject(t);

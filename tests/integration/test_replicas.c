@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: Apache-2.0
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_replicas.c — libchash-cache's replicated pools (issue 26) against real redis-servers.
  *
@@ -158,7 +158,8 @@ static size_t lost_node(size_t replicas)
     tally down = read_all(c, gen_first);
     printf("replicas %zu: the killed node owned %zu keys; %zu misses (%.2f%% of them), %zu "
            "errors, %zu stale\n",
-           replicas, first[VICTIM], down.misses, 100.0 * (double)down.misses / (double)first[VICTIM],
+           replicas, first[VICTIM], down.misses,
+           100.0 * (double)down.misses / (double)first[VICTIM],
            down.errors, down.stale);
     assert_int_equal(down.errors, 0);
     assert_int_equal(down.stale, 0);
