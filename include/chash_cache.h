@@ -338,7 +338,8 @@ typedef struct ch_cache_metrics {
                                       want of a node (fail other than CH_CACHE_FAIL_REPLY) */
     uint64_t reloads;              /* successful reloads */
     uint64_t repairs, replica_skips; /* replicas: as the nodes' counters */
-    uint64_t replica_reads;        /* replicas: gets a miss at one owner sent to the next owner */
+    uint64_t replica_reads;        /* replicas: reads of a next owner after a miss at one (that
+                                      miss is in misses, even when the next owner hit) */
 } ch_cache_metrics;
 
 /* Fills *out; out->size must be set (fields beyond it are not written). Returns CH_OK or
