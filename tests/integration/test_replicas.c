@@ -410,7 +410,7 @@ static void hung_owner_not_stale(void **state)
     (void)state;
     rh_fleet *f = rh_fleet_start(4);
     assert_non_null(f);
-    ch_cache *c = open_replicas(f, 2, 150);
+    ch_cache *c = open_replicas(f, 2, 300);
     enum { N = 200 };
     char key[32], val[48];
     size_t ks[N], n = 0;
