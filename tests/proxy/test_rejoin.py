@@ -18,7 +18,9 @@ alone whose bucket (the top 16 bits of XXH3_64 of the key, computed here with py
 no written key shares is still there with its v1 (no FLUSHDB), every written key is absent
 from B or holds its v2, and 0 reads of v1 through the proxy. Before, B was flushed: 0 of its
 untouched keys were left. The same spill case with 3 memcacheds ("lru_crawler metadump all"
-walks B), read straight from B with a text get.
+walks B), read straight from B with a text get. And "spill_denied": B refuses SCAN (an ACL)
+when it comes back: its clean-up fails, it stays out (a write of its key does not reach it),
+and once SCAN is allowed again the next probe cleans it up as above.
 
 Usage: test_rejoin.py CHASH_PROXY CHASH_CLI
 Exit: 0 pass, 1 fail, 77 skip (redis-server missing and CI unset).
@@ -119,8 +121,10 @@ def bucket(k):
     return xxhash.xxh3_64_intdigest(k) >> 48
 
 
-def spill_case(proxy_exe, tmp, backends):
-    label = "spill"
+def spill_case(proxy_exe, tmp, backends, deny_scan=False):
+    """deny_scan: B refuses SCAN (an ACL) when it comes back, so its clean-up fails: it must
+    stay out, its dirty state kept, until SCAN is allowed again; then as without."""
+    label = "spill_denied" if deny_scan else "spill"
     for r in backends:
         r.call("FLUSHALL")
     port = free_ports(1)[0]
@@ -144,6 +148,8 @@ def spill_case(proxy_exe, tmp, backends):
     untouched = on_b[SPILL_WRITES:]
     dirty = {bucket(k) for k in written}
     kept = [k for k in untouched if bucket(k) not in dirty]
+    if deny_scan and B.call("ACL", "SETUSER", "default", "-scan") != b"OK":
+        fail("%s: ACL SETUSER default -scan refused" % label)
     os.kill(B.proc.pid, signal.SIGSTOP)
     try:
         deadline = time.monotonic() + BOUND
@@ -159,6 +165,18 @@ def spill_case(proxy_exe, tmp, backends):
     finally:
         os.kill(B.proc.pid, signal.SIGCONT)
     k_back = written[0]
+    if deny_scan:
+        def failures():
+            with open(p.log, errors="replace") as f:
+                return f.read().count("its clean-up failed") >= 2
+        wait_until(failures, BOUND, "%s: two failed clean-ups of B (SCAN refused)" % label,
+                   poll=0.1)
+        with Resp(addr) as c:  # B is still out: a write of its key goes elsewhere
+            c.call("SET", k_back, b"v3:" + k_back)
+        if B.call("GET", k_back) != b"v1:" + k_back:
+            fail("%s: B took a write while its clean-up was failing" % label)
+        if B.call("ACL", "SETUSER", "default", "+scan") != b"OK":
+            fail("%s: ACL SETUSER default +scan refused" % label)
     with Resp(addr) as c:
         def lands():
             c.call("SET", k_back, b"v2:" + k_back)
@@ -267,6 +285,7 @@ def body(t):
     backends = start_redises(redis_server, tmp, 3)
     n1, _ = one_case(proxy_exe, tmp, backends, "journal", {})
     kept, untouched = spill_case(proxy_exe, tmp, backends)
+    spill_case(proxy_exe, tmp, backends, deny_scan=True)
     mkept, muntouched = mc_spill_case(proxy_exe, tmp,
                                       start_memcacheds(t.programs["memcached"], tmp, 3))
     return ("0 stale reads over %d keys: B's keys deleted on it (%d); past the bound, %d of "
