@@ -309,23 +309,51 @@ static void conn_alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *buf)
 
 /* The end of s's probe (and of its rejoin's clean-up): the result to the shared health. A
  * clean-up that failed has given its journal back already (rejoin_round_done): the server
- * stays out and the next probe's rejoin cleans it up again. Nothing here flushes a server. */
-static void probe_done(px_server *s, bool ok)
+ * stays out and the next probe's rejoin cleans it up again. ok: s is readmitted only if no key
+ * was journaled for it since its last clean-up took the journal (px_health_readmit: atomic
+ * with the writes that journal), else the probe counts as failed and s stays out. dirty_retry:
+ * on such keys, return PX_READMIT_DIRTY with nothing done, so the caller cleans again. Nothing
+ * here flushes a server. */
+static int probe_done_retry(px_server *s, bool ok, bool dirty_retry)
 {
     px_pool *pool = s->pool;
     px_io *px = pool->io;
+    if (s->retired || px->stopping) {
+        s->probing = false;
+        s->rejoin_round = 0;
+        if (!s->retired)
+            px_health_probe_drop(pool->health, s->index);
+        return PX_READMIT_OUT;
+    }
+    int rc = ok ? px_health_readmit(pool->health, s->index, px_io_now(px), px_io_rand(px))
+                : PX_READMIT_OUT;
+    if (rc == PX_READMIT_DIRTY && dirty_retry)
+        return rc;
+    unsigned rounds = s->rejoin_round;
     s->probing = false;
     s->rejoin_round = 0;
-    if (s->retired)
-        return;
-    if (px->stopping) {
-        px_health_probe_drop(pool->health, s->index);
-        return;
+    if (rc == PX_READMIT_DIRTY) {
+        PX_LOG(px, PX_LOG_WARN,
+               "pool %s: server %s: keys kept being written elsewhere for it through %u clean-up "
+               "rounds: it stays out until its next probe", pool->conf->name, server_name(s),
+               rounds + 1);
+        ok = false;
     }
-    if (px_health_probe_result(pool->health, s->index, ok, px_io_now(px), px_io_rand(px)))
+    if (!ok) {
+        (void)px_health_probe_result(pool->health, s->index, false, px_io_now(px),
+                                     px_io_rand(px));
+        return PX_READMIT_OUT;
+    }
+    if (rc == PX_READMIT_UP)
         /* server_ejected_at keeps the last ejection's time, as nutcracker's does. */
         PX_LOG(px, PX_LOG_NOTICE, "pool %s: server %s readmitted after a probe",
                pool->conf->name, server_name(s));
+    return rc;
+}
+
+static void probe_done(px_server *s, bool ok)
+{
+    (void)probe_done_retry(s, ok, false);
 }
 
 typedef struct cleanup_arg {
@@ -364,7 +392,8 @@ static void cleanup_send(px_conn *c, px_server *s, px_frag_kind kind, const clea
 /* The end of a clean-up round (every request of it answered or failed). A failed round gives
  * back what it was cleaning to the journal and leaves s out (retried at its next probe). Writes
  * made during it (s still out) went to a new journal: another round cleans them, up to
- * PX_REJOIN_ROUNDS rounds; then s is readmitted. */
+ * PX_REJOIN_ROUNDS rounds; s is readmitted after a round that leaves nothing journaled (else its
+ * probe fails and it stays out: never readmitted with a key older than a write made elsewhere). */
 static void rejoin_round_done(px_conn *c, px_server *s)
 {
     px_pool *pool = s->pool;
@@ -386,7 +415,7 @@ static void rejoin_round_done(px_conn *c, px_server *s)
         probe_done(s, !s->cleanup_failed);
         return;
     }
-    rejoin(c, s);
+    rejoin(c, s); /* the writes made during this round, if any; readmission when none */
 }
 
 /* A clean-up request is answered (or failed); the last one ends the round. */
@@ -415,7 +444,13 @@ static void rejoin(px_conn *c, px_server *s)
         return;
     }
     if (b->n == 0 && b->dirty == NULL) {
-        probe_done(s, true);
+        /* Nothing (left) to delete: readmitted, unless a write journaled a key for s since the
+         * take; then another round, while rounds are left. */
+        if (probe_done_retry(s, true, s->rejoin_round + 1 < PX_REJOIN_ROUNDS) ==
+            PX_READMIT_DIRTY) {
+            s->rejoin_round++;
+            rejoin(c, s);
+        }
         return;
     }
     if (s->rejoin_round == 0)

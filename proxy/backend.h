@@ -57,9 +57,9 @@ struct px_frag {
 typedef int (*px_encode_fn)(void *arg, px_buf *out, uint8_t *expect);
 
 /* A rejoin deletes the journal's keys, then those written during that clean-up, and so on,
- * this many rounds at most before readmitting (a write racing the readmission itself is the
- * window left: docs/OPERATIONS.md). */
-#define PX_REJOIN_ROUNDS 3u
+ * this many rounds at most; it readmits only after a round that leaves nothing journaled
+ * (px_health_readmit), else the server stays out until its next probe. */
+#define PX_REJOIN_ROUNDS 8u
 
 typedef enum px_conn_state { PX_CONN_DOWN, PX_CONN_CONNECTING, PX_CONN_UP } px_conn_state;
 

@@ -150,16 +150,33 @@ bool px_health_probe_claim(px_health *h, size_t i, uint64_t now_ms)
     return claim;
 }
 
-bool px_health_probe_result(px_health *h, size_t i, bool ok, uint64_t now_ms, uint64_t rnd)
+/* The claimed probe's result (lock held). */
+static bool probe_result_locked(px_health *h, size_t i, bool ok, uint64_t now_ms, uint64_t rnd)
 {
-    pthread_mutex_lock(&h->lock);
     ch_health_probe_result(h->h, i, ok, now_ms, rnd);
     __atomic_store_n(&h->probing[i], 0, __ATOMIC_RELAXED);
     __atomic_store_n(&h->streak[i], 0, __ATOMIC_RELAXED);
     publish(h, i);
-    bool up = h->up[i] != 0;
+    return h->up[i] != 0;
+}
+
+bool px_health_probe_result(px_health *h, size_t i, bool ok, uint64_t now_ms, uint64_t rnd)
+{
+    pthread_mutex_lock(&h->lock);
+    bool up = probe_result_locked(h, i, ok, now_ms, rnd);
     pthread_mutex_unlock(&h->lock);
     return up;
+}
+
+int px_health_readmit(px_health *h, size_t i, uint64_t now_ms, uint64_t rnd)
+{
+    pthread_mutex_lock(&h->lock);
+    const px_journal *j = &h->journal[i];
+    int rc = j->n > 0 || j->spilled ? PX_READMIT_DIRTY
+             : probe_result_locked(h, i, true, now_ms, rnd) ? PX_READMIT_UP
+                                                              : PX_READMIT_OUT;
+    pthread_mutex_unlock(&h->lock);
+    return rc;
 }
 
 void px_health_probe_drop(px_health *h, size_t i)

@@ -91,6 +91,14 @@ bool px_health_failure(px_health *h, size_t i, uint64_t now_ms, uint64_t rnd);
 bool px_health_probe_claim(px_health *h, size_t i, uint64_t now_ms);
 /* The claimed probe's result; true when i is up afterwards (readmitted). */
 bool px_health_probe_result(px_health *h, size_t i, bool ok, uint64_t now_ms, uint64_t rnd);
+/* The claimed probe succeeded and its clean-up deleted everything taken from i's journal: i is
+ * readmitted only if nothing was journaled for it since the last px_health_journal_take, checked
+ * under the lock that px_health_journal takes, so a write either journals its key first (then i
+ * is not readmitted) or finds i up and goes to it. PX_READMIT_DIRTY: keys were journaled
+ * meanwhile, nothing is recorded and the probe stays claimed (the caller cleans again or reports
+ * a failed probe); otherwise the probe's success is recorded, PX_READMIT_UP when i is up. */
+enum { PX_READMIT_DIRTY = -1, PX_READMIT_OUT = 0, PX_READMIT_UP = 1 };
+int px_health_readmit(px_health *h, size_t i, uint64_t now_ms, uint64_t rnd);
 void px_health_probe_drop(px_health *h, size_t i); /* a claimed probe that will not report */
 /* A write of key was sent elsewhere because node i (its owner) is ejected: remembered for i's
  * rejoin. Takes the lock; a no-op once i is up again. Cost: O(len) expected. */

@@ -97,6 +97,7 @@ void test_mc_local(void **state);
 void test_cleanup_encodings(void **state);
 void test_walk_redis(void **state);
 void test_journal_spill(void **state);
+void test_readmit_only_clean(void **state);
 /* core_warm.c */
 void test_warm_read_and_fill(void **state);
 void test_warm_write_moves(void **state);

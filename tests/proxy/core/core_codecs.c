@@ -197,6 +197,40 @@ static uint32_t want_bucket(const char *k)
 
 /* The rejoin journal: exact while it fits; past its bound it spills into the dirty bitmap
  * (never "flush"); a failed clean-up's batch goes back, merged with what came meanwhile. */
+/* A write journaled for an ejected node after its clean-up took the journal (a write during
+ * the last round, or between the take and the readmission) keeps it out: px_health_readmit
+ * refuses, recording nothing, until a take has the key; then it readmits. */
+void test_readmit_only_clean(void **state)
+{
+    (void)state;
+    ch_health_options ho;
+    ch_health_options_init(&ho);
+    px_health *h = NULL;
+    assert_int_equal(px_health_new(2, &ho, 4, 2, &h), CH_OK);
+    bool ejected = false;
+    for (uint32_t k = 0; k < ho.failure_limit; k++)
+        ejected = px_health_failure(h, 1, 1000, 7) || ejected;
+    assert_true(ejected);
+    assert_true(px_health_probe_claim(h, 1, 1000000));
+    px_health_journal(h, 1, "a", 1);
+    px_journal_batch b;
+    assert_int_equal(px_health_journal_take(h, 1, &b), 0); /* the clean-up deletes "a" */
+    assert_int_equal(b.n, 1);
+    px_journal_batch_free(&b);
+    px_health_journal(h, 1, "b", 1); /* meanwhile: a write for it goes elsewhere */
+    assert_int_equal(px_health_readmit(h, 1, 1000000, 7), PX_READMIT_DIRTY);
+    assert_false(px_health_up(h, 1));
+    assert_int_equal(px_health_journal_take(h, 1, &b), 0); /* another round deletes "b" */
+    assert_int_equal(b.n, 1);
+    px_journal_batch_free(&b);
+    assert_int_equal(px_health_readmit(h, 1, 1000000, 7), PX_READMIT_UP);
+    assert_true(px_health_up(h, 1));
+    px_health_journal(h, 1, "c", 1); /* up again: written to it, not journaled */
+    assert_int_equal(px_health_journal_take(h, 1, &b), 0);
+    assert_int_equal(b.n, 0);
+    px_health_free(h);
+}
+
 void test_journal_spill(void **state)
 {
     (void)state;
