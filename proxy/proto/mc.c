@@ -1344,6 +1344,36 @@ size_t ch_mc_b64_encode(const void *src, size_t srclen, char *dst, size_t dstcap
 
 /* ---- copying an item ------------------------------------------------------------------------- */
 
+static int hex_digit(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+long ch_mc_url_decode(const char *s, size_t n, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++, o++) {
+        if (o == cap)
+            return -1;
+        if (s[i] != '%') {
+            out[o] = s[i];
+            continue;
+        }
+        int hi = i + 2 < n ? hex_digit(s[i + 1]) : -1, lo = i + 2 < n ? hex_digit(s[i + 2]) : -1;
+        if (hi < 0 || lo < 0)
+            return -1;
+        out[o] = (char)(hi << 4 | lo);
+        i += 2;
+    }
+    return o > 0 ? (long)o : -1;
+}
+
 size_t ch_mc_copy_fetch(const char *key, size_t klen, char *dst, size_t dstcap)
 {
     if (!key || klen == 0)

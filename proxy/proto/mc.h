@@ -324,6 +324,11 @@ size_t ch_mc_b64_encode(const void *src, size_t srclen, char *dst, size_t dstcap
  * "set k 0 4294967296 1" as never expiring. 2^31 - 1 is 2038-01-19. */
 #define CH_MC_EXPTIME_MAX INT64_C(2147483647)
 
+/* A key as `lru_crawler metadump` writes it (URL-encoded, "%XX" escapes) decoded from
+ * s[0, n) into out[0, cap): its length; -1 for a bad escape, an empty key or one longer than
+ * cap. No terminating NUL. */
+long ch_mc_url_decode(const char *s, size_t n, char *out, size_t cap);
+
 /* Writes "mg <key> v t f\r\n" (the value, its seconds left, its client flags) into
  * dst[0..dstcap), or "mg <base64> b v t f\r\n" for a key that is not ch_mc_key_plain. Returns the
  * length it needs (dst unspecified when that exceeds dstcap); 0 for an empty key. */

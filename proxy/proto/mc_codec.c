@@ -502,37 +502,6 @@ static int mc_encode_walk(px_buf *out, uint64_t cursor, uint8_t *expect)
     return px_buf_append(out, dump, sizeof(dump) - 1);
 }
 
-static int hex_digit(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
-/* s[0, n) URL-decoded into out[0, cap): its length, or -1 (a bad escape, too long, empty). */
-static long url_decode(const char *s, size_t n, char *out, size_t cap)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++, o++) {
-        if (o == cap)
-            return -1;
-        if (s[i] != '%') {
-            out[o] = s[i];
-            continue;
-        }
-        int hi = i + 2 < n ? hex_digit(s[i + 1]) : -1, lo = i + 2 < n ? hex_digit(s[i + 2]) : -1;
-        if (hi < 0 || lo < 0)
-            return -1;
-        out[o] = (char)(hi << 4 | lo);
-        i += 2;
-    }
-    return o > 0 ? (long)o : -1;
-}
-
 static int mc_walk_page(const px_reply *r, uint64_t *next,
                         void (*fn)(void *arg, const char *key, size_t len), void *arg)
 {
@@ -551,7 +520,7 @@ static int mc_walk_page(const px_reply *r, uint64_t *next,
         const char *k = r->p + pos + 4;
         const char *sp = memchr(k, ' ', (size_t)(r->p + cr - k));
         size_t klen = sp != NULL ? (size_t)(sp - k) : (size_t)(r->p + cr - k);
-        long n = url_decode(k, klen, key, sizeof(key));
+        long n = ch_mc_url_decode(k, klen, key, sizeof(key));
         if (n < 0)
             return -1;
         fn(arg, key, (size_t)n);

@@ -341,39 +341,6 @@ int mc_metadump_begin(mc_client *c)
     return mc_flush(c);
 }
 
-static int hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
-/* URL-decodes src[0..n) into out (room for MC_KEY_MAX + 1). Returns the length, -1 if bad. */
-static long url_decode(const char *src, size_t n, char *out)
-{
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        char ch = src[i];
-        if (ch == '%') {
-            int hi = i + 2 < n ? hexval(src[i + 1]) : -1;
-            int lo = hi >= 0 ? hexval(src[i + 2]) : -1;
-            if (lo < 0)
-                return -1;
-            ch = (char)(hi * 16 + lo);
-            i += 2;
-        }
-        if (k == MC_KEY_MAX)
-            return -1;
-        out[k++] = ch;
-    }
-    out[k] = '\0';
-    return (long)k;
-}
-
 int mc_metadump_next(mc_client *c, mc_meta *m)
 {
     const char *line;
@@ -395,9 +362,10 @@ int mc_metadump_next(mc_client *c, mc_meta *m)
         const char *tok = line + i;
         size_t tl = j - i;
         if (starts(tok, tl, "key=")) {
-            long k = url_decode(tok + 4, tl - 4, m->key);
+            long k = ch_mc_url_decode(tok + 4, tl - 4, m->key, MC_KEY_MAX);
             if (k <= 0)
                 return ereply(c, line, len);
+            m->key[k] = '\0';
             m->len = (size_t)k;
             have_key = true;
         } else if (starts(tok, tl, "exp=")) {
