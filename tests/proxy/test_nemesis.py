@@ -150,7 +150,7 @@ def check(history, windows, owner=None, moves=None):
 
 def resurrected(owner, moves, pool, key, r, acked):
     """Whether read r found an older copy a server kept (docs/FLEET.md, exception 2): the value
-    it returns may be on r's server, and a newer acknowledged write went to another one. A
+    it returns may be on r's server, no newer acknowledged write having gone there since. A
     write may have gone to the owner before or after a switch within SLACK_US of its flight;
     after it, the value spreads with the changes that copy a key from its owner before to its
     owner after (moves: a warm-up window's fills, a migration that did not commit), and a
@@ -175,10 +175,10 @@ def resurrected(owner, moves, pool, key, r, acked):
             where.add(x[1])
         elif kind == "migrate":
             where.discard(x[1])  # cleaned, or replaced by the old owner's value
-    if here not in where:
-        return False
-    return any(w[3] > r[3] and here not in possible(w) and None not in possible(w)
-               for w in acked)
+    # every newer write that can only have gone to `here` after the value got there removed
+    # it above; a staged migration into `here` brings the old owner's value, whatever newer
+    # one `here` held before (seed 11's case)
+    return here in where
 
 
 def self_test():
@@ -258,6 +258,23 @@ def self_test():
     if len(check(hist, {}, own5, filled)[0]) != 0 or len(check(hist, {}, own5)[0]) != 1:
         fail("the checker on an older copy a staged migration carried over: %s / %s" % (
             check(hist, {}, own5, filled), check(hist, {}, own5)))
+    # seed 11's: k on B, on C from 100 s (v2 written there), back on B from 150 s by a change
+    # without --migrate (B keeps v1, exception 2), on C again from 200 s by a staged migration
+    # from B, which replaces C's v2 with B's v1: C returning v1 is a return, though the newer
+    # write went to C. Written again on C after the migration, or on B before it, it is stale.
+    own6 = lambda pool, key, t: "C" if 100 * S <= t < 150 * S or t >= 200 * S else "B"  # noqa: E731
+    carried = lambda pool, key, t0, t1: [e for e in (  # noqa: E731
+        (200 * S, "migrate", "B", "C"),) if t0 <= e[0] <= t1]
+    hist = [w(1, 0, 10), w(2, 120 * S, 120 * S + 10), r(1, 250 * S, 250 * S + 10)]
+    if len(check(hist, {}, own6, carried)[0]) != 0 or len(check(hist, {}, own6)[0]) != 1:
+        fail("the checker on an older copy a staged migration carried over a newer value: "
+             "%s / %s" % (check(hist, {}, own6, carried), check(hist, {}, own6)))
+    for later, what in ((220, "after the migration"), (170, "at its source before it")):
+        hist = [w(1, 0, 10), w(2, 120 * S, 120 * S + 10), w(3, later * S, later * S + 10),
+                r(1, 250 * S, 250 * S + 10)]
+        if len(check(hist, {}, own6, carried)[0]) != 1:
+            fail("the checker on a carried copy overwritten %s: %s" % (
+                what, check(hist, {}, own6, carried)))
 
 
 # ---- the fleet ------------------------------------------------------------------------------
