@@ -323,6 +323,10 @@ typedef struct ch_cache_node_metrics {
     uint64_t readmissions;
     uint64_t repairs;       /* replicas: keys copied to it after a miss (SET NX that stored) */
     uint64_t replica_skips; /* replicas: writes and deletes not sent to it while ejected */
+    uint64_t rejoin_deleted; /* keys deleted from it before readmissions: those written or
+                                deleted elsewhere while it was out (never a flush) */
+    uint64_t rejoin_walks;   /* readmissions that walked its keys (SCAN): more than 4,096 keys
+                                missed, their buckets' keys deleted */
 } ch_cache_node_metrics;
 
 /* Totals since open. They are counted when they happen, so they survive reloads (the sum of
@@ -340,6 +344,7 @@ typedef struct ch_cache_metrics {
     uint64_t repairs, replica_skips; /* replicas: as the nodes' counters */
     uint64_t replica_reads;        /* replicas: reads of a next owner after a miss at one (that
                                       miss is in misses, even when the next owner hit) */
+    uint64_t rejoin_deleted, rejoin_walks; /* as the nodes' counters */
 } ch_cache_metrics;
 
 /* Fills *out; out->size must be set (fields beyond it are not written). Returns CH_OK or

@@ -125,6 +125,7 @@ static void nodes_free(ch__node *nodes, size_t n)
         return;
     for (size_t i = 0; i < n; i++) {
         ch__node_drop(&nodes[i]);
+        ch__journal_free(&nodes[i].journal);
         free(nodes[i].host);
     }
     free(nodes);
@@ -192,7 +193,8 @@ static void carry_over(ch_cache *c, const ch_membership *m, ch__node *nodes, ch_
         if (i == SIZE_MAX)
             continue;
         nodes[j].count = c->nodes[i].count;
-        nodes[j].missed_writes = c->nodes[i].missed_writes;
+        nodes[j].journal = c->nodes[i].journal; /* moved: the old node's is freed empty */
+        c->nodes[i].journal = (ch__journal){0};
         if (keep_conns && strcmp(nodes[j].addr, c->nodes[i].addr) == 0) {
             nodes[j].conn = c->nodes[i].conn;
             c->nodes[i].conn = NULL;
@@ -414,6 +416,8 @@ int ch_cache_metrics_get(const ch_cache *c, ch_cache_metrics *out)
     x.reloads = c->reloads;
     x.repairs = c->total.repairs;
     x.replica_skips = c->total.replica_skips;
+    x.rejoin_deleted = c->total.rejoin_deleted;
+    x.rejoin_walks = c->total.rejoin_walks;
     x.replica_reads = c->replica_reads;
     memcpy(out, &x, out->size < sizeof(x) ? out->size : sizeof(x));
     return CH_OK;
@@ -441,6 +445,8 @@ int ch_cache_node_metrics_get(const ch_cache *c, size_t i, ch_cache_node_metrics
     x.readmissions = node->count.readmissions;
     x.repairs = node->count.repairs;
     x.replica_skips = node->count.replica_skips;
+    x.rejoin_deleted = node->count.rejoin_deleted;
+    x.rejoin_walks = node->count.rejoin_walks;
     memcpy(out, &x, out->size < sizeof(x) ? out->size : sizeof(x));
     return CH_OK;
 }

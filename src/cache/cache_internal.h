@@ -13,8 +13,29 @@
 /* Counters kept per node and in total; see ch_cache_node_metrics for their meaning. */
 typedef struct ch__counters {
     uint64_t attempts, hits, misses, failovers, errors, reply_errors, ejections, probes,
-        readmissions, repairs, replica_skips;
+        readmissions, repairs, replica_skips, rejoin_deleted, rejoin_walks;
 } ch__counters;
+
+/* The keys a node missed (journal.c): writes and deletes of its keys that did not reach it
+ * (skipped while it was ejected, or failed on it), to delete from it before it is readmitted.
+ * Exact up to CH__JOURNAL_KEYS distinct keys, then a dirty bitmap over CH__DIRTY_BUCKETS buckets
+ * of the key's XXH3 (8 KiB), which cannot overflow: the clean-up then walks the node (SCAN) and
+ * deletes the keys of dirty buckets. */
+#define CH__JOURNAL_KEYS 4096u
+#define CH__DIRTY_BITS 16u
+#define CH__DIRTY_BUCKETS (1u << CH__DIRTY_BITS)
+typedef struct ch__journal_key {
+    char *p; /* owned */
+    size_t len;
+} ch__journal_key;
+typedef struct ch__journal {
+    ch__journal_key *keys; /* n of CH__JOURNAL_KEYS, while exact */
+    uint32_t *slots;       /* the exact set: index + 1 into keys, 0 free; 2 x CH__JOURNAL_KEYS */
+    size_t n;
+    uint64_t *dirty;       /* CH__DIRTY_BUCKETS bits once spilled, else NULL */
+    bool spilled;          /* keys went to dirty (keys holds none) */
+    bool all;              /* spilled without memory for dirty: every key of the node must go */
+} ch__journal;
 
 typedef struct ch__node {
     const char *id;      /* points into the membership */
@@ -22,9 +43,8 @@ typedef struct ch__node {
     char *host;          /* owned: the host (IPv6 without brackets), or the unix socket path */
     int port;            /* 1..65535, or 0 for a unix socket */
     redisContext *conn;  /* NULL until first use, and after any failure (dropped) */
-    bool missed_writes;  /* replicas: a write for keys it owns was skipped (it was ejected) or
-                            failed on it since its last flush, so it may hold values older than
-                            its replicas': it is flushed (FLUSHDB) when a probe readmits it */
+    ch__journal journal; /* the writes of its keys it missed since it last served them: it may
+                            hold older values of those keys, deleted before a probe readmits it */
     ch__counters count;
 } ch__node;
 
@@ -104,6 +124,19 @@ typedef struct ch__sigpipe {
 } ch__sigpipe;
 void ch__sigpipe_block(ch__sigpipe *g);
 void ch__sigpipe_restore(const ch__sigpipe *g);
+
+/* ---- the keys a node missed (journal.c) ------------------------------------------------------ */
+
+bool ch__journal_empty(const ch__journal *j);
+/* Records key (copied) as missed; never fails (past its bound or out of memory it spills).
+ * Cost: O(1) expected. */
+void ch__journal_add(ch__journal *j, const void *key, size_t len);
+void ch__journal_free(ch__journal *j);
+/* Deletes node i's missed keys from it (exact: UNLINK in pipelines of 256; spilled: a SCAN of
+ * the node, deleting the keys of dirty buckets), then empties the journal. Returns false, the
+ * journal kept, when the node failed (counted); *deleted: keys the node deleted. Cost: the
+ * exact keys' round trips / 256, or one pass over the node's keys (a SCAN step per 1,000). */
+bool ch__journal_clean(ch_cache *c, size_t i, uint64_t *deleted);
 
 /* ---- nodes and connections (node.c) --------------------------------------------------------- */
 

@@ -153,24 +153,6 @@ static bool ping(ch_cache *c, size_t i)
     return ok;
 }
 
-/* FLUSHDB (the selected db) under the timeout; only OK counts. A node that missed writes for
- * its keys while ejected may hold older values than their replicas: emptied before it serves
- * again, its keys are read from the other owners and copied back (docs/OPERATIONS.md). */
-static bool flush(ch_cache *c, size_t i)
-{
-    const char *argv[1] = {"FLUSHDB"};
-    const size_t lens[1] = {7};
-    ch__attempt a;
-    redisReply *reply = ch__node_command(c, i, 1, argv, lens, &a);
-    if (reply == NULL)
-        return false;
-    bool ok = reply->type == REDIS_REPLY_STATUS && strcmp(reply->str, "OK") == 0;
-    freeReplyObject(reply);
-    if (!ok)
-        ch__node_drop(&c->nodes[i]);
-    return ok;
-}
-
 size_t ch__run_probes(ch_cache *c)
 {
     size_t readmitted = 0;
@@ -180,14 +162,23 @@ size_t ch__run_probes(ch_cache *c)
             continue;
         ch__node *node = &c->nodes[i];
         bool ok = ping(c, i);
-        if (ok && node->missed_writes)
-            ok = flush(c, i);
+        /* A node that missed writes of its keys may hold older values of them: those keys
+         * (exactly, or a walk's dirty buckets) are deleted before it serves again; a clean-up
+         * that fails fails the probe, the journal kept. */
+        bool walk = node->journal.spilled;
+        uint64_t deleted = 0;
+        if (ok && !ch__journal_empty(&node->journal)) {
+            ok = ch__journal_clean(c, i, &deleted);
+            node->count.rejoin_deleted += deleted;
+            c->total.rejoin_deleted += deleted;
+            node->count.rejoin_walks += ok && walk;
+            c->total.rejoin_walks += ok && walk;
+        }
         now = ch__now_ms();
         ch_health_probe_result(c->health, i, ok, now, ch__rand(c));
         node->count.probes++;
         c->total.probes++;
         if (ok && ch_health_is_up(c->health, i)) {
-            node->missed_writes = false; /* flushed above, if it had missed any */
             node->count.readmissions++;
             c->total.readmissions++;
             readmitted++;
@@ -373,9 +364,11 @@ static bool write_owners(ch_cache *c, uint64_t kh, size_t owner, const command *
     size_t nowners = owners_of(c, kh, owners), up = 0;
     for (size_t k = 0; k < nowners; k++)
         up += ch_health_is_up(c->health, owners[k]);
+    const void *key = cmd->argv[1];
+    size_t len = cmd->lens[1];
     if (up == 0) {
         for (size_t k = 0; k < nowners; k++)
-            c->nodes[owners[k]].missed_writes = true;
+            ch__journal_add(&c->nodes[owners[k]].journal, key, len);
         return false;
     }
     size_t took = 0;
@@ -384,7 +377,7 @@ static bool write_owners(ch_cache *c, uint64_t kh, size_t owner, const command *
         size_t i = owners[k];
         ch__node *node = &c->nodes[i];
         if (!ch_health_is_up(c->health, i)) {
-            node->missed_writes = true;
+            ch__journal_add(&node->journal, key, len);
             node->count.replica_skips++;
             c->total.replica_skips++;
             continue;
@@ -400,7 +393,7 @@ static bool write_owners(ch_cache *c, uint64_t kh, size_t owner, const command *
             freeReplyObject(reply);
         }
         if (outcome == CH__BAD_REPLY) {
-            node->missed_writes = true; /* it may or may not have taken it */
+            ch__journal_add(&node->journal, key, len); /* it may or may not have taken it */
             ch__node_failed(c, i, &a, NULL);
             last = a;
             continue;
@@ -465,7 +458,13 @@ static void request(ch_cache *c, const void *key, size_t len, const command *cmd
     size_t depth = cmd->write ? c->depth : c->rdepth;
     if (ch_route_hash(c->table, c->health, kh, depth, c->cand, &count) != CH_OK)
         count = 0;
-    if (!try_candidates(c, count, owner, cmd, r))
+    bool served = try_candidates(c, count, owner, cmd, r);
+    /* A write its owner did not take (ejected, or it failed there: it may or may not have
+     * taken it) is the owner's to forget before it serves again. With replicas this is the
+     * case of no owner up, each of them journaled by write_owners already. */
+    if (cmd->write && !replicated && (!served || r->node != owner))
+        ch__journal_add(&c->nodes[owner].journal, key, len);
+    if (!served)
         ch__unserved(c, r);
     else if (replicated && !cmd->write)
         ch__replica_fill(c, key, len, kh, c->cand, count, owner, r);
