@@ -38,12 +38,15 @@ test-tsan: bootstrap
 	@cmake --build $(TSAN) -j $(JOBS) --target chash-proxy chash_cli
 	cd $(TSAN) && ctest --output-on-failure -R '$(TSAN_TESTS)'
 
-# A lost cache node with libchash-cache and 4 local redis-servers (examples/lost_node.c),
+# A lost cache node with libchash-cache and 4 local redis-servers (examples/lost_node.c), then
+# through chash-proxy over 8 without replicas, with replicas 2 and with a gutter pool
+# (bench/lost_node, --quick),
 # chash-proxy in front of 3 redis-servers (tools/chash/proxy_demo.sh, ending with the warm-up and
 # the etcd fleet demos) and of 3 memcacheds (tools/chash/proxy_memcache_demo.sh), the library from C (examples/route_demo.c), then the
 # story through the CLI (tools/chash/demo.sh).
 demo: build
 	@$(RELEASE)/examples/lost_node
+	@/usr/bin/python3 bench/lost_node/bench_lost_node.py --build $(RELEASE) --quick
 	@tools/chash/proxy_demo.sh $(RELEASE)
 	@tools/chash/proxy_memcache_demo.sh $(RELEASE)
 	@echo
@@ -56,7 +59,9 @@ demo: build
 # bench/migration/bench_migration.py: a hot reload 8 -> 12 and 8 -> 7
 # under a cache-aside load (build/release/bench/cache_aside), without and with warm-up and ramp,
 # Redis and memcached pools (the two at once, --parallel), 8-10 minutes; bench/fleet/bench_fleet.py:
-# stale reads across three proxies during a change (SIGHUP rollout, etcd, chash fleet apply), 1 min.
+# stale reads across three proxies during a change (SIGHUP rollout, etcd, chash fleet apply), 1 min;
+# bench/lost_node/bench_lost_node.py: kill -9 of one of 8 redis-servers under a cache-aside load,
+# without replicas, with replicas 2 and with a gutter pool, 4 min.
 bench: build
 	@$(RELEASE)/bench/bench_place
 	@bindings/java/bench/bench_java.sh $(RELEASE)
@@ -64,6 +69,7 @@ bench: build
 	@/usr/bin/python3 bench/proxy/bench_tls.py --build $(RELEASE)
 	@/usr/bin/python3 bench/migration/bench_migration.py --build $(RELEASE) --parallel
 	@/usr/bin/python3 bench/fleet/bench_fleet.py --build $(RELEASE)
+	@/usr/bin/python3 bench/lost_node/bench_lost_node.py --build $(RELEASE)
 	@/usr/bin/python3 bindings/python/bench/bench_lookup.py --build $(RELEASE)
 	@LD_LIBRARY_PATH=$(RELEASE) node bindings/node/bench/bench_hashring.js --module $(RELEASE)/bindings/node/chash
 
