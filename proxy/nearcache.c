@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * nearcache.c — the near cache of hot keys' replies (nearcache.h). A chained hash map whose
+ * table doubles as it fills (load <= 1), and a recency list (px_dl) whose head is the least
+ * recently used entry: a get or put moves its entry to the tail, eviction takes the head.
+ */
+#include "nearcache.h"
+#include "buf.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct px_near_gens {
+    uint32_t gen[PX_NEAR_GEN_BUCKETS];
+};
+
+static uint32_t gen_bucket(uint64_t kh)
+{
+    return (uint32_t)(kh >> (64u - PX_NEAR_GEN_BITS));
+}
+
+px_near_gens *px_near_gens_new(void)
+{
+    return calloc(1, sizeof(px_near_gens));
+}
+
+void px_near_gens_free(px_near_gens *g)
+{
+    free(g);
+}
+
+/* Acquire / release: a worker that sees a bumped generation also sees what the writer did
+ * before bumping it (nothing else is shared; the order of bump and send is the writer's). */
+uint32_t px_near_gen(const px_near_gens *g, uint64_t kh)
+{
+    return __atomic_load_n(&g->gen[gen_bucket(kh)], __ATOMIC_ACQUIRE);
+}
+
+void px_near_invalidate(px_near_gens *g, uint64_t kh)
+{
+    (void)__atomic_add_fetch(&g->gen[gen_bucket(kh)], 1u, __ATOMIC_ACQ_REL);
+}
+
+typedef struct entry {
+    struct entry *next; /* the bucket's chain */
+    px_dl lru;
+    uint64_t kh;
+    uint64_t expires;   /* ns: the read's send + ttl */
+    uint32_t gen;       /* the key's generation when the read was sent */
+    uint32_t klen, rlen;
+    char data[];        /* the key, then the reply */
+} entry;
+
+/* An entry's cost against max_bytes and px_mem_held: its allocation. */
+static size_t entry_bytes(size_t klen, size_t rlen)
+{
+    return sizeof(entry) + klen + rlen;
+}
+
+struct px_near {
+    px_near_gens *gens;
+    entry **table;       /* mask + 1 chains */
+    size_t mask;
+    px_dl lru;           /* head->next: least recently used */
+    size_t max_bytes, bytes, entries;
+    uint64_t ttl_ns;
+    px_near_stats st;
+};
+
+#define INITIAL_BUCKETS 64u
+
+px_near *px_near_new(px_near_gens *g, size_t max_bytes, uint64_t ttl_ns)
+{
+    px_near *c = calloc(1, sizeof(*c));
+    if (c == NULL || (c->table = calloc(INITIAL_BUCKETS, sizeof(*c->table))) == NULL) {
+        free(c);
+        return NULL;
+    }
+    c->gens = g;
+    c->mask = INITIAL_BUCKETS - 1;
+    c->max_bytes = max_bytes;
+    c->ttl_ns = ttl_ns;
+    px_dl_init(&c->lru);
+    return c;
+}
+
+/* The link that points at the entry of key, or at the chain's NULL end. */
+static entry **find(px_near *c, uint64_t kh, const char *key, size_t klen)
+{
+    entry **at = &c->table[kh & c->mask];
+    while (*at != NULL && !((*at)->kh == kh && (*at)->klen == klen &&
+                            memcmp((*at)->data, key, klen) == 0))
+        at = &(*at)->next;
+    return at;
+}
+
+/* Unlinks *at's entry from its chain and the recency list, and frees it. */
+static void drop(px_near *c, entry **at)
+{
+    entry *e = *at;
+    *at = e->next;
+    px_dl_remove(&e->lru);
+    size_t n = entry_bytes(e->klen, e->rlen);
+    c->bytes -= n;
+    c->entries--;
+    PX_MEM_SUB(n);
+    free(e);
+}
+
+void px_near_free(px_near *c)
+{
+    if (c == NULL)
+        return;
+    for (size_t b = 0; b <= c->mask; b++)
+        while (c->table[b] != NULL)
+            drop(c, &c->table[b]);
+    free(c->table);
+    free(c);
+}
+
+const char *px_near_get(px_near *c, uint64_t kh, const char *key, size_t klen, uint64_t now_ns,
+                        size_t *len)
+{
+    entry **at = find(c, kh, key, klen);
+    entry *e = *at;
+    if (e == NULL) {
+        c->st.misses++;
+        return NULL;
+    }
+    bool expired = now_ns >= e->expires, moved = px_near_gen(c->gens, kh) != e->gen;
+    if (expired || moved) {
+        c->st.expired += expired;
+        c->st.invalidated += !expired;
+        c->st.misses++;
+        drop(c, at);
+        return NULL;
+    }
+    px_dl_remove(&e->lru);
+    px_dl_push(&c->lru, &e->lru);
+    c->st.hits++;
+    *len = e->rlen;
+    return e->data + e->klen;
+}
+
+/* Doubles the table (out of memory: it stays as it is, only chains grow longer). */
+static void grow(px_near *c)
+{
+    size_t n = (c->mask + 1) * 2;
+    entry **t = calloc(n, sizeof(*t));
+    if (t == NULL)
+        return;
+    for (size_t b = 0; b <= c->mask; b++) {
+        for (entry *e = c->table[b], *next; e != NULL; e = next) {
+            next = e->next;
+            e->next = t[e->kh & (n - 1)];
+            t[e->kh & (n - 1)] = e;
+        }
+    }
+    free(c->table);
+    c->table = t;
+    c->mask = n - 1;
+}
+
+bool px_near_put(px_near *c, uint64_t kh, const char *key, size_t klen, uint32_t gen,
+                 uint64_t sent_ns, uint64_t now_ns, const char *reply, size_t rlen)
+{
+    size_t need = entry_bytes(klen, rlen);
+    if (px_near_gen(c->gens, kh) != gen || sent_ns + c->ttl_ns <= now_ns ||
+        need > c->max_bytes / 8 || klen > UINT32_MAX || rlen > UINT32_MAX) {
+        c->st.refused++;
+        return false;
+    }
+    entry **at = find(c, kh, key, klen);
+    if (*at != NULL)
+        drop(c, at);
+    while (c->bytes + need > c->max_bytes && c->lru.next != &c->lru) {
+        entry *old = PX_CONTAINER(c->lru.next, entry, lru);
+        drop(c, find(c, old->kh, old->data, old->klen));
+        c->st.evictions++;
+    }
+    entry *e = malloc(need);
+    if (e == NULL) {
+        c->st.refused++;
+        return false;
+    }
+    e->kh = kh;
+    e->expires = sent_ns + c->ttl_ns;
+    e->gen = gen;
+    e->klen = (uint32_t)klen;
+    e->rlen = (uint32_t)rlen;
+    memcpy(e->data, key, klen);
+    memcpy(e->data + klen, reply, rlen);
+    e->lru.next = e->lru.prev = NULL;
+    px_dl_push(&c->lru, &e->lru);
+    if (c->entries + 1 > c->mask + 1)
+        grow(c);
+    at = &c->table[kh & c->mask];
+    e->next = *at;
+    *at = e;
+    c->entries++;
+    c->bytes += need;
+    PX_MEM_ADD(need);
+    c->st.stores++;
+    return true;
+}
+
+void px_near_stats_get(const px_near *c, px_near_stats *out)
+{
+    *out = c->st;
+    out->entries = c->entries;
+    out->bytes = c->bytes;
+}
