@@ -19,7 +19,8 @@ of proxy/ that has no rank here fails the check, so a new module has to be place
 The same direction one floor down (--layers ROOT): the modules of include/, src/ and tools/
 (DESIGN.md, "Layers"), each with a rank, a module including only what its layer may:
 
-    0 core (include/chash.h, src/hash, src/place)   0 proto (proxy/proto's pure parsers, mc and resp)
+    0 core (include/chash.h, src/hash, src/place, src/hot)
+    0 proto (proxy/proto's pure parsers, mc and resp)
     1 route   2 config   3 fleet   4 cache   5 tools/chash, proxy/
 
   - an include of another module's header points down: to a lower rank (so the pure core and
@@ -111,7 +112,7 @@ def check(root):
 # parsers of proxy/proto are placed before the rest of proxy/.
 LAYERS = [
     ("core", 0, ["include/chash.h", "include/chash_version.h.in", "src/internal.h",
-                 "src/table_view.h", "src/version.c", "src/hash/", "src/place/"]),
+                 "src/table_view.h", "src/version.c", "src/hash/", "src/place/", "src/hot/"]),
     ("proto", 0, ["proxy/proto/mc.h", "proxy/proto/mc.c", "proxy/proto/resp.h",
                   "proxy/proto/resp.c"]),
     ("route", 1, ["include/chash_route.h", "src/route/"]),
@@ -133,6 +134,7 @@ SHARED = {
     "include/chash_cache.h": ANYONE,
     "proxy/proto/mc.h": ANYONE, "proxy/proto/resp.h": ANYONE,
     "src/table_view.h": {"route"},
+    "src/hot/topk.h": {"cache", "proxy"},
     "src/fleet/fleet_record.h": {"cache", "tools", "proxy"},
     "src/fleet/etcd_msg.h": {"tools", "proxy"},
 }
