@@ -32,10 +32,10 @@ test: bootstrap
 # and the proxy tests that drive threads (workers, shared health, reloads, stats) against it; a
 # ThreadSanitizer report on the proxy's stderr fails them. The same for `chash migrate`'s
 # workers (--parallel), whose tests fail on a report on chash's stderr.
-TSAN_TESTS := ^(proxy_(near|threads|commands|reload|admin_reload|backend_failure|metrics|stats|bounded|memcache|descriptors|rejoin|signals|warmup|tls|fleet|fencing)|cli_migrate_(redis|memcached))$$
+TSAN_TESTS := ^(unit_near|proxy_(threads|commands|reload|admin_reload|backend_failure|metrics|stats|bounded|memcache|descriptors|rejoin|signals|warmup|tls|fleet|fencing)|cli_migrate_(redis|memcached))$$
 test-tsan: bootstrap
 	@CC=clang cmake -S . -B $(TSAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHASH_TSAN=ON -DCHASH_WERROR=ON -DCHASH_BENCH=OFF >/dev/null
-	@cmake --build $(TSAN) -j $(JOBS) --target chash-proxy chash_cli proxy_near
+	@cmake --build $(TSAN) -j $(JOBS) --target chash-proxy chash_cli unit_near
 	cd $(TSAN) && ctest --output-on-failure -R '$(TSAN_TESTS)'
 
 # A lost cache node with libchash-cache and 4 local redis-servers (examples/lost_node.c), then

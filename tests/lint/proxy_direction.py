@@ -135,6 +135,7 @@ SHARED = {
     "proxy/proto/mc.h": ANYONE, "proxy/proto/resp.h": ANYONE,
     "src/table_view.h": {"route"},
     "src/hot/topk.h": {"cache", "proxy"},
+    "src/hot/near.h": {"cache", "proxy"},
     "src/fleet/fleet_record.h": {"cache", "tools", "proxy"},
     "src/fleet/etcd_msg.h": {"tools", "proxy"},
 }

@@ -1,49 +1,71 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * nearcache.c — the near cache of hot keys' replies (nearcache.h). A chained hash map whose
- * table doubles as it fills (load <= 1), and a recency list (px_dl) whose head is the least
- * recently used entry: a get or put moves its entry to the tail, eviction takes the head.
+ * near.c — the near cache of hot keys' replies (near.h). A chained hash map whose table doubles
+ * as it fills (load <= 1), and a circular recency list whose head's next is the least recently
+ * used entry: a get or put moves its entry to the tail, eviction takes the oldest.
  */
-#include "nearcache.h"
-#include "buf.h"
+#include "near.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct px_near_gens {
-    uint32_t gen[PX_NEAR_GEN_BUCKETS];
+struct ch__near_gens {
+    uint32_t gen[CH__NEAR_GEN_BUCKETS];
 };
+
+/* The recency list: circular, through a head; a node is unlinked when next == NULL. */
+typedef struct lru_link {
+    struct lru_link *prev, *next;
+} lru_link;
+
+static void link_remove(lru_link *n)
+{
+    if (n->next == NULL)
+        return;
+    n->prev->next = n->next;
+    n->next->prev = n->prev;
+    n->next = n->prev = NULL;
+}
+
+static void link_push(lru_link *head, lru_link *n) /* at the tail: the most recently used */
+{
+    n->prev = head->prev;
+    n->next = head;
+    head->prev->next = n;
+    head->prev = n;
+}
 
 static uint32_t gen_bucket(uint64_t kh)
 {
-    return (uint32_t)(kh >> (64u - PX_NEAR_GEN_BITS));
+    return (uint32_t)(kh >> (64u - CH__NEAR_GEN_BITS));
 }
 
-px_near_gens *px_near_gens_new(void)
+ch__near_gens *ch__near_gens_new(void)
 {
-    return calloc(1, sizeof(px_near_gens));
+    return calloc(1, sizeof(ch__near_gens));
 }
 
-void px_near_gens_free(px_near_gens *g)
+void ch__near_gens_free(ch__near_gens *g)
 {
     free(g);
 }
 
 /* Acquire / release: a worker that sees a bumped generation also sees what the writer did
  * before bumping it (nothing else is shared; the order of bump and send is the writer's). */
-uint32_t px_near_gen(const px_near_gens *g, uint64_t kh)
+uint32_t ch__near_gen(const ch__near_gens *g, uint64_t kh)
 {
     return __atomic_load_n(&g->gen[gen_bucket(kh)], __ATOMIC_ACQUIRE);
 }
 
-void px_near_invalidate(px_near_gens *g, uint64_t kh)
+void ch__near_invalidate(ch__near_gens *g, uint64_t kh)
 {
     (void)__atomic_add_fetch(&g->gen[gen_bucket(kh)], 1u, __ATOMIC_ACQ_REL);
 }
 
 typedef struct entry {
     struct entry *next; /* the bucket's chain */
-    px_dl lru;
+    lru_link lru;
     uint64_t kh;
     uint64_t expires;   /* ns: the read's send + ttl */
     uint32_t gen;       /* the key's generation when the read was sent */
@@ -51,27 +73,27 @@ typedef struct entry {
     char data[];        /* the key, then the reply */
 } entry;
 
-/* An entry's cost against max_bytes and px_mem_held: its allocation. */
+/* An entry's cost against max_bytes: its allocation. */
 static size_t entry_bytes(size_t klen, size_t rlen)
 {
     return sizeof(entry) + klen + rlen;
 }
 
-struct px_near {
-    px_near_gens *gens;
+struct ch__near {
+    ch__near_gens *gens;
     entry **table;       /* mask + 1 chains */
     size_t mask;
-    px_dl lru;           /* head->next: least recently used */
+    lru_link lru;       /* head->next: least recently used */
     size_t max_bytes, bytes, entries;
     uint64_t ttl_ns;
-    px_near_stats st;
+    ch__near_stats st;
 };
 
 #define INITIAL_BUCKETS 64u
 
-px_near *px_near_new(px_near_gens *g, size_t max_bytes, uint64_t ttl_ns)
+ch__near *ch__near_new(ch__near_gens *g, size_t max_bytes, uint64_t ttl_ns)
 {
-    px_near *c = calloc(1, sizeof(*c));
+    ch__near *c = calloc(1, sizeof(*c));
     if (c == NULL || (c->table = calloc(INITIAL_BUCKETS, sizeof(*c->table))) == NULL) {
         free(c);
         return NULL;
@@ -80,12 +102,12 @@ px_near *px_near_new(px_near_gens *g, size_t max_bytes, uint64_t ttl_ns)
     c->mask = INITIAL_BUCKETS - 1;
     c->max_bytes = max_bytes;
     c->ttl_ns = ttl_ns;
-    px_dl_init(&c->lru);
+    c->lru.next = c->lru.prev = &c->lru;
     return c;
 }
 
-/* The link that points at the entry of key, or at the chain's NULL end. */
-static entry **find(px_near *c, uint64_t kh, const char *key, size_t klen)
+/* The lru_link that points at the entry of key, or at the chain's NULL end. */
+static entry **find(ch__near *c, uint64_t kh, const void *key, size_t klen)
 {
     entry **at = &c->table[kh & c->mask];
     while (*at != NULL && !((*at)->kh == kh && (*at)->klen == klen &&
@@ -95,19 +117,18 @@ static entry **find(px_near *c, uint64_t kh, const char *key, size_t klen)
 }
 
 /* Unlinks *at's entry from its chain and the recency list, and frees it. */
-static void drop(px_near *c, entry **at)
+static void drop(ch__near *c, entry **at)
 {
     entry *e = *at;
     *at = e->next;
-    px_dl_remove(&e->lru);
+    link_remove(&e->lru);
     size_t n = entry_bytes(e->klen, e->rlen);
     c->bytes -= n;
     c->entries--;
-    PX_MEM_SUB(n);
     free(e);
 }
 
-void px_near_free(px_near *c)
+void ch__near_free(ch__near *c)
 {
     if (c == NULL)
         return;
@@ -118,8 +139,8 @@ void px_near_free(px_near *c)
     free(c);
 }
 
-const char *px_near_get(px_near *c, uint64_t kh, const char *key, size_t klen, uint64_t now_ns,
-                        size_t *len)
+const char *ch__near_get(ch__near *c, uint64_t kh, const void *key, size_t klen,
+                         uint64_t now_ns, size_t *len)
 {
     entry **at = find(c, kh, key, klen);
     entry *e = *at;
@@ -127,7 +148,7 @@ const char *px_near_get(px_near *c, uint64_t kh, const char *key, size_t klen, u
         c->st.misses++;
         return NULL;
     }
-    bool expired = now_ns >= e->expires, moved = px_near_gen(c->gens, kh) != e->gen;
+    bool expired = now_ns >= e->expires, moved = ch__near_gen(c->gens, kh) != e->gen;
     if (expired || moved) {
         c->st.expired += expired;
         c->st.invalidated += !expired;
@@ -135,15 +156,15 @@ const char *px_near_get(px_near *c, uint64_t kh, const char *key, size_t klen, u
         drop(c, at);
         return NULL;
     }
-    px_dl_remove(&e->lru);
-    px_dl_push(&c->lru, &e->lru);
+    link_remove(&e->lru);
+    link_push(&c->lru, &e->lru);
     c->st.hits++;
     *len = e->rlen;
     return e->data + e->klen;
 }
 
 /* Doubles the table (out of memory: it stays as it is, only chains grow longer). */
-static void grow(px_near *c)
+static void grow(ch__near *c)
 {
     size_t n = (c->mask + 1) * 2;
     entry **t = calloc(n, sizeof(*t));
@@ -161,11 +182,11 @@ static void grow(px_near *c)
     c->mask = n - 1;
 }
 
-bool px_near_put(px_near *c, uint64_t kh, const char *key, size_t klen, uint32_t gen,
-                 uint64_t sent_ns, uint64_t now_ns, const char *reply, size_t rlen)
+bool ch__near_put(ch__near *c, uint64_t kh, const void *key, size_t klen, uint32_t gen,
+                  uint64_t sent_ns, uint64_t now_ns, const void *reply, size_t rlen)
 {
     size_t need = entry_bytes(klen, rlen);
-    if (px_near_gen(c->gens, kh) != gen || sent_ns + c->ttl_ns <= now_ns ||
+    if (ch__near_gen(c->gens, kh) != gen || sent_ns + c->ttl_ns <= now_ns ||
         need > c->max_bytes / 8 || klen > UINT32_MAX || rlen > UINT32_MAX) {
         c->st.refused++;
         return false;
@@ -174,7 +195,7 @@ bool px_near_put(px_near *c, uint64_t kh, const char *key, size_t klen, uint32_t
     if (*at != NULL)
         drop(c, at);
     while (c->bytes + need > c->max_bytes && c->lru.next != &c->lru) {
-        entry *old = PX_CONTAINER(c->lru.next, entry, lru);
+        entry *old = (entry *)(void *)((char *)c->lru.next - offsetof(entry, lru));
         drop(c, find(c, old->kh, old->data, old->klen));
         c->st.evictions++;
     }
@@ -191,7 +212,7 @@ bool px_near_put(px_near *c, uint64_t kh, const char *key, size_t klen, uint32_t
     memcpy(e->data, key, klen);
     memcpy(e->data + klen, reply, rlen);
     e->lru.next = e->lru.prev = NULL;
-    px_dl_push(&c->lru, &e->lru);
+    link_push(&c->lru, &e->lru);
     if (c->entries + 1 > c->mask + 1)
         grow(c);
     at = &c->table[kh & c->mask];
@@ -199,12 +220,18 @@ bool px_near_put(px_near *c, uint64_t kh, const char *key, size_t klen, uint32_t
     *at = e;
     c->entries++;
     c->bytes += need;
-    PX_MEM_ADD(need);
     c->st.stores++;
     return true;
 }
 
-void px_near_stats_get(const px_near *c, px_near_stats *out)
+void ch__near_drop(ch__near *c, uint64_t kh, const void *key, size_t klen)
+{
+    entry **at = find(c, kh, key, klen);
+    if (*at != NULL)
+        drop(c, at);
+}
+
+void ch__near_stats_get(const ch__near *c, ch__near_stats *out)
 {
     *out = c->st;
     out->entries = c->entries;

@@ -1,17 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_near.c — the near cache's store (proxy/nearcache.h) in process, on a clock the test
- * sets. What must hold:
+ * test_near.c — the near cache (src/hot/near.h) on a clock the test sets. What must hold:
  *
  *   - an entry filled by a read sent at t serves until t + ttl and never at or after it;
  *   - a write's invalidation (through any thread) ends every entry of its key at once, and a
  *     reply from a read sent before the invalidation is refused;
- *   - the bytes held never exceed max_bytes, the least recently used entry goes first, and
- *     px_mem_held counts exactly what the cache holds (back where it was once it is freed);
+ *   - the bytes held never exceed max_bytes, and the least recently used entry goes first;
  *   - a key is one entry (a put replaces), whatever the table's growth.
  */
-#include "buf.h"
-#include "nearcache.h"
+#include "hot/near.h"
 
 #include <pthread.h>
 #include <setjmp.h>
@@ -33,20 +30,20 @@ static uint64_t kh_of(const char *key)
     return h ^ (h >> 29) ^ (h << 31);
 }
 
-static bool put(px_near *c, px_near_gens *g, const char *key, const char *reply, uint64_t sent,
+static bool put(ch__near *c, ch__near_gens *g, const char *key, const char *reply, uint64_t sent,
                 uint64_t now)
 {
     uint64_t kh = kh_of(key);
-    return px_near_put(c, kh, key, strlen(key), px_near_gen(g, kh), sent, now, reply,
+    return ch__near_put(c, kh, key, strlen(key), ch__near_gen(g, kh), sent, now, reply,
                        strlen(reply));
 }
 
 /* The reply served for key at now, as a string ("" when none). */
-static const char *get(px_near *c, const char *key, uint64_t now)
+static const char *get(ch__near *c, const char *key, uint64_t now)
 {
     static char buf[256];
     size_t len = 0;
-    const char *p = px_near_get(c, kh_of(key), key, strlen(key), now, &len);
+    const char *p = ch__near_get(c, kh_of(key), key, strlen(key), now, &len);
     if (p == NULL)
         return "";
     snprintf(buf, sizeof(buf), "%.*s", (int)len, p);
@@ -56,8 +53,8 @@ static const char *get(px_near *c, const char *key, uint64_t now)
 static void ttl_bound(void **state)
 {
     (void)state;
-    px_near_gens *g = px_near_gens_new();
-    px_near *c = px_near_new(g, 1 << 20, 1000 * MS);
+    ch__near_gens *g = ch__near_gens_new();
+    ch__near *c = ch__near_new(g, 1 << 20, 1000 * MS);
     assert_true(put(c, g, "k", "$1\r\nv\r\n", 10 * MS, 11 * MS));
     assert_string_equal(get(c, "k", 11 * MS), "$1\r\nv\r\n");
     assert_string_equal(get(c, "k", 1010 * MS - 1), "$1\r\nv\r\n");
@@ -65,61 +62,59 @@ static void ttl_bound(void **state)
     assert_string_equal(get(c, "k", 1011 * MS), "");
     /* a reply that arrives after its read's TTL is over is not stored */
     assert_false(put(c, g, "k", "$1\r\nv\r\n", 10 * MS, 1010 * MS));
-    px_near_stats st;
-    px_near_stats_get(c, &st);
+    ch__near_stats st;
+    ch__near_stats_get(c, &st);
     assert_int_equal(st.hits, 2);
     assert_int_equal(st.expired, 1);
     assert_int_equal(st.entries, 0);
-    px_near_free(c);
-    px_near_gens_free(g);
+    ch__near_free(c);
+    ch__near_gens_free(g);
 }
 
 static void invalidation(void **state)
 {
     (void)state;
-    px_near_gens *g = px_near_gens_new();
-    px_near *c = px_near_new(g, 1 << 20, 1000 * MS);
+    ch__near_gens *g = ch__near_gens_new();
+    ch__near *c = ch__near_new(g, 1 << 20, 1000 * MS);
     assert_true(put(c, g, "k", "old", 0, 1));
-    px_near_invalidate(g, kh_of("k")); /* a write of k is sent */
+    ch__near_invalidate(g, kh_of("k")); /* a write of k is sent */
     assert_string_equal(get(c, "k", 2), "");
     /* a read sent before the write was answered: its reply may be the old value */
     uint64_t kh = kh_of("k");
-    uint32_t gen = px_near_gen(g, kh);
-    px_near_invalidate(g, kh); /* the write is answered */
-    assert_false(px_near_put(c, kh, "k", 1, gen, 3, 4, "old", 3));
+    uint32_t gen = ch__near_gen(g, kh);
+    ch__near_invalidate(g, kh); /* the write is answered */
+    assert_false(ch__near_put(c, kh, "k", 1, gen, 3, 4, "old", 3));
     assert_string_equal(get(c, "k", 5), "");
     /* a read sent after it: stored and served */
     assert_true(put(c, g, "k", "new", 6, 7));
     assert_string_equal(get(c, "k", 8), "new");
     /* other keys are untouched unless they share k's bucket */
     assert_true(put(c, g, "other", "x", 9, 10));
-    px_near_invalidate(g, kh);
-    if ((kh_of("other") >> (64 - PX_NEAR_GEN_BITS)) != (kh >> (64 - PX_NEAR_GEN_BITS)))
+    ch__near_invalidate(g, kh);
+    if ((kh_of("other") >> (64 - CH__NEAR_GEN_BITS)) != (kh >> (64 - CH__NEAR_GEN_BITS)))
         assert_string_equal(get(c, "other", 11), "x");
     assert_string_equal(get(c, "k", 11), "");
-    px_near_free(c);
-    px_near_gens_free(g);
+    ch__near_free(c);
+    ch__near_gens_free(g);
 }
 
 static void memory_bound(void **state)
 {
     (void)state;
-    uint64_t held0 = __atomic_load_n(&px_mem_held, __ATOMIC_RELAXED);
-    px_near_gens *g = px_near_gens_new();
+    ch__near_gens *g = ch__near_gens_new();
     enum { MAX = 64 * 1024 };
-    px_near *c = px_near_new(g, MAX, 1000 * MS);
+    ch__near *c = ch__near_new(g, MAX, 1000 * MS);
     char key[32], reply[200];
     memset(reply, 'v', sizeof(reply) - 1);
     reply[sizeof(reply) - 1] = '\0';
-    px_near_stats st;
+    ch__near_stats st;
     for (int i = 0; i < 2000; i++) {
         snprintf(key, sizeof(key), "key:%d", i);
         assert_true(put(c, g, key, reply, 1, 1));
         if (i >= 1) /* key:0 is read after every put: the most recently used, never evicted */
             assert_string_equal(get(c, "key:0", 2), reply);
-        px_near_stats_get(c, &st);
+        ch__near_stats_get(c, &st);
         assert_true(st.bytes <= MAX);
-        assert_int_equal(__atomic_load_n(&px_mem_held, __ATOMIC_RELAXED) - held0, st.bytes);
     }
     assert_true(st.evictions > 0);
     assert_true(st.bytes > MAX - 2 * 300); /* eviction makes room, no more: an entry is < 300 */
@@ -130,16 +125,15 @@ static void memory_bound(void **state)
     memset(big, 'b', sizeof(big) - 1);
     big[sizeof(big) - 1] = '\0';
     assert_false(put(c, g, "big", big, 1, 1));
-    px_near_free(c);
-    assert_int_equal(__atomic_load_n(&px_mem_held, __ATOMIC_RELAXED), held0);
-    px_near_gens_free(g);
+    ch__near_free(c);
+    ch__near_gens_free(g);
 }
 
 static void replace_and_grow(void **state)
 {
     (void)state;
-    px_near_gens *g = px_near_gens_new();
-    px_near *c = px_near_new(g, 64 << 20, 1000 * MS);
+    ch__near_gens *g = ch__near_gens_new();
+    ch__near *c = ch__near_new(g, 64 << 20, 1000 * MS);
     char key[32], reply[32];
     for (int round = 0; round < 2; round++) {
         for (int i = 0; i < 20000; i++) {
@@ -148,8 +142,8 @@ static void replace_and_grow(void **state)
             assert_true(put(c, g, key, reply, 1, 1));
         }
     }
-    px_near_stats st;
-    px_near_stats_get(c, &st);
+    ch__near_stats st;
+    ch__near_stats_get(c, &st);
     assert_int_equal(st.entries, 20000);
     assert_int_equal(st.evictions, 0);
     for (int i = 0; i < 20000; i++) {
@@ -157,33 +151,33 @@ static void replace_and_grow(void **state)
         snprintf(reply, sizeof(reply), "r%d.1", i);
         assert_string_equal(get(c, key, 2), reply);
     }
-    px_near_free(c);
-    px_near_gens_free(g);
+    ch__near_free(c);
+    ch__near_gens_free(g);
 }
 
 /* Another worker's write: its invalidation is seen by this one's next get (under TSan, the
  * generations are the only shared state). */
 static void *writer(void *arg)
 {
-    px_near_gens *g = arg;
+    ch__near_gens *g = arg;
     for (int i = 0; i < 1000; i++)
-        px_near_invalidate(g, kh_of("shared"));
+        ch__near_invalidate(g, kh_of("shared"));
     return NULL;
 }
 
 static void invalidation_across_threads(void **state)
 {
     (void)state;
-    px_near_gens *g = px_near_gens_new();
-    px_near *c = px_near_new(g, 1 << 20, 1000 * MS);
+    ch__near_gens *g = ch__near_gens_new();
+    ch__near *c = ch__near_new(g, 1 << 20, 1000 * MS);
     assert_true(put(c, g, "shared", "v", 0, 1));
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, writer, g), 0);
     assert_int_equal(pthread_join(t, NULL), 0);
     assert_string_equal(get(c, "shared", 2), "");
-    assert_int_equal(px_near_gen(g, kh_of("shared")), 1000);
-    px_near_free(c);
-    px_near_gens_free(g);
+    assert_int_equal(ch__near_gen(g, kh_of("shared")), 1000);
+    ch__near_free(c);
+    ch__near_gens_free(g);
 }
 
 int main(void)
