@@ -145,6 +145,12 @@ typedef struct ch_conf_pool {
     double shadow_fraction;       /* (0, 1] */
     bool shadow_writes;
     unsigned shadow_line, shadow_column; /* where "shadow" is, for the error naming its pool */
+    /* Hot keys (chash-proxy; docs/OPERATIONS.md, "Hot keys"): a key whose reads and writes
+     * reach "hot_key_share" of its server's requests in a second is logged (0: never; default
+     * CH_CONF_DEFAULT_HOT_KEY_SHARE); "hot_key_names" (default false) lets /metrics and INFO
+     * name hot keys (else they show a hash of the key). */
+    double hot_key_share;
+    bool hot_key_names;
 } ch_conf_pool;
 
 /* The values of ch_conf_pool.membership_fenced. */
@@ -158,6 +164,7 @@ enum { CH_CONF_FENCED_ERROR = 0, CH_CONF_FENCED_SERVE = 1 };
 #define CH_CONF_DEFAULT_REJOIN_JOURNAL_KEYS 100000
 #define CH_CONF_DEFAULT_MAX_CLIENT_INFLIGHT_BYTES (32 * 1024 * 1024)
 #define CH_CONF_DEFAULT_MAX_EJECTED_SHARE 0.5
+#define CH_CONF_DEFAULT_HOT_KEY_SHARE 0.1
 /* The longest warm_up and ramp (ms): a day. A longer window is a typo, and its change would
  * never finish in any useful time. */
 #define CH_CONF_MAX_WINDOW_MS (24 * 3600 * 1000)

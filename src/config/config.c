@@ -156,7 +156,9 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS, K_SHADOW };
     X(MEMBERSHIP_FENCED, membership_fenced, K_STR, "error or serve")                        \
     /* shadow traffic (docs/PROXY.md) */                                                     \
     X(SHADOW, shadow, K_SHADOW, "a mapping {pool: NAME, fraction: F, writes: B}")           \
-    X(EPOCH, epoch, K_STR, "an integer >= 1")
+    X(EPOCH, epoch, K_STR, "an integer >= 1")                                               \
+    X(HOT_KEY_SHARE, hot_key_share, K_STR, "a number from 0 to 1")                          \
+    X(HOT_KEY_NAMES, hot_key_names, K_BOOL, "true or false")
 
 enum key_id {
 #define KEY_ENUM(id, name, kind, expect) KEY_##id,
@@ -235,6 +237,7 @@ static bool *bool_field(ch_conf_pool *p, int id)
     case KEY_PRECONNECT: return &p->preconnect;
     case KEY_SERVER_TLS: return &p->server_tls;
     case KEY_SERVER_TLS_VERIFY: return &p->server_tls_verify;
+    case KEY_HOT_KEY_NAMES: return &p->hot_key_names;
     default: return &p->auto_eject_hosts;
     }
 }
@@ -623,6 +626,7 @@ static int pool_new(loader *ld, ch_conf_pool **out)
     p->rejoin_journal_keys = CH_CONF_DEFAULT_REJOIN_JOURNAL_KEYS;
     p->max_client_inflight_bytes = CH_CONF_DEFAULT_MAX_CLIENT_INFLIGHT_BYTES;
     p->max_ejected_share = CH_CONF_DEFAULT_MAX_EJECTED_SHARE;
+    p->hot_key_share = CH_CONF_DEFAULT_HOT_KEY_SHARE;
     p->membership_hold_down_ms = CH_CONF_DEFAULT_MEMBERSHIP_HOLD_DOWN;
     ld->servers_cap = 0;
     p->hash = dupn("fnv1a_64", 8);
@@ -835,6 +839,15 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
                         "expected a number from 0 to 1 for \"max_ejected_share\", got \"%s\"",
                         ch__conf_quote(q, sizeof q, v, len));
         p->max_ejected_share = d;
+        return CH_OK;
+    }
+    case KEY_HOT_KEY_SHARE: {
+        double d = 0;
+        if (!parse_number(v, len, &d) || !(d >= 0 && d <= 1))
+            return fail(ld, m,
+                        "expected a number from 0 to 1 for \"hot_key_share\", got \"%s\"",
+                        ch__conf_quote(q, sizeof q, v, len));
+        p->hot_key_share = d;
         return CH_OK;
     }
     case KEY_MEMBERSHIP:

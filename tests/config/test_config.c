@@ -1124,6 +1124,46 @@ static void test_replicas(void **state)
     }
 }
 
+/* hot_key_share and hot_key_names: defaults, values, and bad values named at their place. */
+static void test_hot_keys(void **state)
+{
+    (void)state;
+    static const char head[] = "a:\n  listen: 127.0.0.1:1\n  redis: true\n  servers:\n"
+                               "   - 127.0.0.1:7001:1\n";
+    char text[512];
+    ch_config *cfg = text_ok(head);
+    assert_true(cfg->pools[0].hot_key_share == CH_CONF_DEFAULT_HOT_KEY_SHARE);
+    assert_false(cfg->pools[0].hot_key_names);
+    ch_config_free(cfg);
+    snprintf(text, sizeof text, "%s  hot_key_share: 0.25\n  hot_key_names: true\n", head);
+    cfg = text_ok(text);
+    assert_true(cfg->pools[0].hot_key_share == 0.25);
+    assert_true(cfg->pools[0].hot_key_names);
+    ch_config_free(cfg);
+    static const struct {
+        const char *line, *message;
+        unsigned column;
+    } bad[] = {
+        {"  hot_key_share: 1.5\n",
+         "expected a number from 0 to 1 for \"hot_key_share\", got \"1.5\"", 18},
+        {"  hot_key_share: lots\n",
+         "expected a number from 0 to 1 for \"hot_key_share\", got \"lots\"", 18},
+        {"  hot_key_names: maybe\n", "expected true or false for \"hot_key_names\", got \"maybe\"",
+         18},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        snprintf(text, sizeof text, "%s%s", head, bad[k].line);
+        ch_config_error err;
+        cfg = NULL;
+        assert_int_not_equal(ch__config_load_text("f.yml", text, strlen(text), &cfg, &err),
+                             CH_OK);
+        assert_null(cfg);
+        assert_string_equal(err.message, bad[k].message);
+        assert_int_equal(err.line, 6);
+        assert_int_equal(err.column, bad[k].column);
+    }
+}
+
 static void test_scheme_default_vnodes(void **state)
 {
     (void)state;
@@ -1178,6 +1218,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_keys),
         cmocka_unit_test(test_replicas),
+        cmocka_unit_test(test_hot_keys),
         cmocka_unit_test(test_defaults),
         cmocka_unit_test(test_readme_pools),
         cmocka_unit_test(test_sockets_and_names),
