@@ -5,7 +5,8 @@
  * It is a minimal HTTP/1.0 server on the control thread's loop: a connection sends
  * one request (request line and headers, at most PX_METRICS_MAX_REQUEST bytes, within
  * PX_METRICS_TIMEOUT_MS), receives one response, and is closed. GET (or HEAD) /metrics answers
- * 200 with the text exposition format 0.0.4; POST /-/reload reloads the config as SIGHUP does
+ * 200 with the text exposition format 0.0.4, GET /-/hotkeys with the hot keys' JSON
+ * (hotkeys.c); POST /-/reload reloads the config as SIGHUP does
  * (reload.c; 200 with "reloaded: ..." or "unchanged", 400 with file:line:column: message for an
  * invalid file, 500 for another failure; any other method there 405; a request body is not
  * read); another path 404, another method 405, a request that does not parse 400, one that is
@@ -18,6 +19,7 @@
  */
 
 #include "admin_http.h"
+#include "hotkeys.h"
 #include "metrics.h"
 #include "reload.h"
 #include "resolve.h"
@@ -430,11 +432,20 @@ static void mconn_request(mconn *mc, size_t n)
         mconn_error(mc, 405, "Method Not Allowed");
         return;
     }
-    if (plen != 8 || memcmp(t, "/metrics", 8) != 0) {
+    bool hot = plen == 10 && memcmp(t, "/-/hotkeys", 10) == 0;
+    if (!hot && (plen != 8 || memcmp(t, "/metrics", 8) != 0)) {
         mconn_error(mc, 404, "Not Found");
         return;
     }
     px_buf body = {0};
+    if (hot) { /* the pools' hot keys (hotkeys.h) */
+        if (px_hotkeys_json(mc->ms->px, &body) != 0)
+            mconn_error(mc, 500, "Internal Server Error");
+        else
+            mconn_respond(mc, 200, "OK", "application/json", &body, head, NULL);
+        px_buf_free(&body);
+        return;
+    }
     if (px_metrics_text(mc->ms->px, &body) != 0) {
         px_buf_free(&body);
         mconn_error(mc, 500, "Internal Server Error");

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * admin_http.h — the HTTP/1.0 admin listener (--metrics-port): GET /metrics, POST /-/reload.
+ * admin_http.h — the HTTP/1.0 admin listener (--metrics-port): GET /metrics, GET /-/hotkeys,
+ * POST /-/reload.
  */
 #ifndef CHASH_PROXY_ADMIN_HTTP_H
 #define CHASH_PROXY_ADMIN_HTTP_H

@@ -7,6 +7,7 @@
 #include "ctl.h"
 #include "admin_http.h"
 #include "fleet.h"
+#include "hotkeys.h"
 #include "listen.h"
 #include "metrics.h"
 #include "notify.h"
@@ -45,6 +46,7 @@ static void ctl_stop(px_ctl *m)
         m->stats_listener = NULL;
     }
     px_admin_http_stop(m);
+    px_hotkeys_stop(m);
     uv_signal_t *sigs[] = {&m->sigint, &m->sigterm, &m->sighup, &m->sigusr1, &m->sigusr2};
     for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
         uv_close((uv_handle_t *)sigs[i], NULL);
@@ -271,6 +273,10 @@ int px_ctl_init(px_ctl *m, ch_config *cfg, unsigned nworkers)
         return -1;
     if (px_admin_http_start(m) != 0)
         return -1;
+    if (px_hotkeys_start(m) != 0) {
+        PX_LOG(m, PX_LOG_ERR, "hot keys: out of memory");
+        return -1;
+    }
     return 0;
 }
 
@@ -302,6 +308,7 @@ void px_ctl_free(px_ctl *m)
     }
     for (unsigned w = 0; w < m->nworkers; w++)
         px_worker_free(&m->workers[w]);
+    px_hotkeys_free(m); /* after the workers: it owns the summaries they counted into */
     free(m->workers);
     m->workers = NULL;
     if (m->loop != NULL) {

@@ -65,6 +65,7 @@ struct px_ctl {
     void (*held_dropped)(void *arg, const char *trigger);
     void *held_dropped_arg;
     px_fleet *fleet; /* NULL unless a pool takes its membership from etcd */
+    struct px_hotkeys *hot; /* hot-key detection (hotkeys.h) */
 };
 
 /* Sets up the control thread and nworkers workers (listeners bound, servers set up) from cfg,

@@ -7,7 +7,10 @@
 #include "route_all.h"
 #include "route_scan.h"
 
+#include "hot/topk.h"
+
 #include <stdio.h>
+#include <xxhash.h>
 
 /* With client_auth, health checks (PING) are served before AUTH too; with redis_auth alone, as
  * twemproxy and Redis, only AUTH and QUIT are. */
@@ -16,6 +19,21 @@ static bool auth_gate_passes(const px_rq *rq, const px_local *ctx)
     const px_cmd *c = rq->msg.cmd;
     return ctx->password == NULL || ctx->authed || (c->flags & PX_CMD_AUTH_EXEMPT) != 0 ||
            ((c->flags & PX_CMD_HEALTH) != 0 && rq->pool->conf->client_auth != NULL);
+}
+
+/* Hot-key detection (hotkeys.h): each key of a request the pool serves, counted in the window
+ * summary the control thread lent this worker. Cost per key: one XXH3 of its bytes and one
+ * Space-Saving add (an index probe and a heap sift over PX_HOT_K entries), no lock. */
+static void count_keys(const px_rq *rq)
+{
+    struct ch__topk *t = rq->pool->hot;
+    for (size_t k = 0; t != NULL && k < rq->msg.nkeys; k++) {
+        char buf[PX_MAX_ROUTE_KEY];
+        size_t len = 0;
+        const char *key = px_rq_key_bytes(rq, k, buf, sizeof(buf), &len);
+        if (key != NULL)
+            ch__topk_add(t, XXH3_64bits(key, len), key, len, 1);
+    }
 }
 
 void px_dispatch(px_rq *rq, px_local *ctx, px_session **session, const px_session_hooks *hooks)
@@ -80,5 +98,7 @@ void px_dispatch(px_rq *rq, px_local *ctx, px_session **session, const px_sessio
     px_route *rt = (m->cmd->flags & PX_CMD_SCAN) != 0       ? &px_route_scan
                    : m->cmd->merge == PX_MERGE_EVERY ? &px_route_all
                                                      : rq->pool->route;
+    if (rt == rq->pool->route)
+        count_keys(rq);
     px_rq_start(rq, rt);
 }

@@ -7,6 +7,7 @@
 
 #include "metrics.h"
 #include "fleet.h"
+#include "hotkeys.h"
 #include "snapshot.h"
 #include "warm.h"
 
@@ -564,6 +565,7 @@ int px_metrics_text(px_ctl *m, px_buf *b)
             }
         }
     }
+    rc |= px_hotkeys_metrics(m, b);
     px_snapshot_free(m, &sn);
     return rc == 0 ? 0 : -1;
 }
@@ -653,6 +655,7 @@ int px_metrics_info(const px_ctl *m, const px_worker *px, px_buf *b)
         }
 #undef X
     }
+    rc |= px_hotkeys_info(m, b);
     return rc == 0 ? 0 : -1;
 }
 

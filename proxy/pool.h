@@ -209,6 +209,9 @@ typedef struct px_pool {
     px_auth_guard auth_guard[PX_AUTH_GUARD_SLOTS]; /* by address hash, this worker's */
     px_pool_stats stats;
     px_pool_metrics m;
+    /* The keys of its requests in this window (hotkeys.h: the control thread lends it and
+     * swaps it once a window; NULL: none lent). Touched only by this worker's thread. */
+    struct ch__topk *hot;
 } px_pool;
 
 /* A worker pool's settings from its conf: depth, timeout, limits, password (start and reload). */

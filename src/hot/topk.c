@@ -312,6 +312,23 @@ size_t ch__topk_sorted(const ch__topk *t, ch__topk_entry *out, size_t cap)
     return n;
 }
 
+bool ch__topk_find(const ch__topk *t, uint64_t hash, ch__topk_entry *out)
+{
+    size_t p = idx_find(t, hash);
+    if (t->idx[p] == 0)
+        return false;
+    const topk_ent *en = &t->e[t->idx[p] - 1];
+    *out = (ch__topk_entry){
+        .hash = en->hash,
+        .count = en->count,
+        .error = en->error,
+        .key = t->keys + (size_t)en->kslot * t->keymax,
+        .keylen = en->keylen,
+        .truncated = en->truncated,
+    };
+    return true;
+}
+
 uint64_t ch__topk_floor(const ch__topk *t)
 {
     return t->floor;

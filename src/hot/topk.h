@@ -63,6 +63,9 @@ void ch__topk_decay(ch__topk *t, double factor);
  * returns how many were written. O(k log k). Sorts in t's scratch: t is not changed, but no
  * other call may run on t meanwhile (the one-thread rule above). */
 size_t ch__topk_sorted(const ch__topk *t, ch__topk_entry *out, size_t cap);
+/* The entry of the key of this hash into *out (true), or false: the key's weight is then at
+ * most the floor. O(1) expected. */
+bool ch__topk_find(const ch__topk *t, uint64_t hash, ch__topk_entry *out);
 /* The upper bound of any absent key's weight (0 until the summary has been full). */
 uint64_t ch__topk_floor(const ch__topk *t);
 /* The total weight added (decayed and merged as the counts are). */

@@ -106,7 +106,7 @@ def check_fields(obj, fields, what):
 # ---- help -------------------------------------------------------------------------------------
 
 COMMANDS = ["lookup", "simulate", "sweep", "hashcheck", "bench", "plan", "report", "migrate",
-            "fleet", "algorithms", "hashes"]
+            "fleet", "algorithms", "hashes", "hotkeys"]
 
 
 def test_help():

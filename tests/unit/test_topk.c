@@ -323,7 +323,13 @@ static void test_small_exact(void **state)
             assert_int_equal(es[i].error, 1);
         }
     assert_true(found);
+    ch__topk_entry one;
+    assert_true(ch__topk_find(t, 5, &one));
+    assert_int_equal(one.count, 5);
+    assert_memory_equal(one.key, "e", 1);
+    assert_false(ch__topk_find(t, 77, &one));
     ch__topk_clear(t);
+    assert_false(ch__topk_find(t, 5, &one));
     assert_int_equal(ch__topk_size(t), 0);
     assert_int_equal(ch__topk_total(t), 0);
     ch__topk_free(t);

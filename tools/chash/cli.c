@@ -103,6 +103,8 @@ enum {
     O_MATCH,
     O_PROGRESS,
     O_RESTART,
+    O_ADMIN,
+    O_TOP,
 };
 
 static const struct {
@@ -111,7 +113,7 @@ static const struct {
 } options[] = {
     {{"nodes", required_argument, NULL, O_NODES}, OPT_NODES},
     {{"config", required_argument, NULL, O_CONFIG}, OPT_NODES},
-    {{"pool", required_argument, NULL, O_POOL}, OPT_NODES | OPT_FLEET},
+    {{"pool", required_argument, NULL, O_POOL}, OPT_NODES | OPT_FLEET | OPT_HOTKEYS},
     {{"algo", required_argument, NULL, O_ALGO}, OPT_ALGO},
     {{"hash", required_argument, NULL, O_HASH}, OPT_HASH},
     {{"vnodes", required_argument, NULL, O_VNODES}, OPT_VNODES},
@@ -140,11 +142,13 @@ static const struct {
     {{"pool-keys", required_argument, NULL, O_POOLKEYS}, OPT_WINDOW},
     {{"read-rate", required_argument, NULL, O_READRATE}, OPT_WINDOW},
     {{"etcd", required_argument, NULL, O_ETCD}, OPT_FLEET},
-    {{"timeout", required_argument, NULL, O_TIMEOUT}, OPT_FLEET},
+    {{"timeout", required_argument, NULL, O_TIMEOUT}, OPT_FLEET | OPT_HOTKEYS},
     {{"migrate", no_argument, NULL, O_MIGRATE}, OPT_FLEET},
     {{"match", required_argument, NULL, O_MATCH}, OPT_MIGRATE | OPT_FLEET},
     {{"progress", no_argument, NULL, O_PROGRESS}, OPT_MIGRATE},
     {{"restart", no_argument, NULL, O_RESTART}, OPT_MIGRATE},
+    {{"admin", required_argument, NULL, O_ADMIN}, OPT_HOTKEYS},
+    {{"top", required_argument, NULL, O_TOP}, OPT_HOTKEYS},
     {{"help", no_argument, NULL, 'h'}, 0},
 };
 #define NOPTIONS (sizeof(options) / sizeof(options[0]))
@@ -236,6 +240,8 @@ void cli_parse(cli *c, int argc, char **argv, unsigned allowed, const char *help
         case O_MATCH: c->match = optarg; break;
         case O_PROGRESS: c->progress = true; break;
         case O_RESTART: c->restart = true; break;
+        case O_ADMIN: c->admin = optarg; break;
+        case O_TOP: c->top = (size_t)cli_u64(c, "--top", optarg, 1, 100000); break;
         }
     }
     if (c->nodes && c->config)

@@ -37,6 +37,7 @@ enum {
                                --batch, --parallel, --match, --progress, --restart (migrate) */
     OPT_FLEET = 1u << 16,   /* --etcd, --timeout, --pool, --migrate, --rate, --batch,
                                --parallel, --match (fleet) */
+    OPT_HOTKEYS = 1u << 17, /* --admin, --top, --pool, --timeout (hotkeys) */
 };
 
 #define CLI_MAX_LIST 16 /* repeated --add / --remove */
@@ -80,6 +81,8 @@ typedef struct cli {
     bool migrate;           /* --migrate (fleet apply): the staged copy before the commit */
     bool progress;          /* --progress: progress lines even when stderr is no terminal */
     bool restart;           /* --restart (migrate): start afresh over a refused checkpoint */
+    const char *admin;      /* --admin HOST:PORT: a chash-proxy's admin port (hotkeys) */
+    size_t top;             /* --top N (hotkeys); 0: the subcommand's default */
 
     int argc; /* positional arguments */
     char **argv;

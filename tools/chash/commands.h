@@ -19,5 +19,6 @@ int cmd_migrate(cli *c);
 int cmd_fleet(cli *c);
 int cmd_algorithms(cli *c);
 int cmd_hashes(cli *c);
+int cmd_hotkeys(cli *c);
 
 #endif

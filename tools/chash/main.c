@@ -300,6 +300,26 @@ static const struct command {
      "example:\n"
      "  chash hashes --json\n"},
 
+    {"hotkeys", cmd_hotkeys, OPT_HOTKEYS | OPT_JSON,
+     "a chash-proxy's hot keys, from its admin port",
+     "usage: chash hotkeys --admin HOST:PORT [--pool NAME] [--top N] [--timeout MS] [--json]\n"
+     "\n"
+     "Reads GET /-/hotkeys of the chash-proxy whose admin port (--metrics-port) is HOST:PORT and\n"
+     "prints, per pool, its hottest keys over about the last 60 s: the key, its requests per\n"
+     "second with the error bound (the true rate is within [rate - error, rate]), the last\n"
+     "second's rate, the count since the proxy started, and the server that owns it\n"
+     "(docs/OPERATIONS.md, \"Hot keys\").\n"
+     "\n"
+     "  --admin HOST:PORT  the proxy's admin port\n"
+     "  --pool NAME        only this pool\n"
+     "  --top N            the N hottest keys per pool (default 10)\n"
+     "  --timeout MS       how long to wait for the proxy (default 5000)\n"
+     "  --json             the endpoint's JSON, cut to --pool and --top (schema in\n"
+     "                     docs/OPERATIONS.md)\n"
+     "\n"
+     "example:\n"
+     "  chash hotkeys --admin 127.0.0.1:9121 --top 5\n"},
+
     {"report", cmd_report, OPT_NODES | OPT_HASH | OPT_VNODES | OPT_SEED | OPT_KEYS | OPT_OUT,
      "write a self-contained HTML report with SVG charts",
      "usage: chash report [nodes] [--hash NAME] [--vnodes N] [--keys N] [--out FILE]\n"
