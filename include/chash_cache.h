@@ -72,7 +72,21 @@ typedef struct ch_cache_options {
                                 ejected ones; a get reads the first up owner, and on a miss there
                                 the next up owners, copying a hit back (SET NX: never over a
                                 value) with its remaining TTL. Not with jump (no walk). */
+    /* The near cache of hot keys (docs/OPERATIONS.md, "Hot keys"), off by default: with
+     * hot_cache_ms > 0, a get of a key read at least hot_threshold times a second (the
+     * detector's lower bound, this second or the last) keeps the value it got for
+     * hot_cache_ms from the read's send, and serves it again without a request; a set or del
+     * of the key through this client drops it at once. Writes by other clients are not seen:
+     * the TTL bounds their staleness. At most hot_cache_max_bytes (default 64 MiB) of keys,
+     * values and 56 bytes each; the least recently used go first. */
+    uint32_t hot_cache_ms;        /* 1..CH_CACHE_MAX_HOT_CACHE_MS; 0 (default): off */
+    size_t hot_cache_max_bytes;   /* 0: the default */
+    uint32_t hot_threshold;       /* reads per second; 0: the default, 200 */
 } ch_cache_options;
+
+#define CH_CACHE_MAX_HOT_CACHE_MS 3600000u
+#define CH_CACHE_DEFAULT_HOT_CACHE_BYTES ((size_t)64 << 20)
+#define CH_CACHE_DEFAULT_HOT_THRESHOLD 200u
 
 /* Fills *opt with the defaults above. opt must not be NULL. O(1). */
 void ch_cache_options_init(ch_cache_options *opt);
@@ -345,6 +359,10 @@ typedef struct ch_cache_metrics {
     uint64_t replica_reads;        /* replicas: reads of a next owner after a miss at one (that
                                       miss is in misses, even when the next owner hit) */
     uint64_t rejoin_deleted, rejoin_walks; /* as the nodes' counters */
+    /* The near cache of hot keys (off: all 0): gets served from it (in hits too, not in any
+     * node's), values stored, entries dropped for room, and what it holds now. */
+    uint64_t hot_cache_hits, hot_cache_stores, hot_cache_evictions;
+    uint64_t hot_cache_entries, hot_cache_bytes;
 } ch_cache_metrics;
 
 /* Fills *out; out->size must be set (fields beyond it are not written). Returns CH_OK or
@@ -354,6 +372,28 @@ int ch_cache_metrics_get(const ch_cache *c, ch_cache_metrics *out);
 /* Fills *out for node i (membership index); out->size must be set. Returns CH_OK or CH_EINVAL
  * (NULL, i out of range, bad size). O(1). */
 int ch_cache_node_metrics_get(const ch_cache *c, size_t i, ch_cache_node_metrics *out);
+
+/* ---- hot keys ------------------------------------------------------------------------------- */
+
+/* One key of the detector (always on: every get, set and del key is counted in a Space-Saving
+ * summary of 128 keys, rolled each second), with the names chash-proxy's GET /-/hotkeys uses.
+ * Every count is an upper bound, and count - error a lower one. */
+typedef struct ch_cache_hotkey {
+    const char *key;          /* the key's first bytes (at most 250), valid until the next call
+                                 on the client; not NUL-terminated */
+    size_t len;
+    bool truncated;           /* the key is longer than len */
+    double rate, rate_error;  /* the last complete second, per second */
+    double rate_60s, rate_60s_error; /* a decayed minute (each second weighs 59/60 of the
+                                 next), per second */
+    uint64_t count, count_error; /* since the client opened */
+    size_t node;              /* its owner (membership index); SIZE_MAX when cut short */
+} ch_cache_hotkey;
+
+/* The hottest keys, by their decayed minute's count (as chash-proxy orders them), at most cap
+ * of them into out, hottest first; *n how many. Returns CH_OK, or CH_EINVAL. Cost: O(128 log
+ * 128). */
+int ch_cache_hotkeys(ch_cache *c, ch_cache_hotkey *out, size_t cap, size_t *n);
 
 #ifdef __cplusplus
 }

@@ -102,6 +102,8 @@ int ch__cache_options_resolve(const ch_cache_options *opt, ch_cache_options *out
         out->replicas = 1; /* a zeroed struct: the default */
     if (out->replicas > CH_CACHE_MAX_REPLICAS)
         return CH_EINVAL;
+    if (out->hot_cache_ms > CH_CACHE_MAX_HOT_CACHE_MS)
+        return CH_EINVAL;
     return CH_OK;
 }
 
@@ -272,7 +274,9 @@ int ch__cache_new(ch_membership *m, const ch_health_options *hopt, const ch_cach
         return CH_ENOMEM;
     c->rng = opt->seed != 0 ? opt->seed : default_seed(c);
     c->current_until_ms = UINT64_MAX;
-    int rc = ch__cache_swap(c, m, hopt, opt);
+    int rc = ch__hot_init(&c->hot, opt);
+    if (rc == CH_OK && (rc = ch__cache_swap(c, m, hopt, opt)) != CH_OK)
+        ch__hot_free(&c->hot);
     if (rc != CH_OK) {
         free(c);
         return rc;
@@ -312,6 +316,7 @@ void ch_cache_close(ch_cache *c)
     free(c->cand);
     free(c->password);
     ch_config_free(c->conf);
+    ch__hot_free(&c->hot);
     free(c);
 }
 
@@ -419,6 +424,7 @@ int ch_cache_metrics_get(const ch_cache *c, ch_cache_metrics *out)
     x.rejoin_deleted = c->total.rejoin_deleted;
     x.rejoin_walks = c->total.rejoin_walks;
     x.replica_reads = c->replica_reads;
+    ch__hot_metrics(c, &x);
     memcpy(out, &x, out->size < sizeof(x) ? out->size : sizeof(x));
     return CH_OK;
 }

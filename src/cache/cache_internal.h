@@ -7,6 +7,9 @@
 
 #include "chash_cache.h"
 
+#include "hot/near.h"
+#include "hot/topk.h"
+
 #include <hiredis/hiredis.h>
 #include <signal.h>
 
@@ -48,6 +51,18 @@ typedef struct ch__node {
     ch__counters count;
 } ch__node;
 
+/* Hot keys (hot.c): the detector's summaries and the near cache. */
+typedef struct ch__hot {
+    ch__topk *window, *last, *minute, *total; /* this second, the last, decayed, since open */
+    ch__topk *report;        /* scratch of ch_cache_hotkeys: the minute and this second */
+    uint64_t window_start;   /* ns (ch__now_ns) */
+    uint64_t last_ns;        /* the last window's length */
+    ch__near *near;          /* NULL: the near cache is off */
+    uint64_t threshold;      /* reads per second before a key's value is kept */
+    uint64_t hits;           /* gets served from near */
+    redisReader *reader;     /* frames a near hit's value as a reply object */
+} ch__hot;
+
 struct ch_cache {
     ch_membership *m;        /* owned */
     const ch_table *table;   /* ch_membership_table(m) */
@@ -68,6 +83,7 @@ struct ch_cache {
     size_t *cand;            /* rdepth entries: the candidates of a single-key request */
     ch__counters total;
     uint64_t requests, failed, reloads, replica_reads;
+    ch__hot hot;             /* kept across reloads */
 
     /* ch_cache_open_config(): the loaded file, kept for the membership documents of a fleet
      * (docs/FLEET.md), which replace only a pool's membership; NULL for ch_cache_open().
@@ -124,6 +140,24 @@ typedef struct ch__sigpipe {
 } ch__sigpipe;
 void ch__sigpipe_block(ch__sigpipe *g);
 void ch__sigpipe_restore(const ch__sigpipe *g);
+
+/* ---- hot keys (hot.c) ------------------------------------------------------------------------ */
+
+uint64_t ch__now_ns(void);               /* CLOCK_MONOTONIC */
+uint64_t ch__hot_hash(const void *key, size_t len); /* the detector's hash of a key: XXH3 */
+int ch__hot_init(ch__hot *h, const ch_cache_options *o); /* CH_OK or CH_ENOMEM (h cleared) */
+void ch__hot_free(ch__hot *h);
+/* Counts a request for key (hash hh) at now (ns). */
+void ch__hot_count(ch__hot *h, const void *key, size_t len, uint64_t hh, uint64_t now);
+/* A get served from the near cache at now: r filled as a hit from owner (true), or false. */
+bool ch__hot_get(ch_cache *c, const void *key, size_t len, uint64_t hh, size_t owner,
+                 uint64_t now, ch_cache_result *r);
+/* A get sent at `sent` got r: its value is kept when the key is hot and the cache on. */
+void ch__hot_put(ch_cache *c, const void *key, size_t len, uint64_t hh, uint64_t sent,
+                 const ch_cache_result *r);
+/* A set or del of the key is about to be sent: its entry goes. */
+void ch__hot_write(ch_cache *c, const void *key, size_t len, uint64_t hh);
+void ch__hot_metrics(const ch_cache *c, ch_cache_metrics *x);
 
 /* ---- the keys a node missed (journal.c) ------------------------------------------------------ */
 

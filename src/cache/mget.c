@@ -205,6 +205,10 @@ int ch_cache_mget(ch_cache *c, size_t n, const char *const *keys, const size_t *
         free(w.block);
         return CH_OK;
     }
+    /* Hot keys: every key counted; those the near cache holds are answered from it and sent
+     * nowhere (their pending slot is not taken). */
+    uint64_t sent = ch__now_ns();
+    size_t npending = 0;
     for (size_t j = 0; j < n; j++) {
         ch__result_clear(&results[j]);
         w.klen[j] = lens != NULL ? lens[j] : strlen(keys[j]);
@@ -214,9 +218,11 @@ int ch_cache_mget(ch_cache *c, size_t n, const char *const *keys, const size_t *
                           &w.ncand[j]) != CH_OK)
             w.ncand[j] = 0; /* cannot happen: the depth was checked against the table */
         w.owner[j] = ch_lookup_hash(c->table, kh);
-        w.pending[j] = j;
+        uint64_t hh = ch__hot_hash(key, w.klen[j]);
+        ch__hot_count(&c->hot, key, w.klen[j], hh, sent);
+        if (!ch__hot_get(c, key, w.klen[j], hh, w.owner[j], sent, &results[j]))
+            w.pending[npending++] = j;
     }
-    size_t npending = n;
     while (npending > 0) {
         npending = assign_targets(c, &w, npending, results);
         if (npending == 0)
@@ -233,6 +239,11 @@ int ch_cache_mget(ch_cache *c, size_t n, const char *const *keys, const size_t *
         uint64_t kh = ch_key_hash(c->table, key, w.klen[j]);
         ch__replica_fill(c, key, w.klen[j], kh, &w.cand[j * w.depth], w.ncand[j], w.owner[j],
                          &results[j]);
+    }
+    for (size_t j = 0; c->hot.near != NULL && j < n; j++) {
+        const char *key = keys[j] != NULL ? keys[j] : "";
+        if (results[j].attempts > 0) /* read from a server now, not from the near cache */
+            ch__hot_put(c, key, w.klen[j], ch__hot_hash(key, w.klen[j]), sent, &results[j]);
     }
     ch__sigpipe_restore(&guard);
     free(w.block);

@@ -449,6 +449,14 @@ static void request(ch_cache *c, const void *key, size_t len, const command *cmd
      * the table when it was swapped in. Should it fail, the request is unserved. */
     uint64_t kh = ch_key_hash(c->table, key, len);
     size_t owner = ch_lookup_hash(c->table, kh);
+    uint64_t hh = ch__hot_hash(key, len), sent = ch__now_ns();
+    ch__hot_count(&c->hot, key, len, hh, sent);
+    if (cmd->write) {
+        ch__hot_write(c, key, len, hh);
+    } else if (ch__hot_get(c, key, len, hh, owner, sent, r)) {
+        ch__sigpipe_restore(&guard);
+        return;
+    }
     bool replicated = c->replicas > 1;
     if (replicated && cmd->write && write_owners(c, kh, owner, cmd, r)) {
         ch__sigpipe_restore(&guard);
@@ -468,6 +476,8 @@ static void request(ch_cache *c, const void *key, size_t len, const command *cmd
         ch__unserved(c, r);
     else if (replicated && !cmd->write)
         ch__replica_fill(c, key, len, kh, c->cand, count, owner, r);
+    if (!cmd->write)
+        ch__hot_put(c, key, len, hh, sent, r);
     ch__sigpipe_restore(&guard);
 }
 

@@ -148,7 +148,8 @@ const char *ch__near_get(ch__near *c, uint64_t kh, const void *key, size_t klen,
         c->st.misses++;
         return NULL;
     }
-    bool expired = now_ns >= e->expires, moved = ch__near_gen(c->gens, kh) != e->gen;
+    bool expired = now_ns >= e->expires;
+    bool moved = c->gens != NULL && ch__near_gen(c->gens, kh) != e->gen;
     if (expired || moved) {
         c->st.expired += expired;
         c->st.invalidated += !expired;
@@ -186,7 +187,7 @@ bool ch__near_put(ch__near *c, uint64_t kh, const void *key, size_t klen, uint32
                   uint64_t sent_ns, uint64_t now_ns, const void *reply, size_t rlen)
 {
     size_t need = entry_bytes(klen, rlen);
-    if (ch__near_gen(c->gens, kh) != gen || sent_ns + c->ttl_ns <= now_ns ||
+    if ((c->gens != NULL && ch__near_gen(c->gens, kh) != gen) || sent_ns + c->ttl_ns <= now_ns ||
         need > c->max_bytes / 8 || klen > UINT32_MAX || rlen > UINT32_MAX) {
         c->st.refused++;
         return false;

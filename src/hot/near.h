@@ -48,7 +48,9 @@ typedef struct ch__near_stats {
 
 typedef struct ch__near ch__near;
 /* A cache over generations g: at most max_bytes (keys, replies and overhead), entries fresh
- * for ttl_ns from their read's send. NULL when out of memory. */
+ * for ttl_ns from their read's send. g NULL: no generations (gen is ignored), for a caller
+ * whose keys no other thread writes, which drops a key's entry itself before each of its
+ * writes (ch__near_drop). NULL when out of memory. */
 ch__near *ch__near_new(ch__near_gens *g, size_t max_bytes, uint64_t ttl_ns);
 void ch__near_free(ch__near *c);
 
