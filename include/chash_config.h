@@ -97,8 +97,9 @@ typedef struct ch_conf_pool {
                                       before its reading pauses (backpressure), >= 1; default
                                       CH_CONF_DEFAULT_MAX_CLIENT_INFLIGHT_BYTES */
     int rejoin_journal_keys;     /* keys written elsewhere for an ejected server that are
-                                    deleted on it before it is readmitted; beyond this many it
-                                    is flushed instead; 0: always flushed; default
+                                    deleted on it before it is readmitted; beyond this many
+                                    they go to a dirty bitmap, whose buckets' keys are deleted
+                                    (never a flush); 0: the bitmap alone; default
                                     CH_CONF_DEFAULT_REJOIN_JOURNAL_KEYS */
     int warm_up_ms;             /* "warm_up": after a reload that changes the membership, for
                                    this long a moved key missing at its new owner is read from
@@ -107,6 +108,14 @@ typedef struct ch_conf_pool {
     int ramp_ms;                /* "ramp": a membership change switches each moved key to its
                                    new owner at a moment spread over this long (start + hash of
                                    the key mod ramp); 0 (default): all at once */
+    /* The near cache of hot keys (docs/OPERATIONS.md, "Hot keys"; chash-proxy and
+     * libchash-cache): "hot_cache" ms of freshness from a read's send (0, the default: off),
+     * "hot_cache_max_bytes" of keys and values held (default CH_CONF_DEFAULT_HOT_CACHE_BYTES;
+     * chash-proxy's, split between its workers), "hot_threshold" reads per second of a key
+     * before its value is kept (default CH_CONF_DEFAULT_HOT_THRESHOLD). */
+    int hot_cache_ms;
+    int hot_cache_max_bytes;
+    int hot_threshold;
     /* TLS (chash-proxy; docs/PROXY.md, "TLS"). For clients, on the pool's listen: its
      * certificate chain and key (PEM; both or neither), and the CA whose certificates clients
      * must present (NULL: none asked). For the servers: server_tls on; verify their certificate
@@ -165,6 +174,9 @@ enum { CH_CONF_FENCED_ERROR = 0, CH_CONF_FENCED_SERVE = 1 };
 #define CH_CONF_DEFAULT_MAX_CLIENT_INFLIGHT_BYTES (32 * 1024 * 1024)
 #define CH_CONF_DEFAULT_MAX_EJECTED_SHARE 0.5
 #define CH_CONF_DEFAULT_HOT_KEY_SHARE 0.1
+#define CH_CONF_DEFAULT_HOT_CACHE_BYTES (64 * 1024 * 1024)
+#define CH_CONF_DEFAULT_HOT_THRESHOLD 200
+#define CH_CONF_MAX_HOT_CACHE_MS 3600000 /* an hour: longer is a typo */
 /* The longest warm_up and ramp (ms): a day. A longer window is a typo, and its change would
  * never finish in any useful time. */
 #define CH_CONF_MAX_WINDOW_MS (24 * 3600 * 1000)

@@ -54,6 +54,16 @@ typedef struct px_shadow_stats {
 #undef X
 } px_shadow_stats;
 
+/* The near cache of hot keys (route_near.c): cacheable reads answered from it (hits), those not
+ * (misses: sent on), replies it kept (stores), and the bytes it holds now (bytes: a gauge, the
+ * sum over the workers). */
+#define PX_NEAR_SUMS X(hits) X(misses) X(stores) X(bytes)
+typedef struct px_near_counts {
+#define X(f) uint64_t f;
+    PX_NEAR_SUMS
+#undef X
+} px_near_counts;
+
 /* Per pool. A request is counted once, when its reply is complete (queued for its client, or
  * dropped because its client has gone), so requests[] summed over the classes equals the
  * histogram's count at every instant. */
@@ -67,6 +77,7 @@ typedef struct px_pool_metrics {
     uint64_t fence_refused;    /* requests refused while the membership was fenced (fleet) */
     px_shadow_stats shadow;
     px_warm_stats warm;
+    px_near_counts near;
 } px_pool_metrics;
 
 /* Counts one answered request of class cls that took ns nanoseconds. Cost: <= 14 compares. */

@@ -15,6 +15,8 @@
 #include "resolve.h"
 #include "stats.h"
 
+#include "hot/near.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -242,7 +244,12 @@ int px_ctl_init(px_ctl *m, ch_config *cfg, unsigned nworkers)
         } else if (px_shared_pool_init(&m->pools[i], m->conf, pc, why, sizeof(why)) != 0) {
             PX_LOG(m, PX_LOG_ERR, "%s", why);
             rc = -1;
+        } else if ((m->pools[i].near_gens = ch__near_gens_new()) == NULL) {
+            PX_LOG(m, PX_LOG_ERR, "pool %s: out of memory", pc->name);
+            px_shared_pool_clear(&m->pools[i]);
+            rc = -1;
         } else {
+            m->pools[i].near_workers = nworkers;
             m->npools = i + 1;
             fds[i] = malloc(nworkers * sizeof(**fds));
             rc = fds[i] != NULL ? px_listen_pool(&m->log, pc, nworkers, fds[i]) : -1;
@@ -317,8 +324,10 @@ void px_ctl_free(px_ctl *m)
         free(m->loop);
         m->loop = NULL;
     }
-    for (size_t i = 0; i < m->npools; i++)
+    for (size_t i = 0; i < m->npools; i++) {
         px_shared_pool_clear(&m->pools[i]);
+        ch__near_gens_free(m->pools[i].near_gens);
+    }
     free(m->pools);
     m->pools = NULL;
     px_conf_unref(m->conf);

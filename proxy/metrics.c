@@ -177,6 +177,9 @@ PX_WARM_SUMS
 #define X(f) PV(pv_shadow_##f, s->m.shadow.f)
 PX_SHADOW_SUMS
 #undef X
+#define X(f) PV(pv_near_##f, s->m.near.f)
+PX_NEAR_SUMS
+#undef X
 #undef PV
 
 static const struct {
@@ -232,6 +235,16 @@ static const struct {
     {"chash_proxy_stage_invalidate_errors_total", "counter",
      "Such deletes that failed: the write was answered with an error.",
      pv_stage_invalidate_errors},
+    {"chash_proxy_near_cache_hits_total", "counter",
+     "Reads answered from the near cache of hot keys (hot_cache; docs/OPERATIONS.md, \"Hot "
+     "keys\").",
+     pv_near_hits},
+    {"chash_proxy_near_cache_misses_total", "counter",
+     "Reads the near cache could have answered but did not hold fresh: sent on.", pv_near_misses},
+    {"chash_proxy_near_cache_stores_total", "counter",
+     "Replies of hot keys the near cache kept.", pv_near_stores},
+    {"chash_proxy_near_cache_bytes", "gauge",
+     "Bytes the near cache holds now, all workers (counted in --max-memory).", pv_near_bytes},
     {"chash_proxy_shadow_sent_total", "counter",
      "Requests mirrored to the pool's shadow pool (docs/PROXY.md, Shadow traffic).",
      pv_shadow_sent},
@@ -652,6 +665,14 @@ int px_metrics_info(const px_ctl *m, const px_worker *px, px_buf *b)
     rc |= px_buf_printf(b, "_shadow_" #f ":%llu\r\n", U(pool->m.shadow.f));
         if (pool->conf->shadow_pool != NULL) { /* this worker's counts, as the warm ones */
             PX_SHADOW_SUMS
+        }
+#undef X
+#define X(f)                                                                                      \
+    rc |= px_buf_append(b, "pool_", 5);                                                           \
+    rc |= info_name(b, pool->conf->name);                                                         \
+    rc |= px_buf_printf(b, "_near_cache_" #f ":%llu\r\n", U(pool->m.near.f));
+        if (pool->near != NULL) { /* this worker's counts, as the warm ones */
+            PX_NEAR_SUMS
         }
 #undef X
     }

@@ -32,7 +32,7 @@
  * request or reply does not keep its high-water mark for good. */
 #define PX_BUF_KEEP (1024u * 1024u)
 #define PX_MAX_DEPTH 8u             /* failover candidates tried per key */
-#define PX_POOL_ROUTES 4u           /* the nodes of a pool's tree of routes (route_build.c) */
+#define PX_POOL_ROUTES 8u           /* the nodes of a pool's tree of routes (route_build.c) */
 /* A client over max_client_buffer_bytes that takes no reply byte for this long is closed. */
 #define PX_CLIENT_STALL_MS 2000u
 #define PX_FD_LOG_PERIOD_MS 10000u  /* "out of descriptors" lines: at most one per pool per 10 s */
@@ -97,6 +97,10 @@ typedef struct px_shared_pool {
     uint64_t serve_until_ns;
     uint8_t fence_why; /* px_fence_why */
     uint64_t clients;           /* client connections open, all workers (atomic) */
+    /* The near cache's invalidation generations (src/hot/near.h), shared by the workers, and
+     * their count: set at start for the process's life, untouched by reloads (like clients). */
+    struct ch__near_gens *near_gens;
+    unsigned near_workers;
 } px_shared_pool;
 
 /* Why a pool in etcd cannot prove its membership current, for its error reply. */
@@ -212,6 +216,12 @@ typedef struct px_pool {
     /* The keys of its requests in this window (hotkeys.h: the control thread lends it and
      * swaps it once a window; NULL: none lent). Touched only by this worker's thread. */
     struct ch__topk *hot;
+    /* Its near cache of hot keys (route_near.c; NULL: hot_cache off), this worker's alone: its
+     * share of hot_cache_max_bytes and TTL, the bytes it holds (in px_mem_held), and the reads
+     * of a key this worker must count in a window before its value is kept. */
+    struct ch__near *near;
+    size_t near_bytes, near_held;
+    uint64_t near_ttl_ns, near_threshold;
 } px_pool;
 
 /* A worker pool's settings from its conf: depth, timeout, limits, password (start and reload). */

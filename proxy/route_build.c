@@ -8,6 +8,7 @@
  */
 #include "route_build.h"
 #include "pool.h"
+#include "route_near.h"
 #include "route_pool.h"
 #include "route_shadow.h"
 #include "route_stage.h"
@@ -48,9 +49,15 @@ int px_route_build(px_pool *pool, px_pool *pools, size_t npools)
     const ch_conf_pool *pc = pool->conf;
     px_pool *shadow = pool_named(pools, npools, pc->shadow_pool);
     px_route *root = NULL;
+    if (px_route_near_configure(pool) != 0) {
+        free(t);
+        return -1;
+    }
+    if (pool->near != NULL)
+        root = node(t, NULL, &px_route_near_ops, NULL);
     if (shadow != NULL && shadow != pool) {
         t->shadow = (px_shadow_conf){shadow, pc->shadow_fraction, pc->shadow_writes};
-        root = node(t, NULL, &px_route_shadow_ops, &t->shadow);
+        root = node(t, root, &px_route_shadow_ops, &t->shadow);
     }
     if (pool->stage.table != NULL)
         root = node(t, root, &px_route_stage_ops, NULL);

@@ -68,11 +68,12 @@ static px_warm_step slot_where(px_rq *rq, px_slot s, px_server **src)
     return px_warm_where(pool, key, len, px_io_now(pool->io), src);
 }
 
-/* Slot s goes on the usual way: the current leaf, sent with the request's other keys. */
+/* Slot s goes on the usual way: the current leaf, sent with the request's other keys unless a
+ * route above asked for it alone (its alone flag is left as it is: this route sets it only on
+ * the steps that read a reply, and clears it once that reply is in). */
 static void usual(px_route *rt, px_rq *rq, px_slot s)
 {
     set_step(rq, s, rt, W_USUAL, 0);
-    rq->slots[s].alone = false;
     px_rq_pass(rq, s, rt, rt->child[0]);
 }
 

@@ -9,6 +9,7 @@
 #include "warm.h"
 #include "client.h"
 #include "route_build.h"
+#include "route_near.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -378,6 +379,7 @@ void px_worker_free(px_worker *w)
         px_pool *pool = &w->pools[i];
         px_warm_end(pool);
         px_route_drop(pool); /* the requests on its tree are gone with the loop */
+        px_route_near_free(pool);
         for (size_t s = 0; pool->servers != NULL && s < pool->nservers; s++)
             px_server_free(&pool->servers[s]);
         free(pool->servers);

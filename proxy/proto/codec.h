@@ -257,6 +257,11 @@ typedef struct px_codec {
      * memory; fill_stored tells from the fill's reply: 1 stored, 0 not (the key was there),
      * -1 an error. */
     bool (*is_miss)(const px_msg *m, const px_reply *r);
+    /* Optional (NULL: none). Whether a value reply to cmd for one key (a split command's part
+     * for it alone) holds nothing but the key's value, so the near cache of hot keys
+     * (route_near.c) may keep it and answer the same command for that key with it again
+     * (Redis GET and MGET; memcached get, not gets: its CAS unique changes). */
+    bool (*near_cacheable)(const px_cmd *cmd);
     int (*encode_fetch)(px_buf *out, const char *key, size_t len, uint8_t *expect);
     /* Optional: encode_fetch that also deletes the key, atomically (a write moves a key from
      * its old owner before it applies); NULL: a fetch, then encode_delete. */

@@ -440,6 +440,12 @@ static int mc_encode_delete(px_buf *out, const char *key, size_t len, uint8_t *e
 
 /* ---- warm-up copies ------------------------------------------------------------------------- */
 
+/* get, with one key or several (split): its VALUE block is the key's flags and data alone. */
+static bool mc_near_cacheable(const px_cmd *cmd)
+{
+    return cmd->local == CH_MC_CMD_GET;
+}
+
 static bool mc_is_miss(const px_msg *m, const px_reply *r)
 {
     (void)m;
@@ -637,6 +643,7 @@ const px_codec px_codec_memcache = {
     .encode_walk = mc_encode_walk,
     .walk_page = mc_walk_page,
     .is_miss = mc_is_miss,
+    .near_cacheable = mc_near_cacheable,
     .encode_fetch = mc_encode_fetch,
     .encode_fill = mc_encode_fill,
     .fill_stored = mc_fill_stored,

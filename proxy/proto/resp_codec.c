@@ -509,6 +509,13 @@ static int redis_encode_delete(px_buf *out, const char *key, size_t len, uint8_t
 /* A miss: a null (GET, HGET), an empty or null array (LRANGE, SMEMBERS, HGETALL of a key that
  * does not exist), or an MGET part for one key whose one value is null. Integer replies (EXISTS,
  * STRLEN, TTL) are never misses: their key is not looked for elsewhere. */
+/* GET and MGET (a part for one key): a string's value and nothing else. */
+static bool redis_near_cacheable(const px_cmd *cmd)
+{
+    return cmd->local == K_MGET ||
+           (cmd->name_len == 3 && cmd->name[0] == 'g' && memcmp(cmd->name, "get", 3) == 0);
+}
+
 static bool redis_is_miss(const px_msg *m, const px_reply *r)
 {
     (void)m;
@@ -1089,6 +1096,7 @@ const px_codec px_codec_redis = {
     .merge_end = redis_merge_end,
     .answer_local = redis_answer_local,
     .is_miss = redis_is_miss,
+    .near_cacheable = redis_near_cacheable,
     .encode_fetch = redis_encode_fetch,
     .encode_take = redis_encode_take,
     .encode_fill = redis_encode_fill,

@@ -67,6 +67,9 @@ static int pool_options(const ch_conf_pool *p, const ch_cache_options *opt, ch_c
     o->version = p->version;
     o->password = p->redis_auth;
     o->db = p->redis_db > 0 ? p->redis_db : 0;
+    o->hot_cache_ms = p->hot_cache_ms > 0 ? (uint32_t)p->hot_cache_ms : 0; /* <= an hour */
+    o->hot_cache_max_bytes = p->hot_cache_max_bytes > 0 ? (size_t)p->hot_cache_max_bytes : 0;
+    o->hot_threshold = p->hot_threshold > 0 ? (uint32_t)p->hot_threshold : 0;
     return CH_OK;
 }
 

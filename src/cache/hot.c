@@ -126,7 +126,7 @@ bool ch__hot_get(ch_cache *c, const void *key, size_t len, uint64_t hh, size_t o
 {
     ch__hot *h = &c->hot;
     size_t vlen = 0;
-    const char *v = h->near != NULL ? ch__near_get(h->near, hh, key, len, now, &vlen) : NULL;
+    const char *v = h->near != NULL ? ch__near_get(h->near, hh, key, len, now, &vlen, NULL) : NULL;
     if (v == NULL)
         return false;
     /* The value is handed out as a reply object the result owns, as a server's would be:

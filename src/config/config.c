@@ -141,6 +141,9 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS, K_SHADOW };
     X(MAX_EJECTED_SHARE, max_ejected_share, K_STR, "a number from 0 to 1")                 \
     X(WARM_UP, warm_up, K_INT, "an integer")                                                \
     X(RAMP, ramp, K_INT, "an integer")                                                      \
+    X(HOT_CACHE, hot_cache, K_INT, "an integer")                                            \
+    X(HOT_CACHE_MAX_BYTES, hot_cache_max_bytes, K_INT, "an integer")                        \
+    X(HOT_THRESHOLD, hot_threshold, K_INT, "an integer")                                    \
     X(TLS_CERT_FILE, tls_cert_file, K_STR, "a file name")                                   \
     X(TLS_KEY_FILE, tls_key_file, K_STR, "a file name")                                     \
     X(TLS_CLIENT_CA_FILE, tls_client_ca_file, K_STR, "a file name")                         \
@@ -209,6 +212,9 @@ static int *int_field(ch_conf_pool *p, int id)
     case KEY_MAX_CLIENT_INFLIGHT_BYTES: return &p->max_client_inflight_bytes;
     case KEY_WARM_UP: return &p->warm_up_ms;
     case KEY_RAMP: return &p->ramp_ms;
+    case KEY_HOT_CACHE: return &p->hot_cache_ms;
+    case KEY_HOT_CACHE_MAX_BYTES: return &p->hot_cache_max_bytes;
+    case KEY_HOT_THRESHOLD: return &p->hot_threshold;
     case KEY_MEMBERSHIP_HOLD_DOWN: return &p->membership_hold_down_ms;
     default: return &p->server_failure_limit;
     }
@@ -627,6 +633,8 @@ static int pool_new(loader *ld, ch_conf_pool **out)
     p->max_client_inflight_bytes = CH_CONF_DEFAULT_MAX_CLIENT_INFLIGHT_BYTES;
     p->max_ejected_share = CH_CONF_DEFAULT_MAX_EJECTED_SHARE;
     p->hot_key_share = CH_CONF_DEFAULT_HOT_KEY_SHARE;
+    p->hot_cache_max_bytes = CH_CONF_DEFAULT_HOT_CACHE_BYTES;
+    p->hot_threshold = CH_CONF_DEFAULT_HOT_THRESHOLD;
     p->membership_hold_down_ms = CH_CONF_DEFAULT_MEMBERSHIP_HOLD_DOWN;
     ld->servers_cap = 0;
     p->hash = dupn("fnv1a_64", 8);
@@ -733,7 +741,8 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
         int min = id == KEY_SERVER_CONNECTIONS || id == KEY_FAILOVER_DEPTH || id == KEY_REPLICAS ||
                           id == KEY_SERVER_FAILURE_WINDOW || id == KEY_SERVER_RETRY_MAX ||
                           id == KEY_MAX_REQUEST_BYTES || id == KEY_MAX_CLIENT_BUFFER_BYTES ||
-                          id == KEY_MAX_ITEM_BYTES || id == KEY_MAX_CLIENT_INFLIGHT_BYTES
+                          id == KEY_MAX_ITEM_BYTES || id == KEY_MAX_CLIENT_INFLIGHT_BYTES ||
+                          id == KEY_HOT_CACHE_MAX_BYTES || id == KEY_HOT_THRESHOLD
                       ? 1
                       : 0;
         rc = ch__conf_parse_int(v, len, &n);
@@ -745,10 +754,14 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
                         ch__conf_quote(q, sizeof q, v, len));
         int max = id == KEY_WARM_UP || id == KEY_RAMP ? CH_CONF_MAX_WINDOW_MS
                   : id == KEY_REPLICAS                 ? CH_CONF_MAX_REPLICAS
+                  : id == KEY_HOT_CACHE                ? CH_CONF_MAX_HOT_CACHE_MS
                                                        : INT_MAX;
         if (rc == CH__NUM_RANGE || (rc == CH__NUM_OK && n > max))
             return fail(ld, m, "expected an integer <= %d%s for \"%s\", got \"%s\"", max,
-                        max == CH_CONF_MAX_WINDOW_MS ? " (a day, in ms)" : "", k,
+                        max == CH_CONF_MAX_WINDOW_MS     ? " (a day, in ms)"
+                        : max == CH_CONF_MAX_HOT_CACHE_MS ? " (an hour, in ms)"
+                                                          : "",
+                        k,
                         ch__conf_quote(q, sizeof q, v, len));
         *int_field(p, id) = n;
         return CH_OK;

@@ -140,10 +140,12 @@ void ch__near_free(ch__near *c)
 }
 
 const char *ch__near_get(ch__near *c, uint64_t kh, const void *key, size_t klen,
-                         uint64_t now_ns, size_t *len)
+                         uint64_t now_ns, size_t *len, bool *known)
 {
     entry **at = find(c, kh, key, klen);
     entry *e = *at;
+    if (known != NULL)
+        *known = e != NULL;
     if (e == NULL) {
         c->st.misses++;
         return NULL;
@@ -151,10 +153,10 @@ const char *ch__near_get(ch__near *c, uint64_t kh, const void *key, size_t klen,
     bool expired = now_ns >= e->expires;
     bool moved = c->gens != NULL && ch__near_gen(c->gens, kh) != e->gen;
     if (expired || moved) {
+        /* kept (never served) until evicted or refilled: the key was hot lately */
         c->st.expired += expired;
         c->st.invalidated += !expired;
         c->st.misses++;
-        drop(c, at);
         return NULL;
     }
     link_remove(&e->lru);

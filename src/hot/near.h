@@ -54,11 +54,13 @@ typedef struct ch__near ch__near;
 ch__near *ch__near_new(ch__near_gens *g, size_t max_bytes, uint64_t ttl_ns);
 void ch__near_free(ch__near *c);
 
-/* The reply cached for key (hash kh) that may be served at now_ns, or NULL (then an expired or
- * invalidated entry is dropped). *len: its bytes; valid until the next call on c. Cost: O(1)
- * expected. */
+/* The reply cached for key (hash kh) that may be served at now_ns, or NULL. *len: its bytes;
+ * valid until the next call on c. An expired or invalidated entry is never served but kept
+ * until evicted or replaced; *known (when not NULL) says whether the key had an entry, live
+ * or not: the key was hot lately (a caller may keep caching it without waiting for its
+ * threshold again). Cost: O(1) expected. */
 const char *ch__near_get(ch__near *c, uint64_t kh, const void *key, size_t klen,
-                         uint64_t now_ns, size_t *len);
+                         uint64_t now_ns, size_t *len, bool *known);
 /* Stores reply bytes for key (hash kh), from a read sent at sent_ns with the key's generation
  * gen then (ch__near_gen). Refused (false) when the generation moved since, the entry would be
  * expired already at now_ns, it is larger than max_bytes / 8, or memory is short; older

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 static ch_cache *open_hot(const rh_fleet *f, uint32_t cache_ms, size_t max_bytes,
@@ -247,6 +248,37 @@ static void memory_bound(void **state)
     rh_fleet_stop(f);
 }
 
+/* The same keys in a config file (ch_cache_open_config) as chash-proxy's pool keys. */
+static void config_file(void **state)
+{
+    (void)state;
+    rh_fleet *f = rh_fleet_start(2);
+    assert_non_null(f);
+    char path[64], text[512];
+    snprintf(path, sizeof path, "hotkeys_test_%ld.yml", (long)getpid());
+    int at = snprintf(text, sizeof text,
+                      "p:\n  redis: true\n  hot_cache: 60000\n  hot_threshold: 10\n"
+                      "  hot_cache_max_bytes: 100000\n  servers:\n");
+    for (size_t i = 0; i < f->n; i++)
+        at += snprintf(text + at, sizeof text - (size_t)at, "   - %s:1 cache-%02zu\n",
+                       f->servers[i].addr, i + 1);
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    assert_true(fputs(text, fp) >= 0);
+    assert_int_equal(fclose(fp), 0);
+    ch_cache *c = NULL;
+    ch_config_error err;
+    assert_int_equal(ch_cache_open_config(path, NULL, NULL, &c, &err), CH_OK);
+    unlink(path);
+    set_ok(c, "key:1", "v");
+    for (int i = 0; i < 50; i++)
+        assert_string_equal(get_value(c, "key:1"), "v");
+    ch_cache_metrics m = fx_metrics(c);
+    assert_int_equal(m.hot_cache_hits, 50 - 9); /* cached from the 9th read: set + 9 = 10 */
+    ch_cache_close(c);
+    rh_fleet_stop(f);
+}
+
 int main(void)
 {
     rh_require_redis("integration_hotkeys");
@@ -255,6 +287,7 @@ int main(void)
         cmocka_unit_test(near_cache),
         cmocka_unit_test(ttl_bound),
         cmocka_unit_test(memory_bound),
+        cmocka_unit_test(config_file),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * route_near.c — the near cache of hot keys as a route (route_near.h). Per slot:
+ *
+ *   a cacheable read (GET, MGET's keys; memcached get's), held fresh -> answered from memory:
+ *        the reply bytes its server gave, replayed as the part they were (the merge of MGET
+ *        and multi-key get takes them as any part);
+ *   a cacheable read, not held -> sent alone through the child (its reply is the key's), its
+ *        key's generation recorded; the reply is kept when the key is hot (the worker's
+ *        detector counted at least hot_threshold / workers of its reads this window, surely) or
+ *        was cached lately (an expired entry: a hot key stays cached without waiting for its
+ *        threshold each window), and the generation has not moved;
+ *   a write or delete (any command not retryable) -> its key's generation bumped when it is
+ *        sent and again when it is answered (near.h: no read that may have seen the value
+ *        before it is served after it), then answered as the child answers;
+ *   anything else (gets with CAS, TTL, ...) -> passed on as it is.
+ *
+ * Entries are keyed by the command (a GET's reply is not an MGET part's) and the key's bytes,
+ * their generations by the key alone. The TTL is counted from the request's arrival, before its
+ * send: a value served is at most hot_cache old. What is not seen: writes that do not pass
+ * through the tree (another proxy, a client of the server, MULTI/EXEC sessions): the TTL alone
+ * bounds them. State per slot (px_rq_state): low byte the step, bit 8 "cached lately", high 32
+ * bits the generation.
+ */
+#include "route_near.h"
+#include "pool.h"
+#include "request.h"
+
+#include "hot/near.h"
+#include "hot/topk.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+enum { N_USUAL = 0, N_READ = 1, N_WRITE = 2 };
+#define KNOWN 0x100u
+#define MAX_CACHED_KEY 1024u /* longer keys are not cached */
+
+/* A stored reply: its kind and integer before its bytes. */
+typedef struct stored_head {
+    uint8_t kind;
+    int64_t integer;
+} stored_head;
+
+/* Slot s's key bytes (decoded), its hash, and the entry's key (the command, then the key) in
+ * ek[0, *eklen). False when the key does not decode or is too long to cache. */
+static bool entry_key(px_rq *rq, px_slot s, uint64_t *hh, char *ek, size_t *eklen)
+{
+    char buf[PX_MAX_ROUTE_KEY];
+    size_t len;
+    const px_span *span = px_rq_key(rq, s);
+    const char *key = span != NULL ? px_rq_key_bytes(rq, rq->slots[s].key, buf, sizeof(buf), &len)
+                                   : NULL;
+    if (key == NULL || len > MAX_CACHED_KEY)
+        return false;
+    *hh = XXH3_64bits(key, len);
+    const px_cmd *cmd = rq->msg.cmd;
+    memcpy(ek, &cmd, sizeof(cmd));
+    memcpy(ek + sizeof(cmd), key, len);
+    *eklen = sizeof(cmd) + len;
+    return true;
+}
+
+/* The near cache's bytes into the process budget (px_mem_held), after a change of c. */
+static void account(px_pool *pool)
+{
+    ch__near_stats st;
+    ch__near_stats_get(pool->near, &st);
+    if (st.bytes > pool->near_held)
+        PX_MEM_ADD(st.bytes - pool->near_held);
+    else
+        PX_MEM_SUB(pool->near_held - st.bytes);
+    pool->near_held = st.bytes;
+    pool->m.near.bytes = st.bytes;
+}
+
+/* A write's keys: slot s's, or every key of a command not split per key (EVAL, RENAME, ...),
+ * whose one slot stands for them all. */
+static void invalidate(px_rq *rq, px_slot s)
+{
+    ch__near_gens *gens = rq->pool->shared->near_gens;
+    bool all = rq->nslots < rq->msg.nkeys;
+    for (size_t k = all ? 0 : rq->slots[s].key; k < (all ? rq->msg.nkeys : rq->slots[s].key + 1u);
+         k++) {
+        char buf[PX_MAX_ROUTE_KEY];
+        size_t len;
+        const char *key = px_rq_key_bytes(rq, k, buf, sizeof(buf), &len);
+        if (key != NULL)
+            ch__near_invalidate(gens, XXH3_64bits(key, len));
+    }
+}
+
+static void set_state(px_rq *rq, px_slot s, const px_route *rt, unsigned step, uint32_t gen)
+{
+    *px_rq_state(rq, s, rt) = (uint64_t)gen << 32 | step;
+}
+
+static void near_start(px_route *rt, px_rq *rq, px_slot s)
+{
+    px_pool *pool = rq->pool;
+    const px_cmd *cmd = rq->msg.cmd;
+    char ek[sizeof(void *) + MAX_CACHED_KEY];
+    size_t eklen;
+    uint64_t hh;
+    if (pool->near == NULL || rq->msg.nkeys == 0 || rq->shadow) {
+        set_state(rq, s, rt, N_USUAL, 0);
+        px_rq_pass(rq, s, rt, rt->child[0]);
+        return;
+    }
+    ch__near_gens *gens = pool->shared->near_gens;
+    if (!cmd->retry) {
+        invalidate(rq, s);
+        set_state(rq, s, rt, N_WRITE, 0);
+        px_rq_call(rq, s, rt, rt->child[0]);
+        return;
+    }
+    if (rq->codec->near_cacheable == NULL || !rq->codec->near_cacheable(cmd) ||
+        !entry_key(rq, s, &hh, ek, &eklen)) {
+        set_state(rq, s, rt, N_USUAL, 0);
+        px_rq_pass(rq, s, rt, rt->child[0]);
+        return;
+    }
+    size_t len = 0;
+    bool known = false;
+    const char *p = ch__near_get(pool->near, hh, ek, eklen, px_io_hrtime(pool->io), &len, &known);
+    if (p != NULL) {
+        stored_head h;
+        memcpy(&h, p, sizeof(h));
+        px_reply r = {p + sizeof(h), len - sizeof(h), (px_reply_kind)h.kind, h.integer};
+        pool->m.near.hits++;
+        px_rq_return(rq, rt, &s, 1, &r);
+        return;
+    }
+    pool->m.near.misses++;
+    set_state(rq, s, rt, N_READ | (known ? KNOWN : 0), ch__near_gen(gens, hh));
+    rq->slots[s].alone = true; /* its part's reply is this key's */
+    px_rq_call(rq, s, rt, rt->child[0]);
+}
+
+/* Whether the worker's detector says slot s's key is hot now: its reads' lower bound this
+ * window reached the worker's share of the threshold. */
+static bool hot_now(const px_pool *pool, uint64_t hh)
+{
+    ch__topk_entry e;
+    return pool->hot != NULL && ch__topk_find(pool->hot, hh, &e) &&
+           e.count - e.error >= pool->near_threshold;
+}
+
+/* A read's reply r for slot s, the part's only slot: kept when it is a value of a key hot or
+ * cached lately. */
+static void keep(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
+{
+    px_pool *pool = rq->pool;
+    uint64_t st = *px_rq_state(rq, s, rt);
+    char ek[sizeof(void *) + MAX_CACHED_KEY];
+    size_t eklen;
+    uint64_t hh;
+    if (r->kind != PX_REPLY_VALUE || pool->near == NULL ||
+        (rq->codec->is_miss != NULL && rq->codec->is_miss(&rq->msg, r)) || /* an MGET null */
+        !entry_key(rq, s, &hh, ek, &eklen) ||
+        !((st & KNOWN) != 0 || hot_now(pool, hh)))
+        return;
+    stored_head h = {(uint8_t)r->kind, r->integer};
+    size_t n = sizeof(h) + r->len;
+    char small[512], *b = n <= sizeof(small) ? small : malloc(n);
+    if (b == NULL)
+        return;
+    memcpy(b, &h, sizeof(h));
+    memcpy(b + sizeof(h), r->p, r->len);
+    if (ch__near_put(pool->near, hh, ek, eklen, (uint32_t)(st >> 32), rq->t0,
+                     px_io_hrtime(pool->io), b, n))
+        pool->m.near.stores++;
+    if (b != small)
+        free(b);
+    account(pool);
+}
+
+static void near_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
+                       const px_reply *r)
+{
+    for (size_t i = 0; i < n; i++) {
+        px_slot s = slots[i];
+        unsigned step = (unsigned)(*px_rq_state(rq, s, rt) & 0xff);
+        if (step == N_WRITE) {
+            invalidate(rq, s);
+        } else if (step == N_READ) {
+            if (n == 1) /* a part of several keys is not one key's reply */
+                keep(rt, rq, s, r);
+            rq->slots[s].alone = false;
+        }
+        set_state(rq, s, rt, N_USUAL, 0);
+    }
+    /* one answer for the slots of one part: rq may be gone after it */
+    px_rq_return(rq, rt, slots, n, r);
+}
+
+const px_route_ops px_route_near_ops = {
+    .name = "near",
+    .start = near_start,
+    .reply = near_reply,
+};
+
+int px_route_near_configure(px_pool *pool)
+{
+    const ch_conf_pool *pc = pool->conf;
+    unsigned workers = pool->shared->near_workers > 0 ? pool->shared->near_workers : 1;
+    size_t bytes = pc->hot_cache_ms > 0 ? (size_t)pc->hot_cache_max_bytes / workers : 0;
+    uint64_t ttl = (uint64_t)pc->hot_cache_ms * 1000000u;
+    pool->near_threshold = ((uint64_t)pc->hot_threshold + workers - 1) / workers;
+    if (pool->near != NULL && bytes == pool->near_bytes && ttl == pool->near_ttl_ns)
+        return 0;
+    px_route_near_free(pool);
+    if (bytes == 0 || pool->shared->near_gens == NULL)
+        return 0;
+    pool->near = ch__near_new(pool->shared->near_gens, bytes, ttl);
+    if (pool->near == NULL)
+        return -1;
+    pool->near_bytes = bytes;
+    pool->near_ttl_ns = ttl;
+    return 0;
+}
+
+void px_route_near_free(px_pool *pool)
+{
+    if (pool->near == NULL)
+        return;
+    ch__near_free(pool->near);
+    pool->near = NULL;
+    PX_MEM_SUB(pool->near_held);
+    pool->near_held = 0;
+    pool->m.near.bytes = 0;
+    pool->near_bytes = 0;
+    pool->near_ttl_ns = 0;
+}
