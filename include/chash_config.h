@@ -160,6 +160,13 @@ typedef struct ch_conf_pool {
      * name hot keys (else they show a hash of the key). */
     double hot_key_share;
     bool hot_key_names;
+    /* "gutter: NAME" (chash-proxy; docs/PROXY.md, "Gutter pool"): while a key's owner is
+     * ejected, its reads and writes go to pool NAME of the same file (same protocol, with no
+     * gutter of its own), every write's lifetime capped at "gutter_ttl" ms (1 .. a day;
+     * default CH_CONF_DEFAULT_GUTTER_TTL). NULL: none. */
+    char *gutter_pool;
+    int gutter_ttl_ms;
+    unsigned gutter_line, gutter_column; /* where the pool's name is, for the error naming it */
 } ch_conf_pool;
 
 /* The values of ch_conf_pool.membership_fenced. */
@@ -183,6 +190,7 @@ enum { CH_CONF_FENCED_ERROR = 0, CH_CONF_FENCED_SERVE = 1 };
 /* "replicas" at most (and at most the pool's servers). */
 #define CH_CONF_MAX_REPLICAS 8
 #define CH_CONF_DEFAULT_MEMBERSHIP_HOLD_DOWN 10000
+#define CH_CONF_DEFAULT_GUTTER_TTL 10000
 
 typedef struct ch_config {
     char *path;

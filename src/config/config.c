@@ -159,6 +159,9 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS, K_SHADOW };
     X(MEMBERSHIP_FENCED, membership_fenced, K_STR, "error or serve")                        \
     /* shadow traffic (docs/PROXY.md) */                                                     \
     X(SHADOW, shadow, K_SHADOW, "a mapping {pool: NAME, fraction: F, writes: B}")           \
+    /* the gutter pool (docs/PROXY.md, "Gutter pool") */                                     \
+    X(GUTTER, gutter, K_STR, "a pool name")                                                 \
+    X(GUTTER_TTL, gutter_ttl, K_INT, "an integer")                                          \
     X(EPOCH, epoch, K_STR, "an integer >= 1")                                               \
     X(HOT_KEY_SHARE, hot_key_share, K_STR, "a number from 0 to 1")                          \
     X(HOT_KEY_NAMES, hot_key_names, K_BOOL, "true or false")
@@ -216,6 +219,7 @@ static int *int_field(ch_conf_pool *p, int id)
     case KEY_HOT_CACHE_MAX_BYTES: return &p->hot_cache_max_bytes;
     case KEY_HOT_THRESHOLD: return &p->hot_threshold;
     case KEY_MEMBERSHIP_HOLD_DOWN: return &p->membership_hold_down_ms;
+    case KEY_GUTTER_TTL: return &p->gutter_ttl_ms;
     default: return &p->server_failure_limit;
     }
 }
@@ -636,6 +640,7 @@ static int pool_new(loader *ld, ch_conf_pool **out)
     p->hot_cache_max_bytes = CH_CONF_DEFAULT_HOT_CACHE_BYTES;
     p->hot_threshold = CH_CONF_DEFAULT_HOT_THRESHOLD;
     p->membership_hold_down_ms = CH_CONF_DEFAULT_MEMBERSHIP_HOLD_DOWN;
+    p->gutter_ttl_ms = CH_CONF_DEFAULT_GUTTER_TTL;
     ld->servers_cap = 0;
     p->hash = dupn("fnv1a_64", 8);
     p->distribution = dupn("ketama", 6);
@@ -742,7 +747,8 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
                           id == KEY_SERVER_FAILURE_WINDOW || id == KEY_SERVER_RETRY_MAX ||
                           id == KEY_MAX_REQUEST_BYTES || id == KEY_MAX_CLIENT_BUFFER_BYTES ||
                           id == KEY_MAX_ITEM_BYTES || id == KEY_MAX_CLIENT_INFLIGHT_BYTES ||
-                          id == KEY_HOT_CACHE_MAX_BYTES || id == KEY_HOT_THRESHOLD
+                          id == KEY_HOT_CACHE_MAX_BYTES || id == KEY_HOT_THRESHOLD ||
+                          id == KEY_GUTTER_TTL
                       ? 1
                       : 0;
         rc = ch__conf_parse_int(v, len, &n);
@@ -752,7 +758,8 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
         if (rc == CH__NUM_NEG || (rc == CH__NUM_OK && n < min))
             return fail(ld, m, "expected an integer >= %d for \"%s\", got \"%s\"", min, k,
                         ch__conf_quote(q, sizeof q, v, len));
-        int max = id == KEY_WARM_UP || id == KEY_RAMP ? CH_CONF_MAX_WINDOW_MS
+        int max = id == KEY_WARM_UP || id == KEY_RAMP || id == KEY_GUTTER_TTL
+                      ? CH_CONF_MAX_WINDOW_MS
                   : id == KEY_REPLICAS                 ? CH_CONF_MAX_REPLICAS
                   : id == KEY_HOT_CACHE                ? CH_CONF_MAX_HOT_CACHE_MS
                                                        : INT_MAX;
@@ -821,6 +828,10 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
         return (p->version = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
     case KEY_CLIENT_AUTH:
         return (p->client_auth = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
+    case KEY_GUTTER: /* the pool named is checked once the whole file is read (check_refs) */
+        p->gutter_line = (unsigned)(m.line + 1);
+        p->gutter_column = (unsigned)(m.column + 1);
+        return (p->gutter_pool = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
     case KEY_TLS_CERT_FILE:
     case KEY_TLS_KEY_FILE:
     case KEY_TLS_CLIENT_CA_FILE:
@@ -1234,6 +1245,8 @@ static int load_body(loader *ld, ch_conf_pool *p, yaml_mark_t pm)
     if ((st.seen & (UINT64_C(1) << KEY_MEMBERSHIP_FENCED)) != 0 && p->membership == NULL)
         return fail(ld, st.mark[KEY_MEMBERSHIP_FENCED],
                     "\"membership_fenced\" needs \"membership\"");
+    if ((st.seen & (UINT64_C(1) << KEY_GUTTER_TTL)) != 0 && p->gutter_pool == NULL)
+        return fail(ld, st.mark[KEY_GUTTER_TTL], "\"gutter_ttl\" needs \"gutter\"");
     if ((st.seen & (UINT64_C(1) << KEY_REPLICAS)) != 0) {
         p->replicas_line = (unsigned)st.mark[KEY_REPLICAS].line + 1;
         p->replicas_column = (unsigned)st.mark[KEY_REPLICAS].column + 1;
@@ -1263,29 +1276,53 @@ static int load_body(loader *ld, ch_conf_pool *p, yaml_mark_t pm)
     return check_tls(ld, p, &st);
 }
 
-/* Every "shadow" names another pool of the file, of the same protocol. */
-static int check_shadows(loader *ld)
+/* The pool of this file named name, or NULL. */
+static const ch_conf_pool *pool_by_name(const ch_config *cfg, const char *name)
+{
+    for (size_t k = 0; k < cfg->npools; k++)
+        if (strcmp(cfg->pools[k].name, name) == 0)
+            return &cfg->pools[k];
+    return NULL;
+}
+
+/* What is wrong with pool p naming pool s (NULL: not found) as its shadow or gutter, or NULL. */
+static const char *ref_problem(const ch_conf_pool *p, const ch_conf_pool *s)
+{
+    return s == NULL  ? "is not a pool of this file"
+           : s == p   ? "is the pool itself"
+           : s->redis != p->redis ? "speaks another protocol (redis: true and false do not mix)"
+                                  : NULL;
+}
+
+/* Every "shadow" and "gutter" names another pool of the file, of the same protocol; a gutter
+ * pool has no gutter of its own (no chains: a lost server's keys go to one place). */
+static int check_refs(loader *ld)
 {
     char q[QB], q2[QB];
     for (size_t i = 0; i < ld->cfg->npools; i++) {
         const ch_conf_pool *p = &ld->cfg->pools[i];
-        if (p->shadow_pool == NULL)
-            continue;
-        const ch_conf_pool *s = NULL;
-        for (size_t k = 0; k < ld->cfg->npools && s == NULL; k++)
-            if (strcmp(ld->cfg->pools[k].name, p->shadow_pool) == 0)
-                s = &ld->cfg->pools[k];
-        const char *why = s == NULL ? "is not a pool of this file"
-                          : s == p  ? "is the pool itself"
-                          : s->redis != p->redis
-                              ? "speaks another protocol (redis: true and false do not mix)"
-                              : NULL;
-        if (why != NULL)
-            return fail_at(ld, CH_EINVAL, p->shadow_line, p->shadow_column,
-                           "pool \"%s\": its shadow pool \"%s\" %s",
-                           ch__conf_quote(q, sizeof q, p->name, strlen(p->name)),
-                           ch__conf_quote(q2, sizeof q2, p->shadow_pool, strlen(p->shadow_pool)),
-                           why);
+        const char *name = ch__conf_quote(q, sizeof q, p->name, strlen(p->name));
+        if (p->shadow_pool != NULL) {
+            const char *why = ref_problem(p, pool_by_name(ld->cfg, p->shadow_pool));
+            if (why != NULL)
+                return fail_at(ld, CH_EINVAL, p->shadow_line, p->shadow_column,
+                               "pool \"%s\": its shadow pool \"%s\" %s", name,
+                               ch__conf_quote(q2, sizeof q2, p->shadow_pool,
+                                              strlen(p->shadow_pool)),
+                               why);
+        }
+        if (p->gutter_pool != NULL) {
+            const ch_conf_pool *g = pool_by_name(ld->cfg, p->gutter_pool);
+            const char *why = ref_problem(p, g);
+            if (why == NULL && g->gutter_pool != NULL)
+                why = "has a gutter of its own (a gutter pool cannot have one)";
+            if (why != NULL)
+                return fail_at(ld, CH_EINVAL, p->gutter_line, p->gutter_column,
+                               "pool \"%s\": its gutter pool \"%s\" %s", name,
+                               ch__conf_quote(q2, sizeof q2, p->gutter_pool,
+                                              strlen(p->gutter_pool)),
+                               why);
+        }
     }
     return CH_OK;
 }
@@ -1317,7 +1354,7 @@ static int load_stream(loader *ld)
         if ((rc = load_pool(ld)) != CH_OK)
             return rc;
     }
-    if ((rc = check_shadows(ld)) != CH_OK)
+    if ((rc = check_refs(ld)) != CH_OK)
         return rc;
     if ((rc = next(ld)) != CH_OK) /* document end */
         return rc;
@@ -1641,6 +1678,7 @@ void ch_config_free(ch_config *cfg)
         xfree(p->membership_endpoint);
         xfree(p->membership_key);
         xfree(p->shadow_pool);
+        xfree(p->gutter_pool);
     }
     xfree(cfg->pools);
     xfree(cfg->path);

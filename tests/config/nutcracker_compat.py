@@ -26,6 +26,7 @@ DEVIATIONS = {
                             "server_failure_window, server_retry_max, max_request_bytes, "
                             "max_client_buffer_bytes, bounded_load_factor)",
     "valid_client_auth.yml": "chash's own pool key client_auth",
+    "valid_gutter.yml": "chash's own pool keys gutter and gutter_ttl",
     "err_host.yml": "twemproxy resolves server hosts only when connecting; chash refuses "
                     "characters no hostname has",
     "err_listen_perm.yml": "twemproxy reads permissions with strtol: \"0999\" becomes 0",

@@ -405,6 +405,17 @@ static const struct {
      "expected an integer >= 1 for \"max_request_bytes\", got \"0\""},
     {"err_bounded_load_factor.yml", 4, 24,
      "expected a number >= 1 (or 0: off) for \"bounded_load_factor\", got \"0.5\""},
+    {"err_gutter_unknown.yml", 4, 11,
+     "pool \"cache\": its gutter pool \"spare\" is not a pool of this file"},
+    {"err_gutter_self.yml", 4, 11, "pool \"cache\": its gutter pool \"cache\" is the pool itself"},
+    {"err_gutter_protocol.yml", 6, 13,
+     "pool \"cache\": its gutter pool \"spare\" speaks another protocol (redis: true and false "
+     "do not mix)"},
+    {"err_gutter_chain.yml", 3, 11,
+     "pool \"cache\": its gutter pool \"spare\" has a gutter of its own (a gutter pool cannot "
+     "have one)"},
+    {"err_gutter_ttl_alone.yml", 5, 3, "\"gutter_ttl\" needs \"gutter\""},
+    {"err_gutter_ttl_zero.yml", 4, 15, "expected an integer >= 1 for \"gutter_ttl\", got \"0\""},
 };
 
 /* chash's own keys, the presence of twemproxy's, twemproxy's server order, and what routing
@@ -480,6 +491,25 @@ static void test_chash_keys(void **state)
     assert_int_equal(h.failure_limit, d.failure_limit);
     assert_int_equal(h.retry_min_ms, d.retry_min_ms);
     assert_int_equal(h.retry_max_ms, d.retry_max_ms);
+    ch_config_free(cfg);
+}
+
+/* "gutter" and "gutter_ttl": the pool named, the TTL given or its default, none elsewhere. */
+static void test_gutter(void **state)
+{
+    (void)state;
+    ch_config *cfg = load_ok(FIX("valid_gutter.yml"));
+    const ch_conf_pool *p = ch_config_pool(cfg, "cache");
+    assert_string_equal(p->gutter_pool, "spare");
+    assert_int_equal(p->gutter_ttl_ms, 2500);
+    assert_int_equal(p->gutter_line, 4);
+    assert_int_equal(p->gutter_column, 11);
+    const ch_conf_pool *o = ch_config_pool(cfg, "other");
+    assert_string_equal(o->gutter_pool, "spare");
+    assert_int_equal(o->gutter_ttl_ms, CH_CONF_DEFAULT_GUTTER_TTL);
+    assert_int_equal(CH_CONF_DEFAULT_GUTTER_TTL, 10000); /* docs/PROXY.md: 10 s */
+    const ch_conf_pool *g = ch_config_pool(cfg, "spare");
+    assert_null(g->gutter_pool);
     ch_config_free(cfg);
 }
 
@@ -1224,6 +1254,7 @@ int main(void)
         cmocka_unit_test(test_sockets_and_names),
         cmocka_unit_test(test_twemproxy_quirks),
         cmocka_unit_test(test_chash_keys),
+        cmocka_unit_test(test_gutter),
         cmocka_unit_test(test_client_auth),
         cmocka_unit_test(test_error_fixtures),
         cmocka_unit_test(test_bad_bytes),
