@@ -63,6 +63,16 @@ typedef struct px_near_counts {
     PX_NEAR_SUMS
 #undef X
 } px_near_counts;
+/* The gutter pool (route_gutter.c): keys of an ejected owner served by the gutter pool, reads
+ * and writes (deletes included); writes the gutter refused (a write of several keys, a bad
+ * lifetime); and keys of an ejected owner served by the pool's ring because no gutter server
+ * was up. */
+#define PX_GUTTER_SUMS X(reads) X(writes) X(refused) X(unavailable)
+typedef struct px_gutter_stats {
+#define X(f) uint64_t f;
+    PX_GUTTER_SUMS
+#undef X
+} px_gutter_stats;
 
 /* Per pool. A request is counted once, when its reply is complete (queued for its client, or
  * dropped because its client has gone), so requests[] summed over the classes equals the
@@ -76,6 +86,7 @@ typedef struct px_pool_metrics {
     uint64_t mem_refused;      /* requests refused over the memory budget (--max-memory) */
     uint64_t fence_refused;    /* requests refused while the membership was fenced (fleet) */
     px_shadow_stats shadow;
+    px_gutter_stats gutter;
     px_warm_stats warm;
     px_near_counts near;
 } px_pool_metrics;

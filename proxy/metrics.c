@@ -180,6 +180,9 @@ PX_SHADOW_SUMS
 #define X(f) PV(pv_near_##f, s->m.near.f)
 PX_NEAR_SUMS
 #undef X
+#define X(f) PV(pv_gutter_##f, s->m.gutter.f)
+PX_GUTTER_SUMS
+#undef X
 #undef PV
 
 static const struct {
@@ -262,6 +265,21 @@ static const struct {
      pv_shadow_failed},
     {"chash_proxy_shadow_in_flight", "gauge", "Shadow requests in flight now.",
      pv_shadow_inflight},
+    {"chash_proxy_gutter_reads_total", "counter",
+     "Reads of a key whose owner was ejected, served by the pool's gutter pool (docs/PROXY.md, "
+     "\"Gutter pool\").",
+     pv_gutter_reads},
+    {"chash_proxy_gutter_writes_total", "counter",
+     "Writes and deletes of a key whose owner was ejected, sent to the gutter pool with their "
+     "lifetime capped at gutter_ttl.",
+     pv_gutter_writes},
+    {"chash_proxy_gutter_refused_total", "counter",
+     "Such writes the gutter refused (a write of several keys, a lifetime that is not a "
+     "number).",
+     pv_gutter_refused},
+    {"chash_proxy_gutter_unavailable_total", "counter",
+     "Keys of an ejected owner served by the pool's ring because no gutter server was up.",
+     pv_gutter_unavailable},
 };
 
 /* The fleet membership of the pools that take it from etcd (fleet.h): one series per such
@@ -673,6 +691,14 @@ int px_metrics_info(const px_ctl *m, const px_worker *px, px_buf *b)
     rc |= px_buf_printf(b, "_near_cache_" #f ":%llu\r\n", U(pool->m.near.f));
         if (pool->near != NULL) { /* this worker's counts, as the warm ones */
             PX_NEAR_SUMS
+        }
+#undef X
+#define X(f)                                                                                      \
+    rc |= px_buf_append(b, "pool_", 5);                                                           \
+    rc |= info_name(b, pool->conf->name);                                                         \
+    rc |= px_buf_printf(b, "_gutter_" #f ":%llu\r\n", U(pool->m.gutter.f));
+        if (pool->conf->gutter_pool != NULL) {
+            PX_GUTTER_SUMS
         }
 #undef X
     }

@@ -154,6 +154,13 @@ typedef struct px_shadow_conf {
     bool writes;
 } px_shadow_conf;
 
+/* A gutter route's settings (route_gutter.c): the gutter pool, of the same worker, and the
+ * longest lifetime a write sent there gets (gutter_ttl). */
+typedef struct px_gutter_conf {
+    struct px_pool *pool;
+    uint64_t ttl_ms;
+} px_gutter_conf;
+
 /* A pool's tree of routes (route_build.c), immutable once built: a reload builds a new one, and
  * the old one lives on while requests started on it are in flight (their slots' states and
  * their fragments point into it). */
@@ -161,6 +168,7 @@ typedef struct px_route_tree {
     unsigned refs;   /* the pool's, while it is the pool's tree, and one per request on it */
     unsigned n;
     px_shadow_conf shadow;
+    px_gutter_conf gutter;
     px_route nodes[PX_POOL_ROUTES]; /* parent before child; nodes[0] the root */
 } px_route_tree;
 

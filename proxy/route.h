@@ -9,7 +9,7 @@
  * Routes compose into a tree per pool (route_build.c), as mcrouter's route handles do: a route
  * is a small policy over child routes (warm-up over the current and the previous placement,
  * shadow over the pool and a shadow pool, staging over the pool's tree while a change is
- * prepared), with pool routes at the leaves, which alone hand
+ * prepared, the gutter pool for the keys of an ejected server), with pool routes at the leaves, which alone hand
  * requests to backends. A route serves a slot by sending it (a leaf: px_rq_send), by calling a
  * child (px_rq_call: the child's answer comes back to this route's reply()), by passing it on
  * (px_rq_pass: the child's answer goes wherever this route's would), or by answering it
@@ -40,7 +40,7 @@ typedef struct px_route_ops {
 
 /* The levels of a tree above its leaves: each slot keeps one word of state per level
  * (px_rq_state), for the route at that level on its path. */
-#define PX_ROUTE_LEVELS 4u
+#define PX_ROUTE_LEVELS 5u
 #define PX_ROUTE_CHILDREN 2u
 
 struct px_route {

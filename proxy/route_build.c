@@ -9,6 +9,7 @@
 #include "route_build.h"
 #include "pool.h"
 #include "route_near.h"
+#include "route_gutter.h"
 #include "route_pool.h"
 #include "route_shadow.h"
 #include "route_stage.h"
@@ -21,6 +22,7 @@
 static px_route *node(px_route_tree *t, px_route *parent, const px_route_ops *ops,
                       const void *conf)
 {
+    /* At most near, shadow, stage, gutter, warm and its two leaves: 7 of PX_POOL_ROUTES. */
     px_route *rt = &t->nodes[t->n++];
     rt->ops = ops;
     rt->conf = conf;
@@ -61,6 +63,11 @@ int px_route_build(px_pool *pool, px_pool *pools, size_t npools)
     }
     if (pool->stage.table != NULL)
         root = node(t, root, &px_route_stage_ops, NULL);
+    px_pool *gutter = pool_named(pools, npools, pc->gutter_pool);
+    if (gutter != NULL && gutter != pool) {
+        t->gutter = (px_gutter_conf){gutter, (uint64_t)pc->gutter_ttl_ms};
+        root = node(t, root, &px_route_gutter_ops, &t->gutter);
+    }
     px_route *warm = node(t, root, &px_route_warm_ops, NULL);
     node(t, warm, &px_route_pool_ops, &px_place_current);
     node(t, warm, &px_route_pool_ops, &px_place_previous);

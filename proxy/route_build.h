@@ -12,9 +12,11 @@ typedef struct px_pool px_pool;             /* pool.h */
 typedef struct px_route_tree px_route_tree; /* pool.h */
 
 /* Builds pool's tree from its config and makes it the pool's (the previous one is released):
- *     [shadow {] [stage {] warm {current pool leaf, previous pool leaf} [}] [, the shadow pool}]
- * (stage while a membership change is prepared: px_pool.stage).
- * pools[0, npools) are the worker's pools (the shadow pool is one of them, by name). Returns
+ *     [shadow {] [stage {] [gutter {] warm {current pool leaf, previous pool leaf} [}] [}]
+ *         [, the shadow pool}]
+ * (stage while a membership change is prepared: px_pool.stage; gutter when the pool has one).
+ * pools[0, npools) are the worker's pools (the shadow and gutter pools are among them, by
+ * name). Returns
  * 0, or -1 when out of memory (the pool keeps its tree). Called when the worker sets its pools
  * up and at each reload's commit, between two requests of the worker's loop. */
 int px_route_build(px_pool *pool, px_pool *pools, size_t npools);

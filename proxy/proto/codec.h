@@ -270,6 +270,17 @@ typedef struct px_codec {
                        int64_t now_unix, uint8_t *expect);
     int (*fill_stored)(const px_reply *r);
 
+    /* Optional (NULL: the protocol has no gutter pool). The request m for its keys keys[0,
+     * nkeys) (as encode_request takes them) as a gutter pool gets it (route_gutter.c,
+     * docs/PROXY.md "Gutter pool"): every lifetime it gives a key capped at ttl_ms from now_ms
+     * (the wall clock, ms since the epoch, for absolute lifetimes), a key it writes without one
+     * given ttl_ms; a request that gives none (a read, a delete) as encode_request writes it.
+     * 0; -1 when out of memory; 1 when m cannot be capped (nothing written, and why receives
+     * the error the client gets). */
+    int (*encode_capped)(px_buf *out, const px_msg *m, const uint32_t *keys, size_t nkeys,
+                         uint64_t ttl_ms, int64_t now_ms, uint8_t *expect, char *why,
+                         size_t whylen);
+
     /* Optional (NULL: the protocol has no SCAN): a cursor walk (PX_CMD_SCAN). scan_cursor: the
      * server's cursor in its reply r, 0 or -1 when r is not a cursor reply. scan_rewrite: r
      * with its cursor replaced by cursor, into out; 0 or -1. */

@@ -389,6 +389,107 @@ static int mc_encode_request(px_buf *out, const px_msg *m, const uint32_t *keys,
     return rc == 0 ? px_buf_append(out, "\r\n", 2) : -1;
 }
 
+/* ---- the gutter pool --------------------------------------------------------------------- */
+
+/* memcached's exptime: 0 none, up to 30 days a number of seconds, beyond a Unix time. */
+#define MC_RELATIVE_MAX (30 * 24 * 3600)
+
+/* Exptime v capped at cap_s seconds from now_s, as a relative exptime (an expired one, v < 0
+ * or a Unix time past, is kept: the item is gone at once either way). */
+static int64_t cap_exptime(int64_t v, int64_t cap_s, int64_t now_s)
+{
+    if (v < 0)
+        return v;
+    if (v == 0)
+        return cap_s;
+    if (v <= MC_RELATIVE_MAX)
+        return v < cap_s ? v : cap_s;
+    int64_t rel = v - now_s;
+    return rel <= 0 ? v : rel < cap_s ? rel : cap_s;
+}
+
+/* A decimal int64 in p[0, n) (an optional '-'); false otherwise. */
+static bool tok_i64(const char *p, size_t n, int64_t *v)
+{
+    size_t k = n > 0 && p[0] == '-' ? 1 : 0;
+    if (k == n || n - k > 18)
+        return false;
+    int64_t x = 0;
+    for (; k < n; k++) {
+        if (p[k] < '0' || p[k] > '9')
+            return false;
+        x = x * 10 + (p[k] - '0');
+    }
+    *v = p[0] == '-' ? -x : x;
+    return true;
+}
+
+/* The request as encode_request writes it, with its exptime capped (px_codec.encode_capped):
+ *   set add replace append prepend cas  -> the exptime token;
+ *   touch, gat, gats                    -> the exptime token;
+ *   ms                                  -> its T flag, or T<cap> added when it has none;
+ *   mg, ma                              -> their T (touch) and N (autovivify) flags;
+ *   incr decr delete md, and reads      -> as they are (they give no item a lifetime).
+ * The cap is gutter_ttl in whole seconds (at least 1): memcached's lifetimes are seconds. */
+static int mc_encode_capped(px_buf *out, const px_msg *m, const uint32_t *keys, size_t nkeys,
+                            uint64_t ttl_ms, int64_t now_ms, uint8_t *expect, char *why,
+                            size_t whylen)
+{
+    ch_mc_cmd cmd = msg_cmd(m);
+    size_t at; /* the exptime's token; 0: meta flags; SIZE_MAX: nothing to cap */
+    switch (cmd) {
+    case CH_MC_CMD_SET: case CH_MC_CMD_ADD: case CH_MC_CMD_REPLACE: case CH_MC_CMD_APPEND:
+    case CH_MC_CMD_PREPEND: case CH_MC_CMD_CAS: at = 3; break;
+    case CH_MC_CMD_TOUCH: at = 2; break;
+    case CH_MC_CMD_GAT: case CH_MC_CMD_GATS: at = 1; break;
+    case CH_MC_CMD_MS: case CH_MC_CMD_MG: case CH_MC_CMD_MA: at = 0; break;
+    default: at = SIZE_MAX; break;
+    }
+    if (at == SIZE_MAX)
+        return mc_encode_request(out, m, keys, nkeys, expect);
+    px_buf req = {0};
+    if (mc_encode_request(&req, m, keys, nkeys, expect) != 0) {
+        px_buf_free(&req);
+        return -1;
+    }
+    int64_t cap = (int64_t)(ttl_ms / 1000) > 0 ? (int64_t)(ttl_ms / 1000) : 1;
+    int64_t now_s = now_ms / 1000;
+    const char *p = req.p;
+    const char *eol = memchr(p, '\r', req.len);
+    size_t end = eol != NULL ? (size_t)(eol - p) : req.len;
+    bool has_t = false;
+    int rc = 0;
+    for (size_t i = 0, tok = 0; rc == 0 && i < end; tok++) {
+        size_t j = i;
+        while (j < end && p[j] != ' ')
+            j++;
+        int64_t v;
+        bool meta = at == 0 && tok >= 2 && j > i + 1 && (p[i] == 'T' || p[i] == 'N');
+        if (tok > 0)
+            rc |= px_buf_append(out, " ", 1);
+        if (meta && tok_i64(p + i + 1, j - i - 1, &v)) {
+            has_t |= p[i] == 'T';
+            rc |= px_buf_printf(out, "%c%lld", p[i], (long long)cap_exptime(v, cap, now_s));
+        } else if (at > 0 && tok == at) {
+            if (!tok_i64(p + i, j - i, &v)) {
+                snprintf(why, whylen, "bad command line format");
+                px_buf_free(&req);
+                return 1;
+            }
+            rc |= px_buf_printf(out, "%lld", (long long)cap_exptime(v, cap, now_s));
+        } else {
+            rc |= px_buf_append(out, p + i, j - i);
+        }
+        i = j < end ? j + 1 : j;
+    }
+    if (rc == 0 && cmd == CH_MC_CMD_MS && !has_t)
+        rc = px_buf_printf(out, " T%lld", (long long)cap);
+    if (rc == 0)
+        rc = px_buf_append(out, p + end, req.len - end);
+    px_buf_free(&req);
+    return rc == 0 ? 0 : -1;
+}
+
 static int mc_encode_error(px_buf *out, px_error why, const char *msg)
 {
     switch (why) {
@@ -637,6 +738,7 @@ const px_codec px_codec_memcache = {
     .join = mc_join,
     .scan_joined = mc_scan_joined,
     .encode_request = mc_encode_request,
+    .encode_capped = mc_encode_capped,
     .encode_error = mc_encode_error,
     .encode_probe = mc_encode_probe,
     .encode_delete = mc_encode_delete,

@@ -603,6 +603,179 @@ static int redis_fill_stored(const px_reply *r)
 }
 
 
+/* ---- the gutter pool --------------------------------------------------------------------- */
+
+/* A decimal int64 (Redis's own syntax: an optional '-', digits, no spaces); false otherwise. */
+static bool arg_i64(const px_msg *m, size_t i, int64_t *out)
+{
+    const char *p = m->raw + m->args[i].off;
+    size_t n = m->args[i].len, k = 0;
+    bool neg = n > 0 && p[0] == '-';
+    k = neg ? 1 : 0;
+    if (k == n || n - k > 18) /* 18 digits: no overflow below */
+        return false;
+    int64_t v = 0;
+    for (; k < n; k++) {
+        if (p[k] < '0' || p[k] > '9')
+            return false;
+        v = v * 10 + (p[k] - '0');
+    }
+    *out = neg ? -v : v;
+    return true;
+}
+
+static int int_bulk(px_buf *b, int64_t v)
+{
+    char num[24];
+    int n = snprintf(num, sizeof(num), "%lld", (long long)v);
+    return bulk(b, num, (size_t)n);
+}
+
+static int64_t min64(int64_t a, int64_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Runs the command in ARGV[2..] and caps KEYS[1]'s lifetime at ARGV[1] ms, atomically; the
+ * command's reply is the script's (Lua keeps integers, bulks, nils, arrays and statuses). */
+#define CAP_SCRIPT                                                                               \
+    "local r = redis.call(unpack(ARGV, 2)) local t = redis.call('PTTL', KEYS[1]) "              \
+    "if t == -1 or t > tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end "     \
+    "return r"
+
+/* Writes of more than one key (a destination besides the routing key, or several keys): the
+ * gutter could cap the routing key alone, so they are refused there. */
+static bool writes_several(const px_msg *m)
+{
+    static const char *const names[] = {
+        "rpoplpush", "lmove", "smove", "sdiffstore", "sinterstore", "sunionstore",
+        "zinterstore", "zunionstore", "pfmerge", "sort", "georadius", "georadiusbymember",
+    };
+    if ((m->cmd->flags & PX_CMD_ONE_SERVER) != 0)
+        return true;
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        if (strcmp(m->cmd->name, names[i]) == 0)
+            return true;
+    return false;
+}
+
+/* SET k v [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]: its other options kept, its
+ * lifetime replaced by PX min(given, ttl) or PXAT min(given, now + ttl); none or KEEPTTL: PX
+ * ttl. 1 with why set when a lifetime's value is not an integer. */
+static int capped_set(px_buf *out, const px_msg *m, int64_t ttl, int64_t now_ms, char *why,
+                      size_t whylen)
+{
+    int64_t rel = ttl, at = -1, v;
+    size_t dropped = 0, lifetimes = 0;
+    for (size_t i = 3; i < m->nargs; i++) {
+        bool ex = arg_is(m, i, "ex"), px = arg_is(m, i, "px");
+        bool exat = arg_is(m, i, "exat"), pxat = arg_is(m, i, "pxat");
+        bool keep = arg_is(m, i, "keepttl");
+        if ((ex || px || exat || pxat || keep) && ++lifetimes > 1) {
+            snprintf(why, whylen, "syntax error"); /* as Redis answers two of them */
+            return 1;
+        }
+        if (keep) {
+            dropped++;
+            continue;
+        }
+        if (!(ex || px || exat || pxat) || i + 1 >= m->nargs)
+            continue; /* kept: Redis judges it */
+        if (!arg_i64(m, i + 1, &v)) {
+            snprintf(why, whylen, "value is not an integer or out of range");
+            return 1;
+        }
+        if (ex || exat)
+            v = v > INT64_MAX / 1000 ? INT64_MAX : v < INT64_MIN / 1000 ? INT64_MIN : v * 1000;
+        if (ex || px)
+            rel = min64(v, ttl);
+        else
+            at = min64(v, now_ms + ttl);
+        dropped += 2;
+        i++;
+    }
+    int rc = px_buf_printf(out, "*%zu\r\n", m->nargs - dropped + 2);
+    for (size_t i = 0; rc == 0 && i < m->nargs; i++) {
+        if (i >= 3 && arg_is(m, i, "keepttl"))
+            continue;
+        if (i >= 3 && i + 1 < m->nargs &&
+            (arg_is(m, i, "ex") || arg_is(m, i, "px") || arg_is(m, i, "exat") ||
+             arg_is(m, i, "pxat"))) {
+            i++;
+            continue;
+        }
+        rc = span_bulk(out, m, m->args[i]);
+    }
+    if (rc == 0)
+        rc = at >= 0 ? bulk(out, "PXAT", 4) : bulk(out, "PX", 2);
+    return rc == 0 ? int_bulk(out, at >= 0 ? at : rel) : -1;
+}
+
+/* The request m as the gutter gets it (px_codec.encode_capped):
+ *   a read             -> as it is;
+ *   SET                -> its lifetime capped (capped_set);
+ *   SETEX, PSETEX      -> PSETEX k min(given, ttl) v;
+ *   an MSET part       -> SET k v PX ttl (one key: the gutter serves its keys one by one);
+ *   DEL, UNLINK, GETDEL, PUBLISH -> as they are (they give no key a lifetime);
+ *   a write of more than one key -> refused (writes_several);
+ *   any other write    -> EVAL CAP_SCRIPT: the command, then its key's lifetime capped, in one
+ *                         step. */
+static int redis_encode_capped(px_buf *out, const px_msg *m, const uint32_t *keys, size_t nkeys,
+                               uint64_t ttl_ms, int64_t now_ms, uint8_t *expect, char *why,
+                               size_t whylen)
+{
+    *expect = 0;
+    const px_cmd *c = m->cmd;
+    int64_t ttl = ttl_ms > (uint64_t)INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)ttl_ms;
+    if (c->retry) /* a read: no lifetime given */
+        return redis_encode_request(out, m, keys, nkeys, expect);
+    if (c->local == K_MSET) {
+        if (nkeys != 1)
+            return -1;
+        size_t at = (size_t)c->first_key + keys[0] * 2;
+        int rc = px_buf_append(out, "*5\r\n$3\r\nSET\r\n", 13);
+        rc |= span_bulk(out, m, m->args[at]);
+        rc |= span_bulk(out, m, m->args[at + 1]);
+        rc |= bulk(out, "PX", 2);
+        return rc == 0 ? int_bulk(out, ttl) : -1;
+    }
+    if (c->cls == PX_CLASS_MULTI || strcmp(c->name, "getdel") == 0 ||
+        strcmp(c->name, "publish") == 0)
+        return redis_encode_request(out, m, keys, nkeys, expect);
+    if (writes_several(m)) {
+        snprintf(why, whylen,
+                 "chash-proxy: '%s' writes more than one key; not served by the gutter pool "
+                 "while the key's server is out",
+                 c->name);
+        return 1;
+    }
+    if (strcmp(c->name, "set") == 0)
+        return capped_set(out, m, ttl, now_ms, why, whylen);
+    int64_t v;
+    bool setex = strcmp(c->name, "setex") == 0;
+    if (setex || strcmp(c->name, "psetex") == 0) {
+        if (!arg_i64(m, 2, &v)) {
+            snprintf(why, whylen, "value is not an integer or out of range");
+            return 1;
+        }
+        if (setex)
+            v = v > INT64_MAX / 1000 ? INT64_MAX : v < INT64_MIN / 1000 ? INT64_MIN : v * 1000;
+        int rc = px_buf_append(out, "*4\r\n$6\r\nPSETEX\r\n", 16);
+        rc |= span_bulk(out, m, m->args[1]);
+        rc |= int_bulk(out, min64(v, ttl));
+        return rc == 0 ? span_bulk(out, m, m->args[3]) : -1;
+    }
+    int rc = px_buf_printf(out, "*%zu\r\n", 5 + m->nargs);
+    rc |= bulk(out, "EVAL", 4);
+    rc |= bulk(out, CAP_SCRIPT, sizeof(CAP_SCRIPT) - 1);
+    rc |= bulk(out, "1", 1);
+    rc |= span_bulk(out, m, m->args[1]);
+    rc |= int_bulk(out, ttl);
+    for (size_t i = 0; rc == 0 && i < m->nargs; i++)
+        rc = span_bulk(out, m, m->args[i]);
+    return rc;
+}
+
 static int redis_encode_handshake(px_buf *out, const ch_conf_pool *pc, size_t i,
                                   uint8_t *expect, const char **what)
 {
@@ -1085,6 +1258,7 @@ const px_codec px_codec_redis = {
     .parse_request = redis_parse_request,
     .scan_reply = redis_scan_reply,
     .encode_request = redis_encode_request,
+    .encode_capped = redis_encode_capped,
     .encode_error = redis_encode_error,
     .encode_probe = redis_encode_probe,
     .encode_delete = redis_encode_delete,
