@@ -106,6 +106,8 @@ void test_mc_warm(void **state);
 /* core_stage.c */
 void test_stage_write_invalidates(void **state);
 void test_stage_split_write(void **state);
+void test_gutter_redis(void **state);
+void test_gutter_mc(void **state);
 /* core_sessions.c */
 void test_scan(void **state);
 void test_script_every_server(void **state);
