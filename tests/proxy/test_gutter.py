@@ -35,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Mc, Proxy, Resp, RespError, chash_lookup, fail, free_ports,  # noqa: E402
                           log, pool_yaml, run_test, sigstop, start_memcacheds, start_redises,
                           wait_until, write_file)
+import promtext  # noqa: E402
 
 TTL_MS = 4000
 BOUND = 15.0
@@ -72,10 +73,11 @@ def wait_ejected(p, read_one, label):
 def redis_case(t):
     servers = start_redises(t.programs["redis-server"], t.tmp, 4)
     backends, G = servers[:3], servers[3]
-    port, gport = free_ports(2)
+    port, gport, mport = free_ports(3)
     conf = config(t.tmp, "redis", backends, G, port, gport, True)
-    p = Proxy(t.proxy, t.tmp, conf, [("127.0.0.1", port), ("127.0.0.1", gport)],
-              label="redis").start()
+    p = Proxy(t.proxy, t.tmp, conf, [("127.0.0.1", port), ("127.0.0.1", gport),
+                                     ("127.0.0.1", mport)],
+              label="redis", extra_args=["--metrics-port", str(mport)]).start()
     addr = ("127.0.0.1", port)
     keys = [b"gt:%d" % i for i in range(NKEYS)]
     owner = chash_lookup(t.chash, conf, "main", keys)
@@ -149,6 +151,16 @@ def redis_case(t):
             served = sum(after_g.values()) - sum(before_g.values())
             if served < len(reads) + len(cmds) - 1:
                 fail("redis: the gutter took %d requests, fewer than were sent" % served)
+            # The counters: every read and write of B's keys, the refusal; nothing unavailable.
+            fams = promtext.scrape(mport)
+            got = {k: promtext.value(fams, "chash_proxy_gutter_%s_total" % k, pool="main")
+                   for k in ("reads", "writes", "refused", "unavailable")}
+            want = {"reads": len(reads) + len(written), "writes": len(cmds) - 1 + len(mset),
+                    "refused": 1, "unavailable": 0}
+            if got["reads"] < want["reads"] or got["writes"] != want["writes"] or \
+                    got["refused"] != 1 or got["unavailable"] != 0:
+                fail("redis: gutter counters %r, want %r (reads at least: the ejection's)" % (
+                    got, want))
             # A split read over healthy and lost owners: each key from its own place.
             mixed = others[:5] + written[:5]
             want = [b"v1:" + k for k in others[:5]] + [b"v2:" + k for k in written[:5]]
