@@ -433,7 +433,8 @@ static void mconn_request(mconn *mc, size_t n)
         return;
     }
     bool hot = plen == 10 && memcmp(t, "/-/hotkeys", 10) == 0;
-    if (!hot && (plen != 8 || memcmp(t, "/metrics", 8) != 0)) {
+    if ((!hot && (plen != 8 || memcmp(t, "/metrics", 8) != 0)) ||
+        (hot && mc->ms->px->hot == NULL)) { /* --no-hot-keys */
         mconn_error(mc, 404, "Not Found");
         return;
     }

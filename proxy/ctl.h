@@ -65,7 +65,8 @@ struct px_ctl {
     void (*held_dropped)(void *arg, const char *trigger);
     void *held_dropped_arg;
     px_fleet *fleet; /* NULL unless a pool takes its membership from etcd */
-    struct px_hotkeys *hot; /* hot-key detection (hotkeys.h) */
+    struct px_hotkeys *hot; /* hot-key detection (hotkeys.h); NULL with --no-hot-keys */
+    bool no_hot_keys;       /* --no-hot-keys */
 };
 
 /* Sets up the control thread and nworkers workers (listeners bound, servers set up) from cfg,

@@ -243,6 +243,8 @@ static void window_cb(uv_timer_t *t)
 
 int px_hotkeys_start(px_ctl *m)
 {
+    if (m->no_hot_keys)
+        return 0;
     px_hotkeys *h = calloc(1, sizeof(*h));
     if (h == NULL)
         return -1;

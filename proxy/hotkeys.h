@@ -23,7 +23,8 @@ typedef struct px_hotkeys px_hotkeys;
 #define PX_HOT_WINDOW_MS 1000u
 #define PX_HOT_SHOWN 10u        /* keys in /metrics and INFO */
 
-/* Starts the window timer (0), or -1 when out of memory. */
+/* Starts the window timer (0), or -1 when out of memory; nothing with --no-hot-keys (the
+ * workers count nothing, the reports are empty, GET /-/hotkeys answers 404). */
 int px_hotkeys_start(px_ctl *m);
 /* Stops the timer (shutdown, before the loop's last run). */
 void px_hotkeys_stop(px_ctl *m);

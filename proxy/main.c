@@ -29,7 +29,8 @@
 #define DEFAULT_METRICS_ADDR "127.0.0.1"
 #define MAX_THREADS 256
 enum { OPT_METRICS_PORT = 256, OPT_METRICS_ADDR, OPT_THREADS, OPT_ADMIN_TOKEN_FILE,
-       OPT_MAX_MEMORY, OPT_FLEET_ID, OPT_FLEET_TTL, OPT_ADMIN_ALLOW_HOST }; /* long options */
+       OPT_MAX_MEMORY, OPT_FLEET_ID, OPT_FLEET_TTL, OPT_ADMIN_ALLOW_HOST,
+       OPT_NO_HOT_KEYS }; /* long options */
 #define MAX_ADMIN_HOSTS 32
 
 /* Half the machine's memory: a budget that refuses requests well before the kernel's OOM
@@ -69,7 +70,7 @@ static void usage(FILE *fp)
             "                   [-i stats interval] [-p pid file] [-m mbuf size]\n"
             "                   [--metrics-port port] [--metrics-addr addr] [--threads N]\n"
             "                   [--admin-token-file file] [--admin-allow-host name]...\n"
-            "                   [--max-memory bytes]\n"
+            "                   [--max-memory bytes] [--no-hot-keys]\n"
             "                   [--fleet-id id] [--fleet-ttl seconds]\n"
             "\n"
             "Options:\n"
@@ -100,6 +101,9 @@ static void usage(FILE *fp)
             "bytes\n"
             "                           (k, m, g suffixes; 0: no budget; default: half the "
             "memory, here %llu MiB)\n"
+            "      --no-hot-keys      : no hot-key detection (no GET /-/hotkeys, INFO section "
+            "or\n"
+            "                           hot-key metrics; docs/OPERATIONS.md, \"Hot keys\")\n"
             "      --threads=N        : worker threads, each with its own event loop, listener "
             "and\n"
             "                           backend connections (default: half the CPUs available, "
@@ -331,6 +335,7 @@ int main(int argc, char **argv)
         {"fleet-id", required_argument, NULL, OPT_FLEET_ID},
         {"fleet-ttl", required_argument, NULL, OPT_FLEET_TTL},
         {"admin-allow-host", required_argument, NULL, OPT_ADMIN_ALLOW_HOST},
+        {"no-hot-keys", no_argument, NULL, OPT_NO_HOT_KEYS},
         {NULL, 0, NULL, 0},
     };
     const char *conf = DEFAULT_CONF, *log_file = NULL, *pid_file = NULL, *token_file = NULL;
@@ -338,7 +343,7 @@ int main(int argc, char **argv)
     long metrics_port = 0, threads = 0;
     long stats_port = DEFAULT_STATS_PORT, interval = DEFAULT_STATS_INTERVAL;
     long level = DEFAULT_LOG_LEVEL, mbuf = 0;
-    bool test = false, daemon_mode = false;
+    bool test = false, daemon_mode = false, no_hot_keys = false;
     uint64_t max_memory = default_memory_budget();
     px_fleet_options fleet = {NULL, PX_FLEET_DEFAULT_TTL_S};
     long fleet_ttl = PX_FLEET_DEFAULT_TTL_S;
@@ -410,6 +415,9 @@ int main(int argc, char **argv)
             break;
         case OPT_ADMIN_TOKEN_FILE:
             token_file = optarg;
+            break;
+        case OPT_NO_HOT_KEYS:
+            no_hot_keys = true;
             break;
         case OPT_ADMIN_ALLOW_HOST:
             if (!host_name(optarg) || nadmin_hosts == MAX_ADMIN_HOSTS) {
@@ -549,6 +557,7 @@ int main(int argc, char **argv)
     px.admin_token = token_file != NULL ? token : NULL;
     px.admin_hosts = admin_hosts;
     px.nadmin_hosts = nadmin_hosts;
+    px.no_hot_keys = no_hot_keys;
 
     unsigned nworkers = threads > 0 ? (unsigned)threads : px_default_threads();
     if (nworkers > MAX_THREADS)
