@@ -167,6 +167,9 @@ typedef struct ch_conf_pool {
     char *gutter_pool;
     int gutter_ttl_ms;
     unsigned gutter_line, gutter_column; /* where the pool's name is, for the error naming it */
+    /* "coalesce_reads" (chash-proxy; default true): identical single-key reads in flight at
+     * once on one worker share one backend request (docs/PROXY.md, "Coalescing"). */
+    bool coalesce_reads;
 } ch_conf_pool;
 
 /* The values of ch_conf_pool.membership_fenced. */

@@ -85,6 +85,8 @@ typedef struct px_pool_metrics {
     uint64_t clients_accepted; /* client connections accepted since start */
     uint64_t mem_refused;      /* requests refused over the memory budget (--max-memory) */
     uint64_t fence_refused;    /* requests refused while the membership was fenced (fleet) */
+    uint64_t coalesced;        /* reads that joined an identical one in flight, to be answered
+                                  with its reply (route_coalesce.c) */
     px_shadow_stats shadow;
     px_gutter_stats gutter;
     px_warm_stats warm;

@@ -171,6 +171,7 @@ PV(pv_nservers, p->nservers)
 PV(pv_fail_open, PX_ATOMIC_LOAD(p->health->fail_open))
 PV(pv_mem_refused, s->m.mem_refused)
 PV(pv_fence_refused, s->m.fence_refused)
+PV(pv_coalesced, s->m.coalesced)
 #define X(f) PV(pv_##f, s->m.warm.f)
 PX_WARM_SUMS
 #undef X
@@ -212,6 +213,10 @@ static const struct {
      "Requests refused because the pool's membership could not be proven current (etcd "
      "unreachable or the lease lapsed; docs/FLEET.md, \"Fencing\").",
      pv_fence_refused},
+    {"chash_proxy_coalesced_reads_total", "counter",
+     "Reads answered with the reply of an identical read in flight (coalesce_reads), so sent "
+     "to no backend.",
+     pv_coalesced},
     {"chash_proxy_warm_up_hits_total", "counter",
      "Reads of a moved key that missed at its new owner and were answered by its old one.",
      pv_warm_hits},

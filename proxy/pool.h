@@ -32,6 +32,7 @@
  * request or reply does not keep its high-water mark for good. */
 #define PX_BUF_KEEP (1024u * 1024u)
 #define PX_MAX_DEPTH 8u             /* failover candidates tried per key */
+#define PX_COALESCE_SLOTS 512u      /* reads in flight others may join, per pool and worker: 256 */
 #define PX_POOL_ROUTES 8u           /* the nodes of a pool's tree of routes (route_build.c) */
 /* A client over max_client_buffer_bytes that takes no reply byte for this long is closed. */
 #define PX_CLIENT_STALL_MS 2000u
@@ -230,6 +231,13 @@ typedef struct px_pool {
     struct ch__near *near;
     size_t near_bytes, near_held;
     uint64_t near_ttl_ns, near_threshold;
+    /* Reads in flight that identical reads may join (route_coalesce.c): open addressing by
+     * the key's hash, leader NULL when empty, at most half full. This worker's alone. */
+    struct {
+        uint64_t khash;
+        struct px_rq *leader;
+    } flights[PX_COALESCE_SLOTS];
+    size_t nflights;
 } px_pool;
 
 /* A worker pool's settings from its conf: depth, timeout, limits, password (start and reload). */

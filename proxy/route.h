@@ -40,7 +40,7 @@ typedef struct px_route_ops {
 
 /* The levels of a tree above its leaves: each slot keeps one word of state per level
  * (px_rq_state), for the route at that level on its path. */
-#define PX_ROUTE_LEVELS 5u
+#define PX_ROUTE_LEVELS 6u
 #define PX_ROUTE_CHILDREN 2u
 
 struct px_route {

@@ -8,6 +8,7 @@
  */
 #include "route_build.h"
 #include "pool.h"
+#include "route_coalesce.h"
 #include "route_near.h"
 #include "route_gutter.h"
 #include "route_pool.h"
@@ -22,7 +23,8 @@
 static px_route *node(px_route_tree *t, px_route *parent, const px_route_ops *ops,
                       const void *conf)
 {
-    /* At most near, shadow, stage, gutter, warm and its two leaves: 7 of PX_POOL_ROUTES. */
+    /* At most near, coalesce, shadow, stage, gutter, warm and its two leaves: 8 of
+     * PX_POOL_ROUTES. */
     px_route *rt = &t->nodes[t->n++];
     rt->ops = ops;
     rt->conf = conf;
@@ -57,6 +59,8 @@ int px_route_build(px_pool *pool, px_pool *pools, size_t npools)
     }
     if (pool->near != NULL)
         root = node(t, NULL, &px_route_near_ops, NULL);
+    if (pc->coalesce_reads)
+        root = node(t, root, &px_route_coalesce_ops, NULL);
     if (shadow != NULL && shadow != pool) {
         t->shadow = (px_shadow_conf){shadow, pc->shadow_fraction, pc->shadow_writes};
         root = node(t, root, &px_route_shadow_ops, &t->shadow);

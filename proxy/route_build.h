@@ -12,8 +12,8 @@ typedef struct px_pool px_pool;             /* pool.h */
 typedef struct px_route_tree px_route_tree; /* pool.h */
 
 /* Builds pool's tree from its config and makes it the pool's (the previous one is released):
- *     [shadow {] [stage {] [gutter {] warm {current pool leaf, previous pool leaf} [}] [}]
- *         [, the shadow pool}]
+ *     [near {] [coalesce {] [shadow {] [stage {] [gutter {] warm {current pool leaf, previous
+ *         pool leaf} [}] [}] [, the shadow pool}] [}] [}]
  * (stage while a membership change is prepared: px_pool.stage; gutter when the pool has one).
  * pools[0, npools) are the worker's pools (the shadow and gutter pools are among them, by
  * name). Returns

@@ -28,6 +28,7 @@ static void snap_add(px_worker *px, void *arg)
         sp->m.clients_accepted += pool->m.clients_accepted;
         sp->m.mem_refused += pool->m.mem_refused;
         sp->m.fence_refused += pool->m.fence_refused;
+        sp->m.coalesced += pool->m.coalesced;
 #define X(f) sp->m.warm.f += pool->m.warm.f;
         PX_WARM_SUMS
 #undef X

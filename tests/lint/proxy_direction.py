@@ -46,7 +46,7 @@ RANKS = {
     "file": LEAF,
     "io": 1, "pool": 1, "backend": 2, "request": 3, "warm": 3, "route_pool": 4, "route_all": 4,
     "route_scan": 4, "route_warm": 5, "route_shadow": 5, "route_stage": 5, "route_near": 5,
-    "route_gutter": 5, "route_build": 6,
+    "route_gutter": 5, "route_coalesce": 5, "route_build": 6,
     "pubsub": 4,
     "session": 5,
     "dispatch": 6, "client": 7,
@@ -59,8 +59,8 @@ RANKS = {
     "ctl": 11, "main": 12,
 }
 DATA_PATH = {"io", "backend", "request", "warm", "route_pool", "route_all", "route_scan",
-             "route_warm", "route_shadow", "route_stage", "route_near", "route_gutter", "route_build",
-             "pubsub", "session",
+             "route_warm", "route_shadow", "route_stage", "route_near", "route_gutter",
+             "route_coalesce", "route_build", "pubsub", "session",
              "dispatch", "client", "worker"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -41,7 +41,9 @@ COLD = ["cold:%d" % i for i in range(20)]
 
 def config(backends, ports):
     servers = [(b.text, 1, n) for b, n in zip(backends, NAMES)]
-    common = dict(hash="murmur", distribution="ketama", timeout=5000)
+    # coalesce_reads off: the hot key's identical GETs in flight would otherwise share backend
+    # requests (docs/PROXY.md, "Coalescing"), and this test measures where the GETs go.
+    common = dict(hash="murmur", distribution="ketama", timeout=5000, coalesce_reads=False)
     return (pool_yaml("plain", ports[0], servers, **common) +
             pool_yaml("bounded", ports[1], servers, bounded_load_factor=1.25, **common))
 

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * route_coalesce.c — singleflight for identical reads (route_coalesce.h).
+ *
+ * Which reads: a request of one slot and one key whose command is a read that may be retried
+ * (px_cmd cls PX_CLASS_READ, retry: GET, HGET, memcached get k, mg k ...). Identical: the same
+ * request bytes, started on the same tree (a reload's new tree starts its own groups, so a
+ * waiter is answered through this very route of its own tree). Joining one in flight is what two clients reading at the same moment could see:
+ * the answer is one the server gave after the joiner's read was queued behind the leader's.
+ * Read-your-writes holds through this worker: a write (any request of another class) of a key
+ * closes the groups of its key before it is sent, so a read after it starts a group of its
+ * own. A client's connection lives on one worker, so its own writes always close them; writes
+ * of other workers, proxies or clients are not seen, as for any two concurrent reads.
+ *
+ * State, all this worker's, no allocation: the pool's table of open groups (px_pool.flights:
+ * the key's hash and the leader, open addressing, removal by backward shift), and the waiters
+ * as a list through the slot states at this route's level (px_rq_state): the leader's word is
+ * the first waiter, each waiter's word the next. A request in flight is never freed (request.h:
+ * its owner frees it once done), so the list holds only live requests. Cost per read: one XXH3
+ * of the key and one probe run of a table at most half full; a write adds one probe run per
+ * key.
+ */
+#include "route_coalesce.h"
+#include "request.h"
+
+#include <string.h>
+#include <xxhash.h>
+
+#define MASK (PX_COALESCE_SLOTS - 1u)
+
+/* The hash of request k's key (its routing bytes), or false when the key does not decode. */
+static bool key_hash(const px_rq *rq, size_t k, uint64_t *out)
+{
+    char buf[PX_MAX_ROUTE_KEY];
+    size_t len = 0;
+    const char *key = px_rq_key_bytes(rq, k, buf, sizeof(buf), &len);
+    if (key == NULL)
+        return false;
+    *out = XXH3_64bits(key, len);
+    return true;
+}
+
+/* Removes the group at table position p, shifting later members of its run back. */
+static void flight_remove(px_pool *pool, size_t p)
+{
+    size_t j = p;
+    for (;;) {
+        j = (j + 1) & MASK;
+        if (pool->flights[j].leader == NULL)
+            break;
+        size_t home = (size_t)pool->flights[j].khash & MASK;
+        if (((j - home) & MASK) >= ((j - p) & MASK)) {
+            pool->flights[p] = pool->flights[j];
+            p = j;
+        }
+    }
+    pool->flights[p].leader = NULL;
+    pool->nflights--;
+}
+
+/* Closes every group of the key of this hash. */
+static void close_groups(px_pool *pool, uint64_t h)
+{
+    size_t p = (size_t)h & MASK;
+    while (pool->flights[p].leader != NULL) {
+        if (pool->flights[p].khash == h)
+            flight_remove(pool, p); /* p now holds the next of the run, or is empty */
+        else
+            p = (p + 1) & MASK;
+    }
+}
+
+static bool joinable(const px_rq *rq)
+{
+    const px_cmd *c = rq->msg.cmd;
+    return c->cls == PX_CLASS_READ && c->retry && rq->nslots == 1 && rq->msg.nkeys == 1;
+}
+
+static void coalesce_start(px_route *rt, px_rq *rq, px_slot s)
+{
+    px_pool *pool = rq->pool;
+    uint64_t h;
+    *px_rq_state(rq, s, rt) = 0;
+    if (!joinable(rq)) {
+        /* A write, or a read that does not join: a write closes its keys' groups. */
+        if (rq->msg.cmd->cls != PX_CLASS_READ && pool->nflights > 0) {
+            size_t from = rq->nslots == 1 ? 0 : rq->slots[s].key;
+            size_t to = rq->nslots == 1 ? rq->msg.nkeys : from + 1;
+            for (size_t k = from; k < to; k++)
+                if (key_hash(rq, k, &h))
+                    close_groups(pool, h);
+        }
+        px_rq_pass(rq, s, rt, rt->child[0]);
+        return;
+    }
+    if (!key_hash(rq, 0, &h)) {
+        px_rq_pass(rq, s, rt, rt->child[0]);
+        return;
+    }
+    size_t p = (size_t)h & MASK;
+    for (; pool->flights[p].leader != NULL; p = (p + 1) & MASK) {
+        px_rq *l = pool->flights[p].leader;
+        if (pool->flights[p].khash == h && l->tree == rq->tree && l->msg.len == rq->msg.len &&
+            memcmp(l->msg.raw, rq->msg.raw, rq->msg.len) == 0) {
+            /* Join: first in the leader's list (answered in any order: each its own client). */
+            uint64_t *head = px_rq_state(l, 0, rt);
+            *px_rq_state(rq, s, rt) = *head;
+            *head = (uint64_t)(uintptr_t)rq;
+            pool->m.coalesced++;
+            return;
+        }
+    }
+    if (pool->nflights < PX_COALESCE_SLOTS / 2) { /* lead a group */
+        pool->flights[p].khash = h;
+        pool->flights[p].leader = rq;
+        pool->nflights++;
+    }
+    px_rq_call(rq, s, rt, rt->child[0]);
+}
+
+static void coalesce_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
+                           const px_reply *r)
+{
+    px_pool *pool = rq->pool;
+    uint64_t h;
+    /* Only a leader is called here (n == 1, slot 0); its group closes now, if still open. */
+    if (key_hash(rq, 0, &h)) {
+        size_t p = (size_t)h & MASK;
+        while (pool->flights[p].leader != NULL && pool->flights[p].leader != rq)
+            p = (p + 1) & MASK;
+        if (pool->flights[p].leader == rq)
+            flight_remove(pool, p);
+    }
+    /* The waiters first: r may point into the leader's request, which its answer can free. */
+    px_rq *w = (px_rq *)(uintptr_t)*px_rq_state(rq, slots[0], rt);
+    *px_rq_state(rq, slots[0], rt) = 0;
+    static const px_slot zero = 0;
+    while (w != NULL) {
+        px_rq *next = (px_rq *)(uintptr_t)*px_rq_state(w, 0, rt);
+        *px_rq_state(w, 0, rt) = 0;
+        px_rq_return(w, rt, &zero, 1, r);
+        w = next;
+    }
+    px_rq_return(rq, rt, slots, n, r);
+}
+
+const px_route_ops px_route_coalesce_ops = {
+    .name = "coalesce",
+    .start = coalesce_start,
+    .reply = coalesce_reply,
+};
