@@ -15,7 +15,9 @@ proxy ejects it. Then, for B's keys only, reads and writes through the proxy:
 Checked directly on the servers: every write is on G with a lifetime of at most gutter_ttl
 (redis PTTL, memcached "mg k t"), deletes are absent there, the reads through the proxy answer
 G's values, and A's and C's command counts (redis INFO commandstats, memcached "stats"
-cmd_get + cmd_set + delete_* + touch_*) did not move. B is resumed and readmitted (a write of
+cmd_get + cmd_set + delete_* + touch_*) did not move; the chash_proxy_gutter_* counters count
+them. With G SIGSTOPped too (redis), once G is ejected a read of B's key is served by the
+ring (chash_proxy_gutter_unavailable_total). B is resumed and readmitted (a write of
 its key lands on it); then reads of B's keys go to B again (B's own counts rise, G's do not),
 and no read returns B's value from before the outage for a key written during it (the rejoin
 deleted those on B): 0 values written through the gutter or older are served. Finally G holds
@@ -48,7 +50,8 @@ def config(tmp, label, backends, gutter, port, gport, redis):
                      server_failure_limit=1, server_retry_timeout=300, timeout=300,
                      gutter="spare", gutter_ttl=TTL_MS)
     text += pool_yaml("spare", gport, [(gutter.text, 1, None)], redis=redis, hash="md5",
-                      distribution="ketama")
+                      distribution="ketama", auto_eject_hosts=True, server_failure_limit=1,
+                      server_retry_timeout=300, timeout=300, max_ejected_share=1)
     return write_file(os.path.join(tmp, label + ".yml"), text)
 
 
@@ -166,6 +169,18 @@ def redis_case(t):
             want = [b"v1:" + k for k in others[:5]] + [b"v2:" + k for k in written[:5]]
             if c.call("MGET", *mixed) != want:
                 fail("redis: MGET over A/C's and B's keys answered %r" % c.call("MGET", *mixed))
+            # The gutter out too: once it is ejected, B's keys go the ring's way (counted).
+            sigstop(G.proc.pid)
+            try:
+                def ring_way():
+                    r = c.call("GET", reads[1])
+                    v = promtext.value(promtext.scrape(mport), "chash_proxy_gutter_"
+                                       "unavailable_total", pool="main")
+                    return v > 0 and not isinstance(r, RespError)
+                wait_until(ring_way, BOUND, "redis: with the gutter out too, a read of B's key "
+                           "served by the ring", poll=0.05)
+            finally:
+                os.kill(G.proc.pid, signal.SIGCONT)
     finally:
         os.kill(B.proc.pid, signal.SIGCONT)
 
