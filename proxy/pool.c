@@ -38,17 +38,6 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
                         size_t whylen)
 {
     memset(sp, 0, sizeof(*sp));
-    if (pc->replicas > 1) {
-        /* Replicated pools are libchash-cache's only (docs/CONFIG.md): a proxy that placed one
-         * copy would break what its other clients expect of the pool. */
-        snprintf(why, whylen,
-                 "%s:%u:%u: pool %s: \"replicas: %d\" is libchash-cache only for now: "
-                 "chash-proxy does not replicate (set replicas: 1 or remove it)",
-                 cref != NULL && cref->cfg != NULL && cref->cfg->path != NULL ? cref->cfg->path
-                                                                              : "(config)",
-                 pc->replicas_line, pc->replicas_column, pc->name, pc->replicas);
-        return -1;
-    }
     table_refused = 0;
     int rc = ch_config_membership_alloc(pc, &table_allocator, &sp->members);
     if (rc == CH_ENOMEM && table_refused > 0) {
@@ -64,6 +53,20 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
         return -1;
     }
     sp->nservers = ch_membership_size(sp->members);
+    size_t walk[8], nwalk = 0;
+    if (pc->replicas > 1 && ch_replicas_hash(ch_membership_table(sp->members), 0,
+                                             (size_t)pc->replicas, walk, &nwalk) != CH_OK) {
+        /* A replicated pool's owners are the first N nodes of a key's walk (route_replica.h) */
+        snprintf(why, whylen,
+                 "%s:%u:%u: pool %s: \"replicas: %d\" needs a placement with a walk; "
+                 "distribution %s has none (use ketama, ring, maglev or rendezvous)",
+                 cref != NULL && cref->cfg != NULL && cref->cfg->path != NULL ? cref->cfg->path
+                                                                              : "(config)",
+                 pc->replicas_line, pc->replicas_column, pc->name, pc->replicas,
+                 pc->distribution != NULL ? pc->distribution : "ketama");
+        px_shared_pool_clear(sp);
+        return -1;
+    }
     ch_health_options ho;
     ch_config_health(pc, &ho);
     size_t journal = pc->rejoin_journal_keys > 0 ? (size_t)pc->rejoin_journal_keys : 0;

@@ -39,8 +39,10 @@ typedef struct px_route_ops {
 } px_route_ops;
 
 /* The levels of a tree above its leaves: each slot keeps one word of state per level
- * (px_rq_state), for the route at that level on its path. */
-#define PX_ROUTE_LEVELS 6u
+ * (px_rq_state), for the route at that level on its path. The deepest tree: near > coalesce >
+ * shadow > stage > gutter > warm > replica (route_replica.h) > leaves. Cost: 8 bytes per level
+ * in each slot. */
+#define PX_ROUTE_LEVELS 7u
 #define PX_ROUTE_CHILDREN 2u
 
 struct px_route {

@@ -12,6 +12,7 @@
 #include "route_near.h"
 #include "route_gutter.h"
 #include "route_pool.h"
+#include "route_replica.h"
 #include "route_shadow.h"
 #include "route_stage.h"
 #include "route_warm.h"
@@ -23,8 +24,8 @@
 static px_route *node(px_route_tree *t, px_route *parent, const px_route_ops *ops,
                       const void *conf)
 {
-    /* At most near, coalesce, shadow, stage, gutter, warm and its two leaves: 8 of
-     * PX_POOL_ROUTES. */
+    /* At most near, coalesce, shadow, stage, gutter, warm, replica, its copies and the two
+     * leaves: 10 of PX_POOL_ROUTES. */
     px_route *rt = &t->nodes[t->n++];
     rt->ops = ops;
     rt->conf = conf;
@@ -73,7 +74,13 @@ int px_route_build(px_pool *pool, px_pool *pools, size_t npools)
         root = node(t, root, &px_route_gutter_ops, &t->gutter);
     }
     px_route *warm = node(t, root, &px_route_warm_ops, NULL);
-    node(t, warm, &px_route_pool_ops, &px_place_current);
+    if (pc->replicas > 1) { /* the current placement replicated, over its copies and the leaf */
+        px_route *rep = node(t, warm, &px_route_replica_ops, &px_place_current);
+        node(t, rep, &px_route_replica_copy_ops, NULL);
+        node(t, rep, &px_route_pool_ops, &px_place_current);
+    } else {
+        node(t, warm, &px_route_pool_ops, &px_place_current);
+    }
     node(t, warm, &px_route_pool_ops, &px_place_previous);
     px_route_drop(pool);
     pool->tree = t;

@@ -14,7 +14,9 @@ typedef struct px_route_tree px_route_tree; /* pool.h */
 /* Builds pool's tree from its config and makes it the pool's (the previous one is released):
  *     [near {] [coalesce {] [shadow {] [stage {] [gutter {] warm {current pool leaf, previous
  *         pool leaf} [}] [}] [, the shadow pool}] [}] [}]
- * (stage while a membership change is prepared: px_pool.stage; gutter when the pool has one).
+ * (stage while a membership change is prepared: px_pool.stage; gutter when the pool has one;
+ * with `replicas` > 1 the current pool leaf is replica {its copies, current pool leaf},
+ * route_replica.h).
  * pools[0, npools) are the worker's pools (the shadow and gutter pools are among them, by
  * name). Returns
  * 0, or -1 when out of memory (the pool keeps its tree). Called when the worker sets its pools

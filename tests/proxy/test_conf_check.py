@@ -68,10 +68,12 @@ def body(t):
         ("a listen address that does not resolve",
          pool(port, [ok_server]).replace("127.0.0.1:%d" % port, "no-such-host.invalid:%d" % port,
                                          1), False, "no-such-host.invalid"),
-        # replicas are libchash-cache's only (issue 26): refused at the key (line 4, column 3),
-        # not silently served with one copy.
-        ("replicas: 2", pool(port, [ok_server, "127.0.0.1:1:1"], "  replicas: 2\n"), False,
-         '.yml:4:3: pool p: "replicas: 2" is libchash-cache only'),
+        # replicas need a walk (issue 26): under jump, which has none, refused at the key
+        # (line 4, column 3), not silently served with one copy.
+        ("replicas: 2 under jump", pool(port, [ok_server, "127.0.0.1:1:1"],
+                                        "  replicas: 2\n  distribution: jump\n"), False,
+         '.yml:4:3: pool p: "replicas: 2" needs a placement with a walk'),
+        ("replicas: 2", pool(port, [ok_server, "127.0.0.1:1:1"], "  replicas: 2\n"), True, None),
         ("a valid pool", pool(port, [ok_server]), True, None),
     ]
     fifo = os.path.join(tmp, "fifo.yml")
@@ -106,11 +108,13 @@ def body(t):
     if code != 409 or b"needs a restart" not in b or b"listen" not in b:
         fail("a reload whose only change is a new listen: %d %r (want 409 naming listen)" % (
             code, b))
-    write_file(conf, pool(port, [ok_server, "127.0.0.1:1:1"], "  replicas: 2\n"))
+    write_file(conf, pool(port, [ok_server, "127.0.0.1:1:1"],
+                          "  replicas: 2\n  distribution: jump\n"))
     code, b = post_reload(mport)
     # refused as the other pools the proxy cannot build (500), naming the key's place
-    if code == 200 or b"libchash-cache only" not in b or b"live.yml:4:3" not in b:
-        fail("a reload to replicas: 2: %d %r (want a refusal naming live.yml:4:3)" % (code, b))
+    if code == 200 or b"needs a placement with a walk" not in b or b"live.yml:4:3" not in b:
+        fail("a reload to replicas: 2 under jump: %d %r (want a refusal naming live.yml:4:3)" % (
+            code, b))
     os.unlink(conf)
     os.mkfifo(conf)
     code, b = post_reload(mport)
