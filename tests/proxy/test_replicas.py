@@ -18,6 +18,8 @@ For Redis with replicas 2 and 3, and memcached with replicas 2:
     from the next owner (chash_proxy_replica_reads_total), and are copied back to it: every key
     of which it is the first owner is on it again with its value (read directly).
 For Redis, replicas 2:
+  partial failure: with one owner SIGSTOPped and not ejected yet, a SET is answered with its
+    timeout (an error), though the first owner took it.
   rejoin: a server SIGSTOPped until ejected; while it is out its keys are written again (SET,
     MSET) and every tenth deleted, all answered OK (the owner out is skipped); it is resumed and
     readmitted: 0 reads of its old values through the proxy, none of its old values left on it
@@ -330,6 +332,16 @@ def rejoin(s, keys, own):
     sigstop(B.proc.pid)
     try:
         with kind.Client(s.addr) as c:
+            # A partial failure: a write whose second owner (B, not ejected yet) times out is
+            # answered with that failure, not the primary's OK (which took it).
+            second = next(k for k in mine if own[k][1] == B.text and k not in gone)
+            got = c.call("SET", second, b"v2:" + second)
+            if not isinstance(got, Exception):
+                fail("%s: a SET whose second owner timed out answered %r, want an error" % (
+                    s.label, got))
+            if s.by_text()[own[second][0]].call("GET", second) != b"v2:" + second:
+                fail("%s: the primary of %r did not take the partially failed write" % (
+                    s.label, second))
             first = [k for k in mine if own[k][0] == B.text]
 
             def ejected():  # a read of a key B owns first: it times out there
