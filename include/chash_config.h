@@ -75,7 +75,7 @@ typedef struct ch_conf_pool {
     int replicas;               /* "replicas": copies of each key, on the first `replicas`
                                    distinct nodes of its walk (ch_replicas), 1..
                                    min(CH_CONF_MAX_REPLICAS, servers); default 1. libchash-cache
-                                   only: chash-proxy refuses a pool with replicas > 1. */
+                                   and chash-proxy (route_replica.c). */
     unsigned replicas_line, replicas_column; /* where "replicas" was given (1-based); 0: not */
     int server_failure_window_ms; /* the window of server_failure_limit; default 10000 */
     int server_retry_max_ms;    /* cap of the doubling probe delay; default 60000 */

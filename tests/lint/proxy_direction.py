@@ -45,7 +45,7 @@ RANKS = {
     "conf_ref": LEAF, "resolve": LEAF, "route": LEAF, "window": LEAF, "tls": LEAF,
     "file": LEAF,
     "io": 1, "pool": 1, "backend": 2, "request": 3, "warm": 3, "route_pool": 4, "route_all": 4,
-    "route_scan": 4, "route_warm": 5, "route_shadow": 5, "route_stage": 5, "route_near": 5,
+    "route_scan": 4, "route_replica": 5, "route_warm": 5, "route_shadow": 5, "route_stage": 5, "route_near": 5,
     "route_gutter": 5, "route_coalesce": 5, "route_build": 6,
     "pubsub": 4,
     "session": 5,
@@ -59,7 +59,7 @@ RANKS = {
     "ctl": 11, "main": 12,
 }
 DATA_PATH = {"io", "backend", "request", "warm", "route_pool", "route_all", "route_scan",
-             "route_warm", "route_shadow", "route_stage", "route_near", "route_gutter",
+             "route_replica", "route_warm", "route_shadow", "route_stage", "route_near", "route_gutter",
              "route_coalesce", "route_build", "pubsub", "session",
              "dispatch", "client", "worker"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
