@@ -17,8 +17,13 @@
 #include "route_stage.h"
 #include "route_warm.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Where node() puts a node past PX_POOL_ROUTES (or past a parent's PX_ROUTE_CHILDREN): the
+ * tree is then refused (px_route_build fails) instead of written past its arrays. */
+static _Thread_local px_route overflow_node;
 
 /* A node of t under parent (NULL: the root), with ops and conf. */
 static px_route *node(px_route_tree *t, px_route *parent, const px_route_ops *ops,
@@ -26,6 +31,11 @@ static px_route *node(px_route_tree *t, px_route *parent, const px_route_ops *op
 {
     /* At most near, coalesce, shadow, stage, gutter, warm, replica, its copies and the two
      * leaves: 10 of PX_POOL_ROUTES. */
+    if (t->n >= PX_POOL_ROUTES || (parent != NULL && parent->nchild >= PX_ROUTE_CHILDREN)) {
+        t->n = PX_POOL_ROUTES + 1; /* refused */
+        overflow_node = (px_route){0};
+        return &overflow_node;
+    }
     px_route *rt = &t->nodes[t->n++];
     rt->ops = ops;
     rt->conf = conf;
@@ -82,6 +92,16 @@ int px_route_build(px_pool *pool, px_pool *pools, size_t npools)
         node(t, warm, &px_route_pool_ops, &px_place_current);
     }
     node(t, warm, &px_route_pool_ops, &px_place_previous);
+    /* A route with children keeps a state word per slot at its level (px_rq_state): a tree
+     * deeper than PX_ROUTE_LEVELS, or with more than PX_POOL_ROUTES nodes, is a build error of
+     * the proxy's, caught here (the worker does not start, a reload is refused). */
+    bool fits = t->n <= PX_POOL_ROUTES;
+    for (unsigned i = 0; fits && i < t->n; i++)
+        fits = t->nodes[i].nchild == 0 || t->nodes[i].level < PX_ROUTE_LEVELS;
+    if (!fits) {
+        free(t);
+        return -1;
+    }
     px_route_drop(pool);
     pool->tree = t;
     pool->route = &t->nodes[0];

@@ -19,7 +19,8 @@ typedef struct px_route_tree px_route_tree; /* pool.h */
  * route_replica.h).
  * pools[0, npools) are the worker's pools (the shadow and gutter pools are among them, by
  * name). Returns
- * 0, or -1 when out of memory (the pool keeps its tree). Called when the worker sets its pools
+ * 0, or -1 when out of memory or when the tree would not fit PX_POOL_ROUTES nodes and
+ * PX_ROUTE_LEVELS levels of state (the pool keeps its tree). Called when the worker sets its pools
  * up and at each reload's commit, between two requests of the worker's loop. */
 int px_route_build(px_pool *pool, px_pool *pools, size_t npools);
 /* Drops the pool's own reference (the worker's shutdown). */
