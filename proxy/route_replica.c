@@ -23,8 +23,9 @@
  * generation when the read began, high 32 bits the uid of the owner that missed.
  * Cost: a write of one key with N owners up is N backend requests and, when the primary is not
  * the last to answer, one copy of its reply (thread block cache, buf.h); the keys of a split
- * write (MSET, DEL of several keys) go one backend request each, and so do a split read's while
- * another owner is up (a part's reply must be one key's: its count, its miss).
+ * write that counts (DEL of several keys) go one backend request each, and so do a split read's
+ * while another owner is up (a part's reply must be one key's: its count, its miss); MSET's
+ * keys are coalesced per server as without replicas.
  */
 #include "route_replica.h"
 #include "request.h"
@@ -62,19 +63,24 @@ static bool tried_uid(const px_rq_slot *sl, uint32_t uid)
     return false;
 }
 
-/* The first owner of slot s's key that is up and not tried yet, or NULL. */
-static px_server *next_owner(px_rq *rq, px_slot s)
+/* The first of owners own[0, n) of slot s's key that is up and not tried yet, or NULL. */
+static px_server *next_of(px_rq *rq, px_slot s, const size_t *own, size_t n)
 {
     px_pool *pool = rq->pool;
-    char decoded[PX_MAX_ROUTE_KEY];
-    size_t len, own[RP_MAX];
-    const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
-    size_t n = key != NULL ? owners_of(pool, key, len, own) : 0;
     for (size_t i = 0; i < n; i++)
         if (own[i] < pool->nservers && px_health_up(pool->health, own[i]) &&
             !tried_uid(&rq->slots[s], pool->servers[own[i]].uid))
             return &pool->servers[own[i]];
     return NULL;
+}
+
+/* The same, the owners computed now (the table and health of this moment). */
+static px_server *next_owner(px_rq *rq, px_slot s)
+{
+    char decoded[PX_MAX_ROUTE_KEY];
+    size_t len, own[RP_MAX];
+    const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
+    return next_of(rq, s, own, key != NULL ? owners_of(rq->pool, key, len, own) : 0);
 }
 
 /* The pool's server of this uid, or NULL (retired by a reload meanwhile). O(servers). */
@@ -251,9 +257,12 @@ static bool write_start(px_route *rt, px_rq *rq, px_slot s, const char *key, siz
     if (nup == 0)
         return false;
     px_warm_write(pool, key, len); /* a read repair begun before this write is dropped */
-    /* Each key's parts go alone: a part's reply is then this key's (a DEL's count of one), so
-     * the fan-out answers per key and a split command's merge adds each key once. */
-    rq->slots[s].alone = true;
+    /* A split write whose parts' replies are counts (DEL, EXISTS...: PX_MERGE_SUM) sends each
+     * key alone: a part's reply is then this key's count, so the fan-out answers per key and
+     * the merge adds each key once. MSET's parts (OK unless one failed) go coalesced: a part's
+     * OK is each of its keys'. */
+    if (rq->msg.cmd->merge != PX_MERGE_ALL_OK)
+        rq->slots[s].alone = true;
     uint64_t *st = px_rq_state(rq, s, rt);
     *st = 0;
     if (nup > 1) {
@@ -329,7 +338,7 @@ static void replica_start(px_route *rt, px_rq *rq, px_slot s)
             px_rq_pass(rq, s, rt, rt->child[1]); /* no owner up: as without replicas */
         return;
     }
-    px_server *to = next_owner(rq, s);
+    px_server *to = next_of(rq, s, own, n);
     if (to == NULL) {
         px_rq_pass(rq, s, rt, rt->child[1]);
         return;
