@@ -67,6 +67,18 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
         px_shared_pool_clear(sp);
         return -1;
     }
+    if (pc->replicas > 1 && pc->gutter_pool != NULL) {
+        /* An ejected owner's keys are served by its other owners; a gutter would take them
+         * from those (and miss) instead. */
+        snprintf(why, whylen,
+                 "%s:%u:%u: pool %s: \"gutter\" with \"replicas: %d\": an ejected server's keys "
+                 "are served by their other owners (drop one of the two)",
+                 cref != NULL && cref->cfg != NULL && cref->cfg->path != NULL ? cref->cfg->path
+                                                                              : "(config)",
+                 pc->gutter_line, pc->gutter_column, pc->name, pc->replicas);
+        px_shared_pool_clear(sp);
+        return -1;
+    }
     ch_health_options ho;
     ch_config_health(pc, &ho);
     size_t journal = pc->rejoin_journal_keys > 0 ? (size_t)pc->rejoin_journal_keys : 0;

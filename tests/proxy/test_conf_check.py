@@ -74,6 +74,10 @@ def body(t):
                                         "  replicas: 2\n  distribution: jump\n"), False,
          '.yml:4:3: pool p: "replicas: 2" needs a placement with a walk'),
         ("replicas: 2", pool(port, [ok_server, "127.0.0.1:1:1"], "  replicas: 2\n"), True, None),
+        ("replicas: 2 with a gutter", "g:\n  listen: 127.0.0.1:%d\n  redis: true\n  servers:\n"
+         "   - %s\n" % (free_ports(1)[0], ok_server) +
+         pool(port, [ok_server, "127.0.0.1:1:1"], "  replicas: 2\n  gutter: g\n"), False,
+         '.yml:10:11: pool p: "gutter" with "replicas: 2"'),
         ("a valid pool", pool(port, [ok_server]), True, None),
     ]
     fifo = os.path.join(tmp, "fifo.yml")
