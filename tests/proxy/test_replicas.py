@@ -230,7 +230,7 @@ class Setup:
 
     def write_conf(self, servers, name, **more):
         settings = dict(hash="md5", distribution="ketama", auto_eject_hosts=True,
-                        server_failure_limit=1, server_retry_timeout=300, timeout=400,
+                        server_failure_limit=1, server_retry_timeout=300, timeout=1000,
                         replicas=self.n)
         settings.update(self.extra)
         settings.update(more)
