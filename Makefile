@@ -61,7 +61,9 @@ demo: build
 # Redis and memcached pools (the two at once, --parallel), 8-10 minutes; bench/fleet/bench_fleet.py:
 # stale reads across three proxies during a change (SIGHUP rollout, etcd, chash fleet apply), 1 min;
 # bench/lost_node/bench_lost_node.py: kill -9 of one of 8 redis-servers under a cache-aside load,
-# without replicas, with replicas 2 and with a gutter pool, 4 min.
+# without replicas, with replicas 2 and with a gutter pool, 4 min; bench/hotkeys/bench_hotkeys.py:
+# one hot key at 30% and zipf 1.1 / 1.3 over 1M keys on 8 redis-servers, coalescing off and on,
+# detection off and on (build/release/bench/hot_load), 3 min.
 bench: build
 	@$(RELEASE)/bench/bench_place
 	@bindings/java/bench/bench_java.sh $(RELEASE)
@@ -70,6 +72,7 @@ bench: build
 	@/usr/bin/python3 bench/migration/bench_migration.py --build $(RELEASE) --parallel
 	@/usr/bin/python3 bench/fleet/bench_fleet.py --build $(RELEASE)
 	@/usr/bin/python3 bench/lost_node/bench_lost_node.py --build $(RELEASE)
+	@/usr/bin/python3 bench/hotkeys/bench_hotkeys.py --build $(RELEASE)
 	@/usr/bin/python3 bindings/python/bench/bench_lookup.py --build $(RELEASE)
 	@LD_LIBRARY_PATH=$(RELEASE) node bindings/node/bench/bench_hashring.js --module $(RELEASE)/bindings/node/chash
 
