@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <hiredis/hiredis.h>
 #include <cmocka.h>
 
 ch_health_options fx_health(uint32_t failure_limit, uint64_t window_ms, uint64_t retry_min_ms,
@@ -90,4 +92,13 @@ double fx_wait_readmitted(ch_cache *c, size_t i, double limit_ms)
         rh_sleep_ms(10);
     }
     return -1;
+}
+
+redisContext *fx_direct(const rh_fleet *f, size_t i)
+{
+    struct timeval tv = {2, 0};
+    redisContext *r = redisConnectWithTimeout("127.0.0.1", f->servers[i].port, tv);
+    if (r == NULL || r->err)
+        fail_msg("connect to server %zu failed", i);
+    return r;
 }

@@ -30,6 +30,9 @@ size_t fx_owner(const ch_cache *c, const char *key);
 /* The first node of the key's walk (ch_replicas(), owner first) that is not `down`. */
 size_t fx_successor(const ch_cache *c, const char *key, size_t down);
 
+/* A direct connection (hiredis) to server i of the fleet, or a failed test. */
+struct redisContext *fx_direct(const rh_fleet *f, size_t i);
+
 /* Node i's metrics, or a failed test. */
 ch_cache_node_metrics fx_node(const ch_cache *c, size_t i);
 ch_cache_metrics fx_metrics(const ch_cache *c);

@@ -48,19 +48,11 @@ static ch_cache *open_hot(const rh_fleet *f, uint32_t cache_ms, size_t max_bytes
     return c;
 }
 
-static redisContext *direct(const rh_fleet *f, size_t i)
-{
-    struct timeval tv = {2, 0};
-    redisContext *r = redisConnectWithTimeout("127.0.0.1", f->servers[i].port, tv);
-    if (r == NULL || r->err)
-        fail_msg("connect to server %zu failed", i);
-    return r;
-}
 
 /* GET calls server i has processed (INFO commandstats' cmdstat_get calls). */
 static long long gets_at(const rh_fleet *f, size_t i)
 {
-    redisContext *d = direct(f, i);
+    redisContext *d = fx_direct(f, i);
     redisReply *r = redisCommand(d, "INFO commandstats");
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_STRING);
@@ -194,7 +186,7 @@ static void ttl_bound(void **state)
     for (int i = 0; i < 50; i++) /* hot, and cached */
         assert_string_equal(get_value(c, hot), "old");
     assert_true(fx_metrics(c).hot_cache_hits > 0);
-    redisContext *d = direct(f, fx_owner(c, hot));
+    redisContext *d = fx_direct(f, fx_owner(c, hot));
     redisReply *w = redisCommand(d, "SET %s new", hot);
     assert_non_null(w);
     freeReplyObject(w);

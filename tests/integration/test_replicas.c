@@ -73,15 +73,6 @@ static void value_of(char *buf, size_t k, unsigned gen)
     snprintf(buf, 48, "value-%zu-gen%u", k, gen);
 }
 
-/* A direct connection to server i, or a failed test. */
-static redisContext *direct(const rh_fleet *f, size_t i)
-{
-    struct timeval tv = {2, 0};
-    redisContext *r = redisConnectWithTimeout("127.0.0.1", f->servers[i].port, tv);
-    if (r == NULL || r->err)
-        fail_msg("connect to server %zu failed", i);
-    return r;
-}
 
 static void write_all(ch_cache *c, unsigned gen, size_t step)
 {
@@ -186,7 +177,7 @@ static size_t lost_node(size_t replicas)
         assert_int_equal(rh_dbsize(f, VICTIM), (long long)first[VICTIM]);
         assert_int_equal(fx_node(c, VICTIM).repairs, first[VICTIM]);
         /* ... with their remaining TTL, not a new one, and no TTL where there was none. */
-        redisContext *d = direct(f, VICTIM);
+        redisContext *d = fx_direct(f, VICTIM);
         for (size_t k = 0; k < KEYS; k++) {
             fx_key(key, k);
             size_t o[2];
@@ -247,7 +238,7 @@ static size_t key_owned_by(const ch_cache *c, size_t a, size_t b, char key[32], 
 
 static long long direct_exists(const rh_fleet *f, size_t i, const char *key, char *val)
 {
-    redisContext *d = direct(f, i);
+    redisContext *d = fx_direct(f, i);
     redisReply *r = redisCommand(d, "GET %s", key);
     assert_non_null(r);
     long long found = r->type == REDIS_REPLY_STRING;
@@ -330,10 +321,10 @@ static void repair_never_overwrites(void **state)
 
     /* The first owner loses it (as a restarted server would); the read finds the replica's,
      * returns it, and copies it back with its TTL. */
-    redisContext *d = direct(f, o[0]);
+    redisContext *d = fx_direct(f, o[0]);
     redisReply *x = redisCommand(d, "DEL %s", key);
     freeReplyObject(x);
-    redisContext *d2 = direct(f, o[1]);
+    redisContext *d2 = fx_direct(f, o[1]);
     x = redisCommand(d2, "PEXPIRE %s 50000", key);
     freeReplyObject(x);
     assert_int_equal(ch_cache_get(c, key, strlen(key), &r), CH_OK);
