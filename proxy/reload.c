@@ -62,6 +62,7 @@ typedef struct pool_plan {
     size_t nretire;
     bool staged;          /* the pool stages it (px_pool.stage): its new servers are started */
     px_server **spare;    /* staged: per new server, where it retires if the change is dropped */
+    bool applied;         /* job_commit applied it (plan_apply leaves the rest cleared) */
 } pool_plan;
 
 static void plan_free(pool_plan *p)
@@ -459,13 +460,17 @@ static void job_commit(px_worker *px, void *arg)
 {
     (void)arg;
     pool_plan *plans = px->reload_plans;
+    /* plan_apply clears its plan: the pools it applied to are marked in plans[i].applied. */
     for (size_t i = 0; i < px->npools; i++)
-        if (plans[i].pool != NULL)
+        if (plans[i].pool != NULL) {
             plan_apply(&plans[i]);
-    /* The trees again, from the new configs (a shadow added or changed); out of memory keeps
-     * a pool's tree as it was. */
+            plans[i].applied = true;
+        }
+    /* The trees again, from the new configs (a shadow or gutter added or changed), once every
+     * pool has its new config (a tree names other pools); out of memory keeps a pool's tree as
+     * it was. */
     for (size_t i = 0; i < px->npools; i++)
-        if (plans[i].pool != NULL && px_route_build(&px->pools[i], px->pools, px->npools) != 0)
+        if (plans[i].applied && px_route_build(&px->pools[i], px->pools, px->npools) != 0)
             PX_LOG(&px->io, PX_LOG_ERR, "reload: pool %s: out of memory for its routes: kept",
                    px->pools[i].conf->name);
     free(plans);
