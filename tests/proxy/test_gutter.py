@@ -21,8 +21,10 @@ ring (chash_proxy_gutter_unavailable_total). B is resumed and readmitted (a writ
 its key lands on it); then reads of B's keys go to B again (B's own counts rise, G's do not),
 and no read returns B's value from before the outage for a key written during it (the rejoin
 deleted those on B): 0 values written through the gutter or older are served. Finally G holds
-none of the keys once gutter_ttl has passed (polled, with a deadline). Config errors (-t): an
-unknown gutter, another protocol, itself, a chain, with file:line:column.
+none of the keys once gutter_ttl has passed (polled, with a deadline). A SIGHUP reload adds
+a gutter while B is out (B's key then lands on G), another removes it (the ring's way again).
+Config errors (-t): an unknown gutter, another protocol, itself, a chain, with
+file:line:column.
 
 Usage: test_gutter.py CHASH_PROXY CHASH_CLI
 Exit: 0 pass, 1 fail, 77 skip (redis-server or memcached missing and CI unset).
@@ -44,11 +46,11 @@ BOUND = 15.0
 NKEYS = 600
 
 
-def config(tmp, label, backends, gutter, port, gport, redis):
+def config(tmp, label, backends, gutter, port, gport, redis, with_gutter=True):
+    extra = {"gutter": "spare", "gutter_ttl": TTL_MS} if with_gutter else {}
     text = pool_yaml("main", port, [(s.text, 1, None) for s in backends], redis=redis,
                      hash="md5", distribution="ketama", auto_eject_hosts=True,
-                     server_failure_limit=1, server_retry_timeout=300, timeout=300,
-                     gutter="spare", gutter_ttl=TTL_MS)
+                     server_failure_limit=1, server_retry_timeout=300, timeout=300, **extra)
     text += pool_yaml("spare", gport, [(gutter.text, 1, None)], redis=redis, hash="md5",
                       distribution="ketama", auto_eject_hosts=True, server_failure_limit=1,
                       server_retry_timeout=300, timeout=300, max_ejected_share=1)
@@ -330,6 +332,55 @@ def mc_case(t):
         s.kill()
 
 
+def reload_case(t):
+    """A reload adds the gutter while B is out (B stays ejected across it), then removes it."""
+    servers = start_redises(t.programs["redis-server"], t.tmp, 4)
+    backends, G = servers[:3], servers[3]
+    port, gport = free_ports(2)
+    conf = config(t.tmp, "reload", backends, G, port, gport, True, with_gutter=False)
+    p = Proxy(t.proxy, t.tmp, conf, [("127.0.0.1", port), ("127.0.0.1", gport)],
+              label="reload").start()
+    keys = [b"gr:%d" % i for i in range(200)]
+    owner = chash_lookup(t.chash, conf, "main", keys)
+    B = backends[1]
+    mine = [k for k in keys if owner[k] == B.text]
+    sigstop(B.proc.pid)
+    try:
+        with Resp(("127.0.0.1", port)) as c:
+            wait_ejected(p, lambda: c.call("GET", mine[0]), "reload")
+
+            def write_lands(k, server, step):
+                if c.call("SET", k, step) != b"OK":
+                    fail("reload: SET of B's key failed (%s)" % step)
+                return server.call("GET", k) == step.encode()
+
+            if not write_lands(mine[0], backends[0], "ring") and \
+                    not write_lands(mine[0], backends[2], "ring"):
+                fail("reload: without a gutter, B's key did not go the ring's way")
+            for with_gutter, n, where, what in ((True, 1, G, "added"),
+                                                (False, 2, None, "removed")):
+                config(t.tmp, "reload", backends, G, port, gport, True, with_gutter=with_gutter)
+                p.proc.send_signal(signal.SIGHUP)
+                p.wait_stats(lambda st: st.get("reloads", 0) >= n, "reload %d" % n)
+                k = mine[n]
+                if where is not None and not write_lands(k, G, "gutter"):
+                    fail("reload: after a reload that %s the gutter, B's key is not on it "
+                         "(A %r, C %r, G %r; stats %r)" % (
+                             what, backends[0].call("GET", k), backends[2].call("GET", k),
+                             G.call("GET", k), p.stats_json()["main"]))
+                if where is None and (write_lands(k, G, "after") or
+                                      not (backends[0].call("GET", k) == b"after" or
+                                           backends[2].call("GET", k) == b"after")):
+                    fail("reload: after a reload that %s the gutter, B's key did not go the "
+                         "ring's way" % what)
+    finally:
+        os.kill(B.proc.pid, signal.SIGCONT)
+    p.stop()
+    log("reload: a gutter added and removed by SIGHUP while B was out")
+    for s in servers:
+        s.kill()
+
+
 def bad_configs(t):
     base = "  listen: 127.0.0.1:%d\n  servers:\n    - 127.0.0.1:7:1\n"
     cases = (
@@ -355,6 +406,7 @@ def bad_configs(t):
 def body(t):
     bad_configs(t)
     redis_case(t)
+    reload_case(t)
     mc_case(t)
     return "gutter: a lost server's keys on the gutter, capped, healthy servers untouched"
 
