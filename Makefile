@@ -63,7 +63,7 @@ demo: build
 # bench/lost_node/bench_lost_node.py: kill -9 of one of 8 redis-servers under a cache-aside load,
 # without replicas, with replicas 2 and with a gutter pool, 4 min; bench/hotkeys/bench_hotkeys.py:
 # one hot key at 30% and zipf 1.1 / 1.3 over 1M keys on 8 redis-servers, coalescing off and on,
-# detection off and on (build/release/bench/hot_load), 3 min.
+# detection off and on (build/release/bench/hot_load), 5 min.
 bench: build
 	@$(RELEASE)/bench/bench_place
 	@bindings/java/bench/bench_java.sh $(RELEASE)

@@ -5,9 +5,9 @@
  * Which reads: a request of one slot and one key whose command is a read that may be retried
  * (px_cmd cls PX_CLASS_READ, retry: GET, HGET, memcached get k, mg k ...). Identical: the same
  * request bytes, started on the same tree (a reload's new tree starts its own groups, so a
- * waiter is answered through this very route of its own tree). Joining one in flight is what two clients reading at the same moment could see:
- * the answer is one the server gave after the joiner's read was queued behind the leader's.
- * Read-your-writes holds through this worker: a write (any request of another class) of a key
+ * waiter is answered through this very route of its own tree). A waiter gets the server's
+ * answer to the leader, which the server may have read up to one round trip before the waiter
+ * arrived: what a read sent together with the leader would get. Read-your-writes holds through this worker: a write (any request of another class) of a key
  * closes the groups of its key before it is sent, so a read after it starts a group of its
  * own. A client's connection lives on one worker, so its own writes always close them; writes
  * of other workers, proxies or clients are not seen, as for any two concurrent reads.

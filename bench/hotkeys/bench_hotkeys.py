@@ -21,7 +21,7 @@ of its process over the run, /proc), the p99 latency hot_load saw, and the detec
 of the true top 10 (top 100) keys the client sent, how many GET /-/hotkeys ranks in its top 10
 (top 100) by 60 s rate, and by the last window's rate ("within one window").
 
-usage: bench/hotkeys/bench_hotkeys.py [--build build/release] [--seconds 6] [--rounds 3]
+usage: bench/hotkeys/bench_hotkeys.py [--build build/release] [--seconds 5] [--rounds 3]
                                       [--loads hot30,hot100,zipf1.1,zipf1.3] [--json FILE]
 """
 import argparse
@@ -150,7 +150,7 @@ def median_rows(rows):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
-    ap.add_argument("--seconds", type=float, default=6)
+    ap.add_argument("--seconds", type=float, default=5)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--loads", default=",".join(LOADS))
     ap.add_argument("--seed", type=int, default=1)
