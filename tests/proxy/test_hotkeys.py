@@ -17,6 +17,8 @@ read once each; on beta, one planted key among cold ones. Checked:
   - the log line: alpha's hottest key named, with its server, as over hot_key_share;
   - `chash hotkeys --admin`: its table lists the planted keys; --json gives the same keys as the
     endpoint;
+  - a SIGHUP reload that removes one of alpha's servers: the planted keys' servers are the new
+    file's owners (`chash lookup`), and the keys sent after it are counted;
   - clean exit (no sanitizer report).
 
 Usage: test_hotkeys.py CHASH_PROXY CHASH_CLI
@@ -24,6 +26,7 @@ Exit: 0 pass, 1 fail, 77 skip (redis-server or memcached missing and CI unset).
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 
@@ -185,6 +188,31 @@ def body(t):
     if len(cli["pools"]) != 1 or cli["pools"][0]["pool"] != "alpha" or \
             cli_keys[:3] != [k.decode() for k in HOT]:
         fail("chash hotkeys --json: %r" % cli_keys[:5])
+    # A reload that removes alpha's server c: every planted key is owned as `chash lookup` says
+    # under the new file, and counting goes on (the endpoint's total grows by what is sent).
+    write_file(config, pool_yaml("alpha", aport, [(r.text, 1, n) for r, n in
+                                                  list(zip(redises, names))[:2]],
+                                 hot_key_names=True, hot_key_share=0.3) +
+               pool_yaml("beta", bport, [(m.text, 1, None) for m in mcs], redis=False))
+    px.proc.send_signal(signal.SIGHUP)
+    px.wait_stats(lambda s: s.get("reloads") == 1, "the reload")
+    owners = chash_lookup(t.chash, config, "alpha", list(HOT))
+    with Resp(("127.0.0.1", aport)) as r:
+        r.pipeline([("GET", k) for k in HOT for _ in range(10)])
+    want = alpha_total + 10 * len(HOT)
+
+    def reloaded():
+        d = pool_of(hotkeys(mport), "alpha")
+        return d if d["total"] == want else None
+    alpha = poll_until(reloaded, WAIT_TIMEOUT)
+    if alpha is None:
+        fail("after the reload: total %d, want %d" % (pool_of(hotkeys(mport), "alpha")["total"],
+                                                      want))
+    for e in alpha["keys"][:3]:
+        k = e["key"].encode("latin-1")
+        if e["server"] != name_of[owners[k]]:
+            fail("after the reload, %s: server %s, chash lookup says %s" % (
+                k, e["server"], name_of[owners[k]]))
     px.stop()
     return "3 planted keys of %d requests found within their bounds" % alpha_total
 
