@@ -1314,11 +1314,6 @@ static int check_refs(loader *ld)
                                               strlen(p->shadow_pool)),
                                why);
         }
-        if (p->gutter_pool != NULL && p->replicas > 1) /* a lost server's keys have copies */
-            return fail_at(ld, CH_EINVAL, p->gutter_line, p->gutter_column,
-                           "pool \"%s\": \"gutter\" and \"replicas\" > 1 do not mix (the "
-                           "replicas serve a lost server's keys)",
-                           name);
         if (p->gutter_pool != NULL) {
             const ch_conf_pool *g = pool_by_name(ld->cfg, p->gutter_pool);
             const char *why = ref_problem(p, g);

@@ -414,9 +414,6 @@ static const struct {
     {"err_gutter_chain.yml", 3, 11,
      "pool \"cache\": its gutter pool \"spare\" has a gutter of its own (a gutter pool cannot "
      "have one)"},
-    {"err_gutter_replicas.yml", 5, 11,
-     "pool \"cache\": \"gutter\" and \"replicas\" > 1 do not mix (the replicas serve a lost "
-     "server's keys)"},
     {"err_gutter_ttl_alone.yml", 5, 3, "\"gutter_ttl\" needs \"gutter\""},
     {"err_gutter_ttl_zero.yml", 4, 15, "expected an integer >= 1 for \"gutter_ttl\", got \"0\""},
 };
