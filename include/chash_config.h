@@ -116,6 +116,9 @@ typedef struct ch_conf_pool {
     int hot_cache_ms;
     int hot_cache_max_bytes;
     int hot_threshold;
+    /* "hot_spread" (chash-proxy, with replicas >= 2; default false): the reads of a key at
+     * least hot_threshold times a second go to its up replicas in turn, not to the first. */
+    bool hot_spread;
     /* TLS (chash-proxy; docs/PROXY.md, "TLS"). For clients, on the pool's listen: its
      * certificate chain and key (PEM; both or neither), and the CA whose certificates clients
      * must present (NULL: none asked). For the servers: server_tls on; verify their certificate

@@ -263,6 +263,10 @@ static const struct {
     {"chash_proxy_replica_repair_skips_total", "counter",
      "Copies not stored: the key was there, was written meanwhile, or the copy failed.",
      pv_replica_repair_skips},
+    {"chash_proxy_replica_spread_reads_total", "counter",
+     "Reads of hot keys sent to their owners in turn (hot_spread; docs/OPERATIONS.md, \"Hot "
+     "keys\").",
+     pv_replica_spread},
     {"chash_proxy_shadow_sent_total", "counter",
      "Requests mirrored to the pool's shadow pool (docs/PROXY.md, Shadow traffic).",
      pv_shadow_sent},

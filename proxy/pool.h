@@ -232,7 +232,10 @@ typedef struct px_pool {
      * of a key this worker must count in a window before its value is kept. */
     struct ch__near *near;
     size_t near_bytes, near_held;
-    uint64_t near_ttl_ns, near_threshold;
+    uint64_t near_ttl_ns;
+    uint64_t near_threshold; /* hot_threshold / workers: a key's reads this worker counts in a
+                                window before the near cache or hot_spread takes it as hot */
+    uint64_t spread_turn;    /* hot_spread's rotation over a hot key's owners (route_replica.c) */
     /* Reads in flight that identical reads may join (route_coalesce.c): open addressing by
      * the key's hash, leader NULL when empty, at most half full. This worker's alone. */
     struct {

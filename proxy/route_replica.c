@@ -10,7 +10,7 @@
  *                      to has answered: the primary's reply, unless an owner failed or
  *                      answered an error, then the first such reply (mcrouter's AllSyncRoute:
  *                      the worst reply; libchash-cache's rule, "written to K of M" is an error);
- *   read            -> the first owner up; a failure there: the next owner up (then, none
+ *   read            -> the first owner up (hot_spread: a hot key's owners up in turn); a failure there: the next owner up (then, none
  *                      left, the walk beyond the owners: child[1]); a miss while another owner
  *                      is up: read from the next one (R_NEXT), and a hit there is answered and
  *                      copied back to the owner that missed (a fetch at the one that has it,
@@ -32,9 +32,12 @@
 #include "route_pool.h"
 #include "warm.h"
 
+#include "hot/topk.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <xxhash.h>
 
 #define RP_MAX 8u /* replicas at most (the config's bound) */
 
@@ -72,6 +75,34 @@ static px_server *next_of(px_rq *rq, px_slot s, const size_t *own, size_t n)
             !tried_uid(&rq->slots[s], pool->servers[own[i]].uid))
             return &pool->servers[own[i]];
     return NULL;
+}
+
+/* hot_spread: whether slot s's key is hot now (the worker's detector, as the near cache asks:
+ * its reads' lower bound this window reached the worker's share of hot_threshold). */
+static bool hot_now(px_rq *rq, px_slot s)
+{
+    px_pool *pool = rq->pool;
+    char buf[PX_MAX_ROUTE_KEY];
+    size_t len;
+    ch__topk_entry e;
+    const char *key = pool->hot != NULL ? px_rq_key_bytes(rq, rq->slots[s].key, buf, sizeof(buf),
+                                                          &len)
+                                        : NULL;
+    return key != NULL && ch__topk_find(pool->hot, XXH3_64bits(key, len), &e) &&
+           e.count - e.error >= pool->near_threshold;
+}
+
+/* hot_spread: the up owner of own[0, n) whose turn it is (the worker's rotation), or NULL. */
+static px_server *spread_of(px_rq *rq, px_slot s, const size_t *own, size_t n)
+{
+    px_pool *pool = rq->pool;
+    px_server *up[RP_MAX];
+    size_t nup = 0;
+    for (size_t i = 0; i < n; i++)
+        if (own[i] < pool->nservers && px_health_up(pool->health, own[i]) &&
+            !tried_uid(&rq->slots[s], pool->servers[own[i]].uid))
+            up[nup++] = &pool->servers[own[i]];
+    return nup > 0 ? up[pool->spread_turn++ % nup] : NULL;
 }
 
 /* The same, the owners computed now (the table and health of this moment). */
@@ -338,7 +369,12 @@ static void replica_start(px_route *rt, px_rq *rq, px_slot s)
             px_rq_pass(rq, s, rt, rt->child[1]); /* no owner up: as without replicas */
         return;
     }
-    px_server *to = next_of(rq, s, own, n);
+    /* A hot key's reads go to its owners in turn (hot_spread); a miss at one is read from the
+     * first owner up and copied back, as any owner's miss. */
+    bool spread = pool->conf->hot_spread && hot_now(rq, s);
+    px_server *to = spread ? spread_of(rq, s, own, n) : next_of(rq, s, own, n);
+    if (spread && to != NULL)
+        pool->m.warm.replica_spread++;
     if (to == NULL) {
         px_rq_pass(rq, s, rt, rt->child[1]);
         return;

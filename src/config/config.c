@@ -144,6 +144,7 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS, K_SHADOW };
     X(HOT_CACHE, hot_cache, K_INT, "an integer")                                            \
     X(HOT_CACHE_MAX_BYTES, hot_cache_max_bytes, K_INT, "an integer")                        \
     X(HOT_THRESHOLD, hot_threshold, K_INT, "an integer")                                    \
+    X(HOT_SPREAD, hot_spread, K_BOOL, "true or false")                                      \
     X(TLS_CERT_FILE, tls_cert_file, K_STR, "a file name")                                   \
     X(TLS_KEY_FILE, tls_key_file, K_STR, "a file name")                                     \
     X(TLS_CLIENT_CA_FILE, tls_client_ca_file, K_STR, "a file name")                         \
@@ -249,6 +250,7 @@ static bool *bool_field(ch_conf_pool *p, int id)
     case KEY_SERVER_TLS: return &p->server_tls;
     case KEY_SERVER_TLS_VERIFY: return &p->server_tls_verify;
     case KEY_HOT_KEY_NAMES: return &p->hot_key_names;
+    case KEY_HOT_SPREAD: return &p->hot_spread;
     case KEY_COALESCE_READS: return &p->coalesce_reads;
     default: return &p->auto_eject_hosts;
     }
@@ -1248,6 +1250,10 @@ static int load_body(loader *ld, ch_conf_pool *p, yaml_mark_t pm)
     if ((st.seen & (UINT64_C(1) << KEY_MEMBERSHIP_FENCED)) != 0 && p->membership == NULL)
         return fail(ld, st.mark[KEY_MEMBERSHIP_FENCED],
                     "\"membership_fenced\" needs \"membership\"");
+    if (p->hot_spread && p->replicas < 2)
+        return fail(ld, st.mark[KEY_HOT_SPREAD],
+                    "\"hot_spread\" needs \"replicas\" of 2 or more (a hot key's reads are "
+                    "spread over its replicas)");
     if ((st.seen & (UINT64_C(1) << KEY_GUTTER_TTL)) != 0 && p->gutter_pool == NULL)
         return fail(ld, st.mark[KEY_GUTTER_TTL], "\"gutter_ttl\" needs \"gutter\"");
     if ((st.seen & (UINT64_C(1) << KEY_REPLICAS)) != 0) {
