@@ -151,27 +151,48 @@ static void fill_fetched(px_frag *f, const px_reply *r)
         free(wf);
         return;
     }
-    size_t n = ch_lookup(pool->table, wf->key, wf->len);
-    if (n >= pool->nservers || !px_health_up(pool->health, n)) {
-        pool->m.warm.warm_fill_errors++;
-        free(wf);
-        return;
+    /* The key's owners up: its owner, or with `replicas` its first N distinct servers
+     * (route_replica.h), each sent its own copy of the fill. */
+    size_t own[8], n = 0, up = 0;
+    size_t nrep = pool->conf->replicas > 1 ? (size_t)pool->conf->replicas : 1;
+    if (nrep == 1 || nrep > 8 ||
+        ch_replicas(pool->table, wf->key, wf->len, nrep, own, &n) != CH_OK) {
+        own[0] = ch_lookup(pool->table, wf->key, wf->len);
+        n = 1;
     }
+    for (size_t i = 0; i < n; i++)
+        if (own[i] < pool->nservers && px_health_up(pool->health, own[i]))
+            own[up++] = own[i];
     px_buf b = {0};
     uint8_t expect = 0;
-    int rc = pool->codec->encode_fill(&b, wf->key, wf->len, r, (int64_t)time(NULL), &expect);
-    px_frag *g = rc > 0 ? px_frag_new(0) : NULL;
-    if (g == NULL) {
+    int rc = up == 0 ? -1
+                     : pool->codec->encode_fill(&b, wf->key, wf->len, r, (int64_t)time(NULL),
+                                                &expect);
+    if (rc <= 0) {
         if (rc != 0) /* 0: nothing to copy (expired meanwhile) */
             pool->m.warm.warm_fill_errors++;
         px_buf_free(&b);
         free(wf);
         return;
     }
-    g->done = fill_stored;
-    g->ctx = wf;
-    px_warm_request e = {NULL, wf->key, wf->len, &b, expect};
-    fill_send(&pool->servers[n], g, &e);
+    for (size_t i = 0; i < up; i++) {
+        /* The last owner's fill takes wf; the others get a copy of it. */
+        bool last = i + 1 == up;
+        warm_fill *w = last ? wf : malloc(sizeof(*wf) + wf->len);
+        px_frag *g = w != NULL ? px_frag_new(0) : NULL;
+        if (g == NULL) {
+            pool->m.warm.warm_fill_errors++;
+            if (w != NULL)
+                free(w);
+            continue;
+        }
+        if (!last)
+            memcpy(w, wf, sizeof(*wf) + wf->len);
+        g->done = fill_stored;
+        g->ctx = w;
+        px_warm_request e = {NULL, w->key, w->len, &b, expect};
+        fill_send(&pool->servers[own[i]], g, &e);
+    }
     px_buf_free(&b);
 }
 

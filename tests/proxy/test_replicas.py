@@ -28,7 +28,9 @@ For Redis, replicas 2:
     with a SET of a new value pipelined right behind the read; once every repair has ended
     (repairs + skips = replica reads, from /metrics), both owners hold the new value.
   a reload 4 -> 5 servers with warm_up: every key reads back right after it (0 misses), and
-    after it is written again every read is fresh and on its new owners.
+    after every key is written again every read is fresh and on its new owners; then a reload
+    replacing two servers: 0 misses, and a key none of whose new owners held it is copied to
+    each of them (the warm-up's fill, one per owner up).
 Then SIGTERM: a clean exit, no sanitizer report.
 
 Usage: test_replicas.py CHASH_PROXY CHASH_CLI
@@ -401,24 +403,32 @@ def no_overwrite(s, keys, own):
     return m
 
 
+def reload_to(s, conf, live, members, what):
+    """Moves conf over the live file, SIGHUP, and waits until INFO names every member."""
+    os.rename(conf, live)
+    s.proxy.proc.send_signal(signal.SIGHUP)
+
+    def serving():
+        with Resp(s.addr) as c:
+            info = c.call("INFO")
+        return b"servers:%d" % len(members) in info and all(
+            m.text.encode() in s.proxy.stats() for m in members)
+    wait_until(serving, WAIT, what, poll=0.1)
+
+
 def reload_grow(t, redis_exe):
-    """4 -> 5 servers with replicas 2 and warm_up: reads stay hits, then fresh."""
-    s = Setup(t, RedisKind, redis_exe, 2, "redis-grow", nservers=5, members=4)
-    c4, five = s.conf, s.servers  # the live file: 4 servers
+    """4 -> 5 servers with replicas 2 and warm_up: reads stay hits, then fresh; then two servers
+    replaced: keys new to both their owners are copied to both."""
+    s = Setup(t, RedisKind, redis_exe, 2, "redis-grow", nservers=6, members=4)
+    live, five = s.conf, s.servers[:5]  # the live file: 4 servers
     keys = [b"g:%d" % i for i in range(NKEYS)]
     with Resp(s.addr) as c:
         RedisKind.write(c, [(k, b"v1:" + k) for k in keys])
     c5 = s.write_conf(five, "redis-grow5", warm_up=120000)
-    own4 = owners(t.chash, c4, keys, 2)
+    own4 = owners(t.chash, live, keys, 2)
     own5 = owners(t.chash, c5, keys, 2)
     moved = [k for k in keys if own4[k][0] != own5[k][0]]
-    os.rename(c5, c4)
-    s.proxy.proc.send_signal(signal.SIGHUP)
-
-    def grown():
-        with Resp(s.addr) as c:
-            return b"servers:5" in c.call("INFO")
-    wait_until(grown, WAIT, "the reload to 5 servers", poll=0.1)
+    reload_to(s, c5, live, five, "the reload to 5 servers")
     with Resp(s.addr) as c:
         got = RedisKind.read(c, keys)
     wrong = [k for k in keys if got[k] != b"v1:" + k]
@@ -437,8 +447,29 @@ def reload_grow(t, redis_exe):
         for o in own5[k]:
             if by_text[o].call("GET", k) != b"v2:" + k:
                 fail("grow: %r not written to its new owner %s" % (k, o))
+    # Two servers replaced (-> s0, s1, s4, s5; s2 and s3 stay alive as the window's old
+    # owners): a key that none of its new owners held is read from its old owner and copied to
+    # each of its new owners (the warm-up's fill, one per owner up).
+    repl = [s.servers[i] for i in (0, 1, 4, 5)]
+    cr = s.write_conf(repl, "redis-repl", warm_up=120000)
+    ownr = owners(t.chash, cr, keys, 2)
+    filled = [k for k in keys if not set(ownr[k]) & set(own5[k])]
+    if not filled:
+        fail("replace: no key whose new owners both lack it (the test needs some)")
+    reload_to(s, cr, live, repl, "the reload replacing two servers")
+    with Resp(s.addr) as c:
+        got = RedisKind.read(c, keys)
+    wrong = [k for k in keys if got[k] != b"v2:" + k]
+    if wrong:
+        fail("replace: %d reads missed or wrong after the reload, e.g. %r -> %r" % (
+            len(wrong), wrong[0], got[wrong[0]]))
+
+    def copied():
+        return all(by_text[o].call("GET", k) == b"v2:" + k for k in filled for o in ownr[k])
+    wait_until(copied, WAIT, "replace: the %d keys new to both their owners copied to both" %
+               len(filled), poll=0.1)
     s.proxy.stop()
-    return len(moved)
+    return len(moved), len(filled)
 
 
 def body(t):
@@ -463,8 +494,9 @@ def body(t):
     served, first = lost_node(s, keys, own, want)
     out.append("memcached r2: kill -9: %d served, %d repaired" % (served, first))
     s.proxy.stop()
-    moved = reload_grow(t, redis_exe)
-    out.append("grow 4 -> 5: %d first owners moved, 0 misses" % moved)
+    moved, filled = reload_grow(t, redis_exe)
+    out.append("grow 4 -> 5: %d first owners moved, 0 misses, %d copied to both new owners" % (
+        moved, filled))
     return "; ".join(out)
 
 
