@@ -48,6 +48,8 @@ extern int closes;
 int setup(void **state);      /* a Redis pool "p": md5, ketama, servers s0..s3 */
 int setup_mc(void **state);   /* the same as a memcached pool */
 int setup_auth(void **state); /* the Redis pool with client_auth: sesame */
+int setup_conf(void **state, const char *extra); /* the Redis pool with extra settings */
+int setup_replicas(void **state); /* the Redis pool with replicas: 2 (core_replica.c) */
 int teardown(void **state);
 
 /* ---- driving requests ------------------------------------------------------------------------ */
@@ -107,6 +109,10 @@ void test_mc_warm(void **state);
 void test_stage_write_invalidates(void **state);
 void test_stage_split_write(void **state);
 void test_gutter_redis(void **state);
+/* core_replica.c */
+void test_replica_write(void **state);
+void test_replica_split_del(void **state);
+void test_replica_read_repair(void **state);
 void test_gutter_mc(void **state);
 /* core_sessions.c */
 void test_scan(void **state);

@@ -69,7 +69,7 @@ static int setup_proto(void **state, const char *extra, bool redis)
     return 0;
 }
 
-static int setup_conf(void **state, const char *extra)
+int setup_conf(void **state, const char *extra)
 {
     return setup_proto(state, extra, true);
 }
