@@ -68,10 +68,13 @@ int px_route_build(px_pool *pool, px_pool *pools, size_t npools)
         free(t);
         return -1;
     }
-    if (pool->near != NULL)
-        root = node(t, NULL, &px_route_near_ops, NULL);
+    /* Coalescing over the near cache: a group's leader alone reaches the near cache, so what
+     * the near cache keeps was read after its own request arrived (the TTL's bound holds), and
+     * a hit answers the leader at once, before any read could join it. */
     if (pc->coalesce_reads)
-        root = node(t, root, &px_route_coalesce_ops, NULL);
+        root = node(t, NULL, &px_route_coalesce_ops, NULL);
+    if (pool->near != NULL)
+        root = node(t, root, &px_route_near_ops, NULL);
     if (shadow != NULL && shadow != pool) {
         t->shadow = (px_shadow_conf){shadow, pc->shadow_fraction, pc->shadow_writes};
         root = node(t, root, &px_route_shadow_ops, &t->shadow);
