@@ -14,6 +14,9 @@ Modes, each a proxy of its own over the same servers, rounds alternating the mod
 of the rounds is kept per cell, so a busy phase of a shared box hits every mode alike):
   off        coalesce_reads: false, detection on (the default);
   coalesce   coalesce_reads: true (the default), detection on;
+  near       coalesce_reads: false, hot_cache: 1000 (the near cache, 1 s TTL, threshold 200/s);
+  spread     coalesce_reads: false, replicas: 2, hot_spread: true (a hot key's reads over its
+             two owners; every key written to both);
   nodetect   coalesce_reads: false, --no-hot-keys: detection's cost is nodetect against off.
 Per load and mode: backend GETs of the hot keys (and as a share of the hot reads sent), each
 server's share of the GETs (max / mean over the 8), the proxy's CPU per request (utime + stime
@@ -45,6 +48,8 @@ LOADS = {"hot30": ("hot:0.3", 1), "hot100": ("hot:1", 1), "zipf1.1": ("zipf:1.1"
          "zipf1.3": ("zipf:1.3", 10)}
 MODES = {"off": ({"coalesce_reads": False}, []),
          "coalesce": ({}, []),
+         "near": ({"coalesce_reads": False, "hot_cache": 1000}, []),
+         "spread": ({"coalesce_reads": False, "replicas": 2, "hot_spread": True}, []),
          "nodetect": ({"coalesce_reads": False}, ["--no-hot-keys"])}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -199,6 +204,14 @@ def main():
         if "coalesce" in by and "off" in by:
             cut = 1 - by["coalesce"]["hot_backend"] / max(1, by["off"]["hot_backend"])
             say("%-8s coalescing cuts the hot keys' backend GETs by %.1f%%" % (load, 100 * cut))
+        if "near" in by and "off" in by:
+            cut = 1 - by["near"]["hot_backend"] / max(1, by["off"]["hot_backend"])
+            say("%-8s the near cache cuts the hot keys' backend GETs by %.2f%%; the busiest "
+                "server carries %.2fx the mean (off: %.2fx)" % (
+                    load, 100 * cut, by["near"]["share"], by["off"]["share"]))
+        if "spread" in by and "off" in by:
+            say("%-8s spreading: the busiest server carries %.2fx the mean (off: %.2fx)" % (
+                load, by["spread"]["share"], by["off"]["share"]))
         if "nodetect" in by and "off" in by:
             cost = by["off"]["cpu_us"] / by["nodetect"]["cpu_us"] - 1
             say("%-8s detection costs %+.1f%% CPU per request (off / nodetect)" % (
