@@ -16,6 +16,7 @@
  * an error of the floor: at most that, possibly zero.
  */
 #include "hotkeys.h"
+#include "info_name.h"
 #include "backend.h"
 #include "log.h"
 
@@ -117,19 +118,6 @@ static int label(px_buf *b, const char *s)
              : *s == '"'  ? px_buf_append(b, "\\\"", 2)
              : *s == '\n' ? px_buf_append(b, "\\n", 2)
                           : px_buf_append(b, s, 1);
-    return rc;
-}
-
-/* A pool name in an INFO field name: bytes other than [A-Za-z0-9_.-] as '_' (as metrics.c's). */
-static int info_name(px_buf *b, const char *s)
-{
-    int rc = 0;
-    for (; rc == 0 && *s != '\0'; s++) {
-        char ch = *s;
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                  (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-';
-        rc = px_buf_append(b, ok ? &ch : "_", 1);
-    }
     return rc;
 }
 
@@ -467,7 +455,7 @@ static int render_info(px_hotkeys *h, px_buf *b)
         for (size_t k = 0; k < n; k++) {
             hk_figures f = figures(h, i, &es[k]);
             rc |= px_buf_append(b, "pool_", 5);
-            rc |= info_name(b, sp->conf->name);
+            rc |= px_info_name(b, sp->conf->name);
             rc |= px_buf_printf(b, "_hot_key_%zu:key=", k);
             rc |= key_text(b, &es[k], sp->conf->hot_key_names);
             rc |= px_buf_printf(b, ",rate=%.1f,rate_error=%.1f,rate_60s=%.1f,server=%s\r\n",

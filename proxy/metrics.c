@@ -6,6 +6,7 @@
  */
 
 #include "metrics.h"
+#include "info_name.h"
 #include "fleet.h"
 #include "hotkeys.h"
 #include "snapshot.h"
@@ -622,19 +623,6 @@ int px_metrics_text(px_ctl *m, px_buf *b)
 
 /* ---------------------------------------------------------------------------------------------- */
 
-/* A pool name as part of an INFO field name: bytes other than [A-Za-z0-9_.-] become '_'. */
-static int info_name(px_buf *b, const char *s)
-{
-    int rc = 0;
-    for (; rc == 0 && *s != '\0'; s++) {
-        char ch = *s;
-        bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                  (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-';
-        rc = px_buf_append(b, ok ? &ch : "_", 1);
-    }
-    return rc;
-}
-
 int px_metrics_info(const px_ctl *m, const px_worker *px, px_buf *b)
 {
     uint64_t now = (uint64_t)time(NULL);
@@ -659,17 +647,17 @@ int px_metrics_info(const px_ctl *m, const px_worker *px, px_buf *b)
         for (size_t s = 0; s < pool->nservers; s++)
             up += px_health_up(pool->health, s) ? 1 : 0;
         rc |= px_buf_append(b, "pool_", 5);
-        rc |= info_name(b, pool->conf->name);
+        rc |= px_info_name(b, pool->conf->name);
         rc |= px_buf_printf(b, "_membership_version:%s\r\n",
                             ch_membership_version(pool->members));
         rc |= px_buf_append(b, "pool_", 5);
-        rc |= info_name(b, pool->conf->name);
+        rc |= px_info_name(b, pool->conf->name);
         rc |= px_buf_printf(b, "_servers:%zu\r\n", pool->nservers);
         rc |= px_buf_append(b, "pool_", 5);
-        rc |= info_name(b, pool->conf->name);
+        rc |= px_info_name(b, pool->conf->name);
         rc |= px_buf_printf(b, "_servers_up:%zu\r\n", up);
         rc |= px_buf_append(b, "pool_", 5);
-        rc |= info_name(b, pool->conf->name);
+        rc |= px_info_name(b, pool->conf->name);
         uint64_t left = px_warm_left(pool, px_io_now(&px->io));
         rc |= px_buf_printf(b, "_warm_up:%s\r\n",
                             left == 0                                    ? "off"
@@ -677,28 +665,28 @@ int px_metrics_info(const px_ctl *m, const px_worker *px, px_buf *b)
                                 ? "ramp"
                                 : "warm");
         rc |= px_buf_append(b, "pool_", 5);
-        rc |= info_name(b, pool->conf->name);
+        rc |= px_info_name(b, pool->conf->name);
         rc |= px_buf_printf(b, "_warm_up_left_ms:%llu\r\n", U(left));
         if (pool->conf->membership != NULL) { /* docs/FLEET.md, "Fencing" */
             bool fenced = px_shared_fenced(pool->shared, uv_hrtime());
             rc |= px_buf_append(b, "pool_", 5);
-            rc |= info_name(b, pool->conf->name);
+            rc |= px_info_name(b, pool->conf->name);
             rc |= px_buf_printf(b, "_fleet_fenced:%d\r\n", fenced ? 1 : 0);
             rc |= px_buf_append(b, "pool_", 5);
-            rc |= info_name(b, pool->conf->name);
+            rc |= px_info_name(b, pool->conf->name);
             rc |= px_buf_printf(b, "_fleet_membership_fenced:%s\r\n",
                                 pool->conf->membership_fenced == CH_CONF_FENCED_SERVE ? "serve"
                                                                                       : "error");
         }
 #define X(f)                                                                                      \
     rc |= px_buf_append(b, "pool_", 5);                                                           \
-    rc |= info_name(b, pool->conf->name);                                                         \
+    rc |= px_info_name(b, pool->conf->name);                                                         \
     rc |= px_buf_printf(b, "_" #f ":%llu\r\n", U(pool->m.warm.f));
         PX_WARM_SUMS
 #undef X
 #define X(f)                                                                                      \
     rc |= px_buf_append(b, "pool_", 5);                                                           \
-    rc |= info_name(b, pool->conf->name);                                                         \
+    rc |= px_info_name(b, pool->conf->name);                                                         \
     rc |= px_buf_printf(b, "_shadow_" #f ":%llu\r\n", U(pool->m.shadow.f));
         if (pool->conf->shadow_pool != NULL) { /* this worker's counts, as the warm ones */
             PX_SHADOW_SUMS
@@ -706,7 +694,7 @@ int px_metrics_info(const px_ctl *m, const px_worker *px, px_buf *b)
 #undef X
 #define X(f)                                                                                      \
     rc |= px_buf_append(b, "pool_", 5);                                                           \
-    rc |= info_name(b, pool->conf->name);                                                         \
+    rc |= px_info_name(b, pool->conf->name);                                                         \
     rc |= px_buf_printf(b, "_near_cache_" #f ":%llu\r\n", U(pool->m.near.f));
         if (pool->near != NULL) { /* this worker's counts, as the warm ones */
             PX_NEAR_SUMS
@@ -714,7 +702,7 @@ int px_metrics_info(const px_ctl *m, const px_worker *px, px_buf *b)
 #undef X
 #define X(f)                                                                                      \
     rc |= px_buf_append(b, "pool_", 5);                                                           \
-    rc |= info_name(b, pool->conf->name);                                                         \
+    rc |= px_info_name(b, pool->conf->name);                                                         \
     rc |= px_buf_printf(b, "_gutter_" #f ":%llu\r\n", U(pool->m.gutter.f));
         if (pool->conf->gutter_pool != NULL) {
             PX_GUTTER_SUMS

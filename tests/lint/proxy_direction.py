@@ -54,7 +54,7 @@ RANKS = {
     # the control plane: unchecked, above the worker
     "listen": 9, "snapshot": 9, "metrics": 9, "stats": 9, "reload": 9, "etcd_http": 9,
     "lease": 9, "notify": 9,
-    "hotkeys": 9,
+    "hotkeys": 9, "info_name": 8,
     "fleet": 10, "admin_http": 10,
     "ctl": 11, "main": 12,
 }
