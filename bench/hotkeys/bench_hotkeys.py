@@ -4,6 +4,7 @@
 
 Loads (bench/hotkeys/hot_load: 50 connections, one GET in flight each, keys key:<i>):
   hot30     key:0 at 30% of the reads, the rest uniform over 1M keys;
+  late30    uniform for the first half of the run, then key:0 at 30% (a key that turns hot);
   hot100    key:0 alone: 50 clients reading one key (singleflight's own case);
   zipf1.1   zipf s = 1.1 over 1M keys;  zipf1.3   s = 1.3.
 Only the hot keys exist at the servers (key:0, or key:0..9 for zipf: ranks 1 to 10, the true
@@ -25,7 +26,7 @@ of the true top 10 (top 100) keys the client sent, how many GET /-/hotkeys ranks
 (top 100) by 60 s rate, and by the last window's rate ("within one window").
 
 usage: bench/hotkeys/bench_hotkeys.py [--build build/release] [--seconds 5] [--rounds 3]
-                                      [--loads hot30,hot100,zipf1.1,zipf1.3] [--json FILE]
+                                      [--loads hot30,late30,hot100,zipf1.1,zipf1.3] [--json FILE]
 """
 import argparse
 import json
@@ -44,7 +45,8 @@ import proxyharness as ph  # noqa: E402  (real servers on free loopback ports, s
 NODES = 8
 KEYS = 1000000
 CLIENTS = 50
-LOADS = {"hot30": ("hot:0.3", 1), "hot100": ("hot:1", 1), "zipf1.1": ("zipf:1.1", 10),
+LOADS = {"hot30": ("hot:0.3", 1), "late30": ("late:0.3", 1), "hot100": ("hot:1", 1),
+         "zipf1.1": ("zipf:1.1", 10),
          "zipf1.3": ("zipf:1.3", 10)}
 MODES = {"off": ({"coalesce_reads": False}, []),
          "coalesce": ({}, []),

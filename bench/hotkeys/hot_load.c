@@ -5,14 +5,16 @@
  *
  *   -m hot:F     key:0 with probability F (hot:0.3: 30% of the reads), else uniform over the
  *                keyspace;
- *   -m zipf:S    zipf with exponent S over ranks 1..K (key:<rank - 1>), by its inverse CDF.
+ *   -m zipf:S    zipf with exponent S over ranks 1..K (key:<rank - 1>), by its inverse CDF;
+ *   -m late:F    uniform for the first half of the run, then as hot:F (a key that turns hot).
  *
  * It runs for -d seconds, then prints one JSON line: requests, seconds, rps, the per-request
  * latency p50/p99 (microseconds, from the write of a request's batch to its reply), hits, misses,
  * errors, and the exact counts of the top -t keys it sent ("top": [[index, count], ...], largest
  * first). Replies are framed by the project's own RESP parser (ch_resp_scan_reply).
  *
- * usage: hot_load -p PORT [-h 127.0.0.1] [-c 50] [-P 1] [-d 10] [-m hot:F|zipf:S] [-k 1000000]
+ * usage: hot_load -p PORT [-h 127.0.0.1] [-c 50] [-P 1] [-d 10] [-m hot:F|late:F|zipf:S]
+ *                 [-k 1000000]
  *                 [-t 100] [-s SEED]
  */
 #define _POSIX_C_SOURCE 200809L
@@ -35,10 +37,12 @@ static struct {
     const char *host;
     int port, conns, pipeline, top;
     double seconds, zipf_s, hot_share;
-    bool hot;
+    bool hot, late; /* late: key:0 is hot only from the run's half on (hot_from) */
     uint32_t keys;
     uint64_t seed;
-} opt = {"127.0.0.1", 0, 50, 1, 100, 10.0, 1.1, 0.3, true, 1000000, 1};
+} opt = {"127.0.0.1", 0, 50, 1, 100, 10.0, 1.1, 0.3, true, false, 1000000, 1};
+
+static bool hot_from_now; /* -m late: the second half has begun */
 
 static double *cdf;      /* zipf: cumulative probability of ranks 1..keys */
 static uint32_t *counts; /* per key index: GETs sent */
@@ -49,7 +53,7 @@ static uint32_t draw(uint64_t *rng)
 {
     double u = (double)(rng_next(rng) >> 11) * 0x1.0p-53;
     if (opt.hot) {
-        if (u < opt.hot_share)
+        if ((!opt.late || hot_from_now) && u < opt.hot_share)
             return 0;
         return (uint32_t)(rng_next(rng) % opt.keys);
     }
@@ -105,11 +109,14 @@ int main(int argc, char **argv)
             if (strncmp(optarg, "hot:", 4) == 0) {
                 opt.hot = true;
                 opt.hot_share = parse_real(optarg + 4, "-m hot:F", 0, 1);
+            } else if (strncmp(optarg, "late:", 5) == 0) {
+                opt.hot = opt.late = true;
+                opt.hot_share = parse_real(optarg + 5, "-m late:F", 0, 1);
             } else if (strncmp(optarg, "zipf:", 5) == 0) {
                 opt.hot = false;
                 opt.zipf_s = parse_real(optarg + 5, "-m zipf:S", 0.01, 10);
             } else {
-                die("-m: hot:F or zipf:S, not %s", optarg);
+                die("-m: hot:F, late:F or zipf:S, not %s", optarg);
             }
             break;
         default: die("usage: see the header of bench/hotkeys/hot_load.c");
@@ -163,6 +170,7 @@ int main(int argc, char **argv)
             die("epoll_wait: %s", strerror(errno));
         double t = now();
         stopping = stopping || t >= end;
+        hot_from_now = t >= t0 + opt.seconds / 2;
         for (int i = 0; i < n; i++) {
             conn *c = evs[i].data.ptr;
             if (evs[i].events & EPOLLOUT) {
