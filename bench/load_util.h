@@ -17,6 +17,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdarg.h>
@@ -197,6 +198,32 @@ static inline uint32_t percentile_sorted(const uint32_t *v, size_t n, double q)
         return 0;
     size_t i = (size_t)(q * (double)(n - 1) + 0.5);
     return v[i < n ? i : n - 1];
+}
+
+/* Zipf with exponent s over ranks 1..n: each rank's cumulative probability (allocated, n
+ * entries; the caller frees it). Cost: n pow()s. */
+static inline double *zipf_cdf(size_t n, double s)
+{
+    double *cdf = xrealloc(NULL, n * sizeof(*cdf)), sum = 0;
+    for (size_t i = 0; i < n; i++)
+        cdf[i] = (sum += pow((double)i + 1, -s));
+    for (size_t i = 0; i < n; i++)
+        cdf[i] /= sum;
+    return cdf;
+}
+
+/* The index (rank - 1) that u in [0, 1) draws from cdf[0, n), by the inverse CDF. O(log n). */
+static inline uint32_t zipf_index(const double *cdf, size_t n, double u)
+{
+    size_t lo = 0, hi = n - 1;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (cdf[mid] < u)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (uint32_t)lo;
 }
 
 #endif /* CHASH_BENCH_LOAD_UTIL_H */

@@ -9,24 +9,13 @@
  * usage: bench_topk [N keys per stream, default 4000000]
  */
 #define _POSIX_C_SOURCE 200809L
+#define LOAD_PROG "bench_topk"
 #include "hot/topk.h"
+#include "load_util.h"
 
-#include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 #include <xxhash.h>
 
 #define KEYS 1000000u
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 static uint64_t rng = 88172645463325252ULL;
 static double uniform(void)
@@ -38,29 +27,12 @@ static double uniform(void)
 /* n key indexes: zipf(s) when s > 0, one key at 30% when s == 0, uniform when s < 0. */
 static uint32_t *stream(size_t n, double s)
 {
-    uint32_t *out = malloc(n * sizeof(*out));
-    double *cdf = s > 0 ? malloc(KEYS * sizeof(*cdf)) : NULL;
-    if (out == NULL || (s > 0 && cdf == NULL))
-        exit(1);
-    if (s > 0) {
-        double sum = 0;
-        for (uint32_t i = 0; i < KEYS; i++)
-            cdf[i] = (sum += pow((double)i + 1, -s));
-        for (uint32_t i = 0; i < KEYS; i++)
-            cdf[i] /= sum;
-    }
+    uint32_t *out = xrealloc(NULL, n * sizeof(*out));
+    double *cdf = s > 0 ? zipf_cdf(KEYS, s) : NULL;
     for (size_t j = 0; j < n; j++) {
         double u = uniform();
         if (s > 0) {
-            size_t lo = 0, hi = KEYS - 1;
-            while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                if (cdf[mid] < u)
-                    lo = mid + 1;
-                else
-                    hi = mid;
-            }
-            out[j] = (uint32_t)lo;
+            out[j] = zipf_index(cdf, KEYS, u);
         } else if (s == 0 && u < 0.3) {
             out[j] = 0;
         } else {

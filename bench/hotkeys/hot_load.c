@@ -23,7 +23,6 @@
 #include "resp.h"
 
 #include <fcntl.h>
-#include <math.h>
 
 typedef struct conn {
     int fd, want_out;
@@ -57,15 +56,7 @@ static uint32_t draw(uint64_t *rng)
             return 0;
         return (uint32_t)(rng_next(rng) % opt.keys);
     }
-    size_t lo = 0, hi = opt.keys - 1;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (cdf[mid] < u)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return (uint32_t)lo;
+    return zipf_index(cdf, opt.keys, u);
 }
 
 /* Queues P GETs on c. */
@@ -127,14 +118,8 @@ int main(int argc, char **argv)
     counts = calloc(opt.keys, sizeof(*counts));
     if (counts == NULL)
         die("out of memory");
-    if (!opt.hot) {
-        cdf = xrealloc(NULL, opt.keys * sizeof(*cdf));
-        double sum = 0;
-        for (uint32_t i = 0; i < opt.keys; i++)
-            cdf[i] = (sum += pow((double)i + 1, -opt.zipf_s));
-        for (uint32_t i = 0; i < opt.keys; i++)
-            cdf[i] /= sum;
-    }
+    if (!opt.hot)
+        cdf = zipf_cdf(opt.keys, opt.zipf_s);
     struct sockaddr_in sa = ipv4_addr(opt.host, opt.port);
     int epfd = epoll_create1(0);
     conn *cs = calloc((size_t)opt.conns, sizeof(*cs));
