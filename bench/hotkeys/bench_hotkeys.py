@@ -41,6 +41,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "proxy"))
 import proxyharness as ph  # noqa: E402  (real servers on free loopback ports, stopped by pid)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from benchutil import cpu_seconds, dier, loadavg, say  # noqa: E402
 
 NODES = 8
 KEYS = 1000000
@@ -53,23 +55,9 @@ MODES = {"off": ({"coalesce_reads": False}, []),
          "near": ({"coalesce_reads": False, "hot_cache": 1000}, []),
          "spread": ({"coalesce_reads": False, "replicas": 2, "hot_spread": True}, []),
          "nodetect": ({"coalesce_reads": False}, ["--no-hot-keys"])}
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
-def say(msg=""):
-    print(msg, flush=True)
-
-
-def die(msg):
-    say("bench hotkeys: " + msg)
-    ph.kill_all()
-    sys.exit(1)
-
-
-def cpu_seconds(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+die = dier("hotkeys", ph.kill_all)
 
 
 def redis_stats(server):
@@ -177,7 +165,7 @@ def main():
     servers = ph.start_redises(exe, tmp, NODES)
     say("bench hotkeys: %d redis-servers, %d keys, %d connections, %g s a run, %d rounds; "
         "load average %s" % (NODES, KEYS, CLIENTS, args.seconds, args.rounds,
-                             open("/proc/loadavg").read().split()[0]))
+                             loadavg()))
     rows = []
     modes = [x for x in args.modes.split(",") if x]
     if any(x not in MODES for x in modes):

@@ -55,6 +55,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "proxy"))
 import proxyharness as ph  # noqa: E402  (real servers on free loopback ports, stopped by pid)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from benchutil import dier, loadavg, say  # noqa: E402
 
 POOL = "lost"
 NODES = 8
@@ -63,19 +65,7 @@ MODES = ("none", "replicas", "gutter")
 DRIVER_SLACK = 30
 
 
-def say(msg=""):
-    print(msg, flush=True)
-
-
-def die(msg):
-    print("bench lost_node: %s" % msg, file=sys.stderr, flush=True)
-    ph.kill_all()
-    os._exit(1)
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
+die = dier("lost_node", ph.kill_all)
 
 
 def config(listen, servers, mode, gutter_listen, gutter_server, gutter_ttl):

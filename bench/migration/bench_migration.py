@@ -69,6 +69,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "proxy"))
 import proxyharness as ph  # noqa: E402  (real servers on free loopback ports, stopped by pid)
+sys.path.insert(0, os.path.join(ROOT, "bench"))
+from benchutil import dier, loadavg, say  # noqa: E402
 
 POOL = "mig"
 CHANGES = {"8-12": (8, 12), "8-7": (8, 7)}
@@ -78,19 +80,7 @@ RECOVER_SECONDS = 3      # consecutive seconds within 1 point of the baseline
 DRIVER_SLACK = 30        # seconds past its -T before a driver is killed
 
 
-def say(msg=""):
-    print(msg, flush=True)
-
-
-def die(msg):
-    print("bench migration: %s" % msg, file=sys.stderr, flush=True)
-    ph.kill_all()
-    os._exit(1)
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
+die = dier("migration", ph.kill_all)
 
 
 def pool_config(listen, servers, redis, extra):

@@ -20,24 +20,10 @@ import sys
 import tempfile
 import time
 
-TICK = os.sysconf("SC_CLK_TCK")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from benchutil import cpu_seconds as cpu, free_ports, loadavg  # noqa: E402
+
 TESTS = ("set", "get", "mset")
-
-
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
-def cpu(pid):
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def wait_port(port, proc, what):
@@ -115,7 +101,7 @@ def main():
                                                         for i in range(3)))
             print("| %d | %s |" % (r, " | ".join(cells)))
         print("(load average %s, %d rounds, -n %d)" % (
-            open("/proc/loadavg").read().split()[0], args.rounds, args.n))
+            loadavg(), args.rounds, args.n))
     finally:
         for pr in procs:
             pr.kill()
