@@ -623,6 +623,16 @@ int px_metrics_text(px_ctl *m, px_buf *b)
 
 /* ---------------------------------------------------------------------------------------------- */
 
+/* One counter of pool's in INFO: pool_<name>_<prefix><field>:<value>. 0, or -1. */
+static int info_count(px_buf *b, const px_pool *pool, const char *prefix, const char *field,
+                      uint64_t v)
+{
+    int rc = px_buf_append(b, "pool_", 5);
+    rc |= px_info_name(b, pool->conf->name);
+    rc |= px_buf_printf(b, "_%s%s:%llu\r\n", prefix, field, U(v));
+    return rc != 0 ? -1 : 0;
+}
+
 int px_metrics_info(const px_ctl *m, const px_worker *px, px_buf *b)
 {
     uint64_t now = (uint64_t)time(NULL);
@@ -678,32 +688,21 @@ int px_metrics_info(const px_ctl *m, const px_worker *px, px_buf *b)
                                 pool->conf->membership_fenced == CH_CONF_FENCED_SERVE ? "serve"
                                                                                       : "error");
         }
-#define X(f)                                                                                      \
-    rc |= px_buf_append(b, "pool_", 5);                                                           \
-    rc |= px_info_name(b, pool->conf->name);                                                         \
-    rc |= px_buf_printf(b, "_" #f ":%llu\r\n", U(pool->m.warm.f));
+#define X(f) rc |= info_count(b, pool, "", #f, pool->m.warm.f);
         PX_WARM_SUMS
 #undef X
-#define X(f)                                                                                      \
-    rc |= px_buf_append(b, "pool_", 5);                                                           \
-    rc |= px_info_name(b, pool->conf->name);                                                         \
-    rc |= px_buf_printf(b, "_shadow_" #f ":%llu\r\n", U(pool->m.shadow.f));
-        if (pool->conf->shadow_pool != NULL) { /* this worker's counts, as the warm ones */
+        /* this worker's counts, as the warm ones */
+#define X(f) rc |= info_count(b, pool, "shadow_", #f, pool->m.shadow.f);
+        if (pool->conf->shadow_pool != NULL) {
             PX_SHADOW_SUMS
         }
 #undef X
-#define X(f)                                                                                      \
-    rc |= px_buf_append(b, "pool_", 5);                                                           \
-    rc |= px_info_name(b, pool->conf->name);                                                         \
-    rc |= px_buf_printf(b, "_near_cache_" #f ":%llu\r\n", U(pool->m.near.f));
-        if (pool->near != NULL) { /* this worker's counts, as the warm ones */
+#define X(f) rc |= info_count(b, pool, "near_cache_", #f, pool->m.near.f);
+        if (pool->near != NULL) {
             PX_NEAR_SUMS
         }
 #undef X
-#define X(f)                                                                                      \
-    rc |= px_buf_append(b, "pool_", 5);                                                           \
-    rc |= px_info_name(b, pool->conf->name);                                                         \
-    rc |= px_buf_printf(b, "_gutter_" #f ":%llu\r\n", U(pool->m.gutter.f));
+#define X(f) rc |= info_count(b, pool, "gutter_", #f, pool->m.gutter.f);
         if (pool->conf->gutter_pool != NULL) {
             PX_GUTTER_SUMS
         }
