@@ -64,6 +64,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from benchutil import free_ports  # noqa: E402
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 CPUS = len(os.sched_getaffinity(0)) or 1
 DEFAULT_THREADS = max(1, CPUS // 2)  # chash-proxy's default (proxy/worker.c px_default_threads)
@@ -82,16 +85,6 @@ RUN_TIMEOUT = 120  # seconds: bound on one load-generator run
 def die(msg):
     print(f"bench proxy: {msg}", file=sys.stderr)
     sys.exit(1)
-
-
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def ping(port):
