@@ -118,7 +118,8 @@ static void requests(const char *buf, size_t len, const ch_resp_limits *lim)
 static ch_resp_status reply(const char *buf, size_t len, const ch_resp_limits *lim,
                             ch_resp_reply *r, unsigned depth);
 
-/* The elements of an OK array reply r at buf: count of them, ending exactly at r->len. */
+/* The elements of an OK aggregate reply r at buf (a map's twice its count), ending exactly at
+ * r->len. */
 static void walk_array(const char *buf, const ch_resp_reply *r, const ch_resp_limits *lim,
                        unsigned depth)
 {
@@ -126,14 +127,36 @@ static void walk_array(const char *buf, const ch_resp_reply *r, const ch_resp_li
         check(r->body == r->len && r->body_len == 0);
         return;
     }
+    int64_t n = r->type == CH_RESP_MAP ? 2 * r->integer : r->integer;
     size_t pos = r->body;
-    for (int64_t i = 0; i < r->integer; i++) {
+    for (int64_t i = 0; i < n; i++) {
         ch_resp_reply e;
         check(pos < r->len);
         check(reply(buf + pos, r->len - pos, lim, &e, depth + 1) == CH_RESP_OK);
+        check(e.type != CH_RESP_PUSH); /* a push only at the top */
         pos += e.len;
     }
     check(pos == r->len);
+}
+
+/* The attributes before an element (buf[0, attr)): whole "|" aggregates, one after the other. */
+static void walk_attributes(const char *buf, size_t attr, const ch_resp_limits *lim)
+{
+    size_t pos = 0;
+    while (pos < attr) {
+        check(buf[pos] == '|');
+        /* An attribute alone is not a reply: it is walked as the map it is shaped like. */
+        size_t n = attr - pos;
+        char *b = dup_exact(buf + pos, n);
+        b[0] = '%';
+        ch_resp_reply a;
+        size_t need = 0;
+        check(ch_resp_scan_reply(b, n, lim, &a, &need, NULL, 0) == CH_RESP_OK);
+        check(a.type == CH_RESP_MAP && a.len <= n);
+        free(b);
+        pos += a.len;
+    }
+    check(pos == attr);
 }
 
 static ch_resp_status reply(const char *buf, size_t len, const ch_resp_limits *lim,
@@ -144,24 +167,40 @@ static ch_resp_status reply(const char *buf, size_t len, const ch_resp_limits *l
     ch_resp_status st = ch_resp_scan_reply(buf, len, lim, r, &need, err, sizeof err);
     switch (st) {
     case CH_RESP_OK:
-        check(r->len > 0 && r->len <= len && r->body <= r->len);
-        check(r->type == (ch_resp_type)buf[0]);
+        check(r->len > 0 && r->len <= len && r->attr < r->len && r->body <= r->len);
+        check(r->type == (ch_resp_type)buf[r->attr] && r->type != CH_RESP_ATTRIBUTE);
+        if (r->attr > 0 && depth < 8)
+            walk_attributes(buf, r->attr, lim);
         switch (r->type) {
         case CH_RESP_STATUS:
         case CH_RESP_ERROR:
-            check(r->body == 1 && r->body_len + 3 == r->len);
-            break;
         case CH_RESP_INTEGER:
-            check(r->body == 1 && r->body_len + 3 == r->len);
+        case CH_RESP_DOUBLE:
+        case CH_RESP_BIGNUM:
+            check(r->body == r->attr + 1 && r->body + r->body_len + 2 == r->len);
+            break;
+        case CH_RESP_NULL:
+            check(r->integer == -1 && r->attr + 3 == r->len);
+            break;
+        case CH_RESP_BOOL:
+            check((r->integer == 0 || r->integer == 1) && r->attr + 4 == r->len);
             break;
         case CH_RESP_BULK:
-            check(r->integer >= -1);
+        case CH_RESP_BLOB_ERROR:
+        case CH_RESP_VERBATIM:
+            check(r->integer >= (r->type == CH_RESP_BULK ? -1 : 0));
             check(r->integer == -1 ? r->body == r->len && r->body_len == 0
                                    : (size_t)r->integer == r->body_len &&
                                          r->body + r->body_len + 2 == r->len);
+            if (r->type == CH_RESP_VERBATIM)
+                check(r->body_len >= 4 && buf[r->body + 3] == ':');
             break;
         case CH_RESP_ARRAY:
-            check(r->integer >= -1 && r->body_len == r->len - r->body);
+        case CH_RESP_MAP:
+        case CH_RESP_SET:
+        case CH_RESP_PUSH:
+            check(r->integer >= (r->type == CH_RESP_ARRAY ? -1 : 0) &&
+                  r->body_len == r->len - r->body);
             /* Elements sit one level deeper; their own scans start at depth 0, so the walk
              * stops at the depth the limit allows. */
             if (depth < lim->max_depth && depth < 64)

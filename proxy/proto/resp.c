@@ -7,6 +7,9 @@
  * inline digit loop; simple-string lines and inline commands are delimited with memchr; bulk
  * payloads are skipped by their declared length, never scanned.
  *
+ * Replies are RESP2 and RESP3 (resp.h lists the types); an attribute is scanned as part of the
+ * element it annotates, a push only at the top.
+ *
  * Strictness (stricter than redis-server, which trusts the byte after '\r' and the CRLF after a
  * bulk): every line must end in "\r\n" (an inline command may end in a bare "\n"); a number is
  * "0" or an optional '-' and a digit 1-9 followed by digits (no '+', no leading zeros, no "-0",
@@ -328,11 +331,60 @@ ch_resp_status ch_resp_parse_request(const char *buf, size_t len, const ch_resp_
 
 /* ---- replies ------------------------------------------------------------------------------- */
 
-/* Scans elements one after another. Invariant: stack[0..depth) holds, for each open array from
- * the outermost, how many of its elements are not yet complete (each >= 1); pos is the start of
- * the next element. An element completing decrements the innermost count; a count reaching 0
- * closes that array, which completes an element of its parent. The reply is complete when no
- * array is open after an element completes. */
+/* The longest line of a RESP3 double or big number: far more digits than any double needs, and
+ * bounding the search for its CR keeps a line streamed without one linear in the window. */
+#define NUM_LINE_MAX 4096u
+
+/* Whether p[0, n) is a RESP3 double: an optional sign, then "inf", "nan", or digits with an
+ * optional fraction and exponent (what Redis writes: "1.5", "1e+300", "-inf"). */
+static bool double_text(const char *p, size_t n)
+{
+    size_t i = n > 0 && (p[0] == '-' || p[0] == '+') ? 1 : 0;
+    if (n - i == 3 && (memcmp(p + i, "inf", 3) == 0 || memcmp(p + i, "nan", 3) == 0))
+        return true;
+    size_t d = i;
+    while (i < n && p[i] >= '0' && p[i] <= '9')
+        i++;
+    if (i == d)
+        return false;
+    if (i < n && p[i] == '.') {
+        i++;
+        while (i < n && p[i] >= '0' && p[i] <= '9')
+            i++;
+    }
+    if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+        i++;
+        if (i < n && (p[i] == '-' || p[i] == '+'))
+            i++;
+        size_t e = i;
+        while (i < n && p[i] >= '0' && p[i] <= '9')
+            i++;
+        if (i == e)
+            return false;
+    }
+    return i == n;
+}
+
+/* Whether p[0, n) is a big number: an optional '-' and digits. */
+static bool bignum_text(const char *p, size_t n)
+{
+    size_t i = n > 0 && p[0] == '-' ? 1 : 0;
+    if (i == n)
+        return false;
+    for (; i < n; i++)
+        if (p[i] < '0' || p[i] > '9')
+            return false;
+    return true;
+}
+
+/* Scans elements one after another. Invariant: stack[0..depth) holds, for each open aggregate
+ * from the outermost, how many of its elements are not yet complete (each >= 1), and attr[d]
+ * whether it is an attribute; pos is the start of the next element. An element completing
+ * decrements the innermost count; a count reaching 0 closes that aggregate, which completes an
+ * element of its parent, except an attribute: it annotates the element that follows it, whose
+ * completion is the parent's. The reply is complete when no aggregate is open after an element
+ * completes. The top element is the first that begins with nothing open and is not an
+ * attribute. */
 ch_resp_status ch_resp_scan_reply(const char *buf, size_t len, const ch_resp_limits *lim,
                                   ch_resp_reply *out, size_t *need, char *err, size_t errlen)
 {
@@ -350,6 +402,7 @@ ch_resp_status ch_resp_scan_reply(const char *buf, size_t len, const ch_resp_lim
 
     const unsigned max_depth = lim->max_depth < RESP_DEPTH_CAP ? lim->max_depth : RESP_DEPTH_CAP;
     uint64_t stack[RESP_DEPTH_CAP];
+    bool attr[RESP_DEPTH_CAP];
     unsigned depth = 0;
     ch_resp_reply top = {0};
     size_t pos = 0;
@@ -357,26 +410,31 @@ ch_resp_status ch_resp_scan_reply(const char *buf, size_t len, const ch_resp_lim
     num nm;
 
     for (;;) {
-        const size_t start = pos;
         if (pos == len) {
             elem_bound = sat_add(pos, REPLY_ELEM_MIN);
             goto incomplete;
         }
         const char type = buf[pos];
-        ch_resp_reply e = {.type = (ch_resp_type)type, .body = pos + 1};
+        ch_resp_reply e = {.type = (ch_resp_type)type, .body = pos + 1, .attr = pos};
         switch (type) {
         case '+':
-        case '-': {
-            /* The text ends at the first '\r', which must be followed by '\n'; it is bounded
-             * like a bulk string, so the search stops after max_bulk + 1 bytes. */
+        case '-':
+        case ',':
+        case '(': {
+            /* The text ends at the first '\r', which must be followed by '\n'; a simple string
+             * is bounded like a bulk string, a number's line by NUM_LINE_MAX. */
+            const bool simple = type == '+' || type == '-';
             const size_t text = pos + 1;
-            const size_t window = sat_add(lim->max_bulk, 1);
+            const size_t window = simple ? sat_add(lim->max_bulk, 1) : NUM_LINE_MAX + 1;
             const size_t avail = len - text;
             const char *cr = memchr(buf + text, '\r', avail < window ? avail : window);
             if (!cr) {
                 if (avail >= window)
-                    return fail(CH_RESP_TOO_BIG, err, errlen,
-                                "Protocol error: too big simple string");
+                    return simple ? fail(CH_RESP_TOO_BIG, err, errlen,
+                                         "Protocol error: too big simple string")
+                                  : fail(CH_RESP_BAD, err, errlen,
+                                         "Protocol error: invalid %s",
+                                         type == ',' ? "double" : "big number");
                 elem_bound = sat_add(len, 2);
                 goto incomplete;
             }
@@ -388,7 +446,35 @@ ch_resp_status ch_resp_scan_reply(const char *buf, size_t len, const ch_resp_lim
             if (buf[crpos + 1] != '\n')
                 return fail(CH_RESP_BAD, err, errlen, "Protocol error: expected LF after CR");
             e.body_len = crpos - text;
+            if (type == ',' && !double_text(buf + text, e.body_len))
+                return fail(CH_RESP_BAD, err, errlen, "Protocol error: invalid double");
+            if (type == '(' && !bignum_text(buf + text, e.body_len))
+                return fail(CH_RESP_BAD, err, errlen, "Protocol error: invalid big number");
             pos = crpos + 2;
+            break;
+        }
+        case '_':
+        case '#': {
+            /* "_\r\n"; "#t\r\n" or "#f\r\n": judged byte by byte as they arrive. */
+            static const char null_line[] = "_\r\n";
+            const size_t n = type == '_' ? 3 : 4;
+            for (size_t i = 1; i < n; i++) {
+                if (pos + i == len) {
+                    elem_bound = pos + n;
+                    goto incomplete;
+                }
+                char c = buf[pos + i];
+                bool ok = type == '_'   ? c == null_line[i]
+                          : i == 1      ? c == 't' || c == 'f'
+                          : i == 2      ? c == '\r'
+                                        : c == '\n';
+                if (!ok)
+                    return fail(CH_RESP_BAD, err, errlen, "Protocol error: invalid %s",
+                                type == '_' ? "null" : "boolean");
+            }
+            e.integer = type == '_' ? -1 : buf[pos + 1] == 't';
+            e.body_len = 0;
+            pos += n;
             break;
         }
         case ':': {
@@ -406,8 +492,11 @@ ch_resp_status ch_resp_scan_reply(const char *buf, size_t len, const ch_resp_lim
             pos = nm.end;
             break;
         }
-        case '$': {
-            num_status ns = read_num(buf, len, pos + 1, 1, &nm);
+        case '$':
+        case '!':
+        case '=': {
+            /* A bulk (null "$-1" allowed), a blob error, a verbatim string ("fmt:" first). */
+            num_status ns = read_num(buf, len, pos + 1, type == '$' ? 1 : 0, &nm);
             if (ns == NUM_BAD)
                 return fail(CH_RESP_BAD, err, errlen, "Protocol error: invalid bulk length");
             if (!nm.neg && nm.mag > lim->max_bulk)
@@ -420,6 +509,8 @@ ch_resp_status ch_resp_scan_reply(const char *buf, size_t len, const ch_resp_lim
                                     : sat_add(sat_add(nm.digits_end, 4), blen);
                 goto incomplete;
             }
+            if (type == '=' && blen < 4)
+                return fail(CH_RESP_BAD, err, errlen, "Protocol error: invalid verbatim string");
             e.body = nm.end;
             if (nm.neg) {
                 e.integer = -1;
@@ -428,6 +519,8 @@ ch_resp_status ch_resp_scan_reply(const char *buf, size_t len, const ch_resp_lim
             }
             e.integer = (int64_t)blen;
             e.body_len = blen;
+            if (type == '=' && len > nm.end + 3 && buf[nm.end + 3] != ':')
+                return fail(CH_RESP_BAD, err, errlen, "Protocol error: invalid verbatim string");
             const size_t bulk_end = sat_add(nm.end, blen);
             if (len > bulk_end && buf[bulk_end] != '\r')
                 return fail(CH_RESP_BAD, err, errlen,
@@ -442,46 +535,75 @@ ch_resp_status ch_resp_scan_reply(const char *buf, size_t len, const ch_resp_lim
             pos = bulk_end + 2;
             break;
         }
-        case '*': {
+        case '*':
+        case '%':
+        case '~':
+        case '|':
+        case '>': {
             if (depth >= max_depth)
                 return fail(CH_RESP_TOO_BIG, err, errlen, "Protocol error: reply nesting too deep");
-            num_status ns = read_num(buf, len, pos + 1, 1, &nm);
+            if (type == '>' && depth > 0)
+                return fail(CH_RESP_BAD, err, errlen, "Protocol error: push inside an aggregate");
+            num_status ns = read_num(buf, len, pos + 1, type == '*' ? 1 : 0, &nm);
             if (ns == NUM_BAD)
                 return fail(CH_RESP_BAD, err, errlen, "Protocol error: invalid multibulk length");
+            /* A map's and an attribute's elements are twice its count (at most 2^64 - 2). */
+            const uint64_t per = type == '%' || type == '|' ? 2 : 1;
+            const uint64_t elems = nm.neg ? 0 : nm.mag * per;
             if (ns == NUM_PARTIAL) {
                 elem_bound = nm.neg ? sat_add(nm.digits_end, 2)
                                     : sat_add(sat_add(nm.digits_end, 2),
-                                              sat_mul((size_t)(nm.mag < SIZE_MAX ? nm.mag
-                                                                                 : SIZE_MAX),
+                                              sat_mul((size_t)(elems < SIZE_MAX ? elems
+                                                                                : SIZE_MAX),
                                                       REPLY_ELEM_MIN));
                 goto incomplete;
             }
             e.integer = nm.neg ? -1 : (int64_t)nm.mag;
             e.body = nm.end;
             pos = nm.end;
-            if (start == 0)
+            if (type == '|') {
+                if (elems > 0) {
+                    attr[depth] = true;
+                    stack[depth++] = elems;
+                }
+                continue; /* the element it annotates follows (its own elements first) */
+            }
+            if (depth == 0)
                 top = e;
-            if (nm.mag > 0 && !nm.neg) {
-                stack[depth++] = nm.mag;
+            if (elems > 0) {
+                attr[depth] = false;
+                stack[depth++] = elems;
                 continue; /* its elements follow; it completes with the last of them */
             }
             break;
         }
         default: {
             char b[5];
+            if (type == ';' || type == '.')
+                return fail(CH_RESP_BAD, err, errlen,
+                            "Protocol error: streamed RESP3 types are not supported");
             return fail(CH_RESP_BAD, err, errlen, "Protocol error: unknown reply type '%s'",
                         show_byte((unsigned char)type, b));
         }
         }
 
         /* The element at start is complete and ends at pos. */
-        if (start == 0 && type != '*')
+        if (depth == 0 && !(type == '*' || type == '%' || type == '~' || type == '>'))
             top = e;
-        while (depth > 0 && --stack[depth - 1] == 0)
+        bool annotated = false; /* an attribute closed: the element it annotates follows */
+        while (depth > 0 && --stack[depth - 1] == 0) {
             depth--;
+            if (attr[depth]) {
+                annotated = true;
+                break;
+            }
+        }
+        if (annotated)
+            continue;
         if (depth == 0) {
             top.len = pos;
-            if (top.type == CH_RESP_ARRAY)
+            if (top.type == CH_RESP_ARRAY || top.type == CH_RESP_MAP ||
+                top.type == CH_RESP_SET || top.type == CH_RESP_PUSH)
                 top.body_len = pos - top.body;
             if (out)
                 *out = top;
@@ -490,12 +612,14 @@ ch_resp_status ch_resp_scan_reply(const char *buf, size_t len, const ch_resp_lim
     }
 
 incomplete:
-    /* Add the least size of the elements the open arrays still owe after the one in progress:
-     * at every level, the element in progress contains it, so each array owes its count - 1. */
+    /* Add the least size of the elements the open aggregates still owe after the one in
+     * progress: at every level, the element in progress contains it, so each owes its count - 1
+     * (an attribute owes the element it annotates besides: one more). */
     {
         size_t owed = 0;
         for (unsigned d = 0; d < depth; d++)
-            owed = sat_add(owed, (size_t)(stack[d] - 1 < SIZE_MAX ? stack[d] - 1 : SIZE_MAX));
+            owed = sat_add(owed, (size_t)(stack[d] - 1 < SIZE_MAX ? stack[d] - 1 : SIZE_MAX) +
+                                     (attr[d] ? 1u : 0u));
         elem_bound = sat_add(elem_bound, sat_mul(owed, REPLY_ELEM_MIN));
     }
     if (need)

@@ -33,7 +33,7 @@ typedef struct ch_resp_limits {
     size_t max_bulk;    /* bytes per bulk string; default 512 MiB (Redis's proto-max-bulk-len) */
     size_t max_request; /* bytes per request, all of it; default 64 MiB */
     size_t max_inline;  /* bytes of an inline command line; default 64 KiB (Redis's) */
-    unsigned max_depth; /* nesting of reply arrays; default 64 */
+    unsigned max_depth; /* nesting of reply aggregates (arrays, maps, sets, attributes); default 64 */
 } ch_resp_limits;
 
 void ch_resp_limits_init(ch_resp_limits *lim);
@@ -59,28 +59,50 @@ ch_resp_status ch_resp_parse_request(const char *buf, size_t len, const ch_resp_
                                      ch_resp_arg *argv, size_t argv_cap, size_t *argc,
                                      size_t *consumed, size_t *need, char *err, size_t errlen);
 
-/* The type of a reply, its first byte. */
+/* The type of a reply, its first byte: RESP2's five, and RESP3's (a connection that sent HELLO 3
+ * receives them; https://github.com/redis/redis-specifications, protocol/RESP3.md). */
 typedef enum ch_resp_type {
     CH_RESP_STATUS = '+',
     CH_RESP_ERROR = '-',
     CH_RESP_INTEGER = ':',
     CH_RESP_BULK = '$',
     CH_RESP_ARRAY = '*',
+    CH_RESP_NULL = '_',       /* RESP3: "_\r\n" */
+    CH_RESP_BOOL = '#',       /* "#t\r\n" or "#f\r\n" */
+    CH_RESP_DOUBLE = ',',     /* ",1.5\r\n", ",inf\r\n", ",-inf\r\n", ",nan\r\n", ",1e+300\r\n" */
+    CH_RESP_BIGNUM = '(',     /* "(-12345678901234567890\r\n" */
+    CH_RESP_BLOB_ERROR = '!', /* "!<len>\r\n<bytes>\r\n" */
+    CH_RESP_VERBATIM = '=',   /* "=<len>\r\ntxt:<bytes>\r\n": a 3-byte format, ':', the text */
+    CH_RESP_MAP = '%',        /* "%<n>\r\n" then n keys and values, one after the other */
+    CH_RESP_SET = '~',        /* "~<n>\r\n" then n elements */
+    CH_RESP_ATTRIBUTE = '|',  /* "|<n>\r\n" n keys and values that annotate the element after them */
+    CH_RESP_PUSH = '>',       /* ">" like an array: out-of-band data (pub/sub, invalidations) */
 } ch_resp_type;
 
 typedef struct ch_resp_reply {
-    ch_resp_type type;
-    size_t len;      /* the whole reply's length, nested elements included */
-    int64_t integer; /* INTEGER: the value; BULK and ARRAY: the count (-1 for a null) */
-    size_t body;     /* offset of the payload: BULK its bytes, ARRAY its first element,
-                        STATUS/ERROR the text (without the type byte); INTEGER: 1 */
-    size_t body_len; /* BULK: bytes; STATUS/ERROR: text length; ARRAY: len - body */
+    ch_resp_type type; /* the element's own type: never CH_RESP_ATTRIBUTE (see attr) */
+    size_t len;      /* the whole reply's length, nested elements and attributes included */
+    int64_t integer; /* INTEGER: the value; BOOL: 1 or 0; BULK, BLOB_ERROR, VERBATIM: the byte
+                        count; ARRAY, SET, PUSH: the element count; MAP: the count of pairs (its
+                        elements are twice as many); -1 for a null (NULL, "$-1", "*-1") */
+    size_t body;     /* offset of the payload: BULK, BLOB_ERROR, VERBATIM its bytes (VERBATIM's
+                        with the format and ':'), an aggregate its first element, STATUS, ERROR,
+                        INTEGER, DOUBLE, BIGNUM the text after the type byte; NULL, BOOL: the
+                        byte after the type byte */
+    size_t body_len; /* BULK, BLOB_ERROR, VERBATIM: bytes; a line's text length; an aggregate:
+                        len - body */
+    size_t attr;     /* offset of the element's type byte: the bytes before it, [0, attr), are
+                        attributes ("|" aggregates) that annotate it (0: none) */
 } ch_resp_reply;
 
-/* Scans one complete reply (RESP2: + - : $ *, nested arrays up to lim->max_depth) at the start
- * of buf[0..len). CH_RESP_OK fills *out; CH_RESP_INCOMPLETE sets *need as above; CH_RESP_BAD /
- * CH_RESP_TOO_BIG as above. To walk an array, scan its elements one after the other from
- * buf + out->body. Cost: O(reply length). */
+/* Scans one complete reply at the start of buf[0..len): RESP2 (+ - : $ *) and RESP3 (_ # , ( !
+ * = % ~ | >), aggregates nested up to lim->max_depth (an attribute counts as a level while its
+ * own elements are read). An attribute is part of the element it annotates: one reply is the
+ * attributes, then the element. A push (">") is valid only at the top, never inside another
+ * aggregate. RESP3's streamed forms ("$?", "*?", ";", ".") are refused: Redis never sends them.
+ * CH_RESP_OK fills *out; CH_RESP_INCOMPLETE sets *need as above; CH_RESP_BAD / CH_RESP_TOO_BIG as
+ * above. To walk an aggregate, scan its elements one after the other from buf + out->body (a
+ * map's keys and values alternate). Cost: O(reply length). */
 ch_resp_status ch_resp_scan_reply(const char *buf, size_t len, const ch_resp_limits *lim,
                                   ch_resp_reply *out, size_t *need, char *err, size_t errlen);
 

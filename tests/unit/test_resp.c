@@ -721,7 +721,8 @@ static void test_reply_malformed(void **state)
         {S("*-2\r\n"), mb},
         {S("*x\r\n"), mb},
         {S("*1\r\n*01\r\n"), mb},
-        {S("*2\r\n:1\r\n!\r\n"), "Protocol error: unknown reply type '!'"},
+        {S("*2\r\n:1\r\n!\r\n"), bl}, /* a blob error's length is missing */
+        {S("*2\r\n:1\r\n@\r\n"), "Protocol error: unknown reply type '@'"},
         {S("x"), "Protocol error: unknown reply type 'x'"},
         {S("\r\n"), "Protocol error: unknown reply type '\\x0d'"},
         {S("\n"), "Protocol error: unknown reply type '\\x0a'"},
@@ -875,6 +876,206 @@ static void test_reply_need_values(void **state)
     assert_int_equal(ch_resp_scan_reply(NULL, 0, NULL, NULL, NULL, NULL, 0), CH_RESP_INCOMPLETE);
 }
 
+/* ---- RESP3 --------------------------------------------------------------------------------- */
+
+/* Every RESP3 type with its fields, by RESP3.md: a null, booleans, doubles (Redis's own forms),
+ * big numbers, a blob error, a verbatim string (its format inside the payload), aggregates
+ * whose counts are pairs (map) or elements (set, push), and an attribute, which is part of the
+ * element after it. */
+static void test_reply_resp3_types(void **state)
+{
+    (void)state;
+    expect_reply(S("_\r\n"), CH_RESP_NULL, 3, -1, 1, 0);
+    expect_reply(S("#t\r\n"), CH_RESP_BOOL, 4, 1, 1, 0);
+    expect_reply(S("#f\r\n+OK\r\n"), CH_RESP_BOOL, 4, 0, 1, 0);
+    expect_reply(S(",1.5\r\n"), CH_RESP_DOUBLE, 6, 0, 1, 3);
+    expect_reply(S(",10\r\n"), CH_RESP_DOUBLE, 5, 0, 1, 2);
+    expect_reply(S(",inf\r\n"), CH_RESP_DOUBLE, 6, 0, 1, 3);
+    expect_reply(S(",-inf\r\n"), CH_RESP_DOUBLE, 7, 0, 1, 4);
+    expect_reply(S(",nan\r\n"), CH_RESP_DOUBLE, 6, 0, 1, 3);
+    expect_reply(S(",1e+300\r\n"), CH_RESP_DOUBLE, 9, 0, 1, 6);
+    expect_reply(S(",-1.25E-7\r\n"), CH_RESP_DOUBLE, 11, 0, 1, 8);
+    expect_reply(S("(3492890328409238509324850943850943825024385\r\n"), CH_RESP_BIGNUM, 46, 0, 1,
+                 43);
+    expect_reply(S("(-1\r\n"), CH_RESP_BIGNUM, 5, 0, 1, 2);
+    expect_reply(S("!21\r\nSYNTAX invalid syntax\r\n"), CH_RESP_BLOB_ERROR, 28, 21, 5, 21);
+    expect_reply(S("!0\r\n\r\n"), CH_RESP_BLOB_ERROR, 6, 0, 4, 0);
+    expect_reply(S("=15\r\ntxt:Some string\r\n"), CH_RESP_VERBATIM, 22, 15, 5, 15);
+    expect_reply(S("%2\r\n+a\r\n:1\r\n+b\r\n:2\r\n"), CH_RESP_MAP, 20, 2, 4, 16);
+    expect_reply(S("%0\r\n"), CH_RESP_MAP, 4, 0, 4, 0);
+    expect_reply(S("~3\r\n:1\r\n_\r\n#t\r\n"), CH_RESP_SET, 15, 3, 4, 11);
+    expect_reply(S(">3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$1\r\nx\r\n"), CH_RESP_PUSH, 32, 3, 4,
+                 28);
+    /* Maps and sets inside arrays and maps, a push's elements of any type. */
+    expect_reply(S("*2\r\n%1\r\n~1\r\n,1\r\n*0\r\n_\r\n"), CH_RESP_ARRAY, 23, 2, 4, 19);
+    expect_reply(S(">2\r\n+invalidate\r\n*1\r\n$1\r\nk\r\n"), CH_RESP_PUSH, 28, 2, 4, 24);
+
+    /* An attribute before the element: the element's type and fields, attr its offset. */
+    prep p = scan(S("|1\r\n+ttl\r\n:3600\r\n:42\r\n+next\r\n"), NULL);
+    assert_int_equal(p.st, CH_RESP_OK);
+    assert_int_equal(p.r.type, CH_RESP_INTEGER);
+    assert_int_equal(p.r.attr, 17);
+    assert_int_equal(p.r.len, 22);
+    assert_true(p.r.integer == 42);
+    assert_int_equal(p.r.body, 18);
+    /* Attributes inside an aggregate are parts of its elements; an empty one annotates too. */
+    p = scan(S("*2\r\n|1\r\n+k\r\n+v\r\n$1\r\na\r\n|0\r\n:7\r\n"), NULL);
+    assert_int_equal(p.st, CH_RESP_OK);
+    assert_int_equal(p.r.type, CH_RESP_ARRAY);
+    assert_int_equal(p.r.len, 31);
+    assert_int_equal(p.r.attr, 0);
+    /* Two attributes in a row, and an attribute whose values are aggregates. */
+    p = scan(S("|1\r\n+a\r\n*1\r\n:1\r\n|1\r\n+b\r\n%1\r\n+x\r\n+y\r\n_\r\n"), NULL);
+    assert_int_equal(p.st, CH_RESP_OK);
+    assert_int_equal(p.r.type, CH_RESP_NULL);
+    assert_int_equal(p.r.attr, 36);
+    assert_int_equal(p.r.len, 39);
+    /* Walking a map: keys and values alternate, twice its count, ending at its end. */
+    const char m[] = "%2\r\n$1\r\na\r\n~1\r\n,2.5\r\n$1\r\nb\r\n_\r\n";
+    prep top = scan(S(m), NULL);
+    assert_int_equal(top.st, CH_RESP_OK);
+    const ch_resp_type types[] = {CH_RESP_BULK, CH_RESP_SET, CH_RESP_BULK, CH_RESP_NULL};
+    size_t pos = top.r.body;
+    for (size_t i = 0; i < 4; i++) {
+        prep e = scan(m + pos, top.r.len - pos, NULL);
+        assert_int_equal(e.st, CH_RESP_OK);
+        assert_int_equal(e.r.type, types[i]);
+        pos += e.r.len;
+    }
+    assert_int_equal(pos, sizeof m - 1);
+}
+
+static void test_reply_resp3_malformed(void **state)
+{
+    (void)state;
+    const char *bl = "Protocol error: invalid bulk length";
+    const char *mb = "Protocol error: invalid multibulk length";
+    const struct {
+        const char *s;
+        size_t n;
+        const char *msg;
+    } cases[] = {
+        {S("_x"), "Protocol error: invalid null"},
+        {S("_\rx"), "Protocol error: invalid null"},
+        {S("#x\r\n"), "Protocol error: invalid boolean"},
+        {S("#T\r\n"), "Protocol error: invalid boolean"},
+        {S("#t\n"), "Protocol error: invalid boolean"},
+        {S("#t\rx"), "Protocol error: invalid boolean"},
+        {S(",\r\n"), "Protocol error: invalid double"},
+        {S(",abc\r\n"), "Protocol error: invalid double"},
+        {S(",.5\r\n"), "Protocol error: invalid double"},
+        {S(",1e\r\n"), "Protocol error: invalid double"},
+        {S(",1 \r\n"), "Protocol error: invalid double"},
+        {S(",infinity\r\n"), "Protocol error: invalid double"},
+        {S("(\r\n"), "Protocol error: invalid big number"},
+        {S("(-\r\n"), "Protocol error: invalid big number"},
+        {S("(12a\r\n"), "Protocol error: invalid big number"},
+        {S("(+1\r\n"), "Protocol error: invalid big number"},
+        {S(",1\rx"), "Protocol error: expected LF after CR"},
+        {S("!-1\r\n"), bl},
+        {S("=-1\r\n"), bl},
+        {S("=3\r\nabc\r\n"), "Protocol error: invalid verbatim string"},
+        {S("=4\r\nabcd\r\n"), "Protocol error: invalid verbatim string"},
+        {S("=5\r\ntxt;x\r\n"), "Protocol error: invalid verbatim string"},
+        {S("%-1\r\n"), mb},
+        {S("~-1\r\n"), mb},
+        {S(">-1\r\n"), mb},
+        {S("|-1\r\n"), mb},
+        {S("%?\r\n"), mb},
+        {S("$?\r\n"), bl},
+        {S(";4\r\nabcd\r\n"), "Protocol error: streamed RESP3 types are not supported"},
+        {S(".\r\n"), "Protocol error: streamed RESP3 types are not supported"},
+        {S("*1\r\n>1\r\n:1\r\n"), "Protocol error: push inside an aggregate"},
+        {S("%1\r\n+k\r\n>1\r\n:1\r\n"), "Protocol error: push inside an aggregate"},
+        {S("|1\r\n+k\r\n>1\r\n:1\r\n"), "Protocol error: push inside an aggregate"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_reply_fail(cases[i].s, cases[i].n, NULL, CH_RESP_BAD, cases[i].msg);
+    /* A number line never found its end within 4096 bytes: refused, not awaited. */
+    static char lng[4200];
+    lng[0] = ',';
+    memset(lng + 1, '1', sizeof lng - 1);
+    expect_reply_fail(lng, sizeof lng, NULL, CH_RESP_BAD, "Protocol error: invalid double");
+    assert_int_equal(scan(lng, 4097, NULL).st, CH_RESP_INCOMPLETE);
+}
+
+/* Nesting: maps, sets, pushes and attributes count as levels like arrays; 10,000 levels of
+ * any of them are refused once the 65th opens. */
+static void test_reply_resp3_depth(void **state)
+{
+    (void)state;
+    const char *deep = "Protocol error: reply nesting too deep";
+    static char buf[10000 * 4 + 4];
+    const char opens[] = {'%', '~', '|', '*'};
+    for (size_t o = 0; o < sizeof opens; o++) {
+        size_t n = 0;
+        for (size_t i = 0; i < 10000; i++) {
+            buf[n++] = opens[o];
+            memcpy(buf + n, "1\r\n", 3);
+            n += 3;
+        }
+        expect_reply_fail(buf, n, NULL, CH_RESP_TOO_BIG, deep);
+        expect_reply_fail(buf, 65 * 4, NULL, CH_RESP_TOO_BIG, deep);
+        if (opens[o] != '%' && opens[o] != '|') { /* 64 levels of one element each: fine */
+            memcpy(buf + 64 * 4, ":1\r\n", 4);
+            assert_int_equal(scan(buf, 64 * 4 + 4, NULL).st, CH_RESP_OK);
+        }
+    }
+    ch_resp_limits t = tiny_limits(); /* max_depth 3 */
+    assert_int_equal(scan(S("%1\r\n+k\r\n~1\r\n*1\r\n:1\r\n"), &t).st, CH_RESP_OK);
+    expect_reply_fail(S("%1\r\n+k\r\n~1\r\n*1\r\n%0\r\n"), &t, CH_RESP_TOO_BIG, deep);
+    /* An attribute is a level while its own elements are read, not around its element. */
+    assert_int_equal(scan(S("|1\r\n+k\r\n*1\r\n*1\r\n:1\r\n*1\r\n*1\r\n*1\r\n:1\r\n"), &t).st,
+                     CH_RESP_OK);
+    expect_reply_fail(S("|1\r\n+k\r\n*1\r\n*1\r\n*1\r\n:1\r\n"), &t, CH_RESP_TOO_BIG, deep);
+}
+
+typedef struct reply3_case {
+    const char *s;
+    size_t n;
+    ch_resp_type type;
+} reply3_case;
+
+static const reply3_case REPLIES3[] = {
+    {S("_\r\n"), CH_RESP_NULL},
+    {S("#t\r\n"), CH_RESP_BOOL},
+    {S(",-1.5e-10\r\n"), CH_RESP_DOUBLE},
+    {S("(123456789012345678901234567890\r\n"), CH_RESP_BIGNUM},
+    {S("!10\r\nERR ab\r\nbc\r\n"), CH_RESP_BLOB_ERROR},
+    {S("=9\r\ntxt:hello\r\n"), CH_RESP_VERBATIM},
+    {S("%2\r\n$1\r\na\r\n,1\r\n$1\r\nb\r\n%1\r\n_\r\n~0\r\n"), CH_RESP_MAP},
+    {S("~2\r\n#f\r\n(7\r\n"), CH_RESP_SET},
+    {S(">4\r\n$8\r\npmessage\r\n$1\r\n*\r\n$1\r\nc\r\n$1\r\nm\r\n"), CH_RESP_PUSH},
+    {S("|2\r\n+a\r\n:1\r\n+b\r\n*1\r\n_\r\n%1\r\n+k\r\n|0\r\n+v\r\n"), CH_RESP_MAP},
+    {S("|0\r\n|1\r\n+x\r\n+y\r\n$0\r\n\r\n"), CH_RESP_BULK},
+};
+
+/* Every prefix of every RESP3 reply is INCOMPLETE with len < need <= the reply's length. */
+static void test_reply_resp3_every_split(void **state)
+{
+    (void)state;
+    for (size_t t = 0; t < sizeof REPLIES3 / sizeof REPLIES3[0]; t++) {
+        const reply3_case *c = &REPLIES3[t];
+        for (size_t p = 0; p < c->n; p++) {
+            prep r = scan(c->s, p, NULL);
+            if (r.st != CH_RESP_INCOMPLETE || r.need <= p || r.need > c->n)
+                fail_msg("reply %zu prefix %zu: status %d need %zu (full %zu) %s", t, p, r.st,
+                         r.need, c->n, r.err);
+        }
+        prep r = scan(c->s, c->n, NULL);
+        assert_int_equal(r.st, CH_RESP_OK);
+        assert_int_equal(r.r.len, c->n);
+        assert_int_equal(r.r.type, c->type);
+    }
+    /* need values: a map owes two elements per pair; an attribute, its pairs and its element. */
+    assert_int_equal(scan(S("%2\r\n"), NULL).need, 4 + 4 * 3);
+    assert_int_equal(scan(S("|1\r\n"), NULL).need, 4 + 3 * 3);
+    assert_int_equal(scan(S("|1\r\n+a\r\n+b\r\n"), NULL).need, 12 + 3);
+    assert_int_equal(scan(S("#"), NULL).need, 4);
+    assert_int_equal(scan(S("_"), NULL).need, 3);
+    assert_int_equal(scan(S("=100\r\ntxt"), NULL).need, 6 + 100 + 2);
+}
+
 /* ---- copying a key: RESTORE's ttl from PTTL ------------------------------------------------- */
 
 static void expect_restore(int64_t pttl, int64_t elapsed, int64_t want)
@@ -951,6 +1152,10 @@ int main(void)
         cmocka_unit_test(test_reply_limits),
         cmocka_unit_test(test_reply_every_split),
         cmocka_unit_test(test_reply_need_values),
+        cmocka_unit_test(test_reply_resp3_types),
+        cmocka_unit_test(test_reply_resp3_malformed),
+        cmocka_unit_test(test_reply_resp3_depth),
+        cmocka_unit_test(test_reply_resp3_every_split),
         cmocka_unit_test(test_restore_ttl),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
