@@ -191,12 +191,15 @@ int px_server_setup(px_pool *pool, px_server *s, size_t index, const ch_conf_ser
         }
     }
     int n = pool->conf->server_connections;
-    s->nconns = n > 0 ? (unsigned)n : 1u;
+    unsigned kinds = pool->codec->backend_dialects > 0 ? pool->codec->backend_dialects : 1u;
+    s->nper = n > 0 ? (unsigned)n : 1u;
+    s->nconns = s->nper * kinds;
     s->conns = calloc(s->nconns, sizeof(*s->conns));
     if (s->conns == NULL)
         return -1;
     for (unsigned i = 0; i < s->nconns; i++) {
         s->conns[i].server = s;
+        s->conns[i].dialect = (uint8_t)(i / s->nper);
         s->conns[i].flush.flush = conn_flush_cb;
     }
     return 0;
@@ -380,7 +383,8 @@ static void cleanup_send(px_conn *c, px_server *s, px_frag_kind kind, const clea
         return;
     }
     f->kind = kind;
-    f->cid = (uint64_t)(c - s->conns);
+    f->cid = (uint64_t)(c - s->conns) % s->nper;
+    f->dialect = c->dialect;
     s->cleanup_pending++; /* before the send: a connection failing at once releases it */
     if (px_server_send(s, f, encode_cleanup, (void *)a) != 0) {
         px_frag_free(f);
@@ -580,14 +584,6 @@ static void conn_scan(px_conn *c)
     size_t off = 0;
     while (c->stream == st && c->rbuf.len - off > 0 && c->rbuf.len >= c->need) {
         px_frag *f = c->head;
-        if (f == NULL && !c->dedicated) {
-            conn_fail(c, WHY_ERR, "a reply without a request");
-            return;
-        }
-        if (f == NULL && !c->released && c->owner.push == NULL) {
-            conn_fail(c, WHY_ERR, "a reply without a request");
-            return;
-        }
         px_reply r;
         size_t need = 0, consumed = 0;
         char err[128];
@@ -612,10 +608,20 @@ static void conn_scan(px_conn *c)
             conn_fail(c, WHY_ERR, err[0] ? err : "bad reply");
             return;
         }
-        if (f == NULL) { /* a dedicated connection's push (dropped once released) */
+        /* A push by its type is out of band whatever the FIFO holds; on a dedicated connection
+         * with nothing in its FIFO, so is any reply (RESP2's pub/sub messages). The owner gets
+         * it; a shared or released connection drops it. Anything else with nothing waiting is
+         * a protocol error. */
+        bool push = r.kind == PX_REPLY_PUSH;
+        if (f == NULL && !push &&
+            (!c->dedicated || (!c->released && c->owner.push == NULL))) {
+            conn_fail(c, WHY_ERR, "a reply without a request");
+            return;
+        }
+        if (push || f == NULL) {
             c->need = 0;
             off += consumed;
-            if (!c->released)
+            if (c->dedicated && !c->released && c->owner.push != NULL)
                 c->owner.push(c->owner.ctx, c, &r);
             continue;
         }
@@ -779,8 +785,8 @@ static int conn_open(px_conn *c)
         px_frag *f = px_frag_new(0);
         size_t before = c->wbuf.len;
         int n = f == NULL ? -1
-                          : pool->codec->encode_handshake(&c->wbuf, pool->conf, i, &f->expect,
-                                                          &f->what);
+                          : pool->codec->encode_handshake(&c->wbuf, pool->conf, c->dialect, i,
+                                                          &f->expect, &f->what);
         if (n <= 0) {
             c->wbuf.len = before;
             px_frag_free(f);
@@ -939,7 +945,7 @@ static void dedicated_dispose(px_conn *c)
     uv_close((uv_handle_t *)&c->timer, dedicated_free_cb);
 }
 
-px_conn *px_conn_dedicated(px_server *s, const px_conn_owner *owner)
+px_conn *px_conn_dedicated(px_server *s, uint8_t dialect, const px_conn_owner *owner)
 {
     if (s->retired || s->pool->io->stopping)
         return NULL;
@@ -947,6 +953,7 @@ px_conn *px_conn_dedicated(px_server *s, const px_conn_owner *owner)
     if (c == NULL)
         return NULL;
     c->server = s;
+    c->dialect = dialect < s->nconns / s->nper ? dialect : 0u;
     c->flush.flush = conn_flush_cb;
     c->dedicated = true;
     c->owner = *owner;
@@ -1007,7 +1014,8 @@ static void conn_timer_cb(uv_timer_t *t)
 
 int px_server_send(px_server *s, px_frag *f, px_encode_fn enc, void *arg)
 {
-    px_conn *c = &s->conns[f->cid % s->nconns];
+    unsigned kind = f->dialect < s->nconns / s->nper ? f->dialect : 0u;
+    px_conn *c = &s->conns[kind * s->nper + f->cid % s->nper];
     if (c->state == PX_CONN_DOWN) {
         int rc = conn_open(c);
         if (rc < 0) {
@@ -1067,7 +1075,7 @@ void px_probe_due(px_pool *pool)
 
 void px_server_preconnect(px_server *s)
 {
-    for (unsigned i = 0; i < s->nconns; i++)
+    for (unsigned i = 0; i < s->nper; i++) /* kind 0's: the others when a client needs them */
         if (s->conns[i].state == PX_CONN_DOWN && conn_open(&s->conns[i]) < 0)  /* not blamed */
             PX_LOG(s->pool->io, PX_LOG_WARN, "pool %s: cannot preconnect to server %s",
                    s->pool->conf->name, server_name(s));

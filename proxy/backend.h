@@ -42,6 +42,8 @@ struct px_frag {
     void *ctx;         /* the done callback's (request.c: the px_rq) */
     void *tag;         /* and its second (request.c: the route that sent it) */
     uint64_t cid;      /* its client's id: picks the backend connection */
+    uint8_t dialect;   /* its client's (px_msg.dialect): the kind of connection it goes over
+                          (px_codec.backend_dialects) */
     size_t len;        /* its request bytes */
     uint64_t deadline; /* loop time (ms) by which the reply must have arrived */
     uint8_t expect;    /* the codec's reply shape for it (scan_reply) */
@@ -99,6 +101,8 @@ struct px_conn {
     px_server *server;
     px_stream *stream; /* NULL when DOWN */
     px_conn_state state;
+    uint8_t dialect; /* the kind of connection it is (px_codec.backend_dialects): its handshake's,
+                        and the dialect of its replies */
     px_buf wbuf; /* written on the next flush, when UP */
     px_buf rbuf; /* reply bytes read, not yet matched */
     size_t need; /* rbuf must reach this length before scanning again */
@@ -126,8 +130,11 @@ struct px_server {
     const ch_conf_server *conf;  /* its line in the file */
     struct sockaddr_storage sa;  /* resolved at startup (TCP) */
     bool is_unix;
+    /* Its shared connections: server_connections of each kind (px_codec.backend_dialects), kind
+     * by kind: kind k's are conns[k * nper, (k + 1) * nper). A kind's connections are opened
+     * when its first request is sent (kind 0's also at start, px_server_preconnect). */
     px_conn *conns;
-    unsigned nconns;
+    unsigned nconns, nper;
     px_conn *dedicated; /* its dedicated connections (next_dedicated), each its own allocation */
     bool probing; /* this worker has a probe of it in flight (claimed in the pool's px_health),
                      or the clean-up of its rejoin */
@@ -167,8 +174,9 @@ void px_server_preconnect(px_server *s);
 void px_server_free(px_server *s);
 /* A fragment serving nslots slots (kind FORWARD, every other field 0). NULL when out of memory. */
 px_frag *px_frag_new(size_t nslots);
-/* Sends f (kind and cid set) to s, on the connection picked by f->cid so one client's requests
- * to a server keep their order: the connection is opened if down (its handshake first), enc
+/* Sends f (kind, cid and dialect set) to s, on the connection of f's dialect picked by f->cid so
+ * one client's requests to a server keep their order: the connection is opened if down (its
+ * handshake first), enc
  * writes the request into its output, f joins its FIFO. Returns 0: f belongs to the connection
  * (its outcome goes to f->done, possibly before this returns, when the connection cannot be
  * opened); -1: enc ran out of memory, f is the caller's again. */
@@ -186,10 +194,13 @@ void px_server_moved(px_server *s);
  * subscriptions sent without a fragment (px_conn_send with f NULL). So the n-th reply read still
  * belongs to the n-th fragment of the FIFO as long as requests sent without a fragment are only
  * sent while the FIFO holds nothing that a push could overtake (session.c sends them only on a
- * subscribed connection, whose FIFO holds the handshake alone).
+ * subscribed connection, whose FIFO holds the handshake alone). A reply that is a push by its
+ * type (RESP3's ">", PX_REPLY_PUSH) goes to push whatever the FIFO holds, and is dropped on a
+ * shared connection: it is never taken for a request's reply.
  * Cost: a connect per dedicated connection; it is closed, never reused, when released. */
-/* NULL when it cannot be opened or out of memory. */
-px_conn *px_conn_dedicated(px_server *s, const px_conn_owner *owner);
+/* A connection of kind dialect (px_codec.backend_dialects); NULL when it cannot be opened or out
+ * of memory. */
+px_conn *px_conn_dedicated(px_server *s, uint8_t dialect, const px_conn_owner *owner);
 /* Sends f on c as px_server_send does (f NULL: bytes whose replies, if any, go to push).
  * 0, or -1 when enc ran out of memory (f is the caller's again). */
 int px_conn_send(px_conn *c, px_frag *f, px_encode_fn enc, void *arg);

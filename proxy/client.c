@@ -17,6 +17,7 @@
  */
 #include "client.h"
 #include "dispatch.h"
+#include "roster.h"
 #include "tls.h"
 
 #include <netinet/in.h>
@@ -47,6 +48,12 @@ static bool client_busy(const px_client *c)
 {
     return c->nreqs >= PX_MAX_CLIENT_REQUESTS ||
            (c->nreqs > 0 && c->inflight_bytes >= c->pool->max_client_inflight);
+}
+
+/* Whether rq's reply goes to the client: not when the client asked for none (CLIENT REPLY). */
+static bool replied(const px_rq *rq)
+{
+    return (rq->msg.flags & PX_MSG_SILENT) == 0;
 }
 
 /* Counts rq, whose reply is complete, once: class, error or not, latency. */
@@ -113,10 +120,10 @@ static void client_rq_done(px_rq *rq)
         c->inflight_bytes -= h->msg.len;
         if (h->counted)
             c->stored -= h->reply.len;
-        if (c->head != NULL)
+        if (c->head != NULL && replied(c->head))
             c->head->out = &c->wbuf; /* the new head's reply goes straight to the output */
         bool close_after = h->close_after;
-        int rc = h->direct ? 0 : px_buf_append(&c->wbuf, h->reply.p, h->reply.len);
+        int rc = h->direct || !replied(h) ? 0 : px_buf_append(&c->wbuf, h->reply.p, h->reply.len);
         px_rq_free(h);
         if (rc != 0) {
             px_client_close(c);
@@ -143,7 +150,8 @@ static px_rq *client_rq(px_client *c, const px_msg *m)
         c->tail->next = rq;
     } else {
         c->head = rq;
-        rq->out = &c->wbuf; /* at the head: its reply goes straight to the output */
+        if (replied(rq))
+            rq->out = &c->wbuf; /* at the head: its reply goes straight to the output */
     }
     c->tail = rq;
     c->nreqs++;
@@ -175,6 +183,44 @@ static void client_hook_close(void *arg)
     px_client *c = arg;
     c->pool->stats.client_err++;
     px_client_close(c);
+}
+
+/* ---- the connection's own facts (HELLO, CLIENT) ------------------------------------------ */
+
+/* CLIENT LIST and INFO (px_local.clients): the pool's roster, or c's card alone. */
+static int client_list(void *arg, bool self, px_buf *out)
+{
+    px_client *c = arg;
+    px_roster *r = c->pool->shared->roster;
+    if (r == NULL || c->card == NULL)
+        return -1;
+    return px_roster_text(r, self ? c->card : NULL, px_io_now(c->pool->io), out);
+}
+
+/* What a request set on the connection (ctx, its spans into raw): its name, library, protocol
+ * and reply mode. 0, or -1 when out of memory. */
+static int client_apply(px_client *c, const px_local *ctx, const char *raw)
+{
+    px_roster *r = c->pool->shared->roster;
+    c->reply_mode = (uint8_t)ctx->reply_mode;
+    if (ctx->dialect != c->dialect) {
+        c->dialect = ctx->dialect;
+        if (c->card != NULL)
+            px_card_set_resp(r, c->card, ctx->dialect == PX_DIALECT_RESP3 ? 3u : 2u);
+    }
+    struct {
+        bool set;
+        px_card_field f;
+        px_span to;
+    } sets[] = {{ctx->set_name, PX_CARD_NAME, ctx->name_to},
+                {ctx->set_lib_name, PX_CARD_LIB_NAME, ctx->lib_name_to},
+                {ctx->set_lib_ver, PX_CARD_LIB_VER, ctx->lib_ver_to}};
+    for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++)
+        if (sets[i].set && (c->card == NULL ||
+                            px_card_set(r, c->card, sets[i].f, raw + sets[i].to.off,
+                                        sets[i].to.len) != 0))
+            return -1;
+    return 0;
 }
 
 /* ---- the AUTH guard ----------------------------------------------------------------------------- */
@@ -381,6 +427,15 @@ static void client_process(px_client *c)
         off += consumed;
         if (m.nargs == 0)
             continue; /* an empty inline line */
+        m.dialect = c->dialect;
+        /* CLIENT REPLY OFF, or SKIP for this one request: served, its reply dropped. */
+        bool silent = c->reply_mode != PX_REPLIES_ON;
+        if (c->reply_mode == PX_REPLIES_SKIP)
+            c->reply_mode = PX_REPLIES_ON;
+        if (silent)
+            m.flags |= PX_MSG_SILENT;
+        if (c->card != NULL)
+            px_card_touch(c->card, m.cmd != NULL ? m.cmd->name : NULL, c->last_read_ms);
         if (px_mem_over() && m.cmd != NULL && m.cmd->cls != PX_CLASS_LOCAL) {
             memory_refusal(c);
             continue;
@@ -392,9 +447,18 @@ static void client_process(px_client *c)
         }
         px_local ctx = {.password = pool->client_password, .authed = c->authed,
                         .auth_blocked = pool->client_password != NULL && auth_blocked(c),
-                        .info = pool->info, .info_arg = pool->info_arg};
+                        .info = pool->info, .info_arg = pool->info_arg, .id = c->id,
+                        .dialect = c->dialect, .pinned = px_session_pinned(c->session),
+                        .reply_mode = (px_reply_mode)c->reply_mode, .silent = silent,
+                        .clients = client_list, .clients_arg = c};
+        if (c->card != NULL)
+            ctx.name = px_card_name(c->card, &ctx.name_len);
         px_session_hooks hooks = {.emit = client_emit, .close = client_hook_close, .arg = c};
         px_dispatch(rq, &ctx, &c->session, &hooks); /* rq may be gone */
+        if (client_apply(c, &ctx, m.raw) != 0) {
+            px_client_close(c);
+            return;
+        }
         c->authed = ctx.authed;
         if (ctx.authed)
             c->auth_fails = 0;
@@ -515,6 +579,8 @@ static void client_close_cb(uv_handle_t *h)
         rq = next;
     }
     px_session_free(c->session); /* after: the requests it holds have lost their owner */
+    if (c->card != NULL)
+        px_roster_leave(c->pool->shared->roster, c->card);
     px_buf_free(&c->rbuf);
     px_buf_free(&c->wbuf);
     free(c);
@@ -545,10 +611,12 @@ void px_client_accept(px_pool *pool, uv_stream_t *listener)
         free(c);
         return;
     }
+    /* Ids are the process's, as a server's are (CLIENT ID): from 1, never reused. */
+    static uint64_t next_id = 1;
     st->owner = c;
     c->stream = st;
     c->pool = pool;
-    c->id = pool->next_client_id++;
+    c->id = __atomic_fetch_add(&next_id, 1u, __ATOMIC_RELAXED);
     c->flush.flush = client_flush_cb;
     c->closing = true; /* until accepted: a failure below frees it through the close callback */
     if (uv_accept(listener, &st->u.stream) < 0) {
@@ -588,6 +656,12 @@ void px_client_accept(px_pool *pool, uv_stream_t *listener)
     PX_ATOMIC_ADD(*pool->clients_open, 1);
     c->last_read_ms = c->last_write_ms = px_io_now(pool->io);
     c->addr_hash = peer_hash(&st->u.stream);
+    if (pool->shared->roster != NULL &&
+        (c->card = px_roster_join(pool->shared->roster, c->id, &st->u.stream,
+                                  c->last_read_ms)) == NULL) {
+        px_client_close(c);
+        return;
+    }
     pool->m.clients_accepted++;
     PX_ATOMIC_ADD(*pool->accepted_total, 1);
     if (pool->tls_listen != NULL) {

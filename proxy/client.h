@@ -14,11 +14,15 @@
 typedef struct px_client px_client;
 typedef struct px_rq px_rq; /* request.h */
 typedef struct px_session px_session; /* session.h */
+typedef struct px_card px_card; /* roster.h */
 
 struct px_client {
     px_stream *stream;
     px_pool *pool;
-    uint64_t id;
+    uint64_t id;         /* unique in the process (CLIENT ID) */
+    px_card *card;       /* its entry in the pool's roster (CLIENT LIST), with its name */
+    uint8_t dialect;     /* PX_DIALECT_*: its requests' (HELLO switches it) */
+    uint8_t reply_mode;  /* px_reply_mode: CLIENT REPLY's */
     px_dl link;          /* in the pool's client list */
     px_flushable flush;  /* marked when it has replies to write, or its state changed */
     px_buf rbuf;

@@ -13,6 +13,7 @@
 #include "notify.h"
 #include "reload.h"
 #include "resolve.h"
+#include "roster.h"
 #include "stats.h"
 
 #include "hot/near.h"
@@ -244,9 +245,12 @@ int px_ctl_init(px_ctl *m, ch_config *cfg, unsigned nworkers)
         } else if (px_shared_pool_init(&m->pools[i], m->conf, pc, why, sizeof(why)) != 0) {
             PX_LOG(m, PX_LOG_ERR, "%s", why);
             rc = -1;
-        } else if ((m->pools[i].near_gens = ch__near_gens_new()) == NULL) {
+        } else if ((m->pools[i].near_gens = ch__near_gens_new()) == NULL ||
+                   (m->pools[i].roster = px_roster_new()) == NULL) {
             PX_LOG(m, PX_LOG_ERR, "pool %s: out of memory", pc->name);
             px_shared_pool_clear(&m->pools[i]);
+            ch__near_gens_free(m->pools[i].near_gens);
+            m->pools[i].near_gens = NULL;
             rc = -1;
         } else {
             m->pools[i].near_workers = nworkers;
@@ -327,6 +331,7 @@ void px_ctl_free(px_ctl *m)
     for (size_t i = 0; i < m->npools; i++) {
         px_shared_pool_clear(&m->pools[i]);
         ch__near_gens_free(m->pools[i].near_gens);
+        px_roster_free(m->pools[i].roster);
     }
     free(m->pools);
     m->pools = NULL;

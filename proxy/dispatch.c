@@ -81,6 +81,8 @@ void px_dispatch(px_rq *rq, px_local *ctx, px_session **session, const px_sessio
         px_buf out = {0};
         int rc = rq->codec->answer_local(ctx, m, &out);
         rq->close_after = ctx->close;
+        if (!ctx->silent) /* CLIENT REPLY ON: replied to whatever the mode was */
+            rq->msg.flags &= ~(uint32_t)PX_MSG_SILENT;
         if (rc < 0)
             px_rq_fail(rq, PX_ERR_SERVER, "out of memory");
         else

@@ -104,6 +104,9 @@ typedef struct px_shared_pool {
      * their count: set at start for the process's life, untouched by reloads (like clients). */
     struct ch__near_gens *near_gens;
     unsigned near_workers;
+    /* Its client connections on every worker, for CLIENT LIST (roster.h): set at start for the
+     * process's life, untouched by reloads. */
+    struct px_roster *roster;
 } px_shared_pool;
 
 /* Why a pool in etcd cannot prove its membership current, for its error reply. */
@@ -216,7 +219,6 @@ typedef struct px_pool {
     uint64_t fd_log_at, fd_unlogged; /* rate-limited "out of descriptors" lines */
     uint64_t mem_log_at;             /* and "memory budget reached" lines */
     px_dl clients;
-    uint64_t next_client_id;   /* of this worker's clients of the pool */
     uint64_t *accepted_total;  /* the control thread's count over all pools (atomic) */
     uint64_t *clients_open;    /* client connections open in every pool and worker (atomic) */
     uint64_t clients_max;      /* the descriptors left for clients: a pool without

@@ -62,6 +62,8 @@ struct px_pubsub {
     sub_conn *conns;
     size_t nconns, conns_cap;
     bool closing; /* the client is being closed: nothing more is sent */
+    uint8_t dialect; /* the client's: its connections speak it, its confirmations are written
+                        in it (it does not change while subscribed: px_session_pinned) */
 };
 
 px_pubsub *px_pubsub_new(px_pool *pool, uint64_t cid, const px_session_hooks *hooks)
@@ -209,7 +211,7 @@ static sub_conn *conn_to(px_pubsub *ps, px_server *s)
         ps->conns_cap = cap;
     }
     px_conn_owner owner = {.push = sub_push, .closed = sub_closed, .ctx = ps};
-    px_conn *c = px_conn_dedicated(s, &owner);
+    px_conn *c = px_conn_dedicated(s, ps->dialect, &owner);
     if (c == NULL)
         return NULL;
     sc = &ps->conns[ps->nconns++];
@@ -317,7 +319,8 @@ static int subscribe(px_pubsub *ps, px_rq *rq, sub_wait *w, bool pattern)
                 add(&ps->chans, &ps->nchans, &ps->chans_cap, p, len, sc->uid) != 0)
                 return -1;
         }
-        if (pool->codec->encode_sub_reply(&w->reply, op, p, len, px_pubsub_count(ps)) != 0)
+        if (pool->codec->encode_sub_reply(&w->reply, ps->dialect, op, p, len,
+                                          px_pubsub_count(ps)) != 0)
             return -1;
     }
     return 0;
@@ -345,7 +348,8 @@ static int unsubscribe_one(px_pubsub *ps, sub_wait *w, bool pattern, size_t i)
     char *copy = v[i].p;
     v[i].p = NULL;
     drop(v, pattern ? &ps->npats : &ps->nchans, i);
-    rc = ps->pool->codec->encode_sub_reply(&w->reply, op, copy, len, px_pubsub_count(ps));
+    rc = ps->pool->codec->encode_sub_reply(&w->reply, ps->dialect, op, copy, len,
+                                           px_pubsub_count(ps));
     free(copy);
     return rc;
 }
@@ -356,7 +360,7 @@ static int unsubscribe(px_pubsub *ps, px_rq *rq, sub_wait *w, bool pattern)
     size_t *n = pattern ? &ps->npats : &ps->nchans;
     if (rq->msg.nkeys == 0) { /* every one; Redis answers one nil when there is none */
         if (*n == 0)
-            return ps->pool->codec->encode_sub_reply(&w->reply, op, NULL, 0,
+            return ps->pool->codec->encode_sub_reply(&w->reply, ps->dialect, op, NULL, 0,
                                                      px_pubsub_count(ps));
         while (*n > 0)
             if (unsubscribe_one(ps, w, pattern, *n - 1) != 0)
@@ -370,7 +374,7 @@ static int unsubscribe(px_pubsub *ps, px_rq *rq, sub_wait *w, bool pattern)
         if (i != SIZE_MAX) {
             if (unsubscribe_one(ps, w, pattern, i) != 0)
                 return -1;
-        } else if (ps->pool->codec->encode_sub_reply(&w->reply, op, p, len,
+        } else if (ps->pool->codec->encode_sub_reply(&w->reply, ps->dialect, op, p, len,
                                                      px_pubsub_count(ps)) != 0) {
             return -1;
         }
@@ -402,6 +406,7 @@ void px_pubsub_dispatch(px_pubsub *ps, px_rq *rq)
     }
     w->rq = rq;
     w->remaining = 1; /* held while it is being built: confirmations may not finish it */
+    ps->dialect = rq->msg.dialect;
     px_session_op op = (px_session_op)rq->msg.cmd->session;
     bool pattern = op == PX_SES_PSUBSCRIBE || op == PX_SES_PUNSUBSCRIBE;
     int rc = op == PX_SES_SUBSCRIBE || op == PX_SES_PSUBSCRIBE ? subscribe(ps, rq, w, pattern)

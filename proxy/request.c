@@ -452,6 +452,7 @@ int px_rq_send_own(px_rq *rq, px_slot s, px_route *from, px_server *to, px_encod
     f->ctx = rq;
     f->tag = from;
     f->cid = rq->cid;
+    f->dialect = rq->msg.dialect;
     f->slots[0] = s;
     if (px_server_send(to, f, enc, arg) != 0) {
         px_frag_free(f);
@@ -496,6 +497,7 @@ void px_rq_flush(px_rq *rq)
         f->ctx = rq;
         f->tag = sends[i].route;
         f->cid = rq->cid;
+        f->dialect = rq->msg.dialect;
         for (size_t k = i; k < j; k++)
             f->slots[k - i] = sends[k].slot;
         frags[built] = f;

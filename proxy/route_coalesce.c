@@ -4,10 +4,11 @@
  *
  * Which reads: a request of one slot and one key whose command is a read that may be retried
  * (px_cmd cls PX_CLASS_READ, retry: GET, HGET, memcached get k, mg k ...). Identical: the same
- * request bytes, started on the same tree (a reload's new tree starts its own groups, so a
- * waiter is answered through this very route of its own tree). A waiter gets the server's
- * answer to the leader, which the server may have read up to one round trip before the waiter
- * arrived: what a read sent together with the leader would get. Read-your-writes holds
+ * request bytes from clients of the same dialect (a RESP2 client never gets a reply written for
+ * a RESP3 one: HGETALL's is a map there), started on the same tree (a reload's new tree starts
+ * its own groups, so a waiter is answered through this very route of its own tree). A waiter
+ * gets the server's answer to the leader, which the server may have read up to one round trip
+ * before the waiter arrived: what a read sent together with the leader would get. Read-your-writes holds
  * through this worker: a write (any request of another class) of a key closes the groups of
  * its key before it is sent, so a read after it starts a group of its own. A client's
  * connection lives on one worker, so its own writes always close them; writes of other
@@ -102,6 +103,7 @@ static void coalesce_start(px_route *rt, px_rq *rq, px_slot s)
     for (; pool->flights[p].leader != NULL; p = (p + 1) & MASK) {
         px_rq *l = pool->flights[p].leader;
         if (pool->flights[p].khash == h && l->tree == rq->tree && l->msg.len == rq->msg.len &&
+            l->msg.dialect == rq->msg.dialect &&
             memcmp(l->msg.raw, rq->msg.raw, rq->msg.len) == 0) {
             /* Join: first in the leader's list (answered in any order: each its own client). */
             uint64_t *head = px_rq_state(l, 0, rt);

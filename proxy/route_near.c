@@ -15,12 +15,12 @@
  *        before it is served after it), then answered as the child answers;
  *   anything else (gets with CAS, TTL, ...) -> passed on as it is.
  *
- * Entries are keyed by the command (a GET's reply is not an MGET part's) and the key's bytes,
- * their generations by the key alone. The TTL is counted from the request's arrival, before its
- * send: a value served is at most hot_cache old. What is not seen: writes that do not pass
- * through the tree (another proxy, a client of the server, MULTI/EXEC sessions): the TTL alone
- * bounds them. State per slot (px_rq_state): low byte the step, bit 8 "cached lately", high 32
- * bits the generation.
+ * Entries are keyed by the command (a GET's reply is not an MGET part's), the client's dialect
+ * and the key's bytes, their generations by the key alone. The TTL is counted from the
+ * request's arrival, before its send: a value served is at most hot_cache old. What is not
+ * seen: writes that do not pass through the tree (another proxy, a client of the server,
+ * MULTI/EXEC sessions): the TTL alone bounds them. State per slot (px_rq_state): low byte the
+ * step, bit 8 "cached lately", high 32 bits the generation.
  */
 #include "route_near.h"
 #include "pool.h"
@@ -43,8 +43,9 @@ typedef struct stored_head {
     int64_t integer;
 } stored_head;
 
-/* Slot s's key bytes (decoded), its hash, and the entry's key (the command, then the key) in
- * ek[0, *eklen). False when the key does not decode or is too long to cache. */
+/* Slot s's key bytes (decoded), its hash, and the entry's key (the command, the client's
+ * dialect, then the key) in ek[0, *eklen): a reply is replayed only to a client of the dialect
+ * it was written for. False when the key does not decode or is too long to cache. */
 static bool entry_key(px_rq *rq, px_slot s, uint64_t *hh, char *ek, size_t *eklen)
 {
     char buf[PX_MAX_ROUTE_KEY];
@@ -57,8 +58,9 @@ static bool entry_key(px_rq *rq, px_slot s, uint64_t *hh, char *ek, size_t *ekle
     *hh = XXH3_64bits(key, len);
     const px_cmd *cmd = rq->msg.cmd;
     memcpy(ek, &cmd, sizeof(cmd));
-    memcpy(ek + sizeof(cmd), key, len);
-    *eklen = sizeof(cmd) + len;
+    ek[sizeof(cmd)] = (char)rq->msg.dialect;
+    memcpy(ek + sizeof(cmd) + 1, key, len);
+    *eklen = sizeof(cmd) + 1 + len;
     return true;
 }
 
@@ -100,7 +102,7 @@ static void near_start(px_route *rt, px_rq *rq, px_slot s)
 {
     px_pool *pool = rq->pool;
     const px_cmd *cmd = rq->msg.cmd;
-    char ek[sizeof(void *) + MAX_CACHED_KEY];
+    char ek[sizeof(void *) + 1 + MAX_CACHED_KEY];
     size_t eklen;
     uint64_t hh;
     if (pool->near == NULL || rq->msg.nkeys == 0 || rq->shadow) {
@@ -153,7 +155,7 @@ static void keep(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
 {
     px_pool *pool = rq->pool;
     uint64_t st = *px_rq_state(rq, s, rt);
-    char ek[sizeof(void *) + MAX_CACHED_KEY];
+    char ek[sizeof(void *) + 1 + MAX_CACHED_KEY];
     size_t eklen;
     uint64_t hh;
     if (r->kind != PX_REPLY_VALUE || pool->near == NULL ||

@@ -49,6 +49,8 @@ struct px_session {
     txn_state txn;
     bool in_multi;  /* ABORTED: MULTI was given (else a WATCH's connection failed before it) */
     px_conn *conn;  /* the transaction's (WATCHING, MULTI); its server: conn->server */
+    uint8_t dialect; /* the client's (px_msg.dialect) at its last request: its connections
+                        speak it, and it cannot change while they are open (px_session_pinned) */
     px_pubsub *pubsub; /* NULL until the first subscription */
 };
 
@@ -160,7 +162,7 @@ static void conn_closed(void *ctx, px_conn *c, const char *why)
 static int open_conn(px_session *ss, px_server *s)
 {
     px_conn_owner owner = {.push = NULL, .closed = conn_closed, .ctx = ss};
-    ss->conn = px_conn_dedicated(s, &owner);
+    ss->conn = px_conn_dedicated(s, ss->dialect, &owner);
     return ss->conn != NULL ? 0 : -1;
 }
 
@@ -190,7 +192,7 @@ static px_server *keys_server(const px_session *ss, const px_rq *rq, bool *cross
 static void answer(px_rq *rq, px_txn_reply what)
 {
     px_buf b = {0};
-    if (rq->codec->encode_txn(&b, what) != 0)
+    if (rq->codec->encode_txn(&b, rq->msg.dialect, what) != 0)
         px_rq_fail(rq, PX_ERR_SERVER, "out of memory");
     else
         px_rq_finish(rq, b.p, b.len, what == PX_TXN_EXECABORT);
@@ -376,12 +378,21 @@ bool px_session_subscribed(const px_session *ss)
     return ss != NULL && ss->pubsub != NULL && px_pubsub_count(ss->pubsub) > 0;
 }
 
+bool px_session_pinned(const px_session *ss)
+{
+    return ss != NULL && (ss->conn != NULL || ss->txn != TXN_NONE ||
+                          (ss->pubsub != NULL && px_pubsub_count(ss->pubsub) > 0));
+}
+
 bool px_session_dispatch(px_session *ss, px_rq *rq)
 {
     const px_cmd *c = rq->msg.cmd;
     px_session_op op = (px_session_op)c->session;
     bool sub_op = op >= PX_SES_SUBSCRIBE && op <= PX_SES_PUNSUBSCRIBE;
-    if (px_session_subscribed(ss) && !sub_op) {
+    ss->dialect = rq->msg.dialect;
+    /* RESP2's pub/sub mode; a RESP3 client subscribed goes on with any command (its messages
+     * are pushes, which its replies cannot be mistaken for). */
+    if (px_session_subscribed(ss) && !sub_op && rq->msg.dialect == PX_DIALECT_RESP2) {
         if ((c->flags & PX_CMD_SUBSCRIBED) != 0)
             return false; /* PING (answered as in pub/sub mode), QUIT */
         char name[72], msg[200];

@@ -26,6 +26,9 @@ px_session *px_session_new(px_pool *pool, uint64_t cid, const px_session_hooks *
 void px_session_free(px_session *ss);
 /* Whether the client is in pub/sub mode (subscribed to something). */
 bool px_session_subscribed(const px_session *ss);
+/* Whether the client holds backend connections of its dialect (a transaction, WATCH,
+ * subscriptions): its dialect (HELLO) may not change meanwhile. NULL: false. */
+bool px_session_pinned(const px_session *ss);
 /* Serves rq when it is the session's: a transaction command, a command inside a transaction or
  * after WATCH, a subscription, or any command in pub/sub mode (refused unless allowed there).
  * Returns false when rq is not the session's (dispatch serves it as usual). rq may complete,

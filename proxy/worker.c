@@ -239,7 +239,6 @@ static int pool_init(px_worker *w, px_pool *pool, px_shared_pool *sp, int fd)
     pool->tls_listen = sp->tls_listen;
     pool->tls_servers = sp->tls_servers;
     pool->nservers = sp->nservers;
-    pool->next_client_id = 1;
     pool->accepted_total = w->env.accepted_total;
     pool->clients_open = w->env.clients_open;
     pool->clients_max = w->env.clients_max;

@@ -80,7 +80,15 @@ typedef struct px_cmd {
 enum {
     PX_MSG_SWALLOW = 1u << 0,      /* noreply: the client gets no reply, whatever the backend's */
     PX_MSG_ENCODED_KEYS = 1u << 1, /* keys route by codec->route_key (memcached's base64 keys) */
+    PX_MSG_SILENT = 1u << 2,       /* the client asked for no reply to it (Redis's CLIENT REPLY
+                                      OFF or SKIP): it is served, its reply dropped (client.c) */
 };
+
+/* A client connection's dialect of its pool's protocol (px_msg.dialect): codec-defined, 0 the
+ * protocol's first. Redis: RESP2 until HELLO 3 switches the connection to RESP3. The replies a
+ * client gets are its dialect's; the backend connection its requests go over speaks it too
+ * (px_codec.backend_dialects). */
+enum { PX_DIALECT_RESP2 = 0, PX_DIALECT_RESP3 = 1 };
 
 /* One parsed request. Spans point into raw; args and keys are arrays the caller gives (their
  * capacities in args_cap, keys_cap): when nargs > args_cap or nkeys > keys_cap, parse_request
@@ -100,6 +108,8 @@ typedef struct px_msg {
     uint8_t proto[16];   /* codec-private facts about the request (noreply, quiet, ...) */
     uint64_t cursor;     /* PX_CMD_SCAN: the client's cursor as parse_request read it; the
                             route replaces it with the chosen server's own before encoding */
+    uint8_t dialect;     /* its client connection's (PX_DIALECT_*): set by the caller after
+                            parse_request, which leaves it as it was */
 } px_msg;
 
 typedef enum px_reply_kind {
@@ -109,6 +119,9 @@ typedef enum px_reply_kind {
     PX_REPLY_INTEGER, /* integer holds it */
     PX_REPLY_ERROR,   /* the server's own error reply: not a node failure */
     PX_REPLY_FAILED,  /* no reply: made by backend.c on a node failure; p, len: the reason */
+    PX_REPLY_PUSH,    /* out-of-band data (RESP3's ">"): never the reply to a request; a
+                         dedicated connection's owner gets it (px_conn_owner.push), a shared
+                         connection drops it */
 } px_reply_kind;
 
 typedef struct px_reply {
@@ -152,6 +165,9 @@ typedef enum px_txn_reply {
     PX_TXN_EXECABORT, /* EXEC of a transaction refused while queueing (Redis's -EXECABORT) */
 } px_txn_reply;
 
+/* CLIENT REPLY's modes (px_local.reply_mode). */
+typedef enum px_reply_mode { PX_REPLIES_ON, PX_REPLIES_OFF, PX_REPLIES_SKIP } px_reply_mode;
+
 /* What answer_local may look at and change of the client and the proxy. */
 typedef struct px_local {
     const char *password; /* what the client must AUTH with; NULL: none */
@@ -164,12 +180,36 @@ typedef struct px_local {
     /* The INFO text (not framed), or -1 when out of memory. */
     int (*info)(void *arg, px_buf *out);
     void *info_arg;
+    /* The connection as HELLO and CLIENT see it. */
+    uint64_t id;          /* in: unique in the process (CLIENT ID, HELLO's id) */
+    uint8_t dialect;      /* in and out: PX_DIALECT_* (HELLO switches it) */
+    bool pinned;          /* in: the client holds backend connections of its dialect (a
+                             transaction, WATCH, subscriptions): HELLO may not change it */
+    const char *name;     /* in: its name (CLIENT SETNAME), name_len bytes; NULL: none */
+    size_t name_len;
+    px_reply_mode reply_mode; /* in and out: CLIENT REPLY's */
+    bool silent;          /* in: this request's reply is dropped (its mode); out: cleared by a
+                             request that replies whatever the mode (CLIENT REPLY ON) */
+    /* out: what the request sets on the connection, as spans of m->raw, applied by the caller
+     * once answer_local returns: its name (an empty one clears it), its library's name and
+     * version (CLIENT SETINFO). */
+    bool set_name, set_lib_name, set_lib_ver;
+    px_span name_to, lib_name_to, lib_ver_to;
+    /* CLIENT LIST (self false: the pool's clients, one line each) and CLIENT INFO (self true:
+     * this connection's line), not framed; 0, or -1 when out of memory. */
+    int (*clients)(void *arg, bool self, px_buf *out);
+    void *clients_arg;
 } px_local;
 
 typedef struct px_merger px_merger; /* a codec's accumulator for one split request */
 
 typedef struct px_codec {
     const char *name; /* "redis", "memcache" */
+    /* The kinds of backend connection (1 or 2): a request of dialect d goes over a connection
+     * of kind d when d < backend_dialects, else of kind 0; each kind is opened with its own
+     * handshake (encode_handshake's dialect). Redis: a RESP2 and a RESP3 kind, so every reply
+     * reaches a client as its server wrote it for that client's dialect. */
+    uint8_t backend_dialects;
     /* A pool's limits: its clients' requests (lim) and its backends' replies (blim). */
     void (*limits)(const ch_conf_pool *pc, px_limits *lim, px_limits *blim);
     /* One request at the start of buf[0, len). OK: *consumed is its length (0 < consumed;
@@ -202,10 +242,10 @@ typedef struct px_codec {
     int (*encode_walk)(px_buf *out, uint64_t cursor, uint8_t *expect);
     int (*walk_page)(const px_reply *r, uint64_t *next,
                      void (*fn)(void *arg, const char *key, size_t len), void *arg);
-    /* The i-th request sent first on a new backend connection (AUTH, SELECT), named in *what
-     * for the log. 1 written, 0 none left, -1 out of memory. */
-    int (*encode_handshake)(px_buf *out, const ch_conf_pool *pc, size_t i, uint8_t *expect,
-                            const char **what);
+    /* The i-th request sent first on a new backend connection of kind dialect (AUTH, SELECT,
+     * HELLO 3), named in *what for the log. 1 written, 0 none left, -1 out of memory. */
+    int (*encode_handshake)(px_buf *out, const ch_conf_pool *pc, uint8_t dialect, size_t i,
+                            uint8_t *expect, const char **what);
     /* Optional (NULL: requests are never joined). Joining: requests queued back to back on one
      * backend connection, not yet written, go as one request that the server answers with one
      * write (memcached answers every get with a sendmsg of its own, so the proxy would receive a
@@ -290,13 +330,14 @@ typedef struct px_codec {
     /* Optional (NULL: no pub/sub). What a reply read on a subscribed connection, that no
      * request waits for, is (px_push). */
     int (*push_kind)(const px_reply *r);
-    /* The client's confirmation of one (un)subscription: op, the channel or pattern (NULL:
-     * none, as UNSUBSCRIBE answers a client subscribed to nothing), the client's subscriptions
-     * after it. 0, or -1. */
-    int (*encode_sub_reply)(px_buf *out, px_session_op op, const char *name, size_t len,
-                            uint64_t count);
-    /* The replies a transaction's commands get from the proxy itself (px_txn_reply). 0, or -1. */
-    int (*encode_txn)(px_buf *out, px_txn_reply what);
+    /* The client's confirmation of one (un)subscription, in its dialect: op, the channel or
+     * pattern (NULL: none, as UNSUBSCRIBE answers a client subscribed to nothing), the client's
+     * subscriptions after it. 0, or -1. */
+    int (*encode_sub_reply)(px_buf *out, uint8_t dialect, px_session_op op, const char *name,
+                            size_t len, uint64_t count);
+    /* The replies a transaction's commands get from the proxy itself (px_txn_reply), in the
+     * client's dialect. 0, or -1. */
+    int (*encode_txn)(px_buf *out, uint8_t dialect, px_txn_reply what);
     /* The command op with arguments names[0, n) (MULTI, DISCARD, SUBSCRIBE ch...: sent by the
      * proxy itself on a dedicated connection). 0, or -1. */
     int (*encode_op)(px_buf *out, px_session_op op, const char *const *names, const size_t *lens,

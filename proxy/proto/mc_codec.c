@@ -636,10 +636,10 @@ static int mc_walk_page(const px_reply *r, uint64_t *next,
     return -1; /* no END */
 }
 
-static int mc_encode_handshake(px_buf *out, const ch_conf_pool *pc, size_t i, uint8_t *expect,
-                               const char **what)
+static int mc_encode_handshake(px_buf *out, const ch_conf_pool *pc, uint8_t dialect, size_t i,
+                               uint8_t *expect, const char **what)
 {
-    (void)out, (void)pc, (void)i, (void)expect, (void)what;
+    (void)out, (void)pc, (void)dialect, (void)i, (void)expect, (void)what;
     return 0; /* nothing to set up on a memcached connection */
 }
 
@@ -730,6 +730,7 @@ static int mc_answer_local(px_local *ctx, const px_msg *m, px_buf *out)
 }
 
 const px_codec px_codec_memcache = {
+    .backend_dialects = 1,
     .name = "memcache",
     .limits = mc_limits,
     .parse_request = mc_parse_request,

@@ -23,7 +23,8 @@ typedef enum kind {
     K_MSET, /* split by pairs; +OK or the first error */
     K_SUM,  /* split; integer replies summed */
     K_PING, K_ECHO, K_QUIT, K_SELECT, K_COMMAND, K_AUTH, K_INFO,
-    K_HELLO, /* answered by the proxy for protocol 2 */
+    K_HELLO,  /* the connection's protocol: RESP2 or RESP3 */
+    K_CLIENT, /* CLIENT ID, GETNAME, SETNAME, SETINFO, INFO, LIST, REPLY, ...: the connection */
     K_KEYS1, /* every key (from 1, step 2) on one server, forwarded whole (MSETNX) */
     K_SCAN,  /* SCAN: a cursor over every server in membership order (route_scan.c) */
     K_SCRIPT, /* SCRIPT LOAD|EXISTS|FLUSH: sent to every server, replies combined */
@@ -98,7 +99,7 @@ enum { R = 1, W = 0 }; /* R: a read, safe to retry on the next candidate */
     /* answered by the proxy */                                                                  \
     X(ping, K_PING, R, 1) X(echo, K_ECHO, R, 2) X(quit, K_QUIT, R, 1) X(select, K_SELECT, R, 2)   \
     X(command, K_COMMAND, R, 1) X(auth, K_AUTH, R, 2) X(info, K_INFO, R, 1)                      \
-    X(hello, K_HELLO, R, 1)
+    X(hello, K_HELLO, R, 1) X(client, K_CLIENT, R, 2)
 
 /* A kind's key spec and semantics, as constant expressions. */
 #define IS_MULTI(k) ((k) == K_MGET || (k) == K_MSET || (k) == K_SUM)
@@ -385,7 +386,7 @@ static px_parse redis_scan_reply(const px_limits *lim, uint8_t expect, const cha
     if (st != CH_RESP_OK)
         return from_resp(st);
     *consumed = rr.len;
-    r->p = buf;
+    r->p = buf; /* with its attributes, if any: they reach the client with it */
     r->len = rr.len;
     r->integer = rr.integer;
     switch (rr.type) {
@@ -393,13 +394,22 @@ static px_parse redis_scan_reply(const px_limits *lim, uint8_t expect, const cha
         r->kind = PX_REPLY_OK;
         break;
     case CH_RESP_ERROR:
+    case CH_RESP_BLOB_ERROR:
         r->kind = PX_REPLY_ERROR;
         break;
     case CH_RESP_INTEGER:
         r->kind = PX_REPLY_INTEGER;
         break;
-    default: /* bulk, array */
-        r->kind = rr.integer < 0 ? PX_REPLY_MISS : PX_REPLY_VALUE;
+    case CH_RESP_PUSH:
+        r->kind = PX_REPLY_PUSH;
+        break;
+    case CH_RESP_NULL:
+        r->kind = PX_REPLY_MISS;
+        break;
+    default: /* bulk, array (their nulls: misses), and RESP3's other values */
+        r->kind = (rr.type == CH_RESP_BULK || rr.type == CH_RESP_ARRAY) && rr.integer < 0
+                      ? PX_REPLY_MISS
+                      : PX_REPLY_VALUE;
         break;
     }
     return PX_PARSE_OK;
@@ -438,6 +448,25 @@ static int bulk(px_buf *b, const void *data, size_t len)
 static int span_bulk(px_buf *b, const px_msg *m, px_span s)
 {
     return bulk(b, m->raw + s.off, s.len);
+}
+
+/* A null as a dialect writes it where Redis writes a null bulk: "$-1" in RESP2, "_" in RESP3. */
+static int null_bulk(px_buf *b, uint8_t dialect)
+{
+    return dialect == PX_DIALECT_RESP3 ? px_buf_append(b, "_\r\n", 3)
+                                       : px_buf_append(b, "$-1\r\n", 5);
+}
+
+/* Text as Redis replies with a report (INFO, CLIENT INFO, CLIENT LIST): a bulk string in RESP2,
+ * a verbatim string of format "txt" in RESP3. */
+static int verbatim(px_buf *b, uint8_t dialect, const char *text, size_t len)
+{
+    if (dialect != PX_DIALECT_RESP3)
+        return bulk(b, text, len);
+    return px_buf_printf(b, "=%zu\r\ntxt:", len + 4) == 0 && px_buf_append(b, text, len) == 0 &&
+                   px_buf_append(b, "\r\n", 2) == 0
+               ? 0
+               : -1;
 }
 
 /* A request that is not split goes as it came (an inline command as an array); a split one as
@@ -519,7 +548,9 @@ static bool redis_near_cacheable(const px_cmd *cmd)
 static bool redis_is_miss(const px_msg *m, const px_reply *r)
 {
     (void)m;
-    static const char *const shapes[] = {"$-1\r\n", "*-1\r\n", "*0\r\n", "*1\r\n$-1\r\n"};
+    /* RESP2's, then RESP3's: its null, and the empty map and set of HGETALL and SMEMBERS. */
+    static const char *const shapes[] = {"$-1\r\n", "*-1\r\n", "*0\r\n", "*1\r\n$-1\r\n",
+                                         "_\r\n",   "*1\r\n_\r\n", "%0\r\n", "~0\r\n"};
     for (size_t i = 0; i < sizeof(shapes) / sizeof(shapes[0]); i++)
         if (r->len == strlen(shapes[i]) && memcmp(r->p, shapes[i], r->len) == 0)
             return true;
@@ -637,11 +668,15 @@ static int64_t min64(int64_t a, int64_t b)
 }
 
 /* Runs the command in ARGV[2..] and caps KEYS[1]'s lifetime at ARGV[1] ms, atomically; the
- * command's reply is the script's (Lua keeps integers, bulks, nils, arrays and statuses). */
-#define CAP_SCRIPT                                                                               \
+ * command's reply is the script's (Lua keeps integers, bulks, nils, arrays and statuses). For a
+ * RESP3 client the command is called in RESP3 (redis.setresp(3)), so its maps, sets, doubles
+ * and booleans come back to the client as such, as they would without the script. */
+#define CAP_BODY                                                                                 \
     "local r = redis.call(unpack(ARGV, 2)) local t = redis.call('PTTL', KEYS[1]) "              \
     "if t == -1 or t > tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end "     \
     "return r"
+#define CAP_SCRIPT CAP_BODY
+#define CAP_SCRIPT3 "redis.setresp(3) " CAP_BODY
 
 /* Writes of more than one key (a destination besides the routing key, or several keys): the
  * gutter could cap the routing key alone, so they are refused there. */
@@ -767,7 +802,8 @@ static int redis_encode_capped(px_buf *out, const px_msg *m, const uint32_t *key
     }
     int rc = px_buf_printf(out, "*%zu\r\n", 5 + m->nargs);
     rc |= bulk(out, "EVAL", 4);
-    rc |= bulk(out, CAP_SCRIPT, sizeof(CAP_SCRIPT) - 1);
+    rc |= m->dialect == PX_DIALECT_RESP3 ? bulk(out, CAP_SCRIPT3, sizeof(CAP_SCRIPT3) - 1)
+                                         : bulk(out, CAP_SCRIPT, sizeof(CAP_SCRIPT) - 1);
     rc |= bulk(out, "1", 1);
     rc |= span_bulk(out, m, m->args[1]);
     rc |= int_bulk(out, ttl);
@@ -776,28 +812,43 @@ static int redis_encode_capped(px_buf *out, const px_msg *m, const uint32_t *key
     return rc;
 }
 
-static int redis_encode_handshake(px_buf *out, const ch_conf_pool *pc, size_t i,
+/* AUTH (redis_auth), SELECT (redis_db), then HELLO 3 on a connection for RESP3 clients: its
+ * replies are then the server's RESP3 (a server that refuses it, older than Redis 6, is logged
+ * and answers in RESP2, which RESP3 clients read too). */
+static int redis_encode_handshake(px_buf *out, const ch_conf_pool *pc, uint8_t dialect, size_t i,
                                   uint8_t *expect, const char **what)
 {
     *expect = 0;
-    if (i == 0 && pc->redis_auth == NULL)
-        i = 1;
-    if (i == 0) {
+    enum { AUTH, SELECT, HELLO3 } steps[3];
+    size_t n = 0;
+    if (pc->redis_auth != NULL)
+        steps[n++] = AUTH;
+    if (pc->redis_db != 0)
+        steps[n++] = SELECT;
+    if (dialect == PX_DIALECT_RESP3)
+        steps[n++] = HELLO3;
+    if (i >= n)
+        return 0;
+    switch (steps[i]) {
+    case AUTH:
         *what = "AUTH";
         return px_buf_append(out, "*2\r\n$4\r\nAUTH\r\n", 14) == 0 &&
                        bulk(out, pc->redis_auth, strlen(pc->redis_auth)) == 0
                    ? 1
                    : -1;
-    }
-    if (i == 1 && pc->redis_db != 0) {
+    case SELECT: {
         char db[24];
-        int n = snprintf(db, sizeof(db), "%d", pc->redis_db);
+        int len = snprintf(db, sizeof(db), "%d", pc->redis_db);
         *what = "SELECT";
-        return px_buf_append(out, "*2\r\n$6\r\nSELECT\r\n", 16) == 0 && bulk(out, db, (size_t)n) == 0
+        return px_buf_append(out, "*2\r\n$6\r\nSELECT\r\n", 16) == 0 &&
+                       bulk(out, db, (size_t)len) == 0
                    ? 1
                    : -1;
     }
-    return 0;
+    default:
+        *what = "HELLO 3";
+        return px_buf_append(out, "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n", 22) == 0 ? 1 : -1;
+    }
 }
 
 /* ---- merging ----------------------------------------------------------------------------------- */
@@ -950,7 +1001,7 @@ static int redis_merge_end(px_merger *mg, const px_msg *m, px_buf *out)
         rc = px_buf_printf(out, "*%zu\r\n", mg->nslots);
         for (size_t i = 0; rc == 0 && i < mg->nslots; i++)
             rc = mg->slots[i].len == 0
-                     ? px_buf_append(out, "$-1\r\n", 5)
+                     ? null_bulk(out, m->dialect)
                      : px_buf_append(out, mg->vals.p + mg->slots[i].off, mg->slots[i].len);
     } else if (m->cmd->merge == PX_MERGE_SUM) {
         rc = px_buf_printf(out, ":%lld\r\n", (long long)mg->sum);
@@ -1071,7 +1122,8 @@ static int redis_walk_page(const px_reply *r, uint64_t *next,
     return 0;
 }
 
-/* Pushes on a subscribed connection: [kind, ...] with kind one of Redis's words. */
+/* Pushes on a subscribed connection: [kind, ...] with kind one of Redis's words (an array in
+ * RESP2, a push in RESP3). */
 static int redis_push_kind(const px_reply *r)
 {
     ch_resp_reply rr, el;
@@ -1079,7 +1131,7 @@ static int redis_push_kind(const px_reply *r)
     reply_limits(&rl);
     size_t need;
     if (ch_resp_scan_reply(r->p, r->len, &rl, &rr, &need, NULL, 0) != CH_RESP_OK ||
-        rr.type != CH_RESP_ARRAY || rr.integer < 3 ||
+        (rr.type != CH_RESP_ARRAY && rr.type != CH_RESP_PUSH) || rr.integer < 3 ||
         ch_resp_scan_reply(r->p + rr.body, r->len - rr.body, &rl, &el, &need, NULL, 0) !=
             CH_RESP_OK ||
         el.type != CH_RESP_BULK || el.integer < 0)
@@ -1110,17 +1162,19 @@ static const char *op_word(px_session_op op)
     }
 }
 
-static int redis_encode_sub_reply(px_buf *out, px_session_op op, const char *name, size_t len,
-                                  uint64_t count)
+/* A subscription's confirmation: an array in RESP2, a push in RESP3, as Redis writes it. */
+static int redis_encode_sub_reply(px_buf *out, uint8_t dialect, px_session_op op,
+                                  const char *name, size_t len, uint64_t count)
 {
     const char *w = op_word(op);
-    int rc = px_buf_append(out, "*3\r\n", 4) | bulk(out, w, strlen(w));
-    rc |= name != NULL ? bulk(out, name, len) : px_buf_append(out, "$-1\r\n", 5);
+    int rc = px_buf_append(out, dialect == PX_DIALECT_RESP3 ? ">3\r\n" : "*3\r\n", 4) |
+             bulk(out, w, strlen(w));
+    rc |= name != NULL ? bulk(out, name, len) : null_bulk(out, dialect);
     rc |= px_buf_printf(out, ":%llu\r\n", (unsigned long long)count);
     return rc != 0 ? -1 : 0;
 }
 
-static int redis_encode_txn(px_buf *out, px_txn_reply what)
+static int redis_encode_txn(px_buf *out, uint8_t dialect, px_txn_reply what)
 {
     static const char abort[] = "-EXECABORT Transaction discarded because of previous errors.\r\n";
     switch (what) {
@@ -1128,8 +1182,9 @@ static int redis_encode_txn(px_buf *out, px_txn_reply what)
         return px_buf_append(out, "+OK\r\n", 5);
     case PX_TXN_EMPTY:
         return px_buf_append(out, "*0\r\n", 4);
-    case PX_TXN_NIL:
-        return px_buf_append(out, "*-1\r\n", 5);
+    case PX_TXN_NIL: /* a null array: RESP3 has one null */
+        return dialect == PX_DIALECT_RESP3 ? px_buf_append(out, "_\r\n", 3)
+                                           : px_buf_append(out, "*-1\r\n", 5);
     default:
         return px_buf_append(out, abort, sizeof(abort) - 1);
     }
@@ -1157,12 +1212,307 @@ static int reply(px_buf *out, const char *p, size_t len)
     return px_buf_append(out, p, len) == 0 ? 0 : -1;
 }
 
+/* An error reply with its own code ("-WRONGPASS ...\r\n"): 1, or -1. */
+static int reply_coded(px_buf *out, const char *line)
+{
+    return px_buf_append(out, line, strlen(line)) == 0 ? 1 : -1;
+}
+
+static const char WRONGPASS[] =
+    "-WRONGPASS invalid username-password pair or user is disabled.\r\n";
+
+/* Whether the span is a name Redis accepts for a client (CLIENT SETNAME, HELLO SETNAME) or a
+ * library (CLIENT SETINFO): printable ASCII without spaces, '!' to '~'. */
+static bool name_ok(const px_msg *m, px_span sp)
+{
+    for (uint32_t i = 0; i < sp.len; i++) {
+        unsigned char c = (unsigned char)m->raw[sp.off + i];
+        if (c < '!' || c > '~')
+            return false;
+    }
+    return true;
+}
+
+static const char BAD_NAME[] =
+    "Client names cannot contain spaces, newlines or special characters.";
+
+/* The credentials user, password against the pool's: the user "default" with the password
+ * clients AUTH with (client_auth, else redis_auth), or any password when there is none, as
+ * Redis's default user without requirepass. Sets authed, auth_failed as AUTH does. 0 when
+ * they pass, else the error written (1, or -1). */
+static int authenticate(px_local *ctx, const char *user, size_t ulen, const char *pw,
+                        size_t pwlen, px_buf *out)
+{
+    if (ctx->auth_blocked) {
+        ctx->authed = false;
+        return reply_error(out, "too many failed AUTH attempts, try again later");
+    }
+    bool user_ok = ulen == 7 && memcmp(user, "default", 7) == 0;
+    bool pw_ok = ctx->password == NULL ||
+                 px_equal_secret(pw, pwlen, ctx->password, strlen(ctx->password));
+    if (user_ok && pw_ok) {
+        ctx->authed = true;
+        return 0;
+    }
+    ctx->authed = false;
+    ctx->auth_failed = true;
+    return reply_coded(out, WRONGPASS);
+}
+
+/* HELLO's reply: the connection's properties in its (new) dialect, a map in RESP3. */
+static int hello_reply(const px_local *ctx, px_buf *out)
+{
+    bool v3 = ctx->dialect == PX_DIALECT_RESP3;
+    int rc = px_buf_append(out, v3 ? "%7\r\n" : "*14\r\n", v3 ? 4 : 5);
+    rc |= bulk(out, "server", 6) | bulk(out, "chash-proxy", 11) | bulk(out, "version", 7);
+    rc |= bulk(out, PX_VERSION, strlen(PX_VERSION));
+    rc |= px_buf_printf(out, "$5\r\nproto\r\n:%d\r\n$2\r\nid\r\n:%llu\r\n", v3 ? 3 : 2,
+                        (unsigned long long)ctx->id);
+    static const char rest[] = "$4\r\nmode\r\n$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n"
+                               "$7\r\nmodules\r\n*0\r\n";
+    rc |= px_buf_append(out, rest, sizeof(rest) - 1);
+    return rc == 0 ? 0 : -1;
+}
+
+/* HELLO [protover [AUTH username password] [SETNAME clientname]], as Redis 7 answers it: the
+ * options are read first (a syntax error, a bad name refuse it whole), then the credentials,
+ * then a connection that is not authenticated is refused; else the name is set, the protocol
+ * switched, and the reply written in the new one. A connection that holds backend connections
+ * of its protocol (a transaction, WATCH, subscriptions) keeps it: a HELLO that would change it
+ * is refused. */
+static int hello(px_local *ctx, const px_msg *m, px_buf *out)
+{
+    const px_span *a = m->args;
+    int64_t ver = 0;
+    if (m->nargs >= 2) {
+        if (!arg_i64(m, 1, &ver))
+            return reply_error(out, "Protocol version is not an integer or out of range");
+        if (ver < 2 || ver > 3)
+            return reply_coded(out, "-NOPROTO unsupported protocol version\r\n");
+    }
+    px_span user = {0, 0}, pw = {0, 0}, name = {0, 0};
+    bool auth = false, setname = false;
+    for (size_t j = 2; j < m->nargs; j++) {
+        size_t more = m->nargs - 1 - j;
+        if (arg_is(m, j, "auth") && more >= 2) {
+            auth = true;
+            user = a[j + 1];
+            pw = a[j + 2];
+            j += 2;
+        } else if (arg_is(m, j, "setname") && more >= 1) {
+            name = a[j + 1];
+            if (!name_ok(m, name))
+                return reply_error(out, BAD_NAME);
+            setname = true;
+            j++;
+        } else {
+            char opt[72], msg[128];
+            px_printable_name(opt, sizeof(opt), m->raw + a[j].off, a[j].len);
+            /* Redis shows the option as given: its case, not lowered. */
+            for (size_t i = 0; i < a[j].len && i < sizeof(opt) - 1; i++)
+                if (opt[i] != '?')
+                    opt[i] = m->raw[a[j].off + i];
+            snprintf(msg, sizeof(msg), "Syntax error in HELLO option '%s'", opt);
+            return reply_error(out, msg);
+        }
+    }
+    if (auth) {
+        int rc = authenticate(ctx, m->raw + user.off, user.len, m->raw + pw.off, pw.len, out);
+        if (rc != 0)
+            return rc;
+    }
+    if (ctx->password != NULL && !ctx->authed)
+        return reply_coded(out, "-NOAUTH HELLO must be called with the client already "
+                                "authenticated, otherwise the HELLO AUTH <user> <pass> option "
+                                "can be used to authenticate the client and select the RESP "
+                                "protocol version at the same time\r\n");
+    uint8_t dialect = ver == 0 ? ctx->dialect : ver == 3 ? PX_DIALECT_RESP3 : PX_DIALECT_RESP2;
+    if (dialect != ctx->dialect && ctx->pinned)
+        return reply_error(out, "chash-proxy cannot change the protocol of a connection that "
+                                "has a transaction, a WATCH or subscriptions open");
+    if (setname) {
+        ctx->set_name = true;
+        ctx->name_to = name;
+    }
+    ctx->dialect = dialect;
+    return hello_reply(ctx, out);
+}
+
+/* AUTH [username] password, as Redis 7 answers it (the username "default" alone). */
+static int auth(px_local *ctx, const px_msg *m, px_buf *out)
+{
+    if (m->nargs > 3)
+        return reply_error(out, "wrong number of arguments for 'auth' command");
+    if (m->nargs == 2 && ctx->password == NULL)
+        return reply_error(out, "AUTH <password> called without any password configured for the "
+                                "default user. Are you sure your configuration is correct?");
+    const px_span *pw = &m->args[m->nargs - 1];
+    int rc = m->nargs == 3 ? authenticate(ctx, m->raw + m->args[1].off, m->args[1].len,
+                                          m->raw + pw->off, pw->len, out)
+                           : authenticate(ctx, "default", 7, m->raw + pw->off, pw->len, out);
+    return rc != 0 ? rc : reply(out, "+OK\r\n", 5);
+}
+
+/* "wrong number of arguments for 'client|sub' command", sub as given, lowered. */
+static int client_arity(const px_msg *m, px_buf *out)
+{
+    char sub[40], msg[96];
+    px_printable_name(sub, sizeof(sub), m->raw + m->args[1].off, m->args[1].len);
+    snprintf(msg, sizeof(msg), "wrong number of arguments for 'client|%s' command", sub);
+    return reply_error(out, msg);
+}
+
+/* CLIENT HELP: the subcommands the proxy answers, in Redis's form (one status line each). */
+static int client_help(px_buf *out)
+{
+    static const char *const lines[] = {
+        "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "GETNAME",
+        "    Return the name of the current connection.",
+        "ID",
+        "    Return the ID of the current connection.",
+        "INFO",
+        "    Return information about the current client connection.",
+        "LIST",
+        "    Return information about the client connections of this pool (chash-proxy).",
+        "NO-EVICT (ON|OFF)",
+        "    Accepted; chash-proxy evicts no client.",
+        "NO-TOUCH (ON|OFF)",
+        "    Accepted; the servers' LRU is touched as the commands touch it.",
+        "REPLY (ON|OFF|SKIP)",
+        "    Control the replies sent to the current connection.",
+        "SETINFO <LIB-NAME|LIB-VER> <value>",
+        "    Set the client library's name or version.",
+        "SETNAME <name>",
+        "    Assign the name <name> to the current connection.",
+        "HELP",
+        "    Prints this help.",
+    };
+    size_t n = sizeof(lines) / sizeof(lines[0]);
+    int rc = px_buf_printf(out, "*%zu\r\n", n);
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = px_buf_printf(out, "+%s\r\n", lines[i]);
+    return rc == 0 ? 0 : -1;
+}
+
+/* ON or OFF, Redis's argument of NO-EVICT and NO-TOUCH. */
+static bool on_off(const px_msg *m, size_t i)
+{
+    return arg_is(m, i, "on") || arg_is(m, i, "off");
+}
+
+/* CLIENT's subcommands: the connection's own facts are the proxy's (its id, name, library,
+ * protocol, reply mode), so they are answered here, never by a backend. */
+static int client(px_local *ctx, const px_msg *m, px_buf *out)
+{
+    const size_t n = m->nargs;
+    if (arg_is(m, 1, "id"))
+        return n != 2 ? client_arity(m, out)
+                      : px_buf_printf(out, ":%llu\r\n", (unsigned long long)ctx->id) == 0 ? 0
+                                                                                         : -1;
+    if (arg_is(m, 1, "getname")) {
+        if (n != 2)
+            return client_arity(m, out);
+        return (ctx->name != NULL ? bulk(out, ctx->name, ctx->name_len)
+                                  : null_bulk(out, ctx->dialect)) == 0
+                   ? 0
+                   : -1;
+    }
+    if (arg_is(m, 1, "setname")) {
+        if (n != 3)
+            return client_arity(m, out);
+        if (!name_ok(m, m->args[2]))
+            return reply_error(out, BAD_NAME);
+        ctx->set_name = true;
+        ctx->name_to = m->args[2];
+        return reply(out, "+OK\r\n", 5);
+    }
+    if (arg_is(m, 1, "setinfo")) {
+        if (n != 4)
+            return client_arity(m, out);
+        bool lib_name = arg_is(m, 2, "lib-name");
+        char attr[40], msg[128];
+        px_printable_name(attr, sizeof(attr), m->raw + m->args[2].off, m->args[2].len);
+        if (!lib_name && !arg_is(m, 2, "lib-ver")) {
+            snprintf(msg, sizeof(msg), "Unrecognized option '%s'", attr);
+            return reply_error(out, msg);
+        }
+        if (!name_ok(m, m->args[3])) {
+            snprintf(msg, sizeof(msg), "%s cannot contain spaces, newlines or special characters.",
+                     attr);
+            return reply_error(out, msg);
+        }
+        if (lib_name) {
+            ctx->set_lib_name = true;
+            ctx->lib_name_to = m->args[3];
+        } else {
+            ctx->set_lib_ver = true;
+            ctx->lib_ver_to = m->args[3];
+        }
+        return reply(out, "+OK\r\n", 5);
+    }
+    if (arg_is(m, 1, "info") || arg_is(m, 1, "list")) {
+        bool self = arg_is(m, 1, "info");
+        if (self ? n != 2 : n > 2)
+            return self ? client_arity(m, out)
+                        : reply_error(out, "chash-proxy serves CLIENT LIST without options");
+        px_buf text = {0};
+        int rc = ctx->clients != NULL && ctx->clients(ctx->clients_arg, self, &text) == 0 &&
+                         verbatim(out, ctx->dialect, text.p, text.len) == 0
+                     ? 0
+                     : -1;
+        px_buf_free(&text);
+        return rc;
+    }
+    if (arg_is(m, 1, "no-evict") || arg_is(m, 1, "no-touch")) {
+        if (n != 3)
+            return client_arity(m, out);
+        return on_off(m, 2) ? reply(out, "+OK\r\n", 5) : reply_error(out, "syntax error");
+    }
+    if (arg_is(m, 1, "reply")) {
+        if (n != 3)
+            return client_arity(m, out);
+        if (arg_is(m, 2, "on")) { /* replied to whatever the mode was */
+            ctx->reply_mode = PX_REPLIES_ON;
+            ctx->silent = false;
+            return reply(out, "+OK\r\n", 5);
+        }
+        if (arg_is(m, 2, "off") || arg_is(m, 2, "skip")) { /* no reply to this one either */
+            ctx->reply_mode = arg_is(m, 2, "off") ? PX_REPLIES_OFF : PX_REPLIES_SKIP;
+            return 0;
+        }
+        return reply_error(out, "syntax error");
+    }
+    if (arg_is(m, 1, "help"))
+        return n != 2 ? client_arity(m, out) : client_help(out);
+    if (arg_is(m, 1, "tracking") || arg_is(m, 1, "caching") || arg_is(m, 1, "getredir") ||
+        arg_is(m, 1, "trackinginfo"))
+        return reply_error(out, "chash-proxy does not serve client-side caching yet: CLIENT "
+                                "TRACKING, CACHING, GETREDIR and TRACKINGINFO are refused (turn "
+                                "the client's cache off)");
+    char sub[40], msg[160];
+    px_printable_name(sub, sizeof(sub), m->raw + m->args[1].off, m->args[1].len);
+    if (arg_is(m, 1, "kill") || arg_is(m, 1, "pause") || arg_is(m, 1, "unpause") ||
+        arg_is(m, 1, "unblock")) {
+        snprintf(msg, sizeof(msg),
+                 "unsupported command 'client %s' (chash-proxy answers CLIENT itself: its "
+                 "connections are not the servers')", sub);
+        return reply_error(out, msg);
+    }
+    /* As Redis words an unknown subcommand, the name as given. */
+    for (size_t i = 0; i < m->args[1].len && i < sizeof(sub) - 1; i++)
+        if (sub[i] != '?')
+            sub[i] = m->raw[m->args[1].off + i];
+    snprintf(msg, sizeof(msg), "unknown subcommand '%s'. Try CLIENT HELP.", sub);
+    return reply_error(out, msg);
+}
+
 static int redis_answer_local(px_local *ctx, const px_msg *m, px_buf *out)
 {
     const px_span *a = m->args;
     switch ((kind)m->cmd->local) {
     case K_PING:
-        if (ctx->subscribed) /* as Redis answers a subscribed RESP2 client */
+        if (ctx->subscribed && ctx->dialect == PX_DIALECT_RESP2) /* as Redis answers there */
             return px_buf_append(out, "*2\r\n$4\r\npong\r\n", 14) == 0 &&
                            (m->nargs == 1 ? px_buf_append(out, "$0\r\n\r\n", 6)
                                           : span_bulk(out, m, a[1])) == 0
@@ -1182,71 +1532,21 @@ static int redis_answer_local(px_local *ctx, const px_msg *m, px_buf *out)
         return reply_error(out, "the proxy serves database 0 only");
     case K_COMMAND:
         return reply(out, "*0\r\n", 4);
-    case K_HELLO: {
-        /* HELLO [protover [AUTH user pass] [SETNAME name]]: protocol 2 only. RESP3's pushes
-         * and maps would need a RESP3 reader towards the backends and a second encoder of
-         * every merged reply; clients that ask for 3 get Redis's own refusal and fall back. */
-        if (m->nargs >= 2 && !(a[1].len == 1 && m->raw[a[1].off] == '2'))
-            return px_buf_append(out, "-NOPROTO unsupported protocol version\r\n", 39) == 0
-                       ? 1
-                       : -1;
-        for (size_t i = 2; i < m->nargs; i++) {
-            if (a[i].len == 4 && strncasecmp(m->raw + a[i].off, "AUTH", 4) == 0 &&
-                i + 2 < m->nargs) {
-                const px_span *pw = &a[i + 2];
-                if (ctx->password == NULL)
-                    return reply_error(out, "Client sent AUTH, but no password is set");
-                if (ctx->auth_blocked)
-                    return reply_error(out, "too many failed AUTH attempts, try again later");
-                if (!px_equal_secret(m->raw + pw->off, pw->len, ctx->password,
-                                     strlen(ctx->password))) {
-                    ctx->authed = false;
-                    ctx->auth_failed = true;
-                    return px_buf_append(out, "-WRONGPASS invalid password\r\n", 29) == 0 ? 1
-                                                                                         : -1;
-                }
-                ctx->authed = true;
-                i += 2;
-            }
-        }
-        if (ctx->password != NULL && !ctx->authed)
-            return px_buf_append(out, "-NOAUTH HELLO must be called with the client already "
-                                      "authenticated, otherwise the HELLO AUTH option can be "
-                                      "used\r\n", 109) == 0
-                       ? 1
-                       : -1;
-        int rc = px_buf_printf(out, "*14\r\n$6\r\nserver\r\n$11\r\nchash-proxy\r\n"
-                                    "$7\r\nversion\r\n");
-        rc |= bulk(out, PX_VERSION, strlen(PX_VERSION));
-        rc |= px_buf_printf(out, "$5\r\nproto\r\n:2\r\n$2\r\nid\r\n:0\r\n$4\r\nmode\r\n"
-                                 "$10\r\nstandalone\r\n$4\r\nrole\r\n$6\r\nmaster\r\n"
-                                 "$7\r\nmodules\r\n*0\r\n");
-        return rc == 0 ? 0 : -1;
-    }
+    case K_HELLO:
+        return hello(ctx, m, out);
+    case K_CLIENT:
+        return client(ctx, m, out);
     case K_INFO: {
         px_buf text = {0};
-        int rc = ctx->info(ctx->info_arg, &text) == 0 && bulk(out, text.p, text.len) == 0 ? 0 : -1;
+        int rc = ctx->info(ctx->info_arg, &text) == 0 &&
+                         verbatim(out, ctx->dialect, text.p, text.len) == 0
+                     ? 0
+                     : -1;
         px_buf_free(&text);
         return rc;
     }
-    case K_AUTH: {
-        const px_span *pw = &a[m->nargs - 1];
-        if (ctx->password == NULL)
-            return reply_error(out, "Client sent AUTH, but no password is set");
-        if (m->nargs > 3)
-            return reply_error(out, "wrong number of arguments for 'auth' command");
-        if (ctx->auth_blocked) {
-            ctx->authed = false;
-            return reply_error(out, "too many failed AUTH attempts, try again later");
-        }
-        if (px_equal_secret(m->raw + pw->off, pw->len, ctx->password, strlen(ctx->password))) {
-            ctx->authed = true;
-            return reply(out, "+OK\r\n", 5);
-        }
-        ctx->authed = false;
-        ctx->auth_failed = true;
-        return reply_error(out, "invalid password");
-    }
+    case K_AUTH:
+        return auth(ctx, m, out);
     default:
         return reply_error(out, "unsupported command");
     }
@@ -1254,6 +1554,7 @@ static int redis_answer_local(px_local *ctx, const px_msg *m, px_buf *out)
 
 const px_codec px_codec_redis = {
     .name = "redis",
+    .backend_dialects = 2,
     .limits = redis_limits,
     .parse_request = redis_parse_request,
     .scan_reply = redis_scan_reply,

@@ -395,15 +395,24 @@ class Conn:
         self.sock.sendall(data)
 
 
+class Push(list):
+    """A RESP3 push (>): out-of-band data such as a pub/sub message."""
+
+
 class Resp(Conn):
-    """A RESP client connection."""
+    """A RESP client connection: RESP2's replies, and RESP3's once the test sends HELLO 3."""
+
+    hold = None  # read_raw: where the reply being read starts in buf (kept by _fill)
 
     def _fill(self):
         chunk = self.sock.recv(1 << 20)
         if not chunk:
             raise Closed("connection closed by the server")
-        self.buf = self.buf[self.pos:] + chunk
-        self.pos = 0
+        keep = self.pos if self.hold is None else self.hold
+        self.buf = self.buf[keep:] + chunk
+        self.pos -= keep
+        if self.hold is not None:
+            self.hold = 0
 
     def _line(self):
         while True:
@@ -413,36 +422,81 @@ class Resp(Conn):
                 return line
             self._fill()
 
+    def _blob(self, n):
+        while len(self.buf) - self.pos < n + 2:
+            self._fill()
+        data = self.buf[self.pos:self.pos + n]
+        if self.buf[self.pos + n:self.pos + n + 2] != b"\r\n":
+            raise RuntimeError("bulk of %d bytes not followed by CRLF" % n)
+        self.pos += n + 2
+        return data
+
     def read(self):
         """One reply: bytes for + and $, int for :, list for *, None for a nil, and a RespError
-        instance (returned, not raised) for -."""
+        instance (returned, not raised) for -. RESP3: None for _, bool for #, float for ",",
+        int for (, RespError for !, bytes for = (its text, without the format), dict for %, set
+        for ~ (a list when its members cannot be hashed), Push for >; an attribute (|) is read
+        and dropped."""
         line = self._line()
         kind, rest = line[:1], line[1:]
         if kind == b"+":
             return rest
         if kind == b"-":
             return RespError(rest.decode("utf-8", "replace"))
-        if kind == b":":
+        if kind == b":" or kind == b"(":
             return int(rest)
         if kind == b"$":
             n = int(rest)
-            if n < 0:
-                return None
-            while len(self.buf) - self.pos < n + 2:
-                self._fill()
-            data = self.buf[self.pos:self.pos + n]
-            if self.buf[self.pos + n:self.pos + n + 2] != b"\r\n":
-                raise RuntimeError("bulk of %d bytes not followed by CRLF" % n)
-            self.pos += n + 2
-            return data
+            return None if n < 0 else self._blob(n)
         if kind == b"*":
             n = int(rest)
             return None if n < 0 else [self.read() for _ in range(n)]
+        if kind == b"_":
+            return None
+        if kind == b"#":
+            return rest == b"t"
+        if kind == b",":
+            return float(rest)
+        if kind == b"!":
+            return RespError(self._blob(int(rest)).decode("utf-8", "replace"))
+        if kind == b"=":
+            return self._blob(int(rest))[4:]
+        if kind == b"%":
+            pairs = [(self.read(), self.read()) for _ in range(int(rest))]
+            try:
+                return dict(pairs)
+            except TypeError:
+                return pairs
+        if kind == b"~":
+            items = [self.read() for _ in range(int(rest))]
+            try:
+                return set(items)
+            except TypeError:
+                return items
+        if kind == b">":
+            return Push(self.read() for _ in range(int(rest)))
+        if kind == b"|":
+            for _ in range(2 * int(rest)):
+                self.read()
+            return self.read()
         raise RuntimeError("bad RESP line %r" % line[:100])
+
+    def read_raw(self):
+        """One reply's bytes as they came (RESP2 or RESP3, an attribute with its element)."""
+        self.hold = self.pos
+        try:
+            self.read()
+            return self.buf[self.hold:self.pos]
+        finally:
+            self.hold = None
 
     def call(self, *args):
         self.sock.sendall(encode(*args))
         return self.read()
+
+    def call_raw(self, *args):
+        self.sock.sendall(encode(*args))
+        return self.read_raw()
 
     def pipeline(self, commands):
         """commands: a list of argument tuples; sends all in one write, returns the replies."""

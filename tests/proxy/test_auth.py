@@ -6,7 +6,7 @@
 pools on them, both with redis_auth: BACKEND_PW:
   - "guarded" also sets client_auth: CLIENT_PW. Before AUTH, GET answers -NOAUTH, PING is
     answered and QUIT closes; AUTH with a wrong password, and with the backends' password,
-    answers -ERR invalid password and leaves the client unauthenticated; AUTH CLIENT_PW then
+    answers Redis 7's -WRONGPASS and leaves the client unauthenticated; AUTH CLIENT_PW then
     SET/GET/MGET across both backends work (so the proxy AUTHs to the backends with redis_auth:
     they refuse everything else, as redis-cli without a password on a backend shows). The real
     redis-cli through the proxy: without -a NOAUTH, with -a CLIENT_PW served.
@@ -28,7 +28,7 @@ BACKEND_PW = "backend-pw-7"
 CLIENT_PW = "client pw #1"     # a space and a '#': quoted in the YAML
 CLI_TIMEOUT = 20
 NOAUTH = RespError("NOAUTH Authentication required.")
-INVALID = RespError("ERR invalid password")
+INVALID = RespError("WRONGPASS invalid username-password pair or user is disabled.")
 
 
 def expect(what, got, want):

@@ -358,7 +358,7 @@ def pubsub(r, port, paddr, owner):
 
 
 def misc(r, paddr, owner, by_addr):
-    """MSETNX on one server, HELLO 2 and 3."""
+    """MSETNX on one server, HELLO 2, 3 and 4."""
     check(r.msetnx({"{m}a": 1, "{m}b": 2}) is True, "MSETNX on one server")
     check(r.msetnx({"{m}a": 1, "{m}c": 2}) is False, "MSETNX with an existing key")
     a, b = two_servers(owner, "mx:")
@@ -371,8 +371,10 @@ def misc(r, paddr, owner, by_addr):
     with Resp(paddr) as c:
         got = c.call("HELLO", "2")
         check(isinstance(got, list) and b"proto" in got, "HELLO 2: %r" % got)
+        got = c.call("HELLO", "4")
+        check(isinstance(got, RespError) and "NOPROTO" in got.args[0], "HELLO 4: %r" % got)
         got = c.call("HELLO", "3")
-        check(isinstance(got, RespError) and "NOPROTO" in got.args[0], "HELLO 3: %r" % got)
+        check(isinstance(got, dict) and got.get(b"proto") == 3, "HELLO 3: %r" % got)
 
 
 def reload_(r, paddr, proxy, backends, config, port, owner):

@@ -60,7 +60,7 @@ void request(fixture *fx, px_local *ctx, const char *text);
 /* ... within session *ss (NULL: none). */
 void request_in(fixture *fx, px_local *ctx, const char *text, px_session **ss);
 /* The RESP array of bulk strings for words, NUL-ended (the NUL not counted). */
-void resp(px_buf *b, size_t n, char **words);
+void resp(px_buf *b, size_t n, char *const *words);
 /* The index of key's owner in the fixture's placement. */
 size_t owner(fixture *fx, const char *key);
 /* The pending fragment sent to server i (NULL: none). */
@@ -119,5 +119,15 @@ void test_scan(void **state);
 void test_script_every_server(void **state);
 void test_transaction(void **state);
 void test_pubsub(void **state);
+/* core_resp3.c */
+void test_resp3_hello(void **state);
+void test_resp3_auth(void **state);
+void test_resp3_forwarded(void **state);
+void test_resp3_mget(void **state);
+void test_resp3_client(void **state);
+void test_resp3_reports(void **state);
+void test_resp3_pubsub(void **state);
+void test_resp3_handshake(void **state);
+void test_resp3_misses(void **state);
 
 #endif /* CHASH_TEST_PROXY_CORE_H */

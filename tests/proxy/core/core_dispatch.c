@@ -78,7 +78,8 @@ void test_auth_gate(void **state)
     assert_true(ctx.close);
     assert_int_equal(fake_nlog, 0);
     const char *want[] = {"-NOAUTH Authentication required.\r\n", "+PONG\r\n",
-                          "-ERR invalid password\r\n", "+OK\r\n", "$2\r\nhi\r\n", "+OK\r\n"};
+                          "-WRONGPASS invalid username-password pair or user is disabled.\r\n",
+                          "+OK\r\n", "$2\r\nhi\r\n", "+OK\r\n"};
     assert_int_equal(ndone, 6);
     for (size_t i = 0; i < 6; i++) {
         px_buf_append(&done_log[i], "", 1);
@@ -109,8 +110,8 @@ void test_rejects(void **state)
 }
 
 /* MSETNX and EVAL with keys run on one server: keys of different owners are refused with
- * CROSSSLOT before anything is sent; keys of one owner go there whole. HELLO: protocol 2 is
- * answered by the proxy, 3 refused (NOPROTO). */
+ * CROSSSLOT before anything is sent; keys of one owner go there whole. HELLO: protocols 2 and 3
+ * are answered by the proxy (core_resp3.c has the rest), 4 refused (NOPROTO). */
 void test_one_server_and_hello(void **state)
 {
     fixture *fx = *state;
@@ -137,11 +138,13 @@ void test_one_server_and_hello(void **state)
     assert_int_equal(fake_log[0].server->index, owner(fx, a));
     assert_int_equal(fake_log[0].bytes.len, req.len); /* forwarded whole */
     fake_reply(&fx->pool, &fake_log[0], ":1\r\n", 4);
-    request(fx, NULL, "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n");
+    request(fx, NULL, "*2\r\n$5\r\nHELLO\r\n$1\r\n4\r\n");
     request(fx, NULL, "*2\r\n$5\r\nHELLO\r\n$1\r\n2\r\n");
-    assert_int_equal(ndone, 5);
+    request(fx, NULL, "*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n");
+    assert_int_equal(ndone, 6);
     px_buf_append(&done_log[3], "", 1);
     assert_string_equal(done_log[3].p, "-NOPROTO unsupported protocol version\r\n");
     assert_memory_equal(done_log[4].p, "*14\r\n$6\r\nserver\r\n$11\r\nchash-proxy\r\n", 35);
+    assert_memory_equal(done_log[5].p, "%7\r\n$6\r\nserver\r\n$11\r\nchash-proxy\r\n", 34);
     px_buf_free(&req);
 }

@@ -133,6 +133,7 @@ void request_in(fixture *fx, px_local *ctx, const char *text, px_session **ss)
                                                 &need, err, sizeof(err)),
                      PX_PARSE_OK);
     assert_int_equal(consumed, strlen(text));
+    m.dialect = ctx != NULL ? ctx->dialect : PX_DIALECT_RESP2; /* as client.c sets it */
     px_rq *rq = px_rq_new(pool, &m, 1);
     assert_non_null(rq);
     rq->owner = fx;
@@ -143,7 +144,7 @@ void request_in(fixture *fx, px_local *ctx, const char *text, px_session **ss)
     px_dispatch(rq, ctx != NULL ? ctx : &none, ss, &hooks);
 }
 
-void resp(px_buf *b, size_t n, char **words)
+void resp(px_buf *b, size_t n, char *const *words)
 {
     b->len = 0;
     px_buf_printf(b, "*%zu\r\n", n);

@@ -56,7 +56,7 @@ void fake_reset(void)
     fake_nconns = 0;
 }
 
-px_conn *px_conn_dedicated(px_server *s, const px_conn_owner *owner)
+px_conn *px_conn_dedicated(px_server *s, uint8_t dialect, const px_conn_owner *owner)
 {
     if (fake_nconns == 64)
         return NULL;
@@ -64,6 +64,7 @@ px_conn *px_conn_dedicated(px_server *s, const px_conn_owner *owner)
     if (c == NULL)
         return NULL;
     c->server = s;
+    c->dialect = dialect;
     c->dedicated = true;
     c->owner = *owner;
     fake_conns[fake_nconns++] = c;
@@ -82,6 +83,7 @@ int px_conn_send(px_conn *c, px_frag *f, px_encode_fn enc, void *arg)
     e->server = c->server;
     e->frag = f;
     e->conn = c;
+    e->dialect = c->dialect;
     fake_nlog++;
     return 0;
 }
@@ -140,6 +142,7 @@ int px_server_send(px_server *s, px_frag *f, px_encode_fn enc, void *arg)
         return -1;
     e->server = s;
     e->frag = f;
+    e->dialect = f->dialect;
     fake_nlog++;
     return 0;
 }

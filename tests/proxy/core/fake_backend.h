@@ -14,6 +14,7 @@ typedef struct fake_sent {
     px_frag *frag;     /* NULL once answered */
     px_buf bytes;      /* what the codec wrote for it */
     px_conn *conn;     /* a dedicated connection it went on (NULL: a shared one) */
+    uint8_t dialect;   /* the kind of connection it went on (px_frag.dialect, px_conn.dialect) */
 } fake_sent;
 
 extern fake_sent fake_log[FAKE_MAX];

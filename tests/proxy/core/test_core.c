@@ -59,6 +59,15 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_script_every_server, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transaction, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pubsub, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resp3_hello, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resp3_auth, setup_auth, teardown),
+        cmocka_unit_test_setup_teardown(test_resp3_forwarded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resp3_mget, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resp3_client, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resp3_reports, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resp3_pubsub, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resp3_handshake, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_resp3_misses, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
