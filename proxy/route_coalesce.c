@@ -8,11 +8,11 @@
  * a RESP3 one: HGETALL's is a map there), started on the same tree (a reload's new tree starts
  * its own groups, so a waiter is answered through this very route of its own tree). A waiter
  * gets the server's answer to the leader, which the server may have read up to one round trip
- * before the waiter arrived: what a read sent together with the leader would get. Read-your-writes holds
- * through this worker: a write (any request of another class) of a key closes the groups of
- * its key before it is sent, so a read after it starts a group of its own. A client's
- * connection lives on one worker, so its own writes always close them; writes of other
- * workers, proxies or clients are not seen, as for any two concurrent reads.
+ * before the waiter arrived: what a read sent together with the leader would get.
+ * Read-your-writes holds through this worker: a write (any request of another class) of a key
+ * closes the groups of its key before it is sent, so a read after it starts a group of its own.
+ * A client's connection lives on one worker, so its own writes always close them; writes of
+ * other workers, proxies or clients are not seen, as for any two concurrent reads.
  *
  * State, all this worker's, no allocation: the pool's table of open groups (px_pool.flights:
  * the key's hash and the leader, open addressing, removal by backward shift), and the waiters

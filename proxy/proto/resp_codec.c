@@ -26,6 +26,8 @@ typedef enum kind {
     K_HELLO,  /* the connection's protocol: RESP2 or RESP3 */
     K_CLIENT, /* CLIENT ID, GETNAME, SETNAME, SETINFO, INFO, LIST, REPLY, ...: the connection */
     K_KEYS1, /* every key (from 1, step 2) on one server, forwarded whole (MSETNX) */
+    K_KEY2,  /* argv[2] is the key, after a subcommand (XGROUP CREATE key ..., XINFO STREAM key) */
+    K_XREAD, /* XREAD, XREADGROUP: the keys after STREAMS, on one server; BLOCK refused */
     K_SCAN,  /* SCAN: a cursor over every server in membership order (route_scan.c) */
     K_SCRIPT, /* SCRIPT LOAD|EXISTS|FLUSH: sent to every server, replies combined */
     /* served by the client's session on its dedicated connection (session.c) */
@@ -86,6 +88,12 @@ enum { R = 1, W = 0 }; /* R: a read, safe to retry on the next candidate */
     /* scripting */                                                                              \
     X(eval, K_EVAL, W, 3) X(evalsha, K_EVAL, W, 3) X(msetnx, K_KEYS1, W, 3)                       \
     X(script, K_SCRIPT, W, 2)                                                                    \
+    /* streams, but their blocking forms: a blocked command would hold a shared connection */   \
+    X(xadd, K_KEY, W, 5) X(xrange, K_KEY, R, 4) X(xrevrange, K_KEY, R, 4) X(xlen, K_KEY, R, 2)    \
+    X(xdel, K_KEY, W, 3) X(xtrim, K_KEY, W, 4) X(xack, K_KEY, W, 4) X(xpending, K_KEY, R, 3)      \
+    X(xclaim, K_KEY, W, 6) X(xautoclaim, K_KEY, W, 6) X(xsetid, K_KEY, W, 3)                      \
+    X(xgroup, K_KEY2, W, 3) X(xinfo, K_KEY2, R, 3) X(xread, K_XREAD, R, 4)                        \
+    X(xreadgroup, K_XREAD, W, 7)                                                                 \
     /* the key space, pub/sub: PUBLISH goes to its channel's server, hashed like a key */         \
     X(scan, K_SCAN, W, 2) X(publish, K_KEY, W, 3)                                                \
     /* transactions and subscriptions: the client's session (session.c) */                       \
@@ -107,7 +115,8 @@ enum { R = 1, W = 0 }; /* R: a read, safe to retry on the next candidate */
 /* Their arguments from 1 on are keys (WATCH) or channels and patterns (hashed like keys). */
 #define IS_ARGKEYS(k) ((k) == K_WATCH || ((k) >= K_SUBSCRIBE && (k) <= K_PUNSUBSCRIBE))
 #define KIND_CLS(k, r)                                                                           \
-    ((k) == K_KEY || (k) == K_EVAL || (k) == K_KEYS1 || (k) == K_SCRIPT || IS_SESSION(k)         \
+    ((k) == K_KEY || (k) == K_EVAL || (k) == K_KEYS1 || (k) == K_SCRIPT || IS_SESSION(k) ||      \
+             (k) == K_KEY2 || (k) == K_XREAD                                                     \
          ? ((r) ? PX_CLASS_READ : PX_CLASS_WRITE)                                                \
      : (k) == K_SCAN ? PX_CLASS_READ                                                             \
      : IS_MULTI(k)   ? PX_CLASS_MULTI                                                            \
@@ -119,7 +128,7 @@ enum { R = 1, W = 0 }; /* R: a read, safe to retry on the next candidate */
     ((k) == K_QUIT                                    ? PX_CMD_AUTH_EXEMPT | PX_CMD_SUBSCRIBED  \
      : (k) == K_AUTH || (k) == K_HELLO                ? PX_CMD_AUTH_EXEMPT                      \
      : (k) == K_PING                                  ? PX_CMD_HEALTH | PX_CMD_SUBSCRIBED       \
-     : (k) == K_EVAL || (k) == K_KEYS1                ? PX_CMD_ONE_SERVER                       \
+     : (k) == K_EVAL || (k) == K_KEYS1 || (k) == K_XREAD ? PX_CMD_ONE_SERVER                    \
      : (k) == K_SCAN                                  ? PX_CMD_SCAN                             \
                                                       : 0)
 #define KIND_SESSION(k)                                                                          \
@@ -133,8 +142,9 @@ static const px_cmd commands[] = {
 #define PX__CMD(n, k, r, a)                                                                      \
     {#n, sizeof(#n) - 1, KIND_CLS(k, r), KIND_MERGE(k), KIND_FLAGS(k),                           \
      r == R && !IS_SESSION(k), a,                                                                \
-     (k) == K_KEY || IS_MULTI(k) || (k) == K_KEYS1 || IS_ARGKEYS(k) ? 1 : 0,                    \
-     (k) == K_KEY ? 1 : IS_MULTI(k) || (k) == K_KEYS1 || IS_ARGKEYS(k) ? -1 : 0,                \
+     (k) == K_KEY || IS_MULTI(k) || (k) == K_KEYS1 || IS_ARGKEYS(k) ? 1 : (k) == K_KEY2 ? 2 : 0, \
+     (k) == K_KEY ? 1 : (k) == K_KEY2 ? 2 : IS_MULTI(k) || (k) == K_KEYS1 || IS_ARGKEYS(k) ? -1 \
+                                                                                         : 0,   \
      (k) == K_MSET || (k) == K_KEYS1 ? 2 : 1, (k) == K_EVAL ? 2 : 0, (uint8_t)(k),              \
      KIND_SESSION(k)},
     PX_COMMAND_LIST(PX__CMD)
@@ -217,13 +227,52 @@ static void reject_arity(px_msg *m, const char *name, size_t len)
     snprintf(m->reject, sizeof(m->reject), "wrong number of arguments for '%s' command", pn);
 }
 
+static bool arg_is(const px_msg *m, size_t i, const char *word);
+
+/* XREAD [COUNT n] [BLOCK ms] STREAMS key... id..., XREADGROUP GROUP g c [COUNT n] [BLOCK ms]
+ * [NOACK] STREAMS key... id...: where its keys are, from the first STREAMS argument (Redis takes
+ * the first too); false with m->reject set when it has none, an odd count after it, or BLOCK. */
+static bool xread_keys(px_msg *m, size_t *first, size_t *last)
+{
+    char pn[24];
+    px_printable_name(pn, sizeof(pn), m->raw + m->args[0].off, m->args[0].len);
+    size_t at = 0;
+    for (size_t i = 1; i < m->nargs && at == 0; i++) {
+        if (arg_is(m, i, "block")) {
+            snprintf(m->reject, sizeof(m->reject),
+                     "%s with BLOCK is not served by the proxy (a blocked command would hold a "
+                     "connection others share)", pn);
+            return false;
+        }
+        if (arg_is(m, i, "streams"))
+            at = i;
+    }
+    size_t rest = at > 0 ? m->nargs - at - 1 : 0;
+    if (at == 0 || rest == 0) {
+        snprintf(m->reject, sizeof(m->reject), "syntax error");
+        return false;
+    }
+    if (rest % 2 != 0) {
+        snprintf(m->reject, sizeof(m->reject),
+                 "Unbalanced '%s' list of streams: for each stream key an ID or '$' must be "
+                 "specified.", pn);
+        return false;
+    }
+    *first = at + 1;
+    *last = at + rest / 2;
+    return true;
+}
+
 /* The keys of m from its command's key spec. */
 static void find_keys(px_msg *m)
 {
     const px_cmd *c = m->cmd;
     size_t first = 0, last = 0, step = (size_t)c->key_step;
     m->nkeys = 0;
-    if (c->keynum_at > 0) {
+    if (c->local == K_XREAD) {
+        if (!xread_keys(m, &first, &last))
+            return;
+    } else if (c->keynum_at > 0) {
         const px_span *a = &m->args[c->keynum_at];
         char num[24];
         size_t n = a->len < sizeof(num) ? a->len : sizeof(num) - 1;
