@@ -645,6 +645,12 @@ int px_metrics_info(const px_ctl *m, const px_worker *px, px_buf *b)
                            "total_connections_received:%llu\r\n"
                            "worker_threads:%u\r\n"
                            "worker_id:%u\r\n"
+                           /* What clients that look for their server's role read (valkey-glide
+                            * refuses a standalone server that is not a master): the proxy takes
+                            * writes, so to its clients it is one. */
+                           "\r\n# Replication\r\n"
+                           "role:master\r\n"
+                           "connected_slaves:0\r\n"
                            "\r\n# Pools\r\n"
                            "pools:%zu\r\n",
                            PX_VERSION, (long)getpid(),

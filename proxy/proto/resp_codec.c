@@ -1556,6 +1556,39 @@ static int client(px_local *ctx, const px_msg *m, px_buf *out)
     return reply_error(out, msg);
 }
 
+/* INFO section...: the sections of text (lines of "# Name" then its fields, sections apart by
+ * an empty line) whose names the arguments give, case aside, in text's order; "all", "default"
+ * and "everything" give every one, as Redis's do. An unknown name gives nothing of its own. */
+static int info_sections(const px_msg *m, const char *text, size_t len, px_buf *out)
+{
+    for (size_t i = 1; i < m->nargs; i++)
+        if (arg_is(m, i, "all") || arg_is(m, i, "default") || arg_is(m, i, "everything"))
+            return px_buf_append(out, text, len);
+    bool keep = false;
+    for (size_t at = 0; at < len;) {
+        const char *nl = memchr(text + at, '\n', len - at);
+        size_t end = nl != NULL ? (size_t)(nl - text) + 1 : len;
+        const char *line = text + at;
+        size_t n = end - at;
+        if (n >= 2 && line[0] == '#' && line[1] == ' ') {
+            size_t name = n - 2;
+            while (name > 0 && (line[2 + name - 1] == '\r' || line[2 + name - 1] == '\n'))
+                name--;
+            keep = false;
+            for (size_t i = 1; i < m->nargs && !keep; i++)
+                keep = m->args[i].len == name &&
+                       strncasecmp(m->raw + m->args[i].off, line + 2, name) == 0;
+            if (keep && out->len > 0 && px_buf_append(out, "\r\n", 2) != 0)
+                return -1;
+        }
+        bool blank = n <= 2 && (n == 0 || line[0] == '\r' || line[0] == '\n');
+        if (keep && !blank && px_buf_append(out, line, n) != 0)
+            return -1;
+        at = end;
+    }
+    return 0;
+}
+
 static int redis_answer_local(px_local *ctx, const px_msg *m, px_buf *out)
 {
     const px_span *a = m->args;
@@ -1586,12 +1619,14 @@ static int redis_answer_local(px_local *ctx, const px_msg *m, px_buf *out)
     case K_CLIENT:
         return client(ctx, m, out);
     case K_INFO: {
-        px_buf text = {0};
-        int rc = ctx->info(ctx->info_arg, &text) == 0 &&
-                         verbatim(out, ctx->dialect, text.p, text.len) == 0
-                     ? 0
-                     : -1;
+        px_buf text = {0}, some = {0};
+        int rc = ctx->info(ctx->info_arg, &text);
+        if (rc == 0 && m->nargs > 1)
+            rc = info_sections(m, text.p, text.len, &some);
+        const px_buf *b = m->nargs > 1 ? &some : &text;
+        rc = rc == 0 && verbatim(out, ctx->dialect, b->p, b->len) == 0 ? 0 : -1;
         px_buf_free(&text);
+        px_buf_free(&some);
         return rc;
     }
     case K_AUTH:
