@@ -11,6 +11,8 @@ clients send, so their reads are in flight together, then resumed. Checked:
     counts 1 GET a round for "on" against CLIENTS for "off" (a cut of >= 90%: 98% here); every
     client gets the value's exact bytes; chash_proxy_coalesced_reads_total{pool="on"} counts
     the other CLIENTS - 1 a round;
+  - RESP2 and RESP3 clients reading one hash at once form a group each (CLIENTS - 2 joins),
+    each client gets its own protocol's reply (a flat array, a map);
   - a write closes the group: a SET sent while a GET group waits, then a GET: the later GET
     has the SET's value and went to the backend itself (a second GET at R);
   - a failing backend: F stopped past the pool's timeout: every one of CLIENTS waiters gets the
@@ -111,6 +113,24 @@ def body(t):
     cut = 1 - per["on"] / per["off"]
     if coalesced(mport, "on") != ROUNDS * (CLIENTS - 1):
         fail("coalesced reads %r" % coalesced(mport, "on"))
+
+    # --- RESP2 and RESP3 clients read one hash at once: a group per protocol (a waiter never
+    # gets a reply written for the other's: HGETALL is a flat array in one, a map in the other).
+    if resp_call(r.addr, "HSET", "hh", "f", "v") != 1:
+        fail("HSET hh at R")
+    half = CLIENTS // 2
+    conns = [Resp(("127.0.0.1", pon)) for _ in range(CLIENTS)]
+    for c in conns[half:]:
+        if not isinstance(c.call("HELLO", "3"), dict):
+            fail("HELLO 3 through the proxy")
+    cbase = coalesced(mport, "on")
+    stopped_round(r, conns, encode("HGETALL", "hh"),
+                  lambda: coalesced(mport, "on") == cbase + CLIENTS - 2)
+    got = [c.read() for c in conns]
+    if got[:half] != [[b"f", b"v"]] * half or got[half:] != [{b"f": b"v"}] * (CLIENTS - half):
+        fail("RESP2 and RESP3 clients' HGETALL: %r" % got)
+    for c in conns:
+        c.close()
 
     # --- A write closes the group: GET (leader), SET, GET; the second GET is sent itself.
     with Resp(("127.0.0.1", pon)) as a, Resp(("127.0.0.1", pon)) as b:

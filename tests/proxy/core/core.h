@@ -105,6 +105,7 @@ void test_warm_read_and_fill(void **state);
 void test_warm_write_moves(void **state);
 void test_ramp(void **state);
 void test_mc_warm(void **state);
+void test_warm_resp3(void **state);
 /* core_stage.c */
 void test_stage_write_invalidates(void **state);
 void test_stage_split_write(void **state);

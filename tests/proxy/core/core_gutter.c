@@ -17,6 +17,9 @@
 #define TTL_MS 4500u                     /* memcached: 4 s */
 #define NOW_MS INT64_C(1000000000000)    /* Unix 1e9 s */
 
+/* The dialect of the client whose requests capped() rewrites. */
+static uint8_t dialect = PX_DIALECT_RESP2;
+
 /* The gutter's request for key k of text (parsed as the pool speaks it); its return code. */
 static int capped(fixture *fx, const char *text, uint32_t k, px_buf *out, char *why,
                   size_t whylen)
@@ -30,6 +33,7 @@ static int capped(fixture *fx, const char *text, uint32_t k, px_buf *out, char *
                                                 &need, err, sizeof(err)),
                      PX_PARSE_OK);
     uint8_t expect = 0;
+    m.dialect = dialect;
     out->len = 0;
     why[0] = '\0';
     return pool->codec->encode_capped(out, &m, &k, 1, TTL_MS, NOW_MS, &expect, why, whylen);
@@ -90,6 +94,17 @@ void test_gutter_redis(void **state)
                "1", "k", "4500", "INCR", "k"));
     refused(fx, "RPOPLPUSH a b\r\n", "writes more than one key");
     refused(fx, "EVAL s 1 k\r\n", "writes more than one key");
+    /* A RESP3 client's: the command runs in RESP3 inside the script (redis.setresp(3)), so
+     * ZINCRBY's double, HGETALL's map, come back as they would without it. */
+    dialect = PX_DIALECT_RESP3;
+    redis_is(fx, "ZINCRBY z 1 m\r\n", 0,
+             W("EVAL",
+               "redis.setresp(3) local r = redis.call(unpack(ARGV, 2)) local t = "
+               "redis.call('PTTL', KEYS[1]) if t == -1 or t > tonumber(ARGV[1]) then "
+               "redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return r",
+               "1", "z", "4500", "ZINCRBY", "z", "1", "m"));
+    redis_is(fx, "SET k v\r\n", 0, W("SET", "k", "v", "PX", "4500")); /* no script: the same */
+    dialect = PX_DIALECT_RESP2;
 }
 
 static void mc_is(fixture *fx, const char *text, const char *want)

@@ -146,4 +146,18 @@ void test_replica_read_repair(void **state)
     reply(fx, own[1], "$1\r\nw\r\n");
     assert_done(4, "$1\r\nw\r\n");
     assert_int_equal(pending(), 0);
+
+    /* A RESP3 client's miss is RESP3's null: read from the second owner as well, on a RESP3
+     * connection, and repaired. */
+    px_local v3 = {.dialect = PX_DIALECT_RESP3};
+    request(fx, &v3, get);
+    assert_int_equal(sent_to(own[0])->dialect, PX_DIALECT_RESP3);
+    reply(fx, own[0], "_\r\n");
+    assert_int_equal(sent_to(own[1])->dialect, PX_DIALECT_RESP3);
+    reply(fx, own[1], "$1\r\nw\r\n");
+    assert_done(5, "$1\r\nw\r\n");
+    assert_non_null(memmem(sent_to(own[1])->bytes.p, sent_to(own[1])->bytes.len, "DUMP", 4));
+    assert_int_equal(fx->pool.m.warm.replica_reads, 3);
+    reply(fx, own[1], "$-1\r\n"); /* the fetch finds it gone: nothing to copy */
+    assert_int_equal(pending(), 0);
 }

@@ -169,6 +169,44 @@ void test_warm_read_and_fill(void **state)
     fake_reset();
 }
 
+/* A RESP3 client's GET of a moved key: the new owner's RESP3 null is a miss, so the key is read
+ * from its old owner (on a RESP3 connection too), answered as that server wrote it, and
+ * copied. */
+void test_warm_resp3(void **state)
+{
+    fixture *fx = *state;
+    px_pool *pool = &fx->pool;
+    window w;
+    window_open(fx, &w, true, 0, 10000);
+    char mk[16], kk[16];
+    moved_and_kept(fx, &w, mk, kk, 0);
+    fake_now_ms = 2000;
+    char *words[] = {"GET", mk};
+    px_buf req = {0};
+    resp(&req, 2, words);
+    px_local v3 = {.dialect = PX_DIALECT_RESP3};
+    request(fx, &v3, req.p);
+    fake_sent *to_new = sent_to(NSERVERS - 1);
+    assert_non_null(to_new);
+    assert_int_equal(to_new->dialect, PX_DIALECT_RESP3);
+    fake_reply(pool, to_new, "_\r\n", 3);
+    assert_int_equal(ndone, 0);
+    fake_sent *to_old = sent_to(prev_owner(&w, mk));
+    assert_non_null(to_old);
+    assert_int_equal(to_old->dialect, PX_DIALECT_RESP3);
+    fake_reply(pool, to_old, "$1\r\nM\r\n", 7);
+    assert_done(0, "$1\r\nM\r\n");
+    assert_int_equal(pool->m.warm.warm_hits, 1);
+    fake_sent *fetch = sent_to(prev_owner(&w, mk));
+    assert_non_null(fetch);
+    assert_non_null(memmem(fetch->bytes.p, fetch->bytes.len, "DUMP", 4));
+    fake_reply(pool, fetch, "$-1\r\n", 5); /* gone meanwhile: nothing to copy */
+    assert_int_equal(pending(), 0);
+    px_buf_free(&req);
+    window_close(fx, &w);
+    fake_reset();
+}
+
 /* A write of a moved key in the window moves it first: one EVAL takes PTTL, DUMP and DEL on
  * the old owner, RESTORE (no REPLACE) copies it to the new owner, then the write goes there.
  * DEL of a moved key the old owner does not have goes straight to the new owner. */

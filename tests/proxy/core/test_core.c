@@ -47,6 +47,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_warm_read_and_fill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_write_moves, setup, teardown),
         cmocka_unit_test_setup_teardown(test_ramp, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_warm_resp3, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mc_warm, setup_mc, teardown),
         cmocka_unit_test_setup_teardown(test_stage_write_invalidates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stage_split_write, setup, teardown),
