@@ -1,0 +1,171 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""RESP3 clients against RESP2 clients on the same chash-proxy pool: CPU per request (issue 34).
+
+3 redis-servers (no persistence) behind one chash-proxy (default threads, ketama, md5, hash tags
+"{}"); redis-benchmark (-c 50) drives it as RESP2 clients and, with -3, as RESP3 clients, on
+the same pool: GET and SET of key:<0..99999>, a 10-key MGET of random keys (over the servers),
+HGETALL of a 10-field hash (a map in RESP3), each without pipelining and with -P 16. Rounds
+alternate the two protocols (and which goes first), the median of the rounds is kept per cell.
+The proxy's CPU time (utime + stime, /proc/PID/stat) during a run divided by its requests is
+the cost; RESP3 / RESP2 is printed per cell against the goal (<= 1.05x), MET or MISSED.
+
+The noise: each cell's rounds of one protocol differ among themselves; their spread (largest
+over smallest CPU per request among the rounds, RESP2's) is printed beside the ratio, so a
+ratio within it is within this box's noise.
+
+usage: bench/proxy/bench_resp3.py [--build build/release] [--rounds 5] [--n1 N] [--n16 N]
+"""
+import argparse
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from benchutil import cpu_seconds, dier, free_ports, loadavg, say  # noqa: E402
+
+RUN_TIMEOUT = 300
+GOAL = 1.05
+CELLS = [("GET", ["GET", "key:__rand_int__"]),
+         ("SET", ["SET", "key:__rand_int__", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"]),
+         ("MGET10", ["MGET"] + ["key:__rand_int__"] * 10),
+         ("HGETALL", ["HGETALL", "{h}hash"])]
+procs = []
+
+
+def cleanup():
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+die = dier("resp3", cleanup)
+
+
+def start(argv, log):
+    p = subprocess.Popen(argv, stdout=open(log, "w"), stderr=subprocess.STDOUT,
+                         stdin=subprocess.DEVNULL)
+    procs.append(p)
+    return p
+
+
+def cli(port, *args):
+    out = subprocess.run(["redis-cli", "-p", str(port)] + list(args), capture_output=True,
+                         text=True, timeout=30)
+    return out.stdout.strip()
+
+
+def wait_ping(port, what):
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if cli(port, "PING") == "PONG":
+            return
+        time.sleep(0.05)
+    die("%s on port %d does not answer" % (what, port))
+
+
+def run(port, resp3, words, pipeline, n, pid):
+    argv = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-c", "50", "-n", str(n),
+            "-r", "100000", "-P", str(pipeline), "--csv"] + (["-3"] if resp3 else []) + words
+    c0 = cpu_seconds(pid)
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=RUN_TIMEOUT)
+    cpu = cpu_seconds(pid) - c0
+    if out.returncode != 0:
+        die("%s failed: %s" % (" ".join(argv), out.stderr.strip()))
+    rps = None
+    for line in out.stdout.splitlines():
+        cells = [c.strip('"') for c in line.split(",")]
+        if len(cells) > 1 and cells[0] != "test":
+            rps = float(cells[1])
+    if rps is None:
+        die("no result line from redis-benchmark: %r" % out.stdout)
+    return cpu / n * 1e6, rps  # microseconds of proxy CPU per request
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default="build/release")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--n1", type=int, default=100000)
+    ap.add_argument("--n16", type=int, default=400000)
+    args = ap.parse_args()
+    proxy_bin = os.path.join(args.build, "proxy", "chash-proxy")
+    for prog in ("redis-server", "redis-benchmark", "redis-cli"):
+        if shutil.which(prog) is None:
+            die("%s not found (scripts/bootstrap installs redis)" % prog)
+    if not os.access(proxy_bin, os.X_OK):
+        die("%s not found: build it first (make)" % proxy_bin)
+    for s in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(s, lambda *_: die("interrupted"))
+    tmp = tempfile.mkdtemp(prefix="bench-resp3-")
+    ports = free_ports(4)
+    backends, listen = ports[:3], ports[3]
+    for p in backends:
+        start(["redis-server", "--port", str(p), "--bind", "127.0.0.1", "--save", "",
+               "--appendonly", "no", "--dir", tmp], os.path.join(tmp, "redis-%d.log" % p))
+    for p in backends:
+        wait_ping(p, "redis-server")
+    conf = os.path.join(tmp, "proxy.yml")
+    with open(conf, "w") as f:
+        f.write("bench:\n  listen: 127.0.0.1:%d\n  redis: true\n  hash: md5\n"
+                "  distribution: ketama\n  hash_tag: \"{}\"\n  timeout: 5000\n  servers:\n" % listen)
+        for i, p in enumerate(backends):
+            f.write("   - 127.0.0.1:%d:1 s%d\n" % (p, i))
+    proxy = start([proxy_bin, "-c", conf, "-s", str(free_ports(1)[0])],
+                  os.path.join(tmp, "proxy.log"))
+    wait_ping(listen, "chash-proxy")
+    # The data: every key the GETs and MGETs name, and the hash.
+    run(listen, False, CELLS[1][1], 16, 400000, proxy.pid)
+    cli(listen, "HSET", "{h}hash", *[x for i in range(10) for x in ("field%d" % i, "v" * 16)])
+
+    say("chash-proxy, RESP3 clients against RESP2 clients on one pool (3 redis-servers, "
+        "redis-benchmark -c 50); load %s" % loadavg())
+    say("proxy CPU per request (us), median of %d rounds; rps; RESP3/RESP2; noise = RESP2's "
+        "largest/smallest round" % args.rounds)
+    samples = {}
+    for r in range(args.rounds):
+        for name, words in CELLS:
+            for pipeline, n in ((1, args.n1), (16, args.n16)):
+                order = (False, True) if (r % 2 == 0) else (True, False)
+                for resp3 in order:
+                    samples.setdefault((name, pipeline, resp3), []).append(
+                        run(listen, resp3, words, pipeline, n, proxy.pid))
+    if proxy.poll() is not None:
+        die("chash-proxy exited during the runs")
+    missed = []
+    say("%-8s %-3s %12s %12s %10s %10s %7s %7s %6s" % ("command", "-P", "RESP2 us", "RESP3 us",
+                                                          "RESP2 rps", "RESP3 rps", "ratio",
+                                                          "noise", "goal"))
+    for name, _ in CELLS:
+        for pipeline in (1, 16):
+            two = samples[(name, pipeline, False)]
+            three = samples[(name, pipeline, True)]
+            c2 = statistics.median(c for c, _ in two)
+            c3 = statistics.median(c for c, _ in three)
+            r2 = statistics.median(x for _, x in two)
+            r3 = statistics.median(x for _, x in three)
+            noise = max(c for c, _ in two) / min(c for c, _ in two)
+            ratio = c3 / c2
+            ok = ratio <= GOAL
+            if not ok:
+                missed.append("%s -P %d" % (name, pipeline))
+            say("%-8s %-3d %12.2f %12.2f %10.0f %10.0f %7.3f %7.3f %6s" % (
+                name, pipeline, c2, c3, r2, r3, ratio, noise, "MET" if ok else "MISSED"))
+    say("goal: RESP3 CPU per request <= %.2fx RESP2's in every cell: %s" % (
+        GOAL, "MET" if not missed else "MISSED in " + ", ".join(missed)))
+    cleanup()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
