@@ -104,8 +104,8 @@ static void signal_cb(uv_signal_t *h, int signum)
 /* The descriptors left for clients: the soft RLIMIT_NOFILE less what the proxy needs for
  * itself (PX_FD_RESERVE: stdio, the log, the stats and admin ports and their connections) and,
  * per worker, its loop (PX_FD_PER_WORKER), each pool's listener and its spare, and every
- * backend connection (servers x server_connections), plus a tenth of the limit for servers a
- * reload adds. 0: no limit to keep. Cost: O(pools). */
+ * backend connection (servers x server_connections x the protocol's kinds of connection), plus
+ * a tenth of the limit for servers a reload adds. 0: no limit to keep. Cost: O(pools). */
 static uint64_t clients_budget(px_ctl *m, const ch_config *cfg)
 {
     struct rlimit rl;
@@ -116,6 +116,7 @@ static uint64_t clients_budget(px_ctl *m, const ch_config *cfg)
     for (size_t i = 0; i < cfg->npools; i++) {
         const ch_conf_pool *pc = &cfg->pools[i];
         uint64_t conns = pc->server_connections > 0 ? (uint64_t)pc->server_connections : 1;
+        conns *= px_codec_of(pc)->backend_dialects; /* a Redis pool's RESP2 and RESP3 ones */
         per_worker += 2 + pc->nservers * conns;
     }
     uint64_t reserved = PX_FD_RESERVE + m->nworkers * per_worker + rl.rlim_cur / 10;
