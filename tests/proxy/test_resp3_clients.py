@@ -102,7 +102,9 @@ def body(t):
                         pool_yaml("alpha", port, [(b.text, 1, None) for b in backends],
                                   hash="md5", distribution="ketama", hash_tag='"{}"',
                                   timeout=5000))
-    proxy = Proxy(t.proxy, t.tmp, config, [("127.0.0.1", port)]).start()
+    # Two workers: the clients land on both, and CLIENT LIST reads every worker's cards.
+    proxy = Proxy(t.proxy, t.tmp, config, [("127.0.0.1", port)],
+                  extra_args=["--threads", "2"]).start()
 
     env = dict(os.environ, NODE_PATH=NPM_MODULES)
     script = os.path.join(HERE, "clients", "resp3_clients.js")
