@@ -9,7 +9,10 @@ pools on them, both with redis_auth: BACKEND_PW:
     answers Redis 7's -WRONGPASS and leaves the client unauthenticated; AUTH CLIENT_PW then
     SET/GET/MGET across both backends work (so the proxy AUTHs to the backends with redis_auth:
     they refuse everything else, as redis-cli without a password on a backend shows). The real
-    redis-cli through the proxy: without -a NOAUTH, with -a CLIENT_PW served.
+    redis-cli through the proxy: without -a NOAUTH, with -a CLIENT_PW served. In RESP3: HELLO 3
+    before AUTH answers Redis's NOAUTH, HELLO 3 AUTH with a wrong password or another user than
+    default WRONGPASS, with default and CLIENT_PW it switches, and MGET and HGETALL (a map) are
+    served over the backends' RESP3 connections (AUTH redis_auth, then HELLO 3).
   - "legacy" has redis_auth only: twemproxy's behaviour, clients AUTH with redis_auth (PING
     too answers -NOAUTH before it).
 
@@ -109,6 +112,25 @@ def body(t):
            cli(guarded_port, "SET", "auth:cli", "from-cli", password=CLIENT_PW), "OK")
     expect("redis-cli GET through the proxy with -a client_auth",
            cli(guarded_port, "GET", "auth:cli", password=CLIENT_PW), '"from-cli"')
+
+    # --- RESP3: HELLO 3 AUTH authenticates and switches at once; the backends' RESP3
+    # connections open with AUTH redis_auth, then HELLO 3 (they refuse everything before it).
+    with Resp(guarded) as c:
+        got = c.call("HELLO", "3")
+        expect("HELLO 3 before AUTH", isinstance(got, RespError) and
+               got.args[0].startswith("NOAUTH HELLO must be called"), True)
+        expect("HELLO 3 AUTH with a wrong password", c.call("HELLO", "3", "AUTH", "default",
+                                                           "nope"), INVALID)
+        expect("HELLO 3 AUTH as another user", c.call("HELLO", "3", "AUTH", "app", CLIENT_PW),
+               INVALID)
+        got = c.call("HELLO", "3", "AUTH", "default", CLIENT_PW)
+        expect("HELLO 3 AUTH default client_auth", isinstance(got, dict) and got.get(b"proto"),
+               3)
+        expect("RESP3 MGET across the backends", c.call("MGET", *keys, "auth:none"),
+               [b"v%d" % i for i in range(len(keys))] + [None])
+        expect("RESP3 HSET", c.call("HSET", "auth:h", "f", "v"), 1)
+        expect("RESP3 HGETALL (a map)", c.call("HGETALL", "auth:h"), {b"f": b"v"})
+        expect("AUTH default client_auth", c.call("AUTH", "default", CLIENT_PW), b"OK")
 
     # --- redis_auth only: twemproxy's behaviour ------------------------------------------------
     with Resp(legacy) as c:
