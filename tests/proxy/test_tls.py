@@ -229,6 +229,15 @@ def body(t):
         if got != "v-" + k:
             fail("key %s not on its owner %s over TLS (got %r)" % (k, port, got))
     log("200 keys through the TLS pool (client certificates both ways), each on its owner")
+    # RESP3 over TLS both ways: redis-cli -3's map, from the servers' RESP3 connections (TLS,
+    # then HELLO 3).
+    r = subprocess.run(["redis-cli", "-3", "--tls", "--cacert", certs.p("ca.pem"), "--cert",
+                        certs.p("client.pem"), "--key", certs.p("client.key"), "-p", str(sp)],
+                       input=b"HSET tls:h f v\nHGETALL tls:h\n", capture_output=True,
+                       timeout=60)
+    if r.stdout.decode().split("\n")[:2] != ["1", "f v"] or \
+            redis_cli(certs, sp, "-3", "--no-raw", "HGETALL", "tls:h")[0] != '1# "f" => "v"':
+        fail("redis-cli -3 --tls through the proxy: %r %r" % (r.stdout[:200], r.stderr[:300]))
 
     # 2. The plain pool beside it.
     with Resp(("127.0.0.1", pp)) as c:
