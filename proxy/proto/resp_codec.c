@@ -1282,6 +1282,18 @@ static bool name_ok(const px_msg *m, px_span sp)
     return true;
 }
 
+/* An argument as an error shows it where Redis shows it as given (its case kept): printable
+ * bytes as they are, others '?', NUL-ended within cap. */
+static void as_given(char *out, size_t cap, const px_msg *m, px_span sp)
+{
+    size_t n = 0;
+    for (; n + 1 < cap && n < sp.len; n++) {
+        unsigned char c = (unsigned char)m->raw[sp.off + n];
+        out[n] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+    }
+    out[n] = '\0';
+}
+
 static const char BAD_NAME[] =
     "Client names cannot contain spaces, newlines or special characters.";
 
@@ -1356,11 +1368,7 @@ static int hello(px_local *ctx, const px_msg *m, px_buf *out)
             j++;
         } else {
             char opt[72], msg[128];
-            px_printable_name(opt, sizeof(opt), m->raw + a[j].off, a[j].len);
-            /* Redis shows the option as given: its case, not lowered. */
-            for (size_t i = 0; i < a[j].len && i < sizeof(opt) - 1; i++)
-                if (opt[i] != '?')
-                    opt[i] = m->raw[a[j].off + i];
+            as_given(opt, sizeof(opt), m, a[j]);
             snprintf(msg, sizeof(msg), "Syntax error in HELLO option '%s'", opt);
             return reply_error(out, msg);
         }
@@ -1548,10 +1556,7 @@ static int client(px_local *ctx, const px_msg *m, px_buf *out)
                  "connections are not the servers')", sub);
         return reply_error(out, msg);
     }
-    /* As Redis words an unknown subcommand, the name as given. */
-    for (size_t i = 0; i < m->args[1].len && i < sizeof(sub) - 1; i++)
-        if (sub[i] != '?')
-            sub[i] = m->raw[m->args[1].off + i];
+    as_given(sub, sizeof(sub), m, m->args[1]); /* as Redis words an unknown subcommand */
     snprintf(msg, sizeof(msg), "unknown subcommand '%s'. Try CLIENT HELP.", sub);
     return reply_error(out, msg);
 }
