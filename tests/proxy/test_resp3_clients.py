@@ -10,7 +10,9 @@ chash-proxy, all at once against one proxy in front of 3 redis-servers.
     protocol CLIENT LIST shows, a wrong-type error) and checks every result;
   - redis-cli -3 (Debian's redis-tools): its RESP3 rendering of a map, a double, a null, a set,
     and HELLO's proto;
-  - Debian's python3-redis (RESP2) doing the same work beside them.
+  - Debian's python3-redis (RESP2) doing the same work beside them;
+  - a RESP3 connection that subscribes and keeps using that connection for GET and PING while
+    a message arrives as a push.
 The npm clients are in scripts/bootstrap's prefix (/usr/local/lib/chash-oracles).
 
 Usage: test_resp3_clients.py CHASH_PROXY CHASH_CLI
@@ -23,8 +25,8 @@ import sys
 import threading
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, fail, free_ports, pool_yaml, run_test, skip,  # noqa: E402
-                          start_redises, write_file)
+from proxyharness import (Proxy, Push, Resp, fail, free_ports, pool_yaml, run_test,  # noqa
+                          skip, start_redises, write_file)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NPM_MODULES = "/usr/local/lib/chash-oracles/node_modules"
@@ -91,6 +93,31 @@ def python_redis_work(port, prefix):
         r.close()
 
 
+def resp3_subscriber(port, prefix):
+    """A RESP3 connection that subscribes, then keeps using the same connection for other
+    commands, as RESP3 allows: its replies and the pushes interleave, each told apart by type."""
+    addr = ("127.0.0.1", port)
+    errors = []
+    with Resp(addr, timeout=20) as c, Resp(addr, timeout=20) as pub:
+        if not isinstance(c.call("HELLO", "3"), dict):
+            return ["RESP3 subscriber: HELLO 3 refused"]
+        chan = "{%s}ch" % prefix
+        got = c.call("SUBSCRIBE", chan)
+        if got != Push([b"subscribe", chan.encode(), 1]):
+            errors.append("SUBSCRIBE's confirmation: %r" % (got,))
+        pub.call("SET", "{%s}k" % prefix, "v")
+        if c.call("GET", "{%s}k" % prefix) != b"v" or c.call("PING") != b"PONG":
+            errors.append("a subscribed RESP3 connection's GET and PING")
+        if pub.call("PUBLISH", chan, "hello") != 1:
+            errors.append("PUBLISH reached no subscriber")
+        got = c.read()
+        if got != Push([b"message", chan.encode(), b"hello"]):
+            errors.append("the message: %r" % (got,))
+        if c.call("GET", "{%s}k" % prefix) != b"v":
+            errors.append("GET after the message")
+    return errors
+
+
 def body(t):
     node = t.programs["node"]
     for m in NPM_CLIENTS:
@@ -126,7 +153,8 @@ def body(t):
         return th
 
     threads = [in_thread(redis_cli_checks, t.programs["redis-cli"], port, "cli"),
-               in_thread(python_redis_work, port, "py")]
+               in_thread(python_redis_work, port, "py"),
+               in_thread(resp3_subscriber, port, "sub")]
     lines = []
     for c, p in procs.items():
         try:
@@ -149,7 +177,7 @@ def body(t):
     proxy.stop()
     if errors:
         fail("through chash-proxy:\n  " + "\n  ".join(errors))
-    return "; ".join(lines) + "; redis-cli -3 and python3-redis ok"
+    return "; ".join(lines) + "; redis-cli -3, python3-redis and a RESP3 subscriber ok"
 
 
 if __name__ == "__main__":
