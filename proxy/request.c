@@ -27,7 +27,8 @@
  * sent to every server (a slot per server, route_all.c). */
 static bool merged(const px_msg *m)
 {
-    return m->cmd != NULL && (m->cmd->cls == PX_CLASS_MULTI || m->cmd->merge == PX_MERGE_EVERY);
+    return m->cmd != NULL && (m->flags & PX_MSG_WHOLE) == 0 &&
+           (m->cmd->cls == PX_CLASS_MULTI || m->cmd->merge == PX_MERGE_EVERY);
 }
 
 /* Whether sends storage p lives in rq itself (send1 or its block): not freed, not realloc'd. */
@@ -216,6 +217,8 @@ void px_rq_answer(px_rq *rq, const px_slot *slots, size_t n, const px_reply *r)
     bool split = merged(&rq->msg);
     if (!split) {
         reply_drop(rq);
+        rq->reply_kind = (uint8_t)r->kind;
+        rq->reply_integer = r->integer;
         if ((rq->msg.flags & PX_MSG_SWALLOW) != 0 ||
             (rq->codec->suppress != NULL && rq->codec->suppress(&rq->msg, r))) {
             /* no reply for the client (noreply, quiet mode) */
@@ -277,13 +280,20 @@ void px_rq_pass(px_rq *rq, px_slot s, px_route *from, px_route *child)
     child->ops->start(child, rq, s);
 }
 
-/* The route slot s's answer from `from` goes to: the nearest ancestor that did not pass it on
- * (NULL: the request). O(levels). */
+/* The route slot s's answer from `from` goes to: the nearest ancestor that did not pass it on,
+ * below the route the request started on (NULL: the request itself; a side request started
+ * on a subtree answers at that subtree's top). O(levels). */
 static px_route *answer_to(const px_rq *rq, px_slot s, const px_route *from)
 {
+    const px_route *top = rq->route;
+    if (from == top)
+        return NULL;
     px_route *to = from->parent;
-    while (to != NULL && (rq->slots[s].passed >> to->level & 1u) != 0)
+    while (to != NULL && (rq->slots[s].passed >> to->level & 1u) != 0) {
+        if (to == top)
+            return NULL;
         to = to->parent;
+    }
     return to;
 }
 
@@ -298,7 +308,7 @@ void px_rq_return(px_rq *rq, px_route *from, const px_slot *slots, size_t n, con
             j++;
         if (to != NULL) {
             to->ops->reply(to, rq, slots + i, j - i, r);
-        } else if (r->kind == PX_REPLY_FAILED) { /* no route could serve them: an error */
+        } else if (r->kind == PX_REPLY_FAILED && !rq->side) { /* nothing could serve them */
             char reason[256];
             size_t rl = r->len < sizeof(reason) - 1 ? r->len : sizeof(reason) - 1;
             memcpy(reason, r->p, rl);
@@ -425,21 +435,25 @@ static int encode_frag(void *arg, px_buf *out, uint8_t *expect)
     return rc;
 }
 
-/* A fragment's outcome: to the route that sent it. Whatever the routes send in answer goes out
- * when they are done (one flush), and the owner hears of completion only then: a route may
- * send, call and return in any order without rq going away under it. */
-static void frag_done(px_frag *f, const px_reply *r)
+/* An answer r to slots[0, n) of rq, for route rt's reply(). Whatever the routes send in answer
+ * goes out when they are done (one flush), and the owner hears of completion only then: a route
+ * may send, call and return in any order without rq going away under it. */
+static void deliver(px_rq *rq, px_route *rt, const px_slot *slots, size_t n, const px_reply *r)
 {
-    px_rq *rq = f->ctx;
-    px_route *rt = f->tag;
     bool was = rq->starting;
     rq->starting = true;
-    rt->ops->reply(rt, rq, f->slots, f->nslots, r);
+    rt->ops->reply(rt, rq, slots, n, r);
     if (!rq->done)
         px_rq_flush(rq);
     rq->starting = was;
     if (!was && rq->done)
         rq_done(rq);
+}
+
+/* A fragment's outcome: to the route that sent it. */
+static void frag_done(px_frag *f, const px_reply *r)
+{
+    deliver(f->ctx, f->tag, f->slots, f->nslots, r);
 }
 
 int px_rq_send_own(px_rq *rq, px_slot s, px_route *from, px_server *to, px_encode_fn enc,
@@ -528,7 +542,7 @@ void px_rq_flush(px_rq *rq)
     }
     if (sends != &one && !sends_inline(rq, sends))
         free(sends);
-    if (rq->msg.cmd->cls == PX_CLASS_MULTI)
+    if (merged(&rq->msg) && rq->msg.cmd->cls == PX_CLASS_MULTI)
         rq->pool->stats.fragments += built;
     /* Hand-offs: from here on rq may complete (and be freed) at any send. */
     for (size_t i = 0; i < built; i++) {
@@ -579,4 +593,91 @@ void px_rq_start(px_rq *rq, px_route *rt)
     }
     rq->cont.flush = cont_cb;
     start_slice(rq);
+}
+
+/* ---- side requests ------------------------------------------------------------------------- */
+
+/* A side request's owner: the slot of the request waiting for it, or its detached callback. */
+typedef struct px_side {
+    px_rq *parent; /* NULL: detached */
+    px_slot slot;
+    px_route *from;
+    void (*done)(void *arg, const px_reply *r);
+    void *arg;
+} px_side;
+
+/* The side request's answer: to the route waiting for it, or to its callback. */
+static void side_done(px_rq *f)
+{
+    px_side *sd = f->owner;
+    px_reply r = {.p = f->reply.p, .len = f->reply.len, .kind = (px_reply_kind)f->reply_kind,
+                  .integer = f->reply_integer};
+    if (sd->parent != NULL)
+        deliver(sd->parent, sd->from, &sd->slot, 1, &r);
+    else if (sd->done != NULL)
+        sd->done(sd->arg, &r);
+    px_cache_free(sd, sizeof(*sd));
+    px_rq_free(f);
+}
+
+/* Starts bytes[0, len) as a side request of cause (its connections) on `start`, a route of
+ * pool's tree `tree` (NULL: pool's root, whose tree px_rq_start holds), owned by sd. 0, or -1
+ * (nothing started, sd still the caller's). */
+static int side_start(const px_rq *cause, px_pool *pool, px_route_tree *tree, px_route *start,
+                      const char *bytes, size_t len, px_side *sd)
+{
+    px_span args[16], keys[16];
+    px_msg m = {.args = args, .args_cap = 16, .keys = keys, .keys_cap = 16};
+    px_limits lim = pool->limits;
+    lim.max_request = lim.max_value = UINT32_MAX; /* a copy is as large as the value it copies */
+    size_t consumed = 0, need = 0;
+    char err[160];
+    if (pool->codec->parse_request(&lim, bytes, len, &m, &consumed, &need, err, sizeof(err)) !=
+            PX_PARSE_OK ||
+        consumed != len || m.cmd == NULL || m.reject[0] != '\0' || m.nargs > m.args_cap ||
+        m.nkeys > m.keys_cap)
+        return -1;
+    m.dialect = cause->msg.dialect;
+    m.flags |= PX_MSG_WHOLE; /* its one key's reply, as it came: its kind, a failure as one */
+    px_rq *f = px_rq_new(pool, &m, cause->cid);
+    if (f == NULL)
+        return -1;
+    f->side = true;
+    f->owner = sd;
+    f->on_done = side_done;
+    if (tree != NULL && start != pool->route) { /* a subtree of a tree the cause holds: held
+                                                    by the side too (px_rq_start holds a root's) */
+        f->tree = tree;
+        tree->refs++;
+    }
+    px_rq_start(f, start); /* may complete (and free f and sd) at once */
+    return 0;
+}
+
+int px_rq_fork(px_rq *rq, px_slot s, px_route *from, px_pool *pool, px_route *start,
+               const char *bytes, size_t len)
+{
+    px_side *sd = px_cache_alloc(sizeof(*sd));
+    if (sd == NULL)
+        return -1;
+    *sd = (px_side){.parent = rq, .slot = s, .from = from};
+    if (side_start(rq, pool, pool == rq->pool ? rq->tree : NULL, start, bytes, len, sd) != 0) {
+        px_cache_free(sd, sizeof(*sd));
+        return -1;
+    }
+    return 0;
+}
+
+int px_rq_fire(const px_rq *rq, px_route *start, const char *bytes, size_t len,
+               void (*done)(void *arg, const px_reply *r), void *arg)
+{
+    px_side *sd = px_cache_alloc(sizeof(*sd));
+    if (sd == NULL)
+        return -1;
+    *sd = (px_side){.done = done, .arg = arg};
+    if (side_start(rq, rq->pool, rq->tree, start, bytes, len, sd) != 0) {
+        px_cache_free(sd, sizeof(*sd));
+        return -1;
+    }
+    return 0;
 }

@@ -94,6 +94,10 @@ struct px_rq {
     bool observed;              /* counted in the metrics */
     bool shadow;                /* a shadow pool's copy of a request (route_shadow.c): not
                                    shadowed again */
+    bool side;                  /* a route's own request (px_rq_fork, px_rq_fire): its owner is
+                                   a px_side; a failure reaching its top stays a failure */
+    uint8_t reply_kind;         /* px_reply_kind of its reply once done (not split) */
+    int64_t reply_integer;      /* and its integer */
     size_t bytes;               /* its allocation (px_mem_held) */
     uint32_t started;           /* slots started so far (px_rq_start: PX_RQ_SLICE at a time) */
     px_flushable cont;          /* deferred to the next loop iteration while slots remain */
@@ -156,5 +160,27 @@ void px_rq_answer(px_rq *rq, const px_slot *slots, size_t n, const px_reply *r);
 void px_rq_answer_error(px_rq *rq, const px_slot *slots, size_t n, px_error why, const char *msg);
 /* Sends what was queued by px_rq_send: one backend request per server and route. */
 void px_rq_flush(px_rq *rq);
+
+/* ---- side requests: a route's own requests (a copy, a take, a delete) ----------------------
+ * A side request is a request of its own, with no client, for a message a route encodes with
+ * the codec (its key routed like any request's), started on a route of a tree: a child of the
+ * route that sends it (the previous placement's leaf, the current placement's subtree), or
+ * another pool's root (the gutter's). Only its leaves send it to a server. It goes over the
+ * backend connections of its cause's client (cid, dialect), after that client's earlier
+ * requests. Its bytes are not bounded by the pool's request limits (a copy of a value the
+ * server holds is as large as that value). Cost: the encoding's parse, one request block. */
+
+/* Route `from` of rq has slot s served by the side request bytes[0, len) (in the codec of
+ * pool), started on `start`: a route of rq's tree below `from` when pool is rq's, else pool's
+ * root. Its answer comes back to from's reply() for slot s, as a child's to px_rq_call (a
+ * failure as PX_REPLY_FAILED); s stays unanswered meanwhile. 0, or -1 when the bytes do not
+ * parse as one request or memory runs out (nothing started). */
+int px_rq_fork(px_rq *rq, px_slot s, px_route *from, px_pool *pool, px_route *start,
+               const char *bytes, size_t len);
+/* The same, detached from rq (only its pool, tree and connections are taken): nobody waits
+ * for it; done(arg, r), when not NULL, is told its answer. 0, or -1 as above (done is not
+ * called). */
+int px_rq_fire(const px_rq *rq, px_route *start, const char *bytes, size_t len,
+               void (*done)(void *arg, const px_reply *r), void *arg);
 
 #endif /* CHASH_PROXY_REQUEST_H */

@@ -82,6 +82,8 @@ enum {
     PX_MSG_ENCODED_KEYS = 1u << 1, /* keys route by codec->route_key (memcached's base64 keys) */
     PX_MSG_SILENT = 1u << 2,       /* the client asked for no reply to it (Redis's CLIENT REPLY
                                       OFF or SKIP): it is served, its reply dropped (client.c) */
+    PX_MSG_WHOLE = 1u << 3,        /* served whole, as one part, never split (a route's side
+                                      request: one key, its reply that key's as it came) */
 };
 
 /* A client connection's dialect of its pool's protocol (px_msg.dialect): codec-defined, 0 the

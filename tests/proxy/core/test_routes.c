@@ -35,9 +35,11 @@
 /* ---- fake routes ------------------------------------------------------------------------------- */
 
 /* Relays: CALL, PASS, PASS_EVEN (pass even slots, call odd ones), RETRY (call child[0]; on a
- * failure, child[1]). Leaves: SYNC_LEAF answers inside start, HELD_LEAF holds the slot for the
+ * failure, child[1]), FORK (a side request DEL_SIDE on child[0], its answer the slot's), FIRE
+ * (DEL_SIDE fired on child[0], detached, its answer to fired(); the slot passed to child[1]).
+ * Leaves: SYNC_LEAF answers inside start, HELD_LEAF holds the slot for the
  * test (answer()), SEND_LEAF sends it to the fake backend's server (fake_log, fake_reply). */
-typedef enum { CALL, PASS, PASS_EVEN, RETRY, SYNC_LEAF, HELD_LEAF, SEND_LEAF } fake_mode;
+typedef enum { CALL, PASS, PASS_EVEN, RETRY, FORK, FIRE, SYNC_LEAF, HELD_LEAF, SEND_LEAF } fake_mode;
 
 typedef struct fake_conf {
     fake_mode mode;
@@ -75,10 +77,38 @@ static uint64_t state_mark(const px_route *rt, px_slot s)
     return 0xA000u + (uint64_t)c->id * 100u + s;
 }
 
+#define DEL_SIDE "*2\r\n$3\r\nDEL\r\n$4\r\nside\r\n"
+
+/* What fired side requests answered, in order. */
+static char fired_log[4][64];
+static px_reply_kind fired_kind[4];
+static size_t nfired;
+
+static void fired(void *arg, const px_reply *r)
+{
+    (void)arg;
+    size_t n = r->len < 63 ? r->len : 63;
+    memcpy(fired_log[nfired], r->p, n);
+    fired_log[nfired][n] = '\0';
+    fired_kind[nfired++] = r->kind;
+}
+
 static void relay_start(px_route *rt, px_rq *rq, px_slot s)
 {
     const fake_conf *c = rt->conf;
     *px_rq_state(rq, s, rt) = state_mark(rt, s);
+    if (c->mode == FORK) {
+        assert_int_equal(px_rq_fork(rq, s, rt, rq->pool, rt->child[0], DEL_SIDE,
+                                    strlen(DEL_SIDE)),
+                         0);
+        return;
+    }
+    if (c->mode == FIRE) {
+        assert_int_equal(px_rq_fire(rq, rt->child[0], DEL_SIDE, strlen(DEL_SIDE), fired, NULL),
+                         0);
+        px_rq_pass(rq, s, rt, rt->child[1]);
+        return;
+    }
     bool pass = c->mode == PASS || (c->mode == PASS_EVEN && s % 2 == 0);
     if (pass)
         px_rq_pass(rq, s, rt, rt->child[0]);
@@ -415,6 +445,57 @@ static void test_coalesced_by_destination(void **state)
     assert_string_equal(done_reply, "*2\r\n$1\r\nx\r\n$1\r\ny\r\n");
 }
 
+/* A side request (px_rq_fork) of a route is a request of its own started on the route's child:
+ * the leaf sends it, its answer comes back to the route that forked it (a failure as a failure,
+ * not the client's error), and the slot waits for it. */
+static void test_fork_answers_its_route(void **state)
+{
+    fixture *fx = *state;
+    use_tree(fx, tree_new((fake_mode[]){CALL, FORK, SEND_LEAF}, NULL, 3));
+    start(fx, GET_K);
+    assert_int_equal(fake_nlog, 1); /* the side request, not the GET */
+    assert_int_equal(fake_log[0].bytes.len, strlen(DEL_SIDE));
+    assert_memory_equal(fake_log[0].bytes.p, DEL_SIDE, strlen(DEL_SIDE));
+    assert_int_equal(ndone, 0);
+    fake_reply(&fx->pool, &fake_log[0], ":1\r\n", 4);
+    assert_int_equal(nevents, 2); /* the forking relay, then the root */
+    assert_int_equal(events[0].id, 1);
+    assert_int_equal(events[0].kind, PX_REPLY_INTEGER);
+    assert_int_equal(state_checks, 2);
+    assert_int_equal(ndone, 1);
+    assert_string_equal(done_reply, ":1\r\n");
+    /* A failure of the side request: the forking route is told it failed. */
+    start(fx, GET_K);
+    fake_fail(&fake_log[1]);
+    assert_int_equal(events[2].id, 1);
+    assert_int_equal(events[2].kind, PX_REPLY_FAILED);
+    assert_int_equal(ndone, 2);
+    assert_non_null(strstr(done_reply, "timed out")); /* the root's client: an error now */
+}
+
+/* A fired side request (px_rq_fire) runs detached: the request goes on at once, the side's
+ * answer goes to its callback, and the tree it runs on lives until it is answered, past a
+ * reload and past the request that fired it. */
+static void test_fire_is_detached(void **state)
+{
+    fixture *fx = *state;
+    px_route_tree *old = tree_new((fake_mode[]){FIRE, SEND_LEAF, HELD_LEAF}, (int[]){-1, 0, 0}, 3);
+    use_tree(fx, old);
+    nfired = 0;
+    start(fx, GET_K);
+    assert_int_equal(fake_nlog, 1); /* the fired DEL */
+    assert_int_equal(nheld, 1);     /* the GET, passed to the held leaf */
+    answer(0, "$1\r\nv\r\n");
+    assert_int_equal(ndone, 1); /* answered while its side request is still out */
+    assert_string_equal(done_reply, "$1\r\nv\r\n");
+    use_tree(fx, tree_new((fake_mode[]){PASS, HELD_LEAF}, NULL, 2)); /* a reload's commit */
+    assert_int_equal(old->refs, 1); /* the fired request's */
+    fake_reply(&fx->pool, &fake_log[0], ":0\r\n", 4);
+    assert_int_equal(nfired, 1);
+    assert_string_equal(fired_log[0], ":0\r\n");
+    assert_int_equal(fired_kind[0], PX_REPLY_INTEGER); /* and the old tree is freed with it */
+}
+
 static void test_tree_outlives_a_reload(void **state)
 {
     fixture *fx = *state;
@@ -443,6 +524,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_answered_inside_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_coalesced_by_destination, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tree_outlives_a_reload, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fork_answers_its_route, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fire_is_detached, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
