@@ -29,8 +29,8 @@ static _Thread_local px_route overflow_node;
 static px_route *node(px_route_tree *t, px_route *parent, const px_route_ops *ops,
                       const void *conf)
 {
-    /* At most near, coalesce, shadow, stage, gutter, warm, replica, its copies and the two
-     * leaves: 10 of PX_POOL_ROUTES. */
+    /* At most near, coalesce, shadow, stage, gutter, warm, replica, its copies and the three
+     * leaves: 11 of PX_POOL_ROUTES. */
     if (t->n >= PX_POOL_ROUTES || (parent != NULL && parent->nchild >= PX_ROUTE_CHILDREN)) {
         t->n = PX_POOL_ROUTES + 1; /* refused */
         overflow_node = (px_route){0};
@@ -79,8 +79,9 @@ int px_route_build(px_pool *pool, px_pool *pools, size_t npools)
         t->shadow = (px_shadow_conf){shadow, pc->shadow_fraction, pc->shadow_writes};
         root = node(t, root, &px_route_shadow_ops, &t->shadow);
     }
+    px_route *stage = NULL;
     if (pool->stage.table != NULL)
-        root = node(t, root, &px_route_stage_ops, NULL);
+        root = stage = node(t, root, &px_route_stage_ops, NULL);
     px_pool *gutter = pool_named(pools, npools, pc->gutter_pool);
     if (gutter != NULL && gutter != pool) {
         t->gutter = (px_gutter_conf){gutter, (uint64_t)pc->gutter_ttl_ms};
@@ -95,6 +96,8 @@ int px_route_build(px_pool *pool, px_pool *pools, size_t npools)
         node(t, warm, &px_route_pool_ops, &px_place_current);
     }
     node(t, warm, &px_route_pool_ops, &px_place_previous);
+    if (stage != NULL) /* child[1]: the staged placement's leaf, for its deletes */
+        node(t, stage, &px_route_pool_ops, &px_place_next);
     /* A route with children keeps a state word per slot at its level (px_rq_state): a tree
      * deeper than PX_ROUTE_LEVELS, or with more than PX_POOL_ROUTES nodes, is a build error of
      * the proxy's, caught here (the worker does not start, a reload is refused). */

@@ -17,7 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const px_placement px_place_current = PX_PLACE_CURRENT, px_place_previous = PX_PLACE_PREVIOUS;
+const px_placement px_place_current = PX_PLACE_CURRENT, px_place_previous = PX_PLACE_PREVIOUS,
+                   px_place_next = PX_PLACE_NEXT;
 
 static px_placement placement(const px_route *leaf)
 {
@@ -126,9 +127,38 @@ static px_server *next_previous(px_rq *rq, px_slot s)
     return src != NULL && !tried(&rq->slots[s], src) ? src : NULL;
 }
 
+px_server *px_route_pool_staged(const px_pool *pool, const char *key, size_t len)
+{
+    const px_stage *st = &pool->stage;
+    if (st->table == NULL || pool->nservers == 0)
+        return NULL;
+    size_t j = ch_lookup(st->table, key, len);
+    size_t i = ch_lookup(pool->table, key, len);
+    if (j >= st->n || (i < pool->nservers && st->to[j] == &pool->servers[i]))
+        return NULL;
+    return st->to[j];
+}
+
+/* The server slot s's key goes to after the staged change, unless tried. */
+static px_server *next_staged(px_rq *rq, px_slot s)
+{
+    char decoded[PX_MAX_ROUTE_KEY];
+    size_t len;
+    const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
+    px_server *to = key != NULL ? px_route_pool_staged(rq->pool, key, len) : NULL;
+    return to != NULL && !tried(&rq->slots[s], to) ? to : NULL;
+}
+
 px_server *px_route_pool_next(const px_route *leaf, px_rq *rq, px_slot s)
 {
-    return placement(leaf) == PX_PLACE_CURRENT ? next_current(rq, s) : next_previous(rq, s);
+    switch (placement(leaf)) {
+    case PX_PLACE_CURRENT:
+        return next_current(rq, s);
+    case PX_PLACE_PREVIOUS:
+        return next_previous(rq, s);
+    default:
+        return next_staged(rq, s);
+    }
 }
 
 bool px_route_pool_cross(const px_rq *rq)

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * route_pool.h — the leaf routes over one pool (route_pool.c): the pool's current placement,
- * or its warm-up window's previous one (warm.h). Stateless: a leaf's conf names its placement,
- * and a request carries its pool.
+ * route_pool.h — the leaf routes over one pool (route_pool.c), the only routes that send to a
+ * server: the pool's current placement, its warm-up window's previous one (warm.h), or the
+ * placement a prepared change will give it (its stage, px_pool.stage). Stateless: a leaf's conf
+ * names its placement, and a request carries its pool.
  */
 #ifndef CHASH_PROXY_ROUTE_POOL_H
 #define CHASH_PROXY_ROUTE_POOL_H
@@ -12,18 +13,23 @@
 #include <stdbool.h>
 
 typedef struct px_server px_server; /* backend.h */
+struct px_pool;                     /* pool.h */
 
 typedef enum px_placement {
     PX_PLACE_CURRENT,  /* the pool's membership: candidates, health, failover */
     PX_PLACE_PREVIOUS, /* the window's previous membership: a key's old owner, alone */
+    PX_PLACE_NEXT,     /* the stage's membership: a key's owner after the change, alone */
 } px_placement;
 
-/* The confs of the two leaves (px_route.conf). */
-extern const px_placement px_place_current, px_place_previous;
+/* The confs of the leaves (px_route.conf). */
+extern const px_placement px_place_current, px_place_previous, px_place_next;
 extern const px_route_ops px_route_pool_ops;
 
 /* The server leaf would send slot s to next (one it has not tried), or NULL. */
 px_server *px_route_pool_next(const px_route *leaf, px_rq *rq, px_slot s);
+/* The server key (its routing bytes) goes to after pool's staged change, when that is another
+ * than its owner now; NULL when it stays, or nothing is staged. Cost: two lookups. */
+px_server *px_route_pool_staged(const struct px_pool *pool, const char *key, size_t len);
 /* Whether rq is a one-server command (MSETNX, EVAL) whose keys have different owners. */
 bool px_route_pool_cross(const px_rq *rq);
 

@@ -5,10 +5,11 @@
  *
  *   a read, or a write none of whose keys changes owner  -> passed to child[0] as it is;
  *   a write of a key that changes owner                  -> called on child[0] (its owner
- *       now), then, whatever its answer, a delete of each of its moving keys at the key's next
- *       owner (px_pool.stage); the answer goes up once every delete is answered, and becomes
- *       an error when one failed (the write may stand at the owner while a copy the next owner
- *       holds could not be dropped: the client is not told "done").
+ *       now), then, whatever its answer, a delete of each of its moving keys, a side request
+ *       (px_rq_fork) through child[1], the leaf of the staged placement (its next owner,
+ *       px_pool.stage); the answer goes up once every delete is answered, and becomes an error
+ *       when one failed (the write may stand at the owner while a copy the next owner holds
+ *       could not be dropped: the client is not told "done").
  *
  * Why this order: a copy (`chash fleet apply --migrate`, a warm-up fill) reads the owner, adds
  * at the next owner and reads the owner again, dropping its add when the value changed. A write
@@ -21,7 +22,7 @@
  */
 #include "route_stage.h"
 #include "request.h"
-#include "warm.h"
+#include "route_pool.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -39,20 +40,6 @@ typedef struct stage_group {
     size_t n;
     px_slot slots[]; /* those the answer is for */
 } stage_group;
-
-/* The server a key goes to after the staged change, when that is another than its owner now;
- * NULL when it stays (or there is no stage). */
-static px_server *next_owner(const px_pool *pool, const char *key, size_t len)
-{
-    const px_stage *st = &pool->stage;
-    if (st->table == NULL || pool->nservers == 0)
-        return NULL;
-    size_t j = ch_lookup(st->table, key, len);
-    size_t i = ch_lookup(pool->table, key, len);
-    if (j >= st->n || (i < pool->nservers && st->to[j] == &pool->servers[i]))
-        return NULL;
-    return st->to[j];
-}
 
 /* The keys of slot s: its own for a split command, every key of the request otherwise (EVAL's
  * declared keys, MSETNX). */
@@ -75,7 +62,7 @@ static bool moves(const px_rq *rq, px_slot s)
         char buf[PX_MAX_ROUTE_KEY];
         size_t len;
         const char *key = px_rq_key_bytes(rq, k, buf, sizeof(buf), &len);
-        if (key != NULL && next_owner(rq->pool, key, len) != NULL)
+        if (key != NULL && px_route_pool_staged(rq->pool, key, len) != NULL)
             return true;
     }
     return false;
@@ -136,16 +123,18 @@ static void invalidate(px_route *rt, px_rq *rq, const px_slot *slots, size_t n, 
             char buf[PX_MAX_ROUTE_KEY];
             size_t len;
             const char *key = px_rq_key_bytes(rq, k, buf, sizeof(buf), &len);
-            px_server *to = key != NULL ? next_owner(pool, key, len) : NULL;
-            if (to == NULL)
+            if (key == NULL || px_route_pool_staged(pool, key, len) == NULL)
                 continue;
-            px_warm_request a = {rq->codec->encode_delete, key, len, NULL, 0};
-            g->waiting++; /* before the send: its answer may come before it returns */
-            if (px_rq_send_own(rq, slots[i], rt, to, px_warm_encode, &a) != 0) {
+            px_buf del = {0};
+            uint8_t expect;
+            g->waiting++; /* before the fork: its answer may come before it returns */
+            if (rq->codec->encode_delete(&del, key, len, &expect) != 0 ||
+                px_rq_fork(rq, slots[i], rt, pool, rt->child[1], del.p, del.len) != 0) {
                 g->waiting--;
                 g->failed = true;
                 pool->m.warm.stage_invalidate_errors++;
             }
+            px_buf_free(&del);
         }
     }
     if (--g->waiting == 0)
@@ -160,7 +149,7 @@ static void stage_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
         invalidate(rt, rq, slots, n, r);
         return;
     }
-    /* A delete's answer: one slot (px_rq_send_own). */
+    /* A delete's answer: one slot (px_rq_fork). */
     stage_group *g = (stage_group *)(uintptr_t)st;
     px_pool_metrics *m = &rq->pool->m;
     if (r->kind == PX_REPLY_FAILED || r->kind == PX_REPLY_ERROR) {
