@@ -602,7 +602,7 @@ typedef struct px_side {
     px_rq *parent; /* NULL: detached */
     px_slot slot;
     px_route *from;
-    void (*done)(void *arg, const px_reply *r);
+    px_side_done done;
     void *arg;
 } px_side;
 
@@ -615,7 +615,7 @@ static void side_done(px_rq *f)
     if (sd->parent != NULL)
         deliver(sd->parent, sd->from, &sd->slot, 1, &r);
     else if (sd->done != NULL)
-        sd->done(sd->arg, &r);
+        sd->done(sd->arg, f, &r);
     px_cache_free(sd, sizeof(*sd));
     px_rq_free(f);
 }
@@ -669,7 +669,7 @@ int px_rq_fork(px_rq *rq, px_slot s, px_route *from, px_pool *pool, px_route *st
 }
 
 int px_rq_fire(const px_rq *rq, px_route *start, const char *bytes, size_t len,
-               void (*done)(void *arg, const px_reply *r), void *arg)
+               px_side_done done, void *arg)
 {
     px_side *sd = px_cache_alloc(sizeof(*sd));
     if (sd == NULL)

@@ -178,9 +178,11 @@ void px_rq_flush(px_rq *rq);
 int px_rq_fork(px_rq *rq, px_slot s, px_route *from, px_pool *pool, px_route *start,
                const char *bytes, size_t len);
 /* The same, detached from rq (only its pool, tree and connections are taken): nobody waits
- * for it; done(arg, r), when not NULL, is told its answer. 0, or -1 as above (done is not
- * called). */
+ * for it; done(arg, side, r), when not NULL, is told its answer, side being the side request
+ * (alive during the call: it may cause another, px_rq_fire(side, ...)). 0, or -1 as above
+ * (done is not called). */
+typedef void (*px_side_done)(void *arg, const px_rq *side, const px_reply *r);
 int px_rq_fire(const px_rq *rq, px_route *start, const char *bytes, size_t len,
-               void (*done)(void *arg, const px_reply *r), void *arg);
+               px_side_done done, void *arg);
 
 #endif /* CHASH_PROXY_REQUEST_H */

@@ -18,6 +18,12 @@
  *                               new owner unless the key is there already, then the write goes
  *                               the usual way.
  *
+ * The take, the copies and the delete are side requests (request.h) through the children: the
+ * previous leaf for what concerns the old owner, the current subtree for the new one (so with
+ * `replicas` a copy reaches each of the key's owners: the replica route writes it to them all).
+ * A copy after a read is fired, detached: the client's answer does not wait for it. Only the
+ * leaves send to a server.
+ *
  * A slot's step and, for a read, its key's write generation when the read began are its state
  * word at this route's level (px_rq_state): low byte the step, high 32 bits the generation.
  */
@@ -26,6 +32,8 @@
 #include "route_pool.h"
 #include "warm.h"
 
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 enum {
@@ -77,13 +85,20 @@ static void usual(px_route *rt, px_rq *rq, px_slot s)
     px_rq_pass(rq, s, rt, rt->child[0]);
 }
 
-/* Slot s's own request (a take, a copy, a delete) to server `to`, at step `step`; false when it
- * could not be sent. */
-static bool own(px_route *rt, px_rq *rq, px_slot s, px_server *to, unsigned step,
-                px_warm_request *a)
+/* Slot s's side request (a take, a copy, a delete) through child `to`, written by enc for its
+ * key (or, enc NULL, the bytes b), at step `step`; false when it could not be started. */
+static bool side(px_route *rt, px_rq *rq, px_slot s, px_route *to, unsigned step,
+                 int (*enc)(px_buf *, const char *, size_t, uint8_t *), const char *key,
+                 size_t len, const px_buf *b)
 {
+    px_buf own = {0};
+    uint8_t expect;
     set_step(rq, s, rt, step, 0);
-    return px_rq_send_own(rq, s, rt, to, px_warm_encode, a) == 0;
+    bool ok = (enc == NULL || enc(&own, key, len, &expect) == 0) &&
+              px_rq_fork(rq, s, rt, rq->pool, to, enc != NULL ? own.p : b->p,
+                         enc != NULL ? own.len : b->len) == 0;
+    px_buf_free(&own);
+    return ok;
 }
 
 static void warm_start(px_route *rt, px_rq *rq, px_slot s)
@@ -123,31 +138,99 @@ static void warm_start(px_route *rt, px_rq *rq, px_slot s)
         return;
     }
     px_warm_write(pool, key, len);
-    px_warm_request a = {rq->codec->encode_take != NULL ? rq->codec->encode_take
-                                                        : rq->codec->encode_fetch,
-                         key, len, NULL, 0};
-    if (!own(rt, rq, s, src, W_TAKE, &a))
+    if (!side(rt, rq, s, rt->child[1], W_TAKE,
+              rq->codec->encode_take != NULL ? rq->codec->encode_take : rq->codec->encode_fetch,
+              key, len, NULL))
         usual(rt, rq, s);
 }
 
-/* The key of write slot s was taken from its old owner (r): its copy goes to the new owner.
- * False when there is nothing to copy or no server to copy to. */
+/* The key of write slot s was taken from its old owner (r): its copy goes to the new owner
+ * (the current subtree). False when there is nothing to copy. */
 static bool move_fill(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
 {
     char decoded[PX_MAX_ROUTE_KEY];
     size_t len;
     const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
-    px_server *to = key != NULL ? px_route_pool_next(rt->child[0], rq, s) : NULL;
-    if (to == NULL)
+    if (key == NULL)
         return false;
-    rq->slots[s].ntried = 0; /* the write itself goes there again */
     px_buf b = {0};
     uint8_t expect = 0;
     int rc = rq->codec->encode_fill(&b, key, len, r, (int64_t)time(NULL), &expect);
-    px_warm_request a = {NULL, key, len, &b, expect};
-    bool sent = rc > 0 && own(rt, rq, s, to, W_FILL, &a);
+    bool sent = rc > 0 && side(rt, rq, s, rt->child[0], W_FILL, NULL, key, len, &b);
     px_buf_free(&b);
     return sent;
+}
+
+/* ---- a copy after a read: fired, detached ---------------------------------------------------- */
+
+/* A read's copy in flight: its key, its write generation at the read, the route's children. */
+typedef struct warm_copy {
+    px_pool *pool;
+    px_route *current;
+    uint32_t gen;
+    size_t len;
+    char key[];
+} warm_copy;
+
+/* The store's answer: counted. */
+static void copy_stored(void *arg, const px_rq *sreq, const px_reply *r)
+{
+    (void)sreq;
+    warm_copy *c = arg;
+    px_warm_stats *st = &c->pool->m.warm;
+    int rc = r->kind == PX_REPLY_FAILED ? -1 : c->pool->codec->fill_stored(r);
+    if (rc > 0)
+        st->warm_fills++;
+    else if (rc == 0)
+        st->warm_fills_present++;
+    else
+        st->warm_fill_errors++;
+    free(c);
+}
+
+/* The fetch's answer at the old owner: stored at the new owner (the current subtree: each of
+ * the key's owners with `replicas`), never overwriting, unless the key was written through this
+ * worker since the read began. */
+static void copy_fetched(void *arg, const px_rq *sreq, const px_reply *r)
+{
+    warm_copy *c = arg;
+    px_pool *pool = c->pool;
+    px_buf b = {0};
+    uint8_t expect = 0;
+    int rc = r->kind == PX_REPLY_FAILED || r->kind == PX_REPLY_ERROR ||
+                     px_warm_gen(pool, c->key, c->len) != c->gen || pool->io->stopping
+                 ? -1
+                 : pool->codec->encode_fill(&b, c->key, c->len, r, (int64_t)time(NULL),
+                                            &expect);
+    if (rc > 0 && px_rq_fire(sreq, c->current, b.p, b.len, copy_stored, c) == 0) {
+        px_buf_free(&b);
+        return;
+    }
+    if (rc != 0) /* 0: nothing to copy (expired meanwhile) */
+        pool->m.warm.warm_fill_errors++;
+    px_buf_free(&b);
+    free(c);
+}
+
+/* Copies read slot s's key, a hit at its old owner, to its new owner: a fetch fired through
+ * the previous leaf, then a store through the current subtree. */
+static void copy_after_read(px_route *rt, px_rq *rq, const char *key, size_t len, uint32_t gen)
+{
+    px_pool *pool = rq->pool;
+    px_buf b = {0};
+    uint8_t expect;
+    warm_copy *c = pool->io->stopping ? NULL : malloc(sizeof(*c) + len);
+    bool fired = false;
+    if (c != NULL && rq->codec->encode_fetch(&b, key, len, &expect) == 0) {
+        *c = (warm_copy){pool, rt->child[0], gen, len};
+        memcpy(c->key, key, len);
+        fired = px_rq_fire(rq, rt->child[1], b.p, b.len, copy_fetched, c) == 0;
+    }
+    if (!fired) {
+        pool->m.warm.warm_fill_errors++;
+        free(c);
+    }
+    px_buf_free(&b);
 }
 
 /* The answer to one slot s at its step. */
@@ -178,9 +261,12 @@ static void warm_step(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
         else
             pool->m.warm.warm_fill_errors++;
         if (rq->codec->encode_take == NULL && slot_where(rq, s, &src) == PX_WARM_ON) {
-            set_step(rq, s, rt, W_DELETE, 0);
-            px_rq_send_op(rq, s, rt, src, PX_SEND_DELETE);
-            return;
+            char decoded[PX_MAX_ROUTE_KEY];
+            size_t len;
+            const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
+            if (key != NULL && side(rt, rq, s, rt->child[1], W_DELETE,
+                                    rq->codec->encode_delete, key, len, NULL))
+                return;
         }
         if (rq->codec->encode_take != NULL)
             pool->m.warm.warm_deletes++; /* the take deleted it */
@@ -226,7 +312,7 @@ static void warm_step(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
             const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
             pool->m.warm.warm_hits++;
             if (key != NULL)
-                px_warm_fill(pool, key, len, rq->cid, gen_of(rq, s, rt));
+                copy_after_read(rt, rq, key, len, gen_of(rq, s, rt));
         }
         break;
     default: /* W_AGAIN, W_USUAL */

@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * warm.c — a pool's warm-up window and ramp after a membership change (warm.h): where a key
- * stands, its write generations, and the fills that copy a key from its old owner to its new.
+ * stands and its write generations. The copies are route_warm.c's side requests.
  */
 #include "warm.h"
 #include "backend.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <xxhash.h>
 
 static uint64_t key_hash(const char *key, size_t len)
@@ -93,16 +92,7 @@ void px_warm_write(px_pool *pool, const char *key, size_t len)
     pool->warm.gen[key_hash(key, len) % PX_WARM_GENS]++;
 }
 
-/* ---- fills ------------------------------------------------------------------------------------ */
-
-/* A fill in flight: owned by the fragment it waits on (fetch, then store). */
-typedef struct warm_fill {
-    px_pool *pool;
-    uint64_t cid;
-    uint32_t gen;
-    size_t len;
-    char key[];
-} warm_fill;
+/* ---- a side request's bytes ------------------------------------------------------------------ */
 
 int px_warm_encode(void *arg, px_buf *out, uint8_t *expect)
 {
@@ -111,111 +101,4 @@ int px_warm_encode(void *arg, px_buf *out, uint8_t *expect)
         return a->fn(out, a->key, a->len, expect);
     *expect = a->expect;
     return px_buf_append(out, a->bytes->p, a->bytes->len);
-}
-
-static void fill_stored(px_frag *f, const px_reply *r)
-{
-    warm_fill *wf = f->ctx;
-    px_warm_stats *st = &wf->pool->m.warm;
-    int rc = r->kind == PX_REPLY_FAILED ? -1 : wf->pool->codec->fill_stored(r);
-    if (rc > 0)
-        st->warm_fills++;
-    else if (rc == 0)
-        st->warm_fills_present++;
-    else
-        st->warm_fill_errors++;
-    free(wf);
-}
-
-/* Sends f (its ctx set) to s for request e; frees wf when it cannot. */
-static void fill_send(px_server *s, px_frag *f, px_warm_request *e)
-{
-    warm_fill *wf = f->ctx;
-    f->kind = PX_FRAG_FORWARD;
-    f->cid = wf->cid;
-    if (px_server_send(s, f, px_warm_encode, e) != 0) {
-        wf->pool->m.warm.warm_fill_errors++;
-        px_frag_free(f);
-        free(wf);
-    }
-}
-
-/* The fetch's reply: the copy goes to the key's owner now, unless written meanwhile. */
-static void fill_fetched(px_frag *f, const px_reply *r)
-{
-    warm_fill *wf = f->ctx;
-    px_pool *pool = wf->pool;
-    if (r->kind == PX_REPLY_FAILED || r->kind == PX_REPLY_ERROR ||
-        px_warm_gen(pool, wf->key, wf->len) != wf->gen || pool->io->stopping) {
-        pool->m.warm.warm_fill_errors++;
-        free(wf);
-        return;
-    }
-    /* The key's owners up: its owner, or with `replicas` its first N distinct servers
-     * (route_replica.h), each sent its own copy of the fill. */
-    size_t own[8], n = 0, up = 0;
-    size_t nrep = pool->conf->replicas > 1 ? (size_t)pool->conf->replicas : 1;
-    if (nrep == 1 || nrep > 8 ||
-        ch_replicas(pool->table, wf->key, wf->len, nrep, own, &n) != CH_OK) {
-        own[0] = ch_lookup(pool->table, wf->key, wf->len);
-        n = 1;
-    }
-    for (size_t i = 0; i < n; i++)
-        if (own[i] < pool->nservers && px_health_up(pool->health, own[i]))
-            own[up++] = own[i];
-    px_buf b = {0};
-    uint8_t expect = 0;
-    int rc = up == 0 ? -1
-                     : pool->codec->encode_fill(&b, wf->key, wf->len, r, (int64_t)time(NULL),
-                                                &expect);
-    if (rc <= 0) {
-        if (rc != 0) /* 0: nothing to copy (expired meanwhile) */
-            pool->m.warm.warm_fill_errors++;
-        px_buf_free(&b);
-        free(wf);
-        return;
-    }
-    for (size_t i = 0; i < up; i++) {
-        /* The last owner's fill takes wf; the others get a copy of it. */
-        bool last = i + 1 == up;
-        warm_fill *w = last ? wf : malloc(sizeof(*wf) + wf->len);
-        px_frag *g = w != NULL ? px_frag_new(0) : NULL;
-        if (g == NULL) {
-            pool->m.warm.warm_fill_errors++;
-            if (w != NULL)
-                free(w);
-            continue;
-        }
-        if (!last)
-            memcpy(w, wf, sizeof(*wf) + wf->len);
-        g->done = fill_stored;
-        g->ctx = w;
-        px_warm_request e = {NULL, w->key, w->len, &b, expect};
-        fill_send(&pool->servers[own[i]], g, &e);
-    }
-    px_buf_free(&b);
-}
-
-void px_warm_fill(px_pool *pool, const char *key, size_t len, uint64_t cid, uint32_t gen)
-{
-    px_server *src = NULL;
-    if (pool->codec->encode_fetch == NULL || pool->io->stopping ||
-        px_warm_where(pool, key, len, px_io_now(pool->io), &src) != PX_WARM_ON)
-        return;
-    warm_fill *wf = malloc(sizeof(*wf) + len);
-    px_frag *f = wf != NULL ? px_frag_new(0) : NULL;
-    if (f == NULL) {
-        free(wf);
-        pool->m.warm.warm_fill_errors++;
-        return;
-    }
-    wf->pool = pool;
-    wf->cid = cid;
-    wf->gen = gen;
-    wf->len = len;
-    memcpy(wf->key, key, len);
-    f->done = fill_fetched;
-    f->ctx = wf;
-    px_warm_request e = {pool->codec->encode_fetch, wf->key, wf->len, NULL, 0};
-    fill_send(src, f, &e);
 }

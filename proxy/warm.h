@@ -72,11 +72,6 @@ px_warm_step px_warm_where(px_pool *pool, const char *key, size_t len, uint64_t 
 /* The key's write generation; px_warm_write bumps it (a write of a moved key). */
 uint32_t px_warm_gen(const px_pool *pool, const char *key, size_t len);
 void px_warm_write(px_pool *pool, const char *key, size_t len);
-/* Copies key from its old owner to its new one (a fetch, then a store that never overwrites;
- * with `replicas`, a store at each of its new owners up), unless its generation is no longer
- * gen. Detached: nothing waits for it. cid picks the backend
- * connections (the reading client's, so its own later requests come after). */
-void px_warm_fill(px_pool *pool, const char *key, size_t len, uint64_t cid, uint32_t gen);
 /* The window's milliseconds left at loop time now (0: none): a worker's, or of the times a
  * shared pool holds. */
 uint64_t px_warm_left(const px_pool *pool, uint64_t now);
