@@ -127,6 +127,23 @@ static px_server *next_previous(px_rq *rq, px_slot s)
     return src != NULL && !tried(&rq->slots[s], src) ? src : NULL;
 }
 
+px_server *px_route_pool_moved(const px_pool *pool, const char *key, size_t len)
+{
+    const px_warm *w = &pool->warm;
+    if (w->table == NULL)
+        return NULL;
+    size_t o = ch_lookup(w->table, key, len);
+    if (o >= w->nsrc || w->src[o] == NULL)
+        return NULL;
+    px_server *s = w->src[o];
+    size_t n = ch_lookup(pool->table, key, len);
+    if (n < pool->nservers && &pool->servers[n] == s)
+        return NULL; /* did not move */
+    if (s->warm_dead || (!s->retired && !px_health_up(pool->health, s->index)))
+        return NULL;
+    return s;
+}
+
 px_server *px_route_pool_staged(const px_pool *pool, const char *key, size_t len)
 {
     const px_stage *st = &pool->stage;

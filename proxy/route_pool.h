@@ -27,6 +27,10 @@ extern const px_route_ops px_route_pool_ops;
 
 /* The server leaf would send slot s to next (one it has not tried), or NULL. */
 px_server *px_route_pool_next(const px_route *leaf, px_rq *rq, px_slot s);
+/* The old owner of key (its routing bytes) in pool's warm-up window when the change moved it
+ * and that owner can still serve it (up, or retired but kept for the window; not failed in
+ * it); NULL otherwise, or without a window. Cost: two lookups. */
+px_server *px_route_pool_moved(const struct px_pool *pool, const char *key, size_t len);
 /* The server key (its routing bytes) goes to after pool's staged change, when that is another
  * than its owner now; NULL when it stays, or nothing is staged. Cost: two lookups. */
 px_server *px_route_pool_staged(const struct px_pool *pool, const char *key, size_t len);

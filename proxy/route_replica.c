@@ -287,7 +287,11 @@ static bool write_start(px_route *rt, px_rq *rq, px_slot s, const char *key, siz
     }
     if (nup == 0)
         return false;
-    px_warm_write(pool, key, len); /* a read repair begun before this write is dropped */
+    /* A read repair begun before this write is dropped; not before a copy (a side request's
+     * store, which never overwrites): it changes no value, and a copy's bump would drop the
+     * copies of the other keys of its generation bucket. */
+    if (!rq->side)
+        px_warm_write(pool, key, len);
     /* A split write whose parts' replies are counts (DEL, EXISTS...: PX_MERGE_SUM) sends each
      * key alone: a part's reply is then this key's count, so the fan-out answers per key and
      * the merge adds each key once. MSET's parts (OK unless one failed) go coalesced: a part's

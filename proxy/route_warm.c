@@ -70,10 +70,12 @@ static px_warm_step slot_where(px_rq *rq, px_slot s, px_server **src)
         return PX_WARM_NONE;
     char decoded[PX_MAX_ROUTE_KEY];
     size_t len;
+    uint64_t now = px_io_now(pool->io);
     const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
-    if (key == NULL)
+    if (key == NULL || !px_warm_open(pool, now) ||
+        (*src = px_route_pool_moved(pool, key, len)) == NULL)
         return PX_WARM_NONE;
-    return px_warm_where(pool, key, len, px_io_now(pool->io), src);
+    return px_warm_when(pool, key, len, now);
 }
 
 /* Slot s goes on the usual way: the current leaf, sent with the request's other keys unless a

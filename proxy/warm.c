@@ -56,27 +56,18 @@ uint64_t px_warm_times_left(const px_warm_times *t, uint64_t now)
     return now < end ? end - now : 0;
 }
 
-px_warm_step px_warm_where(px_pool *pool, const char *key, size_t len, uint64_t now,
-                           px_server **src)
+bool px_warm_open(px_pool *pool, uint64_t now)
 {
     px_warm *w = &pool->warm;
-    if (w->table == NULL)
-        return PX_WARM_NONE;
-    if (now >= w->end_ms) {
+    if (w->table != NULL && now >= w->end_ms)
         px_warm_end(pool);
-        return PX_WARM_NONE;
-    }
-    size_t o = ch_lookup(w->table, key, len);
-    if (o >= w->nsrc || w->src[o] == NULL)
-        return PX_WARM_NONE;
-    px_server *s = w->src[o];
-    size_t n = ch_lookup(pool->table, key, len);
-    if (n < pool->nservers && &pool->servers[n] == s)
-        return PX_WARM_NONE; /* did not move */
-    if (s->warm_dead || (!s->retired && !px_health_up(pool->health, s->index)))
-        return PX_WARM_NONE;
+    return w->table != NULL;
+}
+
+px_warm_step px_warm_when(const px_pool *pool, const char *key, size_t len, uint64_t now)
+{
+    const px_warm *w = &pool->warm;
     uint64_t at = w->start_ms + (w->ramp_ms > 0 ? key_hash(key, len) % w->ramp_ms : 0);
-    *src = s;
     if (now < at)
         return PX_WARM_BEFORE;
     return now < at + w->warm_ms ? PX_WARM_ON : PX_WARM_NONE;

@@ -65,10 +65,12 @@ void px_warm_begin(px_pool *pool, const ch_table *prev, px_server *const *src, s
                    const px_warm_times *t);
 /* Ends pool's window now (its time is over, a new reload, shutdown). */
 void px_warm_end(px_pool *pool);
-/* Where key (its routing bytes) stands at loop time now; *src: its old owner unless NONE.
- * Cost outside a window: a test; in one: two lookups and, for a moved key, a hash. */
-px_warm_step px_warm_where(px_pool *pool, const char *key, size_t len, uint64_t now,
-                           px_server **src);
+/* Whether pool has a window at loop time now (one whose time is over is ended). */
+bool px_warm_open(px_pool *pool, uint64_t now);
+/* Where a moved key (its routing bytes) stands in the window at loop time now: BEFORE its
+ * switch, ON while warming, NONE after (whether it moved is the placement's question:
+ * px_route_pool_moved). Cost: a hash when there is a ramp. */
+px_warm_step px_warm_when(const px_pool *pool, const char *key, size_t len, uint64_t now);
 /* The key's write generation; px_warm_write bumps it (a write of a moved key). */
 uint32_t px_warm_gen(const px_pool *pool, const char *key, size_t len);
 void px_warm_write(px_pool *pool, const char *key, size_t len);

@@ -84,9 +84,10 @@ static char fired_log[4][64];
 static px_reply_kind fired_kind[4];
 static size_t nfired;
 
-static void fired(void *arg, const px_reply *r)
+static void fired(void *arg, const px_rq *side, const px_reply *r)
 {
     (void)arg;
+    assert_true(side->side);
     size_t n = r->len < 63 ? r->len : 63;
     memcpy(fired_log[nfired], r->p, n);
     fired_log[nfired][n] = '\0';
