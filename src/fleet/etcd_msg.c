@@ -11,6 +11,7 @@
 #include <openssl/evp.h>
 
 #include <inttypes.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,9 +230,41 @@ char *ch__etcd_txn_body_n(const ch__etcd_cmp *cmp, size_t ncmp, const ch__etcd_o
 
 /* ---- responses --------------------------------------------------------------------------------- */
 
+size_t ch__json_too_deep(const char *json, size_t len, unsigned max)
+{
+    unsigned depth = 0;
+    for (size_t i = 0; i < len; i++) {
+        switch (json[i]) {
+        case '"': /* to the closing quote, over escapes; an unclosed string ends the text */
+            for (i++; i < len && json[i] != '"'; i++)
+                if (json[i] == '\\')
+                    i++;
+            break;
+        case '[':
+        case '{':
+            if (++depth > max)
+                return i;
+            break;
+        case ']':
+        case '}':
+            if (depth > 0)
+                depth--;
+            break;
+        default:
+            break;
+        }
+    }
+    return SIZE_MAX;
+}
+
 /* Parses json into *root; an error answer is a failure with its message. */
 static int parse(const char *json, size_t len, json_t **root, char *why, size_t whylen)
 {
+    size_t deep = ch__json_too_deep(json, len, CH__JSON_MAX_DEPTH);
+    *root = NULL;
+    if (deep != SIZE_MAX)
+        return WHY("etcd answered with JSON nested deeper than %d levels, the limit, at byte %zu",
+                   CH__JSON_MAX_DEPTH, deep);
     json_error_t je;
     *root = json_loadb(json, len, 0, &je);
     if (*root == NULL || !json_is_object(*root)) {

@@ -16,7 +16,6 @@
 #include <stdarg.h>
 #include <setjmp.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -768,44 +767,6 @@ static void test_deep_nesting(void **state)
     free(buf);
 }
 
-/* A parse under test must return within WATCHDOG_S seconds, or the test process ends here with a
- * failure. This is a deadline on a condition (the parse returned), not a timing assertion: the
- * linear parse takes milliseconds, a quadratic one on these inputs hours. */
-#define WATCHDOG_S 10
-
-static void watchdog_fired(int sig)
-{
-    (void)sig;
-    static const char msg[] = "FAIL: a parse did not return within the watchdog's 10 s\n";
-    ssize_t w = write(STDERR_FILENO, msg, sizeof msg - 1);
-    (void)w;
-    _exit(1);
-}
-
-static void watchdog_arm(void)
-{
-    signal(SIGALRM, watchdog_fired);
-    alarm(WATCHDOG_S);
-}
-
-static void watchdog_disarm(void)
-{
-    alarm(0);
-}
-
-/* A heap text of len bytes: head, then unit repeated (cut at len), for a nested document. */
-static char *nested_text(const char *head, const char *unit, size_t len)
-{
-    char *buf = malloc(len);
-    assert_non_null(buf);
-    size_t h = strlen(head), u = strlen(unit);
-    assert_true(h <= len);
-    memcpy(buf, head, h);
-    for (size_t i = h; i < len; i++)
-        buf[i] = unit[(i - h) % u];
-    return buf;
-}
-
 /* Collections nested deeper than CH_CONFIG_MAX_DEPTH are refused at the one that opens level 65,
  * naming the limit, in documents of 1 MiB and 16 MiB (the size limit): flow sequences and
  * mappings (JSON), block sequences, one a line; in a membership document (what etcd and the
@@ -827,14 +788,14 @@ static void test_nesting_limit(void **state)
     static const size_t sizes[] = {1u << 20, CH_CONFIG_MAX_BYTES};
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
-            char *text = nested_text(docs[i].head, docs[i].unit, sizes[s]);
+            char *text = tu_repeat(docs[i].head, docs[i].unit, sizes[s]);
             ch_config *sentinel = (ch_config *)&sentinel, *doc = sentinel;
             ch_config_error err;
             int64_t epoch = -1;
-            watchdog_arm();
+            tu_watchdog_arm(10, "ch_config_membership_parse of a nested document");
             int rc = ch_config_membership_parse("p", "etcd://x/a", text, sizes[s], &doc, &epoch,
                                                 &err);
-            watchdog_disarm();
+            tu_watchdog_disarm();
             free(text);
             char got[700], want[700];
             snprintf(want, sizeof want,
@@ -850,14 +811,14 @@ static void test_nesting_limit(void **state)
         }
 
         /* A config file: its pools are at level 2, a pool's servers at 3. */
-        char *text = nested_text("alpha:\n  servers:\n    ", "- ", sizes[s]);
+        char *text = tu_repeat("alpha:\n  servers:\n    ", "- ", sizes[s]);
         char path[64];
         write_tmp(path, text, sizes[s]);
         free(text);
-        watchdog_arm();
+        tu_watchdog_arm(10, "ch_config_load of a nested file");
         bool ok = check_error(path, CH_EINVAL, 3, 129,
                               "nesting deeper than 64 levels, the limit (CH_CONFIG_MAX_DEPTH)");
-        watchdog_disarm();
+        tu_watchdog_disarm();
         remove(path);
         assert_true(ok);
     }
