@@ -286,6 +286,11 @@ int ch_config_membership(const ch_conf_pool *p, ch_membership **out);
  * (CH_ENOMEM) instead of building. */
 int ch_config_membership_alloc(const ch_conf_pool *p, const ch_allocator *alloc,
                                ch_membership **out);
+/* ch_config_membership_alloc() with *err (may be NULL) saying what failed, as
+ * ch_membership_build_err() says it (maglev's table size against the pool's servers, a ring's
+ * points against its weights, ...). alloc may be NULL. */
+int ch_config_membership_err(const ch_conf_pool *p, const ch_allocator *alloc,
+                             ch_membership **out, ch_error *err);
 
 /* The pool's health policy. twemproxy's keys map onto chash's when the file gives them:
  *   auto_eject_hosts       -> eject (absent: true)
