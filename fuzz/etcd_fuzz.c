@@ -10,7 +10,8 @@
  *     their length, no longer than the input could hold (base64: 3 bytes per 4), and a lease
  *     with an id; a record, note or member with an id;
  *   - JSON nested deeper than CH__JSON_MAX_DEPTH is refused by every parser, naming the limit,
- *     and ch__json_too_deep's offset points at the '[' or '{' that crosses it.
+ *     and ch__json_too_deep's offset points at the '[' or '{' that crosses it and is the one a
+ *     plain byte-at-a-time scan finds (at the limit and at 2 levels).
  * ASan and UBSan catch the rest. Seeds in fuzz/corpus/etcd: etcd 3.4's own answers.
  */
 #include "etcd_msg.h"
@@ -36,10 +37,32 @@ static void refused(const char *why, bool deep)
         abort();
 }
 
+/* ch__json_too_deep the plain way, a byte at a time: the two must agree. */
+static size_t too_deep_ref(const char *json, size_t len, unsigned max)
+{
+    unsigned depth = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (json[i] == '"') {
+            for (i++; i < len && json[i] != '"'; i++)
+                if (json[i] == '\\')
+                    i++;
+        } else if (json[i] == '[' || json[i] == '{') {
+            if (++depth > max)
+                return i;
+        } else if ((json[i] == ']' || json[i] == '}') && depth > 0) {
+            depth--;
+        }
+    }
+    return SIZE_MAX;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *json = (const char *)data;
     size_t at = ch__json_too_deep(json, size, CH__JSON_MAX_DEPTH);
+    if (at != too_deep_ref(json, size, CH__JSON_MAX_DEPTH) ||
+        ch__json_too_deep(json, size, 2) != too_deep_ref(json, size, 2))
+        abort();
     bool deep = at != SIZE_MAX;
     if (deep && (at >= size || (json[at] != '[' && json[at] != '{')))
         abort();
