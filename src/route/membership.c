@@ -161,8 +161,8 @@ static int build(const ch_member *members, size_t n, const ch_options *opt, cons
         return ch__error_set(err, CH_EINVAL, "%s is NULL", out == NULL ? "out" : "members");
     if (version != NULL && !version_ok(version))
         return ch__error_set(err, CH_EINVAL,
-                             "version \"%.80s\" is not 1 to %d printable ASCII characters",
-                             version, CH_VERSION_MAX - 1);
+                             "version (%zu bytes) must be 1 to %d printable ASCII characters",
+                             strlen(version), CH_VERSION_MAX - 1);
 
     /* The table validates n, ids and weights; then every id is a non-empty string. Above
      * CH_MAX_NODES the node array's size could overflow: answer as the table would. */

@@ -349,7 +349,7 @@ static void test_error_messages(void **state)
     assert_int_equal(ch_membership_build_err(m, 2, NULL, NULL, &ms, &err), CH_EINVAL);
     assert_string_equal(err.message, "member 1 (\"b\"): its addr is empty");
     assert_int_equal(ch_membership_build_err(m, 1, NULL, "v\n", &ms, &err), CH_EINVAL);
-    assert_string_equal(err.message, "version \"v\n\" is not 1 to 63 printable ASCII characters");
+    assert_string_equal(err.message, "version (2 bytes) must be 1 to 63 printable ASCII characters");
     o.algo = CH_ALGO_PYMEMCACHE_3;
     assert_int_equal(ch_membership_build_err(m, 1, &o, NULL, &ms, &err), CH_EUNSUPPORTED);
     assert_string_equal(err.message, "pymemcache@3 hashes the key with each node "
