@@ -11,14 +11,18 @@ usage: test_nesting.py CHASH
    under K/pending: `chash fleet status` reports the document invalid with its URL, line,
    column and the limit, in text and JSON; `chash fleet apply` reads K as status does and
    commits a valid document over it (no instances: at once).
+3. `chash hotkeys --admin` against a stand-in admin port (a stdlib HTTP server) answering
+   /-/hotkeys with 16 MiB of '[': refused naming the limit and the byte where it is crossed.
 Each run is bounded (BOUND): a parse that does not return fails the test, it is no timing
 assertion (before the limit, such a document took libyaml's scanner hours). Every chash run is
 checked for sanitizer reports. A missing etcd skips (77), or fails when CI is set.
 """
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "proxy"))
@@ -90,7 +94,31 @@ def body(t):
     if json.loads(out).get("committed", {}).get("valid") is not True:
         fail("fleet status after apply: %s" % out[-1000:])
     server.stop()
-    return "nested documents refused by lookup --config and fleet status, none stalled"
+
+    class Nested(http.server.BaseHTTPRequestHandler):
+        body = b"[" * (16 << 20)
+
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(self.body)))
+            self.end_headers()
+            self.wfile.write(self.body)
+
+        def log_message(self, *args):
+            pass
+
+    admin = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Nested)
+    threading.Thread(target=admin.serve_forever, daemon=True).start()
+    try:
+        _, err = run(chash, ["hotkeys", "--admin", "127.0.0.1:%d" % admin.server_address[1],
+                             "--timeout", "20000"], 1)
+    finally:
+        admin.shutdown()
+    if "JSON nested deeper than 64 levels, the limit, at byte 64" not in err:
+        fail("hotkeys of 16 MiB of '[': %s" % err[-1000:])
+    log("hotkeys: 16 MiB of '[' from the admin port refused naming the limit")
+    return "nested documents refused by lookup --config, fleet status and hotkeys, none stalled"
 
 
 if __name__ == "__main__":
