@@ -4,8 +4,9 @@
 # and UBSan, and runs it for SECONDS (default 60) from the seed corpus fuzz/corpus/TARGET.
 # TARGET is resp (the RESP parser, the default), mc (the memcached parser), codec (the Redis
 # codec's own parsing: key specs, SCAN cursors and replies, pub/sub pushes, merges), config (the
-# YAML config loader, with the placement library for the memberships it builds) or address (the
-# config's address and number parsers).
+# YAML config loader, with the placement library for the memberships it builds), address (the
+# config's address and number parsers), membership (the membership document, as etcd hands it to
+# chash-proxy) or etcd (the parsers of etcd's answers and watch messages, src/fleet/etcd_msg.c).
 #
 #   fuzz/run.sh [TARGET] [SECONDS] [BUILD_DIR]   BUILD_DIR defaults to build/fuzz
 #   fuzz/run.sh 20 build/fuzz                    the resp target (a first argument that is a
@@ -21,8 +22,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 target=resp
 case "${1:-}" in
-    resp | mc | codec | config | address) target=$1; shift ;;
-    '' | *[!0-9]*) [ -z "${1:-}" ] || { echo "fuzz/run.sh: unknown target '$1' (resp, mc, codec, config, address)" >&2; exit 2; } ;;
+    resp | mc | codec | config | address | membership | etcd) target=$1; shift ;;
+    '' | *[!0-9]*) [ -z "${1:-}" ] || { echo "fuzz/run.sh: unknown target '$1' (resp, mc, codec, config, address, membership, etcd)" >&2; exit 2; } ;;
 esac
 seconds=${1:-60}
 out=${2:-$root/build/fuzz}
@@ -63,18 +64,23 @@ case "$target" in
     address)
         srcs=("$root/src/config/address.c") incs=(-I "$root/src/config" -I "$root/include")
         libs=() ;;
-    config)
+    config | membership)
         mapfile -t srcs < <(ls "$root"/src/*.c "$root"/src/hash/*.c "$root"/src/place/*.c \
             "$root"/src/route/*.c "$root"/src/config/*.c 2>/dev/null)
         incs=(-I "$out" -I "$root/src/config" -I "$root/src" -I "$root/include")
         libs=(-lyaml -lxxhash -lmd -lm) ;;
+    etcd)
+        srcs=("$root/src/fleet/etcd_msg.c") incs=(-I "$root/src/fleet")
+        libs=(-ljansson -lcrypto) ;;
 esac
 bin="$out/${target}_fuzz"
 "$cc" -std=c11 -g -O1 -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Werror \
     -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
     "${incs[@]}" "$root/fuzz/${target}_fuzz.c" "${srcs[@]}" "${libs[@]}" -o "$bin"
 
-args=(-max_total_time="$seconds" -artifact_prefix="$out/" -print_final_stats=1)
+# A crash must fail the run: libFuzzer's own exit status for one is 77, which is this script's
+# (and ctest's) skip.
+args=(-max_total_time="$seconds" -artifact_prefix="$out/" -print_final_stats=1 -error_exitcode=1)
 if [ -f "$root/fuzz/$target.dict" ]; then args+=(-dict="$root/fuzz/$target.dict"); fi
 # More libFuzzer flags, e.g. FUZZ_FLAGS="-max_len=1024".
 if [ -n "${FUZZ_FLAGS:-}" ]; then read -r -a extra <<<"$FUZZ_FLAGS"; args+=("${extra[@]}"); fi

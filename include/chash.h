@@ -54,6 +54,20 @@ typedef enum ch_status {
  * not in CH_STATUS_LIST. Never NULL. Cost: O(number of codes). */
 const char *ch_strerror(int status);
 
+/* Why a call failed, in words: the argument at fault and the limit it broke, e.g. "maglev:
+ * table_size 65537 must be a prime greater than the node count, 100000 (e.g. 100003)". The
+ * functions with an err parameter (ch_table_build_err, ch_membership_build_err in chash_route.h,
+ * ch_config_membership_err in chash_config.h) fill it; err may be NULL.
+ * Set size to sizeof(ch_error) first: the library writes nothing past size bytes, so an older
+ * caller's smaller struct stays valid when the struct grows (it only ever grows at its end). */
+#define CH_ERROR_MAX 256
+typedef struct ch_error {
+    size_t size;                /* sizeof(ch_error), set by the caller */
+    int status;                 /* what the call returned: CH_OK, or a CH_E* code */
+    char message[CH_ERROR_MAX]; /* NUL-terminated; on success "", on a failure without more to
+                                   say (CH_ENOMEM) ch_strerror(status) */
+} ch_error;
+
 /* Returns the version of the library the program runs with, "MAJOR.MINOR.PATCH" (the
  * CH_VERSION_STRING it was built with; a program compiled against other headers sees its own
  * CH_VERSION_STRING differ). A static string, never NULL. Cost: O(1). */
@@ -406,6 +420,14 @@ typedef struct ch_table ch_table;
  * Cost: ring O(P) hashing + O(P) radix sort for P points (1000 nodes x 160 points: a few ms);
  * maglev O(M log M); rendezvous, jump and modulo O(n). Memory: see ch_table_info(). */
 int ch_table_build(const ch_node *nodes, size_t n, const ch_options *opt, ch_table **out);
+
+/* ch_table_build(), and on failure *err (when err is not NULL and err->size is set) says which
+ * argument and which limit: the node (index and id) with a bad id or weight, the two nodes that
+ * share an id, maglev's table_size against the node count, the points of a ring against
+ * CH_MAX_POINTS with its vnodes and weights, a scheme's weight rule. On success err->status is
+ * CH_OK and its message "". Same cost as ch_table_build(). */
+int ch_table_build_err(const ch_node *nodes, size_t n, const ch_options *opt, ch_table **out,
+                       ch_error *err);
 
 /* Frees a table and everything it owns, with the allocator it was built with. NULL is a no-op.
  * The caller must ensure no other thread still uses it. */

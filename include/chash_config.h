@@ -216,13 +216,20 @@ typedef struct ch_config_error {
 /* Largest file ch_config_load() reads (an addition): larger files are rejected with CH_ETOOBIG. */
 #define CH_CONFIG_MAX_BYTES (16u * 1024u * 1024u)
 
+/* The deepest nesting of collections (mappings and sequences, block or flow style) that a config
+ * file or a membership document may have; deeper is refused with the line and column of the
+ * collection that opens level CH_CONFIG_MAX_DEPTH + 1. A file needs 3 levels (its pools, a pool,
+ * its "servers" or "shadow"), a document 2. */
+#define CH_CONFIG_MAX_DEPTH 64
+
 /* Loads and validates the file. Returns 0 and *out, or a negative chash status (CH_EINVAL for a
  * syntax or validation error, CH_ENOMEM) with *err filled; nothing is half-loaded. */
 /* Details (additions): CH_EINVAL also when path or out is NULL or the file cannot be read (then
  * line and column are 0 and the message is strerror's); CH_ETOOBIG for a file larger than
  * CH_CONFIG_MAX_BYTES. err may be NULL. *out is left untouched on failure. The first error in
  * file order is reported (checks that need a whole pool, such as a missing "servers", at the
- * pool's end). Cost: O(file size), expected; memory O(file size). Thread-safe. */
+ * pool's end). Nesting deeper than CH_CONFIG_MAX_DEPTH is CH_EINVAL. Cost: O(file size),
+ * expected, whatever the text; memory O(file size). Thread-safe. */
 int ch_config_load(const char *path, ch_config **out, ch_config_error *err);
 
 /* Takes pool's membership from a membership document (docs/FLEET.md): text[0, len), YAML in
@@ -233,7 +240,8 @@ int ch_config_load(const char *path, ch_config **out, ch_config_error *err);
  * *epoch is its "epoch", or 0 when absent. Errors name the document as name (e.g. the etcd
  * URL) with its line and column. pool must belong to a ch_config loaded by ch_config_load()
  * that no one else reads yet. Returns 0, or CH_EINVAL / CH_ENOMEM / CH_ETOOBIG with *err
- * filled and pool unchanged. Cost: O(len). Thread-safe (on distinct pools). */
+ * filled and pool unchanged; nesting deeper than CH_CONFIG_MAX_DEPTH is CH_EINVAL. Cost: O(len),
+ * whatever the text. Thread-safe (on distinct pools). */
 int ch_config_membership_doc(ch_conf_pool *pool, const char *name, const void *text, size_t len,
                              int64_t *epoch, ch_config_error *err);
 
@@ -278,6 +286,11 @@ int ch_config_membership(const ch_conf_pool *p, ch_membership **out);
  * (CH_ENOMEM) instead of building. */
 int ch_config_membership_alloc(const ch_conf_pool *p, const ch_allocator *alloc,
                                ch_membership **out);
+/* ch_config_membership_alloc() with *err (may be NULL) saying what failed, as
+ * ch_membership_build_err() says it (maglev's table size against the pool's servers, a ring's
+ * points against its weights, ...). alloc may be NULL. */
+int ch_config_membership_err(const ch_conf_pool *p, const ch_allocator *alloc,
+                             ch_membership **out, ch_error *err);
 
 /* The pool's health policy. twemproxy's keys map onto chash's when the file gives them:
  *   auto_eject_hosts       -> eject (absent: true)

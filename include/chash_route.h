@@ -51,6 +51,10 @@ typedef struct ch_membership ch_membership;
  * version), CH_ENOMEM. Nothing is leaked on failure. Cost: the table's build. */
 int ch_membership_build(const ch_member *members, size_t n, const ch_options *opt,
                         const char *version, ch_membership **out);
+/* ch_membership_build() with *err (may be NULL) saying what failed: the table's reason
+ * (ch_table_build_err), the member with an empty addr, the version, a scheme that cannot route. */
+int ch_membership_build_err(const ch_member *members, size_t n, const ch_options *opt,
+                            const char *version, ch_membership **out, ch_error *err);
 
 /* Frees a membership. NULL is a no-op. */
 void ch_membership_free(ch_membership *m);

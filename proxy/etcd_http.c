@@ -25,6 +25,7 @@ struct px_etcd_req {
     char *body;            /* the POST body (libcurl does not copy it) */
     char *buf;             /* the answer so far; for a stream, the bytes of an unfinished line */
     size_t len, cap;
+    size_t scanned;        /* a stream: buf[0, scanned) holds no '\n' (searched already) */
     bool oom;              /* the answer did not fit in memory: the request fails */
     px_etcd_line_cb line;  /* NULL: unary */
     px_etcd_done_cb done;
@@ -108,24 +109,36 @@ static void req_stop(px_etcd_req *r)
         req_free(r);
 }
 
+/* Delivers the complete lines of r, a live stream, and keeps the unfinished one. Each byte is
+ * searched for the end of its line once, however many reads a long line takes (a watch event
+ * carrying a 16 MiB document arrives in about a thousand of them). */
+static void deliver_lines(px_etcd_req *r)
+{
+    size_t at = 0;
+    char *nl;
+    while (!r->dead && (nl = memchr(r->buf + r->scanned, '\n', r->len - r->scanned)) != NULL) {
+        size_t end = (size_t)(nl - r->buf);
+        if (end > at)
+            r->line(r->arg, r->buf + at, end - at);
+        at = end + 1;
+        r->scanned = at;
+    }
+    if (r->dead)
+        return;
+    r->scanned = r->len - at;
+    if (at > 0) {
+        memmove(r->buf, r->buf + at, r->len - at);
+        r->len -= at;
+    }
+}
+
 /* Delivers the complete lines of each live stream, then each finished request. */
 static void dispatch(px_etcd *e)
 {
     e->dispatching++;
-    for (px_etcd_req *r = e->reqs; r != NULL; r = r->next) {
-        size_t at = 0;
-        char *nl;
-        while (!r->dead && r->line != NULL && r->buf != NULL && (nl = memchr(r->buf + at, '\n', r->len - at)) != NULL) {
-            size_t n = (size_t)(nl - (r->buf + at));
-            if (n > 0)
-                r->line(r->arg, r->buf + at, n);
-            at += n + 1;
-        }
-        if (!r->dead && at > 0) {
-            memmove(r->buf, r->buf + at, r->len - at);
-            r->len -= at;
-        }
-    }
+    for (px_etcd_req *r = e->reqs; r != NULL; r = r->next)
+        if (!r->dead && r->line != NULL && r->buf != NULL)
+            deliver_lines(r);
     CURLMsg *msg;
     int left;
     while ((msg = curl_multi_info_read(e->multi, &left)) != NULL) {

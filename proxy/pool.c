@@ -39,7 +39,8 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
 {
     memset(sp, 0, sizeof(*sp));
     table_refused = 0;
-    int rc = ch_config_membership_alloc(pc, &table_allocator, &sp->members);
+    ch_error err = {.size = sizeof(err)};
+    int rc = ch_config_membership_err(pc, &table_allocator, &sp->members, &err);
     if (rc == CH_ENOMEM && table_refused > 0) {
         snprintf(why, whylen,
                  "pool %s: its placement would need %.0f MiB in one table (chash-proxy allows "
@@ -48,8 +49,12 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
         return -1;
     }
     if (rc != CH_OK) {
-        snprintf(why, whylen, "pool %s: cannot build its placement: %s", pc->name,
-                 ch_strerror(rc));
+        /* The pool's line (its key's; servers from etcd have none in the file) and libchash's
+         * reason: the argument at fault and its limit. */
+        snprintf(why, whylen, "%s:%u: pool %s: cannot build its placement: %s",
+                 cref != NULL && cref->cfg != NULL && cref->cfg->path != NULL ? cref->cfg->path
+                                                                              : "(config)",
+                 pc->line, pc->name, err.message);
         return -1;
     }
     sp->nservers = ch_membership_size(sp->members);

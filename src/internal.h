@@ -127,6 +127,8 @@ CH_ALGO_LIST(CH__ALGO_DECL)
 #undef CH__ALGO_DECL
 
 struct ch_table {
+    ch_error *err;         /* during ch_table_build_err() only: where a failure is told (NULL:
+                              nowhere); NULL once built */
     const ch__algo *algo;
     ch__hash_fn hash;
     ch_options opt;        /* as built; opt.allocator points at alloc below */
@@ -165,6 +167,21 @@ struct ch_table {
         } maglev;              /* also modula's slot table: m slots, round(w_i) per node */
     } u;
 };
+
+/* ---- why a build failed (ch_error) ------------------------------------------------------- */
+
+#define CH__PRINTF(f, a) __attribute__((format(printf, f, a)))
+
+/* ch__error_set() (table_view.h) into the build's err (t->err), for an algorithm's build. */
+int ch__fail(ch_table *t, int status, const char *fmt, ...) CH__PRINTF(3, 4);
+/* The reasons several algorithms share, each with its status: more points (or slots) than
+ * CH_MAX_POINTS (CH_ETOOBIG); no node gets a point at t's vnodes (CH_EINVAL); unequal weights
+ * for a scheme without weights (CH_EUNSUPPORTED); a weight other than 1 for the tutorial rings
+ * (CH_EUNSUPPORTED). */
+int ch__fail_points(ch_table *t);
+int ch__fail_no_points(ch_table *t);
+int ch__fail_unweighted(ch_table *t);
+int ch__fail_unit_weights(ch_table *t);
 
 /* The ring layout, shared by ring and the ketama family (ring.c). ch__ring_index() takes
  * ownership of pts (total + CH__RING_SCAN entries, the first total filled in any order, ties in

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * table_view.h — what src/route reads of a placement table beyond include/chash.h: the options
- * it was built with, its node count, and its failover walk under a filter. Defined by the pure
+ * it was built with, its node count, and its failover walk under a filter; and how a call tells
+ * why it failed (ch_error). Defined by the pure
  * core (src/place/table.c); shared with src/route only, not installed, names ch__. The rest of
  * the core's layout (internal.h) stays private to the core (tests/lint/proxy_direction.py
  * --layers checks both).
@@ -31,5 +32,13 @@ typedef bool (*ch__node_keep_fn)(const void *ctx, size_t node);
  * CH_EUNSUPPORTED. Cost: the walk's steps until it has them, at most one turn of the table. */
 int ch__table_walk(const ch_table *t, uint64_t kh, ch__node_keep_fn keep, const void *ctx,
                    size_t depth, size_t limit, size_t *out, size_t *count);
+
+/* Writes status and the message (printf's fmt) to err, within err->size, and returns status.
+ * err NULL, or too small for a message: nothing is written. */
+int ch__error_set(ch_error *err, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The end of a call that fills an err (set to CH_OK and "" when it began): a failure that told
+ * nothing of its own (an allocation) is told by its status, ch_strerror(rc). Returns rc. */
+int ch__error_end(ch_error *err, int rc);
 
 #endif /* CHASH_TABLE_VIEW_H */

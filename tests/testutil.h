@@ -51,4 +51,15 @@ typedef struct tu_alloc {
 } tu_alloc;
 void tu_alloc_init(tu_alloc *t, long fail_at);
 
+/* A watchdog for a call that must return: tu_watchdog_arm(s) before it, tu_watchdog_disarm()
+ * after. If the call has not returned after s seconds, the test process prints what and ends
+ * with a failure. A deadline on a condition (the call returned), not a timing assertion: it is
+ * for inputs that a linear parser refuses in milliseconds and a quadratic one takes hours on. */
+void tu_watchdog_arm(unsigned seconds, const char *what);
+void tu_watchdog_disarm(void);
+
+/* A malloc'd text of len bytes: head, then unit repeated and cut at len (a nested document:
+ * "[" repeated, "{\"a\": " repeated, ...). Free it. */
+char *tu_repeat(const char *head, const char *unit, size_t len);
+
 #endif

@@ -96,10 +96,11 @@ static int load_pool(const char *path, const char *name, const ch_cache_options 
         return rc;
     }
     ch_config_health(p, hopt);
-    rc = ch_config_membership(p, m);
+    ch_error why = {.size = sizeof(why)};
+    rc = ch_config_membership_err(p, NULL, m, &why);
     if (rc != CH_OK) {
         set_error(err, path, p->line, "pool \"%s\": cannot build its membership: %s", p->name,
-                  ch_strerror(rc));
+                  why.message);
         ch_config_free(cfg);
         return rc;
     }
@@ -193,13 +194,16 @@ static int doc_build(ch_cache *c, const void *text, size_t len, int64_t mod_rev,
     if (rc != CH_OK)
         return rc;
     *epoch = e > 0 ? e : mod_rev;
-    if ((rc = pool_options(p, NULL, o)) == CH_OK) {
+    ch_error why = {.size = sizeof(why)};
+    if ((rc = pool_options(p, NULL, o)) != CH_OK) {
+        snprintf(why.message, sizeof(why.message), "%s", ch_strerror(rc));
+    } else {
         ch_config_health(p, hopt);
-        rc = ch_config_membership(p, m);
+        rc = ch_config_membership_err(p, NULL, m, &why);
     }
     if (rc != CH_OK)
         set_error(err, doc_name(p), 0, "pool \"%s\": cannot build its membership: %s", p->name,
-                  ch_strerror(rc));
+                  why.message);
     return rc;
 }
 

@@ -21,6 +21,16 @@
  * Duplicate pool names, listen addresses and server names are found with hash sets keyed by the
  * strings themselves, so a file with many pools or servers loads in expected linear time, and the
  * first duplicate in file order is the one reported.
+ *
+ * Nesting is bounded (CH_CONFIG_MAX_DEPTH) by counting the collections open in next(), which
+ * both passes read through, so the parse stops at the collection that opens level 65. That is in
+ * time: libyaml 0.2.5's scanner keeps one possible simple key per open flow collection and walks
+ * all of them for every token, so its cost is quadratic in the flow depth (100,000 '[': 15 s;
+ * 200,000: 59 s), and block nesting costs memory linear in the depth (16 MiB of "- ": 0.9 GB).
+ * But the scanner reads ahead of the events only while a simple key is possible, which ends
+ * after 1024 characters or at the line's end (YAML's limit on an implicit key), so when level 65
+ * is reported at most about 1,100 levels are open in the scanner, and a 16 MiB document of '['
+ * is refused after 1,089 bytes in 3 ms.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -396,6 +406,7 @@ typedef struct loader {
     /* A membership document (ch_config_membership_doc) instead of a file: one mapping of the
      * membership keys (DOC_KEYS), flow style (JSON) allowed. */
     bool doc;
+    unsigned depth; /* collections open at the current event (next() counts them) */
     int64_t epoch; /* the document's "epoch", 0 when absent */
     bool after_shadow; /* the event before the current one is the scalar "shadow" (a key):
                           its mapping may be written in flow style, {pool: ..., ...} */
@@ -510,8 +521,19 @@ static int check_props(loader *ld, const yaml_char_t *anchor, const yaml_char_t 
     return CH_OK;
 }
 
+/* Counts a collection that opens at the current event, refusing one that would nest deeper than
+ * CH_CONFIG_MAX_DEPTH. */
+static int open_collection(loader *ld)
+{
+    if (++ld->depth > CH_CONFIG_MAX_DEPTH)
+        return fail(ld, ld->ev.start_mark, "nesting deeper than %d levels, the limit "
+                    "(CH_CONFIG_MAX_DEPTH)", CH_CONFIG_MAX_DEPTH);
+    return CH_OK;
+}
+
 /* Moves to the next event and refuses the YAML features twemproxy's loader refuses: document
- * markers and directives, a second document, anchors, aliases, tags and flow collections. */
+ * markers and directives, a second document, anchors, aliases, tags and flow collections; and
+ * nesting deeper than CH_CONFIG_MAX_DEPTH. */
 static int next(loader *ld)
 {
     if (ld->have_ev) {
@@ -552,13 +574,21 @@ static int next(loader *ld)
         ld->after_shadow = e->data.scalar.length == 6 &&
                            memcmp(e->data.scalar.value, "shadow", 6) == 0;
         return check_props(ld, e->data.scalar.anchor, e->data.scalar.tag);
+    case YAML_SEQUENCE_END_EVENT:
+    case YAML_MAPPING_END_EVENT:
+        ld->depth--;
+        return CH_OK;
     case YAML_SEQUENCE_START_EVENT:
+        if (open_collection(ld) != CH_OK)
+            return CH_EINVAL;
         if (e->data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE && !ld->doc)
             return fail(ld, e->start_mark,
                         "flow sequences [...] are not allowed (twemproxy rejects them); write one "
                         "\"- item\" per line, or quote a value that starts with '['");
         return check_props(ld, e->data.sequence_start.anchor, e->data.sequence_start.tag);
     case YAML_MAPPING_START_EVENT:
+        if (open_collection(ld) != CH_OK)
+            return CH_EINVAL;
         if (e->data.mapping_start.style == YAML_FLOW_MAPPING_STYLE && !ld->doc && !shadow_value)
             return fail(ld, e->start_mark,
                         "flow mappings {...} are not allowed (twemproxy rejects them); quote a "
@@ -1405,6 +1435,7 @@ static int run_pass(loader *ld, int (*pass)(loader *))
     yaml_parser_set_input_string(&ld->parser, ld->len > 0 ? ld->buf : (const unsigned char *)"",
                                  ld->len);
     ld->documents = 0;
+    ld->depth = 0;
     int rc = pass(ld);
     if (ld->have_ev) {
         yaml_event_delete(&ld->ev);

@@ -6,6 +6,7 @@
  */
 #include "chash_config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 int ch_config_options(const ch_conf_pool *p, ch_options *opt)
@@ -50,16 +51,33 @@ int ch_config_membership(const ch_conf_pool *p, ch_membership **out)
 int ch_config_membership_alloc(const ch_conf_pool *p, const ch_allocator *alloc,
                                ch_membership **out)
 {
+    return ch_config_membership_err(p, alloc, out, NULL);
+}
+
+/* Tells a failure of this file's own, which has nothing more to say than its status, in err (a
+ * caller's full-size struct only). Returns status. */
+static int failed(ch_error *err, int status)
+{
+    if (err != NULL && err->size >= sizeof(*err)) {
+        err->status = status;
+        snprintf(err->message, sizeof(err->message), "%s", ch_strerror(status));
+    }
+    return status;
+}
+
+int ch_config_membership_err(const ch_conf_pool *p, const ch_allocator *alloc,
+                             ch_membership **out, ch_error *err)
+{
     ch_options opt;
     int rc = ch_config_options(p, &opt);
     if (rc != CH_OK)
-        return rc;
+        return failed(err, rc);
     opt.allocator = alloc;
     ch_member *members = malloc(p->nservers * sizeof(*members));
     if (members == NULL)
-        return CH_ENOMEM;
+        return failed(err, CH_ENOMEM);
     ch_config_members(p, opt.algo, members);
-    rc = ch_membership_build(members, p->nservers, &opt, p->version, out);
+    rc = ch_membership_build_err(members, p->nservers, &opt, p->version, out, err);
     free(members);
     return rc;
 }

@@ -11,6 +11,7 @@
 #include <openssl/evp.h>
 
 #include <inttypes.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,9 +230,59 @@ char *ch__etcd_txn_body_n(const ch__etcd_cmp *cmp, size_t ncmp, const ch__etcd_o
 
 /* ---- responses --------------------------------------------------------------------------------- */
 
+/* The offset of the quote that closes the string opened at json[open], or len when it is not
+ * closed. A quote closes it when an even number of backslashes precede it; memchr finds the
+ * quotes, so a long string (a base64 value of megabytes) costs about what memchr does, and each
+ * backslash is counted at most once. */
+static size_t string_end(const char *json, size_t len, size_t open)
+{
+    size_t from = open + 1;
+    for (;;) {
+        const char *q = memchr(json + from, '"', len - from);
+        if (q == NULL)
+            return len;
+        size_t at = (size_t)(q - json), bs = 0;
+        while (at - bs > from && json[at - bs - 1] == '\\')
+            bs++;
+        if (bs % 2 == 0)
+            return at;
+        from = at + 1;
+    }
+}
+
+size_t ch__json_too_deep(const char *json, size_t len, unsigned max)
+{
+    unsigned depth = 0;
+    for (size_t i = 0; i < len; i++) {
+        switch (json[i]) {
+        case '"': /* an unclosed string ends the text */
+            i = string_end(json, len, i);
+            break;
+        case '[':
+        case '{':
+            if (++depth > max)
+                return i;
+            break;
+        case ']':
+        case '}':
+            if (depth > 0)
+                depth--;
+            break;
+        default:
+            break;
+        }
+    }
+    return SIZE_MAX;
+}
+
 /* Parses json into *root; an error answer is a failure with its message. */
 static int parse(const char *json, size_t len, json_t **root, char *why, size_t whylen)
 {
+    size_t deep = ch__json_too_deep(json, len, CH__JSON_MAX_DEPTH);
+    *root = NULL;
+    if (deep != SIZE_MAX)
+        return WHY("etcd answered with JSON nested deeper than %d levels, the limit, at byte %zu",
+                   CH__JSON_MAX_DEPTH, deep);
     json_error_t je;
     *root = json_loadb(json, len, 0, &je);
     if (*root == NULL || !json_is_object(*root)) {

@@ -50,6 +50,17 @@ char *ch__etcd_txn_body_n(const ch__etcd_cmp *cmp, size_t ncmp, const ch__etcd_o
 
 /* ---- responses --------------------------------------------------------------------------------- */
 
+/* The deepest nesting of arrays and objects an answer may have (etcd's go 4 levels deep): every
+ * parser below refuses a deeper one before jansson reads it, naming the limit and the byte that
+ * crosses it. jansson bounds the depth itself, at 2048 and in linear time, but without saying
+ * where or which limit. */
+#define CH__JSON_MAX_DEPTH 64
+
+/* The offset of the '[' or '{' in json[0, len) that opens level max + 1, or SIZE_MAX when it
+ * nests no deeper than max. Brackets inside strings are text. It does not validate the JSON.
+ * Cost: one pass, O(len); O(1) memory. */
+size_t ch__json_too_deep(const char *json, size_t len, unsigned max);
+
 typedef struct ch__etcd_kv {
     char *key;       /* NUL-terminated */
     char *value;     /* NUL-terminated (the value may hold NULs: use len) */

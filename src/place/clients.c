@@ -60,10 +60,10 @@ static uint32_t java_abs_order(uint64_t h)
 static int java_ring_build(ch_table *t)
 {
     if (!unit_weights(t))
-        return CH_EUNSUPPORTED;
+        return ch__fail_unit_weights(t);
     uint64_t total64 = (uint64_t)t->n * t->opt.vnodes;
     if (total64 > CH_MAX_POINTS)
-        return CH_ETOOBIG;
+        return ch__fail_points(t);
     size_t total = (size_t)total64, cap = max_id_len(t) + 12;
     ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
@@ -146,10 +146,10 @@ const ch__algo ch__algo_java_hashcode_ring = {
 static int md5_64_ring_build(ch_table *t)
 {
     if (!unit_weights(t))
-        return CH_EUNSUPPORTED;
+        return ch__fail_unit_weights(t);
     uint64_t total64 = (uint64_t)t->n * t->opt.vnodes;
     if (total64 > CH_MAX_POINTS)
-        return CH_ETOOBIG;
+        return ch__fail_points(t);
     size_t total = (size_t)total64, cap = max_id_len(t) + 12;
     ch__point64 *pts = ch__alloc(t, (total + CH__RING64_PAD) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
@@ -203,10 +203,10 @@ static int dalli_build(ch_table *t)
     for (size_t i = 0; i < t->n; i++) {
         size_t p = dalli_points(t, i);
         if (p == SIZE_MAX || (total += p) > CH_MAX_POINTS)
-            return CH_ETOOBIG;
+            return ch__fail_points(t);
     }
     if (total == 0) /* cannot happen: the heaviest server gets >= 160 entries */
-        return CH_EINVAL;
+        return ch__fail_no_points(t);
     size_t cap = max_id_len(t) + 12;
     ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
@@ -348,10 +348,10 @@ static int uhk_build(ch_table *t)
     for (size_t i = 0; i < t->n; i++) {
         size_t g = uhk_groups(t, i);
         if (g == SIZE_MAX || (total += 4 * g) > CH_MAX_POINTS)
-            return CH_ETOOBIG;
+            return ch__fail_points(t);
     }
     if (total == 0)
-        return CH_EINVAL;
+        return ch__fail_no_points(t);
     size_t cap = max_id_len(t) + 12;
     ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
@@ -419,10 +419,10 @@ static int uhm_build(ch_table *t)
     for (size_t i = 0; i < t->n; i++) {
         size_t p = uhm_points(t, i);
         if (p == SIZE_MAX || (total += p) > CH_MAX_POINTS)
-            return CH_ETOOBIG;
+            return ch__fail_points(t);
     }
     if (total == 0)
-        return CH_EINVAL;
+        return ch__fail_no_points(t);
     size_t cap = max_id_len(t) + 12;
     ch__point64 *pts = ch__alloc(t, (total + CH__RING64_PAD) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
@@ -477,11 +477,11 @@ const ch__algo ch__algo_uhashring_2 = {
 static int groupcache_build(ch_table *t)
 {
     if (!t->uniform)
-        return CH_EUNSUPPORTED;
+        return ch__fail_unweighted(t);
     uint32_t reps = t->opt.vnodes;
     uint64_t total64 = (uint64_t)t->n * reps;
     if (total64 > CH_MAX_POINTS)
-        return CH_ETOOBIG;
+        return ch__fail_points(t);
     size_t total = (size_t)total64, cap = max_id_len(t) + 12;
     ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
@@ -555,7 +555,10 @@ static size_t guava_lookup(const ch_table *t, uint64_t h)
 
 static int guava_build(ch_table *t)
 {
-    return t->uniform ? (t->n <= INT32_MAX ? CH_OK : CH_ETOOBIG) : CH_EUNSUPPORTED;
+    if (!t->uniform)
+        return ch__fail_unweighted(t);
+    return t->n <= INT32_MAX ? CH_OK : ch__fail(t, CH_ETOOBIG, "guava@31: at most %d nodes",
+                                                 INT32_MAX);
 }
 
 static void guava_destroy(ch_table *t)
@@ -607,10 +610,10 @@ static int spy_build_format(ch_table *t, bool libmemcached_format)
     for (size_t i = 0; i < t->n; i++) {
         size_t g = spy_groups(t, i);
         if (g == SIZE_MAX || (total += 4 * g) > CH_MAX_POINTS)
-            return CH_ETOOBIG;
+            return ch__fail_points(t);
     }
     if (total == 0)
-        return CH_EINVAL;
+        return ch__fail_no_points(t);
     size_t cap = max_id_len(t) + 12;
     ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
@@ -702,10 +705,10 @@ static int pecl_build(ch_table *t)
     for (size_t i = 0; i < t->n; i++) {
         size_t p = pecl_points(t, i);
         if (p == SIZE_MAX || (total += p) > CH_MAX_POINTS)
-            return CH_ETOOBIG;
+            return ch__fail_points(t);
     }
     if (total == 0)
-        return CH_EINVAL;
+        return ch__fail_no_points(t);
     size_t cap = max_id_len(t) + 12;
     ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
@@ -845,10 +848,10 @@ static int hashring_build_replicas(ch_table *t, unsigned replicas)
     for (size_t i = 0; i < t->n; i++) {
         size_t d = hashring_digests(t, i);
         if (d == SIZE_MAX || (total += replicas * d) > CH_MAX_POINTS)
-            return CH_ETOOBIG;
+            return ch__fail_points(t);
     }
     if (total == 0)
-        return CH_EINVAL;
+        return ch__fail_no_points(t);
     size_t cap = max_id_len(t) + 12;
     ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
@@ -949,10 +952,10 @@ static int nginx_build(ch_table *t)
     for (size_t i = 0; i < t->n; i++) {
         size_t p = nginx_points(t, i);
         if (p == SIZE_MAX || (total += p) > CH_MAX_POINTS)
-            return CH_ETOOBIG;
+            return ch__fail_points(t);
     }
     if (total == 0)
-        return CH_EINVAL;
+        return ch__fail_no_points(t);
     size_t cap = max_id_len(t) + 8;
     ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
     char *buf = ch__alloc(t, cap);
@@ -1038,7 +1041,10 @@ static int haproxy_build(ch_table *t)
     for (size_t i = 0; i < t->n; i++) {
         size_t p = haproxy_points(t, i);
         if (p == 0)
-            return CH_EWEIGHT;
+            return ch__fail(t, CH_EWEIGHT,
+                            "haproxy@2: node %zu (\"%.40s\") weighs %g: HAProxy's weights are 1 "
+                            "to %g",
+                            i, t->ids[i], t->weights[i], HAPROXY_MAX_WEIGHT);
         total += p;
     }
     bool numeric = haproxy_numeric_ids(t);
@@ -1173,7 +1179,7 @@ static size_t codepoints_mod256(const uint8_t *s, size_t n, uint8_t *out)
 
 static int pymemcache_build(ch_table *t)
 {
-    return t->uniform ? CH_OK : CH_EUNSUPPORTED;
+    return t->uniform ? CH_OK : ch__fail_unweighted(t);
 }
 
 static void pymemcache_destroy(ch_table *t)

@@ -15,7 +15,7 @@
 
 static int jump_build(ch_table *t)
 {
-    return t->uniform ? CH_OK : CH_EUNSUPPORTED;
+    return t->uniform ? CH_OK : ch__fail_unweighted(t);
 }
 
 static void jump_destroy(ch_table *t)

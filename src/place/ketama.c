@@ -69,12 +69,12 @@ static int ketama_build(ch_table *t)
     for (size_t i = 0; i < t->n; i++) {
         size_t p = ketama_points(t, i);
         if (p == SIZE_MAX || (total += p) > CH_MAX_POINTS)
-            return CH_ETOOBIG;
+            return ch__fail_points(t);
         size_t len = strlen(t->ids[i]);
         maxid = len > maxid ? len : maxid;
     }
     if (total == 0) /* only when vnodes < 4: no node gets a whole digest */
-        return CH_EINVAL;
+        return ch__fail_no_points(t);
 
     size_t cap = maxid + 8 + 12;
     ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));

@@ -29,14 +29,28 @@ static bool is_prime(uint32_t m)
     return true;
 }
 
+/* The smallest prime above n (n <= CH_MAX_NODES: a few hundred trial divisions at most), for an
+ * error that suggests a table size. */
+static uint32_t prime_above(size_t n)
+{
+    uint32_t m = (uint32_t)n + 1;
+    while (!is_prime(m))
+        m++;
+    return m;
+}
+
 static int maglev_build(ch_table *t)
 {
     uint32_t m = t->opt.table_size;
     size_t n = t->n;
     if (m > CH_MAX_POINTS)
-        return CH_ETOOBIG;
+        return ch__fail(t, CH_ETOOBIG, "maglev: table_size %u is above %u (CH_MAX_POINTS)", m,
+                        (unsigned)CH_MAX_POINTS);
     if (!is_prime(m) || m <= n)
-        return CH_EINVAL;
+        return ch__fail(t, CH_EINVAL,
+                        "maglev: table_size %u must be a prime greater than the node count, %zu "
+                        "(e.g. %u)",
+                        m, n, prime_above(n > m ? n : m));
 
     uint32_t *slot = ch__alloc(t, (size_t)m * sizeof(*slot));
     uint32_t *offset = ch__alloc(t, n * sizeof(*offset));

@@ -25,7 +25,10 @@ static int modula_build(ch_table *t)
     for (size_t i = 0; i < t->n; i++) {
         size_t s = slots_of(t, i);
         if (s == SIZE_MAX || (m += s) > CH_MAX_POINTS)
-            return CH_ETOOBIG;
+            return ch__fail(t, CH_ETOOBIG,
+                            "modula: more than %u slots (CH_MAX_POINTS) from weights summing "
+                            "to %g: lower the weights",
+                            (unsigned)CH_MAX_POINTS, t->weight_sum);
     }
     uint32_t *slot = ch__alloc(t, m * sizeof(*slot));
     if (slot == NULL)

@@ -11,7 +11,7 @@
 
 static int modulo_build(ch_table *t)
 {
-    return t->uniform ? CH_OK : CH_EUNSUPPORTED;
+    return t->uniform ? CH_OK : ch__fail_unweighted(t);
 }
 
 static void modulo_destroy(ch_table *t)

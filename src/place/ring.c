@@ -126,7 +126,7 @@ static int ring_build(ch_table *t)
     for (size_t i = 0; i < t->n; i++) {
         size_t p = points_of(t, i);
         if (p == 0 || (total += p) > CH_MAX_POINTS)
-            return CH_ETOOBIG;
+            return ch__fail_points(t);
         size_t len = strlen(t->ids[i]);
         maxid = len > maxid ? len : maxid;
     }

@@ -7,6 +7,8 @@
 #include "../table_view.h"
 
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,6 +22,97 @@ const char *ch_strerror(int status)
 #undef CASE
     }
     return "unknown status";
+}
+
+/* ---- why a build failed -------------------------------------------------------------------- */
+
+/* The bytes of err's message a caller's struct has room for (0: none, err NULL or too small). */
+static size_t message_room(const ch_error *err)
+{
+    if (err == NULL || err->size <= offsetof(ch_error, message))
+        return 0;
+    size_t room = err->size - offsetof(ch_error, message);
+    return room < sizeof(err->message) ? room : sizeof(err->message);
+}
+
+static int error_vset(ch_error *err, int status, const char *fmt, va_list ap)
+{
+    size_t room = message_room(err);
+    if (room == 0)
+        return status;
+    err->status = status;
+    vsnprintf(err->message, room, fmt, ap);
+    return status;
+}
+
+int ch__error_set(ch_error *err, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    error_vset(err, status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+int ch__error_end(ch_error *err, int rc)
+{
+    if (rc != CH_OK && message_room(err) > 0 && err->status == CH_OK)
+        ch__error_set(err, rc, "%s", ch_strerror(rc));
+    return rc;
+}
+
+int ch__fail(ch_table *t, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    error_vset(t->err, status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+int ch__fail_points(ch_table *t)
+{
+    return ch__fail(t, CH_ETOOBIG,
+                    "%s: more than %u points (CH_MAX_POINTS) from %zu nodes at vnodes %u with "
+                    "weights summing to %g: lower vnodes or the weights",
+                    ch_algo_name(t->opt.algo), (unsigned)CH_MAX_POINTS, t->n, t->opt.vnodes,
+                    t->weight_sum);
+}
+
+int ch__fail_no_points(ch_table *t)
+{
+    return ch__fail(t, CH_EINVAL, "%s: vnodes %u gives no node a point: raise vnodes",
+                    ch_algo_name(t->opt.algo), t->opt.vnodes);
+}
+
+/* The first node whose weight differs from the first one's (t is not uniform). */
+static size_t first_other_weight(const ch_table *t)
+{
+    size_t i = 1;
+    while (i < t->n && t->weights[i] == t->weights[0])
+        i++;
+    return i < t->n ? i : 0;
+}
+
+int ch__fail_unweighted(ch_table *t)
+{
+    size_t i = first_other_weight(t);
+    return ch__fail(t, CH_EUNSUPPORTED,
+                    "%s has no weights: every node must weigh the same, but node %zu (\"%.40s\") "
+                    "weighs %g and node 0 (\"%.40s\") %g",
+                    ch_algo_name(t->opt.algo), i, t->ids[i], t->weights[i], t->ids[0],
+                    t->weights[0]);
+}
+
+int ch__fail_unit_weights(ch_table *t)
+{
+    size_t i = 0;
+    while (i < t->n && t->weights[i] == 1.0)
+        i++;
+    return ch__fail(t, CH_EUNSUPPORTED,
+                    "%s takes weights of 1 only: node %zu (\"%.40s\") weighs %g",
+                    ch_algo_name(t->opt.algo), i, t->ids[i < t->n ? i : 0],
+                    i < t->n ? t->weights[i] : 1.0);
 }
 
 static const struct {
@@ -119,18 +212,29 @@ void ch__free(ch_table *t, void *p, size_t size)
 /* ---- building ---------------------------------------------------------------------------- */
 
 /* Copies the caller's options over the defaults, as far as the caller's struct reaches. */
-static int read_options(const ch_options *opt, ch_options *o)
+static int read_options(const ch_options *opt, ch_options *o, ch_error *err)
 {
     ch_options_init(o);
     if (opt == NULL)
         return CH_OK;
     if (opt->size < offsetof(ch_options, algo) + sizeof(opt->algo) || opt->size > sizeof(*o))
-        return CH_EINVAL;
+        return ch__error_set(err, CH_EINVAL,
+                             "opt->size %zu is not a ch_options size (%zu to %zu): start from "
+                             "ch_options_init()",
+                             opt->size, offsetof(ch_options, algo) + sizeof(opt->algo),
+                             sizeof(*o));
     memcpy(o, opt, opt->size);
     o->size = sizeof(*o);
-    if ((unsigned)o->algo >= CH_ALGO_COUNT_ || (unsigned)o->hash >= CH_HASH_COUNT_ ||
-        (o->hash_tag[0] == '\0') != (o->hash_tag[1] == '\0'))
-        return CH_EINVAL;
+    if ((unsigned)o->algo >= CH_ALGO_COUNT_)
+        return ch__error_set(err, CH_EINVAL, "opt->algo %d is not an algorithm (0 to %d)",
+                             (int)o->algo, CH_ALGO_COUNT_ - 1);
+    if ((unsigned)o->hash >= CH_HASH_COUNT_)
+        return ch__error_set(err, CH_EINVAL, "opt->hash %d is not a hash (0 to %d)",
+                             (int)o->hash, CH_HASH_COUNT_ - 1);
+    if ((o->hash_tag[0] == '\0') != (o->hash_tag[1] == '\0'))
+        return ch__error_set(err, CH_EINVAL,
+                             "opt->hash_tag holds one NUL of two characters: give two (e.g. "
+                             "\"{}\") or none");
     if (o->vnodes == 0) {
         uint32_t d = algos[o->algo].ops->default_vnodes;
         o->vnodes = d != 0 ? d : CH_DEFAULT_VNODES;
@@ -138,19 +242,23 @@ static int read_options(const ch_options *opt, ch_options *o)
     return CH_OK;
 }
 
-static int check_nodes(const ch_node *nodes, size_t n)
+static int check_nodes(const ch_node *nodes, size_t n, ch_error *err)
 {
     if (n == 0)
-        return CH_EEMPTY;
+        return ch__error_set(err, CH_EEMPTY, "no nodes (n is 0)");
     if (nodes == NULL)
-        return CH_EINVAL;
+        return ch__error_set(err, CH_EINVAL, "nodes is NULL (n is %zu)", n);
     if (n > CH_MAX_NODES)
-        return CH_ETOOBIG;
+        return ch__error_set(err, CH_ETOOBIG, "%zu nodes: at most %u (CH_MAX_NODES)", n,
+                             (unsigned)CH_MAX_NODES);
     for (size_t i = 0; i < n; i++) {
         if (nodes[i].id == NULL || nodes[i].id[0] == '\0')
-            return CH_EBADID;
+            return ch__error_set(err, CH_EBADID, "node %zu: its id is %s", i,
+                                 nodes[i].id == NULL ? "NULL" : "empty");
         if (!isfinite(nodes[i].weight) || !(nodes[i].weight > 0.0))
-            return CH_EWEIGHT;
+            return ch__error_set(err, CH_EWEIGHT,
+                                 "node %zu (\"%.40s\"): weight %g is not finite and > 0", i,
+                                 nodes[i].id, nodes[i].weight);
     }
     return CH_OK;
 }
@@ -215,9 +323,12 @@ static int copy_nodes(ch_table *t, const ch_node *nodes)
         t->by_id[i] = (uint32_t)i;
     merge_sort(t->by_id, tmp, n, t->ids);
     ch__free(t, tmp, n * sizeof(*tmp));
-    for (size_t i = 1; i < n; i++)
-        if (strcmp(t->ids[t->by_id[i - 1]], t->ids[t->by_id[i]]) == 0)
-            return CH_EDUPID;
+    for (size_t i = 1; i < n; i++) {
+        uint32_t a = t->by_id[i - 1], b = t->by_id[i]; /* a < b: the sort is stable */
+        if (strcmp(t->ids[a], t->ids[b]) == 0)
+            return ch__fail(t, CH_EDUPID, "nodes %u and %u have the same id \"%.40s\"",
+                            (unsigned)a, (unsigned)b, t->ids[a]);
+    }
     return CH_OK;
 }
 
@@ -232,23 +343,31 @@ static void free_nodes(ch_table *t)
 
 int ch_table_build(const ch_node *nodes, size_t n, const ch_options *opt, ch_table **out)
 {
+    return ch_table_build_err(nodes, n, opt, out, NULL);
+}
+
+/* Builds the table once the arguments are read; every failure is recorded in err. */
+static int build(const ch_node *nodes, size_t n, const ch_options *opt, ch_table **out,
+                 ch_error *err)
+{
     ch_options o;
     int rc;
     if (out == NULL)
-        return CH_EINVAL;
-    if ((rc = read_options(opt, &o)) != CH_OK || (rc = check_nodes(nodes, n)) != CH_OK)
+        return ch__error_set(err, CH_EINVAL, "out is NULL");
+    if ((rc = read_options(opt, &o, err)) != CH_OK || (rc = check_nodes(nodes, n, err)) != CH_OK)
         return rc;
 
     ch_allocator alloc = {default_alloc, default_free, NULL};
     if (o.allocator != NULL) {
         if (o.allocator->alloc == NULL || o.allocator->free == NULL)
-            return CH_EINVAL;
+            return ch__error_set(err, CH_EINVAL, "opt->allocator must set both alloc and free");
         alloc = *o.allocator;
     }
     ch_table *t = alloc.alloc(alloc.ctx, sizeof(*t));
     if (t == NULL)
         return CH_ENOMEM;
     memset(t, 0, sizeof(*t));
+    t->err = err;
     t->alloc = alloc;
     t->opt = o;
     t->opt.allocator = &t->alloc;
@@ -259,12 +378,20 @@ int ch_table_build(const ch_node *nodes, size_t n, const ch_options *opt, ch_tab
     t->n = n;
 
     if ((rc = copy_nodes(t, nodes)) == CH_OK && (rc = t->algo->build(t)) == CH_OK) {
+        t->err = NULL;
         *out = t;
         return CH_OK;
     }
     free_nodes(t);
     alloc.free(alloc.ctx, t, sizeof(*t));
     return rc;
+}
+
+int ch_table_build_err(const ch_node *nodes, size_t n, const ch_options *opt, ch_table **out,
+                       ch_error *err)
+{
+    ch__error_set(err, CH_OK, "%s", "");
+    return ch__error_end(err, build(nodes, n, opt, out, err));
 }
 
 void ch_table_free(ch_table *t)

@@ -149,26 +149,40 @@ static char *copy_str(char **p, const char *s)
 int ch_membership_build(const ch_member *members, size_t n, const ch_options *opt,
                         const char *version, ch_membership **out)
 {
+    return ch_membership_build_err(members, n, opt, version, out, NULL);
+}
+
+/* ch_membership_build_err() once err is cleared; every failure with words of its own is
+ * recorded in err. */
+static int build(const ch_member *members, size_t n, const ch_options *opt, const char *version,
+                 ch_membership **out, ch_error *err)
+{
     if (out == NULL || (members == NULL && n > 0))
-        return CH_EINVAL;
+        return ch__error_set(err, CH_EINVAL, "%s is NULL", out == NULL ? "out" : "members");
     if (version != NULL && !version_ok(version))
-        return CH_EINVAL;
+        return ch__error_set(err, CH_EINVAL,
+                             "version (%zu bytes) must be 1 to %d printable ASCII characters",
+                             strlen(version), CH_VERSION_MAX - 1);
 
     /* The table validates n, ids and weights; then every id is a non-empty string. Above
      * CH_MAX_NODES the node array's size could overflow: answer as the table would. */
     if (n > CH_MAX_NODES)
-        return CH_ETOOBIG;
+        return ch__error_set(err, CH_ETOOBIG, "%zu members: at most %u (CH_MAX_NODES)", n,
+                             (unsigned)CH_MAX_NODES);
     /* Routing places keys by their hash (ch_route_hash): a scheme without one cannot route. */
     if (opt != NULL && opt->size >= offsetof(ch_options, algo) + sizeof(opt->algo) &&
         (ch_algo_flags(opt->algo) & CH_ALGO_F_KEYED))
-        return CH_EUNSUPPORTED;
+        return ch__error_set(err, CH_EUNSUPPORTED,
+                             "%s hashes the key with each node (CH_ALGO_F_KEYED): it has no key "
+                             "hash to route by",
+                             ch_algo_name(opt->algo));
     ch_node *nodes = calloc(n > 0 ? n : 1, sizeof(*nodes));
     if (nodes == NULL)
         return CH_ENOMEM;
     for (size_t i = 0; i < n; i++)
         nodes[i] = (ch_node){.id = members[i].id, .weight = members[i].weight};
     ch_table *t = NULL;
-    int rc = ch_table_build(nodes, n, opt, &t);
+    int rc = ch_table_build_err(nodes, n, opt, &t, err);
     free(nodes);
     if (rc != CH_OK)
         return rc;
@@ -178,7 +192,8 @@ int ch_membership_build(const ch_member *members, size_t n, const ch_options *op
     for (size_t i = 0; i < n; i++) {
         if (members[i].addr == NULL || members[i].addr[0] == '\0') {
             ch_table_free(t);
-            return CH_EINVAL;
+            return ch__error_set(err, CH_EINVAL, "member %zu (\"%.40s\"): its addr is %s", i,
+                                 members[i].id, members[i].addr == NULL ? "NULL" : "empty");
         }
         if (!add_size(&total, members[i].id) || !add_size(&total, members[i].addr) ||
             (members[i].name != NULL && !add_size(&total, members[i].name))) {
@@ -220,6 +235,13 @@ int ch_membership_build(const ch_member *members, size_t n, const ch_options *op
     free(order);
     *out = m;
     return CH_OK;
+}
+
+int ch_membership_build_err(const ch_member *members, size_t n, const ch_options *opt,
+                            const char *version, ch_membership **out, ch_error *err)
+{
+    ch__error_set(err, CH_OK, "%s", "");
+    return ch__error_end(err, build(members, n, opt, version, out, err));
 }
 
 void ch_membership_free(ch_membership *m)

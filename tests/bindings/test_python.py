@@ -14,6 +14,7 @@ usage: test_python.py --build BUILD_DIR
 """
 import argparse
 import concurrent.futures
+import faulthandler
 import json
 import os
 import random
@@ -206,13 +207,13 @@ def test_errors(chash):
         check(False, "no %s from %s" % (cls.__name__, fn))
         return None
 
-    e = raises(chash.Error, lambda: chash.Table(["a", "a"]), "duplicate node id")
+    e = raises(chash.Error, lambda: chash.Table(["a", "a"]), 'nodes 0 and 1 have the same id "a"')
     check(e is not None and e.code == -5, "duplicate id: code -5")
-    raises(chash.Error, lambda: chash.Table([], "ring"), "empty node list")
+    raises(chash.Error, lambda: chash.Table([], "ring"), "no nodes")
     raises(chash.Error, lambda: chash.Table(["a"], "no-such"), "unknown algorithm 'no-such'", "dalli@3")
     raises(chash.Error, lambda: chash.Table(["a"], hash="sha7"), "unknown hash 'sha7'")
     raises(chash.Error, lambda: chash.Table([("a", -1.0)]), "weight")
-    raises(chash.Error, lambda: chash.Table([("a", 1.0), ("b", 2.0)], "jump"), "not supported")
+    raises(chash.Error, lambda: chash.Table([("a", 1.0), ("b", 2.0)], "jump"), "jump has no weights")
     raises(chash.Error, lambda: chash.Table(["a", "b"], "jump").replicas("k", 2), "jump has no failover order")
     raises(TypeError, lambda: chash.Table(["a"]).lookup(42), "str, bytes or bytearray")
     raises(TypeError, lambda: chash.Table("abc"), "single string")
@@ -223,6 +224,76 @@ def test_errors(chash):
     raises(chash.Error, lambda: chash.Table.from_config(os.path.join(SRC, "tests/config/fixtures/valid_quirks.yml"), "nope"),
            "no pool 'nope'")
     raises(chash.ConfigError, lambda: chash.Table.from_membership("servers: [", name="etcd://x/k"), "etcd://x/k:")
+    test_nul_refused(chash, raises)
+    test_limits_named(chash, raises)
+    test_nesting(chash, raises)
+
+
+def test_nul_refused(chash, raises):
+    """A NUL in a string that goes to C is an error naming the argument, never a shorter string
+    (issue 35: 'ring\\0x' was taken as 'ring')."""
+    cfg = os.path.join(SRC, "tests/config/fixtures/valid_quirks.yml")
+    doc = '{"servers": ["127.0.0.1:6379:1 a"]}'
+    for what, fn in (("algorithm", lambda: chash.Table(["a", "b"], "ring\0x")),
+                     ("hash", lambda: chash.Table(["a", "b"], hash="md5\0x")),
+                     ("a node id", lambda: chash.Table(["a\0b", "c"])),
+                     ("hash_tag", lambda: chash.Table(["a", "b"], hash_tag="{\0")),
+                     ("algorithm", lambda: chash.Table.from_config(cfg, algorithm="ring\0x")),
+                     ("hash", lambda: chash.Table.from_membership(doc, hash="md5\0")),
+                     ("pool", lambda: chash.Table.from_config(cfg, "alpha\0beta")),
+                     ("name", lambda: chash.Table.from_membership(doc, name="etcd://x\0y")),
+                     ("algorithm", lambda: chash.algorithm_info("ring\0x"))):
+        e = raises(chash.Error, fn, what, "NUL")
+        check(e is None or e.code == -1, "NUL in %s: code %r, want CH_EINVAL (-1)" % (what, getattr(e, "code", None)))
+
+
+def test_limits_named(chash, raises):
+    """Every refusal of a build says which argument and which limit, in libchash's words."""
+    e = raises(chash.Error, lambda: chash.Table([str(i) for i in range(100000)], "maglev"),
+               "maglev: table_size 65537 must be a prime greater than the node count, 100000 (e.g. 100003)")
+    check(e is None or e.code == -1, "maglev: code %r" % getattr(e, "code", None))
+    raises(chash.Error, lambda: chash.Table(["a", "b", "c"], "maglev", table_size=4),
+           "table_size 4 must be a prime greater than the node count, 3 (e.g. 5)")
+    raises(chash.Error, lambda: chash.Table(["a", "b", "c"], "ketama", vnodes=2), "ketama: vnodes 2 gives no node a point")
+    raises(chash.Error, lambda: chash.Table([("a", 1), ("b", 2)], "jump"),
+           'jump has no weights: every node must weigh the same, but node 1 ("b") weighs 2')
+    raises(chash.Error, lambda: chash.Table([("a", 1), ("b", 0)]), 'node 1 ("b"): weight 0 is not finite and > 0')
+    raises(chash.Error, lambda: chash.Table(["a", "b", "a"]), 'nodes 0 and 2 have the same id "a"')
+    raises(chash.Error, lambda: chash.Table([("a", 500000), ("b", 1)], "ring"),
+           "ring: more than 67108864 points (CH_MAX_POINTS)", "vnodes 160")
+    raises(chash.Error, lambda: chash.Table([("1", 1), ("2", 300)], "haproxy@2"), "HAProxy's weights are 1 to 256")
+    doc = json.dumps({"servers": ["10.0.%d.%d:6379:1" % (i // 250, i % 250 + 1) for i in range(66000)],
+                      "distribution": "maglev"})
+    raises(chash.Error, lambda: chash.Table.from_membership(doc, name="m"),
+           "table_size 65537 must be a prime greater than the node count, 66000 (e.g. 66029)")
+
+
+def nested_parse(fn, what):
+    """fn() under a watchdog: a parse that has not returned after 10 s ends the process with a
+    failure (a deadline on the call returning, not a timing assertion; faulthandler's thread
+    fires even while the call holds the GIL in C)."""
+    faulthandler.dump_traceback_later(10, exit=True)
+    try:
+        return fn()
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
+def test_nesting(chash, raises):
+    """1 MiB and 16 MiB of nesting are refused at once, naming the limit (issue 35: 100,000 '['
+    took 14 s in from_membership, and 400,000 more than two minutes)."""
+    limit = "nesting deeper than 64 levels, the limit (CH_CONFIG_MAX_DEPTH)"
+    for size in (1 << 20, 16 << 20):
+        for text, pos in (("[" * size, "1:65"), ('{"servers": ' + "[" * (size - 12), "1:76")):
+            e = nested_parse(lambda: raises(chash.ConfigError, lambda: chash.Table.from_membership(text, name="p"),
+                                            "p:%s: %s" % (pos, limit)), "from_membership")
+            check(e is None or (e.line, e.column) == tuple(map(int, pos.split(":"))), "nesting: position")
+        with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
+            head = "alpha:\n  servers:\n    "
+            f.write(head + "- " * ((size - len(head)) // 2))
+            f.flush()
+            nested_parse(lambda: raises(chash.ConfigError, lambda: chash.Table.from_config(f.name),
+                                        "%s:3:129: %s" % (f.name, limit)), "from_config")
 
 
 def test_threads(chash, keys):

@@ -465,7 +465,14 @@ RUNTIME = [  # exit 1 with a message
     (["simulate", "--key-file", "/nonexistent/keys"], "cannot open /nonexistent/keys"),
     (["lookup", "--config", "/nonexistent.yml", "k"], "/nonexistent.yml"),
     (["simulate", "--nodes", "a:2,b", "--algo", "modulo"], "no weights"),
-    (["simulate", "--table-size", "5", "--algo", "maglev"], "prime > 8"),
+    (["simulate", "--table-size", "5", "--algo", "maglev"],
+     "maglev: table_size 5 must be a prime greater than the node count, 8 (e.g. 11): set "
+     "--table-size"),
+    (["lookup", "--nodes", "100000", "--algo", "maglev", "k"],
+     "table_size 65537 must be a prime greater than the node count, 100000 (e.g. 100003)"),
+    (["lookup", "--nodes", "3", "--algo", "ketama", "--vnodes", "2", "k"],
+     "cannot build the ketama table for --nodes 3: ketama: vnodes 2 gives no node a point: "
+     "raise vnodes"),
     (["report", "--out", "/nonexistent/dir/report.html"], "cannot write"),
 ]
 

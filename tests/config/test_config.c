@@ -737,7 +737,9 @@ static void test_mutations(void **state)
 static void test_deep_nesting(void **state)
 {
     (void)state;
-    /* 2000 levels of block mappings: refused at the first level twemproxy does not have. */
+    /* 2000 levels of block mappings: refused where they nest deeper than CH_CONFIG_MAX_DEPTH
+     * (the first pass, which checks the YAML alone, reads that far before the pool's unknown
+     * key is seen). */
     size_t depth = 2000, cap = 8 + depth * (2 * depth + 4);
     char *buf = malloc(cap);
     assert_non_null(buf);
@@ -750,7 +752,8 @@ static void test_deep_nesting(void **state)
     }
     char path[64];
     write_tmp(path, buf, len);
-    assert_true(check_error(path, CH_EINVAL, 2, 3, "unknown key \"k\" in pool \"alpha\""));
+    assert_true(check_error(path, CH_EINVAL, 65, 129,
+                            "nesting deeper than 64 levels, the limit (CH_CONFIG_MAX_DEPTH)"));
     remove(path);
 
     /* 100000 nested flow sequences: refused at the first bracket. */
@@ -762,6 +765,79 @@ static void test_deep_nesting(void **state)
                             "one \"- item\" per line, or quote a value that starts with '['"));
     remove(path);
     free(buf);
+}
+
+/* Collections nested deeper than CH_CONFIG_MAX_DEPTH are refused at the one that opens level 65,
+ * naming the limit, in documents of 1 MiB and 16 MiB (the size limit): flow sequences and
+ * mappings (JSON), block sequences, one a line; in a membership document (what etcd and the
+ * bindings hand the loader) and in a config file. Each parse returns under a watchdog: before
+ * the limit, libyaml's scanner spent time quadratic in the flow depth (100,000 '[': 15 s). */
+static void test_nesting_limit(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *head, *unit;
+        unsigned line, column;
+    } docs[] = {
+        {"", "[", 1, 65},                        /* the reproduction */
+        {"{\"servers\": ", "[", 1, 76},          /* level 1 the mapping, then 64 '[' */
+        {"", "{\"a\": ", 1, 385},                /* 64 mappings of 6 bytes, then the 65th */
+        {"", "- ", 1, 129},                      /* block sequences */
+        {"", "[\n", 65, 1},                      /* one a line */
+    };
+    static const size_t sizes[] = {1u << 20, CH_CONFIG_MAX_BYTES};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        for (size_t i = 0; i < sizeof docs / sizeof docs[0]; i++) {
+            char *text = tu_repeat(docs[i].head, docs[i].unit, sizes[s]);
+            ch_config *sentinel = (ch_config *)&sentinel, *doc = sentinel;
+            ch_config_error err;
+            int64_t epoch = -1;
+            tu_watchdog_arm(10, "ch_config_membership_parse of a nested document");
+            int rc = ch_config_membership_parse("p", "etcd://x/a", text, sizes[s], &doc, &epoch,
+                                                &err);
+            tu_watchdog_disarm();
+            free(text);
+            char got[700], want[700];
+            snprintf(want, sizeof want,
+                     "etcd://x/a:%u:%u: nesting deeper than 64 levels, the limit "
+                     "(CH_CONFIG_MAX_DEPTH)",
+                     docs[i].line, docs[i].column);
+            ch_config_error_str(&err, got, sizeof got);
+            if (rc != CH_EINVAL || strcmp(got, want) != 0)
+                fail_msg("document %zu of %zu bytes: status %d\n  want: %s\n  got:  %s", i,
+                         sizes[s], rc, want, got);
+            assert_ptr_equal(doc, sentinel);
+            assert_int_equal(epoch, -1);
+        }
+
+        /* A config file: its pools are at level 2, a pool's servers at 3. */
+        char *text = tu_repeat("alpha:\n  servers:\n    ", "- ", sizes[s]);
+        char path[64];
+        write_tmp(path, text, sizes[s]);
+        free(text);
+        tu_watchdog_arm(10, "ch_config_load of a nested file");
+        bool ok = check_error(path, CH_EINVAL, 3, 129,
+                              "nesting deeper than 64 levels, the limit (CH_CONFIG_MAX_DEPTH)");
+        tu_watchdog_disarm();
+        remove(path);
+        assert_true(ok);
+    }
+
+    /* Exactly the limit is taken: a document whose servers sit 64 levels deep is refused for
+     * its shape, not its depth. */
+    char ok_doc[512];
+    int len = snprintf(ok_doc, sizeof ok_doc, "{\"servers\": %.63s\"127.0.0.1:1:1\"%.63s}",
+                       "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[",
+                       "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]");
+    ch_config *doc = NULL;
+    ch_config_error err;
+    int64_t epoch = 0;
+    char got[700];
+    assert_int_equal(ch_config_membership_parse("p", "etcd://x/a", ok_doc, (size_t)len, &doc,
+                                                &epoch, &err),
+                     CH_EINVAL);
+    ch_config_error_str(&err, got, sizeof got);
+    assert_null(strstr(got, "CH_CONFIG_MAX_DEPTH"));
 }
 
 /* Many servers and pools load in expected linear time; the first duplicate in file order is
@@ -1265,6 +1341,7 @@ int main(void)
         cmocka_unit_test(test_garbage),
         cmocka_unit_test(test_mutations),
         cmocka_unit_test(test_deep_nesting),
+        cmocka_unit_test(test_nesting_limit),
         cmocka_unit_test(test_many),
         cmocka_unit_test(test_parse_int),
         cmocka_unit_test(test_parse_server),

@@ -96,10 +96,12 @@ class EtcdClient:
 
 class EtcdServer:
     """etcd on free loopback ports, data in tmp/etcd-<port>. spawn(argv, out) starts a process
-    (the harness's spawn, so it is stopped on the way out)."""
+    (the harness's spawn, so it is stopped on the way out); extra_args go to etcd's command line
+    (e.g. ["--max-request-bytes", str(32 << 20)]: etcd refuses writes over 1.5 MiB by default)."""
 
-    def __init__(self, tmp, spawn, exe="etcd"):
+    def __init__(self, tmp, spawn, exe="etcd", extra_args=()):
         self.tmp, self.spawn, self.exe = tmp, spawn, exe
+        self.extra_args = list(extra_args)
         self.port, self.peer = free_ports(2)
         self.url = "http://127.0.0.1:%d" % self.port
         self.dir = os.path.join(tmp, "etcd-%d" % self.port)
@@ -112,7 +114,7 @@ class EtcdServer:
         argv = [self.exe, "--name", "t", "--data-dir", self.dir,
                 "--listen-client-urls", self.url, "--advertise-client-urls", self.url,
                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-                "--initial-cluster", "t=" + peer, "--log-level", "error"]
+                "--initial-cluster", "t=" + peer, "--log-level", "error"] + self.extra_args
         self.proc = self.spawn(argv, self.log)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -7,7 +7,9 @@ refuse (exit 1, naming the pool or the file) or both accept. Before, -t said "sy
 configs the proxy then refused (jump with weights, a weight of 2^31-1, servers or listen
 addresses that do not resolve), and a FIFO as the config blocked both forever; a weight of
 400000 on a ring passed and took seconds and a gigabyte to build: now refused with the
-table's figure.
+table's figure. A placement the library refuses is named with libchash's own reason at the
+pool's line (jump with weights, maglev over more servers than its table, a weight above
+haproxy@2's): before, "invalid argument" or a status name alone.
 
 Then reloads through POST /-/reload: a file whose only change needs a restart (a new listen)
 answers 409 naming it (before: 200 "unchanged"), and the config path replaced by a FIFO answers
@@ -54,9 +56,22 @@ def body(t):
     (backend,) = start_redises(redis_server, tmp, 1)
     port = free_ports(1)[0]
     ok_server = backend.text + ":1"
+    maglev_servers = ["127.0.%d.%d:6379:1" % (i // 250, i % 250 + 1) for i in range(66000)]
     cases = [
+        # A placement the library refuses is named with libchash's reason (issue 35): which
+        # argument and which limit, not "invalid argument".
         ("jump with weights", pool(port, [backend.text + ":3", "127.0.0.1:1:1"],
-                                   "  distribution: jump\n"), False, "pool p"),
+                                   "  distribution: jump\n"), False,
+         '.yml:1: pool p: cannot build its placement: jump has no weights: every node must '
+         'weigh the same, but node 1 ("127.0.0.1:1") weighs 1 and node 0'),
+        ("maglev over more servers than its table", pool(port, maglev_servers,
+                                                         "  distribution: maglev\n"), False,
+         ".yml:1: pool p: cannot build its placement: maglev: table_size 65537 must be a prime "
+         "greater than the node count, 66000 (e.g. 66029)"),
+        ("a weight above haproxy@2's", pool(port, [ok_server, "127.0.0.1:1:300"],
+                                            "  distribution: haproxy@2\n"), False,
+         'cannot build its placement: haproxy@2: node 1 ("127.0.0.1:1") weighs 300: HAProxy\'s '
+         'weights are 1 to 256'),
         ("a weight of 2^31-1 on a ring", pool(port, [backend.text + ":2147483647"],
                                              "  distribution: ring\n"), False, "pool p"),
         # 400000 x 160 points, 64 M: 488 MiB of ring and seconds to build (the library's

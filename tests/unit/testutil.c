@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+#define _POSIX_C_SOURCE 200809L
+
 #include "testutil.h"
 
+#include <signal.h>
 #include <stdarg.h>
 #include <setjmp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 uint64_t tu_rand(uint64_t *state)
@@ -114,4 +118,40 @@ static void count_free(void *ctx, void *p, size_t size)
 void tu_alloc_init(tu_alloc *t, long fail_at)
 {
     *t = (tu_alloc){.a = {count_alloc, count_free, t}, .fail_at = fail_at};
+}
+
+/* What the armed watchdog waits for; only its handler reads it (a static, set before alarm()). */
+static char watchdog_msg[256];
+
+static void watchdog_fired(int sig)
+{
+    (void)sig;
+    ssize_t w = write(STDERR_FILENO, watchdog_msg, strlen(watchdog_msg));
+    (void)w;
+    _exit(1);
+}
+
+void tu_watchdog_arm(unsigned seconds, const char *what)
+{
+    snprintf(watchdog_msg, sizeof watchdog_msg, "FAIL: %s did not return within %u s\n", what,
+             seconds);
+    signal(SIGALRM, watchdog_fired);
+    alarm(seconds);
+}
+
+void tu_watchdog_disarm(void)
+{
+    alarm(0);
+}
+
+char *tu_repeat(const char *head, const char *unit, size_t len)
+{
+    char *buf = malloc(len > 0 ? len : 1);
+    assert_non_null(buf);
+    size_t h = strlen(head), u = strlen(unit);
+    assert_true(h <= len && u > 0);
+    memcpy(buf, head, h);
+    for (size_t i = h; i < len; i++)
+        buf[i] = unit[(i - h) % u];
+    return buf;
 }

@@ -678,7 +678,8 @@ ch_table *cli_build(const cli *c, const fleet *f, const ch_options *opt, bool sk
         cli_fail(c, "%s places by the key, not a key hash: only chash lookup and bench take it",
                  ch_algo_name(opt->algo));
     }
-    int rc = ch_table_build(f->nodes, f->n, opt, &t);
+    ch_error err = {.size = sizeof(err)};
+    int rc = ch_table_build_err(f->nodes, f->n, opt, &t, &err);
     if (rc == CH_OK)
         return t;
     if (rc == CH_EUNSUPPORTED && !algo_weighted(opt->algo)) {
@@ -724,10 +725,10 @@ ch_table *cli_build(const cli *c, const fleet *f, const ch_options *opt, bool sk
         return build_refused(c, f, opt, skip, why);
     }
     if (rc == CH_EINVAL && opt->algo == CH_ALGO_MAGLEV)
-        cli_fail(c, "cannot build the maglev table for %s: --table-size must be a prime > %zu",
-                 f->source, f->n);
+        cli_fail(c, "cannot build the maglev table for %s: %s: set --table-size", f->source,
+                 err.message);
     cli_fail(c, "cannot build the %s table for %s: %s", ch_algo_name(opt->algo), f->source,
-             ch_strerror(rc));
+             err.message);
 }
 
 /* ---- keys --------------------------------------------------------------------------------- */

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hotkeys_fetch.c — hk_fetch (hotkeys_fetch.h): one GET with libcurl's easy interface, the
- * answer parsed and cut with jansson.
+ * answer parsed and cut with jansson (its nesting bounded first, as etcd's answers are).
  */
 #include "hotkeys_fetch.h"
+
+#include <etcd_msg.h>
 
 #include <curl/curl.h>
 #include <jansson.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +116,13 @@ int hk_fetch(const char *admin, uint64_t timeout_ms, const char *pool, size_t to
                  rc != CURLE_OK ? curl_easy_strerror(rc) : code == 404 ? "404 (not a chash-proxy "
                                                                          "with hot keys?)"
                                                                        : "not 200");
+        free(b.p);
+        return -1;
+    }
+    size_t deep = ch__json_too_deep(b.p != NULL ? b.p : "", b.len, CH__JSON_MAX_DEPTH);
+    if (deep != SIZE_MAX) {
+        snprintf(why, whylen, "%s: JSON nested deeper than %d levels, the limit, at byte %zu", url,
+                 CH__JSON_MAX_DEPTH, deep);
         free(b.p);
         return -1;
     }

@@ -91,10 +91,11 @@ static void print_version(const cli *c, const fleet *f, const ch_options *opt)
                            .name = f->name[i],
                            .weight = f->nodes[i].weight};
     ch_membership *ms;
-    int rc = ch_membership_build(m, f->n, opt, f->conf_version, &ms);
+    ch_error err = {.size = sizeof(err)};
+    int rc = ch_membership_build_err(m, f->n, opt, f->conf_version, &ms, &err);
     free(m);
     if (rc != CH_OK)
-        cli_fail(c, "cannot build the membership of %s: %s", f->source, ch_strerror(rc));
+        cli_fail(c, "cannot build the membership of %s: %s", f->source, err.message);
     snprintf(version, sizeof(version), "%s", ch_membership_version(ms));
     if (!c->json)
         printf("# version %s\n", version);

@@ -76,10 +76,10 @@ static void side_build(const cli *c, const char *path, side *s)
                  path, p->name);
     /* The proxy's own build of the pool's table (proxy/pool.c): the same call, so the same
      * owners. */
-    int rc = ch_config_membership(p, &s->members);
+    ch_error err = {.size = sizeof(err)};
+    int rc = ch_config_membership_err(p, NULL, &s->members, &err);
     if (rc != CH_OK)
-        cli_fail(c, "%s: pool %s: cannot build its placement: %s", path, p->name,
-                 ch_strerror(rc));
+        cli_fail(c, "%s: pool %s: cannot build its placement: %s", path, p->name, err.message);
     s->table = ch_membership_table(s->members);
     s->n = ch_membership_size(s->members);
     /* Table node i is ch_config_members()'s i-th member, whose addr points into the pool's

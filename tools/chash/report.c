@@ -441,10 +441,11 @@ static int build(rep *r, const ch_node *nodes, size_t n, ch_algo_id algo, ch_has
     opt.algo = algo;
     opt.hash = hash;
     opt.vnodes = vnodes;
-    int rc = ch_table_build(nodes, n, &opt, t);
+    ch_error err = {.size = sizeof(err)};
+    int rc = ch_table_build_err(nodes, n, &opt, t, &err);
     if (rc != CH_OK)
         return fail(r, "%s: building a %s table of %zu nodes (hash %s, vnodes %" PRIu32 "): %s",
-                    chart, ch_algo_name(algo), n, ch_hash_name(hash), vnodes, ch_strerror(rc));
+                    chart, ch_algo_name(algo), n, ch_hash_name(hash), vnodes, err.message);
     return 0;
 }
 

@@ -58,9 +58,10 @@ static void throw_config(JNIEnv *env, int status, const ch_config_error *err) {
 }
 
 /* A byte[] (text the Java side encoded as standard UTF-8, not the JVM's modified UTF-8) as a
- * malloc'ed NUL-terminated copy; null stays NULL. One holding a NUL byte is refused. NULL with
- * an exception pending on failure. */
-static char *dup_bytes(JNIEnv *env, jbyteArray b) {
+ * malloc'ed NUL-terminated copy; null stays NULL. One holding a NUL byte is refused naming the
+ * argument (what), as C would read it as a shorter string. NULL with an exception pending on
+ * failure. */
+static char *dup_bytes(JNIEnv *env, jbyteArray b, const char *what) {
     if (b == NULL)
         return NULL;
     jsize n = (*env)->GetArrayLength(env, b);
@@ -71,9 +72,15 @@ static char *dup_bytes(JNIEnv *env, jbyteArray b) {
     }
     (*env)->GetByteArrayRegion(env, b, 0, n, (jbyte *)s);
     s[n] = '\0';
-    if (memchr(s, '\0', (size_t)n) != NULL) {
+    const char *nul = memchr(s, '\0', (size_t)n);
+    if (nul != NULL) {
+        char msg[200];
+        snprintf(msg, sizeof msg,
+                 "chash: %s holds a NUL character (UTF-8 byte %ld of %ld), which C would read as "
+                 "the end of a shorter string",
+                 what, (long)(nul - s), (long)n);
         free(s);
-        throw_chash(env, CH_EINVAL, "chash: a name or id holds a NUL character");
+        throw_chash(env, CH_EINVAL, msg);
         return NULL;
     }
     return s;
@@ -173,7 +180,7 @@ JNIEXPORT jlong JNICALL Java_chash_Native_build(JNIEnv *env, jclass cls, jobject
     }
     for (; got < n; got++) {
         jbyteArray id = (jbyteArray)(*env)->GetObjectArrayElement(env, ids, got);
-        nodes[got].id = dup_bytes(env, id);
+        nodes[got].id = dup_bytes(env, id, "a node id");
         (*env)->DeleteLocalRef(env, id);
         if ((*env)->ExceptionCheck(env))
             goto out;
@@ -183,10 +190,11 @@ JNIEXPORT jlong JNICALL Java_chash_Native_build(JNIEnv *env, jclass cls, jobject
         (*env)->GetDoubleArrayRegion(env, weights, i, 1, &w);
         nodes[i].weight = w;
     }
-    a = dup_bytes(env, algo);
-    h = dup_bytes(env, hash);
-    tag = dup_bytes(env, hash_tag);
-    if ((*env)->ExceptionCheck(env))
+    if ((a = dup_bytes(env, algo, "the algorithm")) == NULL && algo != NULL)
+        goto out;
+    if ((h = dup_bytes(env, hash, "the hash")) == NULL && hash != NULL)
+        goto out;
+    if ((tag = dup_bytes(env, hash_tag, "the hash tag")) == NULL && hash_tag != NULL)
         goto out;
     ch_options o;
     ch_options_init(&o);
@@ -204,9 +212,10 @@ JNIEXPORT jlong JNICALL Java_chash_Native_build(JNIEnv *env, jclass cls, jobject
         o.hash_tag[1] = tag[1];
     }
     ch_table *t = NULL;
-    int rc = ch_table_build(nodes, (size_t)n, &o, &t);
+    ch_error err = {.size = sizeof err};
+    int rc = ch_table_build_err(nodes, (size_t)n, &o, &t, &err);
     if (rc != CH_OK) {
-        throw_status(env, rc, "ch_table_build");
+        throw_chash(env, rc, err.message);
         goto out;
     }
     handle = (jlong)(intptr_t)t;
@@ -251,11 +260,12 @@ static jlong pool_table(JNIEnv *env, const ch_conf_pool *p, jobjectArray meta) {
     if ((*env)->ExceptionCheck(env))
         goto out;
     ch_table *t = NULL;
-    int rc = ch_table_build(nodes, p->nservers, &o, &t);
+    ch_error err = {.size = sizeof err};
+    int rc = ch_table_build_err(nodes, p->nservers, &o, &t, &err);
     if (rc != CH_OK) {
-        char what[320];
-        snprintf(what, sizeof what, "pool %.200s: ch_table_build", p->name);
-        throw_status(env, rc, what);
+        char msg[520];
+        snprintf(msg, sizeof msg, "pool %.200s: %s", p->name, err.message);
+        throw_chash(env, rc, msg);
         goto out;
     }
     handle = (jlong)(intptr_t)t;
@@ -269,8 +279,8 @@ out:
 JNIEXPORT jlong JNICALL Java_chash_Native_fromConfig(JNIEnv *env, jclass cls, jbyteArray path,
                                                      jbyteArray pool, jobjectArray meta) {
     (void)cls;
-    char *file = dup_bytes(env, path);
-    char *name = dup_bytes(env, pool);
+    char *file = dup_bytes(env, path, "the path");
+    char *name = (*env)->ExceptionCheck(env) ? NULL : dup_bytes(env, pool, "the pool");
     jlong handle = 0;
     ch_config *cfg = NULL;
     ch_config_error err;
@@ -306,7 +316,7 @@ JNIEXPORT jlong JNICALL Java_chash_Native_fromMembership(JNIEnv *env, jclass cls
                                                          jbyteArray doc_name, jbyteArray doc,
                                                          jobjectArray meta) {
     (void)cls;
-    char *name = dup_bytes(env, doc_name);
+    char *name = dup_bytes(env, doc_name, "the document's name");
     jlong handle = 0;
     ch_config *cfg = NULL;
     ch_config_error err;

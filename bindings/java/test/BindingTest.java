@@ -165,7 +165,7 @@ public class BindingTest {
             Table.build(Options.of("ring"), "a", "a");
             fail("a duplicate id was accepted");
         } catch (ChashException e) {
-            if (e.status() != -5 || !e.getMessage().contains("duplicate node id"))
+            if (e.status() != -5 || !e.getMessage().contains("nodes 0 and 1 have the same id \"a\""))
                 fail("duplicate id: " + e.status() + " " + e.getMessage());
         }
         try {
@@ -199,6 +199,117 @@ public class BindingTest {
             // closed
         }
         System.out.println("ok errors carry libchash's messages; close() is idempotent");
+    }
+
+    /** Runs fn, which must throw a ChashException of this status whose message holds every word. */
+    static void refused(String what, int status, Runnable fn, String... words) {
+        try {
+            fn.run();
+            fail(what + ": accepted");
+        } catch (ChashException e) {
+            for (String w : words)
+                if (!e.getMessage().contains(w))
+                    fail(what + ": message \"" + e.getMessage() + "\" lacks \"" + w + "\"");
+            if (e.status() != status)
+                fail(what + ": status " + e.status() + ", not " + status);
+        }
+    }
+
+    /** A NUL in a string that goes to C is refused naming the argument (issue 35); a Path cannot
+     * hold one (java.nio refuses it). */
+    static void nulRefused() {
+        Path cfg = Paths.get(System.getProperty("chash.src"), "tests/config/fixtures/valid_quirks.yml");
+        byte[] doc = "{\"servers\": [\"127.0.0.1:6379:1 a\"]}".getBytes(StandardCharsets.UTF_8);
+        refused("NUL in the algorithm", -1, () -> Table.build(Options.of("ring\0x"), "a", "b"), "algorithm", "NUL");
+        refused("NUL in the hash", -1, () -> Table.build(Options.defaults().withHash("md5\0x"), "a", "b"), "hash", "NUL");
+        refused("NUL in a node id", -1, () -> Table.build(Options.defaults(), "a\0b", "c"), "node id", "NUL");
+        refused("NUL in the hash tag", -1, () -> Table.build(Options.defaults().withHashTag("{\0"), "a", "b"), "hash tag", "NUL");
+        refused("NUL in the pool", -1, () -> Table.fromConfig(cfg, "alpha\0beta"), "pool", "NUL");
+        refused("NUL in the document's name", -1, () -> Table.fromMembership("etcd://x\0y", doc), "name", "NUL");
+        System.out.println("ok a NUL in any string argument is refused, naming it");
+    }
+
+    /** A build's refusal says which argument and which limit, in libchash's words (issue 35). */
+    static void limitsNamed() {
+        String[] ids = new String[100000];
+        for (int i = 0; i < ids.length; i++)
+            ids[i] = Integer.toString(i);
+        refused("maglev of 100,000 nodes", -1, () -> Table.build(Options.of("maglev"), ids),
+            "maglev: table_size 65537 must be a prime greater than the node count, 100000 (e.g. 100003)");
+        refused("maglev's table size", -1, () -> Table.build(Options.of("maglev").withTableSize(4), "a", "b", "c"),
+            "table_size 4 must be a prime greater than the node count, 3 (e.g. 5)");
+        refused("ketama's vnodes", -1, () -> Table.build(Options.of("ketama").withVnodes(2), "a", "b", "c"),
+            "ketama: vnodes 2 gives no node a point");
+        List<Node> uneq = Arrays.asList(new Node("a", 1), new Node("b", 2));
+        refused("jump's weights", -8, () -> Table.build(uneq, Options.of("jump")),
+            "jump has no weights: every node must weigh the same, but node 1 (\"b\") weighs 2");
+        List<Node> heavy = Arrays.asList(new Node("a", 500000), new Node("b", 1));
+        refused("a ring's points", -9, () -> Table.build(heavy, Options.of("ring")),
+            "ring: more than 67108864 points (CH_MAX_POINTS) from 2 nodes at vnodes 160");
+        List<Node> hap = Arrays.asList(new Node("1", 1), new Node("2", 300));
+        refused("haproxy@2's weights", -7, () -> Table.build(hap, Options.of("haproxy@2")),
+            "HAProxy's weights are 1 to 256");
+        StringBuilder doc = new StringBuilder("{\"distribution\": \"maglev\", \"servers\": [");
+        for (int i = 0; i < 66000; i++)
+            doc.append(i == 0 ? "" : ",").append("\"10.0.").append(i / 250).append('.').append(i % 250 + 1)
+                .append(":6379:1\"");
+        byte[] big = doc.append("]}").toString().getBytes(StandardCharsets.UTF_8);
+        refused("a maglev document of 66,000 servers", -1, () -> Table.fromMembership("m", big),
+            "table_size 65537 must be a prime greater than the node count, 66000 (e.g. 66029)");
+        System.out.println("ok every refused build names its argument and limit");
+    }
+
+    /**
+     * Runs fn under a watchdog: if it has not returned after 10 s, the JVM halts with status 1
+     * (a deadline on the call returning, not a timing assertion: the thread stuck in native code
+     * cannot be interrupted, so the watchdog thread ends the process).
+     */
+    static void bounded(String what, Runnable fn) {
+        Thread dog = new Thread(() -> {
+            try {
+                Thread.sleep(10_000);
+            } catch (InterruptedException returned) {
+                return;
+            }
+            System.err.println("BindingTest: FAIL: " + what + " did not return within 10 s");
+            Runtime.getRuntime().halt(1);
+        });
+        dog.setDaemon(true);
+        dog.start();
+        try {
+            fn.run();
+        } finally {
+            dog.interrupt();
+        }
+    }
+
+    /** 1 MiB and 16 MiB of nesting are refused at once, naming the limit (issue 35). */
+    static void nesting() throws Exception {
+        String limit = "nesting deeper than 64 levels, the limit (CH_CONFIG_MAX_DEPTH)";
+        for (int size : new int[] {1 << 20, 16 << 20}) {
+            byte[] flat = new byte[size];
+            Arrays.fill(flat, (byte) '[');
+            byte[] servers = flat.clone();
+            System.arraycopy("{\"servers\": ".getBytes(StandardCharsets.UTF_8), 0, servers, 0, 12);
+            bounded("fromMembership of " + size + " bytes of nesting", () -> {
+                refused("'[' x " + size, -1, () -> Table.fromMembership("p", flat), "p:1:65: " + limit);
+                refused("'{\"servers\": [[[...' of " + size, -1, () -> Table.fromMembership("p", servers),
+                    "p:1:76: " + limit);
+            });
+            Path file = Files.createTempFile("chash-nesting-", ".yml");
+            try {
+                String head = "alpha:\n  servers:\n    ";
+                StringBuilder text = new StringBuilder(head);
+                while (text.length() + 2 <= size)
+                    text.append("- ");
+                Files.write(file, text.toString().getBytes(StandardCharsets.UTF_8));
+                bounded("fromConfig of " + size + " bytes of nesting", () -> refused("a nested file of " + size, -1,
+                    () -> Table.fromConfig(file, null), file + ":3:129: " + limit));
+            } finally {
+                Files.delete(file);
+            }
+        }
+        System.out.println("ok 1 MiB and 16 MiB of nesting refused at once, naming the limit");
     }
 
     /** One table shared by 4 threads at once gives each thread the single-threaded answers. */
@@ -310,6 +421,9 @@ public class BindingTest {
             if (!seen.contains(a))
                 fail("scheme " + a + " of Schemes.algorithms() has no case");
         errors();
+        nulRefused();
+        limitsNamed();
+        nesting();
         threads();
         cleaner();
         System.out.printf("BindingTest: %d cases, %d keys each, %d lookups checked, %.1f s%n", cases, keys.size(),

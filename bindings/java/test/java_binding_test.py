@@ -165,7 +165,8 @@ def main():
                         os.path.join(src, "bindings", "java", "test", "BindingTest.java")], check=True)
         # -Xcheck:jni: the JVM checks every JNI call of the shim; a warning of it fails the test.
         # A fixed heap: the Cleaner check reads the RSS, which a resizing heap would blur.
-        p = subprocess.run([java, "-Dchash.jni=" + jni, "-Xcheck:jni", "-Xms256m", "-Xmx256m",
+        p = subprocess.run([java, "-Dchash.jni=" + jni, "-Dchash.src=" + src, "-Xcheck:jni",
+                            "-Xms256m", "-Xmx256m",
                             "-XX:+AlwaysPreTouch", "-cp", jar + os.pathsep + classes,
                             "BindingTest", casefile], stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         out = p.stdout.decode(errors="replace")

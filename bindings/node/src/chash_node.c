@@ -11,8 +11,10 @@
  *
  * Keys are strings (their UTF-8 bytes, as Buffer.from(s) gives them: a lone surrogate is
  * U+FFFD) or Uint8Arrays (Buffer included: their bytes as they are).
- * Errors are thrown as Error objects whose message is libchash's (ch_strerror, or for a config
- * "file:line:column: message") and whose code is the status name ("CH_EDUPID", ...).
+ * Errors are thrown as Error objects whose message is libchash's (a build's ch_error: which
+ * argument and which limit; for a config "file:line:column: message") and whose code is the
+ * status name ("CH_EDUPID", ...). A string argument holding a NUL is refused (CH_EINVAL), never
+ * read as a shorter string.
  */
 #include <chash.h>
 #include <chash_config.h>
@@ -360,9 +362,10 @@ static napi_value nb_build(napi_env env, napi_callback_info info)
         memcpy(opt.hash_tag, tag, 2);
     }
     ch_table *t = NULL;
-    int rc = ch_table_build(nodes, n, &opt, &t);
+    ch_error err = {.size = sizeof(err)};
+    int rc = ch_table_build_err(nodes, n, &opt, &t, &err);
     if (rc != CH_OK) {
-        throw_status(env, rc, NULL);
+        throw_status(env, rc, err.message);
         goto done;
     }
     nb_table *nt = calloc(1, sizeof(*nt));
@@ -403,10 +406,11 @@ static napi_value pool_result(napi_env env, const char *source, const ch_conf_po
         return throw_status(env, CH_EEMPTY, msg);
     }
     ch_membership *m = NULL;
-    int rc = ch_config_membership(p, &m);
+    ch_error err = {.size = sizeof(err)};
+    int rc = ch_config_membership_err(p, NULL, &m, &err);
     if (rc != CH_OK) {
-        char msg[700];
-        snprintf(msg, sizeof(msg), "%.400s: pool %.200s: %s", source, p->name, ch_strerror(rc));
+        char msg[900];
+        snprintf(msg, sizeof(msg), "%.400s: pool %.200s: %s", source, p->name, err.message);
         return throw_status(env, rc, msg);
     }
     const ch_table *t = ch_membership_table(m);

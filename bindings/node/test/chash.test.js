@@ -215,8 +215,8 @@ test('a membership document places as the same pool in a file', () => {
 });
 
 test('errors carry libchash messages and status names', () => {
-  assert.throws(() => new chash.Table(['a', 'a']), { code: 'CH_EDUPID', message: 'duplicate node id' });
-  assert.throws(() => new chash.Table([]), { code: 'CH_EEMPTY', message: 'empty node list' });
+  assert.throws(() => new chash.Table(['a', 'a']), { code: 'CH_EDUPID', message: 'nodes 0 and 1 have the same id "a"' });
+  assert.throws(() => new chash.Table([]), { code: 'CH_EEMPTY', message: 'no nodes (n is 0)' });
   assert.throws(() => new chash.Table(['']), { code: 'CH_EBADID' });
   assert.throws(() => new chash.Table([{ id: 'a', weight: -1 }]), { code: 'CH_EWEIGHT' });
   assert.throws(() => new chash.Table(['a'], { algorithm: 'nope' }), { code: 'CH_EUNKNOWN', message: /^unknown name: algorithm 'nope'/ });
@@ -231,6 +231,79 @@ test('errors carry libchash messages and status names', () => {
     (e) => e.code === 'CH_EINVAL' && /err_hash\.yml:2:9: unknown hash "sha1"/.test(e.message));
   assert.throws(() => chash.fromConfig('/nonexistent/x.yml'), { code: 'CH_EINVAL' });
   assert.throws(() => chash.fromConfig(path.join(SOURCE, 'tests/config/fixtures/valid_readme.yml')), /has 5 pools/);
+});
+
+test('a NUL in a string that goes to C is refused, naming the argument', () => {
+  const cfg = path.join(SOURCE, 'tests/config/fixtures/valid_quirks.yml');
+  const doc = JSON.stringify({ servers: ['127.0.0.1:6379:1 a'] });
+  for (const [what, fn] of [
+    ['algorithm', () => new chash.Table(['a', 'b'], { algorithm: 'ring\u0000x' })],
+    ['hash', () => new chash.Table(['a', 'b'], { hash: 'md5\u0000x' })],
+    ['a node id', () => new chash.Table(['a\u0000b', 'c'])],
+    ['hashTag', () => new chash.Table(['a', 'b'], { hashTag: '{\u0000' })],
+    ['path', () => chash.fromConfig(cfg + '\u0000x')],
+    ['pool', () => chash.fromConfig(cfg, 'alpha\u0000beta')],
+    ['name', () => chash.fromMembershipDocument(doc, 'etcd://x\u0000y')],
+  ]) {
+    assert.throws(fn, (e) => e.code === 'CH_EINVAL' && e.message.includes(what) && e.message.includes('NUL'), what);
+  }
+});
+
+test("a build's refusal says which argument and which limit", () => {
+  const ids = Array.from({ length: 100000 }, (_, i) => String(i));
+  assert.throws(() => new chash.Table(ids, { algorithm: 'maglev' }), { code: 'CH_EINVAL',
+    message: 'maglev: table_size 65537 must be a prime greater than the node count, 100000 (e.g. 100003)' });
+  assert.throws(() => new chash.Table(['a', 'b', 'c'], { algorithm: 'maglev', tableSize: 4 }),
+    { code: 'CH_EINVAL', message: /table_size 4 must be a prime greater than the node count, 3 \(e\.g\. 5\)/ });
+  assert.throws(() => new chash.Table(['a', 'b', 'c'], { algorithm: 'ketama', vnodes: 2 }),
+    { code: 'CH_EINVAL', message: 'ketama: vnodes 2 gives no node a point: raise vnodes' });
+  assert.throws(() => new chash.Table(['a', { id: 'b', weight: 2 }], { algorithm: 'jump' }),
+    { code: 'CH_EUNSUPPORTED', message: /^jump has no weights: every node must weigh the same, but node 1 \("b"\) weighs 2/ });
+  assert.throws(() => new chash.Table([{ id: 'a', weight: 500000 }, 'b']),
+    { code: 'CH_ETOOBIG', message: /^ring: more than 67108864 points \(CH_MAX_POINTS\) from 2 nodes at vnodes 160/ });
+  assert.throws(() => new chash.Table(['1', { id: '2', weight: 300 }], { algorithm: 'haproxy@2' }),
+    { code: 'CH_EWEIGHT', message: /HAProxy's weights are 1 to 256/ });
+  const doc = JSON.stringify({ distribution: 'maglev',
+    servers: Array.from({ length: 66000 }, (_, i) => `10.0.${Math.floor(i / 250)}.${i % 250 + 1}:6379:1`) });
+  assert.throws(() => chash.fromMembershipDocument(doc, 'm'),
+    { code: 'CH_EINVAL', message: /table_size 65537 must be a prime greater than the node count, 66000 \(e\.g\. 66029\)/ });
+});
+
+// Runs script in a child node with the module as `chash`, bounded: a parse that has not returned
+// after 10 s kills the child and fails the test (a deadline on the call returning, not a timing
+// assertion: a synchronous native call cannot be interrupted in this process).
+function bounded(script) {
+  const r = spawnSync(process.execPath, ['-e',
+    `const chash = require(${JSON.stringify(env('CHASH_NODE_MODULE'))});\n${script}`],
+  { timeout: 10000, encoding: 'utf8', maxBuffer: 1 << 20 });
+  assert.ok(!r.error && r.signal === null, `the child did not return within 10 s (${r.error || r.signal})`);
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout;
+}
+
+test('1 MiB and 16 MiB of nesting are refused at once, naming the limit', () => {
+  const out = bounded(`
+    const limit = 'nesting deeper than 64 levels, the limit (CH_CONFIG_MAX_DEPTH)';
+    for (const size of [1 << 20, 16 << 20]) {
+      for (const [text, pos] of [['['.repeat(size), '1:65'],
+        ['{"servers": ' + '['.repeat(size - 12), '1:76'], [Buffer.alloc(size, '['), '1:65']]) {
+        let e = null;
+        try { chash.fromMembershipDocument(text, 'p'); } catch (x) { e = x; }
+        if (!e || e.code !== 'CH_EINVAL' || e.message !== 'p:' + pos + ': ' + limit)
+          throw new Error('size ' + size + ': ' + (e && e.message));
+      }
+      const fs = require('node:fs'), os = require('node:os'), path = require('node:path');
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'chash-node-'));
+      const file = path.join(dir, 'n.yml');
+      const head = 'alpha:\\n  servers:\\n    ';
+      fs.writeFileSync(file, head + '- '.repeat((size - head.length) >> 1));
+      let e = null;
+      try { chash.fromConfig(file); } catch (x) { e = x; }
+      fs.rmSync(dir, { recursive: true });
+      if (!e || e.message !== file + ':3:129: ' + limit) throw new Error('file: ' + (e && e.message));
+    }
+    console.log('refused');`);
+  assert.equal(out.trim(), 'refused');
 });
 
 test('options.cache: the same owners, for tables from nodes and from a config', () => {

@@ -112,6 +112,33 @@ static PyObject *raise_config(int status, const ch_config_error *err)
     return raise_obj(exc);
 }
 
+/* ---- strings that go to C ------------------------------------------------------------------- */
+
+/* The UTF-8 of a str argument that goes to C as a NUL-terminated string, or NULL with an error:
+ * TypeError for another type, Error (CH_EINVAL) naming the argument for a str holding a NUL,
+ * which C would read as a shorter string. The bytes live as long as o (CPython caches them). */
+static const char *c_string(PyObject *o, const char *what)
+{
+    if (!PyUnicode_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a str, not %.100s", what, Py_TYPE(o)->tp_name);
+        return NULL;
+    }
+    Py_ssize_t len;
+    const char *s = PyUnicode_AsUTF8AndSize(o, &len);
+    if (s == NULL)
+        return NULL;
+    if ((size_t)len != strlen(s)) {
+        char msg[300];
+        snprintf(msg, sizeof(msg),
+                 "%s holds a NUL character (UTF-8 byte %zu of %zd), which C would read as the "
+                 "end of a shorter string",
+                 what, strlen(s), len);
+        raise_status(Error, CH_EINVAL, msg);
+        return NULL;
+    }
+    return s;
+}
+
 /* ---- registries ----------------------------------------------------------------------------- */
 
 /* "a, b, c": every name of a registry, for an error that refuses a name. */
@@ -140,13 +167,9 @@ static const char *hash_name_u(unsigned i)
 /* Parses an algorithm name (a str); 0, or -1 with Error raised naming the known ones. */
 static int parse_algo(PyObject *name, ch_algo_id *out)
 {
-    const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-    if (s == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "algorithm must be a str, not %.100s",
-                         Py_TYPE(name)->tp_name);
+    const char *s = c_string(name, "algorithm");
+    if (s == NULL)
         return -1;
-    }
     if (ch_algo_from_name(s, out) == CH_OK)
         return 0;
     char known[2048], msg[2400];
@@ -158,12 +181,9 @@ static int parse_algo(PyObject *name, ch_algo_id *out)
 
 static int parse_hash(PyObject *name, ch_hash_id *out)
 {
-    const char *s = PyUnicode_Check(name) ? PyUnicode_AsUTF8(name) : NULL;
-    if (s == NULL) {
-        if (!PyErr_Occurred())
-            PyErr_Format(PyExc_TypeError, "hash must be a str, not %.100s", Py_TYPE(name)->tp_name);
+    const char *s = c_string(name, "hash");
+    if (s == NULL)
         return -1;
-    }
     if (ch_hash_from_name(s, out) == CH_OK)
         return 0;
     char known[2048], msg[2400];
@@ -291,9 +311,10 @@ static int options_from_args(ch_options *opt, PyObject *algorithm, PyObject *has
         opt->table_size = (uint32_t)v;
     }
     if (hash_tag != NULL && hash_tag != Py_None) {
-        Py_ssize_t len = 0;
-        const char *s = PyUnicode_Check(hash_tag) ? PyUnicode_AsUTF8AndSize(hash_tag, &len) : NULL;
-        if (s == NULL || len != 2) {
+        const char *s = c_string(hash_tag, "hash_tag");
+        if (s == NULL)
+            return -1;
+        if (strlen(s) != 2) {
             if (!PyErr_Occurred())
                 PyErr_SetString(PyExc_ValueError,
                                 "hash_tag must be a str of two ASCII characters, e.g. '{}'");
@@ -311,12 +332,13 @@ static int table_set(TableObject *self, const ch_node *nodes, size_t n, const ch
                      const char *const *addrs, const char *const *names)
 {
     ch_table *t = NULL;
-    int rc = ch_table_build(nodes, n, opt, &t);
+    ch_error err = {.size = sizeof(err)};
+    int rc = ch_table_build_err(nodes, n, opt, &t, &err);
     if (rc != CH_OK) {
-        char what[256];
-        snprintf(what, sizeof(what), "cannot build a %s table of %zu nodes",
-                 ch_algo_name(opt->algo) ? ch_algo_name(opt->algo) : "?", n);
-        raise_chash(rc, what);
+        char msg[512];
+        snprintf(msg, sizeof(msg), "cannot build a %s table of %zu nodes: %s",
+                 ch_algo_name(opt->algo) ? ch_algo_name(opt->algo) : "?", n, err.message);
+        raise_status(Error, rc, msg);
         return -1;
     }
     PyObject *ids = PyTuple_New((Py_ssize_t)n);
@@ -366,18 +388,9 @@ static int node_from_item(PyObject *item, PyObject *weight_obj, ch_node *out)
         id = PyTuple_GET_ITEM(item, 0);
         weight_obj = PyTuple_GET_ITEM(item, 1);
     }
-    if (!PyUnicode_Check(id)) {
-        PyErr_Format(PyExc_TypeError, "a node id must be a str, not %.100s", Py_TYPE(id)->tp_name);
-        return -1;
-    }
-    Py_ssize_t len;
-    const char *s = PyUnicode_AsUTF8AndSize(id, &len);
+    const char *s = c_string(id, "a node id");
     if (s == NULL)
         return -1;
-    if ((size_t)len != strlen(s)) {
-        PyErr_SetString(PyExc_ValueError, "a node id cannot hold a NUL character");
-        return -1;
-    }
     double w = 1.0;
     if (weight_obj != NULL) {
         w = PyFloat_AsDouble(weight_obj);
@@ -498,14 +511,8 @@ out:
 static const ch_conf_pool *pick_pool(const ch_config *cfg, PyObject *pool, const char *source)
 {
     const char *name = NULL;
-    if (pool != NULL && pool != Py_None) {
-        name = PyUnicode_Check(pool) ? PyUnicode_AsUTF8(pool) : NULL;
-        if (name == NULL) {
-            if (!PyErr_Occurred())
-                PyErr_SetString(PyExc_TypeError, "pool must be a str or None");
-            return NULL;
-        }
-    }
+    if (pool != NULL && pool != Py_None && (name = c_string(pool, "pool")) == NULL)
+        return NULL;
     const ch_conf_pool *p = ch_config_pool(cfg, name);
     if (p != NULL)
         return p;
@@ -556,10 +563,13 @@ static PyObject *Table_from_membership(PyObject *cls, PyObject *args, PyObject *
 {
     static char *kwlist[] = {"document", "name", "algorithm", "hash", "vnodes", "table_size",
                              NULL};
-    PyObject *doc, *algorithm = NULL, *hash = NULL, *vnodes = NULL, *table_size = NULL;
+    PyObject *doc, *name_obj = NULL, *algorithm = NULL, *hash = NULL, *vnodes = NULL,
+                   *table_size = NULL;
     const char *name = "membership document";
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|s$OOOO", kwlist, &doc, &name, &algorithm,
-                                     &hash, &vnodes, &table_size))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|O$OOOO", kwlist, &doc, &name_obj,
+                                     &algorithm, &hash, &vnodes, &table_size))
+        return NULL;
+    if (name_obj != NULL && (name = c_string(name_obj, "name")) == NULL)
         return NULL;
     const char *text;
     Py_ssize_t len;
