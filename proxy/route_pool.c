@@ -127,6 +127,22 @@ static px_server *next_previous(px_rq *rq, px_slot s)
     return src != NULL && !tried(&rq->slots[s], src) ? src : NULL;
 }
 
+size_t px_route_pool_owner_out(const px_pool *pool, const char *key, size_t len)
+{
+    if (pool->nservers == 0 || pool->table == NULL)
+        return SIZE_MAX;
+    size_t o = ch_lookup_hash(pool->table, ch_key_hash(pool->table, key, len));
+    return o < pool->nservers && !px_health_up(pool->health, o) ? o : SIZE_MAX;
+}
+
+bool px_route_pool_any_up(const px_pool *pool)
+{
+    for (size_t i = 0; i < pool->nservers; i++)
+        if (px_health_up(pool->health, i))
+            return true;
+    return false;
+}
+
 px_server *px_route_pool_moved(const px_pool *pool, const char *key, size_t len)
 {
     const px_warm *w = &pool->warm;

@@ -31,6 +31,11 @@ px_server *px_route_pool_next(const px_route *leaf, px_rq *rq, px_slot s);
  * and that owner can still serve it (up, or retired but kept for the window; not failed in
  * it); NULL otherwise, or without a window. Cost: two lookups. */
 px_server *px_route_pool_moved(const struct px_pool *pool, const char *key, size_t len);
+/* The index of key's (its routing bytes) owner under pool's current placement when that server
+ * is ejected; SIZE_MAX when it is up. Cost: a hash and a lookup. */
+size_t px_route_pool_owner_out(const struct px_pool *pool, const char *key, size_t len);
+/* Whether some server of pool is up. Cost: O(servers) at worst. */
+bool px_route_pool_any_up(const struct px_pool *pool);
 /* The server key (its routing bytes) goes to after pool's staged change, when that is another
  * than its owner now; NULL when it stays, or nothing is staged. Cost: two lookups. */
 px_server *px_route_pool_staged(const struct px_pool *pool, const char *key, size_t len);
