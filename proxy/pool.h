@@ -33,9 +33,9 @@
 #define PX_BUF_KEEP (1024u * 1024u)
 #define PX_MAX_DEPTH 8u             /* failover candidates tried per key */
 #define PX_COALESCE_SLOTS 512u      /* reads in flight others may join, per pool and worker: 256 */
-#define PX_POOL_ROUTES 12u          /* the nodes of a pool's tree of routes (route_build.c): at most
-                                       near, coalesce, shadow, stage, gutter, warm, replica, its
-                                       copies and the three leaves, 11 */
+#define PX_POOL_ROUTES 20u          /* the nodes of a pool's tree of routes (route_build.c): at most
+                                       near, coalesce, shadow, stage, gutter, warm, replica over
+                                       8 owners' leaves, and 3 leaves more, 18 */
 /* A client over max_client_buffer_bytes that takes no reply byte for this long is closed. */
 #define PX_CLIENT_STALL_MS 2000u
 #define PX_FD_LOG_PERIOD_MS 10000u  /* "out of descriptors" lines: at most one per pool per 10 s */

@@ -307,6 +307,10 @@ void px_rq_return(px_rq *rq, px_route *from, const px_slot *slots, size_t n, con
         while (j < n && answer_to(rq, slots[j], from) == to)
             j++;
         if (to != NULL) {
+            px_route *via = from;
+            while (via->parent != to)
+                via = via->parent;
+            rq->via = via;
             to->ops->reply(to, rq, slots + i, j - i, r);
         } else if (r->kind == PX_REPLY_FAILED && !rq->side) { /* nothing could serve them */
             char reason[256];
@@ -341,7 +345,7 @@ void px_rq_send(px_rq *rq, px_slot s, px_route *from, px_server *to)
 void px_rq_send_op(px_rq *rq, px_slot s, px_route *from, px_server *to, px_send_op op)
 {
     px_rq_slot *sl = &rq->slots[s];
-    if (op != PX_SEND_DELETE && sl->ntried < PX_MAX_DEPTH)
+    if (sl->ntried < PX_MAX_DEPTH)
         sl->tried[sl->ntried++] = to->uid;
     if (rq->sends_cap == 0) { /* the first: in the request itself */
         rq->sends = rq->sends_block != NULL ? rq->sends_block : &rq->send1;
@@ -406,22 +410,14 @@ static bool same_frag(const px_rq_queued *a, const px_rq_queued *b)
 typedef struct encode_arg {
     const px_rq *rq;
     const px_frag *f;
-    px_send_op op;
 } encode_arg;
 
-/* The backend request for fragment f: the message for the keys of f's slots, or a delete of
- * its one slot's key. */
+/* The backend request for fragment f: the message for the keys of f's slots. */
 static int encode_frag(void *arg, px_buf *out, uint8_t *expect)
 {
     const encode_arg *ea = arg;
     const px_rq *rq = ea->rq;
     const px_frag *f = ea->f;
-    if (ea->op == PX_SEND_DELETE) {
-        char buf[PX_MAX_ROUTE_KEY];
-        size_t len;
-        const char *key = px_rq_route_key(rq, f->slots[0], buf, sizeof(buf), &len);
-        return key == NULL ? -1 : rq->codec->encode_delete(out, key, len, expect);
-    }
     /* Not zero-filled (this runs per request): the first f->nslots are written below. */
     uint32_t stack[64], *keys = f->nslots <= 64 ? stack : malloc(f->nslots * sizeof(*keys));
     if (keys == NULL)
@@ -438,10 +434,12 @@ static int encode_frag(void *arg, px_buf *out, uint8_t *expect)
 /* An answer r to slots[0, n) of rq, for route rt's reply(). Whatever the routes send in answer
  * goes out when they are done (one flush), and the owner hears of completion only then: a route
  * may send, call and return in any order without rq going away under it. */
-static void deliver(px_rq *rq, px_route *rt, const px_slot *slots, size_t n, const px_reply *r)
+static void deliver(px_rq *rq, px_route *rt, px_route *via, const px_slot *slots, size_t n,
+                    const px_reply *r)
 {
     bool was = rq->starting;
     rq->starting = true;
+    rq->via = via;
     rt->ops->reply(rt, rq, slots, n, r);
     if (!rq->done)
         px_rq_flush(rq);
@@ -453,26 +451,7 @@ static void deliver(px_rq *rq, px_route *rt, const px_slot *slots, size_t n, con
 /* A fragment's outcome: to the route that sent it. */
 static void frag_done(px_frag *f, const px_reply *r)
 {
-    deliver(f->ctx, f->tag, f->slots, f->nslots, r);
-}
-
-int px_rq_send_own(px_rq *rq, px_slot s, px_route *from, px_server *to, px_encode_fn enc,
-                   void *arg)
-{
-    px_frag *f = px_frag_new(1);
-    if (f == NULL)
-        return -1;
-    f->done = frag_done;
-    f->ctx = rq;
-    f->tag = from;
-    f->cid = rq->cid;
-    f->dialect = rq->msg.dialect;
-    f->slots[0] = s;
-    if (px_server_send(to, f, enc, arg) != 0) {
-        px_frag_free(f);
-        return -1;
-    }
-    return 0;
+    deliver(f->ctx, f->tag, NULL, f->slots, f->nslots, r);
 }
 
 void px_rq_flush(px_rq *rq)
@@ -495,8 +474,7 @@ void px_rq_flush(px_rq *rq)
         nfrags += !same_frag(&sends[i - 1], &sends[i]);
     px_frag *stack[8], **frags = nfrags <= 8 ? stack : calloc(nfrags, sizeof(*frags));
     px_server *fstack[8], **servers = nfrags <= 8 ? fstack : calloc(nfrags, sizeof(*servers));
-    px_send_op ostack[8], *ops = nfrags <= 8 ? ostack : calloc(nfrags, sizeof(*ops));
-    bool ok = frags != NULL && servers != NULL && ops != NULL;
+    bool ok = frags != NULL && servers != NULL;
     size_t built = 0;
     for (size_t i = 0; ok && i < n;) {
         size_t j = i + 1;
@@ -515,7 +493,6 @@ void px_rq_flush(px_rq *rq)
         for (size_t k = i; k < j; k++)
             f->slots[k - i] = sends[k].slot;
         frags[built] = f;
-        ops[built] = (px_send_op)sends[i].op;
         servers[built++] = sends[i].server;
         i = j;
     }
@@ -534,8 +511,6 @@ void px_rq_flush(px_rq *rq)
             free(frags);
         if (servers != fstack)
             free(servers);
-        if (ops != ostack)
-            free(ops);
         if (!was && rq->done)
             rq_done(rq);
         return;
@@ -547,7 +522,7 @@ void px_rq_flush(px_rq *rq)
     /* Hand-offs: from here on rq may complete (and be freed) at any send. */
     for (size_t i = 0; i < built; i++) {
         px_frag *f = frags[i];
-        encode_arg ea = {rq, f, ops[i]};
+        encode_arg ea = {rq, f};
         if (px_server_send(servers[i], f, encode_frag, &ea) != 0) {
             px_rq_answer_error(rq, f->slots, f->nslots, PX_ERR_SERVER, "out of memory");
             px_frag_free(f);
@@ -557,8 +532,6 @@ void px_rq_flush(px_rq *rq)
         free(frags);
     if (servers != fstack)
         free(servers);
-    if (ops != ostack)
-        free(ops);
 }
 
 /* The next PX_RQ_SLICE slots of rq, their sends flushed; the rest deferred. The owner is told
@@ -601,7 +574,7 @@ void px_rq_start(px_rq *rq, px_route *rt)
 typedef struct px_side {
     px_rq *parent; /* NULL: detached */
     px_slot slot;
-    px_route *from;
+    px_route *from, *start;
     px_side_done done;
     void *arg;
 } px_side;
@@ -613,7 +586,7 @@ static void side_done(px_rq *f)
     px_reply r = {.p = f->reply.p, .len = f->reply.len, .kind = (px_reply_kind)f->reply_kind,
                   .integer = f->reply_integer};
     if (sd->parent != NULL)
-        deliver(sd->parent, sd->from, &sd->slot, 1, &r);
+        deliver(sd->parent, sd->from, sd->start, &sd->slot, 1, &r);
     else if (sd->done != NULL)
         sd->done(sd->arg, f, &r);
     px_cache_free(sd, sizeof(*sd));
@@ -660,7 +633,7 @@ int px_rq_fork(px_rq *rq, px_slot s, px_route *from, px_pool *pool, px_route *st
     px_side *sd = px_cache_alloc(sizeof(*sd));
     if (sd == NULL)
         return -1;
-    *sd = (px_side){.parent = rq, .slot = s, .from = from};
+    *sd = (px_side){.parent = rq, .slot = s, .from = from, .start = start};
     if (side_start(rq, pool, pool == rq->pool ? rq->tree : NULL, start, bytes, len, sd) != 0) {
         px_cache_free(sd, sizeof(*sd));
         return -1;

@@ -36,8 +36,6 @@ typedef struct px_rq_slot {
 typedef enum px_send_op {
     PX_SEND_REQUEST, /* the request for the slot's key, coalesced with the request's others */
     PX_SEND_ALONE,   /* the request for the slot's key alone: its part's reply is that key's */
-    PX_SEND_DELETE,  /* a delete of the slot's key (codec->encode_delete), alone; not recorded
-                        as tried */
 } px_send_op;
 
 /* A send queued until px_rq_flush. Sends coalesce into one backend request only when their
@@ -96,6 +94,7 @@ struct px_rq {
                                    shadowed again */
     bool side;                  /* a route's own request (px_rq_fork, px_rq_fire): its owner is
                                    a px_side; a failure reaching its top stays a failure */
+    px_route *via;              /* the child an answer being delivered came through (px_rq_via) */
     uint8_t reply_kind;         /* px_reply_kind of its reply once done (not split) */
     int64_t reply_integer;      /* and its integer */
     size_t bytes;               /* its allocation (px_mem_held) */
@@ -133,11 +132,6 @@ const char *px_rq_key_bytes(const px_rq *rq, size_t k, char *buf, size_t cap, si
 void px_rq_send(px_rq *rq, px_slot s, px_route *from, px_server *to);
 /* px_rq_send with a way to send it (px_send_op). */
 void px_rq_send_op(px_rq *rq, px_slot s, px_route *from, px_server *to, px_send_op op);
-/* Sends, now, route from's own request for slot s to `to` (enc writes it: a copy, a clean-up);
- * its reply comes back to from like any part's, for slot s alone. Not recorded as tried.
- * 0, or -1 when out of memory (nothing sent). */
-int px_rq_send_own(px_rq *rq, px_slot s, px_route *from, px_server *to, px_encode_fn enc,
-                   void *arg);
 /* Route from has child serve slot s: the child's answer comes back to from's reply(). */
 void px_rq_call(px_rq *rq, px_slot s, px_route *from, px_route *child);
 /* Route from has child serve slot s in its place: the child's answer goes wherever from's
@@ -149,6 +143,13 @@ void px_rq_return(px_rq *rq, px_route *from, const px_slot *slots, size_t n, con
 /* px_rq_return of an error made by the proxy (codec->encode_error). */
 void px_rq_return_error(px_rq *rq, px_route *from, const px_slot *slots, size_t n, px_error why,
                         const char *msg);
+/* The child of the route whose reply() runs through which the answer came: the child called
+ * (px_rq_call) or forked onto (px_rq_fork); NULL for a send of the route's own. Valid from the
+ * start of reply() until the route answers or calls. */
+static inline px_route *px_rq_via(const px_rq *rq)
+{
+    return rq->via;
+}
 /* Route rt's own word of state for slot s (zero until it writes it). rt must not be a leaf. */
 static inline uint64_t *px_rq_state(px_rq *rq, px_slot s, const px_route *rt)
 {

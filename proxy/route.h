@@ -43,12 +43,12 @@ typedef struct px_route_ops {
  * shadow > stage > gutter > warm > replica (route_replica.h) > leaves. Cost: 8 bytes per level
  * in each slot. */
 #define PX_ROUTE_LEVELS 7u
-#define PX_ROUTE_CHILDREN 2u
+#define PX_ROUTE_CHILDREN 9u /* replica: a leaf per owner (8 at most), then the walk's */
 
 struct px_route {
     const px_route_ops *ops;
     px_route *parent;                   /* NULL: the root */
-    px_route *child[PX_ROUTE_CHILDREN]; /* warm: {current, previous}; shadow: {main, shadow} */
+    px_route *child[PX_ROUTE_CHILDREN]; /* warm: {current, previous}; stage: {tree, next} */
     unsigned nchild;
     unsigned level;                     /* 0: the root; < PX_ROUTE_LEVELS unless a leaf */
     const void *conf;                   /* the route's own settings (route_pool: its placement) */

@@ -29,8 +29,8 @@ static _Thread_local px_route overflow_node;
 static px_route *node(px_route_tree *t, px_route *parent, const px_route_ops *ops,
                       const void *conf)
 {
-    /* At most near, coalesce, shadow, stage, gutter, warm, replica, its copies and the three
-     * leaves: 11 of PX_POOL_ROUTES. */
+    /* At most near, coalesce, shadow, stage, gutter, warm, replica over its 8 owners' leaves,
+     * and the current, previous and next leaves: 18 of PX_POOL_ROUTES. */
     if (t->n >= PX_POOL_ROUTES || (parent != NULL && parent->nchild >= PX_ROUTE_CHILDREN)) {
         t->n = PX_POOL_ROUTES + 1; /* refused */
         overflow_node = (px_route){0};
@@ -88,16 +88,19 @@ int px_route_build(px_pool *pool, px_pool *pools, size_t npools)
         root = node(t, root, &px_route_gutter_ops, &t->gutter);
     }
     px_route *warm = node(t, root, &px_route_warm_ops, NULL);
-    if (pc->replicas > 1) { /* the current placement replicated, over its copies and the leaf */
-        px_route *rep = node(t, warm, &px_route_replica_ops, &px_place_current);
-        node(t, rep, &px_route_replica_copy_ops, NULL);
-        node(t, rep, &px_route_pool_ops, &px_place_current);
+    if (pc->replicas > 1) { /* the current placement replicated: a leaf per owner, then the walk */
+        px_route *rep = node(t, warm, &px_route_replica_ops, NULL);
+        unsigned n = pc->replicas < (int)PX_MAX_REPLICAS ? (unsigned)pc->replicas
+                                                          : PX_MAX_REPLICAS;
+        for (unsigned i = 0; i < n; i++)
+            node(t, rep, &px_route_pool_ops, &px_leaf_replica[i]);
+        node(t, rep, &px_route_pool_ops, &px_leaf_current);
     } else {
-        node(t, warm, &px_route_pool_ops, &px_place_current);
+        node(t, warm, &px_route_pool_ops, &px_leaf_current);
     }
-    node(t, warm, &px_route_pool_ops, &px_place_previous);
+    node(t, warm, &px_route_pool_ops, &px_leaf_previous);
     if (stage != NULL) /* child[1]: the staged placement's leaf, for its deletes */
-        node(t, stage, &px_route_pool_ops, &px_place_next);
+        node(t, stage, &px_route_pool_ops, &px_leaf_next);
     /* A route with children keeps a state word per slot at its level (px_rq_state): a tree
      * deeper than PX_ROUTE_LEVELS, or with more than PX_POOL_ROUTES nodes, is a build error of
      * the proxy's, caught here (the worker does not start, a reload is refused). */

@@ -17,12 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-const px_placement px_place_current = PX_PLACE_CURRENT, px_place_previous = PX_PLACE_PREVIOUS,
-                   px_place_next = PX_PLACE_NEXT;
+const px_leaf px_leaf_current = {PX_PLACE_CURRENT, 0}, px_leaf_previous = {PX_PLACE_PREVIOUS, 0},
+              px_leaf_next = {PX_PLACE_NEXT, 0},
+              px_leaf_replica[PX_MAX_REPLICAS] = {
+                  {PX_PLACE_REPLICA, 0}, {PX_PLACE_REPLICA, 1}, {PX_PLACE_REPLICA, 2},
+                  {PX_PLACE_REPLICA, 3}, {PX_PLACE_REPLICA, 4}, {PX_PLACE_REPLICA, 5},
+                  {PX_PLACE_REPLICA, 6}, {PX_PLACE_REPLICA, 7}};
 
 static px_placement placement(const px_route *leaf)
 {
-    return *(const px_placement *)leaf->conf;
+    return ((const px_leaf *)leaf->conf)->place;
 }
 
 /* Bounded loads (bounded_load_factor, docs/PROXY.md): the first server on the key's walk whose
@@ -182,6 +186,31 @@ static px_server *next_staged(px_rq *rq, px_slot s)
     return to != NULL && !tried(&rq->slots[s], to) ? to : NULL;
 }
 
+size_t px_route_pool_owners(const px_pool *pool, const char *key, size_t len, size_t *own)
+{
+    size_t r = pool->conf->replicas > 0 ? (size_t)pool->conf->replicas : 1, n = 0;
+    if (r > PX_MAX_REPLICAS)
+        r = PX_MAX_REPLICAS;
+    if (pool->table == NULL ||
+        ch_replicas_hash(pool->table, ch_key_hash(pool->table, key, len), r, own, &n) != CH_OK)
+        return 0;
+    return n;
+}
+
+/* The rank-th owner of slot s's key when it is up (the replica route picks the ranks: one it
+ * asks again after another's failure is sent again). */
+static px_server *next_replica(px_rq *rq, px_slot s, unsigned rank)
+{
+    px_pool *pool = rq->pool;
+    char decoded[PX_MAX_ROUTE_KEY];
+    size_t len, own[PX_MAX_REPLICAS];
+    const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
+    size_t n = key != NULL ? px_route_pool_owners(pool, key, len, own) : 0;
+    if (rank >= n || own[rank] >= pool->nservers || !px_health_up(pool->health, own[rank]))
+        return NULL;
+    return &pool->servers[own[rank]];
+}
+
 px_server *px_route_pool_next(const px_route *leaf, px_rq *rq, px_slot s)
 {
     switch (placement(leaf)) {
@@ -189,8 +218,10 @@ px_server *px_route_pool_next(const px_route *leaf, px_rq *rq, px_slot s)
         return next_current(rq, s);
     case PX_PLACE_PREVIOUS:
         return next_previous(rq, s);
-    default:
+    case PX_PLACE_NEXT:
         return next_staged(rq, s);
+    default:
+        return next_replica(rq, s, ((const px_leaf *)leaf->conf)->rank);
     }
 }
 

@@ -19,10 +19,21 @@ typedef enum px_placement {
     PX_PLACE_CURRENT,  /* the pool's membership: candidates, health, failover */
     PX_PLACE_PREVIOUS, /* the window's previous membership: a key's old owner, alone */
     PX_PLACE_NEXT,     /* the stage's membership: a key's owner after the change, alone */
+    PX_PLACE_REPLICA,  /* one of a key's owners under the pool's membership (`replicas`): the
+                          rank-th, alone, when it is up */
 } px_placement;
 
-/* The confs of the leaves (px_route.conf). */
-extern const px_placement px_place_current, px_place_previous, px_place_next;
+/* A leaf's conf (px_route.conf). */
+typedef struct px_leaf {
+    px_placement place;
+    unsigned rank; /* PX_PLACE_REPLICA: which of the key's owners (0: its first) */
+} px_leaf;
+
+/* The most owners of a key in a replicated pool (the config's bound on `replicas`). */
+#define PX_MAX_REPLICAS 8u
+
+extern const px_leaf px_leaf_current, px_leaf_previous, px_leaf_next,
+    px_leaf_replica[PX_MAX_REPLICAS];
 extern const px_route_ops px_route_pool_ops;
 
 /* The server leaf would send slot s to next (one it has not tried), or NULL. */
@@ -41,5 +52,10 @@ bool px_route_pool_any_up(const struct px_pool *pool);
 px_server *px_route_pool_staged(const struct px_pool *pool, const char *key, size_t len);
 /* Whether rq is a one-server command (MSETNX, EVAL) whose keys have different owners. */
 bool px_route_pool_cross(const px_rq *rq);
+/* The owners of key (its routing bytes) in a replicated pool: the first `replicas` distinct
+ * servers of its walk, their indexes into own[] (PX_MAX_REPLICAS of room), rank order; their
+ * number, 0 when the placement has no walk (jump). Cost: a hash and the table's walk. */
+size_t px_route_pool_owners(const struct px_pool *pool, const char *key, size_t len,
+                            size_t *own);
 
 #endif /* CHASH_PROXY_ROUTE_POOL_H */

@@ -82,14 +82,3 @@ void px_warm_write(px_pool *pool, const char *key, size_t len)
 {
     pool->warm.gen[key_hash(key, len) % PX_WARM_GENS]++;
 }
-
-/* ---- a side request's bytes ------------------------------------------------------------------ */
-
-int px_warm_encode(void *arg, px_buf *out, uint8_t *expect)
-{
-    const px_warm_request *a = arg;
-    if (a->fn != NULL)
-        return a->fn(out, a->key, a->len, expect);
-    *expect = a->expect;
-    return px_buf_append(out, a->bytes->p, a->bytes->len);
-}

@@ -46,18 +46,6 @@ typedef enum px_warm_step {
     PX_WARM_ON,     /* moved and switched: warming from its old owner */
 } px_warm_step;
 
-/* A request about one key that the window's steps send (a fetch, a take, a copy): fn writes it
- * for the key, or, fn NULL, it is bytes already encoded, whose reply has the shape expect. The
- * px_encode_fn for it is px_warm_encode. */
-typedef struct px_warm_request {
-    int (*fn)(px_buf *out, const char *key, size_t len, uint8_t *expect);
-    const char *key;
-    size_t len;
-    const px_buf *bytes;
-    uint8_t expect;
-} px_warm_request;
-int px_warm_encode(void *arg, px_buf *out, uint8_t *expect);
-
 /* Starts pool's window (ending any other) over the previous table and its servers src[0, n)
  * (copied). Retired servers among them are kept until it ends. Cannot fail: when the copy
  * cannot be allocated there is no window. */
