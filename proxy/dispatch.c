@@ -10,7 +10,6 @@
 #include "hot/topk.h"
 
 #include <stdio.h>
-#include <xxhash.h>
 
 /* With client_auth, health checks (PING) are served before AUTH too; with redis_auth alone, as
  * twemproxy and Redis, only AUTH and QUIT are. */
@@ -22,17 +21,19 @@ static bool auth_gate_passes(const px_rq *rq, const px_local *ctx)
 }
 
 /* Hot-key detection (hotkeys.h): each key of a request the pool serves, counted in the window
- * summary the control thread lent this worker. Cost per key: one XXH3 of its bytes and one
- * Space-Saving add (an index probe and a heap sift over PX_HOT_K entries), no lock. */
-static void count_keys(const px_rq *rq)
+ * summary the control thread lent this worker. Cost per key: one XXH3 of its bytes, kept in the
+ * request for the routes after (px_rq_key_hash), and one Space-Saving add (an index probe and a
+ * heap sift over PX_HOT_K entries), no lock. */
+static void count_keys(px_rq *rq)
 {
     struct ch__topk *t = rq->pool->hot;
     for (size_t k = 0; t != NULL && k < rq->msg.nkeys; k++) {
         char buf[PX_MAX_ROUTE_KEY];
         size_t len = 0;
+        uint64_t h;
         const char *key = px_rq_key_bytes(rq, k, buf, sizeof(buf), &len);
-        if (key != NULL)
-            ch__topk_add(t, XXH3_64bits(key, len), key, len, 1);
+        if (key != NULL && px_rq_key_hash(rq, k, &h)) /* kept for the routes after */
+            ch__topk_add(t, h, key, len, 1);
     }
 }
 

@@ -57,7 +57,8 @@ px_rq *px_rq_new(px_pool *pool, const px_msg *m, uint64_t cid)
                                                       : m->nkeys;
     size_t nblock = nslots > 1 ? (nslots < PX_RQ_SLICE ? nslots : PX_RQ_SLICE) : 0;
     size_t sz = sizeof(px_rq) + nslots * sizeof(px_rq_slot) + nblock * sizeof(px_rq_queued) +
-                m->nargs * sizeof(px_span) + m->nkeys * sizeof(px_span) + m->len;
+                m->nkeys * sizeof(uint64_t) + m->nargs * sizeof(px_span) +
+                m->nkeys * sizeof(px_span) + m->len;
     px_rq *rq = px_cache_alloc(sz);
     if (rq == NULL)
         return NULL;
@@ -84,6 +85,10 @@ px_rq *px_rq_new(px_pool *pool, const px_msg *m, uint64_t cid)
         rq->block_cap = (uint32_t)nblock;
         p += nblock * sizeof(px_rq_queued);
     }
+    rq->khash = (uint64_t *)(void *)p; /* 8-aligned: px_rq and the blocks before are */
+    if (m->nkeys > 0)
+        memset(rq->khash, 0, m->nkeys * sizeof(uint64_t));
+    p += m->nkeys * sizeof(uint64_t);
     rq->msg.args = (px_span *)(void *)p;
     if (m->nargs > 0)
         memcpy(rq->msg.args, m->args, m->nargs * sizeof(px_span));
@@ -201,6 +206,21 @@ const char *px_rq_key_bytes(const px_rq *rq, size_t k, char *buf, size_t cap, si
         return NULL;
     *len = (size_t)n;
     return buf;
+}
+
+bool px_rq_key_hash(px_rq *rq, size_t k, uint64_t *out)
+{
+    if (rq->khash[k] != 0) { /* a key whose hash is 0 is hashed again each time: the same 0 */
+        *out = rq->khash[k];
+        return true;
+    }
+    char buf[PX_MAX_ROUTE_KEY];
+    size_t len;
+    const char *key = px_rq_key_bytes(rq, k, buf, sizeof(buf), &len);
+    if (key == NULL)
+        return false;
+    *out = rq->khash[k] = px_key_hash(key, len);
+    return true;
 }
 
 const char *px_rq_route_key(const px_rq *rq, px_slot s, char *buf, size_t cap, size_t *len)

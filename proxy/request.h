@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <xxhash.h>
 
 /* The longest encoded key decoded for routing (memcached's keys: at most 250 bytes). */
 #define PX_MAX_ROUTE_KEY 4096
@@ -59,6 +60,8 @@ struct px_rq {
     px_route *route;            /* the route its slots started on */
     px_route_tree *tree;        /* the pool's tree it started on (a reference), or NULL */
     px_msg msg;                 /* raw, args and keys are this request's own copies */
+    uint64_t *khash;            /* per key of msg: its routing bytes' XXH3-64 once computed
+                                   (px_rq_key_hash), 0 before */
     uint64_t cid;               /* its client's id: picks the backend connections */
     uint32_t nslots, pending;   /* slots; those not yet answered */
     px_rq_slot *slots;
@@ -126,6 +129,16 @@ const px_span *px_rq_key(const px_rq *rq, px_slot s);  /* the slot's key (raw: r
 const char *px_rq_route_key(const px_rq *rq, px_slot s, char *buf, size_t cap, size_t *len);
 /* The same for the request's key k (an index into rq->msg.keys). */
 const char *px_rq_key_bytes(const px_rq *rq, size_t k, char *buf, size_t cap, size_t *len);
+/* The one hash the proxy groups keys by beside placement: XXH3-64 of a key's routing bytes
+ * (hot-key detection, coalescing, the near cache's generations, the warm-up's switch and
+ * generations, replicas' hot reads, shadow's share). Placement keeps the pool's own hash. */
+static inline uint64_t px_key_hash(const char *key, size_t len)
+{
+    return XXH3_64bits(key, len);
+}
+/* px_key_hash of the request's key k, computed once per request (kept in rq->khash); false when
+ * the key does not decode (memcached's base64). Cost: the first call a hash, then a load. */
+bool px_rq_key_hash(px_rq *rq, size_t k, uint64_t *out);
 /* Route from queues slot s for server `to` (recorded as tried); the reply comes back to from.
  * The sends of one request to one server from one route go as one backend request when the
  * request flushes (a slot marked alone goes alone). */

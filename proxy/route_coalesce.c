@@ -18,29 +18,16 @@
  * the key's hash and the leader, open addressing, removal by backward shift), and the waiters
  * as a list through the slot states at this route's level (px_rq_state): the leader's word is
  * the first waiter, each waiter's word the next. A request in flight is never freed (request.h:
- * its owner frees it once done), so the list holds only live requests. Cost per read: one XXH3
- * of the key and one probe run of a table at most half full; a write adds one probe run per
- * key.
+ * its owner frees it once done), so the list holds only live requests. Cost per read: one probe
+ * run of a table at most half full (the key's hash is the request's, px_rq_key_hash, computed
+ * once); a write adds one probe run per key.
  */
 #include "route_coalesce.h"
 #include "request.h"
 
 #include <string.h>
-#include <xxhash.h>
 
 #define MASK (PX_COALESCE_SLOTS - 1u)
-
-/* The hash of request k's key (its routing bytes), or false when the key does not decode. */
-static bool key_hash(const px_rq *rq, size_t k, uint64_t *out)
-{
-    char buf[PX_MAX_ROUTE_KEY];
-    size_t len = 0;
-    const char *key = px_rq_key_bytes(rq, k, buf, sizeof(buf), &len);
-    if (key == NULL)
-        return false;
-    *out = XXH3_64bits(key, len);
-    return true;
-}
 
 /* Removes the group at table position p, shifting later members of its run back. */
 static void flight_remove(px_pool *pool, size_t p)
@@ -89,13 +76,13 @@ static void coalesce_start(px_route *rt, px_rq *rq, px_slot s)
             size_t from = rq->nslots == 1 ? 0 : rq->slots[s].key;
             size_t to = rq->nslots == 1 ? rq->msg.nkeys : from + 1;
             for (size_t k = from; k < to; k++)
-                if (key_hash(rq, k, &h))
+                if (px_rq_key_hash(rq, k, &h))
                     close_groups(pool, h);
         }
         px_rq_pass(rq, s, rt, rt->child[0]);
         return;
     }
-    if (!key_hash(rq, 0, &h)) {
+    if (!px_rq_key_hash(rq, 0, &h)) {
         px_rq_pass(rq, s, rt, rt->child[0]);
         return;
     }
@@ -127,7 +114,7 @@ static void coalesce_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t
     px_pool *pool = rq->pool;
     uint64_t h;
     /* Only a leader is called here (n == 1, slot 0); its group closes now, if still open. */
-    if (key_hash(rq, 0, &h)) {
+    if (px_rq_key_hash(rq, 0, &h)) {
         size_t p = (size_t)h & MASK;
         while (pool->flights[p].leader != NULL && pool->flights[p].leader != rq)
             p = (p + 1) & MASK;

@@ -31,7 +31,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 enum { N_USUAL = 0, N_READ = 1, N_WRITE = 2 };
 #define KNOWN 0x100u
@@ -53,9 +52,8 @@ static bool entry_key(px_rq *rq, px_slot s, uint64_t *hh, char *ek, size_t *ekle
     const px_span *span = px_rq_key(rq, s);
     const char *key = span != NULL ? px_rq_key_bytes(rq, rq->slots[s].key, buf, sizeof(buf), &len)
                                    : NULL;
-    if (key == NULL || len > MAX_CACHED_KEY)
+    if (key == NULL || len > MAX_CACHED_KEY || !px_rq_key_hash(rq, rq->slots[s].key, hh))
         return false;
-    *hh = XXH3_64bits(key, len);
     const px_cmd *cmd = rq->msg.cmd;
     memcpy(ek, &cmd, sizeof(cmd));
     ek[sizeof(cmd)] = (char)rq->msg.dialect;
@@ -85,11 +83,9 @@ static void invalidate(px_rq *rq, px_slot s)
     bool all = rq->nslots < rq->msg.nkeys;
     for (size_t k = all ? 0 : rq->slots[s].key; k < (all ? rq->msg.nkeys : rq->slots[s].key + 1u);
          k++) {
-        char buf[PX_MAX_ROUTE_KEY];
-        size_t len;
-        const char *key = px_rq_key_bytes(rq, k, buf, sizeof(buf), &len);
-        if (key != NULL)
-            ch__near_invalidate(gens, XXH3_64bits(key, len));
+        uint64_t h;
+        if (px_rq_key_hash(rq, k, &h))
+            ch__near_invalidate(gens, h);
     }
 }
 

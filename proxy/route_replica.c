@@ -41,7 +41,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <xxhash.h>
 
 enum { R_READ = 1, R_NEXT, R_AGAIN };
 
@@ -95,14 +94,10 @@ static unsigned first_up(const px_pool *pool, const size_t *own, size_t n, unsig
 static bool hot_now(px_rq *rq, px_slot s)
 {
     px_pool *pool = rq->pool;
-    char buf[PX_MAX_ROUTE_KEY];
-    size_t len;
     ch__topk_entry e;
-    const char *key = pool->hot != NULL ? px_rq_key_bytes(rq, rq->slots[s].key, buf, sizeof(buf),
-                                                          &len)
-                                        : NULL;
-    return key != NULL && ch__topk_find(pool->hot, XXH3_64bits(key, len), &e) &&
-           e.count - e.error >= pool->near_threshold;
+    uint64_t h;
+    return pool->hot != NULL && px_rq_key_hash(rq, rq->slots[s].key, &h) &&
+           ch__topk_find(pool->hot, h, &e) && e.count - e.error >= pool->near_threshold;
 }
 
 /* hot_spread: the rank up of own[0, n) whose turn it is (the worker's rotation), or n. */
@@ -147,7 +142,7 @@ static void repair_fetched(void *arg, const px_rq *side, const px_reply *r)
     uint8_t expect = 0;
     int rc = 0;
     if (r->kind != PX_REPLY_FAILED && r->kind != PX_REPLY_ERROR && !pool->io->stopping &&
-        px_warm_gen(pool, rp->key, rp->len) == rp->gen)
+        px_warm_gen(pool, px_key_hash(rp->key, rp->len)) == rp->gen)
         rc = pool->codec->encode_fill(&b, rp->key, rp->len, r, (int64_t)time(NULL), &expect);
     if (rc > 0 && px_rq_fire(side, rp->to, b.p, b.len, repair_stored, rp) == 0) {
         px_buf_free(&b);
@@ -271,8 +266,9 @@ static bool write_start(px_route *rt, px_rq *rq, px_slot s, const size_t *own, s
     /* A read repair begun before this write is dropped; not before a copy (a side request's
      * store, which never overwrites): it changes no value, and a copy's bump would drop the
      * copies of the other keys of its generation bucket. */
-    if (!rq->side)
-        px_warm_write(pool, key, len);
+    uint64_t kh;
+    if (!rq->side && px_rq_key_hash(rq, rq->slots[s].key, &kh))
+        px_warm_write(pool, kh);
     /* A split write whose parts' replies are counts (DEL, EXISTS...: PX_MERGE_SUM) sends each
      * key alone: a part's reply is then this key's count, so the fan-out answers per key and
      * the merge adds each key once. MSET's parts (OK unless one failed) go coalesced: a part's
@@ -352,10 +348,9 @@ static void read_start(px_route *rt, px_rq *rq, px_slot s, const size_t *own, si
         nup += up(pool, own[i]);
     if (rq->codec->is_miss != NULL && nup > 1)
         rq->slots[s].alone = true;
-    char decoded[PX_MAX_ROUTE_KEY];
-    size_t len;
-    const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
-    read_call(rt, rq, s, rank, R_READ, 0, 0, px_warm_gen(pool, key, len));
+    uint64_t kh = 0;
+    (void)px_rq_key_hash(rq, rq->slots[s].key, &kh); /* it decodes: it has owners */
+    read_call(rt, rq, s, rank, R_READ, 0, 0, px_warm_gen(pool, kh));
 }
 
 /* The answer r to read slot s at its step, through rank `rank`'s child. */
@@ -393,12 +388,11 @@ static void read_step(px_route *rt, px_rq *rq, px_slot s, unsigned rank, const p
         return;
     }
     if (step == R_NEXT && r->kind != PX_REPLY_FAILED && r->kind != PX_REPLY_ERROR && !miss) {
-        char decoded[PX_MAX_ROUTE_KEY];
-        size_t len;
-        const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
+        uint64_t kh;
+        bool have = px_rq_key_hash(rq, rq->slots[s].key, &kh);
         pool->m.warm.replica_reads++;
-        uint32_t now = key != NULL ? px_warm_gen(pool, key, len) : 0;
-        if (key != NULL && (now & 0xffffffu) == gen && rank < nrank(rt))
+        uint32_t now = have ? px_warm_gen(pool, kh) : 0;
+        if (have && (now & 0xffffffu) == gen && rank < nrank(rt))
             repair(rq, s, rt->child[rank], rt->child[missed], now);
         else
             pool->m.warm.replica_repair_skips++; /* written meanwhile: not copied */

@@ -20,8 +20,9 @@
 #include <stdlib.h>
 #include <xxhash.h>
 
-/* The hash that picks the shadowed keys: its own seed, so the share is independent of the
- * pool's placement. */
+/* What picks the shadowed keys: the key's hash (px_rq_key_hash) mixed with a seed of its own
+ * (murmur3's 64-bit finalizer), so the share is independent of the pool's placement and of the
+ * other uses of that hash. */
 #define SHADOW_SEED UINT64_C(0x5ad0c0ffee)
 
 typedef struct shadow_pair {
@@ -32,10 +33,15 @@ typedef struct shadow_pair {
     uint64_t main_digest, shadow_digest;
 } shadow_pair;
 
-/* Whether key (its routing bytes) is in the shadowed share. */
-static bool shadowed(double fraction, const char *key, size_t len)
+/* Whether the key of hash kh is in the shadowed share. */
+static bool shadowed(double fraction, uint64_t kh)
 {
-    uint64_t h = XXH3_64bits_withSeed(key, len, SHADOW_SEED);
+    uint64_t h = kh ^ SHADOW_SEED;
+    h ^= h >> 33;
+    h *= UINT64_C(0xff51afd7ed558ccd);
+    h ^= h >> 33;
+    h *= UINT64_C(0xc4ceb9fe1a85ec53);
+    h ^= h >> 33;
     return (double)(h >> 11) * 0x1.0p-53 < fraction;
 }
 
@@ -78,14 +84,12 @@ static void shadow_start(px_route *rt, px_rq *rq, px_slot s)
 {
     const px_shadow_conf *sc = rt->conf;
     px_pool *pool = rq->pool;
-    char decoded[PX_MAX_ROUTE_KEY];
-    size_t len = 0;
-    const char *key = rq->nslots == 1 && !rq->shadow && rq->msg.nkeys > 0
-                          ? px_rq_route_key(rq, s, decoded, sizeof(decoded), &len)
-                          : NULL;
+    uint64_t kh;
+    bool keyed = rq->nslots == 1 && !rq->shadow && rq->msg.nkeys > 0 &&
+                 px_rq_key_hash(rq, rq->slots[s].key, &kh);
     bool read = rq->msg.cmd->cls == PX_CLASS_READ;
     *px_rq_state(rq, s, rt) = 0;
-    if (key == NULL || (!read && !sc->writes) || !shadowed(sc->fraction, key, len)) {
+    if (!keyed || (!read && !sc->writes) || !shadowed(sc->fraction, kh)) {
         px_rq_pass(rq, s, rt, rt->child[0]);
         return;
     }

@@ -70,12 +70,13 @@ static px_warm_step slot_where(px_rq *rq, px_slot s, px_server **src)
         return PX_WARM_NONE;
     char decoded[PX_MAX_ROUTE_KEY];
     size_t len;
-    uint64_t now = px_io_now(pool->io);
+    uint64_t now = px_io_now(pool->io), kh;
     const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
     if (key == NULL || !px_warm_open(pool, now) ||
-        (*src = px_route_pool_moved(pool, key, len)) == NULL)
+        (*src = px_route_pool_moved(pool, key, len)) == NULL ||
+        !px_rq_key_hash(rq, rq->slots[s].key, &kh))
         return PX_WARM_NONE;
-    return px_warm_when(pool, key, len, now);
+    return px_warm_when(pool, kh, now);
 }
 
 /* Slot s goes on the usual way: the current leaf, sent with the request's other keys unless a
@@ -124,13 +125,16 @@ static void warm_start(px_route *rt, px_rq *rq, px_slot s)
     }
     char decoded[PX_MAX_ROUTE_KEY];
     size_t len;
+    uint64_t kh = 0;
     const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
+    if (key != NULL)
+        (void)px_rq_key_hash(rq, rq->slots[s].key, &kh); /* it decodes: the same bytes */
     if (rq->msg.cmd->retry) {
         if (rq->codec->is_miss == NULL || key == NULL) {
             usual(rt, rq, s);
             return;
         }
-        set_step(rq, s, rt, W_NEW, px_warm_gen(pool, key, len));
+        set_step(rq, s, rt, W_NEW, px_warm_gen(pool, kh));
         rq->slots[s].alone = true; /* its reply tells a miss */
         px_rq_call(rq, s, rt, rt->child[0]);
         return;
@@ -139,7 +143,7 @@ static void warm_start(px_route *rt, px_rq *rq, px_slot s)
         usual(rt, rq, s);
         return;
     }
-    px_warm_write(pool, key, len);
+    px_warm_write(pool, kh);
     if (!side(rt, rq, s, rt->child[1], W_TAKE,
               rq->codec->encode_take != NULL ? rq->codec->encode_take : rq->codec->encode_fetch,
               key, len, NULL))
@@ -200,7 +204,8 @@ static void copy_fetched(void *arg, const px_rq *sreq, const px_reply *r)
     px_buf b = {0};
     uint8_t expect = 0;
     int rc = r->kind == PX_REPLY_FAILED || r->kind == PX_REPLY_ERROR ||
-                     px_warm_gen(pool, c->key, c->len) != c->gen || pool->io->stopping
+                     px_warm_gen(pool, px_key_hash(c->key, c->len)) != c->gen ||
+                     pool->io->stopping
                  ? -1
                  : pool->codec->encode_fill(&b, c->key, c->len, r, (int64_t)time(NULL),
                                             &expect);

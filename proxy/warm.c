@@ -8,12 +8,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
-
-static uint64_t key_hash(const char *key, size_t len)
-{
-    return XXH3_64bits(key, len);
-}
 
 void px_warm_end(px_pool *pool)
 {
@@ -64,21 +58,21 @@ bool px_warm_open(px_pool *pool, uint64_t now)
     return w->table != NULL;
 }
 
-px_warm_step px_warm_when(const px_pool *pool, const char *key, size_t len, uint64_t now)
+px_warm_step px_warm_when(const px_pool *pool, uint64_t kh, uint64_t now)
 {
     const px_warm *w = &pool->warm;
-    uint64_t at = w->start_ms + (w->ramp_ms > 0 ? key_hash(key, len) % w->ramp_ms : 0);
+    uint64_t at = w->start_ms + (w->ramp_ms > 0 ? kh % w->ramp_ms : 0);
     if (now < at)
         return PX_WARM_BEFORE;
     return now < at + w->warm_ms ? PX_WARM_ON : PX_WARM_NONE;
 }
 
-uint32_t px_warm_gen(const px_pool *pool, const char *key, size_t len)
+uint32_t px_warm_gen(const px_pool *pool, uint64_t kh)
 {
-    return pool->warm.gen[key_hash(key, len) % PX_WARM_GENS];
+    return pool->warm.gen[kh % PX_WARM_GENS];
 }
 
-void px_warm_write(px_pool *pool, const char *key, size_t len)
+void px_warm_write(px_pool *pool, uint64_t kh)
 {
-    pool->warm.gen[key_hash(key, len) % PX_WARM_GENS]++;
+    pool->warm.gen[kh % PX_WARM_GENS]++;
 }

@@ -55,13 +55,14 @@ void px_warm_begin(px_pool *pool, const ch_table *prev, px_server *const *src, s
 void px_warm_end(px_pool *pool);
 /* Whether pool has a window at loop time now (one whose time is over is ended). */
 bool px_warm_open(px_pool *pool, uint64_t now);
-/* Where a moved key (its routing bytes) stands in the window at loop time now: BEFORE its
- * switch, ON while warming, NONE after (whether it moved is the placement's question:
- * px_route_pool_moved). Cost: a hash when there is a ramp. */
-px_warm_step px_warm_when(const px_pool *pool, const char *key, size_t len, uint64_t now);
-/* The key's write generation; px_warm_write bumps it (a write of a moved key). */
-uint32_t px_warm_gen(const px_pool *pool, const char *key, size_t len);
-void px_warm_write(px_pool *pool, const char *key, size_t len);
+/* Where a moved key stands in the window at loop time now, kh the XXH3-64 of its routing bytes
+ * (px_rq_key_hash, px_key_hash: every proxy given the change switches it at the same moment):
+ * BEFORE its switch, ON while warming, NONE after (whether it moved is the placement's
+ * question: px_route_pool_moved). Cost: a division. */
+px_warm_step px_warm_when(const px_pool *pool, uint64_t kh, uint64_t now);
+/* The write generation of the key of hash kh; px_warm_write bumps it (a write of a moved key). */
+uint32_t px_warm_gen(const px_pool *pool, uint64_t kh);
+void px_warm_write(px_pool *pool, uint64_t kh);
 /* The window's milliseconds left at loop time now (0: none): a worker's, or of the times a
  * shared pool holds. */
 uint64_t px_warm_left(const px_pool *pool, uint64_t now);

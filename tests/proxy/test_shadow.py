@@ -39,10 +39,17 @@ N = 100000
 
 
 def shadowed(key, fraction):
-    """The proxy's rule (route_shadow.c): the high 53 bits of XXH3-64 with its seed, as a
-    fraction of 2^53, below the shadowed share."""
+    """The proxy's rule (route_shadow.c): the key's XXH3-64 xor the seed, through murmur3's
+    64-bit finalizer; its high 53 bits as a fraction of 2^53, below the shadowed share."""
     import xxhash
-    return (xxhash.xxh3_64_intdigest(key, seed=SEED) >> 11) * 2.0 ** -53 < fraction
+    m = 2 ** 64 - 1
+    h = xxhash.xxh3_64_intdigest(key) ^ SEED
+    h ^= h >> 33
+    h = (h * 0xff51afd7ed558ccd) & m
+    h ^= h >> 33
+    h = (h * 0xc4ceb9fe1a85ec53) & m
+    h ^= h >> 33
+    return (h >> 11) * 2.0 ** -53 < fraction
 
 
 def counts(mport, pool):
