@@ -704,7 +704,7 @@ int px_metrics_info(const px_ctl *m, const px_worker *px, px_buf *b)
         }
 #undef X
 #define X(f) rc |= info_count(b, pool, "near_cache_", #f, pool->m.near.f);
-        if (pool->near != NULL) {
+        if (pool->conf->hot_cache_ms > 0) {
             PX_NEAR_SUMS
         }
 #undef X

@@ -121,8 +121,12 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
 
 void px_route_tree_release(px_route_tree *t)
 {
-    if (t != NULL && --t->refs == 0)
-        free(t);
+    if (t == NULL || --t->refs > 0)
+        return;
+    for (unsigned i = 0; i < t->n && i < PX_POOL_ROUTES; i++)
+        if (t->nodes[i].ops != NULL && t->nodes[i].ops->free != NULL)
+            t->nodes[i].ops->free(&t->nodes[i]);
+    free(t);
 }
 
 const char *px_fence_text(px_fence_why why)

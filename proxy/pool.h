@@ -32,7 +32,6 @@
  * request or reply does not keep its high-water mark for good. */
 #define PX_BUF_KEEP (1024u * 1024u)
 #define PX_MAX_DEPTH 8u             /* failover candidates tried per key */
-#define PX_COALESCE_SLOTS 512u      /* reads in flight others may join, per pool and worker: 256 */
 #define PX_POOL_ROUTES 20u          /* the nodes of a pool's tree of routes (route_build.c): at most
                                        near, coalesce, shadow, stage, gutter, warm, replica over
                                        8 owners' leaves, and 3 leaves more, 18 */
@@ -229,22 +228,9 @@ typedef struct px_pool {
     /* The keys of its requests in this window (hotkeys.h: the control thread lends it and
      * swaps it once a window; NULL: none lent). Touched only by this worker's thread. */
     struct ch__topk *hot;
-    /* Its near cache of hot keys (route_near.c; NULL: hot_cache off), this worker's alone: its
-     * share of hot_cache_max_bytes and TTL, the bytes it holds (in px_mem_held), and the reads
-     * of a key this worker must count in a window before its value is kept. */
-    struct ch__near *near;
-    size_t near_bytes, near_held;
-    uint64_t near_ttl_ns;
-    uint64_t near_threshold; /* hot_threshold / workers: a key's reads this worker counts in a
-                                window before the near cache or hot_spread takes it as hot */
-    uint64_t spread_turn;    /* hot_spread's rotation over a hot key's owners (route_replica.c) */
-    /* Reads in flight that identical reads may join (route_coalesce.c): open addressing by
-     * the key's hash, leader NULL when empty, at most half full. This worker's alone. */
-    struct {
-        uint64_t khash;
-        struct px_rq *leader;
-    } flights[PX_COALESCE_SLOTS];
-    size_t nflights;
+    /* The reads of a key this worker counts in a window (hot_threshold / workers) before the
+     * near cache or hot_spread takes it as hot (set with the tree, route_build.c). */
+    uint64_t hot_threshold;
 } px_pool;
 
 /* A worker pool's settings from its conf: depth, timeout, limits, password (start and reload). */

@@ -27,6 +27,7 @@
 
 typedef struct px_rq px_rq;       /* request.h */
 typedef struct px_route px_route;
+typedef struct px_pool px_pool;   /* pool.h */
 typedef uint32_t px_slot;
 
 typedef struct px_route_ops {
@@ -36,6 +37,12 @@ typedef struct px_route_ops {
     /* The answer to slots[0, n) of rq: a part this route sent (PX_REPLY_FAILED: the server
      * failed; r->p holds the reason), or a child's answer to a call. */
     void (*reply)(px_route *rt, px_rq *rq, const px_slot *slots, size_t n, const px_reply *r);
+    /* Optional: the route's own state for pool's tree being built (rt->state), on the pool's
+     * worker; was is the same route of the tree it replaces (NULL: none), whose state it may
+     * take over (a near cache kept across a reload). 0, or -1 (the tree is refused). */
+    int (*build)(px_route *rt, px_pool *pool, px_route *was);
+    /* Optional: frees rt->state, when the tree's last reference goes. */
+    void (*free)(px_route *rt);
 } px_route_ops;
 
 /* The levels of a tree above its leaves: each slot keeps one word of state per level
@@ -52,6 +59,8 @@ struct px_route {
     unsigned nchild;
     unsigned level;                     /* 0: the root; < PX_ROUTE_LEVELS unless a leaf */
     const void *conf;                   /* the route's own settings (route_pool: its placement) */
+    void *state;                        /* the route's own state in this tree (ops->build): a
+                                           worker's, alive while the tree is */
 };
 
 #endif /* CHASH_PROXY_ROUTE_H */

@@ -46,6 +46,16 @@ static px_route *node(px_route_tree *t, px_route *parent, const px_route_ops *op
     return rt;
 }
 
+/* The route of tree t with these ops (each route with a state is at most once in a tree), or
+ * NULL. */
+static px_route *same_route(px_route_tree *t, const px_route_ops *ops)
+{
+    for (unsigned i = 0; t != NULL && i < t->n && i < PX_POOL_ROUTES; i++)
+        if (t->nodes[i].ops == ops)
+            return &t->nodes[i];
+    return NULL;
+}
+
 /* The worker's pool named name, or NULL. */
 static px_pool *pool_named(px_pool *pools, size_t npools, const char *name)
 {
@@ -64,16 +74,14 @@ int px_route_build(px_pool *pool, px_pool *pools, size_t npools)
     const ch_conf_pool *pc = pool->conf;
     px_pool *shadow = pool_named(pools, npools, pc->shadow_pool);
     px_route *root = NULL;
-    if (px_route_near_configure(pool) != 0) {
-        free(t);
-        return -1;
-    }
+    unsigned workers = pool->shared->near_workers > 0 ? pool->shared->near_workers : 1;
+    pool->hot_threshold = ((uint64_t)pc->hot_threshold + workers - 1) / workers;
     /* Coalescing over the near cache: a group's leader alone reaches the near cache, so what
      * the near cache keeps was read after its own request arrived (the TTL's bound holds), and
      * a hit answers the leader at once, before any read could join it. */
     if (pc->coalesce_reads)
         root = node(t, NULL, &px_route_coalesce_ops, NULL);
-    if (pool->near != NULL)
+    if (px_route_near_wanted(pool))
         root = node(t, root, &px_route_near_ops, NULL);
     if (shadow != NULL && shadow != pool) {
         t->shadow = (px_shadow_conf){shadow, pc->shadow_fraction, pc->shadow_writes};
@@ -110,6 +118,14 @@ int px_route_build(px_pool *pool, px_pool *pools, size_t npools)
     if (!fits) {
         free(t);
         return -1;
+    }
+    /* Each route's state, taking over the replaced tree's same route's where it can. */
+    for (unsigned i = 0; i < t->n; i++) {
+        px_route *rt = &t->nodes[i];
+        if (rt->ops->build != NULL && rt->ops->build(rt, pool, same_route(pool->tree, rt->ops)) != 0) {
+            px_route_tree_release(t); /* frees the states built */
+            return -1;
+        }
     }
     px_route_drop(pool);
     pool->tree = t;

@@ -14,10 +14,11 @@
  * A client's connection lives on one worker, so its own writes always close them; writes of
  * other workers, proxies or clients are not seen, as for any two concurrent reads.
  *
- * State, all this worker's, no allocation: the pool's table of open groups (px_pool.flights:
- * the key's hash and the leader, open addressing, removal by backward shift), and the waiters
- * as a list through the slot states at this route's level (px_rq_state): the leader's word is
- * the first waiter, each waiter's word the next. A request in flight is never freed (request.h:
+ * State, all this worker's: the route's table of open groups in its tree (its state, built
+ * with the tree: the key's hash and the leader, open addressing, removal by backward shift; a
+ * reload's tree has a table of its own), and the waiters as a list through the slot states at
+ * this route's level (px_rq_state): the leader's word is the first waiter, each waiter's word the
+ * next. A request in flight is never freed (request.h:
  * its owner frees it once done), so the list holds only live requests. Cost per read: one probe
  * run of a table at most half full (the key's hash is the request's, px_rq_key_hash, computed
  * once); a write adds one probe run per key.
@@ -25,35 +26,51 @@
 #include "route_coalesce.h"
 #include "request.h"
 
+#include <stdlib.h>
 #include <string.h>
 
-#define MASK (PX_COALESCE_SLOTS - 1u)
+/* Reads in flight others may join, per tree (a pool's, per worker): at most half of SLOTS. */
+#define SLOTS 512u
+#define MASK (SLOTS - 1u)
+
+typedef struct flights {
+    size_t n;
+    struct {
+        uint64_t khash;
+        px_rq *leader; /* NULL: empty */
+    } at[SLOTS];
+} flights;
+
+static flights *table_of(const px_route *rt)
+{
+    return rt->state;
+}
 
 /* Removes the group at table position p, shifting later members of its run back. */
-static void flight_remove(px_pool *pool, size_t p)
+static void flight_remove(flights *f, size_t p)
 {
     size_t j = p;
     for (;;) {
         j = (j + 1) & MASK;
-        if (pool->flights[j].leader == NULL)
+        if (f->at[j].leader == NULL)
             break;
-        size_t home = (size_t)pool->flights[j].khash & MASK;
+        size_t home = (size_t)f->at[j].khash & MASK;
         if (((j - home) & MASK) >= ((j - p) & MASK)) {
-            pool->flights[p] = pool->flights[j];
+            f->at[p] = f->at[j];
             p = j;
         }
     }
-    pool->flights[p].leader = NULL;
-    pool->nflights--;
+    f->at[p].leader = NULL;
+    f->n--;
 }
 
 /* Closes every group of the key of this hash. */
-static void close_groups(px_pool *pool, uint64_t h)
+static void close_groups(flights *f, uint64_t h)
 {
     size_t p = (size_t)h & MASK;
-    while (pool->flights[p].leader != NULL) {
-        if (pool->flights[p].khash == h)
-            flight_remove(pool, p); /* p now holds the next of the run, or is empty */
+    while (f->at[p].leader != NULL) {
+        if (f->at[p].khash == h)
+            flight_remove(f, p); /* p now holds the next of the run, or is empty */
         else
             p = (p + 1) & MASK;
     }
@@ -68,16 +85,17 @@ static bool joinable(const px_rq *rq)
 static void coalesce_start(px_route *rt, px_rq *rq, px_slot s)
 {
     px_pool *pool = rq->pool;
+    flights *f = table_of(rt);
     uint64_t h;
     *px_rq_state(rq, s, rt) = 0;
     if (!joinable(rq)) {
         /* A write, or a read that does not join: a write closes its keys' groups. */
-        if (rq->msg.cmd->cls != PX_CLASS_READ && pool->nflights > 0) {
+        if (rq->msg.cmd->cls != PX_CLASS_READ && f->n > 0) {
             size_t from = rq->nslots == 1 ? 0 : rq->slots[s].key;
             size_t to = rq->nslots == 1 ? rq->msg.nkeys : from + 1;
             for (size_t k = from; k < to; k++)
                 if (px_rq_key_hash(rq, k, &h))
-                    close_groups(pool, h);
+                    close_groups(f, h);
         }
         px_rq_pass(rq, s, rt, rt->child[0]);
         return;
@@ -87,9 +105,9 @@ static void coalesce_start(px_route *rt, px_rq *rq, px_slot s)
         return;
     }
     size_t p = (size_t)h & MASK;
-    for (; pool->flights[p].leader != NULL; p = (p + 1) & MASK) {
-        px_rq *l = pool->flights[p].leader;
-        if (pool->flights[p].khash == h && l->tree == rq->tree && l->msg.len == rq->msg.len &&
+    for (; f->at[p].leader != NULL; p = (p + 1) & MASK) {
+        px_rq *l = f->at[p].leader;
+        if (f->at[p].khash == h && l->msg.len == rq->msg.len &&
             l->msg.dialect == rq->msg.dialect &&
             memcmp(l->msg.raw, rq->msg.raw, rq->msg.len) == 0) {
             /* Join: first in the leader's list (answered in any order: each its own client). */
@@ -100,10 +118,10 @@ static void coalesce_start(px_route *rt, px_rq *rq, px_slot s)
             return;
         }
     }
-    if (pool->nflights < PX_COALESCE_SLOTS / 2) { /* lead a group */
-        pool->flights[p].khash = h;
-        pool->flights[p].leader = rq;
-        pool->nflights++;
+    if (f->n < SLOTS / 2) { /* lead a group */
+        f->at[p].khash = h;
+        f->at[p].leader = rq;
+        f->n++;
     }
     px_rq_call(rq, s, rt, rt->child[0]);
 }
@@ -111,15 +129,15 @@ static void coalesce_start(px_route *rt, px_rq *rq, px_slot s)
 static void coalesce_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
                            const px_reply *r)
 {
-    px_pool *pool = rq->pool;
+    flights *f = table_of(rt);
     uint64_t h;
     /* Only a leader is called here (n == 1, slot 0); its group closes now, if still open. */
     if (px_rq_key_hash(rq, 0, &h)) {
         size_t p = (size_t)h & MASK;
-        while (pool->flights[p].leader != NULL && pool->flights[p].leader != rq)
+        while (f->at[p].leader != NULL && f->at[p].leader != rq)
             p = (p + 1) & MASK;
-        if (pool->flights[p].leader == rq)
-            flight_remove(pool, p);
+        if (f->at[p].leader == rq)
+            flight_remove(f, p);
     }
     /* The waiters first: r may point into the leader's request, which its answer can free. */
     px_rq *w = (px_rq *)(uintptr_t)*px_rq_state(rq, slots[0], rt);
@@ -134,8 +152,24 @@ static void coalesce_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t
     px_rq_return(rq, rt, slots, n, r);
 }
 
+static int coalesce_build(px_route *rt, px_pool *pool, px_route *was)
+{
+    (void)pool, (void)was; /* a new tree's groups are its own: its requests' answers come back
+                              through its own routes */
+    rt->state = calloc(1, sizeof(flights));
+    return rt->state != NULL ? 0 : -1;
+}
+
+static void coalesce_free(px_route *rt)
+{
+    free(rt->state);
+    rt->state = NULL;
+}
+
 const px_route_ops px_route_coalesce_ops = {
     .name = "coalesce",
     .start = coalesce_start,
     .reply = coalesce_reply,
+    .build = coalesce_build,
+    .free = coalesce_free,
 };

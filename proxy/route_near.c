@@ -62,17 +62,36 @@ static bool entry_key(px_rq *rq, px_slot s, uint64_t *hh, char *ek, size_t *ekle
     return true;
 }
 
-/* The near cache's bytes into the process budget (px_mem_held), after a change of c. */
-static void account(px_pool *pool)
+/* The route's state: the worker's near cache of the pool, its share of hot_cache_max_bytes
+ * and TTL, and the bytes it holds (counted in px_mem_held and the pool's gauge). */
+typedef struct near_state {
+    ch__near *cache;
+    px_pool *pool;
+    size_t bytes, held;
+    uint64_t ttl_ns;
+} near_state;
+
+static ch__near *cache_of(const px_route *rt)
 {
+    const near_state *st = rt->state;
+    return st != NULL ? st->cache : NULL;
+}
+
+/* The near cache's bytes into the process budget (px_mem_held) and the pool's gauge, after a
+ * change of its contents. */
+static void account(px_route *rt)
+{
+    near_state *ns = rt->state;
     ch__near_stats st;
-    ch__near_stats_get(pool->near, &st);
-    if (st.bytes > pool->near_held)
-        PX_MEM_ADD(st.bytes - pool->near_held);
-    else
-        PX_MEM_SUB(pool->near_held - st.bytes);
-    pool->near_held = st.bytes;
-    pool->m.near.bytes = st.bytes;
+    ch__near_stats_get(ns->cache, &st);
+    if (st.bytes > ns->held) {
+        PX_MEM_ADD(st.bytes - ns->held);
+        ns->pool->m.near.bytes += st.bytes - ns->held;
+    } else {
+        PX_MEM_SUB(ns->held - st.bytes);
+        ns->pool->m.near.bytes -= ns->held - st.bytes;
+    }
+    ns->held = st.bytes;
 }
 
 /* A write's keys: slot s's, or every key of a command not split per key (EVAL, RENAME, ...),
@@ -101,19 +120,22 @@ static void near_start(px_route *rt, px_rq *rq, px_slot s)
     char ek[sizeof(void *) + 1 + MAX_CACHED_KEY];
     size_t eklen;
     uint64_t hh;
-    if (pool->near == NULL || rq->msg.nkeys == 0 || rq->shadow) {
+    ch__near *cache = cache_of(rt);
+    if (rq->msg.nkeys == 0 || rq->shadow) {
         set_state(rq, s, rt, N_USUAL, 0);
         px_rq_pass(rq, s, rt, rt->child[0]);
         return;
     }
     ch__near_gens *gens = pool->shared->near_gens;
+    /* A write invalidates through the generations every worker's cache reads, even on a tree
+     * whose cache a reload's tree took over (a side request of an old request starts late). */
     if (!cmd->retry) {
         invalidate(rq, s);
         set_state(rq, s, rt, N_WRITE, 0);
         px_rq_call(rq, s, rt, rt->child[0]);
         return;
     }
-    if (rq->codec->near_cacheable == NULL || !rq->codec->near_cacheable(cmd) ||
+    if (cache == NULL || rq->codec->near_cacheable == NULL || !rq->codec->near_cacheable(cmd) ||
         !entry_key(rq, s, &hh, ek, &eklen)) {
         set_state(rq, s, rt, N_USUAL, 0);
         px_rq_pass(rq, s, rt, rt->child[0]);
@@ -121,7 +143,7 @@ static void near_start(px_route *rt, px_rq *rq, px_slot s)
     }
     size_t len = 0;
     bool known = false;
-    const char *p = ch__near_get(pool->near, hh, ek, eklen, px_io_hrtime(pool->io), &len, &known);
+    const char *p = ch__near_get(cache, hh, ek, eklen, px_io_hrtime(pool->io), &len, &known);
     if (p != NULL) {
         stored_head h;
         memcpy(&h, p, sizeof(h));
@@ -142,7 +164,7 @@ static bool hot_now(const px_pool *pool, uint64_t hh)
 {
     ch__topk_entry e;
     return pool->hot != NULL && ch__topk_find(pool->hot, hh, &e) &&
-           e.count - e.error >= pool->near_threshold;
+           e.count - e.error >= pool->hot_threshold;
 }
 
 /* A read's reply r for slot s, the part's only slot: kept when it is a value of a key hot or
@@ -154,7 +176,8 @@ static void keep(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
     char ek[sizeof(void *) + 1 + MAX_CACHED_KEY];
     size_t eklen;
     uint64_t hh;
-    if (r->kind != PX_REPLY_VALUE || pool->near == NULL ||
+    ch__near *cache = cache_of(rt);
+    if (r->kind != PX_REPLY_VALUE || cache == NULL ||
         (rq->codec->is_miss != NULL && rq->codec->is_miss(&rq->msg, r)) || /* an MGET null */
         !entry_key(rq, s, &hh, ek, &eklen) ||
         !((st & KNOWN) != 0 || hot_now(pool, hh)))
@@ -166,12 +189,12 @@ static void keep(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
         return;
     memcpy(b, &h, sizeof(h));
     memcpy(b + sizeof(h), r->p, r->len);
-    if (ch__near_put(pool->near, hh, ek, eklen, (uint32_t)(st >> 32), rq->t0,
+    if (ch__near_put(cache, hh, ek, eklen, (uint32_t)(st >> 32), rq->t0,
                      px_io_hrtime(pool->io), b, n))
         pool->m.near.stores++;
     if (b != small)
         free(b);
-    account(pool);
+    account(rt);
 }
 
 static void near_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
@@ -193,41 +216,66 @@ static void near_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
     px_rq_return(rq, rt, slots, n, r);
 }
 
+/* This worker's share of the pool's near cache: its bytes (0: none) and TTL. */
+static void near_settings(const px_pool *pool, size_t *bytes, uint64_t *ttl_ns)
+{
+    const ch_conf_pool *pc = pool->conf;
+    unsigned workers = pool->shared->near_workers > 0 ? pool->shared->near_workers : 1;
+    *bytes = pc->hot_cache_ms > 0 && pool->shared->near_gens != NULL
+                 ? (size_t)pc->hot_cache_max_bytes / workers
+                 : 0;
+    *ttl_ns = (uint64_t)pc->hot_cache_ms * 1000000u;
+}
+
+bool px_route_near_wanted(const px_pool *pool)
+{
+    size_t bytes;
+    uint64_t ttl;
+    near_settings(pool, &bytes, &ttl);
+    return bytes > 0;
+}
+
+static void near_free(px_route *rt)
+{
+    near_state *ns = rt->state;
+    if (ns == NULL)
+        return;
+    ch__near_free(ns->cache);
+    PX_MEM_SUB(ns->held);
+    ns->pool->m.near.bytes -= ns->held;
+    free(ns);
+    rt->state = NULL;
+}
+
+/* The cache of the tree this one replaces is taken over when its settings are the same (a
+ * reload keeps what it holds; its old tree's requests then keep nothing more), else a new one. */
+static int near_build(px_route *rt, px_pool *pool, px_route *was)
+{
+    size_t bytes;
+    uint64_t ttl;
+    near_settings(pool, &bytes, &ttl);
+    near_state *old = was != NULL ? was->state : NULL;
+    if (old != NULL && old->bytes == bytes && old->ttl_ns == ttl && old->pool == pool) {
+        rt->state = old;
+        was->state = NULL;
+        return 0;
+    }
+    near_state *ns = calloc(1, sizeof(*ns));
+    if (ns == NULL || (ns->cache = ch__near_new(pool->shared->near_gens, bytes, ttl)) == NULL) {
+        free(ns);
+        return -1;
+    }
+    ns->pool = pool;
+    ns->bytes = bytes;
+    ns->ttl_ns = ttl;
+    rt->state = ns;
+    return 0;
+}
+
 const px_route_ops px_route_near_ops = {
     .name = "near",
     .start = near_start,
     .reply = near_reply,
+    .build = near_build,
+    .free = near_free,
 };
-
-int px_route_near_configure(px_pool *pool)
-{
-    const ch_conf_pool *pc = pool->conf;
-    unsigned workers = pool->shared->near_workers > 0 ? pool->shared->near_workers : 1;
-    size_t bytes = pc->hot_cache_ms > 0 ? (size_t)pc->hot_cache_max_bytes / workers : 0;
-    uint64_t ttl = (uint64_t)pc->hot_cache_ms * 1000000u;
-    pool->near_threshold = ((uint64_t)pc->hot_threshold + workers - 1) / workers;
-    if (pool->near != NULL && bytes == pool->near_bytes && ttl == pool->near_ttl_ns)
-        return 0;
-    px_route_near_free(pool);
-    if (bytes == 0 || pool->shared->near_gens == NULL)
-        return 0;
-    pool->near = ch__near_new(pool->shared->near_gens, bytes, ttl);
-    if (pool->near == NULL)
-        return -1;
-    pool->near_bytes = bytes;
-    pool->near_ttl_ns = ttl;
-    return 0;
-}
-
-void px_route_near_free(px_pool *pool)
-{
-    if (pool->near == NULL)
-        return;
-    ch__near_free(pool->near);
-    pool->near = NULL;
-    PX_MEM_SUB(pool->near_held);
-    pool->near_held = 0;
-    pool->m.near.bytes = 0;
-    pool->near_bytes = 0;
-    pool->near_ttl_ns = 0;
-}

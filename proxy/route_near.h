@@ -14,11 +14,9 @@ typedef struct px_pool px_pool;
 
 extern const px_route_ops px_route_near_ops;
 
-/* The worker's near cache of pool as its config asks (created, replaced when its settings
- * changed, freed when off); at start and each reload, on the worker's thread. 0, or -1 when
- * out of memory (the pool then goes without one). */
-int px_route_near_configure(px_pool *pool);
-/* Frees the worker's near cache of pool (its teardown). */
-void px_route_near_free(px_pool *pool);
+/* Whether pool's tree has a near cache: hot_cache set, and a share of hot_cache_max_bytes for
+ * this worker. Its cache is the route's state (built with the tree, taken over by the next
+ * tree when its settings are the same, so a reload keeps what it holds). */
+bool px_route_near_wanted(const px_pool *pool);
 
 #endif /* CHASH_PROXY_ROUTE_NEAR_H */

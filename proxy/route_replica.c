@@ -97,17 +97,19 @@ static bool hot_now(px_rq *rq, px_slot s)
     ch__topk_entry e;
     uint64_t h;
     return pool->hot != NULL && px_rq_key_hash(rq, rq->slots[s].key, &h) &&
-           ch__topk_find(pool->hot, h, &e) && e.count - e.error >= pool->near_threshold;
+           ch__topk_find(pool->hot, h, &e) && e.count - e.error >= pool->hot_threshold;
 }
 
-/* hot_spread: the rank up of own[0, n) whose turn it is (the worker's rotation), or n. */
-static unsigned spread_rank(px_pool *pool, const size_t *own, size_t n)
+/* hot_spread: the rank up of own[0, n) whose turn it is (the route's rotation, its state in
+ * the worker's tree), or n. */
+static unsigned spread_rank(px_route *rt, const px_pool *pool, const size_t *own, size_t n)
 {
     unsigned ranks[PX_MAX_REPLICAS], nup = 0;
+    uint64_t *turn = rt->state;
     for (unsigned i = 0; i < n; i++)
         if (up(pool, own[i]))
             ranks[nup++] = i;
-    return nup > 0 ? ranks[pool->spread_turn++ % nup] : (unsigned)n;
+    return nup > 0 ? ranks[(*turn)++ % nup] : (unsigned)n;
 }
 
 /* ---- read repair: fired, detached, like the warm-up's copies ---------------------------------- */
@@ -335,7 +337,7 @@ static void read_start(px_route *rt, px_rq *rq, px_slot s, const size_t *own, si
     /* A hot key's reads go to its owners in turn (hot_spread); a miss at one is read from the
      * first owner up and copied back, as any owner's miss. */
     bool spread = pool->conf->hot_spread && hot_now(rq, s);
-    unsigned rank = spread ? spread_rank(pool, own, n) : first_up(pool, own, n, 0);
+    unsigned rank = spread ? spread_rank(rt, pool, own, n) : first_up(pool, own, n, 0);
     if (rank >= n) {
         px_rq_pass(rq, s, rt, rt->child[nrank(rt)]);
         return;
@@ -441,8 +443,23 @@ static void replica_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t 
     }
 }
 
+static int replica_build(px_route *rt, px_pool *pool, px_route *was)
+{
+    (void)pool, (void)was;
+    rt->state = calloc(1, sizeof(uint64_t)); /* hot_spread's turn */
+    return rt->state != NULL ? 0 : -1;
+}
+
+static void replica_free(px_route *rt)
+{
+    free(rt->state);
+    rt->state = NULL;
+}
+
 const px_route_ops px_route_replica_ops = {
     .name = "replica",
     .start = replica_start,
     .reply = replica_reply,
+    .build = replica_build,
+    .free = replica_free,
 };

@@ -377,8 +377,8 @@ void px_worker_free(px_worker *w)
     for (size_t i = 0; i < w->npools; i++) {
         px_pool *pool = &w->pools[i];
         px_warm_end(pool);
-        px_route_drop(pool); /* the requests on its tree are gone with the loop */
-        px_route_near_free(pool);
+        px_route_drop(pool); /* the requests on its tree are gone with the loop (its routes'
+                                states, a near cache, with it) */
         for (size_t s = 0; pool->servers != NULL && s < pool->nservers; s++)
             px_server_free(&pool->servers[s]);
         free(pool->servers);
