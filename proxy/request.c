@@ -228,6 +228,25 @@ const char *px_rq_route_key(const px_rq *rq, px_slot s, char *buf, size_t cap, s
     return px_rq_key_bytes(rq, rq->slots[s].key, buf, cap, len);
 }
 
+px_where px_rq_where(const px_rq *rq, size_t k, const px_route *rt)
+{
+    char buf[PX_MAX_ROUTE_KEY];
+    size_t len;
+    const char *key = px_rq_key_bytes(rq, k, buf, sizeof(buf), &len);
+    return key != NULL ? px_route_where(rt, rq, key, len) : (px_where){0, SIZE_MAX, false};
+}
+
+bool px_rq_cross(const px_rq *rq, const px_route *rt)
+{
+    if ((rq->msg.cmd->flags & PX_CMD_ONE_SERVER) == 0 || rq->msg.nkeys < 2)
+        return false;
+    uint32_t first = px_rq_where(rq, 0, rt).server;
+    for (size_t k = 1; k < rq->msg.nkeys; k++)
+        if (px_rq_where(rq, k, rt).server != first)
+            return true;
+    return false;
+}
+
 /* ---- answers ----------------------------------------------------------------------------------- */
 
 void px_rq_answer(px_rq *rq, const px_slot *slots, size_t n, const px_reply *r)

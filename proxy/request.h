@@ -129,6 +129,12 @@ const px_span *px_rq_key(const px_rq *rq, px_slot s);  /* the slot's key (raw: r
 const char *px_rq_route_key(const px_rq *rq, px_slot s, char *buf, size_t cap, size_t *len);
 /* The same for the request's key k (an index into rq->msg.keys). */
 const char *px_rq_key_bytes(const px_rq *rq, size_t k, char *buf, size_t cap, size_t *len);
+/* Where the usual path under rt (route.h, px_route_where) places rq's key k; nowhere when it
+ * does not decode. */
+px_where px_rq_where(const px_rq *rq, size_t k, const px_route *rt);
+/* Whether rq is a one-server command (MSETNX, EVAL) whose keys the usual path under rt places
+ * on different servers. Cost: a lookup per key. */
+bool px_rq_cross(const px_rq *rq, const px_route *rt);
 /* The one hash the proxy groups keys by beside placement: XXH3-64 of a key's routing bytes
  * (hot-key detection, coalescing, the near cache's generations, the warm-up's switch and
  * generations, replicas' hot reads, shadow's share). Placement keeps the pool's own hash. */

@@ -22,6 +22,7 @@
 
 #include "proto/codec.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -29,6 +30,16 @@ typedef struct px_rq px_rq;       /* request.h */
 typedef struct px_route px_route;
 typedef struct px_pool px_pool;   /* pool.h */
 typedef uint32_t px_slot;
+
+/* Where a leaf places a key: the server (its process-unique uid, backend.h; 0: nowhere), its
+ * index in the leaf's pool (shared health's; SIZE_MAX: none) and whether it serves now. A parent
+ * compares its children's answers (the key moved, is staged, its owner is out) without knowing
+ * what they are: fakes in tests answer from a table. */
+typedef struct px_where {
+    uint32_t server;
+    size_t index;
+    bool up;
+} px_where;
 
 typedef struct px_route_ops {
     const char *name; /* "pool" "warm" "shadow" ... */
@@ -43,6 +54,8 @@ typedef struct px_route_ops {
     int (*build)(px_route *rt, px_pool *pool, px_route *was);
     /* Optional: frees rt->state, when the tree's last reference goes. */
     void (*free)(px_route *rt);
+    /* Leaves: where this route places key (its routing bytes) for rq, before failover. */
+    px_where (*where)(const px_route *rt, const px_rq *rq, const char *key, size_t len);
 } px_route_ops;
 
 /* The levels of a tree above its leaves: each slot keeps one word of state per level
@@ -62,5 +75,17 @@ struct px_route {
     void *state;                        /* the route's own state in this tree (ops->build): a
                                            worker's, alive while the tree is */
 };
+
+/* Where the usual path under rt (its first child, down to a leaf) places key. Cost: the
+ * leaf's lookup. */
+static inline px_where px_route_where(const px_route *rt, const px_rq *rq, const char *key,
+                                      size_t len)
+{
+    while (rt->ops->where == NULL && rt->nchild > 0)
+        rt = rt->child[0];
+    if (rt->ops->where == NULL)
+        return (px_where){0, SIZE_MAX, false};
+    return rt->ops->where(rt, rq, key, len);
+}
 
 #endif /* CHASH_PROXY_ROUTE_H */

@@ -90,15 +90,16 @@ static void gutter_start(px_route *rt, px_rq *rq, px_slot s)
     char decoded[PX_MAX_ROUTE_KEY];
     size_t len = 0;
     const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
-    size_t owner = key != NULL ? px_route_pool_owner_out(pool, key, len) : SIZE_MAX;
-    if (owner == SIZE_MAX) {
+    px_where owner = key != NULL ? px_route_where(rt->child[0], rq, key, len)
+                                 : (px_where){0, SIZE_MAX, false};
+    if (owner.up || owner.index == SIZE_MAX) {
         px_rq_pass(rq, s, rt, rt->child[0]);
         return;
     }
     if (!rq->msg.cmd->retry) {
         /* Journaled, then looked at again (the readmission's lock orders the two). */
-        px_health_journal(pool->health, owner, key, len);
-        if (px_health_up(pool->health, owner)) {
+        px_health_journal(pool->health, owner.index, key, len);
+        if (px_health_up(pool->health, owner.index)) {
             px_rq_pass(rq, s, rt, rt->child[0]);
             return;
         }

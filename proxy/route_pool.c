@@ -117,28 +117,6 @@ static px_server *next_current(px_rq *rq, px_slot s)
     return NULL;
 }
 
-/* The server that held slot s's key under the window's previous placement, unless tried. */
-static px_server *next_previous(px_rq *rq, px_slot s)
-{
-    const px_warm *w = &rq->pool->warm;
-    char decoded[PX_MAX_ROUTE_KEY];
-    size_t len;
-    const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
-    if (w->table == NULL || key == NULL)
-        return NULL;
-    size_t o = ch_lookup(w->table, key, len);
-    px_server *src = o < w->nsrc ? w->src[o] : NULL;
-    return src != NULL && !tried(&rq->slots[s], src) ? src : NULL;
-}
-
-size_t px_route_pool_owner_out(const px_pool *pool, const char *key, size_t len)
-{
-    if (pool->nservers == 0 || pool->table == NULL)
-        return SIZE_MAX;
-    size_t o = ch_lookup_hash(pool->table, ch_key_hash(pool->table, key, len));
-    return o < pool->nservers && !px_health_up(pool->health, o) ? o : SIZE_MAX;
-}
-
 bool px_route_pool_any_up(const px_pool *pool)
 {
     for (size_t i = 0; i < pool->nservers; i++)
@@ -147,46 +125,16 @@ bool px_route_pool_any_up(const px_pool *pool)
     return false;
 }
 
-px_server *px_route_pool_moved(const px_pool *pool, const char *key, size_t len)
+/* Whether server s is one of pool's (not retired, not a staged change's new one). */
+static bool in_pool(const px_pool *pool, const px_server *s)
 {
-    const px_warm *w = &pool->warm;
-    if (w->table == NULL)
-        return NULL;
-    size_t o = ch_lookup(w->table, key, len);
-    if (o >= w->nsrc || w->src[o] == NULL)
-        return NULL;
-    px_server *s = w->src[o];
-    size_t n = ch_lookup(pool->table, key, len);
-    if (n < pool->nservers && &pool->servers[n] == s)
-        return NULL; /* did not move */
-    if (s->warm_dead || (!s->retired && !px_health_up(pool->health, s->index)))
-        return NULL;
-    return s;
+    return s >= pool->servers && s < pool->servers + pool->nservers;
 }
 
-px_server *px_route_pool_staged(const px_pool *pool, const char *key, size_t len)
-{
-    const px_stage *st = &pool->stage;
-    if (st->table == NULL || pool->nservers == 0)
-        return NULL;
-    size_t j = ch_lookup(st->table, key, len);
-    size_t i = ch_lookup(pool->table, key, len);
-    if (j >= st->n || (i < pool->nservers && st->to[j] == &pool->servers[i]))
-        return NULL;
-    return st->to[j];
-}
-
-/* The server slot s's key goes to after the staged change, unless tried. */
-static px_server *next_staged(px_rq *rq, px_slot s)
-{
-    char decoded[PX_MAX_ROUTE_KEY];
-    size_t len;
-    const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
-    px_server *to = key != NULL ? px_route_pool_staged(rq->pool, key, len) : NULL;
-    return to != NULL && !tried(&rq->slots[s], to) ? to : NULL;
-}
-
-size_t px_route_pool_owners(const px_pool *pool, const char *key, size_t len, size_t *own)
+/* The owners of key in a replicated pool: the first `replicas` distinct servers of its walk,
+ * their indexes into own[] (PX_MAX_REPLICAS of room), rank order; their number, 0 when the
+ * placement has no walk (jump). Cost: a hash and the table's walk. */
+static size_t owners(const px_pool *pool, const char *key, size_t len, size_t *own)
 {
     size_t r = pool->conf->replicas > 0 ? (size_t)pool->conf->replicas : 1, n = 0;
     if (r > PX_MAX_REPLICAS)
@@ -197,49 +145,68 @@ size_t px_route_pool_owners(const px_pool *pool, const char *key, size_t len, si
     return n;
 }
 
-/* The rank-th owner of slot s's key when it is up (the replica route picks the ranks: one it
- * asks again after another's failure is sent again). */
-static px_server *next_replica(px_rq *rq, px_slot s, unsigned rank)
+/* The server leaf's placement gives key, before health and failover, or NULL. */
+static px_server *placed(const px_route *leaf, const px_pool *pool, const char *key, size_t len)
 {
-    px_pool *pool = rq->pool;
+    size_t i, n, own[PX_MAX_REPLICAS];
+    switch (placement(leaf)) {
+    case PX_PLACE_CURRENT:
+        if (pool->table == NULL)
+            return NULL;
+        i = ch_lookup_hash(pool->table, ch_key_hash(pool->table, key, len));
+        return i < pool->nservers ? &pool->servers[i] : NULL;
+    case PX_PLACE_PREVIOUS:
+        if (pool->warm.table == NULL)
+            return NULL;
+        i = ch_lookup(pool->warm.table, key, len);
+        return i < pool->warm.nsrc ? pool->warm.src[i] : NULL;
+    case PX_PLACE_NEXT:
+        if (pool->stage.table == NULL)
+            return NULL;
+        i = ch_lookup(pool->stage.table, key, len);
+        return i < pool->stage.n ? pool->stage.to[i] : NULL;
+    default: /* a placement without a walk (jump): its owner is the first, alone */
+        i = ((const px_leaf *)leaf->conf)->rank;
+        n = owners(pool, key, len, own);
+        if (n == 0 && i == 0 && pool->table != NULL)
+            n = 1, own[0] = ch_lookup_hash(pool->table, ch_key_hash(pool->table, key, len));
+        return i < n && own[i] < pool->nservers ? &pool->servers[own[i]] : NULL;
+    }
+}
+
+/* Whether server s of leaf's placement serves now: the pool's up, a staged change's new one,
+ * a window's old owner up or retired but kept for the window, not failed in it. */
+static bool serves(const px_route *leaf, const px_pool *pool, const px_server *s)
+{
+    if (placement(leaf) == PX_PLACE_PREVIOUS)
+        return !s->warm_dead && (s->retired || px_health_up(pool->health, s->index));
+    return !in_pool(pool, s) || px_health_up(pool->health, s->index);
+}
+
+static px_where pool_where(const px_route *leaf, const px_rq *rq, const char *key, size_t len)
+{
+    const px_pool *pool = rq->pool;
+    const px_server *s = placed(leaf, pool, key, len);
+    if (s == NULL)
+        return (px_where){0, SIZE_MAX, false};
+    return (px_where){s->uid, in_pool(pool, s) ? s->index : SIZE_MAX, serves(leaf, pool, s)};
+}
+
+/* The server a leaf other than the current one sends slot s to: its placement's, when it
+ * serves and is not tried (a replica rank's: one the replica route asks again after another's
+ * failure is sent again). */
+static px_server *next_placed(const px_route *leaf, px_rq *rq, px_slot s)
+{
     char decoded[PX_MAX_ROUTE_KEY];
-    size_t len, own[PX_MAX_REPLICAS];
+    size_t len;
     const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
-    size_t n = key != NULL ? px_route_pool_owners(pool, key, len, own) : 0;
-    if (rank >= n || own[rank] >= pool->nservers || !px_health_up(pool->health, own[rank]))
-        return NULL;
-    return &pool->servers[own[rank]];
+    px_server *to = key != NULL ? placed(leaf, rq->pool, key, len) : NULL;
+    return to != NULL && serves(leaf, rq->pool, to) && !tried(&rq->slots[s], to) ? to : NULL;
 }
 
 px_server *px_route_pool_next(const px_route *leaf, px_rq *rq, px_slot s)
 {
-    switch (placement(leaf)) {
-    case PX_PLACE_CURRENT:
-        return next_current(rq, s);
-    case PX_PLACE_PREVIOUS:
-        return next_previous(rq, s);
-    case PX_PLACE_NEXT:
-        return next_staged(rq, s);
-    default:
-        return next_replica(rq, s, ((const px_leaf *)leaf->conf)->rank);
-    }
-}
-
-bool px_route_pool_cross(const px_rq *rq)
-{
-    if ((rq->msg.cmd->flags & PX_CMD_ONE_SERVER) == 0 || rq->msg.nkeys < 2)
-        return false;
-    const px_pool *pool = rq->pool;
-    size_t first = SIZE_MAX;
-    for (size_t k = 0; k < rq->msg.nkeys; k++) {
-        const px_span *key = &rq->msg.keys[k];
-        size_t o = ch_lookup(pool->table, rq->msg.raw + key->off, key->len);
-        if (first == SIZE_MAX)
-            first = o;
-        else if (o != first)
-            return true;
-    }
-    return false;
+    return placement(leaf) == PX_PLACE_CURRENT ? next_current(rq, s) : next_placed(leaf, rq, s);
 }
 
 /* Slot s has no server left: its failure (the reason) goes up. */
@@ -261,6 +228,18 @@ static void pool_start(px_route *rt, px_rq *rq, px_slot s)
     px_rq_send(rq, s, rt, to);
 }
 
+/* A window's old owner that failed a send of slot s: its keys are plain misses for the rest
+ * of the window (it is no longer asked, warm.h), for every route that asks this leaf. */
+static void mark_dead(const px_route *leaf, px_rq *rq, px_slot s)
+{
+    char decoded[PX_MAX_ROUTE_KEY];
+    size_t len;
+    const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
+    px_server *src = key != NULL ? placed(leaf, rq->pool, key, len) : NULL;
+    if (src != NULL)
+        src->warm_dead = true;
+}
+
 /* Slots slots[0, n) of a part whose server failed: a read goes to the key's next candidate
  * (each key on its own: the keys a server served together may have different next
  * candidates), while depth allows. */
@@ -276,6 +255,8 @@ static void pool_failed(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
      * answered the request cannot complete; once it is, rq may be gone. */
     for (size_t i = 0; i < n; i++) {
         px_slot s = slots[i];
+        if (placement(rt) == PX_PLACE_PREVIOUS)
+            mark_dead(rt, rq, s);
         px_server *to = retry && rq->slots[s].ntried < pool->depth ? next_current(rq, s) : NULL;
         if (to != NULL)
             px_rq_send(rq, s, rt, to);
@@ -297,4 +278,5 @@ const px_route_ops px_route_pool_ops = {
     .name = "pool",
     .start = pool_start,
     .reply = pool_reply,
+    .where = pool_where,
 };

@@ -2,7 +2,7 @@
 /*
  * route_replica.c — `replicas: N` as a route (route_replica.h): a policy over N leaves, child[i]
  * the key's i-th owner (its rank, PX_PLACE_REPLICA), and child[N] the current placement's leaf.
- * Per slot, the owners up are looked at again at each step (px_route_pool_owners and the
+ * Per slot, the owners up are looked at again at each step (each rank leaf's placement and the
  * shared health), so nothing of the membership is stored in a request:
  *
  *   write or delete -> called on the child of every owner up at once; the owners ejected get
@@ -32,6 +32,7 @@
  * keys are coalesced per server as without replicas.
  */
 #include "route_replica.h"
+#include "copy.h"
 #include "request.h"
 #include "route_pool.h"
 #include "warm.h"
@@ -40,7 +41,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 enum { R_READ = 1, R_NEXT, R_AGAIN };
 
@@ -62,29 +62,25 @@ static unsigned via_rank(const px_route *rt, const px_rq *rq)
     return nrank(rt);
 }
 
-/* Slot s's key's owners into own[] (rank order); 0 when its key does not decode or the
- * placement has no walk. */
-static size_t owners(const px_route *rt, px_rq *rq, px_slot s, size_t *own)
+/* Slot s's key's owners: where each rank's leaf places it, into own[] in rank order; their
+ * number (0 when its key does not decode). */
+static size_t owners(const px_route *rt, px_rq *rq, px_slot s, px_where *own)
 {
     char decoded[PX_MAX_ROUTE_KEY];
     size_t len, n = 0;
     const char *key =
         rq->msg.nkeys > 0 ? px_rq_route_key(rq, s, decoded, sizeof(decoded), &len) : NULL;
-    if (key != NULL)
-        n = px_route_pool_owners(rq->pool, key, len, own);
-    return n < nrank(rt) ? n : nrank(rt);
-}
-
-static bool up(const px_pool *pool, size_t i)
-{
-    return i < pool->nservers && px_health_up(pool->health, i);
+    while (key != NULL && n < nrank(rt) &&
+           (own[n] = px_route_where(rt->child[n], rq, key, len)).server != 0)
+        n++;
+    return n;
 }
 
 /* The first rank of own[0, n) up and not in the mask tried, or n. */
-static unsigned first_up(const px_pool *pool, const size_t *own, size_t n, unsigned tried)
+static unsigned first_up(const px_where *own, size_t n, unsigned tried)
 {
     unsigned i = 0;
-    while (i < n && (!up(pool, own[i]) || (tried >> i & 1u) != 0))
+    while (i < n && (!own[i].up || (tried >> i & 1u) != 0))
         i++;
     return i;
 }
@@ -102,85 +98,23 @@ static bool hot_now(px_rq *rq, px_slot s)
 
 /* hot_spread: the rank up of own[0, n) whose turn it is (the route's rotation, its state in
  * the worker's tree), or n. */
-static unsigned spread_rank(px_route *rt, const px_pool *pool, const size_t *own, size_t n)
+static unsigned spread_rank(px_route *rt, const px_where *own, size_t n)
 {
     unsigned ranks[PX_MAX_REPLICAS], nup = 0;
     uint64_t *turn = rt->state;
     for (unsigned i = 0; i < n; i++)
-        if (up(pool, own[i]))
+        if (own[i].up)
             ranks[nup++] = i;
     return nup > 0 ? ranks[(*turn)++ % nup] : (unsigned)n;
 }
 
-/* ---- read repair: fired, detached, like the warm-up's copies ---------------------------------- */
-
-typedef struct rp_repair {
-    px_pool *pool;
-    px_route *to; /* the child of the owner that missed */
-    uint32_t gen; /* the key's write generation at the read */
-    size_t len;
-    char key[];
-} rp_repair;
-
-static void repair_stored(void *arg, const px_rq *side, const px_reply *r)
+/* How a read repair (copy.h) ended: counted. */
+static void repaired(px_pool *pool, px_copy_end e)
 {
-    (void)side;
-    rp_repair *rp = arg;
-    px_pool *pool = rp->pool;
-    if (r->kind != PX_REPLY_FAILED && pool->codec->fill_stored(r) > 0)
+    if (e == PX_COPY_STORED)
         pool->m.warm.replica_repairs++;
-    else /* the key was there (never overwritten), or the store failed */
+    else /* the key was there (never overwritten), written meanwhile, or the copy failed */
         pool->m.warm.replica_repair_skips++;
-    free(rp);
-}
-
-/* The fetch's answer at the owner that has the key: stored at the one that missed, unless the
- * key was written meanwhile. */
-static void repair_fetched(void *arg, const px_rq *side, const px_reply *r)
-{
-    rp_repair *rp = arg;
-    px_pool *pool = rp->pool;
-    px_buf b = {0};
-    uint8_t expect = 0;
-    int rc = 0;
-    if (r->kind != PX_REPLY_FAILED && r->kind != PX_REPLY_ERROR && !pool->io->stopping &&
-        px_warm_gen(pool, px_key_hash(rp->key, rp->len)) == rp->gen)
-        rc = pool->codec->encode_fill(&b, rp->key, rp->len, r, (int64_t)time(NULL), &expect);
-    if (rc > 0 && px_rq_fire(side, rp->to, b.p, b.len, repair_stored, rp) == 0) {
-        px_buf_free(&b);
-        return;
-    }
-    pool->m.warm.replica_repair_skips++;
-    px_buf_free(&b);
-    free(rp);
-}
-
-/* Copies slot s's key from the owner of child `from`, which has it, to the owner of child `to`,
- * which missed it (counted once: a repair or a skip). Nothing waits for it; the client's reply
- * is not delayed by it. */
-static void repair(px_rq *rq, px_slot s, px_route *from, px_route *to, uint32_t gen)
-{
-    px_pool *pool = rq->pool;
-    char decoded[PX_MAX_ROUTE_KEY];
-    size_t len = 0;
-    const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
-    px_buf b = {0};
-    uint8_t expect;
-    rp_repair *rp = NULL;
-    bool fired = false;
-    if (key != NULL && pool->codec->encode_fetch != NULL && pool->codec->encode_fill != NULL &&
-        pool->codec->fill_stored != NULL && !pool->io->stopping &&
-        (rp = malloc(sizeof(*rp) + len)) != NULL &&
-        pool->codec->encode_fetch(&b, key, len, &expect) == 0) {
-        *rp = (rp_repair){pool, to, gen, len};
-        memcpy(rp->key, key, len);
-        fired = px_rq_fire(rq, from, b.p, b.len, repair_fetched, rp) == 0;
-    }
-    if (!fired) {
-        pool->m.warm.replica_repair_skips++;
-        free(rp);
-    }
-    px_buf_free(&b);
 }
 
 /* ---- writes ----------------------------------------------------------------------------------- */
@@ -248,20 +182,19 @@ static void write_part(px_route *rt, px_rq *rq, px_slot s, const px_reply *r, bo
 
 /* Write slot s, its key's owners own[0, n): called on the children of those up, journaled for
  * those out. False when none is up (the caller routes it as without replicas). */
-static bool write_start(px_route *rt, px_rq *rq, px_slot s, const size_t *own, size_t n)
+static bool write_start(px_route *rt, px_rq *rq, px_slot s, const px_where *own, size_t n)
 {
     px_pool *pool = rq->pool;
     char decoded[PX_MAX_ROUTE_KEY];
     size_t len;
     const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
     unsigned ranks[PX_MAX_REPLICAS], nup = 0;
-    bool any_down = px_health_any_down(pool->health);
     for (unsigned i = 0; i < n; i++) {
-        if (!any_down || up(pool, own[i]))
+        if (own[i].up)
             ranks[nup++] = i;
-        else if (own[i] < pool->nservers) /* a returning owner deletes it before it is
-                                              readmitted: never served stale */
-            px_health_journal(pool->health, own[i], key, len);
+        else if (own[i].index != SIZE_MAX) /* a returning owner deletes it before it is
+                                               readmitted: never served stale */
+            px_health_journal(pool->health, own[i].index, key, len);
     }
     if (nup == 0)
         return false;
@@ -295,23 +228,13 @@ static bool write_start(px_route *rt, px_rq *rq, px_slot s, const size_t *own, s
     return true;
 }
 
-/* Whether a one-server command's keys (MSETNX, EVAL) all have the owners of its first key. */
-static bool same_owners(const px_rq *rq)
+/* Whether a one-server command's keys (MSETNX, EVAL) have different owners at some rank. */
+static bool cross(const px_route *rt, const px_rq *rq)
 {
-    size_t first[PX_MAX_REPLICAS], own[PX_MAX_REPLICAS], n0 = 0;
-    for (size_t k = 0; k < rq->msg.nkeys; k++) {
-        char decoded[PX_MAX_ROUTE_KEY];
-        size_t len;
-        const char *key = px_rq_key_bytes(rq, k, decoded, sizeof(decoded), &len);
-        if (key == NULL)
-            return false;
-        size_t n = px_route_pool_owners(rq->pool, key, len, k == 0 ? first : own);
-        if (k == 0)
-            n0 = n;
-        else if (n != n0 || memcmp(own, first, n * sizeof(*own)) != 0)
-            return false;
-    }
-    return true;
+    for (unsigned i = 0; i < nrank(rt); i++)
+        if (px_rq_cross(rq, rt->child[i]))
+            return true;
+    return false;
 }
 
 /* ---- reads ------------------------------------------------------------------------------------ */
@@ -331,13 +254,13 @@ static void read_call(px_route *rt, px_rq *rq, px_slot s, unsigned rank, unsigne
     px_rq_call(rq, s, rt, rt->child[rank]);
 }
 
-static void read_start(px_route *rt, px_rq *rq, px_slot s, const size_t *own, size_t n)
+static void read_start(px_route *rt, px_rq *rq, px_slot s, const px_where *own, size_t n)
 {
     px_pool *pool = rq->pool;
     /* A hot key's reads go to its owners in turn (hot_spread); a miss at one is read from the
      * first owner up and copied back, as any owner's miss. */
     bool spread = pool->conf->hot_spread && hot_now(rq, s);
-    unsigned rank = spread ? spread_rank(rt, pool, own, n) : first_up(pool, own, n, 0);
+    unsigned rank = spread ? spread_rank(rt, own, n) : first_up(own, n, 0);
     if (rank >= n) {
         px_rq_pass(rq, s, rt, rt->child[nrank(rt)]);
         return;
@@ -347,7 +270,7 @@ static void read_start(px_route *rt, px_rq *rq, px_slot s, const size_t *own, si
     /* Sent alone while another owner up could answer a miss: its reply must tell one. */
     size_t nup = 0;
     for (size_t i = 0; i < n; i++)
-        nup += up(pool, own[i]);
+        nup += own[i].up;
     if (rq->codec->is_miss != NULL && nup > 1)
         rq->slots[s].alone = true;
     uint64_t kh = 0;
@@ -365,9 +288,9 @@ static void read_step(px_route *rt, px_rq *rq, px_slot s, unsigned rank, const p
     uint32_t gen = (uint32_t)(st >> 24) & 0xffffffu;
     px_rq_slot *sl = &rq->slots[s];
     bool retry = !pool->io->stopping && sl->ntried < PX_MAX_DEPTH;
-    size_t own[PX_MAX_REPLICAS];
+    px_where own[PX_MAX_REPLICAS];
     size_t n = owners(rt, rq, s, own);
-    unsigned next = first_up(pool, own, n, tried);
+    unsigned next = first_up(own, n, tried);
     if (step == R_READ && r->kind == PX_REPLY_FAILED && retry) {
         if (next < n)
             read_call(rt, rq, s, next, R_READ, tried, 0, gen);
@@ -394,8 +317,11 @@ static void read_step(px_route *rt, px_rq *rq, px_slot s, unsigned rank, const p
         bool have = px_rq_key_hash(rq, rq->slots[s].key, &kh);
         pool->m.warm.replica_reads++;
         uint32_t now = have ? px_warm_gen(pool, kh) : 0;
-        if (have && (now & 0xffffffu) == gen && rank < nrank(rt))
-            repair(rq, s, rt->child[rank], rt->child[missed], now);
+        char decoded[PX_MAX_ROUTE_KEY];
+        size_t len;
+        const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
+        if (have && key != NULL && (now & 0xffffffu) == gen && rank < nrank(rt))
+            px_copy(rq, rt->child[rank], rt->child[missed], key, len, now, repaired);
         else
             pool->m.warm.replica_repair_skips++; /* written meanwhile: not copied */
     }
@@ -406,13 +332,13 @@ static void read_step(px_route *rt, px_rq *rq, px_slot s, unsigned rank, const p
 
 static void replica_start(px_route *rt, px_rq *rq, px_slot s)
 {
-    size_t own[PX_MAX_REPLICAS];
+    px_where own[PX_MAX_REPLICAS];
     size_t n = owners(rt, rq, s, own);
     if (n == 0) {
         px_rq_pass(rq, s, rt, rt->child[nrank(rt)]);
         return;
     }
-    if ((rq->msg.cmd->flags & PX_CMD_ONE_SERVER) != 0 && rq->msg.nkeys > 1 && !same_owners(rq)) {
+    if ((rq->msg.cmd->flags & PX_CMD_ONE_SERVER) != 0 && rq->msg.nkeys > 1 && cross(rt, rq)) {
         px_rq_return_error(rq, rt, &s, 1, PX_ERR_CROSS_SERVER, "");
         return;
     }

@@ -17,12 +17,11 @@
  * with the owner's latest value or nothing: never an older one.
  *
  * A slot's state word (px_rq_state): 0 passed; STAGE_WRITE called and waiting for the write's
- * answer; else a stage_group pointer while its deletes are out. Cost outside a stage: one test.
- * In one: two lookups per key of a write, nothing for reads.
+ * answer; else a stage_group pointer while its deletes are out. Cost per key of a write: the
+ * next leaf's test (nothing staged) or two lookups (a stage); nothing for reads.
  */
 #include "route_stage.h"
 #include "request.h"
-#include "route_pool.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -54,25 +53,28 @@ static void slot_keys(const px_rq *rq, px_slot s, size_t *first, size_t *end)
     }
 }
 
-static bool moves(const px_rq *rq, px_slot s)
+/* Whether key k goes to another server after the staged change: the next leaf's placement
+ * against the tree's. */
+static bool staged(const px_route *rt, const px_rq *rq, size_t k)
+{
+    px_where next = px_rq_where(rq, k, rt->child[1]);
+    return next.server != 0 && next.server != px_rq_where(rq, k, rt->child[0]).server;
+}
+
+static bool moves(const px_route *rt, const px_rq *rq, px_slot s)
 {
     size_t k, end;
     slot_keys(rq, s, &k, &end);
-    for (; k < end; k++) {
-        char buf[PX_MAX_ROUTE_KEY];
-        size_t len;
-        const char *key = px_rq_key_bytes(rq, k, buf, sizeof(buf), &len);
-        if (key != NULL && px_route_pool_staged(rq->pool, key, len) != NULL)
+    for (; k < end; k++)
+        if (staged(rt, rq, k))
             return true;
-    }
     return false;
 }
 
 static void stage_start(px_route *rt, px_rq *rq, px_slot s)
 {
     *px_rq_state(rq, s, rt) = 0;
-    if (rq->pool->stage.table == NULL || rq->msg.cmd->retry || rq->msg.nkeys == 0 ||
-        !moves(rq, s)) {
+    if (rq->msg.cmd->retry || rq->msg.nkeys == 0 || !moves(rt, rq, s)) {
         px_rq_pass(rq, s, rt, rt->child[0]);
         return;
     }
@@ -123,7 +125,7 @@ static void invalidate(px_route *rt, px_rq *rq, const px_slot *slots, size_t n, 
             char buf[PX_MAX_ROUTE_KEY];
             size_t len;
             const char *key = px_rq_key_bytes(rq, k, buf, sizeof(buf), &len);
-            if (key == NULL || px_route_pool_staged(pool, key, len) == NULL)
+            if (key == NULL || !staged(rt, rq, k))
                 continue;
             px_buf del = {0};
             uint8_t expect;

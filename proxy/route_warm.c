@@ -28,8 +28,8 @@
  * word at this route's level (px_rq_state): low byte the step, high 32 bits the generation.
  */
 #include "route_warm.h"
+#include "copy.h"
 #include "request.h"
-#include "route_pool.h"
 #include "warm.h"
 
 #include <stdlib.h>
@@ -62,18 +62,16 @@ static void set_step(px_rq *rq, px_slot s, const px_route *rt, unsigned step, ui
     *px_rq_state(rq, s, rt) = (uint64_t)gen << 32 | step;
 }
 
-/* Where slot s's key stands in the pool's window, and its old owner. */
-static px_warm_step slot_where(px_rq *rq, px_slot s, px_server **src)
+/* Where slot s's key stands in the pool's window: moved when its old owner (the previous
+ * leaf's placement) is another than its owner now (the current subtree's) and still serves. */
+static px_warm_step slot_where(const px_route *rt, px_rq *rq, px_slot s)
 {
     px_pool *pool = rq->pool;
-    if (pool->warm.table == NULL || rq->msg.nkeys == 0)
-        return PX_WARM_NONE;
-    char decoded[PX_MAX_ROUTE_KEY];
-    size_t len;
     uint64_t now = px_io_now(pool->io), kh;
-    const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
-    if (key == NULL || !px_warm_open(pool, now) ||
-        (*src = px_route_pool_moved(pool, key, len)) == NULL ||
+    if (rq->msg.nkeys == 0 || !px_warm_open(pool, now))
+        return PX_WARM_NONE;
+    px_where old = px_rq_where(rq, rq->slots[s].key, rt->child[1]);
+    if (!old.up || old.server == px_rq_where(rq, rq->slots[s].key, rt->child[0]).server ||
         !px_rq_key_hash(rq, rq->slots[s].key, &kh))
         return PX_WARM_NONE;
     return px_warm_when(pool, kh, now);
@@ -106,12 +104,11 @@ static bool side(px_route *rt, px_rq *rq, px_slot s, px_route *to, unsigned step
 
 static void warm_start(px_route *rt, px_rq *rq, px_slot s)
 {
-    if (px_route_pool_cross(rq)) {
+    if (px_rq_cross(rq, rt->child[0])) {
         px_rq_return_error(rq, rt, &s, 1, PX_ERR_CROSS_SERVER, "");
         return;
     }
-    px_server *src = NULL;
-    px_warm_step step = slot_where(rq, s, &src);
+    px_warm_step step = slot_where(rt, rq, s);
     px_pool *pool = rq->pool;
     if (step == PX_WARM_NONE) {
         usual(rt, rq, s);
@@ -167,84 +164,22 @@ static bool move_fill(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
     return sent;
 }
 
-/* ---- a copy after a read: fired, detached ---------------------------------------------------- */
-
-/* A read's copy in flight: its key, its write generation at the read, the route's children. */
-typedef struct warm_copy {
-    px_pool *pool;
-    px_route *current;
-    uint32_t gen;
-    size_t len;
-    char key[];
-} warm_copy;
-
-/* The store's answer: counted. */
-static void copy_stored(void *arg, const px_rq *sreq, const px_reply *r)
+/* How a copy after a read (copy.h) ended: counted. */
+static void copied(px_pool *pool, px_copy_end e)
 {
-    (void)sreq;
-    warm_copy *c = arg;
-    px_warm_stats *st = &c->pool->m.warm;
-    int rc = r->kind == PX_REPLY_FAILED ? -1 : c->pool->codec->fill_stored(r);
-    if (rc > 0)
+    px_warm_stats *st = &pool->m.warm;
+    if (e == PX_COPY_STORED)
         st->warm_fills++;
-    else if (rc == 0)
+    else if (e == PX_COPY_PRESENT)
         st->warm_fills_present++;
-    else
+    else if (e != PX_COPY_NONE)
         st->warm_fill_errors++;
-    free(c);
-}
-
-/* The fetch's answer at the old owner: stored at the new owner (the current subtree: each of
- * the key's owners with `replicas`), never overwriting, unless the key was written through this
- * worker since the read began. */
-static void copy_fetched(void *arg, const px_rq *sreq, const px_reply *r)
-{
-    warm_copy *c = arg;
-    px_pool *pool = c->pool;
-    px_buf b = {0};
-    uint8_t expect = 0;
-    int rc = r->kind == PX_REPLY_FAILED || r->kind == PX_REPLY_ERROR ||
-                     px_warm_gen(pool, px_key_hash(c->key, c->len)) != c->gen ||
-                     pool->io->stopping
-                 ? -1
-                 : pool->codec->encode_fill(&b, c->key, c->len, r, (int64_t)time(NULL),
-                                            &expect);
-    if (rc > 0 && px_rq_fire(sreq, c->current, b.p, b.len, copy_stored, c) == 0) {
-        px_buf_free(&b);
-        return;
-    }
-    if (rc != 0) /* 0: nothing to copy (expired meanwhile) */
-        pool->m.warm.warm_fill_errors++;
-    px_buf_free(&b);
-    free(c);
-}
-
-/* Copies read slot s's key, a hit at its old owner, to its new owner: a fetch fired through
- * the previous leaf, then a store through the current subtree. */
-static void copy_after_read(px_route *rt, px_rq *rq, const char *key, size_t len, uint32_t gen)
-{
-    px_pool *pool = rq->pool;
-    px_buf b = {0};
-    uint8_t expect;
-    warm_copy *c = pool->io->stopping ? NULL : malloc(sizeof(*c) + len);
-    bool fired = false;
-    if (c != NULL && rq->codec->encode_fetch(&b, key, len, &expect) == 0) {
-        *c = (warm_copy){pool, rt->child[0], gen, len};
-        memcpy(c->key, key, len);
-        fired = px_rq_fire(rq, rt->child[1], b.p, b.len, copy_fetched, c) == 0;
-    }
-    if (!fired) {
-        pool->m.warm.warm_fill_errors++;
-        free(c);
-    }
-    px_buf_free(&b);
 }
 
 /* The answer to one slot s at its step. */
 static void warm_step(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
 {
     px_pool *pool = rq->pool;
-    px_server *src = NULL;
     switch (step_of(rq, s, rt)) {
     case W_BEFORE:
         if (r->kind == PX_REPLY_FAILED && rq->msg.cmd->retry) {
@@ -253,8 +188,6 @@ static void warm_step(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
         }
         break; /* a write is not sent twice: it may have been applied */
     case W_TAKE:
-        if (r->kind == PX_REPLY_FAILED && slot_where(rq, s, &src) != PX_WARM_NONE)
-            src->warm_dead = true;
         if (r->kind == PX_REPLY_VALUE && move_fill(rt, rq, s, r))
             return;
         usual(rt, rq, s);
@@ -267,7 +200,7 @@ static void warm_step(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
             pool->m.warm.warm_fills_present++;
         else
             pool->m.warm.warm_fill_errors++;
-        if (rq->codec->encode_take == NULL && slot_where(rq, s, &src) == PX_WARM_ON) {
+        if (rq->codec->encode_take == NULL && slot_where(rt, rq, s) == PX_WARM_ON) {
             char decoded[PX_MAX_ROUTE_KEY];
             size_t len;
             const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
@@ -285,13 +218,11 @@ static void warm_step(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
          * the write goes on to the new owner. */
         if (r->kind != PX_REPLY_FAILED)
             pool->m.warm.warm_deletes++;
-        else if (slot_where(rq, s, &src) != PX_WARM_NONE)
-            src->warm_dead = true;
         usual(rt, rq, s);
         return;
     case W_NEW:
         if (r->kind == PX_REPLY_FAILED || !rq->codec->is_miss(&rq->msg, r) ||
-            slot_where(rq, s, &src) != PX_WARM_ON)
+            slot_where(rt, rq, s) != PX_WARM_ON)
             break;
         set_step(rq, s, rt, W_OLD, gen_of(rq, s, rt));
         rq->slots[s].ntried = 0;
@@ -299,10 +230,9 @@ static void warm_step(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
         return;
     case W_OLD:
         if (r->kind == PX_REPLY_FAILED) {
-            /* Its keys are plain misses for the rest of the window; this one asks the new
-             * owner again (the tried set starts over: the new owner was tried first). */
-            if (slot_where(rq, s, &src) != PX_WARM_NONE)
-                src->warm_dead = true;
+            /* Its keys are plain misses for the rest of the window (the previous leaf marked
+             * it); this one asks the new owner again (the tried set starts over: the new owner
+             * was tried first). */
             set_step(rq, s, rt, W_AGAIN, 0);
             rq->slots[s].ntried = 0;
             px_rq_call(rq, s, rt, rt->child[0]);
@@ -318,8 +248,8 @@ static void warm_step(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
             size_t len;
             const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
             pool->m.warm.warm_hits++;
-            if (key != NULL)
-                copy_after_read(rt, rq, key, len, gen_of(rq, s, rt));
+            if (key != NULL) /* from the previous leaf to the current subtree */
+                px_copy(rq, rt->child[1], rt->child[0], key, len, gen_of(rq, s, rt), copied);
         }
         break;
     default: /* W_AGAIN, W_USUAL */

@@ -44,7 +44,7 @@ RANKS = {
     "buf": LEAF, "log": LEAF, "counters": LEAF, "health_shared": LEAF,
     "conf_ref": LEAF, "resolve": LEAF, "route": LEAF, "window": LEAF, "tls": LEAF,
     "file": LEAF, "roster": LEAF,
-    "io": 1, "pool": 1, "backend": 2, "request": 3, "warm": 3, "route_pool": 4, "route_all": 4,
+    "io": 1, "pool": 1, "backend": 2, "request": 3, "warm": 3, "copy": 4, "route_pool": 4, "route_all": 4,
     "route_scan": 4, "route_replica": 5, "route_warm": 5, "route_shadow": 5, "route_stage": 5, "route_near": 5,
     "route_gutter": 5, "route_coalesce": 5, "route_build": 6,
     "pubsub": 4,
@@ -58,7 +58,7 @@ RANKS = {
     "fleet": 10, "admin_http": 10,
     "ctl": 11, "main": 12,
 }
-DATA_PATH = {"io", "backend", "request", "warm", "route_pool", "route_all", "route_scan",
+DATA_PATH = {"io", "backend", "request", "warm", "copy", "route_pool", "route_all", "route_scan",
              "route_replica", "route_warm", "route_shadow", "route_stage", "route_near", "route_gutter",
              "route_coalesce", "route_build", "pubsub", "session",
              "dispatch", "client", "worker"}
