@@ -62,22 +62,26 @@ static void tag_c_string(const unsigned char **key, size_t *len)
     *len = (size_t)(close - open - 1);
 }
 
-/* redis-rb's default tag, the regular expression /^\{(.+?)\}/: the key begins with '{', and the
- * tag is the shortest non-empty run after it up to a '}', not crossing a newline ('.' in Ruby
- * matches any byte or character but "\n"). Its first byte may itself be '}'. */
+/* redis-rb's default tag, the regular expression /^\{(.+?)\}/ searched in the key: '^' is
+ * Ruby's start of a LINE, so at the key's start or after any "\n", the first line that begins
+ * with '{' followed by the shortest non-empty run up to a '}' that does not cross a newline
+ * ('.' matches any byte or character but "\n"; the run's first byte may itself be '}'). */
 static void tag_ruby_anchored(const unsigned char **key, size_t *len)
 {
     const unsigned char *k = *key;
-    if (*len < 3 || k[0] != '{' || k[1] == '\n')
-        return;
-    for (size_t j = 2; j < *len; j++) {
-        if (k[j] == '}') {
-            *key = k + 1;
-            *len = j - 1;
-            return;
+    size_t n = *len;
+    for (size_t s = 0; s < n; s++) {
+        if (s > 0 && k[s - 1] != '\n')
+            continue;
+        if (s + 2 >= n || k[s] != '{' || k[s + 1] == '\n')
+            continue;
+        for (size_t j = s + 2; j < n && k[j] != '\n'; j++) {
+            if (k[j] == '}') {
+                *key = k + s + 1;
+                *len = j - s - 1;
+                return;
+            }
         }
-        if (k[j] == '\n')
-            return;
     }
 }
 
