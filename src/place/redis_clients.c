@@ -175,7 +175,7 @@ static void pred_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
 
 #define PREDIS_LIMITS                                                                         \
     "Predis casts a weight to a whole number and reads one below 1 as its default, 100: "     \
-    "weights must be whole numbers >= 1 (larger ones are cut to whole numbers)"
+    "weights must be whole numbers >= 1"
 
 /* PHP 5.3+'s round($x) for places 0: x is first rounded to 15 significant digits (so that
  * 7.4999999999999991, the double nearest to 7.5 that arithmetic reached, rounds to 8), then
