@@ -278,7 +278,8 @@ def test_client_schemes_config():
     # alone), so the config places as --nodes with those addresses does.
     keys = "\n".join("user:%d" % i for i in range(2000)) + "\n"
     for dist, hash_line in (("dalli@3", ""), ("pecl_memcache@4", "  hash: crc32a\n"),
-                            ("nginx@1", ""), ("uhashring@2", "")):
+                            ("nginx@1", ""), ("uhashring@2", ""), ("predis@1", ""),
+                            ("cache_memcached@1", ""), ("envoy_ring_hash@1", "")):
         with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
             f.write("pool:\n  listen: 127.0.0.1:22121\n  distribution: %s\n%s"
                     "  servers:\n   - 10.0.0.1:11211:1\n   - 10.0.0.2:11211:2 cache-b\n"

@@ -413,7 +413,7 @@ def main():
     rng = random.Random("rings_compat:" + name)
     work = sys.argv[3] if len(sys.argv) == 4 else None
     tmp = tempfile.TemporaryDirectory()
-    work = work or tmp.name
+    work = os.path.abspath(work or tmp.name)
     os.makedirs(work, exist_ok=True)
     cmd, env = scheme["oracle"](work)
 
@@ -511,8 +511,9 @@ def main():
         print("  %-62s %2d nodes, %5d keys, %2d used%s: equal"
               % (c.label, len(c.nodes), len(c.keys), used, note))
     print("rings_compat %s: %d cases in one oracle process, %d keys placed, 0 disagreements%s"
-          % (name, len(cases), total, "; failover: %d keys moved by the library's retries, "
-             "%d given up" % (failed_over, gave_up) if scheme.get("failover") else ""))
+          % (name, len(cases), total, "; failover: %d keys off the down nodes where the "
+             "library's own failover puts them, %d it gives up on" % (failed_over, gave_up)
+             if scheme.get("failover") else ""))
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ int cmd_algorithms(cli *c)
         else
             fputs("weights", stdout);
         if ((fl & CH_ALGO_F_WEIGHTED) && wmax > 0)
-            printf(" up to %g", wmax);
+            printf(" up to %.15g", wmax);
         if (fl & CH_ALGO_F_REMAPS)
             fputs(", not consistent", stdout);
         if (fixed)
