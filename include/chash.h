@@ -293,9 +293,10 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  * hash_tag would apply before it); "ties" are equal positions of two nodes' points.
  *   predis@1    Predis 1.1's HashRing (PHP, its default distributor): round(w_i / W * N * 128)
  *               points per node, PHP's round() (half up, after rounding to 15 significant
- *               digits), weights whole (PHP's (int) cast; below 1 refused: Predis reads it as
- *               its default 100), point k at crc32a("<id>:<k>"); a key goes to the largest
- *               point <= crc32a(key), wrapping to the largest point; ties to the LATER node.
+ *               digits), whole weights >= 1 (Predis casts a weight to int and reads 0 as its
+ *               default 100; others are refused), point k at crc32a("<id>:<k>"); a key goes
+ *               to the largest point <= crc32a(key), wrapping to the largest point; ties to
+ *               the LATER node.
  *               Tag: the text between the first '{' and the next '}', when non-empty. Ids
  *               "host:port" (a unix socket's path). No failover in Predis: the walk is the
  *               ring's, toward smaller points (the owner were the node not there).
@@ -316,8 +317,8 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *               URLs): 160 points per node at crc32a("<id>:<k>"), the largest point <= the
  *               key's crc32a, wrapping to the largest; ties to the later node. The id is the
  *               client's id: "redis://host:port/db"; an id written "host:port" is read as
- *               "redis://host:port/0". Tag: /^\{(.+?)\}/, the key starting with '{'. No
- *               weights, no failover (the walk as predis@1's).
+ *               "redis://host:port/0". Tag: /^\{(.+?)\}/, where '^' is the start of any
+ *               line of the key. No weights, no failover (the walk as predis@1's).
  *   redis_rb@5  redis-rb 5: as redis_rb@4 with points at MD5("<id>:<k>") bytes 0..3
  *               big-endian.
  *   go_redis_ring@5  go-redis v5's Ring: groupcache@0's ring with 100 replicas (vnodes) over
