@@ -28,6 +28,21 @@
 #include <string.h>
 #include <xxhash.h>
 
+/* A refusal in the library's words (ch_algo_limits): unequal weights where it has none (the
+ * first node that differs from node 0 named), or a weight it would not take. */
+static int fail_library(ch_table *t, int status)
+{
+    size_t i = 1;
+    while (i < t->n && t->weights[i] == t->weights[0])
+        i++;
+    if (status == CH_EUNSUPPORTED && i < t->n)
+        return ch__fail(t, status,
+                        "%s: %s; node %zu (\"%.40s\") weighs %g and node 0 (\"%.40s\") %g",
+                        ch_algo_name(t->opt.algo), t->algo->limits, i, t->ids[i], t->weights[i],
+                        t->ids[0], t->weights[0]);
+    return ch__fail(t, status, "%s: %s", ch_algo_name(t->opt.algo), t->algo->limits);
+}
+
 /* ---- hash tags --------------------------------------------------------------------------- */
 
 /* The text between the first '{' and the first '}' after it, when that text is non-empty;
@@ -215,16 +230,16 @@ static size_t predis_points(const ch_table *t, size_t i, double total)
 static int predis_build(ch_table *t)
 {
     if (!whole_weights(t, (double)INT32_MAX))
-        return CH_EWEIGHT;
+        return fail_library(t, CH_EWEIGHT);
     double wt = weight_total(t);
     size_t total = 0;
     for (size_t i = 0; i < t->n; i++) {
         size_t p = predis_points(t, i, wt);
         if (p == SIZE_MAX || (total += p) > CH_MAX_POINTS)
-            return CH_ETOOBIG;
+            return ch__fail_points(t);
     }
     if (total == 0)
-        return CH_EINVAL;
+        return ch__fail_no_points(t);
     ch__point *pts;
     char *name;
     size_t cap;
@@ -284,16 +299,16 @@ static size_t predis_ketama_digests(const ch_table *t, size_t i, double total)
 static int predis_ketama_build(ch_table *t)
 {
     if (!whole_weights(t, (double)INT32_MAX))
-        return CH_EWEIGHT;
+        return fail_library(t, CH_EWEIGHT);
     double wt = weight_total(t);
     size_t total = 0;
     for (size_t i = 0; i < t->n; i++) {
         size_t d = predis_ketama_digests(t, i, wt);
         if (d == SIZE_MAX || (total += 4 * d) > CH_MAX_POINTS)
-            return CH_ETOOBIG;
+            return ch__fail_points(t);
     }
     if (total == 0)
-        return CH_EINVAL;
+        return ch__fail_no_points(t);
     ch__point *pts;
     char *name;
     size_t cap;
@@ -346,13 +361,13 @@ const ch__algo ch__algo_predis_ketama_1 = {
 static int phpredis_build(ch_table *t)
 {
     if (!t->uniform)
-        return CH_EUNSUPPORTED;
+        return fail_library(t, CH_EUNSUPPORTED);
     size_t nd = t->opt.vnodes / 4;
     uint64_t total64 = (uint64_t)t->n * nd * 4;
     if (total64 > CH_MAX_POINTS)
-        return CH_ETOOBIG;
+        return ch__fail_points(t);
     if (total64 == 0)
-        return CH_EINVAL;
+        return ch__fail_no_points(t);
     size_t total = (size_t)total64;
     ch__point *pts;
     char *name;
@@ -409,7 +424,7 @@ const ch__algo ch__algo_phpredis_array_5 = {
 
 static int phpredis_range_build(ch_table *t)
 {
-    return t->uniform ? CH_OK : CH_EUNSUPPORTED;
+    return t->uniform ? CH_OK : fail_library(t, CH_EUNSUPPORTED);
 }
 
 static void phpredis_range_destroy(ch_table *t)
@@ -490,10 +505,10 @@ static size_t redis_rb_name(const char *id, char *buf)
 static int redis_rb_build_hash(ch_table *t, bool md5)
 {
     if (!t->uniform)
-        return CH_EUNSUPPORTED;
+        return fail_library(t, CH_EUNSUPPORTED);
     uint64_t total64 = (uint64_t)t->n * t->opt.vnodes;
     if (total64 > CH_MAX_POINTS)
-        return CH_ETOOBIG;
+        return ch__fail_points(t);
     size_t total = (size_t)total64;
     ch__point *pts;
     char *name;
@@ -590,10 +605,10 @@ const ch__algo ch__algo_go_redis_ring_5 = {
 static int django_build(ch_table *t)
 {
     if (!t->uniform)
-        return CH_EUNSUPPORTED;
+        return fail_library(t, CH_EUNSUPPORTED);
     uint64_t total64 = (uint64_t)t->n * t->opt.vnodes;
     if (total64 > CH_MAX_POINTS)
-        return CH_ETOOBIG;
+        return ch__fail_points(t);
     size_t total = (size_t)total64, cap = ch__max_id_len(t) + 12;
     ch__point64 *pts = ch__alloc(t, (total + CH__RING64_PAD) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
@@ -670,9 +685,10 @@ const ch__algo ch__algo_django_redis_shard_5 = {
 static int envoy_build(ch_table *t)
 {
     if (!whole_weights(t, 4294967295.0))
-        return CH_EWEIGHT;
+        return fail_library(t, CH_EWEIGHT);
     if (t->opt.vnodes > ENVOY_MAX_RING)
-        return CH_ETOOBIG;
+        return ch__fail(t, CH_ETOOBIG, "envoy_ring_hash@1: vnodes (minimum_ring_size) %u: %s",
+                        t->opt.vnodes, t->algo->limits);
     double wsum = 0, m = 1.0;
     for (size_t i = 0; i < t->n; i++)
         wsum += t->weights[i];
@@ -709,7 +725,7 @@ static int envoy_build(ch_table *t)
         ch__free(t, count, t->n * sizeof(*count));
         ch__free(t, pts, (total + CH__RING64_PAD) * sizeof(*pts));
         ch__free(t, name, cap);
-        return total > 0 ? CH_ENOMEM : CH_EINVAL;
+        return total > 0 ? CH_ENOMEM : ch__fail_no_points(t);
     }
     size_t k = 0;
     for (size_t i = t->n; i-- > 0;) {

@@ -364,13 +364,16 @@ static int build(const ch_node *nodes, size_t n, const ch_options *opt, ch_table
     if ((rc = read_options(opt, &o, err)) != CH_OK || (rc = check_nodes(nodes, n, err)) != CH_OK)
         return rc;
 
-    /* The peer's weight range: whole numbers where it takes only those, and its largest. */
+    /* A peer whose weights are whole numbers (up to its largest): a weight it would refuse, or
+     * read as another, is refused here with the peer's rule (ch_algo_limits). */
     const ch__algo *ops = algos[o.algo].ops;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; ops->whole_weights && i < n; i++) {
         double w = nodes[i].weight;
-        if ((ops->whole_weights && (w < 1.0 || w != floor(w))) ||
-            (ops->max_weight > 0 && w > ops->max_weight))
-            return CH_EWEIGHT;
+        if (w < 1.0 || w != floor(w) || (ops->max_weight > 0 && w > ops->max_weight))
+            return ch__error_set(err, CH_EWEIGHT, "%s: node %zu (\"%.40s\") weighs %g: %s",
+                                 ch_algo_name(o.algo), i, nodes[i].id, w,
+                                 ops->limits != NULL ? ops->limits
+                                                     : "the peer takes whole weights >= 1");
     }
 
     ch_allocator alloc = {default_alloc, default_free, NULL};

@@ -420,6 +420,7 @@ def test_json():
                            "new": dict, "method": lambda x: x == method,
                            "sample_keys": (nul if method == "exact" else n),
                            "moved_fraction": num, "theory": num, "flows": list,
+                           "consistent": lambda x: x is True,
                            "warnings": lambda x: x == []}, "plan")
         check_fields(doc["old"], side, "plan old")
         for f in doc["flows"]:

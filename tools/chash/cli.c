@@ -694,37 +694,24 @@ ch_table *cli_build(const cli *c, const fleet *f, const ch_options *opt, bool sk
                  ch_algo_name(opt->algo), f->source, limits ? " (" : "", limits ? limits : "",
                  limits ? ")" : "");
     }
-    /* A weight above the scheme's largest (haproxy@2: HAProxy's 256), or one that is not whole
-     * where the library's are: name it, the limit and why; a comparison of several algorithms
-     * goes on without this one. */
+    /* A scheme that reproduces a library with limits (whole weights, a ring's bounds): the
+     * library's rule the table broke, as ch_table_build_err words it; a comparison of several
+     * algorithms goes on without this one. */
+    if (limits != NULL && (rc == CH_EWEIGHT || rc == CH_ETOOBIG || rc == CH_EINVAL))
+        return build_refused(c, f, opt, skip, err.message);
+    /* A weight above the scheme's largest (haproxy@2: HAProxy's 256): name it, the limit and
+     * why; a comparison of several algorithms goes on without this one. */
     double wmax = ch_algo_max_weight(opt->algo);
-    bool whole = (ch_algo_flags(opt->algo) & CH_ALGO_F_WHOLE_WEIGHTS) != 0;
-    if (rc == CH_EWEIGHT && (wmax > 0 || whole)) {
-        size_t bad = SIZE_MAX, big = 0;
-        for (size_t i = 0; i < f->n; i++) {
-            double w = f->nodes[i].weight;
-            if (whole && bad == SIZE_MAX && (w < 1 || w != floor(w)))
-                bad = i;
-            if (w > f->nodes[big].weight)
+    if (rc == CH_EWEIGHT && wmax > 0) {
+        size_t big = 0;
+        for (size_t i = 1; i < f->n; i++)
+            if (f->nodes[i].weight > f->nodes[big].weight)
                 big = i;
-        }
-        char why[768];
-        if (bad != SIZE_MAX)
-            snprintf(why, sizeof(why), "node '%s' has weight %.15g: %s", f->nodes[bad].id,
-                     f->nodes[bad].weight,
-                     limits ? limits : "the library takes whole weights >= 1 only");
-        else
-            snprintf(why, sizeof(why),
-                     "node '%s' has weight %.15g, above %.15g, the largest %s takes (%s; only the "
-                     "weights' ratios matter, so scale them down)",
-                     f->nodes[big].id, f->nodes[big].weight, wmax, ch_algo_name(opt->algo),
-                     limits ? limits : "the peer it reproduces refuses more");
-        return build_refused(c, f, opt, skip, why);
-    }
-    /* Any other refusal of a scheme that reproduces a library with limits: say which. */
-    if ((rc == CH_EWEIGHT || rc == CH_EINVAL) && limits != NULL && opt->algo != CH_ALGO_MAGLEV) {
-        char why[768];
-        snprintf(why, sizeof(why), "%s (%s)", ch_strerror(rc), limits);
+        char why[512];
+        snprintf(why, sizeof(why),
+                 "node '%s' has weight %.15g, above %.15g, the largest %s takes (the peer it "
+                 "reproduces refuses more; only the weights' ratios matter, so scale them down)",
+                 f->nodes[big].id, f->nodes[big].weight, wmax, ch_algo_name(opt->algo));
         return build_refused(c, f, opt, skip, why);
     }
     /* Too many points: the table's size bound, CH_MAX_POINTS points or slots (each a few bytes
@@ -736,14 +723,13 @@ ch_table *cli_build(const cli *c, const fleet *f, const ch_options *opt, bool sk
         char vn[64] = "the scheme's default";
         if (opt->vnodes)
             snprintf(vn, sizeof(vn), "%u", opt->vnodes);
-        char why[1024];
+        char why[512];
         snprintf(why, sizeof(why),
                  "the table would have more than %u points or slots (CH_MAX_POINTS, the size "
                  "bound of a table): the weights add up to %.15g, each unit of weight taking "
                  "--vnodes points (%s); lower --vnodes or scale the weights down (only their "
-                 "ratios matter)%s%s",
-                 CH_MAX_POINTS, sum, vn, limits ? "; or past the library's limit: " : "",
-                 limits ? limits : "");
+                 "ratios matter)",
+                 CH_MAX_POINTS, sum, vn);
         return build_refused(c, f, opt, skip, why);
     }
     if (rc == CH_EINVAL && opt->algo == CH_ALGO_MAGLEV)
