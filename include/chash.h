@@ -122,6 +122,11 @@ const char *ch_version(void);
  *                 under this hash on every key (with fnv1a32_fmix only on ASCII keys).
  *   sdbm          sdbm over unsigned bytes, h = c + (h << 6) + (h << 16) - h from 0 (HAProxy's
  *                 default hash function).
+ *   murmur2_64    MurmurHash2 64-bit as libstdc++'s std::hash<std::string> computes it on LP64
+ *                 hosts (seed 0xc70f6907): Envoy's MurmurHash::murmurHash2, its redis_proxy's
+ *                 key hash; 32-bit value = its low 32 bits.
+ *   sha256_64be   SHA-256, digest bytes 0..7 read big-endian (the top 64 bits of Python's
+ *                 int(sha256(...).hexdigest(), 16)); 32-bit value = its low 32 bits.
  * ------------------------------------------------------------------------------------------- */
 /* The list is ABI: append only, never reorder or renumber. Each entry carries its enum value,
  * pinned by tests/unit/test_api.c; values are dense from 0. */
@@ -145,7 +150,9 @@ const char *ch_version(void);
     X(JAVA_HASHCODE, java_hashcode, 32, 16)    \
     X(MD5_64BE, md5_64be, 64, 17)              \
     X(SDBM, sdbm, 32, 18)                      \
-    X(FNV1A32_FMIX_UTF16, fnv1a32_fmix_utf16, 32, 19)
+    X(FNV1A32_FMIX_UTF16, fnv1a32_fmix_utf16, 32, 19) \
+    X(MURMUR2_64, murmur2_64, 64, 20)                \
+    X(SHA256_64BE, sha256_64be, 64, 21)
 
 #define CH__HASH_PLUS1(id, name, bits, value) +1
 
@@ -280,8 +287,85 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
  *   pymemcache@3  pymemcache 3's HashClient (RendezvousHash): the node with the highest
  *               murmur3_32("<id>-<key>") (seed 0, over the text's code points mod 256), ties
  *               to the greatest id; ids "host:port". CH_ALGO_F_KEYED: only ch_lookup().
+ *
+ * The Redis clients' rings (docs/COMPATIBILITY.md, "Client libraries", part two). Each applies
+ * its library's own hash-tag rule to the key (leave ch_options.hash_tag unset: a table's
+ * hash_tag would apply before it); "ties" are equal positions of two nodes' points.
+ *   predis@1    Predis 1.1's HashRing (PHP, its default distributor): round(w_i / W * N * 128)
+ *               points per node, PHP's round() (half up, after rounding to 15 significant
+ *               digits), whole weights >= 1 (Predis casts a weight to int and reads 0 as its
+ *               default 100; others are refused), point k at crc32a("<id>:<k>"); a key goes
+ *               to the largest point <= crc32a(key), wrapping to the largest point; ties to
+ *               the LATER node.
+ *               Tag: the text between the first '{' and the next '}', when non-empty. Ids
+ *               "host:port" (a unix socket's path). No failover in Predis: the walk is the
+ *               ring's, toward smaller points (the owner were the node not there).
+ *   predis_ketama@1  Predis's KetamaRing: floor(w_i / W * N * 40) MD5 digests of "<id>-<k>",
+ *               4 points each (bytes 4x..4x+3 little-endian); keys md5; the first point
+ *               >= the key's hash, wrapping; ties to the later node; tag and ids as predis@1.
+ *   phpredis_array@5  phpredis 5's RedisArray with "consistent" => true: 40 MD5 digests of
+ *               "<host>-<j>" per host, 4 points each as ketama's, no weights; a key goes to
+ *               the first point >= ~crc32a(tag) (RedisArray's CRC-32 without its final xor),
+ *               wrapping; ties to the earlier host. Tag: the text between the first '{' and
+ *               the first '}' after it, even empty, searched as C strings (not past a NUL byte).
+ *               Ids: the host strings as given ("host:port"). RedisArray's "algorithm" option
+ *               (a PHP hash for the key) is not reproduced.
+ *   phpredis_array_range@5  RedisArray's default: host floor(crc32a(tag) * N / 0xffffffff),
+ *               tag and ids as phpredis_array@5 (a key whose crc32 is 0xffffffff, for which
+ *               RedisArray reads past its host array, goes to the last host). Not consistent.
+ *   redis_rb@4  redis-rb 4's Redis::Distributed (Ruby; Rails' RedisCacheStore over several
+ *               URLs): 160 points per node at crc32a("<id>:<k>"), the largest point <= the
+ *               key's crc32a, wrapping to the largest; ties to the later node. The id is the
+ *               client's id: "redis://host:port/db"; an id written "host:port" is read as
+ *               "redis://host:port/0". Tag: /^\{(.+?)\}/, where '^' is the start of any
+ *               line of the key. No weights, no failover (the walk as predis@1's).
+ *   redis_rb@5  redis-rb 5: as redis_rb@4 with points at MD5("<id>:<k>") bytes 0..3
+ *               big-endian.
+ *   go_redis_ring@5  go-redis v5's Ring: groupcache@0's ring with 100 replicas (vnodes) over
+ *               the shard names, ties to the later name; tag: the text between the first '{'
+ *               and the next '}', when non-empty. Ring rebuilds over the shards that answer:
+ *               the ring's walk.
+ *   django_redis_shard@5  django-redis 5's ShardClient: 128 points per server at
+ *               SHA-256("<name>:<k>"), compared as hex strings (chash: their top 64 bits), the
+ *               largest point <= SHA-256(key), wrapping to the largest; ties to the later
+ *               server. Tag (greedy): on the key's first line, the text between the last '{'
+ *               before the last '}' and that '}'. Names: the LOCATION strings. No weights.
+ *   envoy_ring_hash@1  Envoy's ring hash (gRFC A42, as @grpc/grpc-js-xds builds it): a ring of
+ *               ceil(min(ceil(m * vnodes) / m, 8388608)) entries, m the smallest w_i / W,
+ *               vnodes Envoy's minimum_ring_size (0: 1024); node i's entries at
+ *               XXH64("<id>_<k>", 0) while a running total of entries is below the running
+ *               sum of scale * w_i / W; positions 64 bits wide; keys murmur2_64 (Envoy's
+ *               redis_proxy; its enable_hashtagging is ch_options.hash_tag "{}"); the first
+ *               entry >= the key's hash, wrapping; ties to the earlier node. Weights whole,
+ *               1..4294967295 (xDS's load_balancing_weight). Ids "ip:port".
+ *
+ * The memcached clients still in service:
+ *   cache_memcached@1  Perl's Cache::Memcached 1.30: each node floor(w_i) consecutive buckets
+ *               in list order (weights >= 1), a key goes to bucket ((crc32a >> 16) & 0x7fff)
+ *               % buckets. Its rehash on a dead server is the walk: hv += that 15-bit hash of
+ *               "<try><key>" for try = 1..19 (20 tries in all), then the buckets onward from
+ *               the last one tried. As dalli@3, the key hash carries the key's length in bits
+ *               32..63 above its crc32a. Not consistent.
+ *   cmfast@0    Perl's Cache::Memcached::Fast with ketama_points (vnodes; 0: 150, its
+ *               documentation's example): (int)(vnodes * w_i + 0.5) points per node (weights
+ *               any positive number), chained point_j = crc32(host "\0" port prev) as nginx@1,
+ *               host and port split at the id's last ':'; keys crc32a; the first point >= the
+ *               key's hash, wrapping; ties to the earlier node. No failover.
+ *   python_memcached@1  python-memcached 1.59 (OpenStack's oslo.cache): w_i consecutive buckets
+ *               (whole weights), key hash h = ((crc32a >> 16) & 0x7fff) or 1, bucket h %
+ *               buckets; its 10 tries on a dead server are the walk: h = that hash of
+ *               str(h) + str(i), then the buckets onward. Not consistent.
+ *   gomemcache@0  Go's gomemcache ServerList: crc32a(key[:256]) % slots; a server listed w
+ *               times (whole w) is w consecutive slots. No failover. Not consistent.
+ *   node_memcached@2  npm memcached 2.2 (its ring is hashring 3 with ketama compatibility):
+ *               hashring@3's ring, whose point strings leave out the default port 11211
+ *               ("host-<k>" for host:11211). Ids "host:port".
+ *   memjs@1     npm memjs 1.3: abs(hashCode) % N, hashCode Java's over the key's UTF-16 code
+ *               units (java_hashcode) with JavaScript's Math.abs (2^31 for -2^31); its failover
+ *               (option failover) tries the next index: the walk is N, N+1, ... Not consistent.
  *   ch_options.vnodes 0 gives each scheme its library's default (uhashring 160 and 40,
- *   groupcache 50, hashring 40; 160 for the others).
+ *   groupcache 50, hashring 40, go-redis 100, django-redis 128, Envoy 1024 entries, cmfast 150;
+ *   160 for the others).
  * ------------------------------------------------------------------------------------------- */
 /* The list is ABI: append only, never reorder or renumber. Each entry carries its enum value,
  * pinned by tests/unit/test_api.c; values are dense from 0.
@@ -315,7 +399,22 @@ int ch_hash64(ch_hash_id id, const void *key, size_t len, uint64_t *out);
     X(HASHRING_HASH_RING_3, hashring_hash_ring_3, "hashring_hash_ring@3", 21)        \
     X(NGINX_1, nginx_1, "nginx@1", 22)                                               \
     X(HAPROXY_2, haproxy_2, "haproxy@2", 23)                                         \
-    X(PYMEMCACHE_3, pymemcache_3, "pymemcache@3", 24)
+    X(PYMEMCACHE_3, pymemcache_3, "pymemcache@3", 24)                                \
+    X(PREDIS_1, predis_1, "predis@1", 25)                                            \
+    X(PREDIS_KETAMA_1, predis_ketama_1, "predis_ketama@1", 26)                       \
+    X(PHPREDIS_ARRAY_5, phpredis_array_5, "phpredis_array@5", 27)                    \
+    X(PHPREDIS_ARRAY_RANGE_5, phpredis_array_range_5, "phpredis_array_range@5", 28)  \
+    X(REDIS_RB_4, redis_rb_4, "redis_rb@4", 29)                                      \
+    X(REDIS_RB_5, redis_rb_5, "redis_rb@5", 30)                                      \
+    X(GO_REDIS_RING_5, go_redis_ring_5, "go_redis_ring@5", 31)                       \
+    X(DJANGO_REDIS_SHARD_5, django_redis_shard_5, "django_redis_shard@5", 32)        \
+    X(CACHE_MEMCACHED_1, cache_memcached_1, "cache_memcached@1", 33)                 \
+    X(CMFAST_0, cmfast_0, "cmfast@0", 34)                                            \
+    X(PYTHON_MEMCACHED_1, python_memcached_1, "python_memcached@1", 35)              \
+    X(GOMEMCACHE_0, gomemcache_0, "gomemcache@0", 36)                                \
+    X(NODE_MEMCACHED_2, node_memcached_2, "node_memcached@2", 37)                    \
+    X(MEMJS_1, memjs_1, "memjs@1", 38)                                               \
+    X(ENVOY_RING_HASH_1, envoy_ring_hash_1, "envoy_ring_hash@1", 39)
 
 #define CH__ALGO_PLUS1(id, ident, name, value) +1
 
@@ -342,11 +441,19 @@ const char *ch_algo_name(ch_algo_id id);
  *   CH_ALGO_F_KEYED       the placement hashes the key together with each node, so there is no
  *                         key hash: only ch_lookup() gives the library's answer; ch_lookup_hash
  *                         gives h % N, there is no walk (replicas, bounded loads:
- *                         CH_EUNSUPPORTED), and ch_membership_build() refuses it. */
+ *                         CH_EUNSUPPORTED), and ch_membership_build() refuses it;
+ *   CH_ALGO_F_REMAPS      not consistent: the key hash modulo (or scaled to) the number of
+ *                         nodes or slots, so a change of N moves most keys (modulo, modula,
+ *                         random and the modulo schemes of client libraries);
+ *   CH_ALGO_F_WHOLE_WEIGHTS  weighted, and the library's weights are whole numbers >= 1:
+ *                         ch_table_build refuses others with CH_EWEIGHT (ch_algo_limits()
+ *                         says the library's rule). */
 #define CH_ALGO_F_WEIGHTED 1u
 #define CH_ALGO_F_FIXED_HASH 2u
 #define CH_ALGO_F_ADDR_IDS 4u
 #define CH_ALGO_F_KEYED 8u
+#define CH_ALGO_F_REMAPS 16u
+#define CH_ALGO_F_WHOLE_WEIGHTS 32u
 unsigned ch_algo_flags(ch_algo_id id);
 
 /* The largest node weight an algorithm takes, or 0 when it bounds no single weight (only the
@@ -355,6 +462,14 @@ unsigned ch_algo_flags(ch_algo_id id);
  * largest server weight; weights are rounded to whole numbers). ch_table_build() refuses a
  * weight above it with CH_EWEIGHT. Cost: O(1). */
 double ch_algo_max_weight(ch_algo_id id);
+
+/* What the library a scheme reproduces refuses or caps (weights, node counts, names), as one
+ * static sentence naming the library, e.g. "Predis casts a weight to a whole number and reads
+ * one below 1 as its default, 100: weights must be >= 1"; NULL when the scheme has no limit
+ * beyond chash's own (or for an id out of range). A table that breaks it is refused by
+ * ch_table_build() with CH_EWEIGHT (a weight) or CH_ETOOBIG (a size): this says why.
+ * Cost: O(1). */
+const char *ch_algo_limits(ch_algo_id id);
 
 /* The key hash a CH_ALGO_F_FIXED_HASH scheme always uses, into *out. Returns CH_OK,
  * CH_EUNSUPPORTED for an algorithm that takes ch_options.hash, CH_EINVAL for a bad id or out. */

@@ -73,7 +73,9 @@ typedef struct ch__walk {
     size_t left;       /* steps left before the walk has made one full turn */
     double last_score; /* rendezvous: the score of the candidate returned last */
     size_t last;       /* rendezvous: its node index; dalli@3, pecl_memcache@4: the next retry */
-    uint64_t aux;      /* dalli@3: the CRC-32 shift over the key's length, once computed */
+    uint64_t aux;      /* dalli@3, cache_memcached@1: the CRC-32 shift over the key's length,
+                          once computed */
+    uint64_t acc;      /* cache_memcached@1, python_memcached@1: the library's retry hash */
 } ch__walk;
 
 #define CH__WALK_END SIZE_MAX
@@ -120,6 +122,13 @@ typedef struct ch__algo {
     /* Optional: the number of points or slots ch_table_info reports; NULL: N, or the ring's
      * points for the ring layout's own lookup. */
     size_t (*points)(const ch_table *t);
+    /* Not consistent: a change of N moves most keys (CH_ALGO_F_REMAPS). */
+    bool remaps;
+    /* Weights must be whole numbers >= 1 (CH_ALGO_F_WHOLE_WEIGHTS); the build checks it. */
+    bool whole_weights;
+    /* Optional: what the library refuses or caps, in one sentence naming the library
+     * (ch_algo_limits); a build that breaks it fails with CH_EWEIGHT or CH_ETOOBIG. */
+    const char *limits;
 } ch__algo;
 
 #define CH__ALGO_DECL(id, ident, name, value) extern const ch__algo ch__algo_##ident;
@@ -214,8 +223,22 @@ void ch__ring64_shares(const ch_table *t, double *shares);
 size_t ch__ring64_points(const ch_table *t);
 size_t ch__ring_points(const ch_table *t);
 
+/* CRC-32 arithmetic over GF(2) in the reflected representation (bit 31 is x^0), for
+ * libraries whose retries hash a prefix and the key (clients.c): crc(P || K) =
+ * crc(P) * x^(8 |K|) mod G xor crc(K). ch__crc32_mulmod(a, b) is a * b mod G (32 steps);
+ * ch__crc32_shift(n) is x^(8 n) mod G (O(log n) products). */
+uint32_t ch__crc32_mulmod(uint32_t a, uint32_t b);
+uint32_t ch__crc32_shift(uint64_t n);
+
+/* groupcache's ring over t's ids with t->opt.vnodes replicas (clients.c), go-redis' too. */
+int ch__groupcache_build(ch_table *t);
+
+/* The longest node id of t, for point-string buffers (clients.c). */
+size_t ch__max_id_len(const ch_table *t);
+
 /* Slot tables (maglev.c; modula shares them): u.maglev.slot[m]. */
 void ch__slots_destroy(ch_table *t);
+size_t ch__slots_points(const ch_table *t);
 size_t ch__slots_walk_next(const ch_table *t, ch__walk *w);
 
 /* The modulo family (modulo.c): node h % N, walk forward from there. */

@@ -51,6 +51,12 @@ export interface AlgorithmInfo {
   addrIds: boolean;
   /** Hashes the key with each node: no replicas. */
   keyed: boolean;
+  /** The library's weights are whole numbers >= 1; others are refused. */
+  wholeWeights: boolean;
+  /** False for a modulo placement: a change of the node list moves most keys. */
+  consistent: boolean;
+  /** What the library refuses or caps, in a sentence naming it; null when nothing. */
+  limits: string | null;
   /** The largest weight it takes; 0: no bound of its own. */
   maxWeight: number;
 }

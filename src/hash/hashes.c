@@ -6,6 +6,7 @@
 #include "../internal.h"
 
 #include <md5.h>
+#include <sha2.h>
 #include <string.h>
 #include <xxhash.h>
 
@@ -216,6 +217,53 @@ uint64_t ch__hash_fnv1a32_fmix_utf16(const void *key, size_t len)
         i += k;
     }
     return ch__fmix32(h);
+}
+
+/* MurmurHash2 64-bit as libstdc++ computes std::hash<std::string> on LP64 (_Hash_bytes with
+ * seed 0xc70f6907), which Envoy's MurmurHash::murmurHash2 reproduces for its redis_proxy: with
+ * m = 0xc6a4a7935bd1e995 and mix(v) = v ^ (v >> 47), h = seed ^ (len * m); each 8-byte block b
+ * (little-endian) does h = (h ^ mix(b * m) * m) * m; a 1..7-byte tail t (little-endian) does
+ * h = (h ^ t) * m; then h = mix(mix(h) * m). */
+uint64_t ch__hash_murmur2_64(const void *key, size_t len)
+{
+    const uint64_t m = UINT64_C(0xc6a4a7935bd1e995);
+    const uint8_t *p = key;
+    uint64_t h = UINT64_C(0xc70f6907) ^ ((uint64_t)len * m);
+    size_t blocks = len / 8;
+    for (size_t i = 0; i < blocks; i++, p += 8) {
+        uint64_t b = 0;
+        for (int j = 8; j-- > 0;)
+            b = b << 8 | p[j];
+        b *= m;
+        b ^= b >> 47;
+        h ^= b * m;
+        h *= m;
+    }
+    if (len & 7) {
+        uint64_t t = 0;
+        for (size_t j = len & 7; j-- > 0;)
+            t = t << 8 | p[j];
+        h ^= t;
+        h *= m;
+    }
+    h ^= h >> 47;
+    h *= m;
+    return h ^ (h >> 47);
+}
+
+/* SHA-256 (libmd), digest bytes 0..7 big-endian: the order of SHA-256 hex digests compared as
+ * strings, to 64 bits (django-redis' ring). */
+uint64_t ch__hash_sha256_64be(const void *key, size_t len)
+{
+    uint8_t d[SHA256_DIGEST_LENGTH];
+    SHA2_CTX ctx;
+    SHA256Init(&ctx);
+    SHA256Update(&ctx, key, len);
+    SHA256Final(d, &ctx);
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | d[i];
+    return v;
 }
 
 /* utf8_next() for the placements (pymemcache@3); the hashes above use the inline one. */

@@ -32,8 +32,7 @@ static bool unit_weights(const ch_table *t)
     return true;
 }
 
-/* The longest id, for point-string buffers. */
-static size_t max_id_len(const ch_table *t)
+size_t ch__max_id_len(const ch_table *t)
 {
     size_t m = 0;
     for (size_t i = 0; i < t->n; i++) {
@@ -64,7 +63,7 @@ static int java_ring_build(ch_table *t)
     uint64_t total64 = (uint64_t)t->n * t->opt.vnodes;
     if (total64 > CH_MAX_POINTS)
         return ch__fail_points(t);
-    size_t total = (size_t)total64, cap = max_id_len(t) + 12;
+    size_t total = (size_t)total64, cap = ch__max_id_len(t) + 12;
     ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
     if (pts == NULL || name == NULL) {
@@ -150,7 +149,7 @@ static int md5_64_ring_build(ch_table *t)
     uint64_t total64 = (uint64_t)t->n * t->opt.vnodes;
     if (total64 > CH_MAX_POINTS)
         return ch__fail_points(t);
-    size_t total = (size_t)total64, cap = max_id_len(t) + 12;
+    size_t total = (size_t)total64, cap = ch__max_id_len(t) + 12;
     ch__point64 *pts = ch__alloc(t, (total + CH__RING64_PAD) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
     if (pts == NULL || name == NULL) {
@@ -207,7 +206,7 @@ static int dalli_build(ch_table *t)
     }
     if (total == 0) /* cannot happen: the heaviest server gets >= 160 entries */
         return ch__fail_no_points(t);
-    size_t cap = max_id_len(t) + 12;
+    size_t cap = ch__max_id_len(t) + 12;
     ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
     if (pts == NULL || name == NULL) {
@@ -254,7 +253,7 @@ static size_t dalli_lookup(const ch_table *t, uint64_t h)
 #define CRC32_POLY_REFLECTED UINT32_C(0xedb88320)
 
 /* a * b mod G, both reflected. */
-static uint32_t crc32_mulmod(uint32_t a, uint32_t b)
+uint32_t ch__crc32_mulmod(uint32_t a, uint32_t b)
 {
     uint32_t p = 0;
     for (unsigned i = 0; i < 32; i++) {
@@ -266,13 +265,13 @@ static uint32_t crc32_mulmod(uint32_t a, uint32_t b)
 }
 
 /* x^(8 n) mod G, reflected: square and multiply from x^8. */
-static uint32_t crc32_shift(uint64_t n)
+uint32_t ch__crc32_shift(uint64_t n)
 {
     uint32_t r = UINT32_C(0x80000000), base = UINT32_C(0x00800000);
     for (; n != 0; n >>= 1) {
         if (n & 1u)
-            r = crc32_mulmod(r, base);
-        base = crc32_mulmod(base, base);
+            r = ch__crc32_mulmod(r, base);
+        base = ch__crc32_mulmod(base, base);
     }
     return r;
 }
@@ -292,12 +291,12 @@ static size_t dalli_walk_next(const ch_table *t, ch__walk *w)
     uint32_t crc = (uint32_t)w->h;
     if (w->last > 0) {
         if (w->last == 1)
-            w->aux = crc32_shift(w->h >> 32);
+            w->aux = ch__crc32_shift(w->h >> 32);
         char prefix[12];
         size_t plen = ch__append_index(prefix, 0, '\0', (uint32_t)w->last - 1);
         /* ch__append_index wrote the separator first: the digits follow it. */
         uint32_t pc = (uint32_t)t->hash(prefix + 1, plen - 1);
-        crc ^= crc32_mulmod((uint32_t)w->aux, pc);
+        crc ^= ch__crc32_mulmod((uint32_t)w->aux, pc);
     }
     w->last++;
     return dalli_lookup(t, crc);
@@ -352,7 +351,7 @@ static int uhk_build(ch_table *t)
     }
     if (total == 0)
         return ch__fail_no_points(t);
-    size_t cap = max_id_len(t) + 12;
+    size_t cap = ch__max_id_len(t) + 12;
     ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
     if (pts == NULL || name == NULL) {
@@ -423,7 +422,7 @@ static int uhm_build(ch_table *t)
     }
     if (total == 0)
         return ch__fail_no_points(t);
-    size_t cap = max_id_len(t) + 12;
+    size_t cap = ch__max_id_len(t) + 12;
     ch__point64 *pts = ch__alloc(t, (total + CH__RING64_PAD) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
     if (pts == NULL || name == NULL) {
@@ -474,7 +473,7 @@ const ch__algo ch__algo_uhashring_2 = {
  * ChecksumIEEE(key) (crc32a), wrapping to index 0. No weights. Replicas: ch_options.vnodes; 0
  * means 50, groupcache's HTTPPool default. */
 
-static int groupcache_build(ch_table *t)
+int ch__groupcache_build(ch_table *t)
 {
     if (!t->uniform)
         return ch__fail_unweighted(t);
@@ -482,7 +481,7 @@ static int groupcache_build(ch_table *t)
     uint64_t total64 = (uint64_t)t->n * reps;
     if (total64 > CH_MAX_POINTS)
         return ch__fail_points(t);
-    size_t total = (size_t)total64, cap = max_id_len(t) + 12;
+    size_t total = (size_t)total64, cap = ch__max_id_len(t) + 12;
     ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
     if (pts == NULL || name == NULL) {
@@ -508,7 +507,7 @@ static int groupcache_build(ch_table *t)
 }
 
 const ch__algo ch__algo_groupcache_0 = {
-    .build = groupcache_build,
+    .build = ch__groupcache_build,
     .destroy = ch__ring_destroy,
     .lookup = ch__ring_lookup,
     .shares = ch__ring_shares,
@@ -614,7 +613,7 @@ static int spy_build_format(ch_table *t, bool libmemcached_format)
     }
     if (total == 0)
         return ch__fail_no_points(t);
-    size_t cap = max_id_len(t) + 12;
+    size_t cap = ch__max_id_len(t) + 12;
     ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
     if (pts == NULL || name == NULL) {
@@ -709,7 +708,7 @@ static int pecl_build(ch_table *t)
     }
     if (total == 0)
         return ch__fail_no_points(t);
-    size_t cap = max_id_len(t) + 12;
+    size_t cap = ch__max_id_len(t) + 12;
     ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
     if (pts == NULL || name == NULL) {
@@ -842,7 +841,26 @@ static size_t hashring_digests(const ch_table *t, size_t i)
     return d > (double)(CH_MAX_POINTS / 4) ? SIZE_MAX : (size_t)d;
 }
 
-static int hashring_build_replicas(ch_table *t, unsigned replicas)
+/* The length of a hashring point string's server part: the id, or for npm memcached's rings
+ * (default port 11211) an id "host:11211" without its port. connection-parse splits the id at
+ * its ':'s and reads the second piece as a number (+"011211" is 11211 too). */
+static size_t hashring_server_len(const char *id, bool default_port)
+{
+    size_t len = strlen(id);
+    const char *colon = strchr(id, ':');
+    if (!default_port || colon == NULL)
+        return len;
+    const char *p = colon + 1, *end = strchr(p, ':');
+    size_t plen = end != NULL ? (size_t)(end - p) : strlen(p);
+    if (plen == 0 || strspn(p, "0123456789") < plen)
+        return len;
+    unsigned long v = 0;
+    for (size_t i = 0; i < plen && v <= 11211; i++)
+        v = v * 10 + (unsigned long)(p[i] - '0');
+    return v == 11211 ? (size_t)(colon - id) : len;
+}
+
+static int hashring_build_replicas(ch_table *t, unsigned replicas, bool default_port)
 {
     size_t total = 0;
     for (size_t i = 0; i < t->n; i++) {
@@ -852,7 +870,7 @@ static int hashring_build_replicas(ch_table *t, unsigned replicas)
     }
     if (total == 0)
         return ch__fail_no_points(t);
-    size_t cap = max_id_len(t) + 12;
+    size_t cap = ch__max_id_len(t) + 12;
     ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
     char *name = ch__alloc(t, cap);
     if (pts == NULL || name == NULL) {
@@ -862,7 +880,7 @@ static int hashring_build_replicas(ch_table *t, unsigned replicas)
     }
     size_t k = 0;
     for (size_t i = 0; i < t->n; i++) {
-        size_t idlen = strlen(t->ids[i]), nd = hashring_digests(t, i);
+        size_t idlen = hashring_server_len(t->ids[i], default_port), nd = hashring_digests(t, i);
         memcpy(name, t->ids[i], idlen);
         for (size_t g = 0; g < nd; g++) {
             uint8_t d[MD5_DIGEST_LENGTH];
@@ -884,12 +902,20 @@ static int hashring_build_replicas(ch_table *t, unsigned replicas)
 
 static int hashring_build(ch_table *t)
 {
-    return hashring_build_replicas(t, 4);
+    return hashring_build_replicas(t, 4, false);
 }
 
 static int hashring_hash_ring_build(ch_table *t)
 {
-    return hashring_build_replicas(t, 3);
+    return hashring_build_replicas(t, 3, false);
+}
+
+/* npm memcached 2.2 (lib/memcached.js) builds its ring as new HashRing(servers, 'md5',
+ * {compatibility: 'ketama', 'default port': 11211}): hashring's 4 points a digest, and a
+ * server on port 11211 is hashed as "<host>-<k>" (hashring's default-port rule). */
+static int node_memcached_build(ch_table *t)
+{
+    return hashring_build_replicas(t, 4, true);
 }
 
 #define HASHRING_OPS(build_fn)                                                                  \
@@ -902,6 +928,7 @@ static int hashring_hash_ring_build(ch_table *t)
 
 const ch__algo ch__algo_hashring_3 = HASHRING_OPS(hashring_build);
 const ch__algo ch__algo_hashring_hash_ring_3 = HASHRING_OPS(hashring_hash_ring_build);
+const ch__algo ch__algo_node_memcached_2 = HASHRING_OPS(node_memcached_build);
 
 /* ---- nginx@1 -------------------------------------------------------------------------------- *
  * nginx's "hash $key consistent" (ngx_http_upstream_hash_module, since 1.7.2; Debian
@@ -946,17 +973,23 @@ static size_t nginx_base(const char *id, char *buf)
     return host_len + 1 + (len - port_at);
 }
 
-static int nginx_build(ch_table *t)
+/* The crc32 chain of nginx and Cache::Memcached::Fast: node i's points are
+ *     point_j = crc32(base prev_j),  prev_0 = 0,  prev_{j+1} = point_j
+ * (prev as 4 bytes little-endian), base the node's "host\0port" from base_of(), and
+ * points_of(t, i) of them, in list order: ring.c's stable order puts the earlier node (and its
+ * earlier point) first among equal positions, and its lookup takes the first. */
+static int chain_build(ch_table *t, size_t (*base_of)(const char *, char *),
+                       size_t (*points_of)(const ch_table *, size_t))
 {
     size_t total = 0;
     for (size_t i = 0; i < t->n; i++) {
-        size_t p = nginx_points(t, i);
+        size_t p = points_of(t, i);
         if (p == SIZE_MAX || (total += p) > CH_MAX_POINTS)
             return ch__fail_points(t);
     }
     if (total == 0)
         return ch__fail_no_points(t);
-    size_t cap = max_id_len(t) + 8;
+    size_t cap = ch__max_id_len(t) + 8;
     ch__point *pts = ch__alloc(t, (total + CH__RING_SCAN) * sizeof(*pts));
     char *buf = ch__alloc(t, cap);
     if (pts == NULL || buf == NULL) {
@@ -966,7 +999,7 @@ static int nginx_build(ch_table *t)
     }
     size_t k = 0;
     for (size_t i = 0; i < t->n; i++) {
-        size_t base = nginx_base(t->ids[i], buf), p = nginx_points(t, i);
+        size_t base = base_of(t->ids[i], buf), p = points_of(t, i);
         uint32_t prev = 0;
         for (size_t j = 0; j < p; j++) {
             for (int b = 0; b < 4; b++)
@@ -979,6 +1012,11 @@ static int nginx_build(ch_table *t)
     return ch__ring_index(t, pts, total);
 }
 
+static int nginx_build(ch_table *t)
+{
+    return chain_build(t, nginx_base, nginx_points);
+}
+
 const ch__algo ch__algo_nginx_1 = {
     .addr_ids = true,
     .build = nginx_build,
@@ -989,6 +1027,62 @@ const ch__algo ch__algo_nginx_1 = {
     .walk_next = ch__ring_walk_next,
     .fixed_hash = true,
     .hash = CH_HASH_TW_CRC32A,
+    .points = ch__ring_points,
+};
+
+/* ---- cmfast@0 ------------------------------------------------------------------------------- *
+ * Perl's Cache::Memcached::Fast 0.28 (Debian libcache-memcached-fast-perl; dispatch_key.c) with
+ * ketama_points > 0: server i, its address split at the last ':' into host and port (the whole
+ * address is the host when it has none), gets (int)(ketama_points * weight + 0.5) points of the
+ * crc32 chain above (base "host\0port"); a point equal to one already there goes after it, so
+ * the earlier server keeps it. A key's hash is crc32 of the key (of namespace + key with
+ * hash_namespace on) and it goes to the first point >= it, wrapping. ketama_points is vnodes;
+ * 0 means 150 (the module's documented example: its own default, 0, is the non-ketama mode).
+ * Weights are any positive numbers. One server takes every key. */
+
+/* Writes "host\0port" of a Cache::Memcached::Fast address into buf; returns its length. */
+static size_t cmfast_base(const char *id, char *buf)
+{
+    size_t len = strlen(id);
+    const char *colon = strrchr(id, ':');
+    size_t host_len = colon != NULL ? (size_t)(colon - id) : len;
+    memcpy(buf, id, host_len);
+    buf[host_len] = '\0';
+    if (colon == NULL)
+        return host_len + 1;
+    memcpy(buf + host_len + 1, colon + 1, len - host_len - 1);
+    return len;
+}
+
+static size_t cmfast_points(const ch_table *t, size_t i)
+{
+    double p = (double)t->opt.vnodes * t->weights[i] + 0.5;
+    return p > (double)CH_MAX_POINTS ? SIZE_MAX : (size_t)p;
+}
+
+static int cmfast_build(ch_table *t)
+{
+    return chain_build(t, cmfast_base, cmfast_points);
+}
+
+static size_t cmfast_lookup(const ch_table *t, uint64_t h)
+{
+    return t->n == 1 ? 0 : ch__ring_lookup(t, h);
+}
+
+const ch__algo ch__algo_cmfast_0 = {
+    .addr_ids = true,
+    .build = cmfast_build,
+    .destroy = ch__ring_destroy,
+    .lookup = cmfast_lookup,
+    .shares = ch__ring_shares,
+    .walk_start = ch__ring_walk_start,
+    .walk_next = ch__ring_walk_next,
+    .fixed_hash = true,
+    .hash = CH_HASH_TW_CRC32A,
+    .default_vnodes = 150,
+    .limits = "Cache::Memcached::Fast gives a server (int)(ketama_points * weight + 0.5) points: "
+              "the weights and ketama_points (vnodes) must give at least one point in all",
     .points = ch__ring_points,
 };
 

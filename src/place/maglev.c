@@ -121,6 +121,11 @@ static void maglev_walk_start(const ch_table *t, uint64_t h, ch__walk *w)
     w->left = t->u.maglev.m;
 }
 
+size_t ch__slots_points(const ch_table *t)
+{
+    return t->u.maglev.m;
+}
+
 size_t ch__slots_walk_next(const ch_table *t, ch__walk *w)
 {
     if (w->left == 0)

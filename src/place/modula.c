@@ -71,4 +71,5 @@ const ch__algo ch__algo_modula = {
     .walk_start = modula_walk_start,
     .walk_next = ch__slots_walk_next,
     .empty_key_zero = true,
+    .remaps = true,
 };

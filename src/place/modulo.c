@@ -55,6 +55,7 @@ const ch__algo ch__algo_modulo = {
     .walk_start = ch__modulo_walk_start,
     .walk_next = ch__modulo_walk_next,
     .unweighted = true,
+    .remaps = true,
 };
 
 static int random_build(ch_table *t)
@@ -71,4 +72,5 @@ const ch__algo ch__algo_random = {
     .walk_start = ch__modulo_walk_start,
     .walk_next = ch__modulo_walk_next,
     .empty_key_zero = true,
+    .remaps = true,
 };

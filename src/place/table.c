@@ -148,7 +148,14 @@ unsigned ch_algo_flags(ch_algo_id id)
         return 0;
     const ch__algo *a = algos[id].ops;
     return (a->unweighted ? 0u : CH_ALGO_F_WEIGHTED) | (a->fixed_hash ? CH_ALGO_F_FIXED_HASH : 0u) |
-           (a->addr_ids ? CH_ALGO_F_ADDR_IDS : 0u) | (a->lookup_key ? CH_ALGO_F_KEYED : 0u);
+           (a->addr_ids ? CH_ALGO_F_ADDR_IDS : 0u) | (a->lookup_key ? CH_ALGO_F_KEYED : 0u) |
+           (a->remaps ? CH_ALGO_F_REMAPS : 0u) |
+           (a->whole_weights ? CH_ALGO_F_WHOLE_WEIGHTS : 0u);
+}
+
+const char *ch_algo_limits(ch_algo_id id)
+{
+    return (unsigned)id < CH_ALGO_COUNT_ ? algos[id].ops->limits : NULL;
 }
 
 double ch_algo_max_weight(ch_algo_id id)
@@ -356,6 +363,18 @@ static int build(const ch_node *nodes, size_t n, const ch_options *opt, ch_table
         return ch__error_set(err, CH_EINVAL, "out is NULL");
     if ((rc = read_options(opt, &o, err)) != CH_OK || (rc = check_nodes(nodes, n, err)) != CH_OK)
         return rc;
+
+    /* A peer whose weights are whole numbers (up to its largest): a weight it would refuse, or
+     * read as another, is refused here with the peer's rule (ch_algo_limits). */
+    const ch__algo *ops = algos[o.algo].ops;
+    for (size_t i = 0; ops->whole_weights && i < n; i++) {
+        double w = nodes[i].weight;
+        if (w < 1.0 || w != floor(w) || (ops->max_weight > 0 && w > ops->max_weight))
+            return ch__error_set(err, CH_EWEIGHT, "%s: node %zu (\"%.40s\") weighs %g: %s",
+                                 ch_algo_name(o.algo), i, nodes[i].id, w,
+                                 ops->limits != NULL ? ops->limits
+                                                     : "the peer takes whole weights >= 1");
+    }
 
     ch_allocator alloc = {default_alloc, default_free, NULL};
     if (o.allocator != NULL) {

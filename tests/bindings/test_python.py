@@ -124,7 +124,10 @@ def test_schemes(chash, chash_bin, keys):
             name = a["name"]
             info = chash.algorithm_info(name)
             check(info["weighted"] == a["weighted"] and info["keyed"] == a["keyed"]
-                  and info["fixed_hash"] == a["fixed_hash"], "%s: algorithm_info %s vs %s" % (name, info, a))
+                  and info["fixed_hash"] == a["fixed_hash"]
+                  and info["whole_weights"] == a["whole_weights"]
+                  and info["consistent"] == a["consistent"] and info["limits"] == a["limits"],
+                  "%s: algorithm_info %s vs %s" % (name, info, a))
             if name == "random":
                 continue  # below: chash lookup draws a random server per key, as nutcracker does
             fleet = fleet_for(a)
@@ -214,6 +217,9 @@ def test_errors(chash):
     raises(chash.Error, lambda: chash.Table(["a"], hash="sha7"), "unknown hash 'sha7'")
     raises(chash.Error, lambda: chash.Table([("a", -1.0)]), "weight")
     raises(chash.Error, lambda: chash.Table([("a", 1.0), ("b", 2.0)], "jump"), "jump has no weights")
+    # A client library's own limit is named: Predis' weights are whole, RedisArray has none.
+    raises(chash.Error, lambda: chash.Table([("a:1", 2.5), ("b:1", 1.0)], "predis@1"), "Predis", "whole")
+    raises(chash.Error, lambda: chash.Table([("a:1", 2.0), ("b:1", 1.0)], "phpredis_array@5"), "RedisArray")
     raises(chash.Error, lambda: chash.Table(["a", "b"], "jump").replicas("k", 2), "jump has no failover order")
     raises(TypeError, lambda: chash.Table(["a"]).lookup(42), "str, bytes or bytearray")
     raises(TypeError, lambda: chash.Table("abc"), "single string")

@@ -278,7 +278,8 @@ def test_client_schemes_config():
     # alone), so the config places as --nodes with those addresses does.
     keys = "\n".join("user:%d" % i for i in range(2000)) + "\n"
     for dist, hash_line in (("dalli@3", ""), ("pecl_memcache@4", "  hash: crc32a\n"),
-                            ("nginx@1", ""), ("uhashring@2", "")):
+                            ("nginx@1", ""), ("uhashring@2", ""), ("predis@1", ""),
+                            ("cache_memcached@1", ""), ("envoy_ring_hash@1", "")):
         with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
             f.write("pool:\n  listen: 127.0.0.1:22121\n  distribution: %s\n%s"
                     "  servers:\n   - 10.0.0.1:11211:1\n   - 10.0.0.2:11211:2 cache-b\n"
@@ -322,7 +323,9 @@ def test_weights():
     doc, err = run_json("simulate", "--nodes", "a:4,b:4,c:1,d:1", "--keys", str(MILLION))
     r = by_algo(doc)
     unweighted = ["modulo", "jump", "java_hashcode_ring", "md5_64_ring", "groupcache@0",
-                  "guava@31", "pymemcache@3"]
+                  "guava@31", "pymemcache@3", "phpredis_array@5", "phpredis_array_range@5",
+                  "redis_rb@4", "redis_rb@5", "go_redis_ring@5", "django_redis_shard@5",
+                  "memjs@1"]
     check(doc["skipped"] == unweighted and set(r) == ALGOS - set(unweighted),
           "weights: the unweighted algorithms must be skipped: %r" % doc["skipped"])
     check("modulo skipped" in err and "jump skipped" in err, "no skip note: %r" % err)
@@ -417,6 +420,7 @@ def test_json():
                            "new": dict, "method": lambda x: x == method,
                            "sample_keys": (nul if method == "exact" else n),
                            "moved_fraction": num, "theory": num, "flows": list,
+                           "consistent": lambda x: x is True,
                            "warnings": lambda x: x == []}, "plan")
         check_fields(doc["old"], side, "plan old")
         for f in doc["flows"]:
@@ -683,14 +687,20 @@ def test_registry():
                 if a.lower() == bad.lower() or a.lower().startswith(bad.lower() + "@")]
         check(want and all(("did you mean" in err and w in err.split("known:")[0]) for w in want),
               "--algo %s: no suggestion of %r: %r" % (bad, want, err))
-    # A config's unknown distribution lists them all too (libchash's config loader).
+    # A config's unknown distribution lists them too (libchash's config loader): those that fit
+    # its error message (ch_config_error.message), in registry order, then "... and N more
+    # (`chash algorithms` lists them all)" for the N that do not: none is left out silently.
     with tempfile.NamedTemporaryFile("w", suffix=".yml") as f:
         f.write("pool:\n  distribution: nope\n  servers:\n   - 127.0.0.1:6379:1\n")
         f.flush()
         _, err = run("lookup", "--config", f.name, "k", rc=1)
         words = set(re.split(r"[\s,;()]+", err))
-        missing = [n for n in algos if n not in words]
-        check(not missing, "config: unknown distribution: lacks %r: %r" % (missing, err))
+        shown = [n for n in algos if n in words]
+        m = re.search(r"\.\.\. and (\d+) more \(`chash algorithms` lists them all\)", err)
+        more = int(m.group(1)) if m else 0
+        check(shown == algos[:len(shown)] and len(shown) + more == len(algos),
+              "config: unknown distribution: %d names shown, %d more said, of %d: %r"
+              % (len(shown), more, len(algos), err))
 
 
 def header_max_points():
@@ -730,6 +740,41 @@ def test_weight_limits():
     # Weights far above HAProxy's are built where the table's size allows them.
     for algo in ("ring", "ketama", "nginx@1", "maglev", "rendezvous"):
         run("lookup", "--nodes", "10.0.0.1:11211:10000,10.0.0.2:11211:1", "--algo", algo, "k")
+
+
+def test_client_limits():
+    # The client libraries' own limits (issue 38), named when a table is refused: whole weights
+    # where the library's are whole, no weights where it has none; and a plan for a scheme that
+    # is not consistent says what the change costs.
+    meta = {e["name"]: e for e in run_json("algorithms")[0]["algorithms"]}
+    for algo, lib in (("predis@1", "Predis"), ("cache_memcached@1", "Cache::Memcached"),
+                      ("python_memcached@1", "python-memcached"), ("gomemcache@0", "gomemcache"),
+                      ("envoy_ring_hash@1", "Envoy")):
+        check(meta[algo]["whole_weights"] and lib in (meta[algo]["limits"] or ""),
+              "%s: whole weights and its limit: %r" % (algo, meta[algo]))
+        _, err = run("lookup", "--nodes", "10.0.0.1:6379:2.5,10.0.0.2:6379:1", "--algo", algo, "k",
+                     rc=1)
+        check("2.5" in err and lib in err and "whole" in err, "%s, weight 2.5: %r" % (algo, err))
+        run("lookup", "--nodes", "10.0.0.1:6379:2,10.0.0.2:6379:1", "--algo", algo, "k")
+    _, err = run("lookup", "--nodes", "10.0.0.1:6379:2,10.0.0.2:6379:1", "--algo",
+                 "phpredis_array@5", "k", rc=1)
+    check("no weights" in err and "RedisArray" in err, "phpredis_array@5 weights: %r" % err)
+    modular = {n for n, e in meta.items() if not e["consistent"]}
+    check({"modulo", "modula", "random", "phpredis_array_range@5", "cache_memcached@1",
+           "python_memcached@1", "gomemcache@0", "memjs@1"} == modular,
+          "not consistent: %r" % sorted(modular))
+    three = "10.0.0.1:11211:1,10.0.0.2:11211:1,10.0.0.3:11211:1"
+    out, err = run("plan", "--algo", "python_memcached@1", three, three + ",10.0.0.4:11211:1",
+                   "--pool-keys", "1000000", "--read-rate", "1000")
+    m = re.search(r"python_memcached@1 is not consistent: (\d+\.\d\d)% of the keys move, "
+                  r"(\d+) of the pool's 1000000", out)
+    check(m and abs(float(m.group(1)) - 75.0) < 0.5 and "not consistent" in err,
+          "plan of a modulo scheme: %r %r" % (out, err))
+    doc, _ = run_json("plan", "--algo", "memjs@1", three, three + ",10.0.0.4:11211:1")
+    check(doc["consistent"] is False and any("not consistent" in w for w in doc["warnings"]),
+          "plan --json of memjs@1: %r" % doc)
+    out, err = run("plan", "--algo", "predis@1", three, three + ",10.0.0.4:11211:1")
+    check("not consistent" not in out + err, "predis@1 is consistent: %r" % out)
 
 
 def unescape(b):
@@ -813,7 +858,7 @@ GROUPS = {
     "plan": test_plan,
     "hashcheck": test_hashcheck,
     "registry": test_registry,
-    "weight_limits": test_weight_limits,
+    "weight_limits": lambda: (test_weight_limits(), test_client_limits()),
     "lookup_json": test_lookup_json,
 }
 

@@ -12,6 +12,10 @@
  *   down I              (optional, after the nodes) node I is down: each key's server is then
  *                       the first candidate of ch_route_hash_fn() (the walk without the down
  *                       nodes, what chash-proxy and libchash-cache send to), -1 when none
+ *   tag AB              (optional) ch_options.hash_tag = {A, B}
+ *   case                starts the next case of a batch (rings_compat.py): the table, nodes,
+ *                       down set and options are reset; "hash", "vnodes" and "tag" lines may
+ *                       follow. One process places every case of a scheme.
  * Prints, for every key in order, the index of its owner in the node list, one per line.
  * Exit status: 0, or 2 with a message on stderr (bad input, a build that fails).
  */
@@ -84,7 +88,23 @@ int main(int argc, char **argv)
     static char line[1 << 16];
     while (fgets(line, sizeof line, stdin) != NULL) {
         line[strcspn(line, "\n")] = '\0';
-        if (strncmp(line, "hash ", 5) == 0) {
+        if (strcmp(line, "case") == 0) {
+            ch_table_free(t);
+            t = NULL;
+            free(down);
+            down = NULL;
+            ndown = 0;
+            for (size_t i = 0; i < n; i++)
+                free((char *)nodes[i].id);
+            n = 0;
+            ch_algo_id algo = o.algo;
+            ch_options_init(&o);
+            o.algo = algo;
+            o.vnodes = 0;
+        } else if (strncmp(line, "tag ", 4) == 0 && strlen(line) == 6) {
+            o.hash_tag[0] = line[4];
+            o.hash_tag[1] = line[5];
+        } else if (strncmp(line, "hash ", 5) == 0) {
             if (ch_hash_from_name(line + 5, &o.hash) != CH_OK)
                 die("unknown hash");
         } else if (strncmp(line, "vnodes ", 7) == 0) {

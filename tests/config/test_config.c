@@ -307,13 +307,15 @@ static const struct {
     {"err_hash.yml", 2, 9,
      "unknown hash \"sha1\"; expected one of: fnv1a32_fmix fnv1a32 murmur3_32 xxh3 md5 "
      "one_at_a_time crc16 crc32 crc32a fnv1_64 fnv1a_64 fnv1_32 fnv1a_32 hsieh murmur jenkins "
-     "java_hashcode md5_64be sdbm fnv1a32_fmix_utf16"},
+     "java_hashcode md5_64be sdbm fnv1a32_fmix_utf16 murmur2_64 sha256_64be"},
     {"err_distribution.yml", 2, 17,
      "unknown distribution \"consistent\"; expected one of: modulo ring rendezvous jump maglev "
      "ketama modula random libmemcached_ketama libmemcached_ketama_spy java_hashcode_ring "
      "md5_64_ring dalli@3 uhashring@2 uhashring_ketama@2 groupcache@0 guava@31 "
      "spymemcached@2 spymemcached_libmemcached@2 pecl_memcache@4 hashring@3 "
-     "hashring_hash_ring@3 nginx@1 haproxy@2 pymemcache@3"},
+     "hashring_hash_ring@3 nginx@1 haproxy@2 pymemcache@3 predis@1 predis_ketama@1 "
+     "phpredis_array@5 phpredis_array_range@5 redis_rb@4 redis_rb@5 ... and 9 more "
+     "(`chash algorithms` lists them all)"},
     {"err_hash_tag.yml", 2, 13, "expected 2 characters for \"hash_tag\" (e.g. \"{}\"), got \"{\""},
     {"err_flow_mapping.yml", 2, 13,
      "flow mappings {...} are not allowed (twemproxy rejects them); quote a value that starts "

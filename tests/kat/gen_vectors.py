@@ -65,7 +65,7 @@ M64 = 0xFFFFFFFFFFFFFFFF
 HASHES = ["fnv1a32_fmix", "fnv1a32", "murmur3_32", "xxh3", "md5",
           "one_at_a_time", "crc16", "crc32", "crc32a", "fnv1_64", "fnv1a_64", "fnv1_32",
           "fnv1a_32", "hsieh", "murmur", "jenkins", "java_hashcode", "md5_64be", "sdbm",
-          "fnv1a32_fmix_utf16"]
+          "fnv1a32_fmix_utf16", "murmur2_64", "sha256_64be"]
 TWEMPROXY_HASHES = HASHES[5:16]
 
 
@@ -153,6 +153,24 @@ def sdbm(data):
     for c in data:
         h = (c + (h << 6) + (h << 16) - h) & M32
     return h
+
+
+def murmur2_64(data):
+    """MurmurHash2 64-bit (Appleby's MurmurHash64A) with seed 0xc70f6907, over little-endian
+    8-byte blocks and a little-endian tail: libstdc++'s std::hash<std::string> on LP64, which
+    Envoy's MurmurHash::murmurHash2 reproduces."""
+    m = 0xC6A4A7935BD1E995
+    h = 0xC70F6907 ^ ((len(data) * m) & M64)
+    full = len(data) // 8 * 8
+    for i in range(0, full, 8):
+        k = (int.from_bytes(data[i:i + 8], "little") * m) & M64
+        k ^= k >> 47
+        h = ((h ^ ((k * m) & M64)) * m) & M64
+    if len(data) & 7:
+        h = ((h ^ int.from_bytes(data[full:], "little")) * m) & M64
+    h ^= h >> 47
+    h = (h * m) & M64
+    return h ^ (h >> 47)
 
 
 def xxh3_64(data):
@@ -335,6 +353,8 @@ IMPLS = {
     "md5_64be": (64, md5_64be),
     "sdbm": (32, sdbm),
     "fnv1a32_fmix_utf16": (32, fnv1a32_fmix_utf16),
+    "murmur2_64": (64, murmur2_64),
+    "sha256_64be": (64, lambda d: int.from_bytes(hashlib.sha256(d).digest()[:8], "big")),
 }
 IMPLS.update((name, (32, fn)) for name, fn in TWEMPROXY.items())
 
@@ -646,6 +666,31 @@ JAVA_HASHCODE_PUBLISHED = [
 ]
 
 
+# std::hash<std::string>{}(s) as g++ 12's libstdc++ (Debian 12) computes it on x86-64, printed by
+# a two-line C++ program: the values murmur2_64 must give (Envoy's MurmurHash::murmurHash2 states
+# it is this function). tests/compat/rings_compat.py checks every key of envoy_ring_hash@1 against
+# the live std::hash as well.
+STD_HASH_OBSERVED = [
+    (b"", 0x553E93901E462A6E),
+    (b"a", 0x454DDEE488C1ED6B),
+    (b"ab", 0x4C4DA6CD289C737B),
+    (b"abc", 0x32D82BF8ED3DBA39),
+    (b"abcdefg", 0xDEEE6830A3AF82AF),
+    (b"abcdefgh", 0x783DB3E38DB898BB),
+    (b"abcdefghi", 0xB4EC9257851C8AAF),
+    (b"hello world, this is a key", 0x3BEA9E6CECD50958),
+    (b"user:42", 0x7F4FA36430215121),
+]
+
+
+# FIPS 180-2's SHA-256 examples (appendix B), for sha256_64be (hashlib's sha256).
+SHA256_PUBLISHED = [
+    (b"abc", "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+    (b"abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq",
+     "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1"),
+]
+
+
 def self_check():
     """Checks every independent implementation against the published vectors; dies on error."""
     errors = []
@@ -715,6 +760,10 @@ def self_check():
     # md5_64be is the top 64 bits of Python's int(md5(x).hexdigest(), 16).
     for data, want in MD5_PUBLISHED:
         expect("md5_64be(%r)" % data[:24], md5_64be(data), int(want, 16) >> 64)
+    for data, want in SHA256_PUBLISHED:
+        expect("sha256_64be(%r)" % data[:24], IMPLS["sha256_64be"][1](data), int(want[:16], 16))
+    for data, want in STD_HASH_OBSERVED:
+        expect("murmur2_64(%r)" % data, murmur2_64(data), want, "libstdc++'s std::hash gives")
     if errors:
         sys.stderr.write("gen_vectors.py: FAIL: an implementation disagrees with the published "
                          "(or observed) reference values; nothing written:\n  " + "\n  ".join(errors) + "\n")

@@ -3265,6 +3265,308 @@ static const kat_hash_vector kat_hash_vectors[] = {
     {"fnv1a32_fmix_utf16", "\xc0\xaf", 2, UINT32_C(0x523a55d0), UINT64_C(0x00000000523a55d0)},
     /* input 74: above U+10FFFF */
     {"fnv1a32_fmix_utf16", "\xf4\x90\x80\x80", 4, UINT32_C(0xb81018b1), UINT64_C(0x00000000b81018b1)},
+    /* murmur2_64 (64-bit) */
+    /* input 0: empty */
+    {"murmur2_64", "", 0, UINT32_C(0x1e462a6e), UINT64_C(0x553e93901e462a6e)},
+    /* input 1: prefix 1 */
+    {"murmur2_64", "a", 1, UINT32_C(0x88c1ed6b), UINT64_C(0x454ddee488c1ed6b)},
+    /* input 2: prefix 2 */
+    {"murmur2_64", "ab", 2, UINT32_C(0x289c737b), UINT64_C(0x4c4da6cd289c737b)},
+    /* input 3: prefix 3 */
+    {"murmur2_64", "abc", 3, UINT32_C(0xed3dba39), UINT64_C(0x32d82bf8ed3dba39)},
+    /* input 4: prefix 4 */
+    {"murmur2_64", "abcd", 4, UINT32_C(0xacd50b28), UINT64_C(0xde775125acd50b28)},
+    /* input 5: prefix 5 */
+    {"murmur2_64", "abcde", 5, UINT32_C(0x0ed21531), UINT64_C(0x0b41619c0ed21531)},
+    /* input 6: prefix 6 */
+    {"murmur2_64", "abcdef", 6, UINT32_C(0x5b703657), UINT64_C(0x22c38f395b703657)},
+    /* input 7: prefix 7 */
+    {"murmur2_64", "abcdefg", 7, UINT32_C(0xa3af82af), UINT64_C(0xdeee6830a3af82af)},
+    /* input 8: prefix 8 */
+    {"murmur2_64", "abcdefgh", 8, UINT32_C(0x8db898bb), UINT64_C(0x783db3e38db898bb)},
+    /* input 9: prefix 9 */
+    {"murmur2_64", "abcdefghi", 9, UINT32_C(0x851c8aaf), UINT64_C(0xb4ec9257851c8aaf)},
+    /* input 10: prefix 10 */
+    {"murmur2_64", "abcdefghij", 10, UINT32_C(0xf1a9f8ac), UINT64_C(0xfa624d09f1a9f8ac)},
+    /* input 11: prefix 11 */
+    {"murmur2_64", "abcdefghijk", 11, UINT32_C(0xd12fbce5), UINT64_C(0x32f6faa7d12fbce5)},
+    /* input 12: prefix 12 */
+    {"murmur2_64", "abcdefghijkl", 12, UINT32_C(0xcfc6c5c8), UINT64_C(0x16d1a3aacfc6c5c8)},
+    /* input 13: prefix 13 */
+    {"murmur2_64", "abcdefghijklm", 13, UINT32_C(0xcd34f350), UINT64_C(0xab4f4d29cd34f350)},
+    /* input 14: prefix 14 */
+    {"murmur2_64", "abcdefghijklmn", 14, UINT32_C(0xefbe70b4), UINT64_C(0x0329f682efbe70b4)},
+    /* input 15: prefix 15 */
+    {"murmur2_64", "abcdefghijklmno", 15, UINT32_C(0xf605d1d0), UINT64_C(0xcb28b790f605d1d0)},
+    /* input 16: prefix 16 */
+    {"murmur2_64", "abcdefghijklmnop", 16, UINT32_C(0xa0b13a36), UINT64_C(0x7cf03b77a0b13a36)},
+    /* input 17: prefix 17 */
+    {"murmur2_64", "abcdefghijklmnopq", 17, UINT32_C(0x8932c15f), UINT64_C(0xe39652518932c15f)},
+    /* input 18: 0x80 */
+    {"murmur2_64", "\x80", 1, UINT32_C(0xb2c69a02), UINT64_C(0x13282b6fb2c69a02)},
+    /* input 19: 0xff */
+    {"murmur2_64", "\xff", 1, UINT32_C(0xa951ca0b), UINT64_C(0xced6872da951ca0b)},
+    /* input 20: four 0xff (murmur3 published, seed 0) */
+    {"murmur2_64", "\xff\xff\xff\xff", 4, UINT32_C(0xc1608ed8), UINT64_C(0x017c49f7c1608ed8)},
+    /* input 21: high bytes then low */
+    {"murmur2_64", "\xfe\xdc\xba\x98vT2\x10", 8, UINT32_C(0xa3054d14), UINT64_C(0xd6c02a0da3054d14)},
+    /* input 22: 0x80..0xff */
+    {"murmur2_64", KAT_IN_22, 128, UINT32_C(0x70146c25), UINT64_C(0xd6e89f0170146c25)},
+    /* input 23: UTF-8 pi x8 */
+    {"murmur2_64", KAT_IN_23, 16, UINT32_C(0x1a9713d2), UINT64_C(0x2a05a0ef1a9713d2)},
+    /* input 24: UTF-8 key */
+    {"murmur2_64", "caf\xc3\xa9:\xc3\xbc\xc3\xb1\xc3\xae", 12, UINT32_C(0xe25cec6b), UINT64_C(0x7f3d8e1ae25cec6b)},
+    /* input 25: 0xff then hex-like letters */
+    {"murmur2_64", "\xff" "abc", 4, UINT32_C(0x9fda58f5), UINT64_C(0xd86e809d9fda58f5)},
+    /* input 26: 0x01 then digits */
+    {"murmur2_64", "\x01" "23", 3, UINT32_C(0x1f5dface), UINT64_C(0xba2658471f5dface)},
+    /* input 27: one NUL */
+    {"murmur2_64", "\x00", 1, UINT32_C(0xd5863619), UINT64_C(0x6d09ee26d5863619)},
+    /* input 28: four NULs (murmur3 published, seed 0) */
+    {"murmur2_64", "\x00\x00\x00\x00", 4, UINT32_C(0x01df8187), UINT64_C(0x268f6e0901df8187)},
+    /* input 29: embedded NUL */
+    {"murmur2_64", "a\x00" "b", 3, UINT32_C(0xa1872c2f), UINT64_C(0xad5e8d18a1872c2f)},
+    /* input 30: NUL inside a key */
+    {"murmur2_64", "node\x00" "1", 6, UINT32_C(0x8dbef157), UINT64_C(0xcdc87e2d8dbef157)},
+    /* input 31: trailing NUL (FNV suite TEST0) */
+    {"murmur2_64", "foobar\x00", 7, UINT32_C(0x14b13222), UINT64_C(0x2ff9d78614b13222)},
+    /* input 32: murmur3 endianness vector */
+    {"murmur2_64", "!Ce\x87", 4, UINT32_C(0xa27d96a7), UINT64_C(0xe9cfcc88a27d96a7)},
+    /* input 33: murmur3 3-byte tail vector */
+    {"murmur2_64", "!Ce", 3, UINT32_C(0x3b596e32), UINT64_C(0xd4cdb9b23b596e32)},
+    /* input 34: FNV suite */
+    {"murmur2_64", "foobar", 6, UINT32_C(0x2592db33), UINT64_C(0x0df632c12592db33)},
+    /* input 35: FNV suite, 17 bytes */
+    {"murmur2_64", "chongo was here!\n", 17, UINT32_C(0x6d66bac1), UINT64_C(0x0b680ae06d66bac1)},
+    /* input 36: RFC 1321 */
+    {"murmur2_64", "message digest", 14, UINT32_C(0x9f3fb116), UINT64_C(0xd03d67e69f3fb116)},
+    /* input 37: RFC 1321 */
+    {"murmur2_64", KAT_IN_37, 62, UINT32_C(0xfc570b13), UINT64_C(0x46ec6f2bfc570b13)},
+    /* input 38: pangram */
+    {"murmur2_64", "The quick brown fox jumps over the lazy dog", 43, UINT32_C(0x1704bc75), UINT64_C(0xdccbf2541704bc75)},
+    /* input 39: murmur3 suite string */
+    {"murmur2_64", "Hello, world!", 13, UINT32_C(0x1d2a9199), UINT64_C(0xadbb02031d2a9199)},
+    /* input 40: key */
+    {"murmur2_64", "user:1", 6, UINT32_C(0xfd471074), UINT64_C(0x97e2e9e8fd471074)},
+    /* input 41: key */
+    {"murmur2_64", "user:2", 6, UINT32_C(0x3cf6b188), UINT64_C(0x4bc5ae783cf6b188)},
+    /* input 42: key */
+    {"murmur2_64", "user:42", 7, UINT32_C(0x30215121), UINT64_C(0x7f4fa36430215121)},
+    /* input 43: key */
+    {"murmur2_64", "session:7f3a9c", 14, UINT32_C(0x92b3bfcd), UINT64_C(0x051b659392b3bfcd)},
+    /* input 44: node id */
+    {"murmur2_64", "node-1", 6, UINT32_C(0x7349da74), UINT64_C(0xb05f1f807349da74)},
+    /* input 45: ring point */
+    {"murmur2_64", "node-1#0", 8, UINT32_C(0x37269006), UINT64_C(0x3faec39f37269006)},
+    /* input 46: ring point */
+    {"murmur2_64", "node-1#1", 8, UINT32_C(0x11cae9df), UINT64_C(0x87628d5211cae9df)},
+    /* input 47: ring point (last of 160) */
+    {"murmur2_64", "node-1#159", 10, UINT32_C(0x2ee3308f), UINT64_C(0x85f91d9f2ee3308f)},
+    /* input 48: ring point */
+    {"murmur2_64", "node-2#0", 8, UINT32_C(0x136b6861), UINT64_C(0x05905c94136b6861)},
+    /* input 49: ketama point */
+    {"murmur2_64", "10.0.0.1:11211-0", 16, UINT32_C(0xa1704f07), UINT64_C(0xf3df0de7a1704f07)},
+    /* input 50: path key */
+    {"murmur2_64", "cache/objects/2024/01/31/thumbnail-000123.jpg", 45, UINT32_C(0x69df4a55), UINT64_C(0xb8dba00a69df4a55)},
+    /* input 51: 1000-byte pattern (i*131+17) */
+    {"murmur2_64", KAT_IN_51, 1000, UINT32_C(0x3d24e5f3), UINT64_C(0x518830013d24e5f3)},
+    /* input 52: 256 x 'a' */
+    {"murmur2_64", KAT_IN_52, 256, UINT32_C(0xf928dcce), UINT64_C(0x709f486ff928dcce)},
+    /* input 53: xxHash sanity buffer [0:6] */
+    {"murmur2_64", "\x00R\x92\x9b\xb7" "2", 6, UINT32_C(0x9eab4c78), UINT64_C(0x508a9e629eab4c78)},
+    /* input 54: xxHash sanity buffer [0:12] */
+    {"murmur2_64", "\x00R\x92\x9b\xb7" "2\xa3$-\x00\xaf\x95", 12, UINT32_C(0x057d16e7), UINT64_C(0xa28cfe00057d16e7)},
+    /* input 55: xxHash sanity buffer [0:24] (the first 24 bytes of input 63) */
+    {"murmur2_64", KAT_IN_63, 24, UINT32_C(0x7a0d75bf), UINT64_C(0xb6172db37a0d75bf)},
+    /* input 56: xxHash sanity buffer [0:48] (the first 48 bytes of input 63) */
+    {"murmur2_64", KAT_IN_63, 48, UINT32_C(0xe6b3919b), UINT64_C(0x43d7e115e6b3919b)},
+    /* input 57: xxHash sanity buffer [0:80] (the first 80 bytes of input 63) */
+    {"murmur2_64", KAT_IN_63, 80, UINT32_C(0x6cb69a4d), UINT64_C(0x244733056cb69a4d)},
+    /* input 58: xxHash sanity buffer [0:195] (the first 195 bytes of input 63) */
+    {"murmur2_64", KAT_IN_63, 195, UINT32_C(0xec79d444), UINT64_C(0x8ae0055dec79d444)},
+    /* input 59: xxHash sanity buffer [0:403] (the first 403 bytes of input 63) */
+    {"murmur2_64", KAT_IN_63, 403, UINT32_C(0xd53a3b41), UINT64_C(0xb83974d9d53a3b41)},
+    /* input 60: xxHash sanity buffer [0:512] (the first 512 bytes of input 63) */
+    {"murmur2_64", KAT_IN_63, 512, UINT32_C(0x00e084f3), UINT64_C(0x3a03e4ad00e084f3)},
+    /* input 61: xxHash sanity buffer [0:2048] (the first 2048 bytes of input 63) */
+    {"murmur2_64", KAT_IN_63, 2048, UINT32_C(0xa66a2870), UINT64_C(0x9218d3b7a66a2870)},
+    /* input 62: xxHash sanity buffer [0:2240] (the first 2240 bytes of input 63) */
+    {"murmur2_64", KAT_IN_63, 2240, UINT32_C(0xc7a68b91), UINT64_C(0x024f773dc7a68b91)},
+    /* input 63: xxHash sanity buffer [0:2367] */
+    {"murmur2_64", KAT_IN_63, 2367, UINT32_C(0x853fa8db), UINT64_C(0x9f7eb8d6853fa8db)},
+    /* input 64: CRC check string */
+    {"murmur2_64", "123456789", 9, UINT32_C(0xd5f165c0), UINT64_C(0xaaeb28d3d5f165c0)},
+    /* input 65: 3-byte tail ending in 0xff */
+    {"murmur2_64", "ab\xff", 3, UINT32_C(0xc9fcb667), UINT64_C(0x7d6baaa5c9fcb667)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes */
+    {"murmur2_64", "abcd\xe9\xe8\xff", 7, UINT32_C(0x487de12c), UINT64_C(0x26f8d602487de12c)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"murmur2_64", "abcd\xfe", 5, UINT32_C(0x97c4ef13), UINT64_C(0xa1177e1697c4ef13)},
+    /* input 68: 13 bytes, high bytes inside */
+    {"murmur2_64", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x444c9559), UINT64_C(0x97d242e8444c9559)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc */
+    {"murmur2_64", KAT_IN_69, 21, UINT32_C(0x7c855d4d), UINT64_C(0xa39547df7c855d4d)},
+    /* input 70: U+1F600, 4 bytes */
+    {"murmur2_64", "\xf0\x9f\x98\x80", 4, UINT32_C(0xa9b706a3), UINT64_C(0x09fb2945a9b706a3)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"murmur2_64", "\xe2\x82x", 3, UINT32_C(0x558314dd), UINT64_C(0x70bbb21a558314dd)},
+    /* input 72: an encoded surrogate */
+    {"murmur2_64", "\xed\xa0\x80", 3, UINT32_C(0x94965625), UINT64_C(0x476d314d94965625)},
+    /* input 73: overlong '/' */
+    {"murmur2_64", "\xc0\xaf", 2, UINT32_C(0x82b4134d), UINT64_C(0xa9f6018f82b4134d)},
+    /* input 74: above U+10FFFF */
+    {"murmur2_64", "\xf4\x90\x80\x80", 4, UINT32_C(0x6a473a1e), UINT64_C(0x155a4cd66a473a1e)},
+    /* sha256_64be (64-bit) */
+    /* input 0: empty */
+    {"sha256_64be", "", 0, UINT32_C(0x98fc1c14), UINT64_C(0xe3b0c44298fc1c14)},
+    /* input 1: prefix 1 */
+    {"sha256_64be", "a", 1, UINT32_C(0xca1bbdca), UINT64_C(0xca978112ca1bbdca)},
+    /* input 2: prefix 2 */
+    {"sha256_64be", "ab", 2, UINT32_C(0x2e4c3f24), UINT64_C(0xfb8e20fc2e4c3f24)},
+    /* input 3: prefix 3 */
+    {"sha256_64be", "abc", 3, UINT32_C(0x8f01cfea), UINT64_C(0xba7816bf8f01cfea)},
+    /* input 4: prefix 4 */
+    {"sha256_64be", "abcd", 4, UINT32_C(0xd4e6338d), UINT64_C(0x88d4266fd4e6338d)},
+    /* input 5: prefix 5 */
+    {"sha256_64be", "abcde", 5, UINT32_C(0xd96841d1), UINT64_C(0x36bbe50ed96841d1)},
+    /* input 6: prefix 6 */
+    {"sha256_64be", "abcdef", 6, UINT32_C(0xf53a6d40), UINT64_C(0xbef57ec7f53a6d40)},
+    /* input 7: prefix 7 */
+    {"sha256_64be", "abcdefg", 7, UINT32_C(0x7b222502), UINT64_C(0x7d1a54127b222502)},
+    /* input 8: prefix 8 */
+    {"sha256_64be", "abcdefgh", 8, UINT32_C(0xb374c3ba), UINT64_C(0x9c56cc51b374c3ba)},
+    /* input 9: prefix 9 */
+    {"sha256_64be", "abcdefghi", 9, UINT32_C(0x6df43cc5), UINT64_C(0x19cc02f26df43cc5)},
+    /* input 10: prefix 10 */
+    {"sha256_64be", "abcdefghij", 10, UINT32_C(0xda6a7754), UINT64_C(0x72399361da6a7754)},
+    /* input 11: prefix 11 */
+    {"sha256_64be", "abcdefghijk", 11, UINT32_C(0xea0c6e46), UINT64_C(0xca2f2069ea0c6e46)},
+    /* input 12: prefix 12 */
+    {"sha256_64be", "abcdefghijkl", 12, UINT32_C(0xa4d989c1), UINT64_C(0xd682ed4ca4d989c1)},
+    /* input 13: prefix 13 */
+    {"sha256_64be", "abcdefghijklm", 13, UINT32_C(0x1af23606), UINT64_C(0xff10304f1af23606)},
+    /* input 14: prefix 14 */
+    {"sha256_64be", "abcdefghijklmn", 14, UINT32_C(0x92d7aad4), UINT64_C(0x0653c7e992d7aad4)},
+    /* input 15: prefix 15 */
+    {"sha256_64be", "abcdefghijklmno", 15, UINT32_C(0x50efde99), UINT64_C(0x41c7760c50efde99)},
+    /* input 16: prefix 16 */
+    {"sha256_64be", "abcdefghijklmnop", 16, UINT32_C(0xbaba535e), UINT64_C(0xf39dac6cbaba535e)},
+    /* input 17: prefix 17 */
+    {"sha256_64be", "abcdefghijklmnopq", 17, UINT32_C(0xc4dfb54a), UINT64_C(0x918a954ac4dfb54a)},
+    /* input 18: 0x80 */
+    {"sha256_64be", "\x80", 1, UINT32_C(0x8d0075f7), UINT64_C(0x76be8b528d0075f7)},
+    /* input 19: 0xff */
+    {"sha256_64be", "\xff", 1, UINT32_C(0xaa1940d0), UINT64_C(0xa8100ae6aa1940d0)},
+    /* input 20: four 0xff (murmur3 published, seed 0) */
+    {"sha256_64be", "\xff\xff\xff\xff", 4, UINT32_C(0xc0b799c0), UINT64_C(0xad95131bc0b799c0)},
+    /* input 21: high bytes then low */
+    {"sha256_64be", "\xfe\xdc\xba\x98vT2\x10", 8, UINT32_C(0x1b2c2d85), UINT64_C(0x18f9781b1b2c2d85)},
+    /* input 22: 0x80..0xff */
+    {"sha256_64be", KAT_IN_22, 128, UINT32_C(0x1dd9974d), UINT64_C(0x60ae23ee1dd9974d)},
+    /* input 23: UTF-8 pi x8 */
+    {"sha256_64be", KAT_IN_23, 16, UINT32_C(0x9ea0cba9), UINT64_C(0x3bcc4cc89ea0cba9)},
+    /* input 24: UTF-8 key */
+    {"sha256_64be", "caf\xc3\xa9:\xc3\xbc\xc3\xb1\xc3\xae", 12, UINT32_C(0x2fbcf9e7), UINT64_C(0x2d1d6fca2fbcf9e7)},
+    /* input 25: 0xff then hex-like letters */
+    {"sha256_64be", "\xff" "abc", 4, UINT32_C(0xb7977a87), UINT64_C(0x47212fceb7977a87)},
+    /* input 26: 0x01 then digits */
+    {"sha256_64be", "\x01" "23", 3, UINT32_C(0xc8762963), UINT64_C(0x37c1aa81c8762963)},
+    /* input 27: one NUL */
+    {"sha256_64be", "\x00", 1, UINT32_C(0xffb37a98), UINT64_C(0x6e340b9cffb37a98)},
+    /* input 28: four NULs (murmur3 published, seed 0) */
+    {"sha256_64be", "\x00\x00\x00\x00", 4, UINT32_C(0x04a92fdb), UINT64_C(0xdf3f619804a92fdb)},
+    /* input 29: embedded NUL */
+    {"sha256_64be", "a\x00" "b", 3, UINT32_C(0x1bbcb1d3), UINT64_C(0x59b271ae1bbcb1d3)},
+    /* input 30: NUL inside a key */
+    {"sha256_64be", "node\x00" "1", 6, UINT32_C(0xdd005c2d), UINT64_C(0x6b50ba0bdd005c2d)},
+    /* input 31: trailing NUL (FNV suite TEST0) */
+    {"sha256_64be", "foobar\x00", 7, UINT32_C(0x56726e4f), UINT64_C(0x16917ee356726e4f)},
+    /* input 32: murmur3 endianness vector */
+    {"sha256_64be", "!Ce\x87", 4, UINT32_C(0x67a32ab2), UINT64_C(0xa8551af967a32ab2)},
+    /* input 33: murmur3 3-byte tail vector */
+    {"sha256_64be", "!Ce", 3, UINT32_C(0x97dc6e7d), UINT64_C(0xce12143397dc6e7d)},
+    /* input 34: FNV suite */
+    {"sha256_64be", "foobar", 6, UINT32_C(0x3720e8ad), UINT64_C(0xc3ab8ff13720e8ad)},
+    /* input 35: FNV suite, 17 bytes */
+    {"sha256_64be", "chongo was here!\n", 17, UINT32_C(0x32ffd9ee), UINT64_C(0xa649429132ffd9ee)},
+    /* input 36: RFC 1321 */
+    {"sha256_64be", "message digest", 14, UINT32_C(0xcf23e14e), UINT64_C(0xf7846f55cf23e14e)},
+    /* input 37: RFC 1321 */
+    {"sha256_64be", KAT_IN_37, 62, UINT32_C(0x4da0cd85), UINT64_C(0xdb4bfcbd4da0cd85)},
+    /* input 38: pangram */
+    {"sha256_64be", "The quick brown fox jumps over the lazy dog", 43, UINT32_C(0x07d78094), UINT64_C(0xd7a8fbb307d78094)},
+    /* input 39: murmur3 suite string */
+    {"sha256_64be", "Hello, world!", 13, UINT32_C(0x76d078c4), UINT64_C(0x315f5bdb76d078c4)},
+    /* input 40: key */
+    {"sha256_64be", "user:1", 6, UINT32_C(0x8ad18b85), UINT64_C(0xabc3a47b8ad18b85)},
+    /* input 41: key */
+    {"sha256_64be", "user:2", 6, UINT32_C(0xec890a4d), UINT64_C(0x0195616cec890a4d)},
+    /* input 42: key */
+    {"sha256_64be", "user:42", 7, UINT32_C(0xe1e57d62), UINT64_C(0xea3fd43be1e57d62)},
+    /* input 43: key */
+    {"sha256_64be", "session:7f3a9c", 14, UINT32_C(0x81859881), UINT64_C(0xb5e0d6df81859881)},
+    /* input 44: node id */
+    {"sha256_64be", "node-1", 6, UINT32_C(0xe9bb024a), UINT64_C(0x35971be6e9bb024a)},
+    /* input 45: ring point */
+    {"sha256_64be", "node-1#0", 8, UINT32_C(0xf03e78af), UINT64_C(0x1e764963f03e78af)},
+    /* input 46: ring point */
+    {"sha256_64be", "node-1#1", 8, UINT32_C(0x73c18af2), UINT64_C(0xe2e2b7af73c18af2)},
+    /* input 47: ring point (last of 160) */
+    {"sha256_64be", "node-1#159", 10, UINT32_C(0x0c2f9759), UINT64_C(0xc0656e2d0c2f9759)},
+    /* input 48: ring point */
+    {"sha256_64be", "node-2#0", 8, UINT32_C(0x2b2f0489), UINT64_C(0xcf64e6882b2f0489)},
+    /* input 49: ketama point */
+    {"sha256_64be", "10.0.0.1:11211-0", 16, UINT32_C(0x93bdca5b), UINT64_C(0xe086cc5a93bdca5b)},
+    /* input 50: path key */
+    {"sha256_64be", "cache/objects/2024/01/31/thumbnail-000123.jpg", 45, UINT32_C(0x0616cd2e), UINT64_C(0xe42394040616cd2e)},
+    /* input 51: 1000-byte pattern (i*131+17) */
+    {"sha256_64be", KAT_IN_51, 1000, UINT32_C(0x54c88e44), UINT64_C(0x9b1f933854c88e44)},
+    /* input 52: 256 x 'a' */
+    {"sha256_64be", KAT_IN_52, 256, UINT32_C(0x77e18c64), UINT64_C(0x02d7160d77e18c64)},
+    /* input 53: xxHash sanity buffer [0:6] */
+    {"sha256_64be", "\x00R\x92\x9b\xb7" "2", 6, UINT32_C(0x9bce4fdb), UINT64_C(0x8909ab179bce4fdb)},
+    /* input 54: xxHash sanity buffer [0:12] */
+    {"sha256_64be", "\x00R\x92\x9b\xb7" "2\xa3$-\x00\xaf\x95", 12, UINT32_C(0xe1b06420), UINT64_C(0x76002f6fe1b06420)},
+    /* input 55: xxHash sanity buffer [0:24] (the first 24 bytes of input 63) */
+    {"sha256_64be", KAT_IN_63, 24, UINT32_C(0x39432bb6), UINT64_C(0x3cf3851d39432bb6)},
+    /* input 56: xxHash sanity buffer [0:48] (the first 48 bytes of input 63) */
+    {"sha256_64be", KAT_IN_63, 48, UINT32_C(0x19d1f2a5), UINT64_C(0x213585ee19d1f2a5)},
+    /* input 57: xxHash sanity buffer [0:80] (the first 80 bytes of input 63) */
+    {"sha256_64be", KAT_IN_63, 80, UINT32_C(0x8686c8b4), UINT64_C(0xe445d6258686c8b4)},
+    /* input 58: xxHash sanity buffer [0:195] (the first 195 bytes of input 63) */
+    {"sha256_64be", KAT_IN_63, 195, UINT32_C(0xf6d88b4e), UINT64_C(0xce66449cf6d88b4e)},
+    /* input 59: xxHash sanity buffer [0:403] (the first 403 bytes of input 63) */
+    {"sha256_64be", KAT_IN_63, 403, UINT32_C(0x4edaa0d9), UINT64_C(0xfa2f759c4edaa0d9)},
+    /* input 60: xxHash sanity buffer [0:512] (the first 512 bytes of input 63) */
+    {"sha256_64be", KAT_IN_63, 512, UINT32_C(0xb093f142), UINT64_C(0xe1fca6ffb093f142)},
+    /* input 61: xxHash sanity buffer [0:2048] (the first 2048 bytes of input 63) */
+    {"sha256_64be", KAT_IN_63, 2048, UINT32_C(0x2f0eb8d2), UINT64_C(0x45bff7bf2f0eb8d2)},
+    /* input 62: xxHash sanity buffer [0:2240] (the first 2240 bytes of input 63) */
+    {"sha256_64be", KAT_IN_63, 2240, UINT32_C(0xe0a509be), UINT64_C(0xeb1b20c4e0a509be)},
+    /* input 63: xxHash sanity buffer [0:2367] */
+    {"sha256_64be", KAT_IN_63, 2367, UINT32_C(0x0a28ced5), UINT64_C(0x85a5351c0a28ced5)},
+    /* input 64: CRC check string */
+    {"sha256_64be", "123456789", 9, UINT32_C(0xc33891eb), UINT64_C(0x15e2b0d3c33891eb)},
+    /* input 65: 3-byte tail ending in 0xff */
+    {"sha256_64be", "ab\xff", 3, UINT32_C(0x4bc66af9), UINT64_C(0x2a40b10d4bc66af9)},
+    /* input 66: 4-byte block, then a 3-byte tail of high bytes */
+    {"sha256_64be", "abcd\xe9\xe8\xff", 7, UINT32_C(0xe07cc152), UINT64_C(0xb8f27505e07cc152)},
+    /* input 67: 4-byte block, then a lone 0xfe */
+    {"sha256_64be", "abcd\xfe", 5, UINT32_C(0xa21de137), UINT64_C(0x7c83543ba21de137)},
+    /* input 68: 13 bytes, high bytes inside */
+    {"sha256_64be", "key:\x80\x90\xa0\xb0\xc0\xd0\xe0\xf0!", 13, UINT32_C(0x727c81c4), UINT64_C(0x51fe5ca0727c81c4)},
+    /* input 69: 21 bytes 0x70, 0x77, ..., 0xfc */
+    {"sha256_64be", KAT_IN_69, 21, UINT32_C(0x91954180), UINT64_C(0xafe7cd0591954180)},
+    /* input 70: U+1F600, 4 bytes */
+    {"sha256_64be", "\xf0\x9f\x98\x80", 4, UINT32_C(0x2c5ef547), UINT64_C(0xf0443a342c5ef547)},
+    /* input 71: truncated 3-byte sequence, then x */
+    {"sha256_64be", "\xe2\x82x", 3, UINT32_C(0xad89ccea), UINT64_C(0x1f348226ad89ccea)},
+    /* input 72: an encoded surrogate */
+    {"sha256_64be", "\xed\xa0\x80", 3, UINT32_C(0x98555fb4), UINT64_C(0x91a681b998555fb4)},
+    /* input 73: overlong '/' */
+    {"sha256_64be", "\xc0\xaf", 2, UINT32_C(0xdaa6960e), UINT64_C(0xcaf573f0daa6960e)},
+    /* input 74: above U+10FFFF */
+    {"sha256_64be", "\xf4\x90\x80\x80", 4, UINT32_C(0xf3b5d7c2), UINT64_C(0xfb16995ef3b5d7c2)},
 };
 
 #define KAT_HASH_VECTORS_COUNT (sizeof kat_hash_vectors / sizeof kat_hash_vectors[0])

@@ -68,7 +68,8 @@ PIN(CH_HASH_TW_CRC32, 7) PIN(CH_HASH_TW_CRC32A, 8) PIN(CH_HASH_TW_FNV1_64, 9)
 PIN(CH_HASH_TW_FNV1A_64, 10) PIN(CH_HASH_TW_FNV1_32, 11) PIN(CH_HASH_TW_FNV1A_32, 12)
 PIN(CH_HASH_TW_HSIEH, 13) PIN(CH_HASH_TW_MURMUR, 14) PIN(CH_HASH_TW_JENKINS, 15)
 PIN(CH_HASH_JAVA_HASHCODE, 16) PIN(CH_HASH_MD5_64BE, 17) PIN(CH_HASH_SDBM, 18)
-PIN(CH_HASH_FNV1A32_FMIX_UTF16, 19) PIN(CH_HASH_COUNT_, 20)
+PIN(CH_HASH_FNV1A32_FMIX_UTF16, 19) PIN(CH_HASH_MURMUR2_64, 20) PIN(CH_HASH_SHA256_64BE, 21)
+PIN(CH_HASH_COUNT_, 22)
 PIN(CH_ALGO_MODULO, 0) PIN(CH_ALGO_RING, 1) PIN(CH_ALGO_RENDEZVOUS, 2) PIN(CH_ALGO_JUMP, 3)
 PIN(CH_ALGO_MAGLEV, 4) PIN(CH_ALGO_KETAMA, 5) PIN(CH_ALGO_MODULA, 6) PIN(CH_ALGO_RANDOM, 7)
 PIN(CH_ALGO_LIBMEMCACHED_KETAMA, 8) PIN(CH_ALGO_LIBMEMCACHED_KETAMA_SPY, 9)
@@ -81,7 +82,13 @@ PIN(CH_ALGO_HASHRING_3, 20) PIN(CH_ALGO_HASHRING_HASH_RING_3, 21)
 PIN(CH_ALGO_NGINX_1, 22)
 PIN(CH_ALGO_HAPROXY_2, 23)
 PIN(CH_ALGO_PYMEMCACHE_3, 24)
-PIN(CH_ALGO_COUNT_, 25)
+PIN(CH_ALGO_PREDIS_1, 25) PIN(CH_ALGO_PREDIS_KETAMA_1, 26) PIN(CH_ALGO_PHPREDIS_ARRAY_5, 27)
+PIN(CH_ALGO_PHPREDIS_ARRAY_RANGE_5, 28) PIN(CH_ALGO_REDIS_RB_4, 29) PIN(CH_ALGO_REDIS_RB_5, 30)
+PIN(CH_ALGO_GO_REDIS_RING_5, 31) PIN(CH_ALGO_DJANGO_REDIS_SHARD_5, 32)
+PIN(CH_ALGO_CACHE_MEMCACHED_1, 33) PIN(CH_ALGO_CMFAST_0, 34) PIN(CH_ALGO_PYTHON_MEMCACHED_1, 35)
+PIN(CH_ALGO_GOMEMCACHE_0, 36) PIN(CH_ALGO_NODE_MEMCACHED_2, 37) PIN(CH_ALGO_MEMJS_1, 38)
+PIN(CH_ALGO_ENVOY_RING_HASH_1, 39)
+PIN(CH_ALGO_COUNT_, 40)
 #undef PIN
 
 /* Values are dense: each entry's value is its position in its list. */
@@ -394,9 +401,10 @@ static void test_lookup_equals_lookup_hash(void **state)
             size_t len = tu_key(key, 1, k);
             uint64_t h;
             assert_int_equal(ch_hash64(hash, key, len, &h), CH_OK);
-            /* dalli@3's key hash carries the key's length above its 32-bit crc32 (its retries'
-             * hashes derive from both); its lookup reads the low 32 bits. */
-            if (a == CH_ALGO_DALLI_3)
+            /* dalli@3's and cache_memcached@1's key hashes carry the key's length above their
+             * 32-bit crc32 (their retries' hashes derive from both); lookups read the low 32
+             * bits. */
+            if (a == CH_ALGO_DALLI_3 || a == CH_ALGO_CACHE_MEMCACHED_1)
                 h |= (uint64_t)len << 32;
             assert_int_equal(ch_key_hash(t, key, len), h);
             assert_int_equal(ch_lookup(t, key, len), ch_lookup_hash(t, h));

@@ -682,15 +682,23 @@ ch_table *cli_build(const cli *c, const fleet *f, const ch_options *opt, bool sk
     int rc = ch_table_build_err(f->nodes, f->n, opt, &t, &err);
     if (rc == CH_OK)
         return t;
+    /* The library's own limit, in its words (ch_algo_limits), where it has one. */
+    const char *limits = ch_algo_limits(opt->algo);
     if (rc == CH_EUNSUPPORTED && !algo_weighted(opt->algo)) {
         if (skip) {
             fprintf(stderr, "chash %s: note: %s skipped: it has no weights (%s)\n", c->cmd,
                     ch_algo_name(opt->algo), f->source);
             return NULL;
         }
-        cli_fail(c, "%s has no weights, and the nodes of %s have unequal weights",
-                 ch_algo_name(opt->algo), f->source);
+        cli_fail(c, "%s has no weights, and the nodes of %s have unequal weights%s%s%s",
+                 ch_algo_name(opt->algo), f->source, limits ? " (" : "", limits ? limits : "",
+                 limits ? ")" : "");
     }
+    /* A scheme that reproduces a library with limits (whole weights, a ring's bounds): the
+     * library's rule the table broke, as ch_table_build_err words it; a comparison of several
+     * algorithms goes on without this one. */
+    if (limits != NULL && (rc == CH_EWEIGHT || rc == CH_ETOOBIG || rc == CH_EINVAL))
+        return build_refused(c, f, opt, skip, err.message);
     /* A weight above the scheme's largest (haproxy@2: HAProxy's 256): name it, the limit and
      * why; a comparison of several algorithms goes on without this one. */
     double wmax = ch_algo_max_weight(opt->algo);

@@ -271,6 +271,22 @@ int cmd_plan(cli *c)
     }
     qsort(flows, nflows, sizeof(*flows), by_share);
     double theory = min_moved(&a, &b);
+    /* A placement that is not consistent (modulo over the servers, a range split): say plainly
+     * what the change costs, in keys when the pool's size is known. */
+    bool remaps = algo == algob && (ch_algo_flags(algo) & CH_ALGO_F_REMAPS) && moved > 0;
+    if (remaps) {
+        char keys[96] = "";
+        if (c->pool_keys > 0)
+            snprintf(keys, sizeof(keys), " (%.0f of the pool's %llu keys)",
+                     moved * (double)c->pool_keys, (unsigned long long)c->pool_keys);
+        warn(c, &w,
+             "%s is not consistent (the key hash modulo the servers): this change moves %.2f%% "
+             "of the keys%s, where the least any placement must move is %.2f%%; to change the "
+             "fleet without that, move it behind chash-proxy with this distribution, then to a "
+             "consistent one with warm_up (docs/COMPATIBILITY.md, \"Moving a fleet that shards "
+             "in its clients\")",
+             ch_algo_name(algo), 100 * moved, keys, 100 * theory);
+    }
 
     /* --key-file: the keys that move. */
     uint64_t nkeys = 0, nmoved = 0;
@@ -294,6 +310,8 @@ int cmd_plan(cli *c)
         json_num(&j, moved);
         json_key(&j, "theory");
         json_num(&j, theory);
+        json_key(&j, "consistent");
+        json_bool(&j, (ch_algo_flags(algob) & CH_ALGO_F_REMAPS) == 0);
         if (c->pool_keys > 0 && c->read_rate > 0) {
             json_key(&j, "warm_up");
             warm_up_json(&j, c, moved);
@@ -386,6 +404,15 @@ int cmd_plan(cli *c)
                    algo == CH_ALGO_RING ? "ring arcs" : "maglev slots");
         printf("\nmoves %.2f%% of the key space (the least any placement must move: %.2f%%)\n",
                100 * moved, 100 * theory);
+        if (remaps) {
+            printf("%s is not consistent: %.2f%% of the keys move", ch_algo_name(algo),
+                   100 * moved);
+            if (c->pool_keys > 0)
+                printf(", %.0f of the pool's %llu", moved * (double)c->pool_keys,
+                       (unsigned long long)c->pool_keys);
+            printf(" (%.1fx the least); docs/COMPATIBILITY.md, \"Moving a fleet that shards in "
+                   "its clients\", shows the way round it\n", theory > 0 ? moved / theory : 0.0);
+        }
         if (c->pool_keys > 0 && c->read_rate > 0)
             warm_up_text(c, moved);
         size_t shown = nflows <= 25 ? nflows : 20;

@@ -47,16 +47,26 @@ int cmd_algorithms(cli *c)
             json_bool(&j, (fl & CH_ALGO_F_ADDR_IDS) != 0);
             json_key(&j, "keyed");
             json_bool(&j, (fl & CH_ALGO_F_KEYED) != 0);
+            json_key(&j, "whole_weights");
+            json_bool(&j, (fl & CH_ALGO_F_WHOLE_WEIGHTS) != 0);
+            json_key(&j, "consistent");
+            json_bool(&j, (fl & CH_ALGO_F_REMAPS) == 0);
+            json_key(&j, "limits");
+            json_str(&j, ch_algo_limits(a));
             json_end(&j);
             continue;
         }
         printf("%s\t", ch_algo_name(a));
         if (!(fl & CH_ALGO_F_WEIGHTED))
             fputs("no weights", stdout);
-        else if (wmax > 0)
-            printf("weights up to %g", wmax);
+        else if (fl & CH_ALGO_F_WHOLE_WEIGHTS)
+            fputs("whole weights", stdout);
         else
             fputs("weights", stdout);
+        if ((fl & CH_ALGO_F_WEIGHTED) && wmax > 0)
+            printf(" up to %.15g", wmax);
+        if (fl & CH_ALGO_F_REMAPS)
+            fputs(", not consistent", stdout);
         if (fixed)
             printf(", hash %s", fixed);
         if (fl & CH_ALGO_F_ADDR_IDS)

@@ -333,9 +333,13 @@ static unsigned algo_family(ch_algo_id a)
     case CH_ALGO_UHASHRING_2: case CH_ALGO_UHASHRING_KETAMA_2: case CH_ALGO_GROUPCACHE_0:
     case CH_ALGO_GUAVA_31: case CH_ALGO_SPYMEMCACHED_2: case CH_ALGO_SPYMEMCACHED_LIBMEMCACHED_2:
     case CH_ALGO_PECL_MEMCACHE_4: case CH_ALGO_HASHRING_3: case CH_ALGO_HASHRING_HASH_RING_3:
-    case CH_ALGO_PYMEMCACHE_3:
+    case CH_ALGO_PYMEMCACHE_3: case CH_ALGO_PREDIS_1: case CH_ALGO_PREDIS_KETAMA_1:
+    case CH_ALGO_PHPREDIS_ARRAY_5: case CH_ALGO_PHPREDIS_ARRAY_RANGE_5: case CH_ALGO_REDIS_RB_4:
+    case CH_ALGO_REDIS_RB_5: case CH_ALGO_GO_REDIS_RING_5: case CH_ALGO_DJANGO_REDIS_SHARD_5:
+    case CH_ALGO_CACHE_MEMCACHED_1: case CH_ALGO_CMFAST_0: case CH_ALGO_PYTHON_MEMCACHED_1:
+    case CH_ALGO_GOMEMCACHE_0: case CH_ALGO_NODE_MEMCACHED_2: case CH_ALGO_MEMJS_1:
         return 3;
-    case CH_ALGO_NGINX_1: case CH_ALGO_HAPROXY_2:
+    case CH_ALGO_NGINX_1: case CH_ALGO_HAPROXY_2: case CH_ALGO_ENVOY_RING_HASH_1:
         return 4;
     default: /* a registry entry not sorted into a family yet is still drawn, under "other" */
         return 5;
@@ -359,7 +363,7 @@ static unsigned hash_family(ch_hash_id h)
     case CH_HASH_TW_MURMUR: case CH_HASH_TW_JENKINS:
         return 1;
     case CH_HASH_JAVA_HASHCODE: case CH_HASH_MD5_64BE: case CH_HASH_SDBM:
-    case CH_HASH_FNV1A32_FMIX_UTF16:
+    case CH_HASH_FNV1A32_FMIX_UTF16: case CH_HASH_MURMUR2_64: case CH_HASH_SHA256_64BE:
         return 2;
     default:
         return 3;

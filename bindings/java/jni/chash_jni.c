@@ -47,8 +47,8 @@ static void throw_chash(JNIEnv *env, int status, const char *message) {
 
 /* "what: libchash's message" for a status. */
 static void throw_status(JNIEnv *env, int status, const char *what) {
-    char buf[512];
-    snprintf(buf, sizeof buf, "%.400s: %s", what, ch_strerror(status));
+    char buf[768];
+    snprintf(buf, sizeof buf, "%.600s: %s", what, ch_strerror(status));
     throw_chash(env, status, buf);
 }
 

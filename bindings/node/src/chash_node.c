@@ -669,7 +669,8 @@ static napi_value nb_info(napi_env env, napi_callback_info info)
 
 /* ---- registries ---------------------------------------------------------------------------- */
 
-/* algorithms() -> [{name, id, weighted, fixedHash, addrIds, keyed, maxWeight}] in id order */
+/* algorithms() -> [{name, id, weighted, fixedHash, addrIds, keyed, wholeWeights, consistent,
+ * limits, maxWeight}] in id order */
 static napi_value nb_algorithms(napi_env env, napi_callback_info info)
 {
     (void)info;
@@ -690,10 +691,14 @@ static napi_value nb_algorithms(napi_env env, napi_callback_info info)
             unsigned bit;
         } flags[] = {{"weighted", CH_ALGO_F_WEIGHTED},
                      {"addrIds", CH_ALGO_F_ADDR_IDS},
-                     {"keyed", CH_ALGO_F_KEYED}};
+                     {"keyed", CH_ALGO_F_KEYED},
+                     {"wholeWeights", CH_ALGO_F_WHOLE_WEIGHTS}};
         for (size_t j = 0; ok && j < sizeof(flags) / sizeof(flags[0]); j++)
             ok = napi_get_boolean(env, (f & flags[j].bit) != 0, &b) == napi_ok &&
                  napi_set_named_property(env, o, flags[j].key, b) == napi_ok;
+        ok = ok && napi_get_boolean(env, (f & CH_ALGO_F_REMAPS) == 0, &b) == napi_ok &&
+             napi_set_named_property(env, o, "consistent", b) == napi_ok &&
+             set_str(env, o, "limits", ch_algo_limits((ch_algo_id)id));
         if (!ok || napi_set_element(env, out, (uint32_t)id, o) != napi_ok)
             return napi_failed(env);
     }

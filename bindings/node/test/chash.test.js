@@ -108,6 +108,9 @@ test('the module lists the same schemes and hashes as chash', () => {
     assert.equal(m.weighted, a.weighted, a.name);
     assert.equal(m.keyed, a.keyed, a.name);
     assert.equal(m.fixedHash, a.fixed_hash, a.name);
+    assert.equal(m.wholeWeights, a.whole_weights, a.name);
+    assert.equal(m.consistent, a.consistent, a.name);
+    assert.equal(m.limits, a.limits, a.name);
   }
   assert.match(chash.version, /^\d+\.\d+\.\d+$/);
 });

@@ -28,6 +28,9 @@ class AlgorithmInfo(TypedDict):
     address_ids: bool
     keyed: bool
     walk: bool
+    whole_weights: bool
+    consistent: bool
+    limits: str | None
 
 def algorithms() -> tuple[str, ...]: ...
 def hashes() -> tuple[str, ...]: ...

@@ -78,7 +78,7 @@ static PyObject *raise_status(PyObject *cls, int status, const char *message)
 /* Raises Error("<what>: <libchash's message>") for a failed libchash call. */
 static PyObject *raise_chash(int status, const char *what)
 {
-    char buf[512];
+    char buf[768];
     snprintf(buf, sizeof(buf), "%s: %s", what, ch_strerror(status));
     return raise_status(Error, status, buf);
 }
@@ -240,14 +240,18 @@ static PyObject *mod_algorithm_info(PyObject *self, PyObject *name)
         Py_XDECREF(max_weight);
         return NULL;
     }
-    return Py_BuildValue("{s:s,s:O,s:N,s:N,s:O,s:O,s:O}", "name", ch_algo_name(a), "weighted",
-                         (fl & CH_ALGO_F_WEIGHTED) ? Py_True : Py_False, "max_weight",
-                         max_weight, "fixed_hash", fixed, "address_ids",
+    const char *limits = ch_algo_limits(a);
+    return Py_BuildValue("{s:s,s:O,s:N,s:N,s:O,s:O,s:O,s:O,s:O,s:z}", "name", ch_algo_name(a),
+                         "weighted", (fl & CH_ALGO_F_WEIGHTED) ? Py_True : Py_False,
+                         "max_weight", max_weight, "fixed_hash", fixed, "address_ids",
                          (fl & CH_ALGO_F_ADDR_IDS) ? Py_True : Py_False, "keyed",
                          (fl & CH_ALGO_F_KEYED) ? Py_True : Py_False, "walk",
                          (a == CH_ALGO_JUMP || a == CH_ALGO_GUAVA_31 || (fl & CH_ALGO_F_KEYED))
                              ? Py_False
-                             : Py_True);
+                             : Py_True,
+                         "whole_weights", (fl & CH_ALGO_F_WHOLE_WEIGHTS) ? Py_True : Py_False,
+                         "consistent", (fl & CH_ALGO_F_REMAPS) ? Py_False : Py_True, "limits",
+                         limits);
 }
 
 /* ---- keys ----------------------------------------------------------------------------------- */

@@ -20,6 +20,10 @@ public final class Schemes {
     public static final int ADDR_IDS = 4;
     /** The placement hashes the key with each node: no walk, replicas(key, r) only for r = 1. */
     public static final int KEYED = 8;
+    /** Not consistent: a change of the node list moves most keys (modulo placements). */
+    public static final int REMAPS = 16;
+    /** The library's weights are whole numbers >= 1; others are refused. */
+    public static final int WHOLE_WEIGHTS = 32;
 
     private static final List<String> ALGORITHMS = names(Native.algorithms());
     private static final List<String> HASHES = names(Native.hashes());
@@ -44,7 +48,8 @@ public final class Schemes {
         return HASHES;
     }
 
-    /** What a scheme takes, as WEIGHTED | FIXED_HASH | ADDR_IDS | KEYED bits. */
+    /** What a scheme takes, as WEIGHTED | FIXED_HASH | ADDR_IDS | KEYED | REMAPS | WHOLE_WEIGHTS
+     * bits. */
     public static int flags(String algorithm) {
         int i = ALGORITHMS.indexOf(algorithm);
         if (i < 0) {
