@@ -5,6 +5,8 @@
 #include "pool.h"
 #include "tls.h"
 
+#include "hot/topk.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,6 +119,13 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
     sp->lease_until_ns = sp->serve_until_ns = pc->membership != NULL ? 0 : UINT64_MAX;
     sp->fence_why = PX_FENCE_UNREAD;
     return 0;
+}
+
+bool px_pool_hot(const px_pool *pool, uint64_t kh)
+{
+    ch__topk_entry e;
+    return pool->hot != NULL && ch__topk_find(pool->hot, kh, &e) &&
+           e.count - e.error >= pool->hot_threshold;
 }
 
 void px_route_tree_release(px_route_tree *t)

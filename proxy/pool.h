@@ -233,6 +233,11 @@ typedef struct px_pool {
     uint64_t hot_threshold;
 } px_pool;
 
+/* Whether this worker's detector says the key of hash kh (px_key_hash) is hot now: its reads'
+ * lower bound this window reached the worker's share of hot_threshold (the near cache and
+ * hot_spread ask). Cost: a lookup in the window's summary. */
+bool px_pool_hot(const px_pool *pool, uint64_t kh);
+
 /* A worker pool's settings from its conf: depth, timeout, limits, password (start and reload). */
 void px_pool_configure(px_pool *pool);
 

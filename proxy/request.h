@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <xxhash.h>
 
 /* The longest encoded key decoded for routing (memcached's keys: at most 250 bytes). */
@@ -169,11 +170,28 @@ static inline px_route *px_rq_via(const px_rq *rq)
 {
     return rq->via;
 }
-/* Route rt's own word of state for slot s (zero until it writes it). rt must not be a leaf. */
+/* Route rt's own word of state for slot s (zero until it writes it). rt must not be a leaf.
+ * Routes read and write it through their own type (PX_SLOT_WORD), not as bits. */
 static inline uint64_t *px_rq_state(px_rq *rq, px_slot s, const px_route *rt)
 {
     return &rq->slots[s].state[rt->level];
 }
+/* A route's slot word as its own type T, of at most 8 bytes (all zero bits until written: NULL,
+ * 0, false): declares NAME_get(rq, s, rt) and NAME_set(rq, s, rt, v). Cost: an 8-byte copy. */
+#define PX_SLOT_WORD(NAME, T)                                                                   \
+    _Static_assert(sizeof(T) <= sizeof(uint64_t), #T " is larger than a slot word");          \
+    static inline T NAME##_get(px_rq *rq, px_slot s, const px_route *rt)                       \
+    {                                                                                          \
+        T v;                                                                                   \
+        memcpy(&v, px_rq_state(rq, s, rt), sizeof(v));                                         \
+        return v;                                                                              \
+    }                                                                                          \
+    static inline void NAME##_set(px_rq *rq, px_slot s, const px_route *rt, T v)               \
+    {                                                                                          \
+        uint64_t w = 0;                                                                        \
+        memcpy(&w, &v, sizeof(v));                                                             \
+        *px_rq_state(rq, s, rt) = w;                                                           \
+    }
 /* The request's answer to slots[0, n) (a root route's answer, or px_rq_return at the top). */
 void px_rq_answer(px_rq *rq, const px_slot *slots, size_t n, const px_reply *r);
 /* Answers slots[0, n) with an error made by the proxy. */

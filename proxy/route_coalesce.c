@@ -16,9 +16,8 @@
  *
  * State, all this worker's: the route's table of open groups in its tree (its state, built
  * with the tree: the key's hash and the leader, open addressing, removal by backward shift; a
- * reload's tree has a table of its own), and the waiters as a list through the slot states at
- * this route's level (px_rq_state): the leader's word is the first waiter, each waiter's word the
- * next. A request in flight is never freed (request.h:
+ * reload's tree has a table of its own), and the waiters as a list through the slot words at
+ * this route's level (next_waiter): the leader's is the first waiter, each waiter's the next. A request in flight is never freed (request.h:
  * its owner frees it once done), so the list holds only live requests. Cost per read: one probe
  * run of a table at most half full (the key's hash is the request's, px_rq_key_hash, computed
  * once); a write adds one probe run per key.
@@ -40,6 +39,9 @@ typedef struct flights {
         px_rq *leader; /* NULL: empty */
     } at[SLOTS];
 } flights;
+
+/* A slot's word at this route: the next waiter of its group (a leader's: the first). */
+PX_SLOT_WORD(next_waiter, px_rq *)
 
 static flights *table_of(const px_route *rt)
 {
@@ -87,7 +89,7 @@ static void coalesce_start(px_route *rt, px_rq *rq, px_slot s)
     px_pool *pool = rq->pool;
     flights *f = table_of(rt);
     uint64_t h;
-    *px_rq_state(rq, s, rt) = 0;
+    next_waiter_set(rq, s, rt, NULL);
     if (!joinable(rq)) {
         /* A write, or a read that does not join: a write closes its keys' groups. */
         if (rq->msg.cmd->cls != PX_CLASS_READ && f->n > 0) {
@@ -111,9 +113,8 @@ static void coalesce_start(px_route *rt, px_rq *rq, px_slot s)
             l->msg.dialect == rq->msg.dialect &&
             memcmp(l->msg.raw, rq->msg.raw, rq->msg.len) == 0) {
             /* Join: first in the leader's list (answered in any order: each its own client). */
-            uint64_t *head = px_rq_state(l, 0, rt);
-            *px_rq_state(rq, s, rt) = *head;
-            *head = (uint64_t)(uintptr_t)rq;
+            next_waiter_set(rq, s, rt, next_waiter_get(l, 0, rt));
+            next_waiter_set(l, 0, rt, rq);
             pool->m.coalesced++;
             return;
         }
@@ -140,12 +141,12 @@ static void coalesce_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t
             flight_remove(f, p);
     }
     /* The waiters first: r may point into the leader's request, which its answer can free. */
-    px_rq *w = (px_rq *)(uintptr_t)*px_rq_state(rq, slots[0], rt);
-    *px_rq_state(rq, slots[0], rt) = 0;
+    px_rq *w = next_waiter_get(rq, slots[0], rt);
+    next_waiter_set(rq, slots[0], rt, NULL);
     static const px_slot zero = 0;
     while (w != NULL) {
-        px_rq *next = (px_rq *)(uintptr_t)*px_rq_state(w, 0, rt);
-        *px_rq_state(w, 0, rt) = 0;
+        px_rq *next = next_waiter_get(w, 0, rt);
+        next_waiter_set(w, 0, rt, NULL);
         px_rq_return(w, rt, &zero, 1, r);
         w = next;
     }

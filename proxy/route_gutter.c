@@ -16,16 +16,16 @@
  * and only its leaves send. A slot goes alone: one key's request, answered for that slot, so a
  * split command's keys of a lost owner each reach the gutter on their own.
  *
- * The owner is the key's node under the pool's current placement (px_route_pool_owner_out),
- * its state the shared health, so every worker and the rejoin agree on it. A write is journaled
+ * The owner is where child[0]'s usual path places the key (px_route_where: the current
+ * placement's node), its state the shared health, so every worker and the rejoin agree on it. A write is journaled
  * before its owner is looked at again: px_health_journal takes the lock the owner's readmission
  * checks (px_health_readmit), so either the key is journaled first and the owner stays out until
  * its rejoin deletes the key there (the gutter then has the only value), or the owner is up
  * again when looked at and the write goes to it (child[0]).
  *
- * A slot's state word (px_rq_state): 0 passed to child[0]; GUTTER_SENT while its side request
- * is out. Cost while no server of the pool is out: one atomic load per slot. While one is: a
- * hash and a lookup per slot, and for the gutter's slots their own encoding (a copy).
+ * No state per slot: only the gutter's answers come back here. Cost while no server of the
+ * pool is out: one atomic load per slot. While one is: a hash and a lookup per slot, and for
+ * the gutter's slots their own encoding (a copy).
  */
 #include "route_gutter.h"
 #include "request.h"
@@ -33,8 +33,6 @@
 
 #include <stdint.h>
 #include <time.h>
-
-#define GUTTER_SENT 1u
 
 /* The wall clock in ms since the epoch, for absolute lifetimes (Redis's EXAT, PXAT). */
 static int64_t wall_ms(void)
@@ -71,7 +69,6 @@ static void to_gutter(px_route *rt, px_rq *rq, px_slot s)
         pool->m.gutter.reads++;
     else
         pool->m.gutter.writes++;
-    *px_rq_state(rq, s, rt) = GUTTER_SENT;
     /* The answer may come at once (a connection that cannot be opened): rq may be done after. */
     if (px_rq_fork(rq, s, rt, gc->pool, gc->pool->route, b.p, b.len) != 0)
         px_rq_return_error(rq, rt, &s, 1, PX_ERR_SERVER, "out of memory");
@@ -82,7 +79,6 @@ static void gutter_start(px_route *rt, px_rq *rq, px_slot s)
 {
     const px_gutter_conf *gc = rt->conf;
     px_pool *pool = rq->pool;
-    *px_rq_state(rq, s, rt) = 0;
     if (!px_health_any_down(pool->health) || rq->msg.nkeys == 0) {
         px_rq_pass(rq, s, rt, rt->child[0]);
         return;
@@ -116,8 +112,6 @@ static void gutter_start(px_route *rt, px_rq *rq, px_slot s)
 static void gutter_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
                          const px_reply *r)
 {
-    for (size_t i = 0; i < n; i++)
-        *px_rq_state(rq, slots[i], rt) = 0;
     if (r->kind == PX_REPLY_FAILED)
         rq->pool->stats.forward_error += n;
     px_rq_return(rq, rt, slots, n, r);

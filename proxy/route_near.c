@@ -19,21 +19,19 @@
  * and the key's bytes, their generations by the key alone. The TTL is counted from the
  * request's arrival, before its send: a value served is at most hot_cache old. What is not
  * seen: writes that do not pass through the tree (another proxy, a client of the server,
- * MULTI/EXEC sessions): the TTL alone bounds them. State per slot (px_rq_state): low byte the
- * step, bit 8 "cached lately", high 32 bits the generation.
+ * MULTI/EXEC sessions): the TTL alone bounds them. A slot's word at this route (near_word): its
+ * step, whether the key was cached lately, and its generation when the read began.
  */
 #include "route_near.h"
 #include "pool.h"
 #include "request.h"
 
 #include "hot/near.h"
-#include "hot/topk.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 enum { N_USUAL = 0, N_READ = 1, N_WRITE = 2 };
-#define KNOWN 0x100u
 #define MAX_CACHED_KEY 1024u /* longer keys are not cached */
 
 /* A stored reply: its kind and integer before its bytes. */
@@ -108,9 +106,16 @@ static void invalidate(px_rq *rq, px_slot s)
     }
 }
 
+typedef struct near_word {
+    uint32_t gen; /* a read's: its key's generation when it began (ch__near_gen) */
+    uint8_t step;
+    bool known; /* a read's: its key was cached lately (kept whether hot or not) */
+} near_word;
+PX_SLOT_WORD(near_word, near_word)
+
 static void set_state(px_rq *rq, px_slot s, const px_route *rt, unsigned step, uint32_t gen)
 {
-    *px_rq_state(rq, s, rt) = (uint64_t)gen << 32 | step;
+    near_word_set(rq, s, rt, (near_word){gen, (uint8_t)step, false});
 }
 
 static void near_start(px_route *rt, px_rq *rq, px_slot s)
@@ -153,18 +158,9 @@ static void near_start(px_route *rt, px_rq *rq, px_slot s)
         return;
     }
     pool->m.near.misses++;
-    set_state(rq, s, rt, N_READ | (known ? KNOWN : 0), ch__near_gen(gens, hh));
+    near_word_set(rq, s, rt, (near_word){ch__near_gen(gens, hh), N_READ, known});
     rq->slots[s].alone = true; /* its part's reply is this key's */
     px_rq_call(rq, s, rt, rt->child[0]);
-}
-
-/* Whether the worker's detector says slot s's key is hot now: its reads' lower bound this
- * window reached the worker's share of the threshold. */
-static bool hot_now(const px_pool *pool, uint64_t hh)
-{
-    ch__topk_entry e;
-    return pool->hot != NULL && ch__topk_find(pool->hot, hh, &e) &&
-           e.count - e.error >= pool->hot_threshold;
 }
 
 /* A read's reply r for slot s, the part's only slot: kept when it is a value of a key hot or
@@ -172,7 +168,7 @@ static bool hot_now(const px_pool *pool, uint64_t hh)
 static void keep(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
 {
     px_pool *pool = rq->pool;
-    uint64_t st = *px_rq_state(rq, s, rt);
+    near_word w = near_word_get(rq, s, rt);
     char ek[sizeof(void *) + 1 + MAX_CACHED_KEY];
     size_t eklen;
     uint64_t hh;
@@ -180,7 +176,7 @@ static void keep(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
     if (r->kind != PX_REPLY_VALUE || cache == NULL ||
         (rq->codec->is_miss != NULL && rq->codec->is_miss(&rq->msg, r)) || /* an MGET null */
         !entry_key(rq, s, &hh, ek, &eklen) ||
-        !((st & KNOWN) != 0 || hot_now(pool, hh)))
+        !(w.known || px_pool_hot(pool, hh)))
         return;
     stored_head h = {(uint8_t)r->kind, r->integer};
     size_t n = sizeof(h) + r->len;
@@ -189,7 +185,7 @@ static void keep(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
         return;
     memcpy(b, &h, sizeof(h));
     memcpy(b + sizeof(h), r->p, r->len);
-    if (ch__near_put(cache, hh, ek, eklen, (uint32_t)(st >> 32), rq->t0,
+    if (ch__near_put(cache, hh, ek, eklen, w.gen, rq->t0,
                      px_io_hrtime(pool->io), b, n))
         pool->m.near.stores++;
     if (b != small)
@@ -202,7 +198,7 @@ static void near_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
 {
     for (size_t i = 0; i < n; i++) {
         px_slot s = slots[i];
-        unsigned step = (unsigned)(*px_rq_state(rq, s, rt) & 0xff);
+        unsigned step = near_word_get(rq, s, rt).step;
         if (step == N_WRITE) {
             invalidate(rq, s);
         } else if (step == N_READ) {

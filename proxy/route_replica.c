@@ -22,9 +22,7 @@
  *                      failing: the first again (R_AGAIN), whose miss is the answer.
  *
  * Only the leaves send. Which owner answered is the child it came through (px_rq_via).
- * A slot's state word at this route's level (px_rq_state): for a write, the fan-out's (rp_fan *,
- * 0 with one owner up); for a read, bits 0-7 the step, 8-15 the ranks tried, 16-23 the rank that
- * missed first, 24-47 the key's write generation when the read began.
+ * A slot's word at this route's level (rp_word): a write's fan-out, or a read's progress.
  * Cost: a write of one key with N owners up is N backend requests and, when the primary is not
  * the last to answer, one copy of its reply (thread block cache, buf.h); the keys of a split
  * write that counts (DEL of several keys) go one backend request each, and so do a split read's
@@ -36,8 +34,6 @@
 #include "request.h"
 #include "route_pool.h"
 #include "warm.h"
-
-#include "hot/topk.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -85,17 +81,6 @@ static unsigned first_up(const px_where *own, size_t n, unsigned tried)
     return i;
 }
 
-/* hot_spread: whether slot s's key is hot now (the worker's detector, as the near cache asks:
- * its reads' lower bound this window reached the worker's share of hot_threshold). */
-static bool hot_now(px_rq *rq, px_slot s)
-{
-    px_pool *pool = rq->pool;
-    ch__topk_entry e;
-    uint64_t h;
-    return pool->hot != NULL && px_rq_key_hash(rq, rq->slots[s].key, &h) &&
-           ch__topk_find(pool->hot, h, &e) && e.count - e.error >= pool->hot_threshold;
-}
-
 /* hot_spread: the rank up of own[0, n) whose turn it is (the route's rotation, its state in
  * the worker's tree), or n. */
 static unsigned spread_rank(px_route *rt, const px_where *own, size_t n)
@@ -132,6 +117,20 @@ typedef struct rp_fan {
 
 enum { FAN_NONE, FAN_PRIMARY, FAN_WORST };
 
+/* A read's progress: its step, the ranks tried (a bit each), the rank that missed first (the
+ * one repaired) and the key's write generation when the read began (px_warm_gen). */
+typedef struct rp_read {
+    uint8_t step, tried, missed;
+    uint32_t gen;
+} rp_read;
+
+/* A slot's word at this route: a write's fan-out (NULL with one owner up), or a read's. */
+typedef union rp_word {
+    rp_fan *fan;
+    rp_read read;
+} rp_word;
+PX_SLOT_WORD(rp_word, rp_word)
+
 static void fan_keep(rp_fan *fan, const px_reply *r, uint8_t have)
 {
     char *p = r->len > 0 ? px_cache_alloc(r->len) : NULL;
@@ -154,8 +153,7 @@ static void fan_free(rp_fan *fan)
 /* An owner's answer r to write slot s (primary: the first owner up's). */
 static void write_part(px_route *rt, px_rq *rq, px_slot s, const px_reply *r, bool primary)
 {
-    uint64_t *st = px_rq_state(rq, s, rt);
-    rp_fan *fan = (rp_fan *)(uintptr_t)*st;
+    rp_fan *fan = rp_word_get(rq, s, rt).fan;
     if (fan == NULL) { /* one owner up: its answer as it is */
         px_rq_return(rq, rt, &s, 1, r);
         return;
@@ -163,7 +161,7 @@ static void write_part(px_route *rt, px_rq *rq, px_slot s, const px_reply *r, bo
     bool bad = r->kind == PX_REPLY_FAILED || r->kind == PX_REPLY_ERROR;
     bool last = --fan->pending == 0;
     if (last && (fan->have == FAN_NONE || (bad && fan->have != FAN_WORST))) {
-        *st = 0; /* answered with r itself: no copy */
+        rp_word_set(rq, s, rt, (rp_word){.fan = NULL}); /* answered with r itself: no copy */
         fan_free(fan);
         px_rq_return(rq, rt, &s, 1, r);
         return;
@@ -174,7 +172,7 @@ static void write_part(px_route *rt, px_rq *rq, px_slot s, const px_reply *r, bo
         fan_keep(fan, r, FAN_PRIMARY);
     if (!last)
         return;
-    *st = 0;
+    rp_word_set(rq, s, rt, (rp_word){.fan = NULL});
     px_reply a = {.p = fan->p, .len = fan->len, .kind = fan->kind, .integer = fan->integer};
     px_rq_return(rq, rt, &s, 1, &a); /* may free rq; fan is its own */
     fan_free(fan);
@@ -210,17 +208,15 @@ static bool write_start(px_route *rt, px_rq *rq, px_slot s, const px_where *own,
      * OK is each of its keys'. */
     if (rq->msg.cmd->merge != PX_MERGE_ALL_OK)
         rq->slots[s].alone = true;
-    uint64_t *st = px_rq_state(rq, s, rt);
-    *st = 0;
+    rp_fan *fan = NULL;
     if (nup > 1) {
-        rp_fan *fan = px_cache_alloc(sizeof(*fan));
-        if (fan == NULL) {
+        if ((fan = px_cache_alloc(sizeof(*fan))) == NULL) {
             px_rq_return_error(rq, rt, &s, 1, PX_ERR_SERVER, "out of memory");
             return true;
         }
         *fan = (rp_fan){.pending = nup, .primary = (uint8_t)ranks[0]};
-        *st = (uint64_t)(uintptr_t)fan;
     }
+    rp_word_set(rq, s, rt, (rp_word){.fan = fan});
     /* An answer may come at once (a connection that cannot be opened): the fan-out counts it,
      * and the request cannot complete before the last call is made (pending). */
     for (unsigned i = 0; i < nup; i++)
@@ -239,18 +235,12 @@ static bool cross(const px_route *rt, const px_rq *rq)
 
 /* ---- reads ------------------------------------------------------------------------------------ */
 
-static void read_state(px_rq *rq, px_slot s, const px_route *rt, unsigned step, unsigned tried,
-                       unsigned missed, uint32_t gen)
+/* Read slot s through rank `rank`'s child at step `step`, w its progress so far. */
+static void read_call(px_route *rt, px_rq *rq, px_slot s, unsigned rank, unsigned step, rp_read w)
 {
-    *px_rq_state(rq, s, rt) = (uint64_t)(gen & 0xffffffu) << 24 | (uint64_t)missed << 16 |
-                              (uint64_t)tried << 8 | step;
-}
-
-/* Read slot s through rank `rank`'s child at step `step`. */
-static void read_call(px_route *rt, px_rq *rq, px_slot s, unsigned rank, unsigned step,
-                      unsigned tried, unsigned missed, uint32_t gen)
-{
-    read_state(rq, s, rt, step, tried | 1u << rank, missed, gen);
+    w.step = (uint8_t)step;
+    w.tried |= (uint8_t)(1u << rank);
+    rp_word_set(rq, s, rt, (rp_word){.read = w});
     px_rq_call(rq, s, rt, rt->child[rank]);
 }
 
@@ -259,7 +249,9 @@ static void read_start(px_route *rt, px_rq *rq, px_slot s, const px_where *own, 
     px_pool *pool = rq->pool;
     /* A hot key's reads go to its owners in turn (hot_spread); a miss at one is read from the
      * first owner up and copied back, as any owner's miss. */
-    bool spread = pool->conf->hot_spread && hot_now(rq, s);
+    uint64_t kh = 0;
+    bool spread = pool->conf->hot_spread && px_rq_key_hash(rq, rq->slots[s].key, &kh) &&
+                  px_pool_hot(pool, kh);
     unsigned rank = spread ? spread_rank(rt, own, n) : first_up(own, n, 0);
     if (rank >= n) {
         px_rq_pass(rq, s, rt, rt->child[nrank(rt)]);
@@ -273,27 +265,24 @@ static void read_start(px_route *rt, px_rq *rq, px_slot s, const px_where *own, 
         nup += own[i].up;
     if (rq->codec->is_miss != NULL && nup > 1)
         rq->slots[s].alone = true;
-    uint64_t kh = 0;
     (void)px_rq_key_hash(rq, rq->slots[s].key, &kh); /* it decodes: it has owners */
-    read_call(rt, rq, s, rank, R_READ, 0, 0, px_warm_gen(pool, kh));
+    read_call(rt, rq, s, rank, R_READ, (rp_read){.gen = px_warm_gen(pool, kh)});
 }
 
 /* The answer r to read slot s at its step, through rank `rank`'s child. */
 static void read_step(px_route *rt, px_rq *rq, px_slot s, unsigned rank, const px_reply *r)
 {
     px_pool *pool = rq->pool;
-    uint64_t st = *px_rq_state(rq, s, rt);
-    unsigned step = (unsigned)(st & 0xff), tried = (unsigned)(st >> 8) & 0xff;
-    unsigned missed = (unsigned)(st >> 16) & 0xff;
-    uint32_t gen = (uint32_t)(st >> 24) & 0xffffffu;
+    rp_read w = rp_word_get(rq, s, rt).read;
+    unsigned step = w.step;
     px_rq_slot *sl = &rq->slots[s];
     bool retry = !pool->io->stopping && sl->ntried < PX_MAX_DEPTH;
     px_where own[PX_MAX_REPLICAS];
     size_t n = owners(rt, rq, s, own);
-    unsigned next = first_up(own, n, tried);
+    unsigned next = first_up(own, n, w.tried);
     if (step == R_READ && r->kind == PX_REPLY_FAILED && retry) {
         if (next < n)
-            read_call(rt, rq, s, next, R_READ, tried, 0, gen);
+            read_call(rt, rq, s, next, R_READ, w);
         else
             px_rq_pass(rq, s, rt, rt->child[nrank(rt)]); /* the walk beyond the owners */
         return;
@@ -302,14 +291,16 @@ static void read_step(px_route *rt, px_rq *rq, px_slot s, unsigned rank, const p
                 rq->codec->is_miss != NULL && sl->alone && rq->codec->is_miss(&rq->msg, r);
     if ((step == R_READ || step == R_NEXT) && miss && retry && next < n) {
         /* The owner that missed first is the one repaired. */
-        read_call(rt, rq, s, next, R_NEXT, tried, step == R_READ ? rank : missed, gen);
+        if (step == R_READ)
+            w.missed = (uint8_t)rank;
+        read_call(rt, rq, s, next, R_NEXT, w);
         return;
     }
     if (step == R_NEXT && r->kind == PX_REPLY_FAILED && retry) {
         if (next < n) /* another owner up; none: the first owner's miss is the answer */
-            read_call(rt, rq, s, next, R_NEXT, tried, missed, gen);
+            read_call(rt, rq, s, next, R_NEXT, w);
         else
-            read_call(rt, rq, s, missed, R_AGAIN, tried, missed, gen);
+            read_call(rt, rq, s, w.missed, R_AGAIN, w);
         return;
     }
     if (step == R_NEXT && r->kind != PX_REPLY_FAILED && r->kind != PX_REPLY_ERROR && !miss) {
@@ -320,8 +311,8 @@ static void read_step(px_route *rt, px_rq *rq, px_slot s, unsigned rank, const p
         char decoded[PX_MAX_ROUTE_KEY];
         size_t len;
         const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
-        if (have && key != NULL && (now & 0xffffffu) == gen && rank < nrank(rt))
-            px_copy(rq, rt->child[rank], rt->child[missed], key, len, now, repaired);
+        if (have && key != NULL && now == w.gen && rank < nrank(rt))
+            px_copy(rq, rt->child[rank], rt->child[w.missed], key, len, now, repaired);
         else
             pool->m.warm.replica_repair_skips++; /* written meanwhile: not copied */
     }
@@ -361,7 +352,7 @@ static void replica_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t 
     /* Until the last slot here is answered the request cannot complete; then rq may be gone. */
     for (size_t i = 0; i < n; i++) {
         if (write) {
-            rp_fan *fan = (rp_fan *)(uintptr_t)*px_rq_state(rq, slots[i], rt);
+            rp_fan *fan = rp_word_get(rq, slots[i], rt).fan;
             write_part(rt, rq, slots[i], r, fan == NULL || fan->primary == rank);
         } else {
             read_step(rt, rq, slots[i], rank, r);

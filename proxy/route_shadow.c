@@ -6,7 +6,7 @@
  * compared (mcrouter's ShadowRoute, Envoy's request mirroring). The client's answer is child[0]'s,
  * returned as soon as it comes: the shadow's never delays or changes it.
  *
- * A shadowed slot's state word (px_rq_state) is its pair: the two answers' outcomes, freed by
+ * A shadowed slot's word at this route (shadow_word) is its pair: the two answers' outcomes, freed by
  * whichever comes second. The shadow's request has no client (its owner is the pair) and is not
  * shadowed again. Bounds: a pool has at most PX_SHADOW_INFLIGHT shadow requests in flight per
  * worker; a request beyond is not shadowed (counted as skipped). Only requests of one slot are
@@ -32,6 +32,9 @@ typedef struct shadow_pair {
     bool main_miss, shadow_miss, main_err, shadow_err;
     uint64_t main_digest, shadow_digest;
 } shadow_pair;
+
+/* A slot's word at this route: its pair while shadowed. */
+PX_SLOT_WORD(shadow_word, shadow_pair *)
 
 /* Whether the key of hash kh is in the shadowed share. */
 static bool shadowed(double fraction, uint64_t kh)
@@ -88,7 +91,7 @@ static void shadow_start(px_route *rt, px_rq *rq, px_slot s)
     bool keyed = rq->nslots == 1 && !rq->shadow && rq->msg.nkeys > 0 &&
                  px_rq_key_hash(rq, rq->slots[s].key, &kh);
     bool read = rq->msg.cmd->cls == PX_CLASS_READ;
-    *px_rq_state(rq, s, rt) = 0;
+    shadow_word_set(rq, s, rt, NULL);
     if (!keyed || (!read && !sc->writes) || !shadowed(sc->fraction, kh)) {
         px_rq_pass(rq, s, rt, rt->child[0]);
         return;
@@ -108,7 +111,7 @@ static void shadow_start(px_route *rt, px_rq *rq, px_slot s)
     srq->shadow = true;
     srq->owner = p;
     srq->on_done = shadow_done;
-    *px_rq_state(rq, s, rt) = (uint64_t)(uintptr_t)p;
+    shadow_word_set(rq, s, rt, p);
     px_rq_call(rq, s, rt, rt->child[0]);
     px_rq_start(srq, sc->pool->route); /* may complete (and free srq) at once */
 }
@@ -117,10 +120,10 @@ static void shadow_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n
                          const px_reply *r)
 {
     for (size_t i = 0; i < n; i++) {
-        shadow_pair *p = (shadow_pair *)(uintptr_t)*px_rq_state(rq, slots[i], rt);
+        shadow_pair *p = shadow_word_get(rq, slots[i], rt);
         if (p == NULL)
             continue;
-        *px_rq_state(rq, slots[i], rt) = 0;
+        shadow_word_set(rq, slots[i], rt, NULL);
         bool err = r->kind == PX_REPLY_ERROR || r->kind == PX_REPLY_FAILED;
         bool miss = !err && p->read && rq->codec->is_miss != NULL && rq->codec->is_miss(&rq->msg, r);
         pair_done(p, 0, err, miss, XXH3_64bits(r->p, r->len));

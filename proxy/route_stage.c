@@ -16,17 +16,16 @@
  * lands at the owner, then deletes at the next owner. Whichever comes first, the next owner ends
  * with the owner's latest value or nothing: never an older one.
  *
- * A slot's state word (px_rq_state): 0 passed; STAGE_WRITE called and waiting for the write's
- * answer; else a stage_group pointer while its deletes are out. Cost per key of a write: the
- * next leaf's test (nothing staged) or two lookups (a stage); nothing for reads.
+ * An answer through child[0] is the write's (px_rq_via), through child[1] a delete's; a slot's
+ * word at this route is its write's group while the deletes are out (stage_word). Cost per
+ * key of a write: the next leaf's test (nothing staged) or two lookups (a stage); nothing for
+ * reads.
  */
 #include "route_stage.h"
 #include "request.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#define STAGE_WRITE 1u
 
 /* A write's answer, kept while its deletes are out. */
 typedef struct stage_group {
@@ -39,6 +38,9 @@ typedef struct stage_group {
     size_t n;
     px_slot slots[]; /* those the answer is for */
 } stage_group;
+
+/* A slot's word at this route: its write's group while the deletes are out. */
+PX_SLOT_WORD(stage_word, stage_group *)
 
 /* The keys of slot s: its own for a split command, every key of the request otherwise (EVAL's
  * declared keys, MSETNX). */
@@ -73,12 +75,10 @@ static bool moves(const px_route *rt, const px_rq *rq, px_slot s)
 
 static void stage_start(px_route *rt, px_rq *rq, px_slot s)
 {
-    *px_rq_state(rq, s, rt) = 0;
     if (rq->msg.cmd->retry || rq->msg.nkeys == 0 || !moves(rt, rq, s)) {
         px_rq_pass(rq, s, rt, rt->child[0]);
         return;
     }
-    *px_rq_state(rq, s, rt) = STAGE_WRITE;
     px_rq_call(rq, s, rt, rt->child[0]);
 }
 
@@ -86,7 +86,7 @@ static void stage_start(px_route *rt, px_rq *rq, px_slot s)
 static void finish(px_route *rt, px_rq *rq, stage_group *g)
 {
     for (size_t i = 0; i < g->n; i++)
-        *px_rq_state(rq, g->slots[i], rt) = 0;
+        stage_word_set(rq, g->slots[i], rt, NULL);
     if (g->failed) {
         px_rq_return_error(rq, rt, g->slots, g->n, PX_ERR_SERVER,
                            "chash-proxy: written at the key's owner, but its copy at its owner "
@@ -106,8 +106,6 @@ static void invalidate(px_route *rt, px_rq *rq, const px_slot *slots, size_t n, 
     char *bytes = g != NULL ? malloc(r->len > 0 ? r->len : 1) : NULL;
     if (bytes == NULL) {
         free(g);
-        for (size_t i = 0; i < n; i++)
-            *px_rq_state(rq, slots[i], rt) = 0;
         px_rq_return_error(rq, rt, slots, n, PX_ERR_SERVER, "out of memory");
         return;
     }
@@ -116,7 +114,7 @@ static void invalidate(px_route *rt, px_rq *rq, const px_slot *slots, size_t n, 
                        .len = r->len, .n = n};
     memcpy(g->slots, slots, n * sizeof(px_slot));
     for (size_t i = 0; i < n; i++)
-        *px_rq_state(rq, slots[i], rt) = (uint64_t)(uintptr_t)g;
+        stage_word_set(rq, slots[i], rt, g);
     px_pool *pool = rq->pool;
     for (size_t i = 0; i < n; i++) {
         size_t k, end;
@@ -146,13 +144,12 @@ static void invalidate(px_route *rt, px_rq *rq, const px_slot *slots, size_t n, 
 static void stage_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
                         const px_reply *r)
 {
-    uint64_t st = *px_rq_state(rq, slots[0], rt);
-    if (st == STAGE_WRITE) { /* the write's answer, for slots called together */
+    if (px_rq_via(rq) == rt->child[0]) { /* the write's answer, for slots called together */
         invalidate(rt, rq, slots, n, r);
         return;
     }
     /* A delete's answer: one slot (px_rq_fork). */
-    stage_group *g = (stage_group *)(uintptr_t)st;
+    stage_group *g = stage_word_get(rq, slots[0], rt);
     px_pool_metrics *m = &rq->pool->m;
     if (r->kind == PX_REPLY_FAILED || r->kind == PX_REPLY_ERROR) {
         g->failed = true;

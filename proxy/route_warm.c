@@ -24,8 +24,8 @@
  * A copy after a read is fired, detached: the client's answer does not wait for it. Only the
  * leaves send to a server.
  *
- * A slot's step and, for a read, its key's write generation when the read began are its state
- * word at this route's level (px_rq_state): low byte the step, high 32 bits the generation.
+ * A slot's step and, for a read, its key's write generation when the read began are its word
+ * at this route's level (warm_word).
  */
 #include "route_warm.h"
 #include "copy.h"
@@ -47,19 +47,22 @@ enum {
     W_DELETE, /* the old copy deleted (protocols without a take) */
 };
 
+/* A slot's word at this route: its step and, for a read, its key's write generation when the
+ * read began (px_warm_gen). */
+typedef struct warm_word {
+    uint32_t gen;
+    uint8_t step;
+} warm_word;
+PX_SLOT_WORD(warm_word, warm_word)
+
 static unsigned step_of(px_rq *rq, px_slot s, const px_route *rt)
 {
-    return (unsigned)(*px_rq_state(rq, s, rt) & 0xff);
-}
-
-static uint32_t gen_of(px_rq *rq, px_slot s, const px_route *rt)
-{
-    return (uint32_t)(*px_rq_state(rq, s, rt) >> 32);
+    return warm_word_get(rq, s, rt).step;
 }
 
 static void set_step(px_rq *rq, px_slot s, const px_route *rt, unsigned step, uint32_t gen)
 {
-    *px_rq_state(rq, s, rt) = (uint64_t)gen << 32 | step;
+    warm_word_set(rq, s, rt, (warm_word){gen, (uint8_t)step});
 }
 
 /* Where slot s's key stands in the pool's window: moved when its old owner (the previous
@@ -224,7 +227,7 @@ static void warm_step(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
         if (r->kind == PX_REPLY_FAILED || !rq->codec->is_miss(&rq->msg, r) ||
             slot_where(rt, rq, s) != PX_WARM_ON)
             break;
-        set_step(rq, s, rt, W_OLD, gen_of(rq, s, rt));
+        set_step(rq, s, rt, W_OLD, warm_word_get(rq, s, rt).gen);
         rq->slots[s].ntried = 0;
         px_rq_call(rq, s, rt, rt->child[1]);
         return;
@@ -249,7 +252,7 @@ static void warm_step(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
             const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
             pool->m.warm.warm_hits++;
             if (key != NULL) /* from the previous leaf to the current subtree */
-                px_copy(rq, rt->child[1], rt->child[0], key, len, gen_of(rq, s, rt), copied);
+                px_copy(rq, rt->child[1], rt->child[0], key, len, warm_word_get(rq, s, rt).gen, copied);
         }
         break;
     default: /* W_AGAIN, W_USUAL */
