@@ -59,7 +59,8 @@ typedef struct px_route_ops {
 } px_route_ops;
 
 /* The levels of a tree above its leaves: each slot keeps one word of state per level
- * (px_rq_state), for the route at that level on its path. The deepest tree: near > coalesce >
+ * (PX_SLOT_WORD), for the route at that level on its path. The deepest tree (route_build.c):
+ * coalesce > near >
  * shadow > stage > gutter > warm > replica (route_replica.h) > leaves. Cost: 8 bytes per level
  * in each slot. */
 #define PX_ROUTE_LEVELS 7u
