@@ -193,15 +193,17 @@ static px_where pool_where(const px_route *leaf, const px_rq *rq, const char *ke
 }
 
 /* The server a leaf other than the current one sends slot s to: its placement's, when it
- * serves and is not tried (a replica rank's: one the replica route asks again after another's
- * failure is sent again). */
+ * serves and is not tried; a replica rank's even when tried (the replica route picks the
+ * ranks: the first owner, whose miss is the answer, is asked again after the next one failed). */
 static px_server *next_placed(const px_route *leaf, px_rq *rq, px_slot s)
 {
     char decoded[PX_MAX_ROUTE_KEY];
     size_t len;
     const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
     px_server *to = key != NULL ? placed(leaf, rq->pool, key, len) : NULL;
-    return to != NULL && serves(leaf, rq->pool, to) && !tried(&rq->slots[s], to) ? to : NULL;
+    if (to == NULL || !serves(leaf, rq->pool, to))
+        return NULL;
+    return placement(leaf) == PX_PLACE_REPLICA || !tried(&rq->slots[s], to) ? to : NULL;
 }
 
 px_server *px_route_pool_next(const px_route *leaf, px_rq *rq, px_slot s)

@@ -114,6 +114,7 @@ void test_gutter_redis(void **state);
 void test_replica_write(void **state);
 void test_replica_split_del(void **state);
 void test_replica_read_repair(void **state);
+void test_replica_read_again(void **state);
 void test_gutter_mc(void **state);
 /* core_sessions.c */
 void test_scan(void **state);

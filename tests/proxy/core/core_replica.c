@@ -161,3 +161,22 @@ void test_replica_read_repair(void **state)
     reply(fx, own[1], "$-1\r\n"); /* the fetch finds it gone: nothing to copy */
     assert_int_equal(pending(), 0);
 }
+
+void test_replica_read_again(void **state)
+{
+    fixture *fx = *state;
+    size_t own[2];
+    owners2(fx, "user7", own);
+    const char *get = "*2\r\n$3\r\nGET\r\n$5\r\nuser7\r\n";
+
+    /* A miss at the first owner, then the second fails (a server just lost): the first owner
+     * is asked again, though the slot was sent there already, and its answer is the client's
+     * (a miss), not "no backend available". */
+    request(fx, NULL, get);
+    reply(fx, own[0], "$-1\r\n");
+    failure(own[1]);
+    assert_int_equal(ndone, 0);
+    reply(fx, own[0], "$-1\r\n");
+    assert_done(0, "$-1\r\n");
+    assert_int_equal(pending(), 0);
+}

@@ -56,6 +56,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_replica_write, setup_replicas, teardown),
         cmocka_unit_test_setup_teardown(test_replica_split_del, setup_replicas, teardown),
         cmocka_unit_test_setup_teardown(test_replica_read_repair, setup_replicas, teardown),
+        cmocka_unit_test_setup_teardown(test_replica_read_again, setup_replicas, teardown),
         cmocka_unit_test_setup_teardown(test_scan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_script_every_server, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transaction, setup, teardown),
