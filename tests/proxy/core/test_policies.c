@@ -46,6 +46,8 @@ typedef struct fixture {
     px_pool other;  /* another pool of the same worker: the gutter's, the shadow's */
     ch_table *prev; /* warm: the window's previous table (the route asks only whether a window
                        is open; where a key was is the previous leaf's where()) */
+    px_gutter_conf gutter; /* the gutter route's settings (route_build.c keeps them in the tree) */
+    px_shadow_conf shadow; /* the shadow route's */
 } fixture;
 
 static void pool_init(px_pool *pool, const ch_conf_pool *pc, fixture *fx)
@@ -728,6 +730,243 @@ static void test_replica_read_failures(void **state)
     assert_int_equal(fake_unanswered(), 0);
 }
 
+/* ==== stage =====================================================================================
+ * route_stage.c over child[0] the pool's tree (here a leaf) and child[1] the leaf of the staged
+ * placement (the key's next owner). A key is staged when the next leaf places it on another
+ * server: "k" and "a" are (S0 now, S2 next), "j" and "b" are not. */
+
+static px_route *stage_tree(fixture *fx, px_route **cur, px_route **next)
+{
+    px_route *rt = tree(&fx->pool, &px_route_stage_ops, NULL, 2);
+    *cur = rt->child[0];
+    *next = rt->child[1];
+    fake_place_key(*cur, NULL, S0, 0, true);
+    fake_place_key(*next, NULL, S0, 0, true);
+    fake_place_key(*next, "k", S2, SIZE_MAX, true);
+    fake_place_key(*next, "a", S2, SIZE_MAX, true);
+    return rt;
+}
+
+/* Reads, and writes of keys that do not change owner, go to the tree as they are: nothing is
+ * sent to the next owner. */
+static void test_stage_passes(void **state)
+{
+    fixture *fx = *state;
+    px_route *cur, *next;
+    stage_tree(fx, &cur, &next);
+    size_t a = send_rq(fx, R("GET k"));
+    size_t b = send_rq(fx, R("SET j v"));
+    sent(cur, 0, R("GET k"));
+    sent(cur, 1, R("SET j v"));
+    reply(fx, cur, 0, "$1\r\nv\r\n");
+    reply(fx, cur, 1, "+OK\r\n");
+    assert_string_equal(fake_done_reply(a), "$1\r\nv\r\n");
+    assert_string_equal(fake_done_reply(b), "+OK\r\n");
+    assert_int_equal(fake_sends(next), 0);
+}
+
+/* A write of a staged key: the write, then (its answer in) a delete of the key at its next
+ * owner; the client hears once the delete is answered. A write that failed is invalidated too
+ * (it may have been applied), and its failure is the answer. */
+static void test_stage_write_invalidates(void **state)
+{
+    fixture *fx = *state;
+    px_route *cur, *next;
+    stage_tree(fx, &cur, &next);
+    size_t a = send_rq(fx, R("SET k v"));
+    sent(cur, 0, R("SET k v"));
+    assert_int_equal(fake_sends(next), 0); /* not before the write is answered */
+    reply(fx, cur, 0, "+OK\r\n");
+    sent(next, 0, R("DEL k"));
+    assert_null(fake_done_reply(a));
+    reply(fx, next, 0, ":1\r\n");
+    assert_string_equal(fake_done_reply(a), "+OK\r\n");
+    assert_int_equal(fx->pool.m.warm.stage_invalidations, 1);
+
+    size_t b = send_rq(fx, R("SET k w"));
+    failed(cur, 1);
+    sent(next, 1, R("DEL k"));
+    assert_null(fake_done_reply(b));
+    reply(fx, next, 1, ":0\r\n");
+    assert_true(fake_done_reply(b)[0] == '-');
+    assert_non_null(strstr(fake_done_reply(b), "timed out"));
+}
+
+/* A delete that fails or errors makes the write's answer an error: the write may stand at the
+ * owner while the next owner's copy could not be dropped, so the client is not told "done". */
+static void test_stage_delete_fails(void **state)
+{
+    fixture *fx = *state;
+    px_route *cur, *next;
+    stage_tree(fx, &cur, &next);
+    size_t a = send_rq(fx, R("SET k v"));
+    reply(fx, cur, 0, "+OK\r\n");
+    failed(next, 0);
+    size_t b = send_rq(fx, R("SET k v"));
+    reply(fx, cur, 1, "+OK\r\n");
+    reply(fx, next, 1, "-ERR busy\r\n");
+    for (size_t i = a; i <= b; i++) {
+        assert_true(fake_done_reply(i)[0] == '-');
+        assert_non_null(strstr(fake_done_reply(i), "could not be invalidated"));
+    }
+    assert_int_equal(fx->pool.m.warm.stage_invalidate_errors, 2);
+    assert_int_equal(fx->pool.m.warm.stage_invalidations, 0);
+}
+
+/* A split write (DEL a b): each key on its own; only the staged key's part waits for its
+ * delete, and the client's count adds both. */
+static void test_stage_split(void **state)
+{
+    fixture *fx = *state;
+    px_route *cur, *next;
+    stage_tree(fx, &cur, &next);
+    size_t a = send_rq(fx, R("DEL a b"));
+    assert_int_equal(fake_sends(cur), 2);
+    const px_buf *first = &fake_sent_to(cur, 0)->bytes;
+    size_t ia = memmem(first->p, first->len, "$1\r\na\r\n", 7) != NULL ? 0 : 1;
+    sent(cur, ia, R("DEL a"));
+    sent(cur, 1 - ia, R("DEL b"));
+    reply(fx, cur, 1 - ia, ":1\r\n");
+    assert_int_equal(fake_sends(next), 0);
+    reply(fx, cur, ia, ":1\r\n");
+    sent(next, 0, R("DEL a"));
+    assert_null(fake_done_reply(a));
+    reply(fx, next, 0, ":1\r\n");
+    assert_string_equal(fake_done_reply(a), ":2\r\n");
+    assert_int_equal(fake_sends(next), 1);
+}
+
+/* ==== gutter ====================================================================================
+ * route_gutter.c over child[0] the pool's placement (a leaf); the gutter pool ("o", another
+ * pool of the worker, two servers) serves on its own tree, here one fake leaf. The pool's health
+ * has four servers, index 2 ejected: "k" is owned by it (S2), "j" by S0, up. gutter_ttl 60 s. */
+
+static px_route *gutter_tree(fixture *fx, px_route **cur, px_route **gut)
+{
+    fx->pool.health = health(4);
+    fx->other.health = health(2);
+    fx->other.nservers = 2;
+    fx->gutter = (px_gutter_conf){&fx->other, 60000};
+    px_route *rt = tree(&fx->pool, &px_route_gutter_ops, &fx->gutter, 1);
+    *cur = rt->child[0];
+    fake_tree *ft = fake_tree_new();
+    *gut = fake_add(ft, NULL, SEND_LEAF);
+    fake_use(&fx->other, ft);
+    eject(fx->pool.health, 2);
+    fake_place_key(*cur, "k", S2, 2, false);
+    fake_place_key(*cur, "j", S0, 0, true);
+    return rt;
+}
+
+/* A key whose owner is up goes to the pool's placement, reads and writes, while another
+ * server is out; the gutter pool gets nothing. */
+static void test_gutter_owner_up(void **state)
+{
+    fixture *fx = *state;
+    px_route *cur, *gut;
+    gutter_tree(fx, &cur, &gut);
+    size_t a = send_rq(fx, R("GET j"));
+    size_t b = send_rq(fx, R("SET j v EX 3600"));
+    sent(cur, 0, R("GET j"));
+    sent(cur, 1, R("SET j v EX 3600")); /* its lifetime as given */
+    reply(fx, cur, 0, "$1\r\nv\r\n");
+    reply(fx, cur, 1, "+OK\r\n");
+    assert_string_equal(fake_done_reply(a), "$1\r\nv\r\n");
+    assert_string_equal(fake_done_reply(b), "+OK\r\n");
+    assert_int_equal(fake_sends(gut), 0);
+    assert_true(journaled(fx->pool.health, 2, NULL));
+}
+
+/* The owner out: a read goes to the gutter pool's tree as it is (a side request of that pool),
+ * its answer the client's; the pool's placement gets nothing. */
+static void test_gutter_read(void **state)
+{
+    fixture *fx = *state;
+    px_route *cur, *gut;
+    gutter_tree(fx, &cur, &gut);
+    size_t a = send_rq(fx, R("GET k"));
+    sent(gut, 0, R("GET k"));
+    reply(fx, gut, 0, "$1\r\ng\r\n");
+    assert_string_equal(fake_done_reply(a), "$1\r\ng\r\n");
+    assert_int_equal(fake_sends(cur), 0);
+    assert_int_equal(fx->pool.m.gutter.reads, 1);
+}
+
+/* The owner out: a write goes to the gutter with its lifetime capped at gutter_ttl (none given:
+ * gutter_ttl; a longer one: gutter_ttl; a shorter one kept), and the key into the owner's rejoin
+ * journal (it deletes the key before serving again). */
+static void test_gutter_write_capped(void **state)
+{
+    fixture *fx = *state;
+    px_route *cur, *gut;
+    gutter_tree(fx, &cur, &gut);
+    const char *const in[] = {"SET k v", "SET k v EX 3600", "SET k v PX 10"};
+    const char *const out[] = {"SET k v PX 60000", "SET k v PX 60000", "SET k v PX 10"};
+    for (size_t i = 0; i < 3; i++) {
+        size_t a = send_rq(fx, R(in[i]));
+        sent(gut, i, R(out[i]));
+        reply(fx, gut, i, "+OK\r\n");
+        assert_string_equal(fake_done_reply(a), "+OK\r\n");
+        assert_true(journaled(fx->pool.health, 2, "k"));
+    }
+    assert_int_equal(fake_sends(cur), 0);
+    assert_int_equal(fx->pool.m.gutter.writes, 3);
+}
+
+/* memcached: the exptime token capped, in whole seconds (0, never, is the longest). */
+static void test_gutter_write_mc(void **state)
+{
+    fixture *fx = *state;
+    px_route *cur, *gut;
+    gutter_tree(fx, &cur, &gut);
+    size_t a = send_rq(fx, "set k 7 0 1\r\nv\r\n");
+    sent(gut, 0, "set k 7 60 1\r\nv\r\n");
+    reply(fx, gut, 0, "STORED\r\n");
+    size_t b = send_rq(fx, "set k 7 5 1\r\nv\r\n");
+    sent(gut, 1, "set k 7 5 1\r\nv\r\n");
+    reply(fx, gut, 1, "STORED\r\n");
+    assert_string_equal(fake_done_reply(a), "STORED\r\n");
+    assert_string_equal(fake_done_reply(b), "STORED\r\n");
+    assert_int_equal(fake_sends(cur), 0);
+}
+
+/* A split read: each key where its owner's state sends it, the parts merged in key order. */
+static void test_gutter_split(void **state)
+{
+    fixture *fx = *state;
+    px_route *cur, *gut;
+    gutter_tree(fx, &cur, &gut);
+    size_t a = send_rq(fx, R("MGET j k"));
+    sent(cur, 0, R("MGET j"));
+    sent(gut, 0, R("MGET k"));
+    reply(fx, gut, 0, "*1\r\n$2\r\nvk\r\n");
+    reply(fx, cur, 0, "*1\r\n$2\r\nvj\r\n");
+    assert_string_equal(fake_done_reply(a), "*2\r\n$2\r\nvj\r\n$2\r\nvk\r\n");
+}
+
+/* No gutter server up: the key goes to the pool's placement (its next candidate), counted as
+ * unavailable; a gutter that fails answers the client with the failure. */
+static void test_gutter_unavailable_or_failing(void **state)
+{
+    fixture *fx = *state;
+    px_route *cur, *gut;
+    gutter_tree(fx, &cur, &gut);
+    size_t a = send_rq(fx, R("GET k"));
+    failed(gut, 0);
+    assert_true(fake_done_reply(a)[0] == '-');
+    assert_non_null(strstr(fake_done_reply(a), "timed out"));
+    assert_int_equal(fx->pool.stats.forward_error, 1);
+
+    eject(fx->other.health, 0);
+    eject(fx->other.health, 1);
+    size_t b = send_rq(fx, R("GET k"));
+    sent(cur, 0, R("GET k"));
+    reply(fx, cur, 0, "$1\r\nr\r\n");
+    assert_string_equal(fake_done_reply(b), "$1\r\nr\r\n");
+    assert_int_equal(fake_sends(gut), 1);
+    assert_int_equal(fx->pool.m.gutter.unavailable, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -747,6 +986,16 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_replica_read_repair, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replica_repair_after_write_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replica_read_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stage_passes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stage_write_invalidates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stage_delete_fails, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stage_split, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gutter_owner_up, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gutter_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gutter_write_capped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gutter_write_mc, setup_mc, teardown),
+        cmocka_unit_test_setup_teardown(test_gutter_split, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gutter_unavailable_or_failing, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
