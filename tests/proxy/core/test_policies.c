@@ -967,6 +967,280 @@ static void test_gutter_unavailable_or_failing(void **state)
     assert_int_equal(fx->pool.m.gutter.unavailable, 1);
 }
 
+/* ==== near ======================================================================================
+ * route_near.c over child[0] the rest of the tree (a leaf). The pool's hot_cache is 100 ms with
+ * 1 MiB, one worker; the worker's detector (pool.hot, keyed by XXH3-64 of the key, as every
+ * grouping of keys in the proxy) counts "k" 5 reads, over the threshold of 3; "c" is cold. The
+ * latency clock (io.read_hr, ns) is the cache's: a request's arrival and its reply's. */
+
+#define NEAR_TTL_NS 100000000u
+
+static px_route *near_tree(fixture *fx)
+{
+    fx->pc.hot_cache_ms = 100;
+    fx->pc.hot_cache_max_bytes = 1 << 20;
+    fx->sp.near_gens = ch__near_gens_new();
+    fx->sp.near_workers = 1;
+    assert_non_null(fx->sp.near_gens);
+    fx->pool.hot = ch__topk_new(16, 64);
+    assert_non_null(fx->pool.hot);
+    fx->pool.hot_threshold = 3;
+    ch__topk_add(fx->pool.hot, XXH3_64bits("k", 1), "k", 1, 5);
+    return tree(&fx->pool, &px_route_near_ops, NULL, 1)->child[0];
+}
+
+/* A hot key's value is kept from its read's reply and answered from memory, without the child;
+ * a client of another dialect (RESP3) is not given a reply written for RESP2. */
+static void test_near_hot_key_kept(void **state)
+{
+    fixture *fx = *state;
+    px_route *leaf = near_tree(fx);
+    size_t a = send_rq(fx, R("GET k"));
+    sent(leaf, 0, R("GET k"));
+    reply(fx, leaf, 0, "$1\r\nv\r\n");
+    assert_string_equal(fake_done_reply(a), "$1\r\nv\r\n");
+    assert_int_equal(fx->pool.m.near.stores, 1);
+    fx->io.read_hr += NEAR_TTL_NS / 2;
+    size_t b = send_rq(fx, R("GET k"));
+    assert_string_equal(fake_done_reply(b), "$1\r\nv\r\n");
+    assert_int_equal(fake_sends(leaf), 1);
+    assert_int_equal(fx->pool.m.near.hits, 1);
+    assert_int_equal(fx->pool.m.near.misses, 1);
+    size_t c = fake_start(&fx->pool, R("GET k"), 2, PX_DIALECT_RESP3);
+    sent(leaf, 1, R("GET k"));
+    reply(fx, leaf, 1, "$1\r\nv\r\n");
+    assert_string_equal(fake_done_reply(c), "$1\r\nv\r\n");
+}
+
+/* Not kept: a miss (a null, or an MGET part's null), an error, a cold key's value. */
+static void test_near_not_kept(void **state)
+{
+    fixture *fx = *state;
+    px_route *leaf = near_tree(fx);
+    /* A miss, an error, and an MGET part for one key that is a null in an array. */
+    const char *const cmds[] = {"GET k", "GET k", "MGET k", "MGET k"};
+    const char *const replies[] = {"$-1\r\n", "-ERR later\r\n", "*1\r\n$-1\r\n",
+                                   "*1\r\n$1\r\nv\r\n"};
+    for (size_t i = 0; i < 4; i++) {
+        send_rq(fx, R(cmds[i]));
+        reply(fx, leaf, i, replies[i]);
+    }
+    for (size_t i = 4; i < 6; i++) {
+        send_rq(fx, R("GET c"));
+        reply(fx, leaf, i, "$1\r\nv\r\n");
+    }
+    size_t a = send_rq(fx, R("GET k"));
+    reply(fx, leaf, 6, "$1\r\nv\r\n");
+    assert_string_equal(fake_done_reply(a), "$1\r\nv\r\n");
+    assert_int_equal(fake_sends(leaf), 7); /* every read reached the child (the MGET entry is
+                                               not a GET's) */
+    assert_int_equal(fx->pool.m.near.stores, 2); /* the last MGET's and the last GET's */
+    assert_int_equal(fx->pool.m.near.hits, 0);
+}
+
+/* A write of a kept key goes through the child and drops the entry when it is sent: a read
+ * after it reaches the child. A read sent before the write was answered may have seen the old
+ * value: its reply is not kept. The next read's is. */
+static void test_near_write_invalidates(void **state)
+{
+    fixture *fx = *state;
+    px_route *leaf = near_tree(fx);
+    send_rq(fx, R("GET k"));
+    reply(fx, leaf, 0, "$3\r\nold\r\n");
+    size_t w = send_rq(fx, R("SET k new"));
+    sent(leaf, 1, R("SET k new"));
+    size_t a = send_rq(fx, R("GET k")); /* sent while the write is out */
+    sent(leaf, 2, R("GET k"));
+    reply(fx, leaf, 1, "+OK\r\n");
+    assert_string_equal(fake_done_reply(w), "+OK\r\n");
+    reply(fx, leaf, 2, "$3\r\nold\r\n"); /* read before the write landed */
+    assert_string_equal(fake_done_reply(a), "$3\r\nold\r\n");
+    size_t b = send_rq(fx, R("GET k"));
+    sent(leaf, 3, R("GET k")); /* not the old value from memory */
+    reply(fx, leaf, 3, "$3\r\nnew\r\n");
+    size_t c = send_rq(fx, R("GET k"));
+    assert_string_equal(fake_done_reply(b), "$3\r\nnew\r\n");
+    assert_string_equal(fake_done_reply(c), "$3\r\nnew\r\n");
+    assert_int_equal(fake_sends(leaf), 4);
+    assert_int_equal(fx->pool.m.near.stores, 2);
+}
+
+/* The TTL, counted from the read's arrival: served within it, never after. A key cached lately
+ * is kept again when its entry expired, even while the detector does not count it hot. */
+static void test_near_ttl(void **state)
+{
+    fixture *fx = *state;
+    px_route *leaf = near_tree(fx);
+    uint64_t t0 = fx->io.read_hr;
+    send_rq(fx, R("GET k"));
+    fx->io.read_hr = t0 + 1000; /* the reply comes a little later */
+    reply(fx, leaf, 0, "$1\r\nv\r\n");
+    ch__topk_clear(fx->pool.hot); /* k is not counted hot any more */
+    fx->io.read_hr = t0 + NEAR_TTL_NS - 1;
+    size_t a = send_rq(fx, R("GET k"));
+    assert_string_equal(fake_done_reply(a), "$1\r\nv\r\n");
+    assert_int_equal(fake_sends(leaf), 1);
+    fx->io.read_hr = t0 + NEAR_TTL_NS + 1;
+    size_t b = send_rq(fx, R("GET k"));
+    sent(leaf, 1, R("GET k"));
+    reply(fx, leaf, 1, "$1\r\nw\r\n");
+    size_t c = send_rq(fx, R("GET k"));
+    assert_string_equal(fake_done_reply(b), "$1\r\nw\r\n");
+    assert_string_equal(fake_done_reply(c), "$1\r\nw\r\n"); /* kept again: known */
+    assert_int_equal(fake_sends(leaf), 2);
+}
+
+/* ==== coalesce ==================================================================================
+ * route_coalesce.c over child[0] (a leaf). Clients are told apart by their request numbers. */
+
+/* Identical reads in flight join the first: one child call, every waiter answered with its
+ * reply, counted as coalesced. */
+static void test_coalesce_joins(void **state)
+{
+    fixture *fx = *state;
+    px_route *leaf = tree(&fx->pool, &px_route_coalesce_ops, NULL, 1)->child[0];
+    size_t a = fake_start(&fx->pool, R("GET k"), 1, PX_DIALECT_RESP2);
+    size_t b = fake_start(&fx->pool, R("GET k"), 2, PX_DIALECT_RESP2);
+    size_t c = fake_start(&fx->pool, R("GET k"), 3, PX_DIALECT_RESP2);
+    assert_int_equal(fake_sends(leaf), 1);
+    sent(leaf, 0, R("GET k"));
+    assert_int_equal(ndone, 0);
+    reply(fx, leaf, 0, "$1\r\nv\r\n");
+    assert_string_equal(fake_done_reply(a), "$1\r\nv\r\n");
+    assert_string_equal(fake_done_reply(b), "$1\r\nv\r\n");
+    assert_string_equal(fake_done_reply(c), "$1\r\nv\r\n");
+    assert_int_equal(fx->pool.m.coalesced, 2);
+    size_t d = send_rq(fx, R("GET k")); /* the group closed with its answer */
+    assert_int_equal(fake_sends(leaf), 2);
+    reply(fx, leaf, 1, "$1\r\nw\r\n");
+    assert_string_equal(fake_done_reply(d), "$1\r\nw\r\n");
+}
+
+/* A write of the key closes its group: a read after the write starts a group of its own (and
+ * gets what the server answers after the write), joined by the reads after it. */
+static void test_coalesce_write_closes(void **state)
+{
+    fixture *fx = *state;
+    px_route *leaf = tree(&fx->pool, &px_route_coalesce_ops, NULL, 1)->child[0];
+    size_t a = fake_start(&fx->pool, R("GET k"), 1, PX_DIALECT_RESP2);
+    size_t w = fake_start(&fx->pool, R("SET k new"), 2, PX_DIALECT_RESP2);
+    size_t b = fake_start(&fx->pool, R("GET k"), 3, PX_DIALECT_RESP2);
+    size_t c = fake_start(&fx->pool, R("GET k"), 4, PX_DIALECT_RESP2);
+    assert_int_equal(fake_sends(leaf), 3);
+    sent(leaf, 1, R("SET k new"));
+    sent(leaf, 2, R("GET k"));
+    reply(fx, leaf, 0, "$3\r\nold\r\n");
+    reply(fx, leaf, 1, "+OK\r\n");
+    reply(fx, leaf, 2, "$3\r\nnew\r\n");
+    assert_string_equal(fake_done_reply(a), "$3\r\nold\r\n");
+    assert_string_equal(fake_done_reply(w), "+OK\r\n");
+    assert_string_equal(fake_done_reply(b), "$3\r\nnew\r\n");
+    assert_string_equal(fake_done_reply(c), "$3\r\nnew\r\n");
+    assert_int_equal(fx->pool.m.coalesced, 1);
+}
+
+/* Reads that differ do not join: another key, another command (MGET), another dialect (a RESP3
+ * client's reply may be written differently). */
+static void test_coalesce_apart(void **state)
+{
+    fixture *fx = *state;
+    px_route *leaf = tree(&fx->pool, &px_route_coalesce_ops, NULL, 1)->child[0];
+    fake_start(&fx->pool, R("GET k"), 1, PX_DIALECT_RESP2);
+    fake_start(&fx->pool, R("GET k"), 2, PX_DIALECT_RESP3);
+    fake_start(&fx->pool, R("GET j"), 3, PX_DIALECT_RESP2);
+    fake_start(&fx->pool, R("MGET k"), 4, PX_DIALECT_RESP2);
+    assert_int_equal(fake_sends(leaf), 4);
+    assert_int_equal(fx->pool.m.coalesced, 0);
+    reply(fx, leaf, 0, "$1\r\nk\r\n");
+    reply(fx, leaf, 1, "$1\r\nk\r\n");
+    reply(fx, leaf, 2, "$1\r\nj\r\n");
+    reply(fx, leaf, 3, "*1\r\n$1\r\nk\r\n");
+    assert_int_equal(ndone, 4);
+}
+
+/* The child's failure answers every waiter with the same error. */
+static void test_coalesce_failure_answers_all(void **state)
+{
+    fixture *fx = *state;
+    px_route *leaf = tree(&fx->pool, &px_route_coalesce_ops, NULL, 1)->child[0];
+    for (uint64_t cid = 1; cid <= 3; cid++)
+        fake_start(&fx->pool, R("GET k"), cid, PX_DIALECT_RESP2);
+    failed(leaf, 0);
+    assert_int_equal(ndone, 3);
+    for (size_t i = 0; i < 3; i++) {
+        assert_true(fake_done_reply(i)[0] == '-');
+        assert_non_null(strstr(fake_done_reply(i), "timed out"));
+    }
+}
+
+/* ==== shadow ====================================================================================
+ * route_shadow.c over child[0] the pool's tree (a leaf); the shadow pool ("o", another pool of
+ * the worker) serves its copies on its own tree, one fake leaf. */
+
+static px_route *shadow_tree(fixture *fx, double fraction, bool writes, px_route **shadow)
+{
+    fx->shadow = (px_shadow_conf){&fx->other, fraction, writes};
+    px_route *leaf = tree(&fx->pool, &px_route_shadow_ops, &fx->shadow, 1)->child[0];
+    fake_tree *ft = fake_tree_new();
+    *shadow = fake_add(ft, NULL, SEND_LEAF);
+    fake_use(&fx->other, ft);
+    return leaf;
+}
+
+/* The whole key space shadowed: the request goes to both; the client gets the pool's answer
+ * as soon as it comes, whatever the shadow does; the two are compared once both are in. */
+static void test_shadow_mirrors(void **state)
+{
+    fixture *fx = *state;
+    px_route *sh, *leaf = shadow_tree(fx, 1.0, false, &sh);
+    size_t a = send_rq(fx, R("GET k"));
+    sent(leaf, 0, R("GET k"));
+    sent(sh, 0, R("GET k"));
+    reply(fx, leaf, 0, "$1\r\nv\r\n");
+    assert_string_equal(fake_done_reply(a), "$1\r\nv\r\n"); /* not waiting for the shadow */
+    assert_int_equal(fx->pool.m.shadow.inflight, 1);
+    reply(fx, sh, 0, "$1\r\nv\r\n");
+    assert_int_equal(fx->pool.m.shadow.agree, 1);
+    assert_int_equal(fx->pool.m.shadow.inflight, 0);
+
+    size_t b = send_rq(fx, R("GET k"));
+    reply(fx, sh, 1, "$1\r\nx\r\n"); /* the shadow first, and another value */
+    assert_null(fake_done_reply(b));
+    reply(fx, leaf, 1, "$1\r\nv\r\n");
+    assert_string_equal(fake_done_reply(b), "$1\r\nv\r\n");
+    assert_int_equal(fx->pool.m.shadow.disagree, 1);
+
+    size_t c = send_rq(fx, R("GET k"));
+    failed(sh, 2);
+    reply(fx, leaf, 2, "$-1\r\n");
+    assert_string_equal(fake_done_reply(c), "$-1\r\n");
+    assert_int_equal(fx->pool.m.shadow.failed, 1);
+    assert_int_equal(fx->pool.m.shadow.sent, 3);
+}
+
+/* What is not shadowed: keys outside the share (none at 0), writes unless asked for, requests
+ * split per key. */
+static void test_shadow_share(void **state)
+{
+    fixture *fx = *state;
+    px_route *sh, *leaf = shadow_tree(fx, 1.0, false, &sh);
+    send_rq(fx, R("SET k v"));
+    send_rq(fx, R("MGET a b"));
+    fx->shadow.fraction = 0;
+    send_rq(fx, R("GET k"));
+    assert_int_equal(fake_sends(sh), 0);
+    fx->shadow.fraction = 1.0;
+    fx->shadow.writes = true;
+    send_rq(fx, R("SET k w"));
+    sent(sh, 0, R("SET k w"));
+    reply(fx, sh, 0, "+OK\r\n");
+    assert_int_equal(fake_sends(leaf), 4);
+    for (size_t i = 0; i < 4; i++)
+        reply(fx, leaf, i, i == 1 ? "*2\r\n$1\r\na\r\n$1\r\nb\r\n" : "+OK\r\n");
+    assert_int_equal(ndone, 4);
+    assert_int_equal(fx->pool.m.shadow.sent, 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -996,6 +1270,16 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gutter_write_mc, setup_mc, teardown),
         cmocka_unit_test_setup_teardown(test_gutter_split, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gutter_unavailable_or_failing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_near_hot_key_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_near_not_kept, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_near_write_invalidates, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_near_ttl, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_coalesce_joins, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_coalesce_write_closes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_coalesce_apart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_coalesce_failure_answers_all, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shadow_mirrors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shadow_share, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
