@@ -34,7 +34,7 @@ typedef struct fake_client {
 static fake_client clients[FAKE_CLIENTS];
 static size_t nclients;
 
-/* ---- fake routes -------------------------------------------------------------------------------- */
+/* ---- fake routes ----------------------------------------------------------------------------- */
 
 static uint64_t state_mark(const px_route *rt, px_slot s)
 {
@@ -160,7 +160,7 @@ void fake_answer_failed(size_t i, const char *reason)
     px_rq_return(h.rq, h.leaf, &h.slot, 1, &r);
 }
 
-/* ---- trees -------------------------------------------------------------------------------------- */
+/* ---- trees ----------------------------------------------------------------------------------- */
 
 fake_tree *fake_tree_new(void)
 {
@@ -233,7 +233,7 @@ px_server *fake_server_of(px_route *leaf)
     return &((fake_conf *)(uintptr_t)leaf->conf)->server;
 }
 
-/* ---- requests ------------------------------------------------------------------------------------ */
+/* ---- requests -------------------------------------------------------------------------------- */
 
 static void on_done(px_rq *rq)
 {
@@ -276,13 +276,20 @@ size_t fake_start(px_pool *pool, const char *text, uint64_t cid, uint8_t dialect
     return i;
 }
 
-const char *fake_done_reply(size_t i)
+bool fake_done(size_t i)
 {
     assert_true(i < nclients);
-    return clients[i].done ? (clients[i].reply.p != NULL ? clients[i].reply.p : "") : NULL;
+    return clients[i].done;
 }
 
-/* ---- the fake servers ---------------------------------------------------------------------------- */
+const char *fake_done_reply(size_t i)
+{
+    if (!fake_done(i))
+        return "(not done)";
+    return clients[i].reply.p != NULL ? clients[i].reply.p : "";
+}
+
+/* ---- the fake servers ------------------------------------------------------------------------ */
 
 size_t fake_sends(px_route *leaf)
 {

@@ -28,7 +28,10 @@
  * to child[1]). Leaves: SYNC_LEAF answers inside start, HELD_LEAF holds the slot for the test
  * (fake_answer), SEND_LEAF sends it to its own fake server (fake_log, fake_reply) and returns
  * the server's answer up as it is, a failure included (no failover of its own). */
-typedef enum { CALL, PASS, PASS_EVEN, RETRY, FORK, FIRE, SYNC_LEAF, HELD_LEAF, SEND_LEAF } fake_mode;
+typedef enum {
+    CALL, PASS, PASS_EVEN, RETRY, FORK, FIRE, /* relays */
+    SYNC_LEAF, HELD_LEAF, SEND_LEAF,          /* leaves: from SYNC_LEAF on */
+} fake_mode;
 
 #define FAKE_DEL_SIDE "*2\r\n$3\r\nDEL\r\n$4\r\nside\r\n"
 #define FAKE_PLACES 8u
@@ -71,7 +74,7 @@ void fake_place_key(px_route *leaf, const char *key, uint32_t server, size_t ind
 /* The fake server a SEND_LEAF sends to. */
 px_server *fake_server_of(px_route *leaf);
 
-/* ---- what the fake routes saw ----------------------------------------------------------------- */
+/* ---- what the fake routes saw ---------------------------------------------------------------- */
 
 /* Each reply() a relay received: which relay, which slots. */
 typedef struct fake_event {
@@ -114,7 +117,9 @@ extern char done_reply[512];
  * cid in dialect (PX_DIALECT_*) and starts it on pool's tree, as dispatch does. Returns the
  * request's number (0 for the first since fake_routes_reset). */
 size_t fake_start(px_pool *pool, const char *text, uint64_t cid, uint8_t dialect);
-/* The reply request i's client got, NUL-ended, or NULL while it is not done. */
+/* Whether request i's client was told it is done; the reply it got, NUL-ended ("(not done)"
+ * before: a test comparing it fails instead of crashing). */
+bool fake_done(size_t i);
 const char *fake_done_reply(size_t i);
 
 /* ---- the fake servers' side (fake_backend.c's log) ------------------------------------------ */

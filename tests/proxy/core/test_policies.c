@@ -36,7 +36,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-/* ---- the fixture: pools in memory --------------------------------------------------------------- */
+/* ---- the fixture: pools in memory ------------------------------------------------------------ */
 
 typedef struct fixture {
     ch_conf_pool pc, opc;
@@ -157,7 +157,7 @@ static bool journaled(px_health *h, size_t i, const char *key)
     return ok;
 }
 
-/* ---- requests and replies, as the protocol spells them ------------------------------------------ */
+/* ---- requests and replies, as the protocol spells them --------------------------------------- */
 
 /* The RESP command of the space-separated words (a RESP array of bulk strings). The returned
  * text lives until 16 more calls. */
@@ -252,7 +252,7 @@ static void window(fixture *fx, uint64_t start, uint64_t ramp, uint64_t warm)
     px_warm_begin(&fx->pool, fx->prev, src, 1, &(px_warm_times){start, ramp, warm});
 }
 
-/* "k" moved from S1 (its previous owner, up) to S0. */
+/* key moved from S1 (its previous owner, up) to S0. */
 static void moved(px_route *cur, px_route *prev, const char *key)
 {
     fake_place_key(cur, key, S0, 0, true);
@@ -367,7 +367,7 @@ static void test_warm_read_copies(void **state)
 
     size_t b = send_rq(fx, R("GET k"));
     reply(fx, cur, 1, "$-1\r\n");
-    assert_null(fake_done_reply(b));
+    assert_false(fake_done(b));
     sent(prev, 0, R("GET k"));
     reply(fx, prev, 0, "$3\r\nold\r\n");
     assert_string_equal(fake_done_reply(b), "$3\r\nold\r\n"); /* before the copy */
@@ -409,7 +409,7 @@ static void test_warm_read_misses(void **state)
     reply(fx, cur, 1, "$-1\r\n");
     failed(prev, 1);
     sent(cur, 2, R("GET k"));
-    assert_null(fake_done_reply(b));
+    assert_false(fake_done(b));
     reply(fx, cur, 2, "$1\r\nv\r\n"); /* written meanwhile */
     assert_string_equal(fake_done_reply(b), "$1\r\nv\r\n");
     assert_int_equal(fake_unanswered(), 0);
@@ -453,10 +453,10 @@ static void test_warm_write_moves(void **state)
     assert_true(eval_of(fake_sent_to(prev, 0), "k", TAKE_DOES, NULL));
     reply(fx, prev, 0, "*2\r\n:-1\r\n$2\r\n41\r\n");
     sent(cur, 0, R("RESTORE k 0 41"));
-    assert_null(fake_done_reply(a));
+    assert_false(fake_done(a));
     reply(fx, cur, 0, "+OK\r\n");
     sent(cur, 1, R("INCR k"));
-    assert_null(fake_done_reply(a));
+    assert_false(fake_done(a));
     reply(fx, cur, 1, ":42\r\n");
     assert_string_equal(fake_done_reply(a), ":42\r\n");
     assert_int_equal(fx->pool.m.warm.warm_fills, 1);
@@ -496,7 +496,7 @@ static void test_warm_write_mc(void **state)
     assert_int_equal(fake_sends(cur), 1);
     reply(fx, prev, 1, "DELETED\r\n");
     sent(cur, 1, "set k 0 0 1\r\nv\r\n");
-    assert_null(fake_done_reply(a));
+    assert_false(fake_done(a));
     reply(fx, cur, 1, "STORED\r\n");
     assert_string_equal(fake_done_reply(a), "STORED\r\n");
     assert_int_equal(fx->pool.m.warm.warm_fills, 1);
@@ -511,6 +511,25 @@ static void test_warm_write_mc(void **state)
     sent(prev, 3, "mg k v t f\r\n");
     reply(fx, prev, 3, "EN\r\n"); /* expired meanwhile: nothing to store */
     assert_int_equal(fake_sends(cur), 3);
+}
+
+/* A one-server command (MSETNX) whose keys the current placement puts on different servers is
+ * refused with Redis Cluster's error, nothing sent; on one server it goes whole. */
+static void test_warm_cross_server(void **state)
+{
+    fixture *fx = *state;
+    px_route *cur, *prev;
+    warm_tree(fx, &cur, &prev);
+    fake_place_key(cur, "a", S0, 0, true);
+    fake_place_key(cur, "b", S1, 1, true);
+    fake_place_key(cur, "c", S0, 0, true);
+    size_t a = send_rq(fx, R("MSETNX a 1 b 2"));
+    assert_int_equal(strncmp(fake_done_reply(a), "-CROSSSLOT ", 11), 0);
+    assert_int_equal(fake_nlog, 0);
+    size_t b = send_rq(fx, R("MSETNX a 1 c 2"));
+    sent(cur, 0, R("MSETNX a 1 c 2"));
+    reply(fx, cur, 0, ":1\r\n");
+    assert_string_equal(fake_done_reply(b), ":1\r\n");
 }
 
 /* ==== replica ===================================================================================
@@ -551,7 +570,7 @@ static void test_replica_write_every_owner(void **state)
     sent(r0, 0, R("SET k v"));
     sent(r1, 0, R("SET k v"));
     reply(fx, r1, 0, "+OK\r\n");
-    assert_null(fake_done_reply(a));
+    assert_false(fake_done(a));
     reply(fx, r0, 0, "+OK\r\n");
     assert_string_equal(fake_done_reply(a), "+OK\r\n");
 
@@ -662,7 +681,7 @@ static void test_replica_read_repair(void **state)
     size_t a = send_rq(fx, R("GET k"));
     reply(fx, r0, 0, "$-1\r\n");
     sent(r1, 0, R("GET k"));
-    assert_null(fake_done_reply(a));
+    assert_false(fake_done(a));
     reply(fx, r1, 0, "$1\r\nv\r\n");
     assert_string_equal(fake_done_reply(a), "$1\r\nv\r\n");
     assert_int_equal(fx->pool.m.warm.replica_reads, 1);
@@ -730,6 +749,39 @@ static void test_replica_read_failures(void **state)
     assert_int_equal(fake_unanswered(), 0);
 }
 
+/* hot_spread: the reads of a hot key (the worker's detector counts it over hot_threshold) go to
+ * its owners up in turn; a cold key's to its first owner. */
+static void test_replica_hot_spread(void **state)
+{
+    fixture *fx = *state;
+    px_route *r0, *r1, *walk;
+    fx->pc.hot_spread = true;
+    fx->pool.hot = ch__topk_new(16, 64);
+    assert_non_null(fx->pool.hot);
+    fx->pool.hot_threshold = 3;
+    ch__topk_add(fx->pool.hot, XXH3_64bits("k", 1), "k", 1, 5);
+    replica_tree(fx, &r0, &r1, &walk);
+    for (size_t i = 0; i < 4; i++)
+        send_rq(fx, R("GET k"));
+    assert_int_equal(fake_sends(r0), 2);
+    assert_int_equal(fake_sends(r1), 2);
+    /* in turn: the owner of each read is not the previous read's */
+    const px_server *last = NULL;
+    for (size_t k = 0; k < fake_nlog; k++) {
+        assert_ptr_not_equal(fake_log[k].server, last);
+        last = fake_log[k].server;
+    }
+    assert_int_equal(fx->pool.m.warm.replica_spread, 4);
+    send_rq(fx, R("GET a"));
+    send_rq(fx, R("GET a"));
+    assert_int_equal(fake_sends(r0), 4);
+    for (size_t i = 0; i < 4; i++)
+        reply(fx, r0, i, "$1\r\nv\r\n");
+    for (size_t i = 0; i < 2; i++)
+        reply(fx, r1, i, "$1\r\nv\r\n");
+    assert_int_equal(ndone, 6);
+}
+
 /* ==== stage =====================================================================================
  * route_stage.c over child[0] the pool's tree (here a leaf) and child[1] the leaf of the staged
  * placement (the key's next owner). A key is staged when the next leaf places it on another
@@ -778,7 +830,7 @@ static void test_stage_write_invalidates(void **state)
     assert_int_equal(fake_sends(next), 0); /* not before the write is answered */
     reply(fx, cur, 0, "+OK\r\n");
     sent(next, 0, R("DEL k"));
-    assert_null(fake_done_reply(a));
+    assert_false(fake_done(a));
     reply(fx, next, 0, ":1\r\n");
     assert_string_equal(fake_done_reply(a), "+OK\r\n");
     assert_int_equal(fx->pool.m.warm.stage_invalidations, 1);
@@ -786,7 +838,7 @@ static void test_stage_write_invalidates(void **state)
     size_t b = send_rq(fx, R("SET k w"));
     failed(cur, 1);
     sent(next, 1, R("DEL k"));
-    assert_null(fake_done_reply(b));
+    assert_false(fake_done(b));
     reply(fx, next, 1, ":0\r\n");
     assert_true(fake_done_reply(b)[0] == '-');
     assert_non_null(strstr(fake_done_reply(b), "timed out"));
@@ -830,7 +882,7 @@ static void test_stage_split(void **state)
     assert_int_equal(fake_sends(next), 0);
     reply(fx, cur, ia, ":1\r\n");
     sent(next, 0, R("DEL a"));
-    assert_null(fake_done_reply(a));
+    assert_false(fake_done(a));
     reply(fx, next, 0, ":1\r\n");
     assert_string_equal(fake_done_reply(a), ":2\r\n");
     assert_int_equal(fake_sends(next), 1);
@@ -1205,7 +1257,7 @@ static void test_shadow_mirrors(void **state)
 
     size_t b = send_rq(fx, R("GET k"));
     reply(fx, sh, 1, "$1\r\nx\r\n"); /* the shadow first, and another value */
-    assert_null(fake_done_reply(b));
+    assert_false(fake_done(b));
     reply(fx, leaf, 1, "$1\r\nv\r\n");
     assert_string_equal(fake_done_reply(b), "$1\r\nv\r\n");
     assert_int_equal(fx->pool.m.shadow.disagree, 1);
@@ -1252,6 +1304,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_warm_copy_after_write_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_write_moves, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_write_mc, setup_mc, teardown),
+        cmocka_unit_test_setup_teardown(test_warm_cross_server, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replica_write_every_owner, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replica_write_worst, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replica_write_owner_out, setup, teardown),
@@ -1260,6 +1313,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_replica_read_repair, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replica_repair_after_write_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_replica_read_failures, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_replica_hot_spread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stage_passes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stage_write_invalidates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stage_delete_fails, setup, teardown),

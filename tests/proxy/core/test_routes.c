@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- a pool and its requests -------------------------------------------------------------------- */
+/* ---- a pool and its requests ----------------------------------------------------------------- */
 
 typedef struct fixture {
     px_pool pool;
@@ -101,7 +101,7 @@ static void answer_failed(size_t i, const char *reason)
 #define GET_K "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"
 #define MGET_ABC "*4\r\n$4\r\nMGET\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"
 
-/* ---- tests -------------------------------------------------------------------------------------- */
+/* ---- tests ----------------------------------------------------------------------------------- */
 
 static void test_pass_skips_the_passer(void **state)
 {
