@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * test_routes.c — the tree of routes in process (route.h, request.c), with fake routes: relays
- * that call or pass a child, and leaves that hold each slot until the test answers it, in the
- * order the test picks. No backends, no sockets, no clock. What must hold, whatever the routes:
+ * test_routes.c — the tree of routes in process (route.h, request.c), with fake routes
+ * (fake_routes.h): relays that call or pass a child, and leaves that hold each slot until the
+ * test answers it, in the order the test picks. No backends, no sockets, no clock. What must
+ * hold, whatever the routes:
  *
  *   - an answer goes to the nearest route above that called for the slot: a route that passed
  *     it (px_rq_pass) never sees it, one that called (px_rq_call) always does, once;
@@ -19,10 +20,7 @@
  *     fail the run if the old tree is read after being freed, or never freed).
  * Expected replies are RESP as the protocol spells it, written out here.
  */
-#include "fake_backend.h"
-#include "pool.h"
-#include "request.h"
-#include "route.h"
+#include "fake_routes.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -32,185 +30,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- fake routes ------------------------------------------------------------------------------- */
-
-/* Relays: CALL, PASS, PASS_EVEN (pass even slots, call odd ones), RETRY (call child[0]; on a
- * failure, child[1]), FORK (a side request DEL_SIDE on child[0], its answer the slot's), FIRE
- * (DEL_SIDE fired on child[0], detached, its answer to fired(); the slot passed to child[1]).
- * Leaves: SYNC_LEAF answers inside start, HELD_LEAF holds the slot for the
- * test (answer()), SEND_LEAF sends it to the fake backend's server (fake_log, fake_reply). */
-typedef enum { CALL, PASS, PASS_EVEN, RETRY, FORK, FIRE, SYNC_LEAF, HELD_LEAF, SEND_LEAF } fake_mode;
-
-typedef struct fake_conf {
-    fake_mode mode;
-    int id;
-} fake_conf;
-
-/* Each reply() a relay received: which relay, which slots. */
-typedef struct event {
-    int id;
-    size_t n;
-    px_slot slots[8];
-    px_reply_kind kind;
-} event;
-static event events[64];
-static size_t nevents;
-
-/* Slots a held leaf is holding, in the order they arrived. */
-typedef struct held {
-    px_rq *rq;
-    px_slot slot;
-    px_route *leaf;
-} held;
-static held holding[64];
-static size_t nheld;
-
-static px_server the_server; /* SEND_LEAF's */
-static unsigned state_checks; /* relays that found their own state word intact */
-static size_t ndone;          /* owners told of completion */
-static char done_reply[512];
-static bool in_route; /* a fake route's start is running */
-
-static uint64_t state_mark(const px_route *rt, px_slot s)
-{
-    const fake_conf *c = rt->conf;
-    return 0xA000u + (uint64_t)c->id * 100u + s;
-}
-
-#define DEL_SIDE "*2\r\n$3\r\nDEL\r\n$4\r\nside\r\n"
-
-/* What fired side requests answered, in order. */
-static char fired_log[4][64];
-static px_reply_kind fired_kind[4];
-static size_t nfired;
-
-static void fired(void *arg, const px_rq *side, const px_reply *r)
-{
-    (void)arg;
-    assert_true(side->side);
-    size_t n = r->len < 63 ? r->len : 63;
-    memcpy(fired_log[nfired], r->p, n);
-    fired_log[nfired][n] = '\0';
-    fired_kind[nfired++] = r->kind;
-}
-
-static void relay_start(px_route *rt, px_rq *rq, px_slot s)
-{
-    const fake_conf *c = rt->conf;
-    *px_rq_state(rq, s, rt) = state_mark(rt, s);
-    if (c->mode == FORK) {
-        assert_int_equal(px_rq_fork(rq, s, rt, rq->pool, rt->child[0], DEL_SIDE,
-                                    strlen(DEL_SIDE)),
-                         0);
-        return;
-    }
-    if (c->mode == FIRE) {
-        assert_int_equal(px_rq_fire(rq, rt->child[0], DEL_SIDE, strlen(DEL_SIDE), fired, NULL),
-                         0);
-        px_rq_pass(rq, s, rt, rt->child[1]);
-        return;
-    }
-    bool pass = c->mode == PASS || (c->mode == PASS_EVEN && s % 2 == 0);
-    if (pass)
-        px_rq_pass(rq, s, rt, rt->child[0]);
-    else
-        px_rq_call(rq, s, rt, rt->child[0]);
-}
-
-static void relay_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
-                        const px_reply *r)
-{
-    const fake_conf *c = rt->conf;
-    event *e = &events[nevents++];
-    e->id = c->id;
-    e->n = n;
-    e->kind = r->kind;
-    for (size_t i = 0; i < n && i < 8; i++) {
-        e->slots[i] = slots[i];
-        if (*px_rq_state(rq, slots[i], rt) == state_mark(rt, slots[i]))
-            state_checks++;
-    }
-    if (c->mode == RETRY && r->kind == PX_REPLY_FAILED && rt->nchild > 1) {
-        for (size_t i = 0; i < n; i++)
-            px_rq_call(rq, slots[i], rt, rt->child[1]);
-        return;
-    }
-    px_rq_return(rq, rt, slots, n, r);
-}
-
-static const px_route_ops relay_ops = {.name = "relay", .start = relay_start, .reply = relay_reply};
-
-static px_reply value(const char *resp)
-{
-    return (px_reply){.p = resp, .len = strlen(resp), .kind = PX_REPLY_VALUE};
-}
-
-static void leaf_start(px_route *rt, px_rq *rq, px_slot s)
-{
-    const fake_conf *c = rt->conf;
-    if (c->mode == HELD_LEAF) {
-        holding[nheld++] = (held){rq, s, rt};
-        return;
-    }
-    if (c->mode == SEND_LEAF) {
-        px_rq_send(rq, s, rt, &the_server);
-        return;
-    }
-    px_reply r = value("*1\r\n$4\r\nsync\r\n");
-    in_route = true;
-    px_rq_return(rq, rt, &s, 1, &r);
-    in_route = false;
-}
-
-static void leaf_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
-                       const px_reply *r)
-{
-    const fake_conf *c = rt->conf;
-    if (c->mode != SEND_LEAF)
-        fail_msg("a leaf that sent nothing was answered");
-    px_rq_return(rq, rt, slots, n, r); /* a backend's answer: up as it is */
-}
-
-static const px_route_ops leaf_ops = {.name = "fake leaf", .start = leaf_start, .reply = leaf_reply};
-
-/* Answers held slot i with resp (kind VALUE). */
-static void answer(size_t i, const char *resp)
-{
-    held h = holding[i];
-    px_reply r = value(resp);
-    px_rq_return(h.rq, h.leaf, &h.slot, 1, &r);
-}
-
-/* Answers held slot i as failed for `reason`. */
-static void answer_failed(size_t i, const char *reason)
-{
-    held h = holding[i];
-    px_reply r = {.p = reason, .len = strlen(reason), .kind = PX_REPLY_FAILED};
-    px_rq_return(h.rq, h.leaf, &h.slot, 1, &r);
-}
-
-/* ---- a pool and its requests -------------------------------------------------------------------- */
+/* ---- a pool and its requests ----------------------------------------------------------------- */
 
 typedef struct fixture {
     px_pool pool;
     px_io io; /* only its latency clock is read */
 } fixture;
-
-/* A tree and its routes' settings, freed together (the tree first: px_route_tree_release). */
-typedef struct fake_tree {
-    px_route_tree t;
-    fake_conf confs[PX_POOL_ROUTES];
-} fake_tree;
-
-static void on_done(px_rq *rq)
-{
-    assert_false(in_route);
-    ndone++;
-    size_t len = rq->reply.len < sizeof(done_reply) - 1 ? rq->reply.len : sizeof(done_reply) - 1;
-    memcpy(done_reply, rq->reply.p, len);
-    done_reply[len] = '\0';
-    px_rq_free(rq);
-}
 
 static int setup(void **state)
 {
@@ -222,11 +47,8 @@ static int setup(void **state)
                                   .max_value = 1 << 20, .max_line = 1 << 16, .max_key = 1 << 10,
                                   .max_depth = 8};
     fx->pool.backend_limits = fx->pool.limits;
-    the_server = (px_server){.uid = 100, .pool = &fx->pool};
     fake_reset();
-    nevents = nheld = ndone = 0;
-    state_checks = 0;
-    done_reply[0] = '\0';
+    fake_routes_reset();
     *state = fx;
     return 0;
 }
@@ -236,6 +58,7 @@ static int teardown(void **state)
     fixture *fx = *state;
     px_route_tree_release(fx->pool.tree);
     fake_reset();
+    fake_routes_free();
     free(fx);
     return 0;
 }
@@ -244,24 +67,12 @@ static int teardown(void **state)
  * otherwise (parent_of[i] < i; -1 for the root). */
 static px_route_tree *tree_new(const fake_mode *modes, const int *parent_of, size_t n)
 {
-    fake_tree *ft = calloc(1, sizeof(*ft));
-    px_route_tree *t = &ft->t;
-    t->refs = 1;
-    t->n = (unsigned)n;
+    fake_tree *ft = fake_tree_new();
     for (size_t i = 0; i < n; i++) {
-        px_route *rt = &t->nodes[i];
-        ft->confs[i] = (fake_conf){modes[i], (int)i};
-        rt->conf = &ft->confs[i];
-        rt->ops = modes[i] >= SYNC_LEAF ? &leaf_ops : &relay_ops;
         int p = parent_of != NULL ? parent_of[i] : (int)i - 1;
-        if (p >= 0) {
-            px_route *up = &t->nodes[p];
-            rt->parent = up;
-            rt->level = up->level + 1;
-            up->child[up->nchild++] = rt;
-        }
+        fake_add(ft, p >= 0 ? &ft->t.nodes[p] : NULL, modes[i]);
     }
-    return t;
+    return &ft->t;
 }
 
 static void use_tree(fixture *fx, px_route_tree *t)
@@ -274,24 +85,23 @@ static void use_tree(fixture *fx, px_route_tree *t)
 /* Parses the RESP request and starts it on the pool's tree. */
 static void start(fixture *fx, const char *text)
 {
-    static px_span args[64], keys[64];
-    px_msg m = {.args = args, .args_cap = 64, .keys = keys, .keys_cap = 64};
-    size_t consumed = 0, need = 0;
-    char err[128];
-    assert_int_equal(fx->pool.codec->parse_request(&fx->pool.limits, text, strlen(text), &m,
-                                                   &consumed, &need, err, sizeof(err)),
-                     PX_PARSE_OK);
-    px_rq *rq = px_rq_new(&fx->pool, &m, 1);
-    assert_non_null(rq);
-    rq->owner = fx;
-    rq->on_done = on_done;
-    px_rq_start(rq, fx->pool.route);
+    fake_start(&fx->pool, text, 1, PX_DIALECT_RESP2);
+}
+
+static void answer(size_t i, const char *resp)
+{
+    fake_answer(i, resp);
+}
+
+static void answer_failed(size_t i, const char *reason)
+{
+    fake_answer_failed(i, reason);
 }
 
 #define GET_K "*2\r\n$3\r\nGET\r\n$1\r\nk\r\n"
 #define MGET_ABC "*4\r\n$4\r\nMGET\r\n$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n"
 
-/* ---- tests -------------------------------------------------------------------------------------- */
+/* ---- tests ----------------------------------------------------------------------------------- */
 
 static void test_pass_skips_the_passer(void **state)
 {
@@ -360,7 +170,7 @@ static void test_one_return_many_destinations(void **state)
     px_slot both[2] = {holding[0].slot, holding[1].slot};
     /* A relay may return slots of several calls at once; each group gets the same reply (a
      * leaf never coalesces slots bound for different routes: test_coalesced_by_destination). */
-    px_reply part = value("*1\r\n$1\r\nx\r\n");
+    px_reply part = {.p = "*1\r\n$1\r\nx\r\n", .len = 11, .kind = PX_REPLY_VALUE};
     px_rq_return(holding[0].rq, holding[0].leaf, both, 2, &part);
     size_t root_slot0 = 0, mid_slot1 = 0, root_slot1 = 0;
     for (size_t i = 0; i < nevents; i++) {
@@ -455,8 +265,8 @@ static void test_fork_answers_its_route(void **state)
     use_tree(fx, tree_new((fake_mode[]){CALL, FORK, SEND_LEAF}, NULL, 3));
     start(fx, GET_K);
     assert_int_equal(fake_nlog, 1); /* the side request, not the GET */
-    assert_int_equal(fake_log[0].bytes.len, strlen(DEL_SIDE));
-    assert_memory_equal(fake_log[0].bytes.p, DEL_SIDE, strlen(DEL_SIDE));
+    assert_int_equal(fake_log[0].bytes.len, strlen(FAKE_DEL_SIDE));
+    assert_memory_equal(fake_log[0].bytes.p, FAKE_DEL_SIDE, strlen(FAKE_DEL_SIDE));
     assert_int_equal(ndone, 0);
     fake_reply(&fx->pool, &fake_log[0], ":1\r\n", 4);
     assert_int_equal(nevents, 2); /* the forking relay, then the root */
