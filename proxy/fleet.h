@@ -8,7 +8,7 @@
 #ifndef CHASH_PROXY_FLEET_H
 #define CHASH_PROXY_FLEET_H
 
-#include "ctl.h"
+#include "ctl_state.h"
 
 /* --fleet-id and --fleet-ttl. */
 typedef struct px_fleet_options {

@@ -41,18 +41,6 @@ static int thousandths(px_buf *b, uint64_t v)
     return px_buf_printf(b, "%llu.%03llu\n", U(v / 1000u), U(v % 1000u));
 }
 
-static uint64_t unix_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-void px_metrics_reload_done(px_ctl *m, bool ok)
-{
-    m->last_reload_unix_ms = unix_ms();
-    m->last_reload_failed = !ok;
-}
 /* A label value, escaped as the format requires: backslash, double quote and line feed. */
 static int label_value(px_buf *b, const char *s)
 {

@@ -34,7 +34,6 @@
 
 #include "reload.h"
 #include "backend.h"
-#include "metrics.h"
 #include "notify.h"
 #include "route_build.h"
 #include "warm.h"
@@ -524,6 +523,16 @@ static uint64_t mono_ms(void)
     return uv_hrtime() / 1000000u;
 }
 
+/* A reload (SIGHUP, POST /-/reload, an etcd change) finished, applied (ok) or refused: its
+ * wall-clock time and outcome, which /metrics shows as chash_proxy_last_reload_*. */
+static void reload_done(px_ctl *m, bool ok)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    m->last_reload_unix_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    m->last_reload_failed = !ok;
+}
+
 /* next's window (warm.h) after cur, which moved the share `moved` of the key space. */
 static void warm_plan(const px_shared_pool *cur, px_shared_pool *next, const px_reload_opts *opt,
                       double moved)
@@ -696,7 +705,7 @@ int px_reload_prepare(px_ctl *m, const char *trigger, const px_reload_opts *opt,
     if (ch_config_load(m->conf_path, &cfg, &err) != 0) {
         char msg[600];
         m->reload_failures++;
-        px_metrics_reload_done(m, false);
+        reload_done(m, false);
         ch_config_error_str(&err, msg, sizeof(msg));
         value_not_shown(msg, sizeof(msg));
         PX_LOG(m, PX_LOG_ERR, "reload failed, still serving the old configuration: %s", msg);
@@ -791,7 +800,7 @@ int px_reload_prepare(px_ctl *m, const char *trigger, const px_reload_opts *opt,
             px_shared_pool_clear(&job->next[i]);
         px_conf_unref(h->cref);
         m->reload_failures++;
-        px_metrics_reload_done(m, false);
+        reload_done(m, false);
         PX_LOG(m, PX_LOG_ERR, "reload failed (above), still serving the old configuration");
         if (result != NULL)
             (void)px_buf_printf(result, "%s", job->why);
@@ -862,7 +871,7 @@ int px_reload_commit(px_ctl *m, px_reload_held *h, px_buf *result)
     px_conf_unref(m->conf);
     m->conf = h->cref;
     m->reloads++;
-    px_metrics_reload_done(m, true);
+    reload_done(m, true);
     PX_LOG(m, PX_LOG_NOTICE, "reload done (%llu so far)", (unsigned long long)m->reloads);
     if (result != NULL) {
         if (changed.len > 0)

@@ -6,7 +6,7 @@
 #ifndef CHASH_PROXY_RELOAD_H
 #define CHASH_PROXY_RELOAD_H
 
-#include "ctl.h"
+#include "ctl_state.h"
 
 /* SIGHUP or POST /-/reload (trigger names which, for the log): re-reads m->conf_path and
  * applies it to every worker. When result is not NULL, appends one line (no line end) to it:

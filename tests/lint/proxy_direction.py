@@ -56,7 +56,7 @@ RANKS = {
     "lease": 9, "notify": 9,
     "hotkeys": 9, "info_name": 8,
     "fleet": 10, "admin_http": 10,
-    "ctl": 11, "main": 12,
+    "ctl_state": 9, "ctl": 11, "main": 12,
 }
 DATA_PATH = {"io", "backend", "request", "warm", "route_pool", "route_all", "route_scan",
              "route_replica", "route_warm", "route_shadow", "route_stage", "route_near", "route_gutter",
