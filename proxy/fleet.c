@@ -33,6 +33,7 @@
  */
 #include "fleet.h"
 #include "etcd_http.h"
+#include "fence.h"
 #include "lease.h"
 #include "reload.h"
 
@@ -65,7 +66,6 @@ typedef struct fleet_pool {
     bool watching;          /* the watch is created */
     /* the lease and the record */
     px_etcd_req *grant_req, *record_req;
-    int64_t lease;          /* as in slot->lease, which the keeper keeps alive */
     uint64_t grant_sent_ns; /* when the grant in flight was sent */
     px_lease_slot *slot;    /* f->slots[this pool's index in f->pools] */
     uv_timer_t keepalive;
@@ -73,14 +73,9 @@ typedef struct fleet_pool {
     bool dirty;             /* rec changed since the last put began */
     bool etcd_warned;       /* "etcd unreachable" logged once per outage */
     ch__fleet_record rec;
-    /* the fence (see the top of the file); the lease's deadline is served(fp)->lease_until_ns */
-    int64_t registered;      /* the lease the record was last put under (0: none yet) */
-    int64_t record_lease;    /* the lease of the put in flight */
-    int64_t range_lease;     /* registered when the range in flight began */
-    int64_t synced;          /* the lease under which K was last read whole (0: not since) */
-    bool current, published; /* as last published */
-    bool was_current;        /* once current: a fence now means the lease was lost */
-    uint64_t fenced_since_ns;
+    /* the fence (fence.h; its lease is slot->lease, which the keeper keeps alive, and its
+     * deadline served(fp)->lease_until_ns) */
+    px_fence fence;
     uv_timer_t lapse;        /* at the lease's deadline */
     bool lost_marked;        /* K/lost/<id> exists (a commit went without us): deleted once current */
     px_etcd_req *lost_req;
@@ -91,10 +86,8 @@ typedef struct fleet_pool {
     enum { MEMBER_GRANT, MEMBER_PUT } member_step;
     bool member_unput;       /* granted, not yet put */
     /* the two-phase change */
-    px_reload_held *held;
+    px_reload_held *held;    /* NULL, or held in the fence too (px_fence_hold) */
     int64_t held_epoch;
-    uint64_t confirmed_ns;   /* while held: when no commit was last known to wait unread */
-    uint64_t range_sent_ns;  /* when the range in flight began */
     /* flap damping: a direct document that removes servers, waiting */
     uv_timer_t hold;
     char *hold_doc;
@@ -111,24 +104,12 @@ struct px_fleet {
     size_t n;
     int ttl_s;
     /* While a pool holds a prepared change: the heartbeat of the fence (publish()), after each
-     * turn of the loop's I/O (check) and at least every HELD_TICK_MS (tick). */
+     * turn of the loop's I/O (check) and at least every PX_FENCE_HELD_TICK_MS (tick). */
     uv_check_t check;
     uv_timer_t tick;
     uint64_t last_beat_ns; /* the check's last run (uv_hrtime) */
     unsigned closing; /* handles still closing after px_fleet_stop: f is freed at 0 */
 };
-
-/* A pool that holds a prepared change serves only until HELD_ALIVE_MS after this loop last
- * knew that no commit was waiting unread (fleet_pool.confirmed_ns): the commit may come at any
- * moment, and a worker must not answer from the old membership after it, e.g. when the
- * process was stopped (SIGSTOP, a VM pause) with its lease still valid and resumes with
- * requests queued and the commit unread in the watch's socket. The loop knows it after each
- * turn of its I/O (the check handle), as long as turns follow each other within HELD_GAP_MS
- * (the tick makes them); after a longer gap (the process was stopped, or the loop busy) it
- * knows it again only from a read of K begun after the gap, which swaps in a commit it finds. */
-#define HELD_ALIVE_MS 250u
-#define HELD_GAP_MS 150u
-#define HELD_TICK_MS 50u
 
 /* What the start did for a pool: its document, and the lease and record it registered with. */
 typedef struct boot_doc {
@@ -501,9 +482,9 @@ static void record_done(void *arg, bool ok, const char *body, size_t len, const 
         fp->dirty = true; /* the next keepalive tries again */
         return;
     }
-    if (fp->record_lease == fp->lease && fp->registered != fp->lease) {
-        fp->registered = fp->lease; /* visible to apply: from here on, a read makes it current */
-        if (fp->synced != fp->lease)
+    bool read_again;
+    if (px_fence_record_written(&fp->fence, &read_again)) {
+        if (read_again)
             resync(fp);
         publish(fp);
     }
@@ -515,16 +496,17 @@ static void record_done(void *arg, bool ok, const char *body, size_t len, const 
  * is granted. */
 static void record_put(fleet_pool *fp)
 {
-    if (fp->lease == 0 || fp->record_req != NULL) {
+    int64_t lease = fp->fence.lease;
+    if (lease == 0 || fp->record_req != NULL) {
         fp->dirty = true;
         return;
     }
     char *json = ch__fleet_record_json(&fp->rec);
-    char *body = json != NULL ? ch__etcd_put_body(fp->record_key, json, strlen(json), fp->lease)
+    char *body = json != NULL ? ch__etcd_put_body(fp->record_key, json, strlen(json), lease)
                               : NULL;
     if (body != NULL)
         fp->record_req = px_etcd_post(fp->etcd, "/v3/kv/put", body, REQUEST_MS, record_done, fp);
-    fp->record_lease = fp->lease;
+    px_fence_record_sent(&fp->fence);
     fp->dirty = fp->record_req == NULL; /* not started: the next keepalive tries again */
     free(json);
     free(body);
@@ -570,16 +552,13 @@ static void publish(fleet_pool *fp);
 static void heartbeat_cb(uv_check_t *c)
 {
     px_fleet *f = c->data;
-    uint64_t now = uv_hrtime();
-    bool gap = now - f->last_beat_ns > HELD_GAP_MS * 1000000u;
+    uint64_t now = uv_hrtime(), last = f->last_beat_ns;
     f->last_beat_ns = now;
     for (size_t i = 0; i < f->n; i++) {
         fleet_pool *fp = &f->pools[i];
         if (fp->held == NULL)
             continue;
-        if (!gap)
-            fp->confirmed_ns = now; /* this turn's I/O is read: a commit would be swapped in */
-        else if (fp->range == NULL)
+        if (px_fence_beat(&fp->fence, now, last) && fp->range == NULL)
             resync(fp); /* fenced (publish) until a read of K begun now comes back */
         publish(fp);
     }
@@ -599,7 +578,7 @@ static void held_heartbeat(px_fleet *f)
     if (any && !uv_is_active((uv_handle_t *)&f->check)) {
         f->last_beat_ns = uv_hrtime();
         uv_check_start(&f->check, heartbeat_cb);
-        uv_timer_start(&f->tick, tick_cb, HELD_TICK_MS, HELD_TICK_MS);
+        uv_timer_start(&f->tick, tick_cb, PX_FENCE_HELD_TICK_MS, PX_FENCE_HELD_TICK_MS);
     } else if (!any && uv_is_active((uv_handle_t *)&f->check)) {
         uv_check_stop(&f->check);
         uv_timer_stop(&f->tick);
@@ -615,62 +594,45 @@ static void lost_done(void *arg, bool ok, const char *body, size_t len, const ch
         fp->lost_marked = false;
 }
 
-/* Hands the pool's fence to the workers (px_shared_pool.current_until_ns, fence_why) and logs,
- * counts and records a change of it. Called whenever a term of the rule at the top of the file
- * may have changed. */
+/* Hands the pool's fence to the workers (px_shared_pool.serve_until_ns, fence_why) and logs,
+ * counts and records a change of it. Called whenever a term of the fence's rule (fence.h) may
+ * have changed. */
 static void publish(fleet_pool *fp)
 {
     px_shared_pool *sp = served(fp);
     uint64_t now = uv_hrtime();
     uint64_t lease_until = __atomic_load_n(&sp->lease_until_ns, __ATOMIC_RELAXED);
-    bool lease_ok = fp->lease != 0 && now < lease_until;
-    bool read = fp->registered == fp->lease && fp->synced == fp->lease;
-    bool cur = lease_ok && read && !(fp->held != NULL && !fp->watching);
-    px_fence_why why = !fp->was_current && !cur ? PX_FENCE_UNREAD
-                       : !lease_ok              ? PX_FENCE_LEASE
-                       : !read                  ? PX_FENCE_RESYNC
-                       : !cur                   ? PX_FENCE_WATCH
-                                                : PX_FENCE_HELD; /* if the heartbeat lapses */
-    uint64_t until = !cur                ? 0
-                     : fp->held != NULL ? fp->confirmed_ns + HELD_ALIVE_MS * 1000000u
-                                        : UINT64_MAX;
-    __atomic_store_n(&sp->fence_why, (uint8_t)why, __ATOMIC_RELAXED);
-    __atomic_store_n(&sp->serve_until_ns, until, __ATOMIC_RELAXED);
+    px_fence_decision d;
+    px_fence_decide(&fp->fence, now, lease_until, fp->watching, &d);
+    __atomic_store_n(&sp->fence_why, (uint8_t)d.why, __ATOMIC_RELAXED);
+    __atomic_store_n(&sp->serve_until_ns, d.serve_until_ns, __ATOMIC_RELAXED);
     held_heartbeat(fp->f);
-    if (lease_ok)
+    if (d.lease_alive)
         uv_timer_start(&fp->lapse, lapse_cb, (lease_until - now) / 1000000u + 1, 0);
-    if (cur && fp->lost_marked && fp->lost_req == NULL) {
+    if (d.current && fp->lost_marked && fp->lost_req == NULL) {
         char *body = ch__etcd_delete_body(fp->lost_key);
         fp->lost_req = body != NULL ? px_etcd_post(fp->etcd, "/v3/kv/deleterange", body,
                                                    REQUEST_MS, lost_done, fp)
                                     : NULL;
         free(body);
     }
-    if (fp->published && cur == fp->current)
+    if (!d.changed)
         return;
-    bool first = !fp->published;
-    fp->published = true;
-    fp->current = cur;
-    fp->rec.fenced = !cur;
-    fp->st.fenced = !cur;
+    fp->rec.fenced = !d.current;
     bool serve = sp->conf->membership_fenced == CH_CONF_FENCED_SERVE;
-    if (!cur) {
-        fp->st.fences += !first;
-        fp->fenced_since_ns = now;
+    if (!d.current) {
         PX_LOG(fp->f->m, PX_LOG_WARN, "fleet: pool %s: fenced: %s; %s until it has registered "
                "with etcd and read %s again",
-               fp->name, px_fence_text(why),
+               fp->name, px_fence_text(d.why),
                serve ? "serving its membership anyway (membership_fenced: serve)"
                      : "refusing its requests",
                fp->key);
-    } else if (!first) {
+    } else if (!d.first) {
         PX_LOG(fp->f->m, PX_LOG_NOTICE, "fleet: pool %s: unfenced after %.3f s: epoch %lld is "
                "current (lease %lld)",
-               fp->name, (double)(now - fp->fenced_since_ns) / 1e9,
-               (long long)sp->epoch, (long long)fp->lease);
+               fp->name, (double)d.fenced_ns / 1e9, (long long)sp->epoch,
+               (long long)fp->fence.lease);
     }
-    if (cur)
-        fp->was_current = true;
     record_put(fp);
 }
 
@@ -679,13 +641,9 @@ static void publish(fleet_pool *fp)
 static void lapse_cb(uv_timer_t *t)
 {
     fleet_pool *fp = t->data;
-    if (fp->lease != 0 &&
-        uv_hrtime() < __atomic_load_n(&served(fp)->lease_until_ns, __ATOMIC_RELAXED)) {
-        publish(fp); /* extended meanwhile: arms the timer again */
-        return;
-    }
-    fp->synced = 0;
-    publish(fp);
+    px_fence_lapsed(&fp->fence, uv_hrtime(),
+                    __atomic_load_n(&served(fp)->lease_until_ns, __ATOMIC_RELAXED));
+    publish(fp); /* when it was extended meanwhile, this arms the timer again */
 }
 
 /* ---- the changes ------------------------------------------------------------------------------------ */
@@ -823,6 +781,7 @@ static void on_committed(fleet_pool *fp, const char *text, size_t len, int64_t m
     if (fp->held != NULL && fp->held_epoch == epoch) { /* the commit of a prepared change */
         px_reload_held *h = fp->held;
         fp->held = NULL;
+        px_fence_release(&fp->fence);
         px_buf result = {0};
         (void)px_reload_commit(m, h, &result);
         fp->rec.swapped_unix_us = unix_us();
@@ -916,7 +875,7 @@ static void on_pending(fleet_pool *fp, const char *text, size_t len, int64_t mod
     if (rc == PX_RELOAD_OK) {
         fp->held = h;
         fp->held_epoch = epoch;
-        fp->confirmed_ns = uv_hrtime(); /* apply commits only once this prepare is recorded */
+        px_fence_hold(&fp->fence, uv_hrtime());
         fp->rec.prepared = epoch;
         fp->rec.prepare_failed = 0;
         fp->rec.prepare_error[0] = '\0';
@@ -943,6 +902,7 @@ static void on_pending_gone(fleet_pool *fp)
         return;
     px_reload_held *h = fp->held;
     fp->held = NULL;
+    px_fence_release(&fp->fence);
     px_reload_abort(fp->f->m, h);
     PX_LOG(fp->f->m, PX_LOG_NOTICE, "fleet: pool %s: pending epoch %lld withdrawn: dropped",
            fp->name, (long long)fp->held_epoch);
@@ -959,6 +919,7 @@ static void held_dropped(void *arg, const char *trigger)
         if (fp->held == NULL || f->m->held == fp->held)
             continue;
         fp->held = NULL; /* reload.c freed it */
+        px_fence_release(&fp->fence);
         fp->rec.prepared = 0;
         fp->rec.prepare_failed = fp->held_epoch;
         snprintf(fp->rec.prepare_error, sizeof(fp->rec.prepare_error),
@@ -1131,15 +1092,7 @@ static void range_done(void *arg, bool ok, const char *body, size_t len, const c
     if (!pending)
         on_pending_gone(fp);
     ch__etcd_kvs_free(kvs, n);
-    fp->rev = rev;
-    /* Read whole after the record was put under this lease: every commit from the range's
-     * revision on waits for this instance. A range begun before that is read again. */
-    if (fp->range_lease != 0 && fp->range_lease == fp->lease && fp->registered == fp->lease)
-        fp->synced = fp->lease;
-    else if (fp->lease != 0 && fp->registered == fp->lease)
-        fp->rev = 0;
-    if (fp->held != NULL)
-        fp->confirmed_ns = fp->range_sent_ns; /* K as of then: a commit was swapped in above */
+    fp->rev = px_fence_read_done(&fp->fence) ? 0 : rev; /* begun too early: read again */
     publish(fp);
     watch_start(fp);
 }
@@ -1162,8 +1115,7 @@ static void resync(fleet_pool *fp)
 static void watch_start(fleet_pool *fp)
 {
     if (fp->rev == 0) {
-        fp->range_lease = fp->registered;
-        fp->range_sent_ns = uv_hrtime();
+        px_fence_read_sent(&fp->fence, uv_hrtime());
         char *body = ch__etcd_range_body(fp->key, true);
         fp->range = body != NULL ? px_etcd_post(fp->etcd, "/v3/kv/range", body, REQUEST_MS,
                                                 range_done, fp)
@@ -1189,7 +1141,7 @@ static void keepalive_cb(uv_timer_t *t);
 /* The lease is gone (etcd said so, or lost its data): fenced now, a new one is granted. */
 static void lease_drop(fleet_pool *fp)
 {
-    fp->lease = fp->registered = fp->synced = 0;
+    px_fence_lease_lost(&fp->fence);
     __atomic_store_n(&fp->slot->lease, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&served(fp)->lease_until_ns, 0, __ATOMIC_RELAXED);
     publish(fp);
@@ -1214,7 +1166,7 @@ static void grant_done(void *arg, bool ok, const char *body, size_t len, const c
         etcd_lost(fp, "cannot grant its lease", why);
         return; /* the next tick grants again */
     }
-    fp->lease = id;
+    px_fence_granted(&fp->fence, id);
     __atomic_store_n(&served(fp)->lease_until_ns, px_lease_deadline(fp->grant_sent_ns, ttl),
                      __ATOMIC_RELAXED);
     __atomic_store_n(&fp->slot->lease, id, __ATOMIC_RELEASE);
@@ -1236,9 +1188,9 @@ static void lease_events(void *arg)
             fp->member_lease = 0; /* granted again at the next tick */
             __atomic_store_n(&fp->slot->member_lease, 0, __ATOMIC_RELEASE);
         }
-        if ((ev & PX_LEASE_EXPIRED) && fp->lease != 0) {
+        if ((ev & PX_LEASE_EXPIRED) && fp->fence.lease != 0) {
             PX_LOG(f->m, PX_LOG_WARN, "fleet: pool %s: its lease %lld expired: registering "
-                   "again", fp->name, (long long)fp->lease);
+                   "again", fp->name, (long long)fp->fence.lease);
             lease_drop(fp);
             keepalive_cb(&fp->keepalive); /* a new grant now */
             continue;
@@ -1250,7 +1202,7 @@ static void lease_events(void *arg)
                 watch_again(fp);
         }
         if (ev & PX_LEASE_ANSWERED) {
-            if (fp->lease != 0 && fp->synced != fp->lease && fp->registered == fp->lease)
+            if (px_fence_kept(&fp->fence))
                 resync(fp); /* answered again after a lapse: K is read before serving */
             publish(fp);
         }
@@ -1281,7 +1233,7 @@ static void member_done(void *arg, bool ok, const char *body, size_t len, const 
 /* K/members/<id>: granted and put once registered; the keeper keeps its lease alive. */
 static void member_tick(fleet_pool *fp)
 {
-    if (fp->member_req != NULL || fp->registered == 0)
+    if (fp->member_req != NULL || fp->fence.registered == 0)
         return;
     char *body = NULL;
     const char *path;
@@ -1313,7 +1265,7 @@ static void keepalive_cb(uv_timer_t *t)
     member_tick(fp);
     if (fp->dirty)
         record_put(fp);
-    if (fp->lease != 0 || fp->grant_req != NULL)
+    if (fp->fence.lease != 0 || fp->grant_req != NULL)
         return;
     char *body = ch__etcd_grant_body(fp->f->ttl_s);
     fp->grant_sent_ns = uv_hrtime();
@@ -1373,10 +1325,19 @@ int px_fleet_start(px_ctl *m, px_fleet_boot *boot)
                 bd->text = NULL;
             }
             fp->rec = bd->rec;
-            fp->lease = fp->slot->lease = bd->lease;
+            /* the start's own steps, in their order: granted, registered, then K read */
+            fp->slot->lease = bd->lease;
             sp->lease_until_ns = bd->lease_until_ns;
-            fp->registered = bd->registered ? bd->lease : 0;
-            fp->synced = bd->registered && bd->synced ? bd->lease : 0;
+            px_fence_granted(&fp->fence, bd->lease);
+            bool again;
+            if (bd->lease != 0 && bd->registered) {
+                px_fence_record_sent(&fp->fence);
+                (void)px_fence_record_written(&fp->fence, &again);
+            }
+            if (bd->lease != 0 && bd->registered && bd->synced) {
+                px_fence_read_sent(&fp->fence, uv_hrtime());
+                (void)px_fence_read_done(&fp->fence);
+            }
             fp->member_lease = fp->slot->member_lease = bd->member_lease;
             bd->lease = bd->member_lease = 0; /* taken over */
         }
@@ -1412,7 +1373,7 @@ int px_fleet_start(px_ctl *m, px_fleet_boot *boot)
         }
         publish(fp); /* the workers start with the fence the start proved (or none) */
         watch_start(fp);
-        if (fp->lease == 0)
+        if (fp->fence.lease == 0)
             keepalive_cb(&fp->keepalive); /* the grant the start could not get */
         else
             record_put(fp); /* the record with what the pool serves */
@@ -1469,8 +1430,9 @@ void px_fleet_stop(px_ctl *m)
         if (fp->held != NULL) {
             px_reload_abort(m, fp->held);
             fp->held = NULL;
+            px_fence_release(&fp->fence);
         }
-        lease_revoke(fp->endpoint, fp->lease); /* the record and the member note go now */
+        lease_revoke(fp->endpoint, fp->fence.lease); /* the record and the member note go now */
         lease_revoke(fp->endpoint, fp->member_lease);
         px_etcd_free(fp->etcd);
         uv_timer_t *timers[] = {&fp->retry, &fp->keepalive, &fp->hold, &fp->warm_end,
@@ -1504,8 +1466,10 @@ bool px_fleet_stats_get(const px_ctl *m, size_t i, px_fleet_stats *out)
         out->epoch = m->pools[i].epoch;
         out->seen_epoch = fp->rec.seen_epoch;
         out->prepared = fp->rec.prepared;
-        out->etcd_up = fp->watching && fp->lease != 0 && !fp->etcd_warned;
-        out->fenced = fp->st.fenced || px_shared_fenced(&m->pools[i], uv_hrtime());
+        out->etcd_up = fp->watching && fp->fence.lease != 0 && !fp->etcd_warned;
+        out->fences = fp->fence.fences;
+        out->fenced = (fp->fence.published && !fp->fence.current) ||
+                      px_shared_fenced(&m->pools[i], uv_hrtime());
         out->serve_fenced = m->pools[i].conf->membership_fenced == CH_CONF_FENCED_SERVE;
         return true;
     }
