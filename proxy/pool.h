@@ -89,7 +89,7 @@ typedef struct px_shared_pool {
     int64_t epoch;
     /* Fencing (docs/FLEET.md, "Fencing"): the membership is proven current until the earlier
      * of lease_until_ns (what the lease proves: lease.c's keeper moves it) and serve_until_ns
-     * (what fleet.c's state allows: UINT64_MAX while current, a heartbeat while a prepared
+     * (what the fence decides, fence.h: UINT64_MAX while current, a heartbeat while a prepared
      * change is held, 0 when not current), both uv_hrtime, both UINT64_MAX for a pool not in
      * etcd; fence_why says why not once the earlier has passed. Each worker compares them with
      * its own clock, read after the request's bytes arrived, before it sends a request anywhere

@@ -14,7 +14,8 @@ px_route_ops, the control plane's callbacks):
     resolve, route.h, window.h, tls, file, roster, fence
 
     the control plane, above the worker:
-    main -> ctl -> admin_http -> metrics, stats -> fleet -> reload, lease -> etcd_http;
+    main -> ctl -> admin_http -> metrics, stats -> fleet -> fleet_change, fleet_boot
+    -> fleet_instance, fleet_member -> fleet_watch, fleet_damp, reload, lease -> etcd_http;
     reload, snapshot, hotkeys -> ctl_state (struct px_ctl, data only) -> worker
 
 The worker is the data path's top: it too includes nothing above it, and what it needs of the
@@ -64,12 +65,15 @@ RANKS = {
     # the control plane, above the worker
     "info_name": 8,
     "ctl_state": 9, "listen": 9, "etcd_http": 9, "notify": 9,
-    "lease": 10, "snapshot": 10, "hotkeys": 10, "reload": 10,
-    "fleet": 11,
-    "metrics": 12, "stats": 12,
-    "admin_http": 13,
-    "ctl": 14,
-    "main": 15,
+    "lease": 10, "snapshot": 10, "hotkeys": 10, "reload": 10, "fleet_watch": 10,
+    "fleet_damp": 10,
+    "fleet_instance": 11, "fleet_member": 11,
+    "fleet_change": 12, "fleet_boot": 12,
+    "fleet": 13,
+    "metrics": 14, "stats": 14,
+    "admin_http": 15,
+    "ctl": 16,
+    "main": 17,
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -407,8 +411,8 @@ def self_test():
             "pool.h (rank 1) includes client.h (rank 7)",
             "conf_ref.h (a leaf) includes pool.h",
             "novel.c: no rank",
-            "reload.c (rank 10) includes metrics.h (rank 12)",
-            "stats.h (rank 12) includes ctl.h (rank 14)",
+            "reload.c (rank 10) includes metrics.h (rank 14)",
+            "stats.h (rank 14) includes ctl.h (rank 16)",
             "include circle: ctl -> stats -> ctl",
             "include circle: backend -> request -> backend",
             "include circle: buf -> log -> buf",
