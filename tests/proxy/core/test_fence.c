@@ -238,7 +238,8 @@ static void test_held_is_bounded_and_beats(void **state)
     now += PX_FENCE_HELD_GAP_NS + 1; /* the process was stopped */
     assert_true(px_fence_beat(&f, now, last)); /* K must be read again ... */
     decide();
-    assert_int_equal(d.serve_until_ns, last + PX_FENCE_HELD_ALIVE_NS); /* ... and the bound runs out */
+    /* ... and the bound runs out */
+    assert_int_equal(d.serve_until_ns, last + PX_FENCE_HELD_ALIVE_NS);
     assert_true(d.serve_until_ns < now + PX_FENCE_HELD_ALIVE_NS);
     uint64_t sent = now;
     px_fence_read_sent(&f, sent);
