@@ -6,7 +6,7 @@
 #ifndef CHASH_PROXY_ADMIN_HTTP_H
 #define CHASH_PROXY_ADMIN_HTTP_H
 
-#include "ctl.h"
+#include "ctl_state.h"
 
 /* Starts the listener when m->metrics_port is set (0 otherwise); -1 logged. */
 int px_admin_http_start(px_ctl *m);

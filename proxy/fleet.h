@@ -1,44 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * fleet.h — a pool's membership from etcd (docs/FLEET.md): the first read at start, the watch
- * of the pool's key, the instance record under a lease, the two-phase change (prepare on
- * "<key>/pending", swap on the commit) and flap damping. Control thread; every change goes
- * through reload.h's all-or-nothing path.
+ * fleet.h — a pool's membership from etcd (docs/FLEET.md), on the control thread, once the
+ * first read at start (fleet_boot.h) is done: the watch of the pool's key (fleet_watch.h), the
+ * instance's lease and record (fleet_instance.h) and member note (fleet_member.h), the changes
+ * (fleet_change.h: the two-phase change, prepared on "<key>/pending" and swapped on the commit,
+ * and flap damping, fleet_damp.h), each through reload.h's all-or-nothing path; and the fence
+ * (fence.h) handed to the workers.
  */
 #ifndef CHASH_PROXY_FLEET_H
 #define CHASH_PROXY_FLEET_H
 
-#include "ctl.h"
-
-/* --fleet-id and --fleet-ttl. */
-typedef struct px_fleet_options {
-    const char *id; /* NULL: "<host>:<pid>" */
-    int ttl_s;      /* the record's lease */
-} px_fleet_options;
-#define PX_FLEET_DEFAULT_TTL_S 10
-
-/* What the first read found, per pool of the file (px_fleet_start stores it). */
-typedef struct px_fleet_boot px_fleet_boot;
-
-/* Before px_ctl_init: per pool in etcd, registers the instance (a lease, its record under it)
- * and then reads the pool's membership document and applies it to cfg's pool (blocking, at
- * most FIRST_READ_MS per request), so the pool starts current (docs/FLEET.md, "Fencing"). A
- * pool whose etcd cannot be read, or whose document is refused, starts fenced: it refuses its
- * requests until etcd answers (with "membership_fenced: serve", it serves its file servers
- * meanwhile); one without file servers fails the start. Returns 0 and *boot (NULL when no pool
- * names etcd), or -1 (logged). */
-int px_fleet_bootstrap(ch_config *cfg, px_log *log, const px_fleet_options *opt,
-                       px_fleet_boot **boot);
-
-/* What -t checks of the pools in etcd: each one's document read (blocking, as the start's: at
- * most FIRST_READ_MS; nothing is written to etcd) and applied to cfg's pool, so px_ctl_check
- * then checks the servers a start would serve; a pool whose document cannot be had passes
- * when the file has servers (it would start fenced) and fails the check otherwise, by the
- * rule the start applies (one function). 0, or -1 with the reason, naming the pool, in why. */
-int px_fleet_check(ch_config *cfg, char *why, size_t whylen);
-
-/* Revokes the leases not taken over (their records go at once) and frees boot. */
-void px_fleet_boot_free(px_fleet_boot *boot);
+#include "ctl_state.h"
+#include "fleet_boot.h"
 
 /* After px_ctl_init: hands boot's documents, leases and fences to m's pools and starts each
  * pool's watch, keepalive and record; takes boot over. 0, or -1 (logged). */

@@ -14,7 +14,7 @@
 #ifndef CHASH_PROXY_HOTKEYS_H
 #define CHASH_PROXY_HOTKEYS_H
 
-#include "ctl.h"
+#include "ctl_state.h"
 
 typedef struct px_hotkeys px_hotkeys;
 

@@ -2,6 +2,8 @@
 /*
  * main.c — chash-proxy's command line (twemproxy's flags), config test, daemonizing, the pid file
  * and the log file, the number of worker threads; then the proxy runs until SIGINT or SIGTERM.
+ * main has twemproxy's shape (its nc.c): the options with their defaults, -t, the pre-run
+ * (config, log, -d, pid file, signals), the run, the post-run.
  */
 
 #include "ctl.h"
@@ -14,6 +16,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -316,7 +319,134 @@ static int daemonize(void)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* ---- the run, in twemproxy's shape (nc.c): options, -t, pre-run, run, post-run ----------- */
+
+/* What the command line asks for, with its defaults; the strings are argv's. It lives as long
+ * as main, which the px_ctl that points into it (admin token, hosts, paths) does not outlive. */
+typedef struct px_opts {
+    const char *conf, *log_file, *pid_file, *token_file, *stats_addr, *metrics_addr;
+    long metrics_port, threads, stats_port, interval, level, mbuf, fleet_ttl;
+    bool test, daemon_mode, no_hot_keys;
+    uint64_t max_memory;
+    px_fleet_options fleet;
+    const char *admin_hosts[MAX_ADMIN_HOSTS];
+    size_t nadmin_hosts;
+    char token[512];               /* the admin token file's token */
+    char log_abs[PATH_MAX];        /* -o and -c made absolute: -d changes the directory */
+    char conf_abs[PATH_MAX];
+    unsigned nworkers;
+    bool wrote_pid;
+} px_opts;
+
+enum { OPTS_RUN = 0, OPTS_DONE = 1, OPTS_BAD = -1 }; /* what get_options says */
+
+static void set_default_options(px_opts *o)
+{
+    memset(o, 0, sizeof(*o));
+    o->conf = DEFAULT_CONF;
+    o->stats_addr = DEFAULT_STATS_ADDR;
+    o->metrics_addr = DEFAULT_METRICS_ADDR;
+    o->stats_port = DEFAULT_STATS_PORT;
+    o->interval = DEFAULT_STATS_INTERVAL;
+    o->level = DEFAULT_LOG_LEVEL;
+    o->max_memory = default_memory_budget();
+    o->fleet = (px_fleet_options){NULL, PX_FLEET_DEFAULT_TTL_S};
+    o->fleet_ttl = PX_FLEET_DEFAULT_TTL_S;
+}
+
+/* Says why an option is refused, on stderr: OPTS_BAD. */
+static int refuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int refuse(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("chash-proxy: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return OPTS_BAD;
+}
+
+/* An option that takes a number. */
+static int number_option(px_opts *o, int opt, const char *arg)
+{
+    switch (opt) {
+    case 'v':
+        return parse_int(arg, 0, 11, &o->level) ? OPTS_RUN
+                                                : refuse("option -v requires a number from 0 "
+                                                         "to 11");
+    case 's':
+        return parse_int(arg, 1, 65535, &o->stats_port) ? OPTS_RUN
+                                                        : refuse("option -s requires a valid "
+                                                                 "port");
+    case 'i':
+        return parse_int(arg, 1, 86400000, &o->interval)
+                   ? OPTS_RUN
+                   : refuse("option -i requires a number of milliseconds");
+    case 'm':
+        return parse_int(arg, 1, 1L << 30, &o->mbuf)
+                   ? OPTS_RUN
+                   : refuse("option -m requires a number of bytes");
+    case OPT_METRICS_PORT:
+        return parse_int(arg, 1, 65535, &o->metrics_port)
+                   ? OPTS_RUN
+                   : refuse("option --metrics-port requires a valid port");
+    case OPT_THREADS:
+        return parse_int(arg, 1, MAX_THREADS, &o->threads)
+                   ? OPTS_RUN
+                   : refuse("option --threads requires a number from 1 to %d", MAX_THREADS);
+    case OPT_FLEET_TTL:
+        if (!parse_int(arg, 2, 3600, &o->fleet_ttl))
+            return refuse("option --fleet-ttl requires seconds from 2 to 3600");
+        o->fleet.ttl_s = (int)o->fleet_ttl;
+        return OPTS_RUN;
+    case OPT_MAX_MEMORY:
+        return parse_bytes(arg, &o->max_memory)
+                   ? OPTS_RUN
+                   : refuse("option --max-memory requires a number of bytes (with k, m or g), "
+                            "or 0");
+    default:
+        usage(stderr);
+        return OPTS_BAD;
+    }
+}
+
+/* One option of the command line (arg: its argument, if it takes one). */
+static int take_option(px_opts *o, int opt, const char *arg)
+{
+    switch (opt) {
+    case 'h': usage(stdout); return OPTS_DONE;
+    case 'V': printf("This is chash-proxy-%s\n", PX_VERSION); return OPTS_DONE;
+    case 'D': describe_stats(); return OPTS_DONE;
+    case 't': o->test = true; return OPTS_RUN;
+    case 'd': o->daemon_mode = true; return OPTS_RUN;
+    case 'o': o->log_file = arg; return OPTS_RUN;
+    case 'c': o->conf = arg; return OPTS_RUN;
+    case 'a': o->stats_addr = arg; return OPTS_RUN;
+    case 'p': o->pid_file = arg; return OPTS_RUN;
+    case OPT_METRICS_ADDR: o->metrics_addr = arg; return OPTS_RUN;
+    case OPT_ADMIN_TOKEN_FILE: o->token_file = arg; return OPTS_RUN;
+    case OPT_NO_HOT_KEYS: o->no_hot_keys = true; return OPTS_RUN;
+    case OPT_ADMIN_ALLOW_HOST:
+        if (!host_name(arg) || o->nadmin_hosts == MAX_ADMIN_HOSTS)
+            return refuse("option --admin-allow-host requires a host name (letters, digits, "
+                          "'-' and '.', at most 253, without a port), at most %d times",
+                          MAX_ADMIN_HOSTS);
+        o->admin_hosts[o->nadmin_hosts++] = arg;
+        return OPTS_RUN;
+    case OPT_FLEET_ID:
+        if (arg[0] == '\0' || strlen(arg) >= 100 || strchr(arg, '/') != NULL)
+            return refuse("option --fleet-id requires 1 to 99 characters without '/'");
+        o->fleet.id = arg;
+        return OPTS_RUN;
+    default:
+        return number_option(o, opt, arg);
+    }
+}
+
+/* twemproxy's flags and ours: OPTS_RUN, OPTS_DONE (-h, -V, -D: answered), or OPTS_BAD (told on
+ * stderr). */
+static int get_options(int argc, char **argv, px_opts *o)
 {
     static const struct option longopts[] = {
         {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
@@ -338,264 +468,194 @@ int main(int argc, char **argv)
         {"no-hot-keys", no_argument, NULL, OPT_NO_HOT_KEYS},
         {NULL, 0, NULL, 0},
     };
-    const char *conf = DEFAULT_CONF, *log_file = NULL, *pid_file = NULL, *token_file = NULL;
-    const char *stats_addr = DEFAULT_STATS_ADDR, *metrics_addr = DEFAULT_METRICS_ADDR;
-    long metrics_port = 0, threads = 0;
-    long stats_port = DEFAULT_STATS_PORT, interval = DEFAULT_STATS_INTERVAL;
-    long level = DEFAULT_LOG_LEVEL, mbuf = 0;
-    bool test = false, daemon_mode = false, no_hot_keys = false;
-    uint64_t max_memory = default_memory_budget();
-    px_fleet_options fleet = {NULL, PX_FLEET_DEFAULT_TTL_S};
-    long fleet_ttl = PX_FLEET_DEFAULT_TTL_S;
-    static const char *admin_hosts[MAX_ADMIN_HOSTS]; /* argv's strings */
-    size_t nadmin_hosts = 0;
-    int opt;
-    while ((opt = getopt_long(argc, argv, "hVtdDv:o:c:s:a:i:p:m:", longopts, NULL)) != -1) {
-        switch (opt) {
-        case 'h':
-            usage(stdout);
-            return 0;
-        case 'V':
-            printf("This is chash-proxy-%s\n", PX_VERSION);
-            return 0;
-        case 't':
-            test = true;
-            break;
-        case 'd':
-            daemon_mode = true;
-            break;
-        case 'D':
-            describe_stats();
-            return 0;
-        case 'v':
-            if (!parse_int(optarg, 0, 11, &level)) {
-                fprintf(stderr, "chash-proxy: option -v requires a number from 0 to 11\n");
-                return 1;
-            }
-            break;
-        case 'o':
-            log_file = optarg;
-            break;
-        case 'c':
-            conf = optarg;
-            break;
-        case 's':
-            if (!parse_int(optarg, 1, 65535, &stats_port)) {
-                fprintf(stderr, "chash-proxy: option -s requires a valid port\n");
-                return 1;
-            }
-            break;
-        case 'a':
-            stats_addr = optarg;
-            break;
-        case 'i':
-            if (!parse_int(optarg, 1, 86400000, &interval)) {
-                fprintf(stderr, "chash-proxy: option -i requires a number of milliseconds\n");
-                return 1;
-            }
-            break;
-        case 'p':
-            pid_file = optarg;
-            break;
-        case OPT_METRICS_PORT:
-            if (!parse_int(optarg, 1, 65535, &metrics_port)) {
-                fprintf(stderr, "chash-proxy: option --metrics-port requires a valid port\n");
-                return 1;
-            }
-            break;
-        case OPT_THREADS:
-            if (!parse_int(optarg, 1, MAX_THREADS, &threads)) {
-                fprintf(stderr, "chash-proxy: option --threads requires a number from 1 to %d\n",
-                        MAX_THREADS);
-                return 1;
-            }
-            break;
-        case OPT_METRICS_ADDR:
-            metrics_addr = optarg;
-            break;
-        case OPT_ADMIN_TOKEN_FILE:
-            token_file = optarg;
-            break;
-        case OPT_NO_HOT_KEYS:
-            no_hot_keys = true;
-            break;
-        case OPT_ADMIN_ALLOW_HOST:
-            if (!host_name(optarg) || nadmin_hosts == MAX_ADMIN_HOSTS) {
-                fprintf(stderr, "chash-proxy: option --admin-allow-host requires a host name "
-                                "(letters, digits, '-' and '.', at most 253, without a port), "
-                                "at most %d times\n", MAX_ADMIN_HOSTS);
-                return 1;
-            }
-            admin_hosts[nadmin_hosts++] = optarg;
-            break;
-        case OPT_FLEET_ID:
-            if (optarg[0] == '\0' || strlen(optarg) >= 100 || strchr(optarg, '/') != NULL) {
-                fprintf(stderr, "chash-proxy: option --fleet-id requires 1 to 99 characters "
-                                "without '/'\n");
-                return 1;
-            }
-            fleet.id = optarg;
-            break;
-        case OPT_FLEET_TTL:
-            if (!parse_int(optarg, 2, 3600, &fleet_ttl)) {
-                fprintf(stderr, "chash-proxy: option --fleet-ttl requires seconds from 2 to "
-                                "3600\n");
-                return 1;
-            }
-            fleet.ttl_s = (int)fleet_ttl;
-            break;
-        case OPT_MAX_MEMORY:
-            if (!parse_bytes(optarg, &max_memory)) {
-                fprintf(stderr, "chash-proxy: option --max-memory requires a number of bytes "
-                                "(with k, m or g), or 0\n");
-                return 1;
-            }
-            break;
-        case 'm':
-            if (!parse_int(optarg, 1, 1L << 30, &mbuf)) {
-                fprintf(stderr, "chash-proxy: option -m requires a number of bytes\n");
-                return 1;
-            }
-            break;
-        default:
-            usage(stderr);
-            return 1;
-        }
-    }
-    if (optind < argc) {
+    int opt, rc = OPTS_RUN;
+    while (rc == OPTS_RUN &&
+           (opt = getopt_long(argc, argv, "hVtdDv:o:c:s:a:i:p:m:", longopts, NULL)) != -1)
+        rc = take_option(o, opt, optarg);
+    if (rc == OPTS_RUN && optind < argc) {
         fprintf(stderr, "chash-proxy: unexpected argument '%s'\n", argv[optind]);
         usage(stderr);
-        return 1;
+        return OPTS_BAD;
     }
+    return rc;
+}
 
-    static char token[512]; /* lives as long as the process */
-    if (token_file != NULL && !read_token(token_file, token, sizeof(token)))
-        return 1;
+/* -t: the configuration loaded and checked as a start would check it. true when it is ok. */
+static bool test_conf(const px_opts *o)
+{
     ch_config *cfg = NULL;
     ch_config_error err;
-    int rc = ch_config_load(conf, &cfg, &err);
-    if (test) {
-        if (rc != 0) {
-            char msg[600];
-            fprintf(stderr, "chash-proxy: configuration file '%s' syntax is invalid\n", conf);
-            fprintf(stderr, "chash-proxy: %s\n", ch_config_error_str(&err, msg, sizeof(msg)));
-            return 1;
-        }
-        char why[1024];
-        if (px_fleet_check(cfg, why, sizeof(why)) != 0 ||
-            px_ctl_check(cfg, why, sizeof(why)) != 0) {
-            fprintf(stderr, "chash-proxy: configuration file '%s' cannot be served\n", conf);
-            fprintf(stderr, "chash-proxy: %s\n", why);
-            ch_config_free(cfg);
-            return 1;
-        }
-        fprintf(stderr, "chash-proxy: configuration file '%s' syntax is ok\n", conf);
-        ch_config_free(cfg);
-        return 0;
-    }
-    if (rc != 0) {
+    if (ch_config_load(o->conf, &cfg, &err) != 0) {
         char msg[600];
+        fprintf(stderr, "chash-proxy: configuration file '%s' syntax is invalid\n", o->conf);
         fprintf(stderr, "chash-proxy: %s\n", ch_config_error_str(&err, msg, sizeof(msg)));
-        return 1;
+        return false;
     }
+    char why[1024];
+    bool ok = px_fleet_check(cfg, why, sizeof(why)) == 0 &&
+              px_ctl_check(cfg, why, sizeof(why)) == 0;
+    if (ok) {
+        fprintf(stderr, "chash-proxy: configuration file '%s' syntax is ok\n", o->conf);
+    } else {
+        fprintf(stderr, "chash-proxy: configuration file '%s' cannot be served\n", o->conf);
+        fprintf(stderr, "chash-proxy: %s\n", why);
+    }
+    ch_config_free(cfg);
+    return ok;
+}
 
-    px_ctl px = {0};
-    px.log_level = (int)level;
-    px.log.level = &px.log_level;
-    px.log.fp = stderr;
-    /* SIGHUP and SIGUSR1 reopen the log file: keep its absolute path too (-d changes the directory). */
-    char log_abs[PATH_MAX], cwd[PATH_MAX];
-    if (log_file != NULL && log_file[0] != '/' && getcwd(cwd, sizeof(cwd)) != NULL &&
-        (size_t)snprintf(log_abs, sizeof(log_abs), "%s/%s", cwd, log_file) < sizeof(log_abs))
-        px.log_path = log_abs;
+/* The log: its level, its file opened (-o, kept by its absolute path, which SIGHUP and SIGUSR1
+ * reopen), and the level signals handled from here on. 0, or -1 (told on stderr). */
+static int log_init(px_opts *o, px_ctl *px)
+{
+    px->log_level = (int)o->level;
+    px->log.level = &px->log_level;
+    px->log.fp = stderr;
+    char cwd[PATH_MAX];
+    if (o->log_file != NULL && o->log_file[0] != '/' && getcwd(cwd, sizeof(cwd)) != NULL &&
+        (size_t)snprintf(o->log_abs, sizeof(o->log_abs), "%s/%s", cwd, o->log_file) <
+            sizeof(o->log_abs))
+        px->log_path = o->log_abs;
     else
-        px.log_path = log_file;
-    /* SIGHUP re-reads the file: keep its absolute path, since -d changes the directory. */
-    char conf_abs[PATH_MAX];
-    px.conf_path = realpath(conf, conf_abs) != NULL ? conf_abs : conf;
-    if (log_file != NULL) {
+        px->log_path = o->log_file;
+    if (o->log_file != NULL) {
         const char *why;
-        px.log.fp = open_output(log_file, "a", false, &why);
-        if (px.log.fp == NULL) {
-            fprintf(stderr, "chash-proxy: cannot open log file '%s': %s\n", log_file,
+        px->log.fp = open_output(o->log_file, "a", false, &why);
+        if (px->log.fp == NULL) {
+            fprintf(stderr, "chash-proxy: cannot open log file '%s': %s\n", o->log_file,
                     why != NULL ? why : strerror(errno));
-            ch_config_free(cfg);
-            return 1;
+            return -1;
         }
     }
     /* From here on the level changes at once, whatever the control thread is doing. */
-    if (px_log_level_signals(&px.log) != 0) {
+    if (px_log_level_signals(&px->log) != 0) {
         fprintf(stderr, "chash-proxy: cannot handle SIGTTIN and SIGTTOU: %s\n", strerror(errno));
-        ch_config_free(cfg);
-        return 1;
+        return -1;
     }
-    if (daemon_mode && daemonize() != 0) {
+    return 0;
+}
+
+/* -p: the pid file written (a regular file). 0, or -1 (logged). */
+static int pidfile_create(px_opts *o, px_ctl *px)
+{
+    if (o->pid_file == NULL)
+        return 0;
+    const char *why;
+    FILE *fp = open_output(o->pid_file, "w", true, &why);
+    if (fp == NULL) {
+        PX_LOG(px, PX_LOG_ERR, "cannot write pid file '%s': %s", o->pid_file,
+               why != NULL ? why : strerror(errno));
+        return -1;
+    }
+    fprintf(fp, "%ld\n", (long)getpid());
+    fclose(fp);
+    o->wrote_pid = true;
+    return 0;
+}
+
+/* Everything before the proxy starts: the configuration loaded into *cfg, the log, -d, the pid
+ * file, the signals of the process, px's settings from the options. 0, or -1 (told; nothing to
+ * free but the log file, which the exit closes). */
+static int pre_run(px_opts *o, px_ctl *px, ch_config **cfg)
+{
+    ch_config_error err;
+    if (ch_config_load(o->conf, cfg, &err) != 0) {
+        char msg[600];
+        fprintf(stderr, "chash-proxy: %s\n", ch_config_error_str(&err, msg, sizeof(msg)));
+        return -1;
+    }
+    /* SIGHUP re-reads the file: keep its absolute path, since -d changes the directory. */
+    px->conf_path = realpath(o->conf, o->conf_abs) != NULL ? o->conf_abs : o->conf;
+    if (log_init(o, px) != 0)
+        goto fail;
+    if (o->daemon_mode && daemonize() != 0) {
         fprintf(stderr, "chash-proxy: cannot daemonize: %s\n", strerror(errno));
-        return 1;
+        goto fail;
     }
-    bool wrote_pid = false;
-    if (pid_file != NULL) {
-        const char *why;
-        FILE *fp = open_output(pid_file, "w", true, &why);
-        if (fp == NULL) {
-            PX_LOG(&px, PX_LOG_ERR, "cannot write pid file '%s': %s", pid_file,
-                   why != NULL ? why : strerror(errno));
-            ch_config_free(cfg);
-            return 1;
-        }
-        fprintf(fp, "%ld\n", (long)getpid());
-        fclose(fp);
-        wrote_pid = true;
-    }
+    if (pidfile_create(o, px) != 0)
+        goto fail;
     signal(SIGPIPE, SIG_IGN);
-    on_crash_log(px.log.fp);
-    px.stats_addr = stats_addr;
-    px.stats_port = (int)stats_port;
-    px.stats_interval_ms = (uint64_t)interval;
-    px.metrics_addr = metrics_addr;
-    px.metrics_port = (int)metrics_port;
-    px.admin_token = token_file != NULL ? token : NULL;
-    px.admin_hosts = admin_hosts;
-    px.nadmin_hosts = nadmin_hosts;
-    px.no_hot_keys = no_hot_keys;
-
-    unsigned nworkers = threads > 0 ? (unsigned)threads : px_default_threads();
-    if (nworkers > MAX_THREADS)
-        nworkers = MAX_THREADS;
-
-    PX_LOG(&px, PX_LOG_NOTICE, "chash-proxy-%s starting, pid %ld, config '%s', %u worker%s",
-           PX_VERSION, (long)getpid(), conf, nworkers, nworkers == 1 ? "" : "s");
-    px_mem_budget = max_memory;
-    if (max_memory > 0)
-        PX_LOG(&px, PX_LOG_NOTICE, "memory budget %llu MiB (--max-memory): requests are refused "
-               "while buffers and requests hold more", (unsigned long long)(max_memory >> 20));
+    on_crash_log(px->log.fp);
+    px->stats_addr = o->stats_addr;
+    px->stats_port = (int)o->stats_port;
+    px->stats_interval_ms = (uint64_t)o->interval;
+    px->metrics_addr = o->metrics_addr;
+    px->metrics_port = (int)o->metrics_port;
+    px->admin_token = o->token_file != NULL ? o->token : NULL;
+    px->admin_hosts = o->admin_hosts;
+    px->nadmin_hosts = o->nadmin_hosts;
+    px->no_hot_keys = o->no_hot_keys;
+    o->nworkers = o->threads > 0 ? (unsigned)o->threads : px_default_threads();
+    if (o->nworkers > MAX_THREADS)
+        o->nworkers = MAX_THREADS;
+    PX_LOG(px, PX_LOG_NOTICE, "chash-proxy-%s starting, pid %ld, config '%s', %u worker%s",
+           PX_VERSION, (long)getpid(), o->conf, o->nworkers, o->nworkers == 1 ? "" : "s");
+    px_mem_budget = o->max_memory;
+    if (o->max_memory > 0)
+        PX_LOG(px, PX_LOG_NOTICE, "memory budget %llu MiB (--max-memory): requests are refused "
+               "while buffers and requests hold more", (unsigned long long)(o->max_memory >> 20));
     else
-        PX_LOG(&px, PX_LOG_NOTICE, "no memory budget (--max-memory 0)");
+        PX_LOG(px, PX_LOG_NOTICE, "no memory budget (--max-memory 0)");
+    return 0;
+fail:
+    ch_config_free(*cfg);
+    *cfg = NULL;
+    return -1;
+}
+
+/* The proxy, from the first read of etcd until SIGINT or SIGTERM; takes cfg over. Its exit
+ * status. */
+static int run(px_opts *o, px_ctl *px, ch_config *cfg)
+{
     int status = 0;
     px_fleet_boot *boot = NULL;
-    if (px_fleet_bootstrap(cfg, &px.log, &fleet, &boot) != 0) {
-        PX_LOG(&px, PX_LOG_ERR, "cannot start: see the errors above");
+    if (px_fleet_bootstrap(cfg, &px->log, &o->fleet, &boot) != 0) {
+        PX_LOG(px, PX_LOG_ERR, "cannot start: see the errors above");
         ch_config_free(cfg);
         status = 1;
-    } else if (px_ctl_init(&px, cfg, nworkers) != 0) { /* takes cfg over */
+    } else if (px_ctl_init(px, cfg, o->nworkers) != 0) { /* takes cfg over */
         px_fleet_boot_free(boot);
-        PX_LOG(&px, PX_LOG_ERR, "cannot start: see the errors above");
+        PX_LOG(px, PX_LOG_ERR, "cannot start: see the errors above");
         status = 1;
-    } else if (px_fleet_start(&px, boot) != 0) { /* takes boot over */
-        PX_LOG(&px, PX_LOG_ERR, "cannot start: see the errors above");
+    } else if (px_fleet_start(px, boot) != 0) { /* takes boot over */
+        PX_LOG(px, PX_LOG_ERR, "cannot start: see the errors above");
         status = 1;
     } else {
-        px_ctl_run(&px);
+        px_ctl_run(px);
     }
-    px_ctl_free(&px);
-    if (wrote_pid)
-        unlink(pid_file);
-    PX_LOG(&px, PX_LOG_NOTICE, "exiting with status %d", status);
+    px_ctl_free(px);
+    return status;
+}
+
+static void post_run(const px_opts *o, px_ctl *px, int status)
+{
+    if (o->wrote_pid)
+        unlink(o->pid_file);
+    PX_LOG(px, PX_LOG_NOTICE, "exiting with status %d", status);
     /* The level handlers write to the log's descriptor: not once it is closed (and perhaps
      * reused). Ignored, not their default action, which would stop the process. */
     signal(SIGTTIN, SIG_IGN);
     signal(SIGTTOU, SIG_IGN);
-    if (px.log.fp != stderr)
-        fclose(px.log.fp);
+    if (px->log.fp != stderr)
+        fclose(px->log.fp);
+}
+
+int main(int argc, char **argv)
+{
+    px_opts o;
+    set_default_options(&o);
+    int rc = get_options(argc, argv, &o);
+    if (rc != OPTS_RUN)
+        return rc == OPTS_DONE ? 0 : 1;
+    if (o.token_file != NULL && !read_token(o.token_file, o.token, sizeof(o.token)))
+        return 1;
+    if (o.test)
+        return test_conf(&o) ? 0 : 1;
+    px_ctl px = {0};
+    ch_config *cfg = NULL;
+    if (pre_run(&o, &px, &cfg) != 0)
+        return 1;
+    int status = run(&o, &px, cfg);
+    post_run(&o, &px, status);
     return status;
 }

@@ -41,18 +41,6 @@ static int thousandths(px_buf *b, uint64_t v)
     return px_buf_printf(b, "%llu.%03llu\n", U(v / 1000u), U(v % 1000u));
 }
 
-static uint64_t unix_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-void px_metrics_reload_done(px_ctl *m, bool ok)
-{
-    m->last_reload_unix_ms = unix_ms();
-    m->last_reload_failed = !ok;
-}
 /* A label value, escaped as the format requires: backslash, double quote and line feed. */
 static int label_value(px_buf *b, const char *s)
 {
@@ -507,11 +495,10 @@ static int warm_left_family(const px_ctl *m, px_buf *b)
     return rc;
 }
 
-int px_metrics_text(px_ctl *m, px_buf *b)
+/* The proxy's own families: build, start, uptime, threads, memory, and each pool's membership
+ * version. 0, or -1. */
+static int proxy_families(const px_ctl *m, px_buf *b)
 {
-    px_snap sn;
-    if (px_snapshot(m, &sn) != 0)
-        return -1;
     int rc = 0;
     rc |= family(b, "chash_proxy_build_info", "gauge", "The proxy's version, as a label.");
     rc |= px_buf_printf(b, "chash_proxy_build_info{version=\"");
@@ -545,48 +532,45 @@ int px_metrics_text(px_ctl *m, px_buf *b)
         rc |= label_value(b, ch_membership_version(pool->members));
         rc |= px_buf_printf(b, "\"} 1\n");
     }
+    return rc;
+}
 
-    rc |= process_families(b);
-    rc |= reload_families(m, b);
-    rc |= fleet_families(m, b);
-    rc |= warm_left_family(m, b);
-
-    for (size_t f = 0; f < sizeof(pool_families) / sizeof(pool_families[0]); f++) {
-        rc |= family(b, pool_families[f].name, pool_families[f].type, pool_families[f].help);
-        for (size_t i = 0; i < m->npools; i++) {
-            rc |= series(b, pool_families[f].name, m->pools[i].conf->name, NULL, NULL);
-            rc |= px_buf_printf(b, "%llu\n", U(pool_families[f].get(&sn.pools[i], &m->pools[i])));
-        }
-    }
-
-    rc |= family(b, "chash_proxy_requests_total", "counter",
-                 "Client requests answered, by command class (read, write, multi: split "
-                 "multi-key, local: answered by the proxy, refused: unsupported or malformed).");
+/* A counter of every pool by command class: its errors, else its requests. 0, or -1. */
+static int class_family(const px_ctl *m, const px_snap *sn, px_buf *b, const char *name,
+                        const char *help, bool errors)
+{
+    int rc = family(b, name, "counter", help);
     for (size_t i = 0; i < m->npools; i++)
         for (size_t k = 0; k < PX_NCLASSES; k++) {
             char extra[32];
             snprintf(extra, sizeof(extra), ",class=\"%s\"", class_names[class_order[k]]);
-            rc |= series(b, "chash_proxy_requests_total", m->pools[i].conf->name, NULL, extra);
-            rc |= px_buf_printf(b, "%llu\n", U(sn.pools[i].m.requests[class_order[k]]));
+            rc |= series(b, name, m->pools[i].conf->name, NULL, extra);
+            const px_pool_metrics *pm = &sn->pools[i].m;
+            rc |= px_buf_printf(b, "%llu\n", U(errors ? pm->errors[class_order[k]]
+                                                      : pm->requests[class_order[k]]));
         }
-    rc |= family(b, "chash_proxy_request_errors_total", "counter",
-                 "Client requests answered with an error reply (the proxy's or a backend's), "
-                 "by command class.");
-    for (size_t i = 0; i < m->npools; i++)
-        for (size_t k = 0; k < PX_NCLASSES; k++) {
-            char extra[32];
-            snprintf(extra, sizeof(extra), ",class=\"%s\"", class_names[class_order[k]]);
-            rc |= series(b, "chash_proxy_request_errors_total", m->pools[i].conf->name, NULL,
-                         extra);
-            rc |= px_buf_printf(b, "%llu\n", U(sn.pools[i].m.errors[class_order[k]]));
-        }
+    return rc;
+}
 
+/* The requests' families: by class, their errors, the latency histogram. 0, or -1. */
+static int request_families(const px_ctl *m, const px_snap *sn, px_buf *b)
+{
+    int rc = 0;
+    rc |= class_family(m, sn, b, "chash_proxy_requests_total",
+                       "Client requests answered, by command class (read, write, multi: split "
+                       "multi-key, local: answered by the proxy, refused: unsupported or "
+                       "malformed).",
+                       false);
+    rc |= class_family(m, sn, b, "chash_proxy_request_errors_total",
+                       "Client requests answered with an error reply (the proxy's or a "
+                       "backend's), by command class.",
+                       true);
     rc |= family(b, "chash_proxy_request_duration_seconds", "histogram",
                  "Time from a client request's arrival to its reply being queued for the "
                  "client.");
     for (size_t i = 0; i < m->npools; i++) {
         const char *name = m->pools[i].conf->name;
-        const px_pool_metrics *pm = &sn.pools[i].m;
+        const px_pool_metrics *pm = &sn->pools[i].m;
         uint64_t cum = 0;
         for (size_t k = 0; k <= PX_LAT_NBOUNDS; k++) {
             char extra[32];
@@ -602,7 +586,13 @@ int px_metrics_text(px_ctl *m, px_buf *b)
         rc |= series(b, "chash_proxy_request_duration_seconds_count", name, NULL, NULL);
         rc |= px_buf_printf(b, "%llu\n", U(cum));
     }
+    return rc;
+}
 
+/* The families of server_families[], each server of each pool. 0, or -1. */
+static int server_table_families(const px_ctl *m, const px_snap *sn, px_buf *b)
+{
+    int rc = 0;
     for (size_t f = 0; f < sizeof(server_families) / sizeof(server_families[0]); f++) {
         rc |= family(b, server_families[f].name, server_families[f].type,
                      server_families[f].help);
@@ -612,10 +602,32 @@ int px_metrics_text(px_ctl *m, px_buf *b)
                 rc |= series(b, server_families[f].name, pool->conf->name, pool->servers[s]->id,
                              NULL);
                 rc |= px_buf_printf(b, "%llu\n",
-                                    U(server_families[f].get(&sn.pools[i].servers[s], pool, s)));
+                                    U(server_families[f].get(&sn->pools[i].servers[s], pool, s)));
             }
         }
     }
+    return rc;
+}
+
+int px_metrics_text(px_ctl *m, px_buf *b)
+{
+    px_snap sn;
+    if (px_snapshot(m, &sn) != 0)
+        return -1;
+    int rc = proxy_families(m, b);
+    rc |= process_families(b);
+    rc |= reload_families(m, b);
+    rc |= fleet_families(m, b);
+    rc |= warm_left_family(m, b);
+    for (size_t f = 0; f < sizeof(pool_families) / sizeof(pool_families[0]); f++) {
+        rc |= family(b, pool_families[f].name, pool_families[f].type, pool_families[f].help);
+        for (size_t i = 0; i < m->npools; i++) {
+            rc |= series(b, pool_families[f].name, m->pools[i].conf->name, NULL, NULL);
+            rc |= px_buf_printf(b, "%llu\n", U(pool_families[f].get(&sn.pools[i], &m->pools[i])));
+        }
+    }
+    rc |= request_families(m, &sn, b);
+    rc |= server_table_families(m, &sn, b);
     rc |= px_hotkeys_metrics(m, b);
     px_snapshot_free(m, &sn);
     return rc == 0 ? 0 : -1;

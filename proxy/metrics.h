@@ -5,15 +5,12 @@
 #ifndef CHASH_PROXY_METRICS_H
 #define CHASH_PROXY_METRICS_H
 
-#include "ctl.h"
+#include "ctl_state.h"
 
 /* The Prometheus text exposition (format 0.0.4) into b (control thread). 0, or -1. */
 int px_metrics_text(px_ctl *m, px_buf *b);
 /* The INFO reply's text (not yet a bulk) into b; runs on worker w: counts of clients are this
  * worker's and the whole proxy's. 0, or -1. */
 int px_metrics_info(const px_ctl *m, const px_worker *w, px_buf *b);
-/* A reload (SIGHUP, POST /-/reload, an etcd change) finished, applied (ok) or refused: its
- * wall-clock time and outcome, for chash_proxy_last_reload_*. The counters stay reload.c's. */
-void px_metrics_reload_done(px_ctl *m, bool ok);
 
 #endif /* CHASH_PROXY_METRICS_H */

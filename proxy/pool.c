@@ -138,19 +138,6 @@ void px_route_tree_release(px_route_tree *t)
     free(t);
 }
 
-const char *px_fence_text(px_fence_why why)
-{
-    switch (why) {
-    case PX_FENCE_LEASE: return "membership lease lost (etcd unreachable)";
-    case PX_FENCE_RESYNC: return "membership lease lost; reading etcd again";
-    case PX_FENCE_WATCH: return "etcd watch lost while a membership change is pending";
-    case PX_FENCE_HELD:
-        return "a membership change is pending and its commit cannot be ruled out (control "
-               "thread stalled)";
-    default: return "membership not read from etcd yet (etcd unreachable)";
-    }
-}
-
 void px_shared_pool_clear(px_shared_pool *sp)
 {
     ch_membership_free(sp->members);

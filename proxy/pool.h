@@ -14,6 +14,7 @@
 #include "chash_config.h"
 #include "conf_ref.h"
 #include "counters.h"
+#include "fence.h"
 #include "health_shared.h"
 #include "io.h"
 #include "proto/codec.h"
@@ -88,7 +89,7 @@ typedef struct px_shared_pool {
     int64_t epoch;
     /* Fencing (docs/FLEET.md, "Fencing"): the membership is proven current until the earlier
      * of lease_until_ns (what the lease proves: lease.c's keeper moves it) and serve_until_ns
-     * (what fleet.c's state allows: UINT64_MAX while current, a heartbeat while a prepared
+     * (what the fence decides, fence.h: UINT64_MAX while current, a heartbeat while a prepared
      * change is held, 0 when not current), both uv_hrtime, both UINT64_MAX for a pool not in
      * etcd; fence_why says why not once the earlier has passed. Each worker compares them with
      * its own clock, read after the request's bytes arrived, before it sends a request anywhere
@@ -107,20 +108,6 @@ typedef struct px_shared_pool {
      * process's life, untouched by reloads. */
     struct px_roster *roster;
 } px_shared_pool;
-
-/* Why a pool in etcd cannot prove its membership current, for its error reply. */
-typedef enum px_fence_why {
-    PX_FENCE_UNREAD = 0, /* etcd has not been read since the start */
-    PX_FENCE_LEASE,      /* the lease lapsed: etcd unreachable, or the process paused past it */
-    PX_FENCE_RESYNC,     /* registered again: etcd is being read */
-    PX_FENCE_WATCH,      /* a prepared change is pending and the watch that brings its commit
-                            is down */
-    PX_FENCE_HELD,       /* a prepared change is pending and the control thread, which would
-                            swap in its commit, has not run for a while (fleet.c) */
-} px_fence_why;
-
-/* The error text of a fenced pool (docs/FLEET.md), without the pool's name. */
-const char *px_fence_text(px_fence_why why);
 
 /* The shared state of pool pc: its membership, health and servers in membership order; holds a
  * reference to cref. Returns 0, or -1 with the reason in why. */

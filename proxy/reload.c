@@ -34,7 +34,6 @@
 
 #include "reload.h"
 #include "backend.h"
-#include "metrics.h"
 #include "notify.h"
 #include "route_build.h"
 #include "warm.h"
@@ -524,6 +523,16 @@ static uint64_t mono_ms(void)
     return uv_hrtime() / 1000000u;
 }
 
+/* A reload (SIGHUP, POST /-/reload, an etcd change) finished, applied (ok) or refused: its
+ * wall-clock time and outcome, which /metrics shows as chash_proxy_last_reload_*. */
+static void reload_done(px_ctl *m, bool ok)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    m->last_reload_unix_ms = (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    m->last_reload_failed = !ok;
+}
+
 /* next's window (warm.h) after cur, which moved the share `moved` of the key space. */
 static void warm_plan(const px_shared_pool *cur, px_shared_pool *next, const px_reload_opts *opt,
                       double moved)
@@ -674,6 +683,108 @@ static int compose(const px_shared_pool *cur, ch_conf_pool *pc, const px_reload_
     return 0;
 }
 
+/* One reload prepared at a time: a new one drops the one held before it (trigger: the new
+ * one's), and tells its holder (m->held_dropped). */
+static void drop_held(px_ctl *m, const char *trigger)
+{
+    if (m->held == NULL)
+        return;
+    px_reload_held *old = m->held;
+    m->held = NULL;
+    held_abort(m, old);
+    PX_LOG(m, PX_LOG_WARN, "reload: %s drops the reload prepared before it", trigger);
+    if (m->held_dropped != NULL)
+        m->held_dropped(m->held_dropped_arg, trigger);
+}
+
+/* Pool i's next shared state, built into h->job.next[i] from the file's pool pc and its
+ * membership document (doc: NULL or no text: the one it serves). A pool the file removed
+ * (pc NULL), or changed in what only a restart can, keeps its state and is named in h->held.
+ * false when it cannot be built: h->job.why says why, and *rc is PX_RELOAD_STALE or
+ * PX_RELOAD_INVALID when the document is (else *rc is left as it was). */
+static bool next_pool(px_ctl *m, px_reload_held *h, size_t i, ch_conf_pool *pc,
+                      const px_reload_doc *doc, int *rc)
+{
+    reload_job *job = &h->job;
+    const px_shared_pool *cur = &m->pools[i];
+    const char *key = pc != NULL ? restart_key(cur->conf, pc) : NULL;
+    if (pc == NULL || key != NULL)
+        (void)px_buf_printf(&h->held, "%spool %s %s", h->held.len > 0 ? ", " : "",
+                            cur->conf->name, pc == NULL ? "removed" : "");
+    if (key != NULL)
+        (void)px_buf_printf(&h->held, "(its \"%s\")", key);
+    if (pc == NULL) {
+        PX_LOG(m, PX_LOG_WARN,
+               "reload: pool %s is no longer in the file: it needs a restart to stop; "
+               "serving it as before",
+               cur->conf->name);
+        return true;
+    }
+    if (key != NULL) {
+        PX_LOG(m, PX_LOG_WARN,
+               "reload: pool %s: its \"%s\" changed: that needs a restart; serving the "
+               "pool as before",
+               pc->name, key);
+        return true;
+    }
+    px_shared_pool scratch = {0}; /* compose's doc and epoch, moved into next */
+    int crc = compose(cur, pc, doc, &scratch, job->why, sizeof(job->why));
+    if (crc != 0) {
+        PX_LOG(m, PX_LOG_ERR, "reload: %s", job->why);
+        *rc = crc == PX_RELOAD_STALE ? PX_RELOAD_STALE : PX_RELOAD_INVALID;
+        return false;
+    }
+    px_shared_pool *next = &job->next[i];
+    if (px_shared_pool_init(next, h->cref, pc, job->why, sizeof(job->why)) != 0) {
+        free(scratch.doc);
+        PX_LOG(m, PX_LOG_ERR, "reload: %s", job->why);
+        return false;
+    }
+    next->doc = scratch.doc;
+    next->doclen = scratch.doclen;
+    next->epoch = scratch.epoch;
+    health_carry(m, cur, next);
+    h->moved[i] = moved_share(cur->members, next->members, &h->exact[i]);
+    warm_plan(cur, next, &h->opt, h->moved[i]);
+    return true;
+}
+
+/* Pools of the file that the proxy does not serve: they need a restart (named in h->held). */
+static void note_added(px_ctl *m, const ch_config *cfg, px_reload_held *h)
+{
+    for (size_t k = 0; k < cfg->npools; k++) {
+        bool known = false;
+        for (size_t i = 0; i < m->npools && !known; i++)
+            known = strcmp(m->pools[i].conf->name, cfg->pools[k].name) == 0;
+        if (!known) {
+            PX_LOG(m, PX_LOG_WARN, "reload: pool %s is new: it needs a restart to be served",
+                   cfg->pools[k].name);
+            (void)px_buf_printf(&h->held, "%spool %s added", h->held.len > 0 ? ", " : "",
+                                cfg->pools[k].name);
+        }
+    }
+}
+
+/* A reload that failed before every worker prepared (the first `prepared` did): their plans
+ * and the next shared states dropped, the failure counted and told. Returns rc. */
+static int prepare_failed(px_ctl *m, px_reload_held *h, unsigned prepared, int rc,
+                          px_buf *result)
+{
+    reload_job *job = &h->job;
+    for (unsigned w = 0; w < prepared; w++)
+        px_worker_call(&m->workers[w], job_abort, NULL);
+    for (size_t i = 0; job->next != NULL && i < m->npools; i++)
+        px_shared_pool_clear(&job->next[i]);
+    px_conf_unref(h->cref);
+    m->reload_failures++;
+    reload_done(m, false);
+    PX_LOG(m, PX_LOG_ERR, "reload failed (above), still serving the old configuration");
+    if (result != NULL)
+        (void)px_buf_printf(result, "%s", job->why);
+    held_free(h);
+    return rc;
+}
+
 int px_reload_prepare(px_ctl *m, const char *trigger, const px_reload_opts *opt,
                       const px_reload_doc *docs, px_reload_held **out, px_buf *result)
 {
@@ -682,21 +793,14 @@ int px_reload_prepare(px_ctl *m, const char *trigger, const px_reload_opts *opt,
             (void)px_buf_printf(result, "shutting down");
         return PX_RELOAD_FAILED;
     }
-    if (m->held != NULL) { /* one reload prepared at a time: this one replaces it */
-        px_reload_held *old = m->held;
-        m->held = NULL;
-        held_abort(m, old);
-        PX_LOG(m, PX_LOG_WARN, "reload: %s drops the reload prepared before it", trigger);
-        if (m->held_dropped != NULL)
-            m->held_dropped(m->held_dropped_arg, trigger);
-    }
+    drop_held(m, trigger);
     PX_LOG(m, PX_LOG_NOTICE, "reload: %s, reading '%s'", trigger, m->conf_path);
     ch_config *cfg = NULL;
     ch_config_error err;
     if (ch_config_load(m->conf_path, &cfg, &err) != 0) {
         char msg[600];
         m->reload_failures++;
-        px_metrics_reload_done(m, false);
+        reload_done(m, false);
         ch_config_error_str(&err, msg, sizeof(msg));
         value_not_shown(msg, sizeof(msg));
         PX_LOG(m, PX_LOG_ERR, "reload failed, still serving the old configuration: %s", msg);
@@ -725,79 +829,19 @@ int px_reload_prepare(px_ctl *m, const char *trigger, const px_reload_opts *opt,
             ch_config_free(cfg);
         job->ok = false;
     }
-    for (size_t i = 0; job->ok && i < m->npools; i++) {
-        const px_shared_pool *cur = &m->pools[i];
-        ch_conf_pool *pc = (ch_conf_pool *)ch_config_pool(cfg, cur->conf->name);
-        const char *key = pc != NULL ? restart_key(cur->conf, pc) : NULL;
-        if (pc == NULL || key != NULL)
-            (void)px_buf_printf(&h->held, "%spool %s %s", h->held.len > 0 ? ", " : "",
-                                cur->conf->name, pc == NULL ? "removed" : "");
-        if (key != NULL)
-            (void)px_buf_printf(&h->held, "(its \"%s\")", key);
-        if (pc == NULL) {
-            PX_LOG(m, PX_LOG_WARN,
-                   "reload: pool %s is no longer in the file: it needs a restart to stop; "
-                   "serving it as before",
-                   cur->conf->name);
-        } else if (key != NULL) {
-            PX_LOG(m, PX_LOG_WARN,
-                   "reload: pool %s: its \"%s\" changed: that needs a restart; serving the "
-                   "pool as before",
-                   pc->name, key);
-        } else {
-            px_shared_pool scratch = {0}; /* compose's doc and epoch, moved into next */
-            int crc = compose(cur, pc, docs != NULL ? &docs[i] : NULL, &scratch, job->why,
-                              sizeof(job->why));
-            if (crc != 0) {
-                PX_LOG(m, PX_LOG_ERR, "reload: %s", job->why);
-                job->ok = false;
-                rc = crc == PX_RELOAD_STALE ? PX_RELOAD_STALE : PX_RELOAD_INVALID;
-            } else if (px_shared_pool_init(&job->next[i], h->cref, pc, job->why,
-                                           sizeof(job->why)) != 0) {
-                free(scratch.doc);
-                PX_LOG(m, PX_LOG_ERR, "reload: %s", job->why);
-                job->ok = false;
-            } else {
-                job->next[i].doc = scratch.doc;
-                job->next[i].doclen = scratch.doclen;
-                job->next[i].epoch = scratch.epoch;
-                health_carry(m, cur, &job->next[i]);
-                h->moved[i] = moved_share(cur->members, job->next[i].members, &h->exact[i]);
-                warm_plan(cur, &job->next[i], opt, h->moved[i]);
-            }
-        }
-    }
-    for (size_t k = 0; job->ok && k < cfg->npools; k++) {
-        bool known = false;
-        for (size_t i = 0; i < m->npools && !known; i++)
-            known = strcmp(m->pools[i].conf->name, cfg->pools[k].name) == 0;
-        if (!known) {
-            PX_LOG(m, PX_LOG_WARN, "reload: pool %s is new: it needs a restart to be served",
-                   cfg->pools[k].name);
-            (void)px_buf_printf(&h->held, "%spool %s added", h->held.len > 0 ? ", " : "",
-                                cfg->pools[k].name);
-        }
-    }
+    for (size_t i = 0; job->ok && i < m->npools; i++)
+        job->ok = next_pool(m, h, i, (ch_conf_pool *)ch_config_pool(cfg, m->pools[i].conf->name),
+                            docs != NULL ? &docs[i] : NULL, &rc);
+    if (job->ok)
+        note_added(m, cfg, h);
     unsigned prepared = 0;
     for (; job->ok && prepared < m->nworkers; prepared++) {
         px_worker_call(&m->workers[prepared], job_prepare, job);
         if (!job->ok)
             break; /* that worker freed its own plans */
     }
-    if (!job->ok) {
-        for (unsigned w = 0; w < prepared; w++)
-            px_worker_call(&m->workers[w], job_abort, NULL);
-        for (size_t i = 0; job->next != NULL && i < m->npools; i++)
-            px_shared_pool_clear(&job->next[i]);
-        px_conf_unref(h->cref);
-        m->reload_failures++;
-        px_metrics_reload_done(m, false);
-        PX_LOG(m, PX_LOG_ERR, "reload failed (above), still serving the old configuration");
-        if (result != NULL)
-            (void)px_buf_printf(result, "%s", job->why);
-        held_free(h);
-        return rc;
-    }
+    if (!job->ok)
+        return prepare_failed(m, h, prepared, rc, result);
     if (out == NULL)
         return px_reload_commit(m, h, result);
     m->held = h;
@@ -862,7 +906,7 @@ int px_reload_commit(px_ctl *m, px_reload_held *h, px_buf *result)
     px_conf_unref(m->conf);
     m->conf = h->cref;
     m->reloads++;
-    px_metrics_reload_done(m, true);
+    reload_done(m, true);
     PX_LOG(m, PX_LOG_NOTICE, "reload done (%llu so far)", (unsigned long long)m->reloads);
     if (result != NULL) {
         if (changed.len > 0)

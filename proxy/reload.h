@@ -6,7 +6,7 @@
 #ifndef CHASH_PROXY_RELOAD_H
 #define CHASH_PROXY_RELOAD_H
 
-#include "ctl.h"
+#include "ctl_state.h"
 
 /* SIGHUP or POST /-/reload (trigger names which, for the log): re-reads m->conf_path and
  * applies it to every worker. When result is not NULL, appends one line (no line end) to it:
@@ -34,7 +34,7 @@ typedef struct px_reload_opts {
 #define PX_RELOAD_OPTS_POOLS ((px_reload_opts){-1, -1, 0})
 int px_reload(px_ctl *m, const char *trigger, const px_reload_opts *opt, px_buf *result);
 
-/* ---- in two steps, for a fleet's two-phase change (fleet.c; docs/FLEET.md) -------------------
+/* ---- in two steps, for a fleet's two-phase change (fleet_change.c; docs/FLEET.md) ------------
  * A pool whose file names a "membership" key takes its servers from a membership document: the
  * one in docs[i] (for pool i of m->pools) when its text is given, else the one it serves. A new
  * document's epoch is its "epoch", else mod_rev, and must be greater than the pool's (else

@@ -6,7 +6,7 @@
 #ifndef CHASH_PROXY_SNAPSHOT_H
 #define CHASH_PROXY_SNAPSHOT_H
 
-#include "ctl.h"
+#include "ctl_state.h"
 
 /* Servers in membership order. */
 typedef struct px_snap_server {

@@ -6,7 +6,7 @@
 #ifndef CHASH_PROXY_STATS_H
 #define CHASH_PROXY_STATS_H
 
-#include "ctl.h"
+#include "ctl_state.h"
 
 int px_stats_start(px_ctl *m);
 /* The stats JSON into b. Returns 0, or -1 when out of memory. */

@@ -384,7 +384,12 @@ static bool bignum_text(const char *p, size_t n)
  * element of its parent, except an attribute: it annotates the element that follows it, whose
  * completion is the parent's. The reply is complete when no aggregate is open after an element
  * completes. The top element is the first that begins with nothing open and is not an
- * attribute. */
+ * attribute.
+ * Why one function of some 240 lines: it is one state machine, a loop over the elements with an
+ * explicit stack (no recursion: a reply nested 10,000 deep costs no C stack), whose cases per
+ * type share pos, depth, the stack, the top element and one INCOMPLETE exit (a label every
+ * case jumps to with its elem_bound). Split per type, as hiredis's read.c is, each case would
+ * take and hand all of them back. */
 ch_resp_status ch_resp_scan_reply(const char *buf, size_t len, const ch_resp_limits *lim,
                                   ch_resp_reply *out, size_t *need, char *err, size_t errlen)
 {

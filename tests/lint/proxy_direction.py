@@ -1,20 +1,30 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""The direction of chash-proxy's data path (docs/PROXY.md, "Shape").
+"""The direction of chash-proxy's includes (docs/PROXY.md, "Shape").
 
-Each file of proxy/ has a rank; a data-path file may include only headers of a lower rank or
-leaves, so nothing calls up except through a function pointer it was given (px_frag.done,
-px_rq.on_done, px_flushable.flush, px_route_ops):
+Each module of proxy/ (a file's name without .c or .h: a module's .c and .h count together) has
+a rank; a module may include only headers of a lower rank or leaves, so nothing calls up except
+through a function pointer it was given (px_frag.done, px_rq.on_done, px_flushable.flush,
+px_route_ops, the control plane's callbacks):
 
-    worker -> client -> dispatch -> session -> route_*, pubsub -> request, warm -> backend
-    -> pool, io
-    leaves (include only leaves): proto/*, buf, log, counters, health_shared, conf_ref,
-    resolve, route.h, window.h, tls, file
+    the data path:
+    worker -> client -> dispatch -> session -> route_*, pubsub -> copy -> request, warm -> backend
+    -> pool -> io
+    leaves (include only leaves): proto/*, io, buf, log, counters, health_shared, conf_ref,
+    resolve, route.h, window.h, tls, file, roster, fence
+
+    the control plane, above the worker:
+    main -> ctl -> admin_http -> metrics, stats -> fleet -> fleet_change, fleet_boot
+    -> fleet_instance, fleet_member -> fleet_watch, fleet_damp, reload, lease -> etcd_http;
+    reload, snapshot, hotkeys -> ctl_state (struct px_ctl, data only) -> worker
 
 The worker is the data path's top: it too includes nothing above it, and what it needs of the
-control thread (the shared pools, counters, the INFO text) it is handed in px_worker_env. The
-control plane above it (listen, metrics, reload, fleet, ctl, main) may include anything. A file
-of proxy/ that has no rank here fails the check, so a new module has to be placed. Run with --self-test to see the check fail on a tree that breaks the rule.
+control thread (the shared pools, counters, the INFO text) it is handed in px_worker_env. A
+file of proxy/ that has no rank here fails the check, so a new module has to be placed. Then
+the modules' include graph is searched for a circle (leaves may include each other, so the
+ranks alone do not rule one out): there must be none. Run with --self-test to see the check
+fail on a tree that breaks each rule, the control plane's old circle (fleet -> reload ->
+metrics -> fleet) among them.
 
 The same direction one floor down (--layers ROOT): the modules of include/, src/ and tools/
 (DESIGN.md, "Layers"), each with a rank, a module including only what its layer may:
@@ -43,25 +53,28 @@ LEAF = 0
 RANKS = {
     "buf": LEAF, "log": LEAF, "counters": LEAF, "health_shared": LEAF,
     "conf_ref": LEAF, "resolve": LEAF, "route": LEAF, "window": LEAF, "tls": LEAF,
-    "file": LEAF, "roster": LEAF,
-    "io": 1, "pool": 1, "backend": 2, "request": 3, "warm": 3, "copy": 4, "route_pool": 4, "route_all": 4,
+    "file": LEAF, "roster": LEAF, "fence": LEAF,
+    "io": LEAF,  # streams over buf, log and tls: what pool.h holds
+    "pool": 1, "backend": 2, "request": 3, "warm": 3, "copy": 4, "route_pool": 4, "route_all": 4,
     "route_scan": 4, "route_replica": 5, "route_warm": 5, "route_shadow": 5, "route_stage": 5, "route_near": 5,
     "route_gutter": 5, "route_coalesce": 5, "route_build": 6,
     "pubsub": 4,
     "session": 5,
     "dispatch": 6, "client": 7,
     "worker": 8,
-    # the control plane: unchecked, above the worker
-    "listen": 9, "snapshot": 9, "metrics": 9, "stats": 9, "reload": 9, "etcd_http": 9,
-    "lease": 9, "notify": 9,
-    "hotkeys": 9, "info_name": 8,
-    "fleet": 10, "admin_http": 10,
-    "ctl": 11, "main": 12,
+    # the control plane, above the worker
+    "info_name": 8,
+    "ctl_state": 9, "listen": 9, "etcd_http": 9, "notify": 9,
+    "lease": 10, "snapshot": 10, "hotkeys": 10, "reload": 10, "fleet_watch": 10,
+    "fleet_damp": 10,
+    "fleet_instance": 11, "fleet_member": 11,
+    "fleet_change": 12, "fleet_boot": 12,
+    "fleet": 13,
+    "metrics": 14, "stats": 14,
+    "admin_http": 15,
+    "ctl": 16,
+    "main": 17,
 }
-DATA_PATH = {"io", "backend", "request", "warm", "copy", "route_pool", "route_all", "route_scan",
-             "route_replica", "route_warm", "route_shadow", "route_stage", "route_near", "route_gutter",
-             "route_coalesce", "route_build", "pubsub", "session",
-             "dispatch", "client", "worker"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 
@@ -73,19 +86,20 @@ def module(path):
     return os.path.splitext(os.path.basename(rel))[0]
 
 
-def rank(mod):
+def rank_of(mod):
     return LEAF if mod == "proto" else RANKS.get(mod)
 
 
 def check(root):
     errors = []
+    graph = {}  # module -> {module it includes: the first file that does, and the header}
     for dirpath, _, files in os.walk(root):
         for name in sorted(files):
             if not name.endswith((".c", ".h")):
                 continue
             path = os.path.relpath(os.path.join(dirpath, name), root)
             mod = module(path)
-            r = rank(mod)
+            r = rank_of(mod)
             if r is None:
                 errors.append("%s: no rank in tests/lint/proxy_direction.py: place it" % path)
                 continue
@@ -96,17 +110,79 @@ def check(root):
                 if target.startswith("..") or not os.path.exists(os.path.join(root, target)):
                     continue  # outside proxy/: the library, config, system
                 tmod = module(target)
-                tr = rank(tmod)
+                tr = rank_of(tmod)
                 if tr is None:
                     errors.append("%s includes %s, which has no rank" % (path, inc))
-                elif tmod == mod:
                     continue
-                elif r == LEAF and tr != LEAF:
+                if tmod == mod:
+                    continue
+                graph.setdefault(mod, {}).setdefault(tmod, (path, inc))
+                if r == LEAF and tr != LEAF:
                     errors.append("%s (a leaf) includes %s" % (path, inc))
-                elif mod in DATA_PATH and tr != LEAF and tr >= r:
-                    errors.append("%s (data path, rank %d) includes %s (rank %d): a call up "
-                                  "must go through a callback" % (path, r, inc, tr))
+                elif r != LEAF and tr != LEAF and tr >= r:
+                    errors.append("%s (rank %d) includes %s (rank %d): a call up must go "
+                                  "through a callback it was given, or the data it needs "
+                                  "into a lower header" % (path, r, inc, tr))
+    errors += circles(graph)
     return errors
+
+
+def circles(graph):
+    """Every include circle among the modules (graph: module -> modules it includes), each
+    once, as "a -> b -> ... -> a" from its least module, with the includes that make it.
+    Tarjan's strongly connected components; each component of more than one module holds a
+    circle, and the one reported is a shortest from its least module back to it."""
+    index, low, on, stack, comps = {}, {}, set(), [], []
+
+    def connect(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, {})):
+            if w not in index:
+                connect(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                comps.append(set(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            connect(v)
+    out = []
+    for comp in sorted(comps, key=min):
+        start = min(comp)
+        prev, queue = {start: None}, [start]
+        path = None
+        while queue and path is None:
+            v = queue.pop(0)
+            for w in sorted(graph.get(v, {})):
+                if w not in comp:
+                    continue
+                if w == start:
+                    path = [v]
+                    while prev[path[-1]] is not None:
+                        path.append(prev[path[-1]])
+                    path = list(reversed(path)) + [start]
+                    break
+                if w not in prev:
+                    prev[w] = v
+                    queue.append(w)
+        hops = ["%s includes %s" % graph[a][b] for a, b in zip(path, path[1:])]
+        more = sorted(comp - set(path))
+        out.append("include circle: %s (%s)%s" % (
+            " -> ".join(path), "; ".join(hops),
+            "; in circles with them: " + ", ".join(more) if more else ""))
+    return out
 
 
 # ---- the layers of include/, src/ and tools/ ----------------------------------------------------
@@ -304,24 +380,68 @@ def self_test_layers():
 
 
 def self_test():
-    with tempfile.TemporaryDirectory() as d:
-        def put(name, text):
-            with open(os.path.join(d, name), "w") as fp:
-                fp.write(text)
-        put("backend.c", '#include "backend.h"\n#include "request.h"\n')
-        put("backend.h", '#include "pool.h"\n')
-        put("request.h", '#include "backend.h"\n')
-        put("pool.h", '#include "client.h"\n')
-        put("conf_ref.h", '#include "pool.h"\n')
-        put("client.h", "")
-        put("novel.c", "")
-        errs = check(d)
-        want = ["backend.c (data path", "conf_ref.h (a leaf)", "novel.c: no rank"]
-        missing = [w for w in want if not any(w in e for e in errs)]
-        if missing:
-            print("self-test: the check missed: %s (it said %r)" % (missing, errs))
+    """Trees that break each rule of check(), and the same tree mended, which must pass."""
+    bad = {
+        # the data path
+        "backend.c": '#include "backend.h"\n#include "request.h"\n',   # calls up
+        "backend.h": '#include "pool.h"\n',
+        "request.h": '#include "backend.h"\n',
+        "pool.h": '#include "client.h"\n',                              # calls up
+        "conf_ref.h": '#include "pool.h"\n',                            # a leaf that is not
+        "client.h": "",
+        "novel.c": "",                                                   # unplaced
+        # two leaves including each other: the ranks allow it, the circle check does not
+        "buf.h": '#include "log.h"\n',
+        "log.c": '#include "log.h"\n#include "buf.h"\n',
+        "log.h": "",
+        # the control plane's old circle, closed by a setter in metrics.c that reload.c called
+        "ctl_state.h": '#include "pool.h"\n',
+        "fleet.h": '#include "ctl_state.h"\n',
+        "fleet.c": '#include "fleet.h"\n#include "reload.h"\n',
+        "reload.h": '#include "ctl_state.h"\n',
+        "reload.c": '#include "reload.h"\n#include "metrics.h"\n',     # calls up
+        "metrics.h": '#include "ctl_state.h"\n',
+        "metrics.c": '#include "metrics.h"\n#include "fleet.h"\n',
+        # and its other half: struct px_ctl in ctl.h, which ctl.c's own includes include
+        "stats.h": '#include "ctl.h"\n',                              # calls up
+        "ctl.h": '#include "ctl_state.h"\n',
+        "ctl.c": '#include "ctl.h"\n#include "stats.h"\n',
+    }
+    want = ["backend.c (rank 2) includes request.h (rank 3)",
+            "pool.h (rank 1) includes client.h (rank 7)",
+            "conf_ref.h (a leaf) includes pool.h",
+            "novel.c: no rank",
+            "reload.c (rank 10) includes metrics.h (rank 14)",
+            "stats.h (rank 14) includes ctl.h (rank 16)",
+            "include circle: ctl -> stats -> ctl",
+            "include circle: backend -> request -> backend",
+            "include circle: buf -> log -> buf",
+            "include circle: fleet -> reload -> metrics -> fleet"]
+    good = dict(bad)
+    good.update({
+        "backend.c": '#include "backend.h"\n',
+        "pool.h": "",
+        "conf_ref.h": '#include "buf.h"\n',
+        "log.c": '#include "log.h"\n',
+        "reload.c": '#include "reload.h"\n',
+        "stats.h": '#include "ctl_state.h"\n',
+    })
+    del good["novel.c"]
+    for tree, expect in ((bad, want), (good, [])):
+        with tempfile.TemporaryDirectory() as d:
+            for name, text in tree.items():
+                with open(os.path.join(d, name), "w") as fp:
+                    fp.write(text)
+            errs = check(d)
+        missing = [w for w in expect if not any(e.startswith(w) for e in errs)]
+        extra = [e for e in errs if not any(e.startswith(w) for w in expect)]
+        if missing or extra:
+            print("self-test: the check missed %r and said more: %r" % (missing, extra))
             return 1
-    print("self-test: the check catches an upward include, a leaf that is not, an unplaced file")
+    print("self-test: the check catches an upward include (data path and control plane), a "
+          "leaf that is not, an unplaced file, and an include circle (of leaves, of the data "
+          "path, the control plane's fleet -> reload -> metrics -> fleet and ctl -> stats -> "
+          "ctl); the mended tree passes")
     return 0
 
 
@@ -348,7 +468,7 @@ def main():
         print("proxy direction: " + e)
     if errors:
         return 1
-    print("proxy direction: every include of the data path points down")
+    print("proxy direction: every include of proxy/ points down, and no include circle")
     return 0
 
 

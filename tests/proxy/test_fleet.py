@@ -24,8 +24,9 @@ no servers. Checked:
      every proxy after (no miss for the moved quarter).
   5. Flap damping (membership_hold_down 3000 ms): a document removing s3 followed within the
      hold-down by one bringing it back changes nothing (no "membership ... ->" line, same
-     version, damped counted); a removal (of s2 and s3) not withdrawn is applied after the
-     hold-down, not before.
+     version, damped counted); a removal (of s2 and s3) not withdrawn is held down first and
+     applied when its hold-down is over, which proves the flap's is over too (each step waits
+     on the proxies' stats and log lines, not on the clock).
   6. etcd SIGKILLed and restarted on the same data dir: a change written at once is applied by
      every proxy (the watch resumed from its revision, nothing replayed), and every proxy
      serves again.
@@ -47,10 +48,10 @@ Exit: 0 pass, 1 fail, 77 skip (etcd or redis-server missing and CI unset).
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lib"))
@@ -135,6 +136,11 @@ def fleet(chash, *args):
 
 def stats_field(proxy, name):
     return proxy.stats_json()[POOL].get(name)
+
+
+def membership_changes(proxy):
+    """The membership changes proxy logged, in order: (from version, to version) each."""
+    return re.findall(r"membership (m-\S+) -> (m-\S+),", open(proxy.log).read())
 
 
 def fence_error(why):
@@ -250,6 +256,10 @@ def body(t):
     client.wait_records(KEY, lambda rr: all(rr[i]["prepared"] == 0 and rr[i]["epoch"] == served
                                             for i in ids), WAIT,
                         "4b. every proxy dropped the aborted change (px1 after SIGCONT)")
+    # px1 may have passed its lease's deadline while stopped: its record then goes with the
+    # lease and comes back under a new one, which the next apply must find. Current again, it
+    # has a lease alive by its own clock, whose record is in etcd.
+    wait_fenced([proxies[1]], False, "4b. px1 current again after SIGCONT")
     r = fleet(chash, "apply", new, "--pool", POOL, "--etcd", url, "--json")
     rep = json.loads(r.stdout or "{}")
     if r.returncode != 0 or rep.get("swapped") != 3:
@@ -278,28 +288,50 @@ def body(t):
         "proxies within %.2f ms, the last %.2f ms after the commit" %
         (rep["swap_window_ms"], rep["commit_to_last_swap_ms"]))
 
-    # 5. flap damping
-    text = open(proxies[0].log).read()
-    changes_before = text.count(" -> m-")   # "membership m-... -> m-...": a change
+    # 5. flap damping; each step waits on what the proxies show (stats, log lines), never on
+    # the clock
+    changes_before = membership_changes(proxies[0])
     version = client.records(KEY)["px0"]["membership"]
-    gone = client.put(KEY, servers_doc(redises, [0, 1, 2]))   # s3 leaves the registry ...
-    time.sleep(0.3)
+    flap = client.put(KEY, servers_doc(redises, [0, 1, 2]))   # s3 leaves the registry ...
+    wait_until(lambda: all(stats_field(p, "fleet_held_down") == 1 for p in proxies), WAIT,
+               "5. every proxy holds the removal of s3 down")
     back = client.put(KEY, servers_doc(redises, [0, 1, 2, 3]))  # ... and comes back
     recs = wait_epoch(client, ids, back, "5. the flap's second document")
     if {r["membership"] for r in recs.values()} != {version}:
         fail("5. a server that came back within the hold-down changed the membership: %s" % recs)
-    time.sleep(HOLD_MS / 1000.0 + 0.5)   # past the hold-down: nothing may be applied late
-    recs = client.records(KEY)
-    if {r["membership"] for r in recs.values()} != {version} or \
-            open(proxies[0].log).read().count(" -> m-") != changes_before or \
-            stats_field(proxies[0], "fleet_damped") != 1:
-        fail("5. the flap changed something: %s; stats %s" % (
-            recs, json.dumps(proxies[0].stats_json()[POOL])))
+    if any(stats_field(p, "fleet_held_down") != 0 or stats_field(p, "fleet_damped") != 1
+           for p in proxies):
+        fail("5. the removal was not withdrawn: %s" % [p.stats_json()[POOL] for p in proxies])
+    # a removal not withdrawn: every proxy holds it down first (seen holding it before it
+    # serves it), then applies it when its hold-down is over (its log says so)
     gone = client.put(KEY, servers_doc(redises, [0, 1]))
-    time.sleep(0.5)
-    if any(r["epoch"] == gone for r in client.records(KEY).values()):
-        fail("5. a removal was applied before its hold-down (%d ms)" % HOLD_MS)
-    wait_epoch(client, ids, gone, "5. a removal applied after its hold-down")
+    holding = set()
+
+    def held_first():
+        for p in proxies:
+            st = p.stats_json()[POOL]
+            if st["fleet_held_down"] == 1:
+                holding.add(p.label)
+            elif st["fleet_epoch"] == gone and p.label not in holding:
+                fail("5. %s applied a removal before its hold-down (%d ms)" % (p.label, HOLD_MS))
+        return len(holding) == len(proxies)
+    wait_until(held_first, WAIT, "5. every proxy holds the removal of s2 and s3 down")
+    recs = wait_epoch(client, ids, gone, "5. a removal applied after its hold-down")
+    over = "the hold-down (%d ms) is over and the servers did not come back: applying " \
+           "revision %%d" % HOLD_MS
+    for p in proxies:
+        text = open(p.log).read()
+        if over % gone not in text or over % flap in text:
+            fail("5. %s: the removal not applied by its hold-down's end, or the flap's "
+                 "applied late:\n%s" % (p.label, tail(p.log)))
+    # The flap's hold-down began before this removal's and was as long: it is over too, and
+    # it changed nothing: the one membership change since is the removal's, from the version
+    # served before the flap.
+    changes = membership_changes(proxies[0])[len(changes_before):]
+    if changes != [(version, recs["px0"]["membership"])] or \
+            any(stats_field(p, "fleet_damped") != 1 for p in proxies):
+        fail("5. the flap changed something: changes %s; stats %s" % (
+            changes, json.dumps(proxies[0].stats_json()[POOL])))
     served = gone
     log("5. a flap within the hold-down changed nothing; a removal waited its hold-down")
 
