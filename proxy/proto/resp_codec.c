@@ -18,7 +18,7 @@
 
 typedef enum kind {
     K_KEY,  /* argv[1] is the key: forwarded whole */
-    K_EVAL, /* EVAL/EVALSHA: routed by the first key (numkeys >= 1) */
+    K_EVAL, /* EVAL/EVALSHA(_RO): routed by the first key (numkeys >= 1) */
     K_MGET, /* split; values merged in key order */
     K_MSET, /* split by pairs; +OK or the first error */
     K_SUM,  /* split; integer replies summed */
@@ -86,7 +86,8 @@ enum { R = 1, W = 0 }; /* R: a read, safe to retry on the next candidate */
     X(geoadd, K_KEY, W, 5) X(geodist, K_KEY, R, 4) X(geohash, K_KEY, R, 2)                        \
     X(geopos, K_KEY, R, 2) X(georadius, K_KEY, W, 6) X(georadiusbymember, K_KEY, W, 5)            \
     /* scripting */                                                                              \
-    X(eval, K_EVAL, W, 3) X(evalsha, K_EVAL, W, 3) X(msetnx, K_KEYS1, W, 3)                       \
+    X(eval, K_EVAL, W, 3) X(evalsha, K_EVAL, W, 3) X(eval_ro, K_EVAL, R, 3)                       \
+    X(evalsha_ro, K_EVAL, R, 3) X(msetnx, K_KEYS1, W, 3)                                         \
     X(script, K_SCRIPT, W, 2)                                                                    \
     /* streams, but their blocking forms: a blocked command would hold a shared connection */   \
     X(xadd, K_KEY, W, 5) X(xrange, K_KEY, R, 4) X(xrevrange, K_KEY, R, 4) X(xlen, K_KEY, R, 2)    \
