@@ -25,6 +25,17 @@
  *
  * Redis's own errors are kept: EXEC or DISCARD without MULTI, nested MULTI, WATCH inside MULTI.
  *
+ * While a membership change is prepared for the pool (px_pool.stage), route_stage.c stages every
+ * write of a key that moves under it: written at its owner, then deleted at its next owner, so
+ * the copy `chash fleet apply --migrate` makes there cannot outlive it. The keys a script writes
+ * without declaring them do not pass through it. So, as Redis Cluster answers during a
+ * resharding, a script that may write (EVAL, EVALSHA) is refused -TRYAGAIN when a key it
+ * declares moves (px_session_refuse_unstaged; docs/FLEET.md, "What the staging refuses").
+ * EVAL_RO, and scripts of keys that stay, are served as always. A script's undeclared keys are
+ * followed only through a declared key's hash tag: with hash_tag, a key of the same tag moves
+ * exactly when the declared one does; an undeclared key of another tag reaches the script's
+ * server but not its own owner, with or without a change.
+ *
  * Invariants: a dedicated connection carries one client's requests only, and is released (closed
  * once its FIFO is empty, never reused) by EXEC, DISCARD, UNWATCH, an abort or the client's close,
  * so no other client ever runs inside someone's MULTI or WATCH. A request sent on it completes
@@ -36,7 +47,9 @@
  */
 #include "session.h"
 #include "pubsub.h"
+#include "route_pool.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -185,6 +198,36 @@ static px_server *keys_server(const px_session *ss, const px_rq *rq, bool *cross
         }
     }
     return first < pool->nservers ? &pool->servers[first] : NULL;
+}
+
+/* ---- what a staged change refuses ---------------------------------------------------------------- */
+
+/* Whether a key rq names moves under the change its pool stages (px_route_pool_staged, as
+ * route_stage.c decides). Cost: one test when nothing is staged, else two lookups per key. */
+static bool names_moving_key(const px_rq *rq)
+{
+    if (rq->pool->stage.table == NULL)
+        return false;
+    for (size_t k = 0; k < rq->msg.nkeys; k++) {
+        char buf[PX_MAX_ROUTE_KEY];
+        size_t len;
+        const char *key = px_rq_key_bytes(rq, k, buf, sizeof(buf), &len);
+        if (key != NULL && px_route_pool_staged(rq->pool, key, len) != NULL)
+            return true;
+    }
+    return false;
+}
+
+/* Refuses rq -TRYAGAIN: a write the staging cannot follow, `what` saying which. */
+static void refuse_unstaged(px_rq *rq, const char *what)
+{
+    char msg[400];
+    snprintf(msg, sizeof(msg),
+             "pool %s is staging a membership change and %s; refused only until the change is "
+             "committed or withdrawn: retry then",
+             rq->pool->conf->name, what);
+    rq->pool->m.warm.stage_refused++;
+    px_rq_fail(rq, PX_ERR_TRYAGAIN, msg);
 }
 
 /* ---- transactions --------------------------------------------------------------------------------- */
@@ -443,5 +486,15 @@ bool px_session_dispatch(px_session *ss, px_rq *rq)
     if ((c->flags & PX_CMD_AUTH_EXEMPT) != 0 && (c->flags & PX_CMD_SUBSCRIBED) != 0)
         return false; /* QUIT: the client closes, and its transaction with it */
     queue_command(ss, rq);
+    return true;
+}
+
+bool px_session_refuse_unstaged(px_rq *rq)
+{
+    if ((rq->msg.cmd->flags & PX_CMD_HIDDEN_WRITES) == 0 || !names_moving_key(rq))
+        return false;
+    refuse_unstaged(rq, "a key of this script moves under it: a script may write keys it does "
+                        "not declare, which cannot be staged (EVAL_RO and EVALSHA_RO are "
+                        "served)");
     return true;
 }

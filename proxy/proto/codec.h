@@ -49,6 +49,10 @@ enum {
                                      (MSETNX, EVAL with keys), else PX_ERR_CROSS_SERVER */
     PX_CMD_SCAN = 1u << 3,        /* a cursor walk over every server (route_scan.c) */
     PX_CMD_SUBSCRIBED = 1u << 4,  /* allowed in pub/sub mode besides the subscriptions (PING) */
+    PX_CMD_HIDDEN_WRITES = 1u << 5, /* may write keys it does not name in its key spec (a
+                                       script's keys it does not declare: EVAL, EVALSHA; not
+                                       EVAL_RO): while a change is staged, refused when a key
+                                       it names moves (session.h, px_session_refuse_unstaged) */
 };
 
 /* Commands whose state lives in a backend connection: served by the client's session
@@ -157,6 +161,8 @@ typedef enum px_error {
     PX_ERR_UNKNOWN, /* a command the proxy does not serve (msg: its printable name) */
     PX_ERR_NOAUTH,  /* AUTH first (msg unused) */
     PX_ERR_CROSS_SERVER, /* the keys of a one-server command have different owners */
+    PX_ERR_TRYAGAIN, /* refused for now, served again later: its writes cannot be staged while
+                        a membership change is (Redis Cluster's -TRYAGAIN; msg: why) */
 } px_error;
 
 /* What the proxy answers itself within a transaction. */

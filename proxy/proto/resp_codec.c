@@ -125,10 +125,13 @@ enum { R = 1, W = 0 }; /* R: a read, safe to retry on the next candidate */
 #define KIND_MERGE(k)                                                                            \
     ((k) == K_MGET ? PX_MERGE_ARRAY : (k) == K_MSET ? PX_MERGE_ALL_OK                            \
      : (k) == K_SUM ? PX_MERGE_SUM : (k) == K_SCRIPT ? PX_MERGE_EVERY : PX_MERGE_ONE)
-#define KIND_FLAGS(k)                                                                            \
+/* A script that may write (EVAL, EVALSHA; not their _RO forms, which Redis refuses to let
+ * write) may write keys it does not declare. */
+#define KIND_FLAGS(k, r)                                                                         \
     ((k) == K_QUIT                                    ? PX_CMD_AUTH_EXEMPT | PX_CMD_SUBSCRIBED  \
      : (k) == K_AUTH || (k) == K_HELLO                ? PX_CMD_AUTH_EXEMPT                      \
      : (k) == K_PING                                  ? PX_CMD_HEALTH | PX_CMD_SUBSCRIBED       \
+     : (k) == K_EVAL && (r) == W                      ? PX_CMD_ONE_SERVER | PX_CMD_HIDDEN_WRITES \
      : (k) == K_EVAL || (k) == K_KEYS1 || (k) == K_XREAD ? PX_CMD_ONE_SERVER                    \
      : (k) == K_SCAN                                  ? PX_CMD_SCAN                             \
                                                       : 0)
@@ -141,7 +144,7 @@ enum { R = 1, W = 0 }; /* R: a read, safe to retry on the next candidate */
 
 static const px_cmd commands[] = {
 #define PX__CMD(n, k, r, a)                                                                      \
-    {#n, sizeof(#n) - 1, KIND_CLS(k, r), KIND_MERGE(k), KIND_FLAGS(k),                           \
+    {#n, sizeof(#n) - 1, KIND_CLS(k, r), KIND_MERGE(k), KIND_FLAGS(k, r),                        \
      r == R && !IS_SESSION(k), a,                                                                \
      (k) == K_KEY || IS_MULTI(k) || (k) == K_KEYS1 || IS_ARGKEYS(k) ? 1 : (k) == K_KEY2 ? 2 : 0, \
      (k) == K_KEY ? 1 : (k) == K_KEY2 ? 2 : IS_MULTI(k) || (k) == K_KEYS1 || IS_ARGKEYS(k) ? -1 \
@@ -565,6 +568,8 @@ static int redis_encode_error(px_buf *out, px_error why, const char *msg)
     case PX_ERR_CROSS_SERVER: /* as Redis Cluster words it: clients know this error */
         return px_buf_printf(out, "-CROSSSLOT Keys in request don't hash to the same server "
                                   "(give them a common hash tag)\r\n");
+    case PX_ERR_TRYAGAIN: /* Redis Cluster's code for "not now, during a resharding" */
+        return px_buf_printf(out, "-TRYAGAIN %s\r\n", msg);
     default:
         return px_buf_printf(out, "-ERR %s\r\n", msg);
     }

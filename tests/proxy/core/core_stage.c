@@ -169,3 +169,48 @@ void test_stage_split_write(void **state)
     px_buf_free(&req);
     stage_close(fx, &st);
 }
+
+/* What the staging cannot follow is refused -TRYAGAIN (session.c): a script that may write keys
+ * it does not declare, when a key it declares moves. EVAL_RO, which only reads, and a script of
+ * a key that stays are served as usual; nothing is sent for a refusal. */
+void test_stage_refuses_scripts(void **state)
+{
+    fixture *fx = *state;
+    staged st;
+    stage_open(fx, &st);
+    char mk[16], sk[16];
+    moving_and_staying(fx, &st, mk, sk);
+    px_buf req = {0};
+    char *eval_m[] = {"EVAL", "return 1", "1", mk};
+    resp(&req, 4, eval_m);
+    request(fx, NULL, req.p);
+    assert_int_equal(fake_nlog, 0);
+    assert_int_equal(ndone, 1);
+    assert_non_null(strstr(last_done(), "-TRYAGAIN pool p is staging a membership change and a "
+                                        "key of this script moves under it"));
+    assert_non_null(strstr(last_done(), "retry then\r\n"));
+    assert_int_equal(fx->pool.m.warm.stage_refused, 1);
+
+    char *ro[] = {"EVAL_RO", "return 1", "1", mk};
+    resp(&req, 4, ro);
+    request(fx, NULL, req.p);
+    assert_true(sent_is(sent_to(NSERVERS - 1), req.p));
+    reply(fx, sent_to(NSERVERS - 1), ":1\r\n");
+    assert_done(1, ":1\r\n");
+    char *eval_s[] = {"EVAL", "return 1", "1", sk};
+    resp(&req, 4, eval_s);
+    request(fx, NULL, req.p);
+    reply(fx, sent_to(owner(fx, sk)), ":1\r\n");
+    assert_done(2, ":1\r\n");
+    assert_int_equal(pending(), 0);
+    assert_int_equal(fx->pool.m.warm.stage_invalidations, 0);
+    assert_int_equal(fx->pool.m.warm.stage_refused, 1);
+
+    /* Without a stage the same EVAL goes to the key's owner. */
+    stage_close(fx, &st);
+    resp(&req, 4, eval_m);
+    request(fx, NULL, req.p);
+    reply(fx, sent_to(NSERVERS - 1), ":1\r\n");
+    assert_done(3, ":1\r\n");
+    px_buf_free(&req);
+}
