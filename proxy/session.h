@@ -41,8 +41,9 @@ void px_session_refuse(px_session *ss, px_rq *rq, px_error why, const char *msg)
  * write keys it does not name (a script that may write, px_cmd PX_CMD_HIDDEN_WRITES) and a key
  * it names moves under the change: route_stage.c deletes a written key at its next owner only
  * when it knows the key (docs/FLEET.md, "What the staging refuses"). Returns whether it refused
- * (rq is answered). For a request outside a transaction. Cost: one test when nothing is
- * staged, else two lookups per key of a script. */
+ * (rq is answered). For a request outside a transaction: inside one, px_session_dispatch
+ * refuses every write of a moving key. Cost: one test when nothing is staged, else two lookups
+ * per key of a script. */
 bool px_session_refuse_unstaged(px_rq *rq);
 
 #endif /* CHASH_PROXY_SESSION_H */
