@@ -28,19 +28,21 @@
  * While a membership change is prepared for the pool (px_pool.stage), route_stage.c stages every
  * write of a key that moves under it: written at its owner, then deleted at its next owner, so
  * the copy `chash fleet apply --migrate` makes there cannot outlive it. What goes on a dedicated
- * connection does not pass through it, and neither do the keys a script writes without
- * declaring them. So, as Redis Cluster answers during a resharding, such writes are refused
+ * connection does not pass through it, and neither do the keys a command writes without naming
+ * them (a script's undeclared keys, a destination). So, as Redis Cluster answers during a resharding, such writes are refused
  * -TRYAGAIN when a key they name moves (docs/FLEET.md, "What the staging refuses"):
  *   - a write queued in MULTI: the transaction is discarded (EXEC answers -EXECABORT);
  *   - EXEC, when a key the transaction writes moves under a change prepared since it was queued,
  *     or has another owner than the transaction's server (a change committed since): DISCARD is
  *     sent instead, nothing is applied (Redis Cluster checks EXEC's queued keys again too);
  *   - a write after WATCH, which goes on the watched connection to stay in order with the WATCH;
- *   - a script that may write (EVAL, EVALSHA) outside a transaction (px_session_refuse_unstaged).
- * Reads, EVAL_RO, and writes of keys that stay are served as always. A script's undeclared keys
- * are followed only through a declared key's hash tag: with hash_tag, a key of the same tag moves
- * exactly when the declared one does; an undeclared key of another tag reaches the script's server
- * but not its own owner, with or without a change.
+ *   - outside a transaction, a command that may write keys it does not name, when one it names
+ *     moves (px_session_refuse_unstaged): a script that may write (EVAL, EVALSHA), and the
+ *     destination of RPOPLPUSH, LMOVE, SMOVE, SORT ... STORE (px_codec.writes_unnamed).
+ * Reads, EVAL_RO, and writes of keys that stay are served as always. Keys written unnamed are
+ * followed only through a named key's hash tag: with hash_tag, a key of the same tag moves
+ * exactly when the named one does; a key of another tag reaches the command's server but not its
+ * own owner, with or without a change.
  *
  * Invariants: a dedicated connection carries one client's requests only, and is released (closed
  * once its FIFO is empty, never reused) by EXEC, DISCARD, UNWATCH, an abort or the client's close,
@@ -587,10 +589,12 @@ bool px_session_dispatch(px_session *ss, px_rq *rq)
 
 bool px_session_refuse_unstaged(px_rq *rq)
 {
-    if ((rq->msg.cmd->flags & PX_CMD_HIDDEN_WRITES) == 0 || !names_moving_key(rq))
+    const char *unnamed = NULL;
+    if (rq->pool->stage.table == NULL || rq->codec->writes_unnamed == NULL ||
+        (unnamed = rq->codec->writes_unnamed(&rq->msg)) == NULL || !names_moving_key(rq))
         return false;
-    refuse_unstaged(rq, "a key of this script moves under it: a script may write keys it does "
-                        "not declare, which cannot be staged (EVAL_RO and EVALSHA_RO are "
-                        "served)");
+    char what[240];
+    snprintf(what, sizeof(what), "a key of this command moves under it: %s", unnamed);
+    refuse_unstaged(rq, what);
     return true;
 }

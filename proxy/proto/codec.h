@@ -49,10 +49,6 @@ enum {
                                      (MSETNX, EVAL with keys), else PX_ERR_CROSS_SERVER */
     PX_CMD_SCAN = 1u << 3,        /* a cursor walk over every server (route_scan.c) */
     PX_CMD_SUBSCRIBED = 1u << 4,  /* allowed in pub/sub mode besides the subscriptions (PING) */
-    PX_CMD_HIDDEN_WRITES = 1u << 5, /* may write keys it does not name in its key spec (a
-                                       script's keys it does not declare: EVAL, EVALSHA; not
-                                       EVAL_RO): while a change is staged, refused when a key
-                                       it names moves (session.h, px_session_refuse_unstaged) */
 };
 
 /* Commands whose state lives in a backend connection: served by the client's session
@@ -328,6 +324,13 @@ typedef struct px_codec {
     int (*encode_capped)(px_buf *out, const px_msg *m, const uint32_t *keys, size_t nkeys,
                          uint64_t ttl_ms, int64_t now_ms, uint8_t *expect, char *why,
                          size_t whylen);
+
+    /* Optional (NULL: every key a request writes is one of m->keys). Whether m may write keys
+     * its key spec does not name, which the staging of a membership change cannot see
+     * (session.h, px_session_refuse_unstaged): NULL when it does not, else what they are, as a
+     * clause of the client's error ("a script may write keys it does not declare, ..."). A key
+     * written so must share a named key's hash tag to reach its own owner at all. */
+    const char *(*writes_unnamed)(const px_msg *m);
 
     /* Optional (NULL: the protocol has no SCAN): a cursor walk (PX_CMD_SCAN). scan_cursor: the
      * server's cursor in its reply r, 0 or -1 when r is not a cursor reply. scan_rewrite: r

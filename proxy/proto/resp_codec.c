@@ -125,13 +125,10 @@ enum { R = 1, W = 0 }; /* R: a read, safe to retry on the next candidate */
 #define KIND_MERGE(k)                                                                            \
     ((k) == K_MGET ? PX_MERGE_ARRAY : (k) == K_MSET ? PX_MERGE_ALL_OK                            \
      : (k) == K_SUM ? PX_MERGE_SUM : (k) == K_SCRIPT ? PX_MERGE_EVERY : PX_MERGE_ONE)
-/* A script that may write (EVAL, EVALSHA; not their _RO forms, which Redis refuses to let
- * write) may write keys it does not declare. */
-#define KIND_FLAGS(k, r)                                                                         \
+#define KIND_FLAGS(k)                                                                            \
     ((k) == K_QUIT                                    ? PX_CMD_AUTH_EXEMPT | PX_CMD_SUBSCRIBED  \
      : (k) == K_AUTH || (k) == K_HELLO                ? PX_CMD_AUTH_EXEMPT                      \
      : (k) == K_PING                                  ? PX_CMD_HEALTH | PX_CMD_SUBSCRIBED       \
-     : (k) == K_EVAL && (r) == W                      ? PX_CMD_ONE_SERVER | PX_CMD_HIDDEN_WRITES \
      : (k) == K_EVAL || (k) == K_KEYS1 || (k) == K_XREAD ? PX_CMD_ONE_SERVER                    \
      : (k) == K_SCAN                                  ? PX_CMD_SCAN                             \
                                                       : 0)
@@ -144,7 +141,7 @@ enum { R = 1, W = 0 }; /* R: a read, safe to retry on the next candidate */
 
 static const px_cmd commands[] = {
 #define PX__CMD(n, k, r, a)                                                                      \
-    {#n, sizeof(#n) - 1, KIND_CLS(k, r), KIND_MERGE(k), KIND_FLAGS(k, r),                        \
+    {#n, sizeof(#n) - 1, KIND_CLS(k, r), KIND_MERGE(k), KIND_FLAGS(k),                           \
      r == R && !IS_SESSION(k), a,                                                                \
      (k) == K_KEY || IS_MULTI(k) || (k) == K_KEYS1 || IS_ARGKEYS(k) ? 1 : (k) == K_KEY2 ? 2 : 0, \
      (k) == K_KEY ? 1 : (k) == K_KEY2 ? 2 : IS_MULTI(k) || (k) == K_KEYS1 || IS_ARGKEYS(k) ? -1 \
@@ -747,6 +744,34 @@ static bool writes_several(const px_msg *m)
         if (strcmp(m->cmd->name, names[i]) == 0)
             return true;
     return false;
+}
+
+/* The keys a request writes that its key spec does not name (px_codec.writes_unnamed): those
+ * a script that may write does not declare (not EVAL_RO's: Redis refuses a write there), the
+ * destination of RPOPLPUSH, LMOVE and SMOVE (argv[2]), the STORE or STOREDIST key of SORT,
+ * GEORADIUS and GEORADIUSBYMEMBER (any argument spelled so counts, a BY pattern too: at worst a
+ * read refused while a change is staged, never a write served unstaged). Cost: a few name compares and, for those three, a pass over the
+ * arguments. */
+static const char *redis_writes_unnamed(const px_msg *m)
+{
+    static const char *const dst[] = {"rpoplpush", "lmove", "smove"};
+    static const char *const store[] = {"sort", "georadius", "georadiusbymember"};
+    const px_cmd *c = m->cmd;
+    if (c->local == K_EVAL)
+        return c->retry ? NULL
+                        : "a script may write keys it does not declare, which cannot be staged "
+                          "(EVAL_RO and EVALSHA_RO are served)";
+    for (size_t i = 0; i < sizeof(dst) / sizeof(dst[0]); i++)
+        if (strcmp(c->name, dst[i]) == 0)
+            return "it writes its destination, which cannot be staged";
+    for (size_t i = 0; i < sizeof(store) / sizeof(store[0]); i++) {
+        if (strcmp(c->name, store[i]) != 0)
+            continue;
+        for (size_t a = 2; a < m->nargs; a++)
+            if (arg_is(m, a, "store") || arg_is(m, a, "storedist"))
+                return "it writes its STORE key, which cannot be staged";
+    }
+    return NULL;
 }
 
 /* SET k v [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]: its other options kept, its
@@ -1656,6 +1681,7 @@ const px_codec px_codec_redis = {
     .scan_reply = redis_scan_reply,
     .encode_request = redis_encode_request,
     .encode_capped = redis_encode_capped,
+    .writes_unnamed = redis_writes_unnamed,
     .encode_error = redis_encode_error,
     .encode_probe = redis_encode_probe,
     .encode_delete = redis_encode_delete,

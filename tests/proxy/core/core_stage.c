@@ -170,10 +170,11 @@ void test_stage_split_write(void **state)
     stage_close(fx, &st);
 }
 
-/* What the staging cannot follow is refused -TRYAGAIN (session.c): a script that may write keys
- * it does not declare, when a key it declares moves. EVAL_RO, which only reads, and a script of
- * a key that stays are served as usual; nothing is sent for a refusal. */
-void test_stage_refuses_scripts(void **state)
+/* What the staging cannot follow is refused -TRYAGAIN (session.c): a command that may write keys
+ * it does not name (a script that may write, RPOPLPUSH's destination, SORT ... STORE's), when a
+ * key it names moves. EVAL_RO, which only reads, SORT without STORE, and a script of a key that
+ * stays are served as usual; nothing is sent for a refusal. */
+void test_stage_refuses_unnamed(void **state)
 {
     fixture *fx = *state;
     staged st;
@@ -187,31 +188,52 @@ void test_stage_refuses_scripts(void **state)
     assert_int_equal(fake_nlog, 0);
     assert_int_equal(ndone, 1);
     assert_non_null(strstr(last_done(), "-TRYAGAIN pool p is staging a membership change and a "
-                                        "key of this script moves under it"));
+                                        "key of this command moves under it: a script may "
+                                        "write keys it does not declare"));
     assert_non_null(strstr(last_done(), "retry then\r\n"));
     assert_int_equal(fx->pool.m.warm.stage_refused, 1);
+    char dst[24];
+    snprintf(dst, sizeof(dst), "%s:dst", mk);
+    char *rpl[] = {"RPOPLPUSH", mk, dst};
+    resp(&req, 3, rpl);
+    request(fx, NULL, req.p);
+    assert_non_null(strstr(last_done(), "it writes its destination, which cannot be staged"));
+    char *sort_store[] = {"SORT", mk, "ALPHA", "store", dst};
+    resp(&req, 5, sort_store);
+    request(fx, NULL, req.p);
+    assert_non_null(strstr(last_done(), "it writes its STORE key, which cannot be staged"));
+    assert_int_equal(fake_nlog, 0);
+    assert_int_equal(fx->pool.m.warm.stage_refused, 3);
+    size_t n = ndone;
 
     char *ro[] = {"EVAL_RO", "return 1", "1", mk};
     resp(&req, 4, ro);
     request(fx, NULL, req.p);
     assert_true(sent_is(sent_to(NSERVERS - 1), req.p));
     reply(fx, sent_to(NSERVERS - 1), ":1\r\n");
-    assert_done(1, ":1\r\n");
+    assert_done(n, ":1\r\n");
     char *eval_s[] = {"EVAL", "return 1", "1", sk};
     resp(&req, 4, eval_s);
     request(fx, NULL, req.p);
     reply(fx, sent_to(owner(fx, sk)), ":1\r\n");
-    assert_done(2, ":1\r\n");
+    assert_done(n + 1, ":1\r\n");
     assert_int_equal(pending(), 0);
     assert_int_equal(fx->pool.m.warm.stage_invalidations, 0);
-    assert_int_equal(fx->pool.m.warm.stage_refused, 1);
+    /* SORT without STORE: a write to the table (it may store), staged as one. */
+    char *sort[] = {"SORT", mk, "ALPHA"};
+    resp(&req, 3, sort);
+    request(fx, NULL, req.p);
+    reply(fx, sent_to(NSERVERS - 1), "*0\r\n");
+    reply(fx, sent_to(next_owner(&st, mk)), ":0\r\n");
+    assert_done(n + 2, "*0\r\n");
+    assert_int_equal(fx->pool.m.warm.stage_refused, 3);
 
     /* Without a stage the same EVAL goes to the key's owner. */
     stage_close(fx, &st);
     resp(&req, 4, eval_m);
     request(fx, NULL, req.p);
     reply(fx, sent_to(NSERVERS - 1), ":1\r\n");
-    assert_done(3, ":1\r\n");
+    assert_done(n + 3, ":1\r\n");
     px_buf_free(&req);
 }
 
