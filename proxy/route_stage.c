@@ -9,7 +9,9 @@
  *       (px_rq_fork) through child[1], the leaf of the staged placement (its next owner,
  *       px_pool.stage); the answer goes up once every delete is answered, and becomes an error
  *       when one failed (the write may stand at the owner while a copy the next owner holds
- *       could not be dropped: the client is not told "done").
+ *       could not be dropped: the client is not told "done"). A write still out when the
+ *       change is swapped in deletes at the key's owner by then (stale_copy_at): the switch
+ *       comes between two loop iterations, the write's answer after it.
  *
  * Why this order: a copy (`chash fleet apply --migrate`, a warm-up fill) reads the owner, adds
  * at the next owner and reads the owner again, dropping its add when the value changed. A write
@@ -97,6 +99,29 @@ static void finish(px_route *rt, px_rq *rq, stage_group *g)
     free(g);
 }
 
+/* Where slot s's key may hold a copy its write did not reach (key: its routing bytes): its next
+ * owner while the change is staged (child[1], the staged placement's leaf). When the change was
+ * swapped in while the write was out, the key's owner is now the server the staging would have
+ * cleared: if the write went elsewhere (its tried servers), child[0], whose leaves place by the
+ * pool's table now, reaches it. NULL when there is none: the key stays, or the change was
+ * withdrawn (its owner is where the write went). Cost: two lookups, one more after a swap. */
+static px_route *stale_copy_at(px_route *rt, const px_rq *rq, px_slot s, const char *key,
+                               size_t len)
+{
+    const px_pool *pool = rq->pool;
+    if (px_route_pool_staged(pool, key, len) != NULL)
+        return rt->child[1];
+    if (pool->stage.table != NULL || pool->table == NULL)
+        return NULL;
+    size_t o = ch_lookup(pool->table, key, len);
+    if (o >= pool->nservers)
+        return NULL;
+    for (uint32_t i = 0; i < rq->slots[s].ntried; i++)
+        if (rq->slots[s].tried[i] == pool->servers[o].uid)
+            return NULL;
+    return rt->child[0];
+}
+
 /* The write's answer r to slots[0, n): kept, and a delete of each moving key at its next owner. */
 static void invalidate(px_route *rt, px_rq *rq, const px_slot *slots, size_t n, const px_reply *r)
 {
@@ -123,13 +148,14 @@ static void invalidate(px_route *rt, px_rq *rq, const px_slot *slots, size_t n, 
             char buf[PX_MAX_ROUTE_KEY];
             size_t len;
             const char *key = px_rq_key_bytes(rq, k, buf, sizeof(buf), &len);
-            if (key == NULL || px_route_pool_staged(pool, key, len) == NULL)
+            px_route *at = key != NULL ? stale_copy_at(rt, rq, slots[i], key, len) : NULL;
+            if (at == NULL)
                 continue;
             px_buf del = {0};
             uint8_t expect;
             g->waiting++; /* before the fork: its answer may come before it returns */
             if (rq->codec->encode_delete(&del, key, len, &expect) != 0 ||
-                px_rq_fork(rq, slots[i], rt, pool, rt->child[1], del.p, del.len) != 0) {
+                px_rq_fork(rq, slots[i], rt, pool, at, del.p, del.len) != 0) {
                 g->waiting--;
                 g->failed = true;
                 pool->m.warm.stage_invalidate_errors++;

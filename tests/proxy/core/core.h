@@ -113,6 +113,7 @@ void test_warm_resp3(void **state);
 /* core_stage.c */
 void test_stage_write_invalidates(void **state);
 void test_stage_split_write(void **state);
+void test_stage_swapped_mid_write(void **state);
 void test_stage_refuses_unnamed(void **state);
 void test_stage_refuses_transactions(void **state);
 void test_gutter_redis(void **state);

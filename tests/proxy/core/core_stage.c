@@ -170,6 +170,52 @@ void test_stage_split_write(void **state)
     stage_close(fx, &st);
 }
 
+/* A write still out when the change is swapped in (the commit's swap comes between two loop
+ * iterations, the write's answer after it): the key's owner is now the next owner the write did
+ * not reach, so its delete goes there, through the current placement, before the answer. When
+ * the change is withdrawn instead, the key's owner is where the write went: nothing to delete. */
+void test_stage_swapped_mid_write(void **state)
+{
+    fixture *fx = *state;
+    staged st;
+    stage_open(fx, &st);
+    char mk[16], sk[16];
+    moving_and_staying(fx, &st, mk, sk);
+    char *set[] = {"SET", mk, "v2"};
+    px_buf req = {0};
+    resp(&req, 3, set);
+    request(fx, NULL, req.p);
+    fake_sent *w = sent_to(NSERVERS - 1);
+    assert_true(sent_is(w, req.p));
+    px_stage stage = fx->pool.stage;
+    const ch_table *was = fx->pool.table;
+    fx->pool.stage = (px_stage){0}; /* the swap: the staged table is the pool's now */
+    fx->pool.table = ch_membership_table(st.next);
+    reply(fx, w, "+OK\r\n");
+    char want[128];
+    snprintf(want, sizeof(want), "*2\r\n$3\r\nDEL\r\n$%zu\r\n%s\r\n", strlen(mk), mk);
+    fake_sent *del = sent_to(next_owner(&st, mk));
+    assert_true(sent_is(del, want));
+    assert_int_equal(ndone, 0);
+    reply(fx, del, ":1\r\n");
+    assert_int_equal(ndone, 1);
+    assert_done(0, "+OK\r\n");
+    assert_int_equal(fx->pool.m.warm.stage_invalidations, 1);
+
+    fx->pool.table = was; /* staged again; then withdrawn while the write is out */
+    fx->pool.stage = stage;
+    request(fx, NULL, req.p);
+    w = sent_to(NSERVERS - 1);
+    fx->pool.stage = (px_stage){0};
+    reply(fx, w, "+OK\r\n");
+    assert_int_equal(ndone, 2);
+    assert_done(1, "+OK\r\n");
+    assert_int_equal(pending(), 0);
+    fx->pool.stage = stage;
+    px_buf_free(&req);
+    stage_close(fx, &st);
+}
+
 /* What the staging cannot follow is refused -TRYAGAIN (session.c): a command that may write keys
  * it does not name (a script that may write, RPOPLPUSH's destination, SORT ... STORE's), when a
  * key it names moves. EVAL_RO, which only reads, SORT without STORE, and a script of a key that

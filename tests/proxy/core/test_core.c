@@ -51,6 +51,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mc_warm, setup_mc, teardown),
         cmocka_unit_test_setup_teardown(test_stage_write_invalidates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stage_split_write, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stage_swapped_mid_write, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stage_refuses_unnamed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_stage_refuses_transactions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gutter_redis, setup, teardown),
