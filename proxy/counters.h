@@ -34,14 +34,14 @@ typedef enum px_cmd_class {
  * not stored because the key was there already, copies that failed (or were dropped for a write
  * since), deletes at old owners for writes, requests served by an old owner before their key's
  * switch, and while a change is prepared, the writes' deletes at the keys' next owners (done,
- * failed); in a replicated pool (route_replica.c), reads that missed at an owner and hit at the
+ * failed) and the requests refused because their writes cannot be staged (session.h); in a replicated pool (route_replica.c), reads that missed at an owner and hit at the
  * next, and their copies back: stored, or skipped (the key was there, written meanwhile, or
  * the copy failed). Every replica read ends as one repair or one skip. replica_spread: reads of
  * hot keys sent to their owners in turn (hot_spread). */
 #define PX_WARM_SUMS                                                                              \
     X(warm_hits) X(warm_misses) X(warm_fills) X(warm_fills_present) X(warm_fill_errors)           \
     X(warm_deletes) X(ramp_old) X(stage_invalidations) X(stage_invalidate_errors)                 \
-    X(replica_reads) X(replica_repairs) X(replica_repair_skips) X(replica_spread)
+    X(stage_refused) X(replica_reads) X(replica_repairs) X(replica_repair_skips) X(replica_spread)
 typedef struct px_warm_stats {
 #define X(f) uint64_t f;
     PX_WARM_SUMS

@@ -101,6 +101,8 @@ void px_dispatch(px_rq *rq, px_local *ctx, px_session **session, const px_sessio
     px_route *rt = (m->cmd->flags & PX_CMD_SCAN) != 0       ? &px_route_scan
                    : m->cmd->merge == PX_MERGE_EVERY ? &px_route_all
                                                      : rq->pool->route;
+    if (rt == rq->pool->route && px_session_refuse_unstaged(rq))
+        return; /* it writes keys it does not name, and its keys move under a staged change */
     if (rt == rq->pool->route)
         count_keys(rq);
     px_rq_start(rq, rt);

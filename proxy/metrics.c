@@ -232,6 +232,11 @@ static const struct {
     {"chash_proxy_stage_invalidate_errors_total", "counter",
      "Such deletes that failed: the write was answered with an error.",
      pv_stage_invalidate_errors},
+    {"chash_proxy_stage_refused_total", "counter",
+     "While a membership change is prepared: requests refused -TRYAGAIN because their writes "
+     "cannot be staged (a transaction's, a script's, a destination's; docs/FLEET.md, \"What "
+     "the staging refuses\").",
+     pv_stage_refused},
     {"chash_proxy_near_cache_hits_total", "counter",
      "Reads answered from the near cache of hot keys (hot_cache; docs/OPERATIONS.md, \"Hot "
      "keys\").",

@@ -276,6 +276,16 @@ static void pool_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
         pool_failed(rt, rq, slots, n, r);
 }
 
+bool px_route_pool_moves(const px_pool *pool, const char *key, size_t len)
+{
+    const px_stage *st = &pool->stage;
+    if (st->table == NULL || pool->table == NULL || pool->nservers == 0)
+        return false;
+    size_t j = ch_lookup(st->table, key, len);
+    size_t i = ch_lookup_hash(pool->table, ch_key_hash(pool->table, key, len));
+    return j < st->n && !(i < pool->nservers && st->to[j] == &pool->servers[i]);
+}
+
 const px_route_ops px_route_pool_ops = {
     .name = "pool",
     .start = pool_start,

@@ -40,5 +40,10 @@ extern const px_route_ops px_route_pool_ops;
 px_server *px_route_pool_next(const px_route *leaf, px_rq *rq, px_slot s);
 /* Whether some server of pool is up. Cost: O(servers) at worst. */
 bool px_route_pool_any_up(const struct px_pool *pool);
+/* Whether key (its routing bytes) changes owner under the change pool stages: the staged
+ * placement's owner against the current one's, as route_stage.c's two children answer where()
+ * in the usual tree. For the session, which refuses what the staging cannot follow before the
+ * tree is started. Cost: one test when nothing is staged, else two lookups. */
+bool px_route_pool_moves(const struct px_pool *pool, const char *key, size_t len);
 
 #endif /* CHASH_PROXY_ROUTE_POOL_H */

@@ -9,15 +9,18 @@
  *       (px_rq_fork) through child[1], the leaf of the staged placement (its next owner,
  *       px_pool.stage); the answer goes up once every delete is answered, and becomes an error
  *       when one failed (the write may stand at the owner while a copy the next owner holds
- *       could not be dropped: the client is not told "done").
+ *       could not be dropped: the client is not told "done"). A write still out when the
+ *       change is swapped in deletes at the key's owner by then (stale_copy_at): the switch
+ *       comes between two loop iterations, the write's answer after it.
  *
  * Why this order: a copy (`chash fleet apply --migrate`, a warm-up fill) reads the owner, adds
  * at the next owner and reads the owner again, dropping its add when the value changed. A write
  * lands at the owner, then deletes at the next owner. Whichever comes first, the next owner ends
  * with the owner's latest value or nothing: never an older one.
  *
- * An answer through child[0] is the write's (px_rq_via), through child[1] a delete's; a slot's
- * word at this route is its write's group while the deletes are out (stage_word). Cost per
+ * A slot's word at this route is its write's group while the deletes are out (stage_word): an
+ * answer to a slot without one is its write's, to a slot with one a delete's, whichever child
+ * it came through. Cost per
  * key of a write: the next leaf's test (nothing staged) or two lookups (a stage); nothing for
  * reads.
  */
@@ -99,6 +102,26 @@ static void finish(px_route *rt, px_rq *rq, stage_group *g)
     free(g);
 }
 
+/* Where key k of slot s may hold a copy its write did not reach: its next owner while the change
+ * is staged (child[1], the staged placement's leaf). When the change was swapped in while the
+ * write was out, the next leaf places nothing and the key's owner now (child[0]'s) is the server
+ * the staging would have cleared: if the write went elsewhere (the slot's tried servers), a
+ * delete through child[0] reaches it. NULL when there is none: the key stays, or the change was
+ * withdrawn (its owner is where the write went). Cost: two lookups. */
+static px_route *stale_copy_at(px_route *rt, const px_rq *rq, px_slot s, size_t k)
+{
+    px_where next = px_rq_where(rq, k, rt->child[1]);
+    px_where now = px_rq_where(rq, k, rt->child[0]);
+    if (next.server != 0)
+        return next.server != now.server ? rt->child[1] : NULL;
+    if (now.server == 0)
+        return NULL;
+    for (uint32_t i = 0; i < rq->slots[s].ntried; i++)
+        if (rq->slots[s].tried[i] == now.server)
+            return NULL;
+    return rt->child[0];
+}
+
 /* The write's answer r to slots[0, n): kept, and a delete of each moving key at its next owner. */
 static void invalidate(px_route *rt, px_rq *rq, const px_slot *slots, size_t n, const px_reply *r)
 {
@@ -123,13 +146,14 @@ static void invalidate(px_route *rt, px_rq *rq, const px_slot *slots, size_t n, 
             char buf[PX_MAX_ROUTE_KEY];
             size_t len;
             const char *key = px_rq_key_bytes(rq, k, buf, sizeof(buf), &len);
-            if (key == NULL || !staged(rt, rq, k))
+            px_route *at = key != NULL ? stale_copy_at(rt, rq, slots[i], k) : NULL;
+            if (at == NULL)
                 continue;
             px_buf del = {0};
             uint8_t expect;
             g->waiting++; /* before the fork: its answer may come before it returns */
             if (rq->codec->encode_delete(&del, key, len, &expect) != 0 ||
-                px_rq_fork(rq, slots[i], rt, pool, rt->child[1], del.p, del.len) != 0) {
+                px_rq_fork(rq, slots[i], rt, pool, at, del.p, del.len) != 0) {
                 g->waiting--;
                 g->failed = true;
                 pool->m.warm.stage_invalidate_errors++;
@@ -144,12 +168,12 @@ static void invalidate(px_route *rt, px_rq *rq, const px_slot *slots, size_t n, 
 static void stage_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
                         const px_reply *r)
 {
-    if (px_rq_via(rq) == rt->child[0]) { /* the write's answer, for slots called together */
+    stage_group *g = stage_word_get(rq, slots[0], rt);
+    if (g == NULL) { /* the write's answer, for slots called together */
         invalidate(rt, rq, slots, n, r);
         return;
     }
-    /* A delete's answer: one slot (px_rq_fork). */
-    stage_group *g = stage_word_get(rq, slots[0], rt);
+    /* A delete's answer: one slot (px_rq_fork), through either child (stale_copy_at). */
     px_pool_metrics *m = &rq->pool->m;
     if (r->kind == PX_REPLY_FAILED || r->kind == PX_REPLY_ERROR) {
         g->failed = true;

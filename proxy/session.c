@@ -25,6 +25,25 @@
  *
  * Redis's own errors are kept: EXEC or DISCARD without MULTI, nested MULTI, WATCH inside MULTI.
  *
+ * While a membership change is prepared for the pool (px_pool.stage), route_stage.c stages every
+ * write of a key that moves under it: written at its owner, then deleted at its next owner, so
+ * the copy `chash fleet apply --migrate` makes there cannot outlive it. What goes on a dedicated
+ * connection does not pass through it, and neither do the keys a command writes without naming
+ * them (a script's undeclared keys, a destination). So, as Redis Cluster answers during a resharding, such writes are refused
+ * -TRYAGAIN when a key they name moves (docs/FLEET.md, "What the staging refuses"):
+ *   - a write queued in MULTI: the transaction is discarded (EXEC answers -EXECABORT);
+ *   - EXEC, when a key the transaction writes moves under a change prepared since it was queued,
+ *     or has another owner than the transaction's server (a change committed since): DISCARD is
+ *     sent instead, nothing is applied (Redis Cluster checks EXEC's queued keys again too);
+ *   - a write after WATCH, which goes on the watched connection to stay in order with the WATCH;
+ *   - outside a transaction, a command that may write keys it does not name, when one it names
+ *     moves (px_session_refuse_unstaged): a script that may write (EVAL, EVALSHA), and the
+ *     destination of RPOPLPUSH, LMOVE, SMOVE, SORT ... STORE (px_codec.writes_unnamed).
+ * Reads, EVAL_RO, and writes of keys that stay are served as always. Keys written unnamed are
+ * followed only through a named key's hash tag: with hash_tag, a key of the same tag moves
+ * exactly when the named one does; a key of another tag reaches the command's server but not its
+ * own owner, with or without a change.
+ *
  * Invariants: a dedicated connection carries one client's requests only, and is released (closed
  * once its FIFO is empty, never reused) by EXEC, DISCARD, UNWATCH, an abort or the client's close,
  * so no other client ever runs inside someone's MULTI or WATCH. A request sent on it completes
@@ -36,7 +55,9 @@
  */
 #include "session.h"
 #include "pubsub.h"
+#include "route_pool.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,6 +73,10 @@ struct px_session {
     uint8_t dialect; /* the client's (px_msg.dialect) at its last request: its connections
                         speak it, and it cannot change while they are open (px_session_pinned) */
     px_pubsub *pubsub; /* NULL until the first subscription */
+    /* MULTI: the routing bytes of every key the queued writes name, each as a uint32_t length
+     * then the bytes, for EXEC to check again (exec_check_keys). Emptied when the transaction ends.
+     * Its size: those keys' bytes, less than the server holds for the queued commands. */
+    px_buf written;
 };
 
 /* ---- sending on the dedicated connection ------------------------------------------------------- */
@@ -144,6 +169,7 @@ static void release(px_session *ss)
 {
     px_conn_release(ss->conn);
     ss->conn = NULL;
+    px_buf_free(&ss->written); /* the transaction, if any, ends with its connection */
 }
 
 /* The transaction's connection failed: what was queued on it is gone, and so is a WATCH. */
@@ -154,6 +180,7 @@ static void conn_closed(void *ctx, px_conn *c, const char *why)
     if (ss->conn != c)
         return;
     ss->conn = NULL;
+    px_buf_free(&ss->written);
     ss->in_multi = ss->txn == TXN_MULTI;
     ss->txn = TXN_ABORTED;
 }
@@ -187,6 +214,80 @@ static px_server *keys_server(const px_session *ss, const px_rq *rq, bool *cross
     return first < pool->nservers ? &pool->servers[first] : NULL;
 }
 
+/* ---- what a staged change refuses ---------------------------------------------------------------- */
+
+/* Whether a key rq names moves under the change its pool stages (px_route_pool_moves, as
+ * route_stage.c decides). Cost: one test when nothing is staged, else two lookups per key. */
+static bool names_moving_key(const px_rq *rq)
+{
+    if (rq->pool->stage.table == NULL)
+        return false;
+    for (size_t k = 0; k < rq->msg.nkeys; k++) {
+        char buf[PX_MAX_ROUTE_KEY];
+        size_t len;
+        const char *key = px_rq_key_bytes(rq, k, buf, sizeof(buf), &len);
+        if (key != NULL && px_route_pool_moves(rq->pool, key, len))
+            return true;
+    }
+    return false;
+}
+
+/* Refuses rq -TRYAGAIN: a write the staging cannot follow, `what` saying which. A transaction
+ * open is the caller's to end. */
+static void refuse_unstaged(px_rq *rq, const char *what)
+{
+    char msg[400];
+    snprintf(msg, sizeof(msg),
+             "pool %s is staging a membership change and %s; refused only until the change is "
+             "committed or withdrawn: retry then",
+             rq->pool->conf->name, what);
+    rq->pool->m.warm.stage_refused++;
+    px_rq_fail(rq, PX_ERR_TRYAGAIN, msg);
+}
+
+/* Records the keys of write rq, queued in the transaction, for exec_check_keys. 0, or -1 when out
+ * of memory. */
+static int record_written(px_session *ss, const px_rq *rq)
+{
+    for (size_t k = 0; k < rq->msg.nkeys; k++) {
+        char buf[PX_MAX_ROUTE_KEY];
+        size_t len;
+        const char *key = px_rq_key_bytes(rq, k, buf, sizeof(buf), &len);
+        uint32_t len32 = (uint32_t)len;
+        if (key == NULL)
+            continue; /* a key that does not decode (memcached's: no transactions) */
+        if (px_buf_append(&ss->written, (const char *)&len32, sizeof(len32)) != 0 ||
+            px_buf_append(&ss->written, key, len) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+typedef enum exec_check {
+    EXEC_RUNS,  /* every key it writes is on its server, none moves under a staged change */
+    EXEC_OWNER, /* a key it writes has another owner now: a change was committed since */
+    EXEC_MOVES, /* a key it writes moves under the change staged now (prepared since) */
+} exec_check;
+
+/* Whether the transaction queued on ss->conn may run now. Cost: one lookup per key written, two
+ * more while a change is staged. */
+static exec_check exec_check_keys(const px_session *ss)
+{
+    const px_pool *pool = ss->pool;
+    for (size_t at = 0; at < ss->written.len;) {
+        uint32_t len;
+        memcpy(&len, ss->written.p + at, sizeof(len));
+        const char *key = ss->written.p + at + sizeof(len);
+        at += sizeof(len) + len;
+        size_t o = ch_lookup(pool->table, key, len);
+        if (o >= pool->nservers || &pool->servers[o] != ss->conn->server)
+            return EXEC_OWNER;
+        if (px_route_pool_moves(pool, key, len))
+            return EXEC_MOVES;
+    }
+    return EXEC_RUNS;
+}
+
 /* ---- transactions --------------------------------------------------------------------------------- */
 
 static void answer(px_rq *rq, px_txn_reply what)
@@ -199,16 +300,28 @@ static void answer(px_rq *rq, px_txn_reply what)
     px_buf_free(&b);
 }
 
-/* The transaction is refused while queueing: DISCARD on its connection (nothing applied), which
- * is released; EXEC will answer -EXECABORT. rq gets why. */
-static void abort_txn(px_session *ss, px_rq *rq, px_error why, const char *msg)
+/* DISCARD on the transaction's connection, if open (nothing applied), which is released. */
+static void discard_conn(px_session *ss)
 {
     if (ss->conn != NULL) {
         send_own(ss, PX_SES_DISCARD); /* out of memory: the close discards it as well */
         release(ss);
     }
+}
+
+/* The transaction is refused while queueing: discarded; EXEC will answer -EXECABORT. rq is
+ * answered by the caller. */
+static void discard_txn(px_session *ss)
+{
+    discard_conn(ss);
     ss->txn = TXN_ABORTED;
     ss->in_multi = true;
+}
+
+/* discard_txn, and rq gets why. */
+static void abort_txn(px_session *ss, px_rq *rq, px_error why, const char *msg)
+{
+    discard_txn(ss);
     px_rq_fail(rq, why, msg);
 }
 
@@ -252,12 +365,23 @@ static void queue_command(px_session *ss, px_rq *rq)
                   "no backend available");
         return;
     }
+    if (!c->retry && names_moving_key(rq)) {
+        discard_txn(ss);
+        refuse_unstaged(rq, "this command writes a key that moves under it, which a transaction "
+                            "cannot stage: the transaction is discarded (EXEC answers "
+                            "EXECABORT)");
+        return;
+    }
     if (ss->txn == TXN_PENDING) { /* the first command with keys picks the server */
         if (open_conn(ss, s) != 0 || send_own(ss, PX_SES_MULTI) != 0) {
             abort_txn(ss, rq, PX_ERR_SERVER, "cannot open a connection to the backend");
             return;
         }
         ss->txn = TXN_MULTI;
+    }
+    if (!c->retry && record_written(ss, rq) != 0) {
+        abort_txn(ss, rq, PX_ERR_SERVER, "out of memory");
+        return;
     }
     send_rq(ss, rq);
 }
@@ -284,8 +408,20 @@ static void txn_dispatch(px_session *ss, px_rq *rq)
         }
         return;
     case PX_SES_EXEC:
-    case PX_SES_DISCARD:
-        if (ss->txn == TXN_MULTI) {
+    case PX_SES_DISCARD: {
+        exec_check ok = ss->txn == TXN_MULTI && op == PX_SES_EXEC ? exec_check_keys(ss)
+                                                                   : EXEC_RUNS;
+        if (ok != EXEC_RUNS) { /* DISCARD in EXEC's place: nothing applied */
+            discard_conn(ss);
+            if (ok == EXEC_MOVES)
+                refuse_unstaged(rq, "a key this transaction writes moves under it, which a "
+                                    "transaction cannot stage: discarded, nothing applied");
+            else
+                px_rq_fail(rq, PX_ERR_TRYAGAIN,
+                           "a key this transaction writes changed owner while it was queued (a "
+                           "membership change was committed): it is discarded, nothing applied; "
+                           "retry it");
+        } else if (ss->txn == TXN_MULTI) {
             send_rq(ss, rq);
             release(ss);
         } else {
@@ -296,6 +432,7 @@ static void txn_dispatch(px_session *ss, px_rq *rq)
         ss->txn = TXN_NONE;
         ss->in_multi = false;
         return;
+    }
     case PX_SES_WATCH: {
         bool cross;
         px_server *s = keys_server(ss, rq, &cross);
@@ -434,7 +571,11 @@ bool px_session_dispatch(px_session *ss, px_rq *rq)
         if (c->cls == PX_CLASS_LOCAL || rq->msg.nkeys == 0 || (c->flags & PX_CMD_SCAN) != 0 ||
             c->merge == PX_MERGE_EVERY || keys_server(ss, rq, &cross) != ss->conn->server)
             return false;
-        send_rq(ss, rq);
+        if (!c->retry && names_moving_key(rq))
+            refuse_unstaged(rq, "this command writes a key that moves under it, on the "
+                                "connection of a WATCH, where it cannot be staged");
+        else
+            send_rq(ss, rq);
         return true;
     }
     default:
@@ -443,5 +584,17 @@ bool px_session_dispatch(px_session *ss, px_rq *rq)
     if ((c->flags & PX_CMD_AUTH_EXEMPT) != 0 && (c->flags & PX_CMD_SUBSCRIBED) != 0)
         return false; /* QUIT: the client closes, and its transaction with it */
     queue_command(ss, rq);
+    return true;
+}
+
+bool px_session_refuse_unstaged(px_rq *rq)
+{
+    const char *unnamed = NULL;
+    if (rq->pool->stage.table == NULL || rq->codec->writes_unnamed == NULL ||
+        (unnamed = rq->codec->writes_unnamed(&rq->msg)) == NULL || !names_moving_key(rq))
+        return false;
+    char what[240];
+    snprintf(what, sizeof(what), "a key of this command moves under it: %s", unnamed);
+    refuse_unstaged(rq, what);
     return true;
 }

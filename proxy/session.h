@@ -37,5 +37,13 @@ bool px_session_dispatch(px_session *ss, px_rq *rq);
 /* rq is refused by dispatch (an unknown command, a wrong argument count) with this error:
  * inside MULTI that also discards the transaction, as Redis does (EXEC answers -EXECABORT). */
 void px_session_refuse(px_session *ss, px_rq *rq, px_error why, const char *msg);
+/* While rq's pool stages a membership change (px_pool.stage), refuses rq -TRYAGAIN when it may
+ * write keys it does not name (px_codec.writes_unnamed: a script that may write, a destination
+ * such as RPOPLPUSH's) and a key it names moves under the change: route_stage.c deletes a
+ * written key at its next owner only when it knows the key (docs/FLEET.md, "What the staging
+ * refuses"). Returns whether it refused (rq is answered). For a request outside a transaction:
+ * inside one, px_session_dispatch refuses every write of a moving key. Cost: one test when
+ * nothing is staged, else the codec's test and two lookups per key named. */
+bool px_session_refuse_unstaged(px_rq *rq);
 
 #endif /* CHASH_PROXY_SESSION_H */

@@ -157,6 +157,8 @@ typedef enum px_error {
     PX_ERR_UNKNOWN, /* a command the proxy does not serve (msg: its printable name) */
     PX_ERR_NOAUTH,  /* AUTH first (msg unused) */
     PX_ERR_CROSS_SERVER, /* the keys of a one-server command have different owners */
+    PX_ERR_TRYAGAIN, /* refused for now, served again later: its writes cannot be staged while
+                        a membership change is (Redis Cluster's -TRYAGAIN; msg: why) */
 } px_error;
 
 /* What the proxy answers itself within a transaction. */
@@ -322,6 +324,13 @@ typedef struct px_codec {
     int (*encode_capped)(px_buf *out, const px_msg *m, const uint32_t *keys, size_t nkeys,
                          uint64_t ttl_ms, int64_t now_ms, uint8_t *expect, char *why,
                          size_t whylen);
+
+    /* Optional (NULL: every key a request writes is one of m->keys). Whether m may write keys
+     * its key spec does not name, which the staging of a membership change cannot see
+     * (session.h, px_session_refuse_unstaged): NULL when it does not, else what they are, as a
+     * clause of the client's error ("a script may write keys it does not declare, ..."). A key
+     * written so must share a named key's hash tag to reach its own owner at all. */
+    const char *(*writes_unnamed)(const px_msg *m);
 
     /* Optional (NULL: the protocol has no SCAN): a cursor walk (PX_CMD_SCAN). scan_cursor: the
      * server's cursor in its reply r, 0 or -1 when r is not a cursor reply. scan_rewrite: r

@@ -18,7 +18,7 @@
 
 typedef enum kind {
     K_KEY,  /* argv[1] is the key: forwarded whole */
-    K_EVAL, /* EVAL/EVALSHA: routed by the first key (numkeys >= 1) */
+    K_EVAL, /* EVAL/EVALSHA(_RO): routed by the first key (numkeys >= 1) */
     K_MGET, /* split; values merged in key order */
     K_MSET, /* split by pairs; +OK or the first error */
     K_SUM,  /* split; integer replies summed */
@@ -86,7 +86,8 @@ enum { R = 1, W = 0 }; /* R: a read, safe to retry on the next candidate */
     X(geoadd, K_KEY, W, 5) X(geodist, K_KEY, R, 4) X(geohash, K_KEY, R, 2)                        \
     X(geopos, K_KEY, R, 2) X(georadius, K_KEY, W, 6) X(georadiusbymember, K_KEY, W, 5)            \
     /* scripting */                                                                              \
-    X(eval, K_EVAL, W, 3) X(evalsha, K_EVAL, W, 3) X(msetnx, K_KEYS1, W, 3)                       \
+    X(eval, K_EVAL, W, 3) X(evalsha, K_EVAL, W, 3) X(eval_ro, K_EVAL, R, 3)                       \
+    X(evalsha_ro, K_EVAL, R, 3) X(msetnx, K_KEYS1, W, 3)                                         \
     X(script, K_SCRIPT, W, 2)                                                                    \
     /* streams, but their blocking forms: a blocked command would hold a shared connection */   \
     X(xadd, K_KEY, W, 5) X(xrange, K_KEY, R, 4) X(xrevrange, K_KEY, R, 4) X(xlen, K_KEY, R, 2)    \
@@ -564,6 +565,8 @@ static int redis_encode_error(px_buf *out, px_error why, const char *msg)
     case PX_ERR_CROSS_SERVER: /* as Redis Cluster words it: clients know this error */
         return px_buf_printf(out, "-CROSSSLOT Keys in request don't hash to the same server "
                                   "(give them a common hash tag)\r\n");
+    case PX_ERR_TRYAGAIN: /* Redis Cluster's code for "not now, during a resharding" */
+        return px_buf_printf(out, "-TRYAGAIN %s\r\n", msg);
     default:
         return px_buf_printf(out, "-ERR %s\r\n", msg);
     }
@@ -741,6 +744,34 @@ static bool writes_several(const px_msg *m)
         if (strcmp(m->cmd->name, names[i]) == 0)
             return true;
     return false;
+}
+
+/* The keys a request writes that its key spec does not name (px_codec.writes_unnamed): those
+ * a script that may write does not declare (not EVAL_RO's: Redis refuses a write there), the
+ * destination of RPOPLPUSH, LMOVE and SMOVE (argv[2]), the STORE or STOREDIST key of SORT,
+ * GEORADIUS and GEORADIUSBYMEMBER (any argument spelled so counts, a BY pattern too: at worst a
+ * read refused while a change is staged, never a write served unstaged). Cost: a few name compares and, for those three, a pass over the
+ * arguments. */
+static const char *redis_writes_unnamed(const px_msg *m)
+{
+    static const char *const dst[] = {"rpoplpush", "lmove", "smove"};
+    static const char *const store[] = {"sort", "georadius", "georadiusbymember"};
+    const px_cmd *c = m->cmd;
+    if (c->local == K_EVAL)
+        return c->retry ? NULL
+                        : "a script may write keys it does not declare, which cannot be staged "
+                          "(EVAL_RO and EVALSHA_RO are served)";
+    for (size_t i = 0; i < sizeof(dst) / sizeof(dst[0]); i++)
+        if (strcmp(c->name, dst[i]) == 0)
+            return "it writes its destination, which cannot be staged";
+    for (size_t i = 0; i < sizeof(store) / sizeof(store[0]); i++) {
+        if (strcmp(c->name, store[i]) != 0)
+            continue;
+        for (size_t a = 2; a < m->nargs; a++)
+            if (arg_is(m, a, "store") || arg_is(m, a, "storedist"))
+                return "it writes its STORE key, which cannot be staged";
+    }
+    return NULL;
 }
 
 /* SET k v [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]: its other options kept, its
@@ -1650,6 +1681,7 @@ const px_codec px_codec_redis = {
     .scan_reply = redis_scan_reply,
     .encode_request = redis_encode_request,
     .encode_capped = redis_encode_capped,
+    .writes_unnamed = redis_writes_unnamed,
     .encode_error = redis_encode_error,
     .encode_probe = redis_encode_probe,
     .encode_delete = redis_encode_delete,

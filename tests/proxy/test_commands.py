@@ -6,8 +6,8 @@ redis-servers, with real clients (redis-cli and python3-redis).
 Proves: SCAN walks every key of the pool exactly once, with and without MATCH, COUNT and TYPE
 (redis-py's scan_iter and redis-cli --scan), and a forged or garbage cursor gets an error, never a
 crash; SCRIPT LOAD puts a script on every server (checked on each server directly), SCRIPT EXISTS
-is the AND over the servers, SCRIPT FLUSH empties them all, EVALSHA runs on the key's server and
-EVAL across servers is refused; a hash-tagged MULTI/EXEC commits atomically on its server, a
+is the AND over the servers, SCRIPT FLUSH empties them all, EVALSHA (and EVALSHA_RO, EVAL_RO:
+read-only scripts) runs on the key's server and EVAL across servers is refused; a hash-tagged MULTI/EXEC commits atomically on its server, a
 transaction whose keys span servers is refused with nothing applied and EXEC answers EXECABORT,
 WATCH plus a concurrent change makes EXEC answer nil, EXEC/DISCARD without MULTI and nested
 MULTI answer Redis's errors, a client closing with a MULTI open leaves no backend connection in
@@ -154,6 +154,13 @@ def scripts(r, backends, owner):
         k = "ev:%d" % i
         r.set(k, "v%d" % i)
         check(r.evalsha(sha, 1, k) == b"v%d" % i, "EVALSHA on %s" % k)
+        check(r.execute_command("EVALSHA_RO", sha, 1, k) == b"v%d" % i, "EVALSHA_RO on %s" % k)
+    check(r.execute_command("EVAL_RO", body, 1, "ev:3") == b"v3", "EVAL_RO")
+    try:  # a read-only script that writes: Redis's own refusal, through the proxy
+        r.execute_command("EVAL_RO", "return redis.call('SET', KEYS[1], 'x')", 1, "ev:3")
+        soft_fail("EVAL_RO wrote")
+    except redis.ResponseError as e:
+        check("read-only" in str(e) and r.get("ev:3") == b"v3", "EVAL_RO that writes: %s" % e)
     check(r.eval("return redis.call('SET', KEYS[1], ARGV[1])", 2, "{t}a", "{t}b", "x") == b"OK",
           "EVAL with hash-tagged keys")
     # Two keys on different servers: refused.

@@ -71,6 +71,10 @@ size_t pending(void);
 void assert_done(size_t i, const char *want);
 /* The last reply, NUL-ended. */
 const char *last_done(void);
+/* The sends made on dedicated connection c, NUL-ended, concatenated into out. */
+void sent_on(px_conn *c, px_buf *out);
+/* The first fragment sent on dedicated connection c not answered yet (NULL: none). */
+fake_sent *pending_on(px_conn *c);
 
 /* ---- the tests, by file ---------------------------------------------------------------------- */
 
@@ -109,6 +113,9 @@ void test_warm_resp3(void **state);
 /* core_stage.c */
 void test_stage_write_invalidates(void **state);
 void test_stage_split_write(void **state);
+void test_stage_swapped_mid_write(void **state);
+void test_stage_refuses_unnamed(void **state);
+void test_stage_refuses_transactions(void **state);
 void test_gutter_redis(void **state);
 /* core_replica.c */
 void test_replica_write(void **state);

@@ -189,3 +189,21 @@ const char *last_done(void)
     b->len--;
     return b->p;
 }
+
+/* The sends made on dedicated connection c, NUL-ended, concatenated. */
+void sent_on(px_conn *c, px_buf *out)
+{
+    out->len = 0;
+    for (size_t k = 0; k < fake_nlog; k++)
+        if (fake_log[k].conn == c)
+            px_buf_append(out, fake_log[k].bytes.p, fake_log[k].bytes.len);
+    px_buf_append(out, "", 1);
+}
+
+fake_sent *pending_on(px_conn *c)
+{
+    for (size_t k = 0; k < fake_nlog; k++)
+        if (fake_log[k].conn == c && fake_log[k].frag != NULL)
+            return &fake_log[k];
+    return NULL;
+}

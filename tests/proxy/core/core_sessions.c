@@ -14,24 +14,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The sends made on dedicated connection c, NUL-ended, concatenated. */
-static void sent_on(px_conn *c, px_buf *out)
-{
-    out->len = 0;
-    for (size_t k = 0; k < fake_nlog; k++)
-        if (fake_log[k].conn == c)
-            px_buf_append(out, fake_log[k].bytes.p, fake_log[k].bytes.len);
-    px_buf_append(out, "", 1);
-}
-
-static fake_sent *pending_on(px_conn *c)
-{
-    for (size_t k = 0; k < fake_nlog; k++)
-        if (fake_log[k].conn == c && fake_log[k].frag != NULL)
-            return &fake_log[k];
-    return NULL;
-}
-
 /* SCAN: the cursor names the server, the membership's tag and the server's own cursor; the walk
  * goes through the servers in membership order; a forged cursor is refused without a send. */
 void test_scan(void **state)
