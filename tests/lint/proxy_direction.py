@@ -9,7 +9,7 @@ px_rq.on_done, px_flushable.flush, px_route_ops):
     worker -> client -> dispatch -> session -> route_*, pubsub -> request, warm -> backend
     -> pool, io
     leaves (include only leaves): proto/*, buf, log, counters, health_shared, conf_ref,
-    resolve, route.h, window.h, tls, file
+    resolve, route.h, window.h, tls, file, http_req, json
 
 The worker is the data path's top: it too includes nothing above it, and what it needs of the
 control thread (the shared pools, counters, the INFO text) it is handed in px_worker_env. The
@@ -43,7 +43,7 @@ LEAF = 0
 RANKS = {
     "buf": LEAF, "log": LEAF, "counters": LEAF, "health_shared": LEAF,
     "conf_ref": LEAF, "resolve": LEAF, "route": LEAF, "window": LEAF, "tls": LEAF,
-    "file": LEAF,
+    "file": LEAF, "http_req": LEAF, "json": LEAF,
     "io": 1, "pool": 1, "backend": 2, "request": 3, "warm": 3, "route_pool": 4, "route_all": 4,
     "route_scan": 4, "route_replica": 5, "route_warm": 5, "route_shadow": 5, "route_stage": 5, "route_near": 5,
     "route_gutter": 5, "route_coalesce": 5, "route_build": 6,
