@@ -4,8 +4,8 @@
 # and UBSan, and runs it for SECONDS (default 60) from the seed corpus fuzz/corpus/TARGET.
 # TARGET is resp (the RESP parser, the default), mc (the memcached parser), codec (the Redis
 # codec's own parsing: key specs, SCAN cursors and replies, pub/sub pushes, merges), config (the
-# YAML config loader, with the placement library for the memberships it builds) or address (the
-# config's address and number parsers).
+# YAML config loader, with the placement library for the memberships it builds), address (the
+# config's address and number parsers) or admin (the admin port's HTTP request head parser).
 #
 #   fuzz/run.sh [TARGET] [SECONDS] [BUILD_DIR]   BUILD_DIR defaults to build/fuzz
 #   fuzz/run.sh 20 build/fuzz                    the resp target (a first argument that is a
@@ -21,8 +21,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 target=resp
 case "${1:-}" in
-    resp | mc | codec | config | address) target=$1; shift ;;
-    '' | *[!0-9]*) [ -z "${1:-}" ] || { echo "fuzz/run.sh: unknown target '$1' (resp, mc, codec, config, address)" >&2; exit 2; } ;;
+    resp | mc | codec | config | address | admin) target=$1; shift ;;
+    '' | *[!0-9]*) [ -z "${1:-}" ] || { echo "fuzz/run.sh: unknown target '$1' (resp, mc, codec, config, address, admin)" >&2; exit 2; } ;;
 esac
 seconds=${1:-60}
 out=${2:-$root/build/fuzz}
@@ -63,6 +63,8 @@ case "$target" in
     address)
         srcs=("$root/src/config/address.c") incs=(-I "$root/src/config" -I "$root/include")
         libs=() ;;
+    admin)
+        srcs=("$root/proxy/http_req.c") incs=(-I "$root/proxy") libs=() ;;
     config)
         mapfile -t srcs < <(ls "$root"/src/*.c "$root"/src/hash/*.c "$root"/src/place/*.c \
             "$root"/src/route/*.c "$root"/src/config/*.c 2>/dev/null)

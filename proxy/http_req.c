@@ -5,9 +5,10 @@
  * A state machine over bytes: each call resumes at r->pos with the state the previous call left,
  * and every byte is examined once by it. The target is checked byte by byte as it arrives (the
  * bytes RFC 3986 allows, %XX) and once more as a whole when its line ends (its form: origin,
- * absolute or asterisk), so a byte is examined at most twice and a head costs O(its length).
- * The semantics of a field (Host, Content-Length, Transfer-Encoding, Authorization) are judged
- * when its line ends, those of the head (Host required in 1.1, framing) when the head ends.
+ * absolute or asterisk); a field's semantics (Host, Content-Length, Transfer-Encoding,
+ * Authorization) are judged when its line ends, reading its name and value once more; those of
+ * the head (Host required in 1.1, framing) when the head ends, from what the fields left. So a
+ * byte is examined at most twice and a head costs O(its length).
  */
 #include "http_req.h"
 
