@@ -613,7 +613,7 @@ static int mc_walk_page(const px_reply *r, uint64_t *next,
                         void (*fn)(void *arg, const char *key, size_t len), void *arg)
 {
     *next = 0; /* one dump is the whole walk */
-    char key[256]; /* memcached's keys: 250 bytes at most */
+    char key[250]; /* memcached's keys: 250 bytes at most; a longer one is not a page's */
     size_t pos = 0;
     while (pos < r->len) {
         const char *nl = memchr(r->p + pos, '\n', r->len - pos);
