@@ -454,9 +454,13 @@ static int mc_encode_capped(px_buf *out, const px_msg *m, const uint32_t *keys, 
     }
     int64_t cap = (int64_t)(ttl_ms / 1000) > 0 ? (int64_t)(ttl_ms / 1000) : 1;
     int64_t now_s = now_ms / 1000;
+    /* The request line ends at its first LF (memcached takes a bare LF as a line end), less
+     * a CR before it: a CR before the first LF would be in the data block, not the line's. */
     const char *p = req.p;
-    const char *eol = memchr(p, '\r', req.len);
-    size_t end = eol != NULL ? (size_t)(eol - p) : req.len;
+    const char *lf = memchr(p, '\n', req.len);
+    size_t end = lf != NULL ? (size_t)(lf - p) : req.len;
+    if (end > 0 && end < req.len && p[end - 1] == '\r')
+        end--;
     bool has_t = false;
     int rc = 0;
     for (size_t i = 0, tok = 0; rc == 0 && i < end; tok++) {

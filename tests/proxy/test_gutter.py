@@ -10,7 +10,9 @@ proxy ejects it. Then, for B's keys only, reads and writes through the proxy:
 
   redis:     GET, SET, SET EX 3600, SET PXAT (an hour ahead), SETEX 3600, MSET, INCR, DEL,
              and RPOPLPUSH (refused: it writes two keys);
-  memcached: get, set with exptime 0 and 3600, add, delete, touch 3600.
+  memcached: get, set with exptime 0 and 3600, add, delete, touch 3600, and a meta ms whose
+             line ends with a bare LF and whose value holds a CRLF (issue 35: its T went into
+             the value, the rest read by G as a command of its own).
 
 Checked directly on the servers: every write is on G with a lifetime of at most gutter_ttl
 (redis PTTL, memcached "mg k t"), deletes are absent there, the reads through the proxy answer
@@ -264,7 +266,8 @@ def mc_case(t):
             before_a, before_c = counts(A), counts(C)
             n = len(mine) // 5
             zero, hour, add, dele, touch = (mine[0:n], mine[n:2 * n], mine[2 * n:3 * n],
-                                            mine[3 * n:4 * n], mine[4 * n:])
+                                            mine[3 * n:4 * n], mine[4 * n:-1])
+            lf_key = mine[-1]
             for k in mine:
                 if c.call(b"get %s\r\n" % k) != b"END\r\n":
                     fail("memcache: a get of B's key %r found a value while the gutter was "
@@ -282,6 +285,20 @@ def mc_case(t):
             for k in dele:
                 if c.call(b"delete %s\r\n" % k) not in (b"NOT_FOUND\r\n", b"DELETED\r\n"):
                     fail("memcache: delete of B's key failed while B was out")
+            lf_value = b"a\r\nmn\r\nb:" + lf_key
+            got = c.call(b"ms %s %d\n%s\r\n" % (lf_key, len(lf_value), lf_value))
+            after = c.call(b"mn\r\n")
+            if got != b"HD\r\n" or after != b"MN\r\n":
+                fail("memcache: ms with a bare-LF line: %r, then mn: %r (want HD, MN)" % (
+                    got, after))
+            with Mc(G.addr) as d:
+                rep = d.call(b"mg %s t v\r\n" % lf_key)
+                head = rep.split(b"\r\n")[0].split()
+                ttl = [int(f[1:]) for f in head[2:] if f.startswith(b"t")]
+                if head[0] != b"VA" or not ttl or not 0 < ttl[0] <= TTL_MS // 1000 or \
+                        rep[rep.index(b"\r\n") + 2:-2] != lf_value:
+                    fail("memcache: the bare-LF ms on the gutter as %r, want %r with a "
+                         "lifetime of at most %d s" % (rep, lf_value, TTL_MS // 1000))
             written = zero + hour + add + touch
             with Mc(G.addr) as d:
                 for k in written:

@@ -120,4 +120,15 @@ void test_gutter_mc(void **state)
     mc_is(fx, "delete k\r\n", "delete k\r\n");
     mc_is(fx, "incr k 1\r\n", "incr k 1\r\n");
     mc_is(fx, "get k\r\n", "get k\r\n");
+    /* A request line ended by a bare LF, which memcached (and the proxy's parser) take: its
+     * end is the LF, not the first CR, which may be in the data block. Before (issue 35, found
+     * by fuzz/hotpath_fuzz.c): the T of an ms went into the data ("ms k 2\nhi T4\r\n": the value
+     * changed and " T4" read by the gutter's memcached as a command of its own, a second reply
+     * to one request), a last T flag kept its lifetime uncapped, and touch was refused. */
+    mc_is(fx, "ms k 2\nhi\r\n", "ms k 2 T4\nhi\r\n");
+    mc_is(fx, "ms k 4\na\r\nb\r\n", "ms k 4 T4\na\r\nb\r\n");
+    mc_is(fx, "ms k 2 T3600\nhi\r\n", "ms k 2 T4\nhi\r\n");
+    mc_is(fx, "mg k v T3600\n", "mg k v T4\n");
+    mc_is(fx, "touch k 3600\n", "touch k 4\n");
+    mc_is(fx, "set k 0 3600 2\nhi\r\n", "set k 0 4 2\nhi\r\n");
 }
