@@ -463,7 +463,14 @@ static int mc_encode_capped(px_buf *out, const px_msg *m, const uint32_t *keys, 
         end--;
     bool has_t = false;
     int rc = 0;
-    for (size_t i = 0, tok = 0; rc == 0 && i < end; tok++) {
+    size_t start = out->len; /* a refusal leaves out as it was */
+    /* Tokens are separated by runs of spaces, as memcached's tokenizer reads them; they are
+     * written back one space apart. */
+    for (size_t i = 0, tok = 0; rc == 0; tok++) {
+        while (i < end && p[i] == ' ')
+            i++;
+        if (i == end)
+            break;
         size_t j = i;
         while (j < end && p[j] != ' ')
             j++;
@@ -478,13 +485,14 @@ static int mc_encode_capped(px_buf *out, const px_msg *m, const uint32_t *keys, 
             if (!tok_i64(p + i, j - i, &v)) {
                 snprintf(why, whylen, "bad command line format");
                 px_buf_free(&req);
+                out->len = start;
                 return 1;
             }
             rc |= px_buf_printf(out, "%lld", (long long)cap_exptime(v, cap, now_s));
         } else {
             rc |= px_buf_append(out, p + i, j - i);
         }
-        i = j < end ? j + 1 : j;
+        i = j;
     }
     if (rc == 0 && cmd == CH_MC_CMD_MS && !has_t)
         rc = px_buf_printf(out, " T%lld", (long long)cap);

@@ -10,9 +10,11 @@ proxy ejects it. Then, for B's keys only, reads and writes through the proxy:
 
   redis:     GET, SET, SET EX 3600, SET PXAT (an hour ahead), SETEX 3600, MSET, INCR, DEL,
              and RPOPLPUSH (refused: it writes two keys);
-  memcached: get, set with exptime 0 and 3600, add, delete, touch 3600, and a meta ms whose
+  memcached: get, set with exptime 0 and 3600, add, delete, touch 3600, a meta ms whose
              line ends with a bare LF and whose value holds a CRLF (issue 35: its T went into
-             the value, the rest read by G as a command of its own).
+             the value, the rest read by G as a command of its own), and "set k  5 3600"
+             with two spaces (issue 35: its client flags were capped as if the exptime, which
+             stayed 3600).
 
 Checked directly on the servers: every write is on G with a lifetime of at most gutter_ttl
 (redis PTTL, memcached "mg k t"), deletes are absent there, the reads through the proxy answer
@@ -266,8 +268,8 @@ def mc_case(t):
             before_a, before_c = counts(A), counts(C)
             n = len(mine) // 5
             zero, hour, add, dele, touch = (mine[0:n], mine[n:2 * n], mine[2 * n:3 * n],
-                                            mine[3 * n:4 * n], mine[4 * n:-1])
-            lf_key = mine[-1]
+                                            mine[3 * n:4 * n], mine[4 * n:-2])
+            lf_key, sp_key = mine[-1], mine[-2]
             for k in mine:
                 if c.call(b"get %s\r\n" % k) != b"END\r\n":
                     fail("memcache: a get of B's key %r found a value while the gutter was "
@@ -291,7 +293,16 @@ def mc_case(t):
             if got != b"HD\r\n" or after != b"MN\r\n":
                 fail("memcache: ms with a bare-LF line: %r, then mn: %r (want HD, MN)" % (
                     got, after))
+            if c.call(b"set %s  5 3600 2\r\nsp\r\n" % sp_key) != b"STORED\r\n":
+                fail("memcache: a set with two spaces failed while B was out")
             with Mc(G.addr) as d:
+                rep = d.call(b"mg %s t f v\r\n" % sp_key)
+                head = rep.split(b"\r\n")[0].split()
+                if head[0] != b"VA" or b"f5" not in head[2:] or \
+                        not [f for f in head[2:] if f.startswith(b"t") and
+                             0 < int(f[1:]) <= TTL_MS // 1000]:
+                    fail("memcache: 'set k  5 3600' on the gutter as %r, want flags 5 and a "
+                         "lifetime of at most %d s" % (rep, TTL_MS // 1000))
                 rep = d.call(b"mg %s t v\r\n" % lf_key)
                 head = rep.split(b"\r\n")[0].split()
                 ttl = [int(f[1:]) for f in head[2:] if f.startswith(b"t")]

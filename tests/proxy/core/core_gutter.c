@@ -131,4 +131,15 @@ void test_gutter_mc(void **state)
     mc_is(fx, "mg k v T3600\n", "mg k v T4\n");
     mc_is(fx, "touch k 3600\n", "touch k 4\n");
     mc_is(fx, "set k 0 3600 2\nhi\r\n", "set k 0 4 2\nhi\r\n");
+    /* Runs of spaces separate tokens, as memcached's tokenizer and the proxy's parser read
+     * them. Before (issue 35, found by fuzz/hotpath_fuzz.c): an empty token counted, so
+     * "set k  0 3600" had its flags (0) capped as if they were its exptime, which stayed 3600,
+     * and "touch k  3600" was refused. */
+    mc_is(fx, "set k  0 3600 2\r\nhi\r\n", "set k 0 4 2\r\nhi\r\n");
+    mc_is(fx, "touch k  3600\r\n", "touch k 4\r\n");
+    mc_is(fx, "gat  3600 a\r\n", "gat 4 a\r\n");
+    mc_is(fx, "ms k  2  T3600 F5\r\nhi\r\n", "ms k 2 T4 F5\r\nhi\r\n");
+    /* A refusal writes nothing (px_codec.encode_capped); before, the tokens before the bad one
+     * were left in out. */
+    refused(fx, "touch k 1234567890123456789\r\n", "bad command line format");
 }
