@@ -5,8 +5,9 @@
 # TARGET is resp (the RESP parser, the default), mc (the memcached parser), codec (the Redis
 # codec's own parsing: key specs, SCAN cursors and replies, pub/sub pushes, merges), config (the
 # YAML config loader, with the placement library for the memberships it builds), address (the
-# config's address and number parsers), admin (the admin port's HTTP request head parser) or
-# walk (the codecs' rejoin-walk page parsers: SCAN replies, memcached metadump lines).
+# config's address and number parsers), admin (the admin port's HTTP request head parser),
+# walk (the codecs' rejoin-walk page parsers: SCAN replies, memcached metadump lines) or hotpath
+# (the codecs' hot-key, near-cache, warm-up copy and gutter paths).
 #
 #   fuzz/run.sh [TARGET] [SECONDS] [BUILD_DIR]   BUILD_DIR defaults to build/fuzz
 #   fuzz/run.sh 20 build/fuzz                    the resp target (a first argument that is a
@@ -22,8 +23,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 target=resp
 case "${1:-}" in
-    resp | mc | codec | config | address | admin | walk) target=$1; shift ;;
-    '' | *[!0-9]*) [ -z "${1:-}" ] || { echo "fuzz/run.sh: unknown target '$1' (resp, mc, codec, config, address, admin, walk)" >&2; exit 2; } ;;
+    resp | mc | codec | config | address | admin | walk | hotpath) target=$1; shift ;;
+    '' | *[!0-9]*) [ -z "${1:-}" ] || { echo "fuzz/run.sh: unknown target '$1' (resp, mc, codec, config, address, admin, walk, hotpath)" >&2; exit 2; } ;;
 esac
 seconds=${1:-60}
 out=${2:-$root/build/fuzz}
@@ -56,7 +57,7 @@ sed -e "s/@PROJECT_VERSION_MAJOR@/$vmaj/" -e "s/@PROJECT_VERSION_MINOR@/$vmin/" 
 case "$target" in
     resp | mc)
         srcs=("$root/proxy/proto/${target}.c") incs=(-I "$root/proxy/proto") libs=() ;;
-    codec | walk)
+    codec | walk | hotpath)
         srcs=("$root"/proxy/proto/{resp,resp_codec,codec,mc,mc_codec}.c "$root/proxy/buf.c")
         incs=(-I "$out" -I "$root/proxy/proto" -I "$root/proxy" -I "$root/include"
               -DPX_VERSION='"fuzz"')
