@@ -4,9 +4,9 @@
  * they make (proxy/proto/codec.h: near_cacheable, is_miss, encode_fetch, encode_take,
  * encode_fill, fill_stored, encode_capped; both codecs; built and run by fuzz/run.sh hotpath).
  *
- * The input's first byte picks the codec and the gutter's TTL; the rest is read as a stream of
- * client requests (parse_request) and, from where that stops, as a stream of backend replies
- * (scan_reply). Contracts checked, trapping on a violation:
+ * The input's first byte picks the codec and the gutter's TTL, its second where the rest splits
+ * (at that many 256ths) into a stream of client requests (parse_request) and a stream of
+ * backend replies (scan_reply). Contracts checked, trapping on a violation:
  *   - near_cacheable: only for a retryable read (or a split read) with keys;
  *   - is_miss of a reply to the request: only for a null or empty value (kind MISS or VALUE),
  *     and always for kind MISS;
@@ -401,15 +401,16 @@ static void replies(const px_codec *c, const req *r, const char *key, size_t kle
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size < 1)
+    if (size < 2)
         return 0;
     const px_codec *c = (data[0] & 1) != 0 ? &px_codec_memcache : &px_codec_redis;
     /* The gutter's TTL: 1 ms .. about 36 h, some below a second (memcached rounds to 1 s). */
     static const uint64_t ttls[8] = {1, 999, 1000, 1500, 60000, 3600000, 86400000,
                                      131072000};
     uint64_t ttl_ms = ttls[(data[0] >> 1) & 7];
-    data++;
-    size--;
+    size_t split = (size - 2) * data[1] / 256;
+    data += 2;
+    size -= 2;
     /* Copied to a buffer of the exact size, so ASan catches any read past it. */
     char *buf = malloc(size ? size : 1);
     if (buf == NULL)
@@ -419,11 +420,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(r != NULL && last != NULL);
     bool have_last = false;
     size_t off = 0;
-    while (off < size) {
+    while (off < split) {
         size_t consumed = 0;
-        if (parse(c, buf + off, size - off, r, &consumed) != PX_PARSE_OK)
+        if (parse(c, buf + off, split - off, r, &consumed) != PX_PARSE_OK)
             break;
-        check(consumed > 0 && consumed <= size - off);
+        check(consumed > 0 && consumed <= split - off);
         off += consumed;
         const px_msg *m = &r->m;
         if (m->nargs == 0 || m->nargs > CAP || m->nkeys > CAP || m->cmd == NULL ||
@@ -448,7 +449,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         const char *key;
         size_t klen = route_bytes(c, &last->m, 0, kb, sizeof(kb), &key);
         if (klen > 0)
-            replies(c, last, key, klen, buf + off, size - off);
+            replies(c, last, key, klen, buf + split, size - split);
     }
     free(r);
     free(last);
