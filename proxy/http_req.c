@@ -356,6 +356,8 @@ px_http_status px_http_parse(px_http_req *r, const px_http_limits *lim, const ch
                 r->state = S_VALUE;
             } else if (c == ' ' || c == '\t') {
                 return bad(r, 400, "whitespace between a header field name and its colon");
+            } else if (c == '\r' || c == '\n') {
+                return bad(r, 400, "a header field line without a colon");
             } else if (!is_tchar(c)) {
                 return bad(r, 400, "a header field name that is not a token");
             }

@@ -8,9 +8,10 @@ with the status docs/PROXY.md ("The admin port's HTTP") names, and none of them 
 - 400: whitespace between a field name and its colon (`Host : evil`, before: taken as a request
   without Host, 200), obsolete line folding (a field line that starts with a space, before: 200),
   two Content-Length fields (equal or not) or a list or a signed one (before: 200), a bare CR
-  in a field, a NUL, a field name with a separator, an empty field name, an HTTP/1.1 request
-  without Host, Transfer-Encoding in HTTP/1.0 or beside Content-Length, a fragment or a byte
-  RFC 3986 does not allow in the target, a request line without a version;
+  in a field, a NUL, a field name with a separator, an empty field name, a field line without
+  a colon, an HTTP/1.1 request without Host, Transfer-Encoding in HTTP/1.0 or beside
+  Content-Length, a fragment or a byte RFC 3986 does not allow in the target, a request line
+  without a version;
 - 413: a body (Content-Length above 0; no endpoint takes one; before: the reload was run);
 - 414: a request line over 2048 bytes (before: 404);
 - 431: more than 64 field lines (before: 200), or a head over 8192 bytes;
@@ -73,6 +74,7 @@ def cases(host):
         ("a NUL in a field", get + h + b"X-A: a\x00b\r\n\r\n", 400),
         ("a separator in a field name", get + h + b"X(A): 1\r\n\r\n", 400),
         ("an empty field name", get + h + b": 1\r\n\r\n", 400),
+        ("a field line without a colon", get + h + b"X-A\r\n\r\n", 400),
         ("HTTP/1.1 without Host", get + b"User-Agent: t\r\n\r\n", 400),
         ("an empty Host", get + b"Host:\r\n\r\n", 400),
         ("Transfer-Encoding in HTTP/1.0", b"POST /-/reload HTTP/1.0\r\n" + h +
