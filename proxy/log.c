@@ -304,15 +304,25 @@ static void fatal_cb(int signum, siginfo_t *si, void *uc)
         raise(signum);
 }
 
+/* The calling thread's alternate signal stack, when it has none (a sanitizer's runtime sets its
+ * own): a stack overflow's SIGSEGV cannot run a handler on the stack that overflowed. Other
+ * threads have none of ours; there an overflow kills the process without the line. */
+static char fatal_stack[64 * 1024];
+
 int px_log_fatal_signals(px_log *lg)
 {
     sig_fd = fileno(lg->fp != NULL ? lg->fp : stderr);
     void *warm[1];
     (void)backtrace(warm, 1);
+    stack_t cur;
+    if (sigaltstack(NULL, &cur) == 0 && (cur.ss_flags & SS_DISABLE) != 0) {
+        stack_t ss = {.ss_sp = fatal_stack, .ss_size = sizeof(fatal_stack), .ss_flags = 0};
+        (void)sigaltstack(&ss, NULL);
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof(sa));
     sa.sa_sigaction = fatal_cb;
-    sa.sa_flags = SA_SIGINFO;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
     for (size_t i = 0; i < NFATAL; i++)
         if (sigaction(fatal_sigs[i].sig, &sa, &fatal_prev[i]) != 0)
