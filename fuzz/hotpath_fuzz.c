@@ -332,15 +332,20 @@ static void fill(const px_codec *c, const char *key, size_t klen, const px_reply
             const char *eol = memchr(out.p, '\r', out.len); /* the fill's own line: CRLF */
             check(eol != NULL && eol + 1 < out.p + out.len && eol[1] == '\n');
             size_t line = (size_t)(eol - out.p);
-            check(memmem(out.p, line, " ME", 3) != NULL); /* mode E: add, never overwrite */
+            /* "ms <key> <size> <flags>...": the flags after the key and the size. */
+            const char *fl = memchr(out.p + 3, ' ', line - 3);
+            check(fl != NULL);
+            fl = memchr(fl + 1, ' ', line - (size_t)(fl + 1 - out.p));
+            size_t flen = fl != NULL ? line - (size_t)(fl - out.p) : 0;
+            check(fl != NULL && memmem(fl, flen, " ME", 3) != NULL); /* add: never overwrites */
             char want_f[32];
-            int fl = snprintf(want_f, sizeof(want_f), " F%u", (unsigned)cp.flags);
-            check(memmem(out.p, line, want_f, (size_t)fl) != NULL);
+            int fn = snprintf(want_f, sizeof(want_f), " F%u", (unsigned)cp.flags);
+            check(memmem(fl, flen, want_f, (size_t)fn) != NULL);
             char want_t[32];
             int tl = snprintf(want_t, sizeof(want_t), " T%lld", (long long)exptime);
-            check((exptime == 0) == (memmem(out.p, line, " T", 2) == NULL));
+            check((exptime == 0) == (memmem(fl, flen, " T", 2) == NULL));
             if (exptime != 0)
-                check(memmem(out.p, line, want_t, (size_t)tl) != NULL);
+                check(memmem(fl, flen, want_t, (size_t)tl) != NULL);
             check(out.len == line + 2 + cp.data.len + 2);
             check(memcmp(out.p + line + 2, r->p + cp.data.off, cp.data.len) == 0);
         }
