@@ -408,11 +408,16 @@ static int64_t cap_exptime(int64_t v, int64_t cap_s, int64_t now_s)
     return rel <= 0 ? v : rel < cap_s ? rel : cap_s;
 }
 
-/* A decimal int64 in p[0, n) (an optional '-'); false otherwise. */
+/* A decimal int64 in p[0, n) (an optional '-', leading zeros as strtol reads them, at most 18
+ * other digits); false otherwise. */
 static bool tok_i64(const char *p, size_t n, int64_t *v)
 {
     size_t k = n > 0 && p[0] == '-' ? 1 : 0;
-    if (k == n || n - k > 18)
+    if (k == n)
+        return false;
+    while (k + 1 < n && p[k] == '0')
+        k++;
+    if (n - k > 18)
         return false;
     int64_t x = 0;
     for (; k < n; k++) {
@@ -478,7 +483,15 @@ static int mc_encode_capped(px_buf *out, const px_msg *m, const uint32_t *keys, 
         bool meta = at == 0 && tok >= 2 && j > i + 1 && (p[i] == 'T' || p[i] == 'N');
         if (tok > 0)
             rc |= px_buf_append(out, " ", 1);
-        if (meta && tok_i64(p + i + 1, j - i - 1, &v)) {
+        if (meta && !tok_i64(p + i + 1, j - i - 1, &v)) {
+            /* Not a number this can cap (the parser refuses those already): never sent
+             * uncapped. */
+            snprintf(why, whylen, "bad token in command line format");
+            px_buf_free(&req);
+            out->len = start;
+            return 1;
+        }
+        if (meta) {
             has_t |= p[i] == 'T';
             rc |= px_buf_printf(out, "%c%lld", p[i], (long long)cap_exptime(v, cap, now_s));
         } else if (at > 0 && tok == at) {

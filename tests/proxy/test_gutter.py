@@ -12,9 +12,10 @@ proxy ejects it. Then, for B's keys only, reads and writes through the proxy:
              and RPOPLPUSH (refused: it writes two keys);
   memcached: get, set with exptime 0 and 3600, add, delete, touch 3600, a meta ms whose
              line ends with a bare LF and whose value holds a CRLF (issue 35: its T went into
-             the value, the rest read by G as a command of its own), and "set k  5 3600"
-             with two spaces (issue 35: its client flags were capped as if the exptime, which
-             stayed 3600).
+             the value, the rest read by G as a command of its own), "set k  5 3600" with
+             two spaces (issue 35: its client flags were capped as if the exptime, which
+             stayed 3600), and an mg touching a key with T0000000000000003600 (issue 35: sent
+             uncapped, leading zeros counted as digits too many).
 
 Checked directly on the servers: every write is on G with a lifetime of at most gutter_ttl
 (redis PTTL, memcached "mg k t"), deletes are absent there, the reads through the proxy answer
@@ -302,6 +303,13 @@ def mc_case(t):
                         not [f for f in head[2:] if f.startswith(b"t") and
                              0 < int(f[1:]) <= TTL_MS // 1000]:
                     fail("memcache: 'set k  5 3600' on the gutter as %r, want flags 5 and a "
+                         "lifetime of at most %d s" % (rep, TTL_MS // 1000))
+                if c.call(b"mg %s T0000000000000003600\r\n" % sp_key) != b"HD\r\n":
+                    fail("memcache: mg T0000000000000003600 of B's key failed while B was out")
+                rep = d.call(b"mg %s t\r\n" % sp_key)
+                ttl = [int(f[1:]) for f in rep.split() if f.startswith(b"t")]
+                if not ttl or not 0 < ttl[0] <= TTL_MS // 1000:
+                    fail("memcache: after mg T0000000000000003600 the gutter has %r, want a "
                          "lifetime of at most %d s" % (rep, TTL_MS // 1000))
                 rep = d.call(b"mg %s t v\r\n" % lf_key)
                 head = rep.split(b"\r\n")[0].split()
