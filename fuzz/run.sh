@@ -6,7 +6,11 @@
 # codec's own parsing: key specs, SCAN cursors and replies, pub/sub pushes, merges), config (the
 # YAML config loader, with the placement library for the memberships it builds), address (the
 # config's address and number parsers), membership (the membership document, as etcd hands it to
-# chash-proxy) or etcd (the parsers of etcd's answers and watch messages, src/fleet/etcd_msg.c).
+# chash-proxy), etcd (the parsers of etcd's answers and watch messages, src/fleet/etcd_msg.c),
+# admin (the admin port's HTTP request head parser), walk (the codecs' rejoin-walk page parsers:
+# SCAN replies, memcached metadump lines), hotpath (the codecs' hot-key, near-cache, warm-up copy
+# and gutter paths), topk (the heavy-hitter summary, src/hot/topk.c) or near (the near cache,
+# src/hot/near.c).
 #
 #   fuzz/run.sh [TARGET] [SECONDS] [BUILD_DIR]   BUILD_DIR defaults to build/fuzz
 #   fuzz/run.sh 20 build/fuzz                    the resp target (a first argument that is a
@@ -22,8 +26,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 target=resp
 case "${1:-}" in
-    resp | mc | codec | config | address | membership | etcd) target=$1; shift ;;
-    '' | *[!0-9]*) [ -z "${1:-}" ] || { echo "fuzz/run.sh: unknown target '$1' (resp, mc, codec, config, address, membership, etcd)" >&2; exit 2; } ;;
+    resp | mc | codec | config | address | membership | etcd | admin | walk | hotpath | topk | near) target=$1; shift ;;
+    '' | *[!0-9]*) [ -z "${1:-}" ] || { echo "fuzz/run.sh: unknown target '$1' (resp, mc, codec, config, address, membership, etcd, admin, walk, hotpath, topk, near)" >&2; exit 2; } ;;
 esac
 seconds=${1:-60}
 out=${2:-$root/build/fuzz}
@@ -56,7 +60,7 @@ sed -e "s/@PROJECT_VERSION_MAJOR@/$vmaj/" -e "s/@PROJECT_VERSION_MINOR@/$vmin/" 
 case "$target" in
     resp | mc)
         srcs=("$root/proxy/proto/${target}.c") incs=(-I "$root/proxy/proto") libs=() ;;
-    codec)
+    codec | walk | hotpath)
         srcs=("$root"/proxy/proto/{resp,resp_codec,codec,mc,mc_codec}.c "$root/proxy/buf.c")
         incs=(-I "$out" -I "$root/proxy/proto" -I "$root/proxy" -I "$root/include"
               -DPX_VERSION='"fuzz"')
@@ -64,6 +68,10 @@ case "$target" in
     address)
         srcs=("$root/src/config/address.c") incs=(-I "$root/src/config" -I "$root/include")
         libs=() ;;
+    admin)
+        srcs=("$root/proxy/http_req.c") incs=(-I "$root/proxy") libs=() ;;
+    topk | near)
+        srcs=("$root/src/hot/$target.c") incs=(-I "$root/src/hot") libs=(-lm) ;;
     config | membership)
         mapfile -t srcs < <(ls "$root"/src/*.c "$root"/src/hash/*.c "$root"/src/place/*.c \
             "$root"/src/route/*.c "$root"/src/config/*.c 2>/dev/null)

@@ -4,22 +4,26 @@
  *
  * It is a minimal HTTP/1.0 server on the control thread's loop: a connection sends
  * one request (request line and headers, at most PX_METRICS_MAX_REQUEST bytes, within
- * PX_METRICS_TIMEOUT_MS), receives one response, and is closed. GET (or HEAD) /metrics answers
- * 200 with the text exposition format 0.0.4, GET /-/hotkeys with the hot keys' JSON
- * (hotkeys.c); POST /-/reload reloads the config as SIGHUP does
- * (reload.c; 200 with "reloaded: ..." or "unchanged", 400 with file:line:column: message for an
- * invalid file, 500 for another failure; any other method there 405; a request body is not
- * read); another path 404, another method 405, a request that does not parse 400, one that is
- * too large 431. On every path a request with more than one Host header is answered 400, and
- * one whose Host names another host (a DNS-rebinding page's) 403 (host_refusal). The body is built in memory (O(pools + servers), the workers' counters summed
- * by px_snapshot: one short job per worker) and written with one uv_write; no worker waits on
- * it. At most PX_METRICS_MAX_CONNS connections are open at once (a new one closes the oldest
- * still sending its request, or is itself closed when all are being answered), so a flood of
- * clients costs bounded memory.
+ * PX_METRICS_TIMEOUT_MS), receives one response, and is closed. The head is parsed strictly
+ * (RFC 9112) by http_req.c, which is pure and fuzzed: what it refuses is answered with its
+ * status (400, 413, 414, 431, 501, 505) and reason, and never reaches an endpoint. GET (or HEAD)
+ * /metrics answers 200 with the text exposition format 0.0.4, GET /-/hotkeys with the hot keys'
+ * JSON (hotkeys.c); POST /-/reload reloads the config as SIGHUP does (reload.c; 200 with
+ * "reloaded: ..." or "unchanged", 400 with file:line:column: message for an invalid file, 500
+ * for another failure; any other method there 405); another path 404, another method 405. On
+ * every path a request whose Host, or absolute-form target, names another host (a
+ * DNS-rebinding page's) is answered 403 (host_accepted), one a web page sent across origins 403
+ * (cross_origin). Every response carries X-Content-Type-Options: nosniff, so a browser never
+ * reads one as another type than it says (the JSON as a page). The body is built in memory
+ * (O(pools + servers), the workers' counters summed by px_snapshot: one short job per worker)
+ * and written with one uv_write; no worker waits on it. At most PX_METRICS_MAX_CONNS
+ * connections are open at once (a new one closes the oldest still sending its request, or is
+ * itself closed when all are being answered), so a flood of clients costs bounded memory.
  */
 
 #include "admin_http.h"
 #include "hotkeys.h"
+#include "http_req.h"
 #include "metrics.h"
 #include "reload.h"
 #include "resolve.h"
@@ -31,7 +35,9 @@
 #include <strings.h>
 #include <time.h>
 
-#define PX_METRICS_MAX_REQUEST 8192u  /* bytes of request line and headers */
+#define PX_METRICS_MAX_REQUEST 8192u  /* bytes of request line and headers (431 beyond) */
+#define PX_ADMIN_MAX_LINE 2048u       /* bytes of the request line (414 beyond) */
+#define PX_ADMIN_MAX_FIELDS 64u       /* header field lines (431 beyond) */
 #define PX_METRICS_TIMEOUT_MS 5000u   /* for a connection to send its request */
 #define PX_METRICS_MAX_CONNS 32u      /* served at once */
 #define PX_METRICS_SWEEP_MS 1000u     /* how often slow connections are looked for */
@@ -60,8 +66,15 @@ typedef struct mconn {
     uv_shutdown_t sd;
     px_buf out;
     size_t len;
+    px_http_req hr; /* the head parsed so far (http_req.h) */
     char req[PX_METRICS_MAX_REQUEST];
 } mconn;
+
+static const px_http_limits admin_limits = {
+    .max_line = PX_ADMIN_MAX_LINE,
+    .max_head = PX_METRICS_MAX_REQUEST,
+    .max_fields = PX_ADMIN_MAX_FIELDS,
+};
 
 static void ms_unref(px_admin_http *ms)
 {
@@ -118,7 +131,7 @@ static void mconn_respond(mconn *mc, int code, const char *reason, const char *c
     size_t blen = body != NULL ? body->len : 0;
     int rc = px_buf_printf(&mc->out,
                            "HTTP/1.0 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                           "%s%s%sConnection: close\r\n\r\n",
+                           "X-Content-Type-Options: nosniff\r\n%s%s%sConnection: close\r\n\r\n",
                            code, reason, ctype, blen, code == 405 ? "Allow: " : "",
                            code == 405 ? allow : "", code == 405 ? "\r\n" : "");
     if (rc == 0 && !head && blen > 0)
@@ -150,11 +163,11 @@ static void mconn_error(mconn *mc, int code, const char *reason)
     mconn_error_allow(mc, code, reason, "GET, HEAD");
 }
 
-/* code with a one-line text body saying why. */
+/* code with a one-line text body saying why (text: no line end). */
 static void mconn_text(mconn *mc, int code, const char *reason, const char *text)
 {
     px_buf body = {0};
-    if (px_buf_printf(&body, "%d %s: %s", code, reason, text) != 0) {
+    if (px_buf_printf(&body, "%d %s: %s\n", code, reason, text) != 0) {
         px_buf_free(&body);
         mconn_close(mc);
         return;
@@ -251,28 +264,6 @@ static void mconn_reload(mconn *mc, const char *query, size_t qlen)
     px_buf_free(&body);
 }
 
-/* The value of header name (case-insensitive) among the request's header lines, trimmed; NULL
- * when absent. hdr[0, len) is everything after the request line. */
-static const char *header(const char *hdr, size_t len, const char *name, size_t *vlen)
-{
-    size_t nl = strlen(name);
-    for (const char *p = hdr, *end = hdr + len; p < end;) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        const char *line_end = eol != NULL ? eol : end;
-        if ((size_t)(line_end - p) > nl && p[nl] == ':' && strncasecmp(p, name, nl) == 0) {
-            const char *v = p + nl + 1, *ve = line_end;
-            while (v < ve && (*v == ' ' || *v == '\t'))
-                v++;
-            while (ve > v && (ve[-1] == '\r' || ve[-1] == ' ' || ve[-1] == '\t'))
-                ve--;
-            *vlen = (size_t)(ve - v);
-            return v;
-        }
-        p = line_end + 1;
-    }
-    return NULL;
-}
-
 /* Whether host[0, n) (no port) is an IP literal: dotted-quad IPv4 as inet_pton reads it, or
  * IPv6 within brackets. */
 static bool ip_literal(const char *host, size_t n)
@@ -314,117 +305,71 @@ static bool host_acceptable(const px_ctl *px, const char *v, size_t n)
 
 /* A request a web page made the browser send across origins: it carries Origin, or a
  * Sec-Fetch-Site other than "none"/"same-origin". Refused (403) on every path. */
-static bool cross_origin(const char *hdr, size_t len)
+static bool cross_origin(const px_http_req *hr, const char *buf)
 {
     size_t n = 0;
-    if (header(hdr, len, "Origin", &n) != NULL)
+    if (px_http_field_value(hr, buf, "Origin", &n) != NULL)
         return true;
-    const char *site = header(hdr, len, "Sec-Fetch-Site", &n);
+    const char *site = px_http_field_value(hr, buf, "Sec-Fetch-Site", &n);
     return site != NULL && !(n == 4 && strncasecmp(site, "none", 4) == 0) &&
            !(n == 11 && strncasecmp(site, "same-origin", 11) == 0);
 }
 
-/* The Host headers of a request, on every path: NULL when they are acceptable, else the
- * status to answer. Two or more: 400, whatever the first says (a proxy in front may have read
- * another than this server would). One that names another host: 403, what a DNS-rebinding page
- * sends (same-origin to the browser, so without Origin); scrapers that name their targets by a
- * DNS name need it listed (--admin-allow-host). None (HTTP/1.0): accepted. */
-static int host_refusal(const px_ctl *px, const char *hdr, size_t len)
+/* Whether the host a request names is acceptable: its Host header and, for an absolute-form
+ * target, the target's authority, which RFC 9112 section 3.2.2 puts in Host's place. One that
+ * names another host is what a DNS-rebinding page sends (same-origin to the browser, so
+ * without Origin); scrapers that name their targets by a DNS name need it listed
+ * (--admin-allow-host). No Host (HTTP/1.0; http_req.c refuses HTTP/1.1 without one) is
+ * accepted. Two Host headers never get here: http_req.c answers them 400, whatever the first
+ * says (a proxy in front may have read another than this server would). */
+static bool host_accepted(const px_ctl *px, const px_http_req *hr, const char *buf)
 {
-    size_t n = 0, seen = 0, hostlen = 0;
-    const char *host = NULL;
-    for (const char *p = hdr, *end = hdr + len; p < end;) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        size_t rest = (size_t)((eol != NULL ? eol : end) - p);
-        const char *v = header(p, rest, "Host", &n);
-        if (v != NULL) {
-            seen++;
-            host = v;
-            hostlen = n;
-        }
-        if (eol == NULL)
-            break;
-        p = eol + 1;
-    }
-    if (seen > 1)
-        return 400;
-    return seen == 1 && !host_acceptable(px, host, hostlen) ? 403 : 0;
+    if (hr->absolute &&
+        !host_acceptable(px, buf + hr->authority.off, hr->authority.len))
+        return false;
+    if (hr->host < 0)
+        return true;
+    const px_http_field *f = &hr->fields[hr->host];
+    return host_acceptable(px, buf + f->value.off, f->value.len);
 }
 
 /* With --admin-token-file, POST /-/reload needs "Authorization: Bearer <token>". */
-static bool reload_authorized(const px_admin_http *ms, const char *hdr, size_t len)
+static bool reload_authorized(const px_admin_http *ms, const px_http_req *hr, const char *buf)
 {
     const char *token = ms->px->admin_token;
     if (token == NULL)
         return true;
     size_t n = 0;
-    const char *v = header(hdr, len, "Authorization", &n);
+    const char *v = px_http_field_value(hr, buf, "Authorization", &n);
     if (v == NULL || n < 7 || strncasecmp(v, "Bearer ", 7) != 0)
         return false;
     return px_equal_secret(v + 7, n - 7, token, strlen(token));
 }
 
-static bool is_token_char(char ch)
+/* The request's head, parsed whole by http_req.c (mc->hr): answers it. */
+static void mconn_request(mconn *mc)
 {
-    return ch > ' ' && ch < 0x7f;
-}
-
-/* The request line is mc->req[0, n) (no line end): answers it. */
-static void mconn_request(mconn *mc, size_t n)
-{
-    const char *p = mc->req, *end = mc->req + n;
-    if (n > 0 && end[-1] == '\r')
-        end--;
-    /* METHOD SP TARGET [SP HTTP/1.x] (without a version: HTTP/0.9's form, also answered) */
-    const char *m = p;
-    while (p < end && is_token_char(*p))
-        p++;
-    size_t mlen = (size_t)(p - m);
-    if (mlen == 0 || p == end || *p != ' ') {
-        mconn_error(mc, 400, "Bad Request");
-        return;
-    }
-    const char *t = ++p;
-    while (p < end && is_token_char(*p))
-        p++;
-    size_t tlen = (size_t)(p - t);
-    if (tlen == 0 || (p < end && *p != ' ')) {
-        mconn_error(mc, 400, "Bad Request");
-        return;
-    }
-    if (p < end) {
-        const char *v = ++p;
-        while (p < end && is_token_char(*p))
-            p++;
-        if (p != end || (size_t)(end - v) != 8 || memcmp(v, "HTTP/1.", 7) != 0) {
-            mconn_error(mc, 400, "Bad Request");
-            return;
-        }
-    }
-    size_t plen = 0;
-    while (plen < tlen && t[plen] != '?')
-        plen++;
-    const char *hdr = mc->req + n + 1;
-    size_t hlen = mc->len > n + 1 ? mc->len - n - 1 : 0;
-    if (cross_origin(hdr, hlen)) {
+    const px_http_req *hr = &mc->hr;
+    const char *buf = mc->req;
+    const char *m = buf + hr->method.off, *path = buf + hr->path.off;
+    size_t mlen = hr->method.len, plen = hr->path.len;
+    if (cross_origin(hr, buf)) {
         mconn_error(mc, 403, "Forbidden");
         return;
     }
-    int host = host_refusal(mc->ms->px, hdr, hlen);
-    if (host != 0) {
-        mconn_text(mc, host, host == 400 ? "Bad Request" : "Forbidden",
-                   host == 400 ? "more than one Host header\n"
-                               : "Host is not an address of this proxy, localhost, or a name "
-                                 "given with --admin-allow-host\n");
+    if (!host_accepted(mc->ms->px, hr, buf)) {
+        mconn_text(mc, 403, "Forbidden",
+                   "Host is not an address of this proxy, localhost, or a name given with "
+                   "--admin-allow-host");
         return;
     }
-    if (plen == 9 && memcmp(t, "/-/reload", 9) == 0) {
+    if (plen == 9 && memcmp(path, "/-/reload", 9) == 0) {
         if (!(mlen == 4 && memcmp(m, "POST", 4) == 0))
             mconn_error_allow(mc, 405, "Method Not Allowed", "POST");
-        else if (!reload_authorized(mc->ms, hdr, hlen))
+        else if (!reload_authorized(mc->ms, hr, buf))
             mconn_error(mc, 401, "Unauthorized");
         else
-            mconn_reload(mc, t + plen + (plen < tlen), tlen - plen - (plen < tlen));
+            mconn_reload(mc, buf + hr->query.off, hr->query.len);
         return;
     }
     bool head = mlen == 4 && memcmp(m, "HEAD", 4) == 0;
@@ -432,8 +377,8 @@ static void mconn_request(mconn *mc, size_t n)
         mconn_error(mc, 405, "Method Not Allowed");
         return;
     }
-    bool hot = plen == 10 && memcmp(t, "/-/hotkeys", 10) == 0;
-    if ((!hot && (plen != 8 || memcmp(t, "/metrics", 8) != 0)) ||
+    bool hot = plen == 10 && memcmp(path, "/-/hotkeys", 10) == 0;
+    if ((!hot && (plen != 8 || memcmp(path, "/metrics", 8) != 0)) ||
         (hot && mc->ms->px->hot == NULL)) { /* --no-hot-keys */
         mconn_error(mc, 404, "Not Found");
         return;
@@ -475,24 +420,14 @@ static void mconn_read_cb(uv_stream_t *stream, ssize_t nread, const uv_buf_t *bu
         mconn_close(mc);
         return;
     }
-    size_t old = mc->len;
     mc->len += (size_t)nread;
-    /* The request line ends at the first LF; a request with a version ends with an empty line
-     * (its headers are read and ignored), one without (HTTP/0.9) right after its line. */
-    const char *lf = memchr(mc->req, '\n', mc->len);
-    if (lf != NULL) {
-        size_t n = (size_t)(lf - mc->req);
-        size_t from = old > 3 ? old - 3 : 0;
-        bool versioned = n >= 8 && memmem(mc->req, n, " HTTP/", 6) != NULL;
-        bool done = !versioned || memmem(mc->req + from, mc->len - from, "\r\n\r\n", 4) != NULL ||
-                    memmem(mc->req + from, mc->len - from, "\n\n", 2) != NULL;
-        if (done) {
-            mconn_request(mc, n);
-            return;
-        }
-    }
-    if (mc->len == sizeof(mc->req))
-        mconn_error(mc, 431, "Request Header Fields Too Large");
+    /* The parse resumes where the previous read's stopped: O(the bytes read). */
+    px_http_status st = px_http_parse(&mc->hr, &admin_limits, mc->req, mc->len);
+    if (st == PX_HTTP_OK)
+        mconn_request(mc);
+    else if (st == PX_HTTP_BAD)
+        mconn_text(mc, mc->hr.status, px_http_reason(mc->hr.status), mc->hr.why);
+    /* AGAIN leaves mc->len < PX_METRICS_MAX_REQUEST (http_req.h): room for the next read. */
 }
 
 static void listener_cb(uv_stream_t *server, int status)
@@ -514,6 +449,7 @@ static void listener_cb(uv_stream_t *server, int status)
     if (mc == NULL)
         return;
     mc->ms = ms;
+    px_http_init(&mc->hr);
     uv_tcp_init(ms->px->loop, &mc->tcp);
     mc->tcp.data = mc;
     px_dl_push(&ms->conns, &mc->link);

@@ -17,6 +17,7 @@
  */
 #include "hotkeys.h"
 #include "info_name.h"
+#include "json.h"
 #include "backend.h"
 #include "log.h"
 
@@ -345,23 +346,6 @@ static hk_figures figures(const px_hotkeys *h, size_t i, const ch__topk_entry *e
     return f;
 }
 
-/* A JSON string of key bytes: '"', '\\' and bytes below 0x20 or from 0x7f escaped, a byte
- * 0x80..0xff as the code point of its value (\u0080..\u00ff), so any key is valid JSON. */
-static int json_bytes(px_buf *b, const char *p, size_t n)
-{
-    int rc = px_buf_append(b, "\"", 1);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        unsigned char ch = (unsigned char)p[i];
-        if (ch == '"' || ch == '\\')
-            rc = px_buf_printf(b, "\\%c", ch);
-        else if (ch < 0x20 || ch >= 0x7f)
-            rc = px_buf_printf(b, "\\u%04x", ch);
-        else
-            rc = px_buf_append(b, &p[i], 1);
-    }
-    return rc == 0 ? px_buf_append(b, "\"", 1) : rc;
-}
-
 int px_hotkeys_json(px_ctl *m, px_buf *b)
 {
     px_hotkeys *h = m->hot;
@@ -376,20 +360,21 @@ int px_hotkeys_json(px_ctl *m, px_buf *b)
         const px_shared_pool *sp = &m->pools[i];
         const hk_pool *hp = &h->pools[i];
         rc |= px_buf_printf(b, "%s{\"pool\":", i > 0 ? "," : "");
-        rc |= json_bytes(b, sp->conf->name, strlen(sp->conf->name));
+        rc |= px_json_string(b, sp->conf->name, strlen(sp->conf->name), true);
         rc |= px_buf_printf(b, ",\"total\":%llu,\"floor\":%llu,\"keys\":[",
                             U(ch__topk_total(hp->total)), U(ch__topk_floor(hp->total)));
         size_t n = ch__topk_sorted(hp->minute, es, PX_HOT_K);
         for (size_t k = 0; k < n; k++) {
             hk_figures f = figures(h, i, &es[k]);
             rc |= px_buf_append(b, k > 0 ? ",{\"key\":" : "{\"key\":", k > 0 ? 8 : 7);
-            rc |= json_bytes(b, es[k].key, es[k].keylen);
+            rc |= px_json_string(b, es[k].key, es[k].keylen, true);
             rc |= px_buf_printf(b, ",\"key_hash\":\"%016llx\",\"truncated\":%s,\"server\":",
                                 U(es[k].hash), es[k].truncated ? "true" : "false");
             if (f.owner == SIZE_MAX)
                 rc |= px_buf_append(b, "null", 4);
             else
-                rc |= json_bytes(b, sp->servers[f.owner]->id, strlen(sp->servers[f.owner]->id));
+                rc |= px_json_string(b, sp->servers[f.owner]->id, strlen(sp->servers[f.owner]->id),
+                                     true);
             rc |= px_buf_printf(b,
                                 ",\"rate\":%.3f,\"rate_error\":%.3f,\"rate_60s\":%.3f,"
                                 "\"rate_60s_error\":%.3f,\"count\":%llu,\"count_error\":%llu}",

@@ -3,11 +3,14 @@
  * log.c — leveled log lines "[time] LEVEL message" to stderr or the -o file. Every thread logs to
  * the same stream; a line is written whole by one write(2) under the stream's lock, so lines
  * never interleave, neither with each other nor with the line a SIGTTIN or SIGTTOU handler
- * writes (px_log_level_signals), which can interrupt any thread at any point.
+ * writes (px_log_level_signals), which can interrupt any thread at any point. A fatal signal's
+ * handler (px_log_fatal_signals) writes its line the same way, without the lock (the thread it
+ * interrupts may hold it).
  */
 #include "log.h"
 
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -106,8 +109,9 @@ int px_log_reopen(px_log *lg, const char *path)
 
 /* ---- SIGTTIN and SIGTTOU, handled in the handler ------------------------------------------------ */
 
-/* What the handler changes and where it writes: set once by px_log_level_signals before the
- * handlers are installed, never changed after. The descriptor's number stays when the file is
+/* What the handler changes and where it (and the fatal signals' handler) writes: set by
+ * px_log_level_signals and px_log_fatal_signals, to the same value, before the handlers are
+ * installed, never changed after. The descriptor's number stays when the file is
  * reopened (px_log_reopen puts the new file in its place). */
 static int *sig_level;
 static int sig_fd = -1;
@@ -143,9 +147,17 @@ static void civil_from_days(long z, long *y, int *m, int *d)
     *y = yoe + era * 400 + (*m <= 2);
 }
 
-/* "[YYYY-MM-DD HH:MM:SS.mmm] NOTICE SIGTTIN: log level now N\n", as px_log_write formats it, at
- * buf (at least 96 bytes); returns its length. Async-signal-safe. */
-static size_t level_line(char *buf, const char *signame, int level)
+/* Copies the NUL-terminated s to p; returns the end. */
+static char *put_str(char *p, const char *s)
+{
+    size_t n = strlen(s);
+    memcpy(p, s, n);
+    return p + n;
+}
+
+/* "[YYYY-MM-DD HH:MM:SS.mmm] LEVEL ", as px_log_write begins a line, at p (at least 40 bytes);
+ * returns the end. Async-signal-safe. */
+static char *line_head(char *p, const char *level)
 {
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
@@ -154,7 +166,6 @@ static size_t level_line(char *buf, const char *signame, int level)
     long y;
     int mo, d;
     civil_from_days(days, &y, &mo, &d);
-    char *p = buf;
     *p++ = '[';
     p = put_num(p, y, 4);
     *p++ = '-';
@@ -169,15 +180,19 @@ static size_t level_line(char *buf, const char *signame, int level)
     p = put_num(p, secs % 60, 2);
     *p++ = '.';
     p = put_num(p, now.tv_nsec / 1000000L, 3);
-    static const char mid[] = "] NOTICE ";
-    memcpy(p, mid, sizeof(mid) - 1);
-    p += sizeof(mid) - 1;
-    size_t n = strlen(signame);
-    memcpy(p, signame, n);
-    p += n;
-    static const char tail[] = ": log level now ";
-    memcpy(p, tail, sizeof(tail) - 1);
-    p += sizeof(tail) - 1;
+    p = put_str(p, "] ");
+    p = put_str(p, level);
+    *p++ = ' ';
+    return p;
+}
+
+/* "[YYYY-MM-DD HH:MM:SS.mmm] NOTICE SIGTTIN: log level now N\n", as px_log_write formats it, at
+ * buf (at least 96 bytes); returns its length. Async-signal-safe. */
+static size_t level_line(char *buf, const char *signame, int level)
+{
+    char *p = line_head(buf, "NOTICE");
+    p = put_str(p, signame);
+    p = put_str(p, ": log level now ");
     p = put_num(p, level, 1);
     *p++ = '\n';
     return (size_t)(p - buf);
@@ -216,5 +231,101 @@ int px_log_level_signals(px_log *lg)
     sigaddset(&sa.sa_mask, SIGTTOU);
     if (sigaction(SIGTTIN, &sa, NULL) != 0 || sigaction(SIGTTOU, &sa, NULL) != 0)
         return -1;
+    return 0;
+}
+
+/* ---- fatal signals: a line, then the default action --------------------------------------------- */
+
+static const struct {
+    int sig;
+    const char *name;
+} fatal_sigs[] = {{SIGSEGV, "SEGV"}, {SIGBUS, "BUS"}, {SIGABRT, "ABRT"}, {SIGFPE, "FPE"},
+                  {SIGILL, "ILL"}};
+#define NFATAL (sizeof(fatal_sigs) / sizeof(fatal_sigs[0]))
+
+/* The actions installed before ours (a sanitizer's, in its builds), by fatal_sigs' order: set
+ * by px_log_fatal_signals before our handlers are, never changed after. */
+static struct sigaction fatal_prev[NFATAL];
+
+/* Whether a is a handler (not SIG_DFL or SIG_IGN). */
+static bool is_handler(const struct sigaction *a)
+{
+    if ((a->sa_flags & SA_SIGINFO) != 0)
+        return a->sa_sigaction != NULL;
+    return a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN;
+}
+
+/* The line (nutcracker's words: "signal 11 (SEGV) received, core dumping"; the sender's pid
+ * when another process sent it), the stack of the thread it came to, then what the signal would
+ * have done without us:
+ *   - a fault (the kernel's si_code > 0: a bad address, an illegal instruction) in a build whose
+ *     sanitizer handles it: its handler is put back and the handler returns, so the instruction
+ *     faults again into it and its report says where (it then ends the process its own way, exit
+ *     1 by default);
+ *   - any other (a kill, abort(), a fault without such a handler): the default action, so the
+ *     process dies of the signal and dumps core (a fault by faulting again; a sent signal by
+ *     raising it, delivered once this handler returns and unblocks it).
+ * Only write(2), backtrace_symbols_fd, sigaction, getpid and raise: async-signal-safe
+ * (backtrace, too, once px_log_fatal_signals has called it: its first call loads libgcc). */
+static void fatal_cb(int signum, siginfo_t *si, void *uc)
+{
+    (void)uc;
+    size_t i = 0;
+    while (i < NFATAL - 1 && fatal_sigs[i].sig != signum)
+        i++;
+    bool fault = si != NULL && si->si_code > 0 && signum != SIGABRT;
+    bool chain = fault && is_handler(&fatal_prev[i]);
+    char line[160];
+    char *p = line_head(line, "EMERG");
+    p = put_str(p, "signal ");
+    p = put_num(p, signum, 1);
+    p = put_str(p, " (");
+    p = put_str(p, fatal_sigs[i].name);
+    p = put_str(p, ") received");
+    if (si != NULL && si->si_code <= 0 && si->si_pid != getpid()) {
+        p = put_str(p, " from pid ");
+        p = put_num(p, (long)si->si_pid, 1);
+    }
+    p = put_str(p, chain ? ", passed to the sanitizer's handler" : ", core dumping");
+    p = put_str(p, "; backtrace:\n");
+    write_all(sig_fd, line, (size_t)(p - line));
+    void *frames[64];
+    backtrace_symbols_fd(frames, backtrace(frames, 64), sig_fd);
+    if (chain) {
+        sigaction(signum, &fatal_prev[i], NULL);
+        return;
+    }
+    struct sigaction dfl;
+    memset(&dfl, 0, sizeof(dfl));
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    sigaction(signum, &dfl, NULL);
+    if (!fault)
+        raise(signum);
+}
+
+/* The calling thread's alternate signal stack, when it has none (a sanitizer's runtime sets its
+ * own): a stack overflow's SIGSEGV cannot run a handler on the stack that overflowed. Other
+ * threads have none of ours; there an overflow kills the process without the line. */
+static char fatal_stack[64 * 1024];
+
+int px_log_fatal_signals(px_log *lg)
+{
+    sig_fd = fileno(lg->fp != NULL ? lg->fp : stderr);
+    void *warm[1];
+    (void)backtrace(warm, 1);
+    stack_t cur;
+    if (sigaltstack(NULL, &cur) == 0 && (cur.ss_flags & SS_DISABLE) != 0) {
+        stack_t ss = {.ss_sp = fatal_stack, .ss_size = sizeof(fatal_stack), .ss_flags = 0};
+        (void)sigaltstack(&ss, NULL);
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = fatal_cb;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < NFATAL; i++)
+        if (sigaction(fatal_sigs[i].sig, &sa, &fatal_prev[i]) != 0)
+            return -1;
     return 0;
 }

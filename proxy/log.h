@@ -37,6 +37,15 @@ void px_log_write(px_log *lg, int level, const char *fmt, ...)
  * be reopened (px_log_reopen). 0, or -1 with errno. */
 int px_log_level_signals(px_log *lg);
 
+/* SIGSEGV, SIGBUS, SIGABRT, SIGFPE and SIGILL, in every build (sanitizers' included): one line
+ * "[time] EMERG signal 11 (SEGV) received[ from pid N], core dumping; backtrace:" and the
+ * stack's frames go to lg's descriptor by write(2) (async-signal-safe, no lock), then the
+ * signal's default action, so the process dies of it and dumps core (twemproxy logs the same
+ * words). A real fault in a build whose sanitizer handles it goes on to the sanitizer's handler
+ * instead (its report says where; the line then ends "passed to the sanitizer's handler").
+ * Call once, after px_log_level_signals (the same descriptor). 0, or -1 with errno. */
+int px_log_fatal_signals(px_log *lg);
+
 /* lg is a px_log *; x is anything with a px_log field named log (px_ctl, px_io). */
 #define PX_LOGL(lg, lvl, ...)                                                                     \
     do {                                                                                          \

@@ -11,7 +11,6 @@
 #include "fleet.h"
 
 #include <errno.h>
-#include <execinfo.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
@@ -198,53 +197,6 @@ static bool read_token(const char *path, char *buf, size_t cap)
     }
     buf[n] = '\0';
     return true;
-}
-
-/* ---- a crash leaves a line in the log ---------------------------------------------------------- */
-
-static int crash_fd = STDERR_FILENO; /* the log's descriptor */
-
-/* Async-signal-safe: write(2) and backtrace_symbols_fd only; then the default action, so the
- * process still dies of the signal (a core, the exit status). */
-static void crash_cb(int signum)
-{
-    static const char head[] = "EMERG chash-proxy: fatal signal ";
-    char num[8];
-    int n = 0, s = signum;
-    do {
-        num[n++] = (char)('0' + s % 10);
-        s /= 10;
-    } while (s > 0 && n < (int)sizeof(num));
-    ssize_t w = write(crash_fd, head, sizeof(head) - 1);
-    while (n > 0 && w >= 0)
-        w = write(crash_fd, &num[--n], 1);
-    w = write(crash_fd, ", backtrace:\n", 13);
-    (void)w;
-    void *frames[64];
-    int depth = backtrace(frames, 64);
-    backtrace_symbols_fd(frames, depth, crash_fd);
-    signal(signum, SIG_DFL);
-    raise(signum);
-}
-
-/* SIGABRT always; SIGSEGV, SIGBUS, SIGFPE and SIGILL only without a sanitizer, whose own
- * report of them is the better one. */
-static void on_crash_log(FILE *log)
-{
-    crash_fd = fileno(log);
-    int sigs[] = {SIGABRT,
-#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-                  SIGSEGV, SIGBUS, SIGFPE, SIGILL,
-#endif
-    };
-    for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-        struct sigaction sa;
-        memset(&sa, 0, sizeof(sa));
-        sa.sa_handler = crash_cb;
-        sa.sa_flags = SA_RESETHAND;
-        sigemptyset(&sa.sa_mask);
-        sigaction(sigs[i], &sa, NULL);
-    }
 }
 
 /* A file the proxy writes (-o, -p), opened with O_NONBLOCK so that a FIFO without a reader
@@ -575,7 +527,8 @@ static int pre_run(px_opts *o, px_ctl *px, ch_config **cfg)
     if (pidfile_create(o, px) != 0)
         goto fail;
     signal(SIGPIPE, SIG_IGN);
-    on_crash_log(px->log.fp);
+    if (px_log_fatal_signals(&px->log) != 0) /* a crash would then leave no line: said now */
+        PX_LOG(px, PX_LOG_WARN, "cannot handle fatal signals: %s", strerror(errno));
     px->stats_addr = o->stats_addr;
     px->stats_port = (int)o->stats_port;
     px->stats_interval_ms = (uint64_t)o->interval;

@@ -14,6 +14,7 @@
 
 #include "stats.h"
 #include "fleet.h"
+#include "json.h"
 #include "snapshot.h"
 #include "resolve.h"
 
@@ -25,17 +26,7 @@
 
 static int json_str(px_buf *b, const char *s)
 {
-    int rc = px_buf_append(b, "\"", 1);
-    for (; rc == 0 && *s != '\0'; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            rc = px_buf_printf(b, "\\%c", ch);
-        else if (ch < 0x20)
-            rc = px_buf_printf(b, "\\u%04x", ch);
-        else
-            rc = px_buf_append(b, s, 1);
-    }
-    return rc == 0 ? px_buf_append(b, "\"", 1) : rc;
+    return px_json_string(b, s, strlen(s), false);
 }
 
 #define U(x) ((unsigned long long)(x))

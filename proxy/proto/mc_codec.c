@@ -408,11 +408,16 @@ static int64_t cap_exptime(int64_t v, int64_t cap_s, int64_t now_s)
     return rel <= 0 ? v : rel < cap_s ? rel : cap_s;
 }
 
-/* A decimal int64 in p[0, n) (an optional '-'); false otherwise. */
+/* A decimal int64 in p[0, n) (an optional '-', leading zeros as strtol reads them, at most 18
+ * other digits); false otherwise. */
 static bool tok_i64(const char *p, size_t n, int64_t *v)
 {
     size_t k = n > 0 && p[0] == '-' ? 1 : 0;
-    if (k == n || n - k > 18)
+    if (k == n)
+        return false;
+    while (k + 1 < n && p[k] == '0')
+        k++;
+    if (n - k > 18)
         return false;
     int64_t x = 0;
     for (; k < n; k++) {
@@ -454,12 +459,23 @@ static int mc_encode_capped(px_buf *out, const px_msg *m, const uint32_t *keys, 
     }
     int64_t cap = (int64_t)(ttl_ms / 1000) > 0 ? (int64_t)(ttl_ms / 1000) : 1;
     int64_t now_s = now_ms / 1000;
+    /* The request line ends at its first LF (memcached takes a bare LF as a line end), less
+     * a CR before it: a CR before the first LF would be in the data block, not the line's. */
     const char *p = req.p;
-    const char *eol = memchr(p, '\r', req.len);
-    size_t end = eol != NULL ? (size_t)(eol - p) : req.len;
+    const char *lf = memchr(p, '\n', req.len);
+    size_t end = lf != NULL ? (size_t)(lf - p) : req.len;
+    if (end > 0 && end < req.len && p[end - 1] == '\r')
+        end--;
     bool has_t = false;
     int rc = 0;
-    for (size_t i = 0, tok = 0; rc == 0 && i < end; tok++) {
+    size_t start = out->len; /* a refusal leaves out as it was */
+    /* Tokens are separated by runs of spaces, as memcached's tokenizer reads them; they are
+     * written back one space apart. */
+    for (size_t i = 0, tok = 0; rc == 0; tok++) {
+        while (i < end && p[i] == ' ')
+            i++;
+        if (i == end)
+            break;
         size_t j = i;
         while (j < end && p[j] != ' ')
             j++;
@@ -467,20 +483,29 @@ static int mc_encode_capped(px_buf *out, const px_msg *m, const uint32_t *keys, 
         bool meta = at == 0 && tok >= 2 && j > i + 1 && (p[i] == 'T' || p[i] == 'N');
         if (tok > 0)
             rc |= px_buf_append(out, " ", 1);
-        if (meta && tok_i64(p + i + 1, j - i - 1, &v)) {
+        if (meta && !tok_i64(p + i + 1, j - i - 1, &v)) {
+            /* Not a number this can cap (the parser refuses those already): never sent
+             * uncapped. */
+            snprintf(why, whylen, "bad token in command line format");
+            px_buf_free(&req);
+            out->len = start;
+            return 1;
+        }
+        if (meta) {
             has_t |= p[i] == 'T';
             rc |= px_buf_printf(out, "%c%lld", p[i], (long long)cap_exptime(v, cap, now_s));
         } else if (at > 0 && tok == at) {
             if (!tok_i64(p + i, j - i, &v)) {
                 snprintf(why, whylen, "bad command line format");
                 px_buf_free(&req);
+                out->len = start;
                 return 1;
             }
             rc |= px_buf_printf(out, "%lld", (long long)cap_exptime(v, cap, now_s));
         } else {
             rc |= px_buf_append(out, p + i, j - i);
         }
-        i = j < end ? j + 1 : j;
+        i = j;
     }
     if (rc == 0 && cmd == CH_MC_CMD_MS && !has_t)
         rc = px_buf_printf(out, " T%lld", (long long)cap);
@@ -613,7 +638,7 @@ static int mc_walk_page(const px_reply *r, uint64_t *next,
                         void (*fn)(void *arg, const char *key, size_t len), void *arg)
 {
     *next = 0; /* one dump is the whole walk */
-    char key[256]; /* memcached's keys: 250 bytes at most */
+    char key[250]; /* memcached's keys: 250 bytes at most; a longer one is not a page's */
     size_t pos = 0;
     while (pos < r->len) {
         const char *nl = memchr(r->p + pos, '\n', r->len - pos);

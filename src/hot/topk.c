@@ -213,6 +213,40 @@ static int by_count_desc(const void *a, const void *b)
     return (x->hash > y->hash) - (x->hash < y->hash);
 }
 
+/* Whether a ranks below b in by_count_desc's order (a smaller count, or a larger hash). */
+static bool ranks_below(const topk_ent *a, const topk_ent *b)
+{
+    return a->count != b->count ? a->count < b->count : a->hash > b->hash;
+}
+
+/* A merge's candidates from src, h[0, n): a min-heap by rank, the lowest ranked at h[0]. */
+static void cand_sift_up(topk_ent *h, size_t pos)
+{
+    topk_ent x = h[pos];
+    while (pos > 0 && ranks_below(&x, &h[(pos - 1) / 2])) {
+        h[pos] = h[(pos - 1) / 2];
+        pos = (pos - 1) / 2;
+    }
+    h[pos] = x;
+}
+
+static void cand_sift_down(topk_ent *h, size_t n, size_t pos)
+{
+    topk_ent x = h[pos];
+    for (;;) {
+        size_t c = 2 * pos + 1;
+        if (c >= n)
+            break;
+        if (c + 1 < n && ranks_below(&h[c + 1], &h[c]))
+            c++;
+        if (!ranks_below(&h[c], &x))
+            break;
+        h[pos] = h[c];
+        pos = c;
+    }
+    h[pos] = x;
+}
+
 /* Rebuilds the index and the heap over e[0, n). */
 static void rebuild(ch__topk *t)
 {
@@ -246,22 +280,48 @@ void ch__topk_merge(ch__topk *t, const ch__topk *src)
                d->keylen);
         m++;
     }
-    /* src's keys t does not hold, with t's floor. */
+    /* src's keys t does not hold, with t's floor: into the scratch left, 2k - n >= k entries.
+     * A src with more entries than that (a larger k) keeps the best ranked there, a min-heap
+     * whose lowest one a better key replaces; only k are kept anyway, and every key dropped
+     * here ranks below them all. dropped: the largest merged count dropped, so the floor
+     * covers those keys too. O(src's n log k). */
+    topk_ent *cand = t->se + m;
+    size_t room = 2 * t->k - m, ncand = 0;
+    uint64_t dropped = 0;
     for (size_t j = 0; j < src->n; j++) {
         const topk_ent *s = &src->e[j];
         if (t->idx[idx_find(t, s->hash)] != 0)
             continue;
-        topk_ent *d = &t->se[m];
-        *d = *s;
-        d->count += t->floor;
-        d->error += t->floor;
-        d->kslot = (uint32_t)m;
-        set_key(t, d, t->skeys + m * t->keymax, src->keys + (size_t)s->kslot * src->keymax,
-                s->keylen, s->truncated);
-        m++;
+        topk_ent d = *s;
+        d.count += t->floor;
+        d.error += t->floor;
+        size_t at = ncand;
+        if (ncand == room) {
+            if (!ranks_below(&cand[0], &d)) {
+                if (d.count > dropped)
+                    dropped = d.count;
+                continue;
+            }
+            if (cand[0].count > dropped)
+                dropped = cand[0].count;
+            at = 0;
+            d.kslot = cand[0].kslot; /* its key bytes' slot is taken over */
+        } else {
+            d.kslot = (uint32_t)(m + ncand);
+        }
+        set_key(t, &d, t->skeys + (size_t)d.kslot * t->keymax,
+                src->keys + (size_t)s->kslot * src->keymax, s->keylen, s->truncated);
+        cand[at] = d;
+        if (at == ncand)
+            cand_sift_up(cand, ncand++);
+        else
+            cand_sift_down(cand, ncand, 0);
     }
+    m += ncand;
     qsort(t->se, m, sizeof(*t->se), by_count_desc);
     uint64_t fl = t->floor + src->floor;
+    if (dropped > fl)
+        fl = dropped;
     size_t keep = m < t->k ? m : t->k;
     /* A dropped key's weight is at most its merged count, the largest of which is se[keep]. */
     if (m > keep && t->se[keep].count > fl)

@@ -51,8 +51,9 @@ void ch__topk_clear(ch__topk *t);
 void ch__topk_add(ch__topk *t, uint64_t hash, const void *key, size_t len, uint64_t w);
 /* t := the merge of t and src (Agarwal et al., "Mergeable summaries", 2012): a key's count and
  * error in each side (a side's floor where it is absent) summed, the k largest counts kept; the
- * guarantee above holds for the merged stream. src is unchanged. Keys of src keep src's keymax
- * bytes, cut to t's. O(k log k). */
+ * guarantee above holds for the merged stream. src is unchanged and may be of any k (a larger
+ * one's keys that cannot be kept raise t's floor). Keys of src keep src's keymax bytes, cut to
+ * t's. No allocation. O((k + src's size) log k). */
 void ch__topk_merge(ch__topk *t, const ch__topk *src);
 /* Scales every count, error, the floor and the total by factor (0..1): an exponentially
  * decayed view (a 60 s window from 1 s ones: factor 59/60 before each merge). Counts round up

@@ -10,7 +10,12 @@ proxy ejects it. Then, for B's keys only, reads and writes through the proxy:
 
   redis:     GET, SET, SET EX 3600, SET PXAT (an hour ahead), SETEX 3600, MSET, INCR, DEL,
              and RPOPLPUSH (refused: it writes two keys);
-  memcached: get, set with exptime 0 and 3600, add, delete, touch 3600.
+  memcached: get, set with exptime 0 and 3600, add, delete, touch 3600, a meta ms whose
+             line ends with a bare LF and whose value holds a CRLF (issue 35: its T went into
+             the value, the rest read by G as a command of its own), "set k  5 3600" with
+             two spaces (issue 35: its client flags were capped as if the exptime, which
+             stayed 3600), and an mg touching a key with T0000000000000003600 (issue 35: sent
+             uncapped, leading zeros counted as digits too many).
 
 Checked directly on the servers: every write is on G with a lifetime of at most gutter_ttl
 (redis PTTL, memcached "mg k t"), deletes are absent there, the reads through the proxy answer
@@ -264,7 +269,8 @@ def mc_case(t):
             before_a, before_c = counts(A), counts(C)
             n = len(mine) // 5
             zero, hour, add, dele, touch = (mine[0:n], mine[n:2 * n], mine[2 * n:3 * n],
-                                            mine[3 * n:4 * n], mine[4 * n:])
+                                            mine[3 * n:4 * n], mine[4 * n:-2])
+            lf_key, sp_key = mine[-1], mine[-2]
             for k in mine:
                 if c.call(b"get %s\r\n" % k) != b"END\r\n":
                     fail("memcache: a get of B's key %r found a value while the gutter was "
@@ -282,6 +288,36 @@ def mc_case(t):
             for k in dele:
                 if c.call(b"delete %s\r\n" % k) not in (b"NOT_FOUND\r\n", b"DELETED\r\n"):
                     fail("memcache: delete of B's key failed while B was out")
+            lf_value = b"a\r\nmn\r\nb:" + lf_key
+            got = c.call(b"ms %s %d\n%s\r\n" % (lf_key, len(lf_value), lf_value))
+            after = c.call(b"mn\r\n")
+            if got != b"HD\r\n" or after != b"MN\r\n":
+                fail("memcache: ms with a bare-LF line: %r, then mn: %r (want HD, MN)" % (
+                    got, after))
+            if c.call(b"set %s  5 3600 2\r\nsp\r\n" % sp_key) != b"STORED\r\n":
+                fail("memcache: a set with two spaces failed while B was out")
+            with Mc(G.addr) as d:
+                rep = d.call(b"mg %s t f v\r\n" % sp_key)
+                head = rep.split(b"\r\n")[0].split()
+                if head[0] != b"VA" or b"f5" not in head[2:] or \
+                        not [f for f in head[2:] if f.startswith(b"t") and
+                             0 < int(f[1:]) <= TTL_MS // 1000]:
+                    fail("memcache: 'set k  5 3600' on the gutter as %r, want flags 5 and a "
+                         "lifetime of at most %d s" % (rep, TTL_MS // 1000))
+                if c.call(b"mg %s T0000000000000003600\r\n" % sp_key) != b"HD\r\n":
+                    fail("memcache: mg T0000000000000003600 of B's key failed while B was out")
+                rep = d.call(b"mg %s t\r\n" % sp_key)
+                ttl = [int(f[1:]) for f in rep.split() if f.startswith(b"t")]
+                if not ttl or not 0 < ttl[0] <= TTL_MS // 1000:
+                    fail("memcache: after mg T0000000000000003600 the gutter has %r, want a "
+                         "lifetime of at most %d s" % (rep, TTL_MS // 1000))
+                rep = d.call(b"mg %s t v\r\n" % lf_key)
+                head = rep.split(b"\r\n")[0].split()
+                ttl = [int(f[1:]) for f in head[2:] if f.startswith(b"t")]
+                if head[0] != b"VA" or not ttl or not 0 < ttl[0] <= TTL_MS // 1000 or \
+                        rep[rep.index(b"\r\n") + 2:-2] != lf_value:
+                    fail("memcache: the bare-LF ms on the gutter as %r, want %r with a "
+                         "lifetime of at most %d s" % (rep, lf_value, TTL_MS // 1000))
             written = zero + hour + add + touch
             with Mc(G.addr) as d:
                 for k in written:

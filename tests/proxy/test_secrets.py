@@ -112,9 +112,11 @@ def body(t):
     checks = [
         ("GET /metrics with Origin", b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
          b"Origin: http://evil.example\r\n\r\n", 403),
-        ("POST /-/reload with Origin", b"POST /-/reload HTTP/1.1\r\nOrigin: http://evil.example"
+        ("POST /-/reload with Origin", b"POST /-/reload HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+         b"Origin: http://evil.example"
          b"\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n\r\n", 403),
-        ("POST /-/reload cross-site", b"POST /-/reload HTTP/1.1\r\nSec-Fetch-Site: cross-site"
+        ("POST /-/reload cross-site", b"POST /-/reload HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+         b"Sec-Fetch-Site: cross-site"
          b"\r\nAuthorization: Bearer " + TOKEN.encode() + b"\r\n\r\n", 403),
         ("POST /-/reload, a foreign Host", b"POST /-/reload HTTP/1.1\r\nHost: rebound.example:%d"
          b"\r\nAuthorization: Bearer " % mport + TOKEN.encode() + b"\r\n\r\n", 403),
@@ -122,7 +124,8 @@ def body(t):
          b"scraped.example:%d\r\n\r\n" % mport, 403),
         ("POST /-/reload without the token", b"POST /-/reload HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
          401),
-        ("POST /-/reload, a wrong token", b"POST /-/reload HTTP/1.1\r\nAuthorization: Bearer "
+        ("POST /-/reload, a wrong token", b"POST /-/reload HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+         b"Authorization: Bearer "
          b"Q#nope\r\n\r\n", 401),
         ("GET /metrics, Host 127.0.0.1:port", b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:%d\r\n\r\n"
          % mport, 200),
@@ -145,8 +148,8 @@ def body(t):
     write_file(conf, config(ports, backend).replace("  redis: true\n  redis_auth: \"%s\"" %
                                                     WRONG_PASS, "  redis: true\n  timeout: \"%s\""
                                                     % MISPLACED, 1))
-    code, b = http(mport, b"POST /-/reload HTTP/1.1\r\nAuthorization: Bearer " +
-                   TOKEN.encode() + b"\r\n\r\n")
+    code, b = http(mport, b"POST /-/reload HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                   b"Authorization: Bearer " + TOKEN.encode() + b"\r\n\r\n")
     bodies.append(b)
     if code != 400 or b"timeout" not in b or b"secrets.yml:" not in b:
         fail("a reload with a bad timeout: %d %r (want 400 naming the file and the key)" % (

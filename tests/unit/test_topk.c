@@ -236,6 +236,46 @@ static void test_merge_and_decay(void **state)
     free(cdf);
 }
 
+/* A summary merged into one with fewer entries (and a shorter keymax): the merge keeps the
+ * largest and the guarantee, within t's own memory. Before (issue 35, found by
+ * fuzz/topk_fuzz.c), t's scratch held 2 x t's k entries, and src's keys beyond that were written
+ * past it (ASan: heap-buffer-overflow in ch__topk_merge). */
+static void test_merge_larger_source(void **state)
+{
+    (void)state;
+    uint64_t *exact = calloc(NKEYS, sizeof(*exact));
+    assert_non_null(exact);
+    const size_t small[] = {1, 2, 3, 5};
+    for (size_t si = 0; si < sizeof(small) / sizeof(small[0]); si++) {
+        memset(exact, 0, NKEYS * sizeof(*exact));
+        ch__topk *t = ch__topk_new(small[si], 16);
+        ch__topk *src = ch__topk_new(64, 250);
+        assert_non_null(t);
+        assert_non_null(src);
+        /* t: three keys of its own; src: 64 keys, weights 1..64 (and one key both hold). */
+        for (uint32_t k = 100; k < 103; k++) {
+            add_key(t, k, 10);
+            exact[k] += 10;
+        }
+        for (uint32_t k = 0; k < 64; k++) {
+            uint32_t key = k == 63 ? 100 : k;
+            add_key(src, key, k + 1);
+            exact[key] += k + 1;
+        }
+        ch__topk_merge(t, src);
+        assert_int_equal(ch__topk_size(t), small[si]);
+        assert_int_equal(ch__topk_total(t), ch__topk_total(src) + 30);
+        check_bounds(t, exact, NULL);
+        /* The merged count of the heaviest (key 100: 10 + 64) leads. */
+        ch__topk_entry e;
+        assert_int_equal(ch__topk_sorted(t, &e, 1), 1);
+        assert_int_equal(key_index(&e), 100);
+        ch__topk_free(t);
+        ch__topk_free(src);
+    }
+    free(exact);
+}
+
 /* A uniform stream over more keys than entries (every key churns through the minimum), then
  * keys whose hashes share their low bits (long probe runs, removals shifting them back). */
 static void test_churn_and_collisions(void **state)
@@ -342,6 +382,7 @@ int main(void)
         cmocka_unit_test(test_churn_and_collisions),
         cmocka_unit_test(test_zipf_recall_and_bounds),
         cmocka_unit_test(test_merge_and_decay),
+        cmocka_unit_test(test_merge_larger_source),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

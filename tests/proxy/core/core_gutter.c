@@ -61,7 +61,9 @@ static void refused(fixture *fx, const char *text, const char *msg)
 {
     px_buf out = {0};
     char why[192];
-    assert_int_equal(capped(fx, text, 0, &out, why, sizeof(why)), 1);
+    int rc = capped(fx, text, 0, &out, why, sizeof(why));
+    if (rc != 1)
+        fail_msg("%s: %d, %.*s (want refused: %s)", text, rc, (int)out.len, out.p, msg);
     assert_int_equal(out.len, 0);
     assert_non_null(strstr(why, msg));
     px_buf_free(&out);
@@ -135,4 +137,33 @@ void test_gutter_mc(void **state)
     mc_is(fx, "delete k\r\n", "delete k\r\n");
     mc_is(fx, "incr k 1\r\n", "incr k 1\r\n");
     mc_is(fx, "get k\r\n", "get k\r\n");
+    /* A request line ended by a bare LF, which memcached (and the proxy's parser) take: its
+     * end is the LF, not the first CR, which may be in the data block. Before (issue 35, found
+     * by fuzz/hotpath_fuzz.c): the T of an ms went into the data ("ms k 2\nhi T4\r\n": the value
+     * changed and " T4" read by the gutter's memcached as a command of its own, a second reply
+     * to one request), a last T flag kept its lifetime uncapped, and touch was refused. */
+    mc_is(fx, "ms k 2\nhi\r\n", "ms k 2 T4\nhi\r\n");
+    mc_is(fx, "ms k 4\na\r\nb\r\n", "ms k 4 T4\na\r\nb\r\n");
+    mc_is(fx, "ms k 2 T3600\nhi\r\n", "ms k 2 T4\nhi\r\n");
+    mc_is(fx, "mg k v T3600\n", "mg k v T4\n");
+    mc_is(fx, "touch k 3600\n", "touch k 4\n");
+    mc_is(fx, "set k 0 3600 2\nhi\r\n", "set k 0 4 2\nhi\r\n");
+    /* Runs of spaces separate tokens, as memcached's tokenizer and the proxy's parser read
+     * them. Before (issue 35, found by fuzz/hotpath_fuzz.c): an empty token counted, so
+     * "set k  0 3600" had its flags (0) capped as if they were its exptime, which stayed 3600,
+     * and "touch k  3600" was refused. */
+    mc_is(fx, "set k  0 3600 2\r\nhi\r\n", "set k 0 4 2\r\nhi\r\n");
+    mc_is(fx, "touch k  3600\r\n", "touch k 4\r\n");
+    mc_is(fx, "gat  3600 a\r\n", "gat 4 a\r\n");
+    mc_is(fx, "ms k  2  T3600 F5\r\nhi\r\n", "ms k 2 T4 F5\r\nhi\r\n");
+    /* A refusal writes nothing (px_codec.encode_capped); before, the tokens before the bad one
+     * were left in out. */
+    refused(fx, "touch k 1234567890123456789\r\n", "bad command line format");
+    /* Leading zeros are digits memcached (and the proxy's parser) read past, not ones that make
+     * a number too long. Before (issue 35, found by fuzz/hotpath_fuzz.c): T0000000000000003600
+     * went to the gutter uncapped (an hour where gutter_ttl is 4 s) and the exptime
+     * 0000000000000003600 was refused. */
+    mc_is(fx, "mg k v T0000000000000003600\r\n", "mg k v T4\r\n");
+    mc_is(fx, "mg k v N000000000000000000000030\r\n", "mg k v N4\r\n");
+    mc_is(fx, "set k 0 0000000000000003600 2\r\nhi\r\n", "set k 0 4 2\r\nhi\r\n");
 }
