@@ -391,18 +391,17 @@ static int mc_encode_request(px_buf *out, const px_msg *m, const uint32_t *keys,
 
 /* ---- the gutter pool --------------------------------------------------------------------- */
 
-/* memcached's exptime: 0 none, up to 30 days a number of seconds, beyond a Unix time. */
-#define MC_RELATIVE_MAX (30 * 24 * 3600)
-
 /* Exptime v capped at cap_s seconds from now_s, as a relative exptime (an expired one, v < 0
- * or a Unix time past, is kept: the item is gone at once either way). */
+ * or a Unix time past, is kept: the item is gone at once either way). memcached's rule, as
+ * ch_mc_copy_exptime's: 0 none, up to CH_MC_RELATIVE_MAX a number of seconds, beyond a Unix
+ * time. */
 static int64_t cap_exptime(int64_t v, int64_t cap_s, int64_t now_s)
 {
     if (v < 0)
         return v;
     if (v == 0)
         return cap_s;
-    if (v <= MC_RELATIVE_MAX)
+    if (v <= CH_MC_RELATIVE_MAX)
         return v < cap_s ? v : cap_s;
     int64_t rel = v - now_s;
     return rel <= 0 ? v : rel < cap_s ? rel : cap_s;
