@@ -245,6 +245,7 @@ void fleet_change_dropped(fleet_change *c, const char *trigger)
     rec->prepare_failed = c->held_epoch;
     snprintf(rec->prepare_error, sizeof(rec->prepare_error), "dropped by a later reload (%s)",
              trigger);
+    c->changed(c->arg); /* the workers' bound was the held change's, which nothing renews now */
     fleet_instance_put(c->inst);
 }
 

@@ -29,7 +29,8 @@ typedef struct fleet_change {
     uint64_t applied;         /* documents applied */
     uint64_t refused_invalid; /* refused: it does not parse or cannot be built */
     uint64_t refused_stale;   /* refused: its epoch is not newer than the one served */
-    void (*changed)(void *arg); /* a change held, committed or withdrawn: decide the fence */
+    void (*changed)(void *arg); /* a change held, committed, withdrawn or dropped: decide the
+                                   fence */
     void *arg;
 } fleet_change;
 

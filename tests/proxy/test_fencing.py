@@ -33,6 +33,11 @@ than the last acknowledged before it began is stale.
      summary log lines per change (not one per server), and no proxy fences meanwhile (its
      control thread never stalls past its keepalive: on the code before, one server added to
      10,000 took 3.8 s of control thread under ASan and fenced a 3 s lease).
+  6. A prepared change dropped by a later reload (SIGHUP), on px3 (--fleet-ttl 30: a keepalive
+     every 10 s): its record says so, and px3 serves on past the bound a held change serves
+     under (250 ms after its loop last knew no commit was waiting), its stats not fenced. On
+     the code before, the drop did not hand the fence's decision to the workers: every GET
+     after the bound was refused with "... (control thread stalled)" until the next keepalive.
 
 Usage: test_fencing.py CHASH_PROXY CHASH_CLI
 Exit: 0 pass, 1 fail, 77 skip (etcd or redis-server missing and CI unset).
@@ -56,6 +61,7 @@ POOL = "alpha"
 KEY = "/chash/pools/alpha"
 WAIT = 20.0
 NKEYS = 200
+HELD_ALIVE = 0.25  # PX_FENCE_HELD_ALIVE_NS (proxy/fence.h), in seconds
 
 
 def fence_error(why):
@@ -366,6 +372,40 @@ def body(t):
     log("5. stopped between prepare and commit, within its lease: %d of %d queued GETs fresh, "
         "%d refused, none stale" % (got.count(b"new"), len(keys),
                                    sum(is_fence_error(g) for g in got)))
+
+    # 6. a prepared change dropped by a later reload
+    wait_for(lambda: fenced(px3) == 0 and client.records(KEY)["px3"]["epoch"] == epoch,
+             "6. px3 current on epoch %d after SIGCONT" % epoch)
+    pend = json.loads(doc(redises, [0, 1, 2]))
+    pend["epoch"] = epoch + 1
+    client.put(KEY + "/pending", json.dumps(pend))
+    client.wait_records(KEY, lambda r: r["px3"]["prepared"] == epoch + 1, WAIT,
+                        "6. px3 prepared epoch %d" % (epoch + 1))
+    px3.proc.send_signal(signal.SIGHUP)
+    client.wait_records(KEY, lambda r: r["px3"]["prepared"] == 0 and
+                        r["px3"]["prepare_failed"] == epoch + 1 and
+                        r["px3"]["prepare_error"] == "dropped by a later reload (SIGHUP)", WAIT,
+                        "6. px3's record says SIGHUP dropped its prepared change")
+    # The drop came before its record was seen here, and the bound a held change serves under
+    # ends HELD_ALIVE after the loop last confirmed it, before the drop: the last GETs go past
+    # it, a bounded load each of whose answers must be the value.
+    past_bound = time.monotonic() + HELD_ALIVE + 0.1
+    got = []
+    with Resp(px3.listens[0]) as c:
+        while not got or time.monotonic() < past_bound:
+            got.append(c.call("GET", keys[len(got) % len(keys)]))
+    refused = [g for g in got if g != b"new"]
+    if refused:
+        fail("6. px3 after SIGHUP dropped its prepared change: %d of %d GETs not answered, "
+             "first %r" % (len(refused), len(got), refused[0]))
+    if fenced(px3) != 0:
+        fail("6. px3's stats say fenced after SIGHUP dropped its prepared change: %s" %
+             json.dumps(px3.stats_json()[POOL]))
+    client.delete(KEY + "/pending")
+    client.wait_records(KEY, lambda r: all(r[i]["prepared"] == 0 for i in all_ids), WAIT,
+                        "6. the withdrawn change dropped by every proxy")
+    log("6. a prepared change dropped by SIGHUP: %d GETs through px3 until past the held "
+        "bound, all answered; not fenced" % len(got))
 
     for p in proxies + [srv, slow, px3]:
         p.stop()
