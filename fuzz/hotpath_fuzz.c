@@ -27,6 +27,7 @@
  */
 #include "codec.h"
 #include "mc.h"
+#include "route_bytes.h"
 #include "resp.h"
 
 #include <stdio.h>
@@ -80,20 +81,6 @@ static void parse_one(const px_codec *c, const char *buf, size_t len, req *r)
     check(parse(c, buf, len, r, &consumed) == PX_PARSE_OK);
     check(consumed == len && r->m.cmd != NULL && r->m.reject[0] == '\0');
     check(r->m.nargs <= ROOM && r->m.nkeys <= ROOM);
-}
-
-/* The routing bytes of m's key i into *out (buf holds a decoded base64 key). */
-static size_t route_bytes(const px_codec *c, const px_msg *m, size_t i, char *buf, size_t cap,
-                          const char **out)
-{
-    if ((m->flags & PX_MSG_ENCODED_KEYS) != 0) {
-        long n = c->route_key(m, m->keys[i], buf, cap);
-        check(n >= 0);
-        *out = buf;
-        return (size_t)n;
-    }
-    *out = m->raw + m->keys[i].off;
-    return m->keys[i].len;
 }
 
 /* The request r's first key routes by key[0, klen). */

@@ -23,6 +23,7 @@
  */
 #include "codec.h"
 #include "mc.h"
+#include "route_bytes.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,20 +103,6 @@ static int walk(const px_codec *c, const px_reply *r, uint64_t *next, keys *ks)
     if (c == &px_codec_memcache)
         check(*next == 0);
     return rc;
-}
-
-/* The routing bytes of m's key i. */
-static size_t route_bytes(const px_codec *c, const px_msg *m, size_t i, char *buf, size_t cap,
-                          const char **out)
-{
-    if ((m->flags & PX_MSG_ENCODED_KEYS) != 0) {
-        long n = c->route_key(m, m->keys[i], buf, cap);
-        check(n >= 0);
-        *out = buf;
-        return (size_t)n;
-    }
-    *out = m->raw + m->keys[i].off;
-    return m->keys[i].len;
 }
 
 /* buf[0, len) parses as exactly one request; into m (its arrays: args, ks). */
