@@ -185,8 +185,8 @@ static void keep(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
         return;
     memcpy(b, &h, sizeof(h));
     memcpy(b + sizeof(h), r->p, r->len);
-    if (ch__near_put(cache, hh, ek, eklen, w.gen, rq->t0,
-                     px_io_hrtime(pool->io), b, n))
+    if (ch__near_put(cache, hh, ek, eklen, w.gen, rq->t0, UINT64_MAX, px_io_hrtime(pool->io), b,
+                     n))
         pool->m.near.stores++;
     if (b != small)
         free(b);
