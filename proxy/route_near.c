@@ -10,9 +10,10 @@
  *        detector counted at least hot_threshold / workers of its reads this window, surely) or
  *        was cached lately (an expired entry: a hot key stays cached without waiting for its
  *        threshold each window), and the generation has not moved;
- *   a write or delete (any command not retryable) -> its key's generation bumped when it is
+ *   a write or delete (any command not retryable) -> its keys' generations bumped when it is
  *        sent and again when it is answered (near.h: no read that may have seen the value
- *        before it is served after it), then answered as the child answers;
+ *        before it is served after it), those it writes unnamed too (a destination, a STORE
+ *        key), or every key's for a script (near_write.h), then answered as the child answers;
  *   anything else (gets with CAS, TTL, ...) -> passed on as it is.
  *
  * Entries are keyed by the command (a GET's reply is not an MGET part's), the client's dialect
@@ -23,6 +24,7 @@
  * step, whether the key was cached lately, and its generation when the read began.
  */
 #include "route_near.h"
+#include "near_write.h"
 #include "pool.h"
 #include "request.h"
 
@@ -92,18 +94,13 @@ static void account(px_route *rt)
     ns->held = st.bytes;
 }
 
-/* A write's keys: slot s's, or every key of a command not split per key (EVAL, RENAME, ...),
- * whose one slot stands for them all. */
-static void invalidate(px_rq *rq, px_slot s)
+/* A write's keys (near_write.h): slot s's, or every key of a command not split per key (EVAL,
+ * RENAME, SORT ... STORE, ...), whose one slot stands for them all, with those it writes
+ * unnamed. */
+static void invalidate(px_rq *rq, px_slot s, bool sent)
 {
-    ch__near_gens *gens = rq->pool->shared->near_gens;
-    bool all = rq->nslots < rq->msg.nkeys;
-    for (size_t k = all ? 0 : rq->slots[s].key; k < (all ? rq->msg.nkeys : rq->slots[s].key + 1u);
-         k++) {
-        uint64_t h;
-        if (px_rq_key_hash(rq, k, &h))
-            ch__near_invalidate(gens, h);
-    }
+    bool whole = rq->nslots < rq->msg.nkeys || rq->nslots == 1;
+    px_near_forget(rq, whole ? SIZE_MAX : rq->slots[s].key, sent);
 }
 
 typedef struct near_word {
@@ -134,8 +131,8 @@ static void near_start(px_route *rt, px_rq *rq, px_slot s)
     ch__near_gens *gens = pool->shared->near_gens;
     /* A write invalidates through the generations every worker's cache reads, even on a tree
      * whose cache a reload's tree took over (a side request of an old request starts late). */
-    if (!cmd->retry) {
-        invalidate(rq, s);
+    if (px_near_writes(rq)) {
+        invalidate(rq, s, true);
         set_state(rq, s, rt, N_WRITE, 0);
         px_rq_call(rq, s, rt, rt->child[0]);
         return;
@@ -200,7 +197,7 @@ static void near_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
         px_slot s = slots[i];
         unsigned step = near_word_get(rq, s, rt).step;
         if (step == N_WRITE) {
-            invalidate(rq, s);
+            invalidate(rq, s, false);
         } else if (step == N_READ) {
             if (n == 1) /* a part of several keys is not one key's reply */
                 keep(rt, rq, s, r);

@@ -591,7 +591,8 @@ bool px_session_refuse_unstaged(px_rq *rq)
 {
     const char *unnamed = NULL;
     if (rq->pool->stage.table == NULL || rq->codec->writes_unnamed == NULL ||
-        (unnamed = rq->codec->writes_unnamed(&rq->msg)) == NULL || !names_moving_key(rq))
+        (unnamed = rq->codec->writes_unnamed(&rq->msg, NULL, NULL)) == NULL ||
+        !names_moving_key(rq))
         return false;
     char what[240];
     snprintf(what, sizeof(what), "a key of this command moves under it: %s", unnamed);

@@ -327,10 +327,13 @@ typedef struct px_codec {
 
     /* Optional (NULL: every key a request writes is one of m->keys). Whether m may write keys
      * its key spec does not name, which the staging of a membership change cannot see
-     * (session.h, px_session_refuse_unstaged): NULL when it does not, else what they are, as a
-     * clause of the client's error ("a script may write keys it does not declare, ..."). A key
-     * written so must share a named key's hash tag to reach its own owner at all. */
-    const char *(*writes_unnamed)(const px_msg *m);
+     * (session.h, px_session_refuse_unstaged) nor the near cache end by its key (near_write.h):
+     * NULL when it does not, else what they are, as a clause of the client's error ("a script
+     * may write keys it does not declare, ..."). at, when not NULL, receives the indexes in
+     * m->args of those keys (at most PX_UNNAMED_MAX) and *nat their count: 0 when they cannot
+     * be named (a script's). A key written so must share a named key's hash tag to reach its
+     * own owner at all. */
+    const char *(*writes_unnamed)(const px_msg *m, uint32_t *at, size_t *nat);
 
     /* Optional (NULL: the protocol has no SCAN): a cursor walk (PX_CMD_SCAN). scan_cursor: the
      * server's cursor in its reply r, 0 or -1 when r is not a cursor reply. scan_rewrite: r
@@ -354,6 +357,9 @@ typedef struct px_codec {
     int (*encode_op)(px_buf *out, px_session_op op, const char *const *names, const size_t *lens,
                      size_t n);
 } px_codec;
+
+/* The most keys px_codec.writes_unnamed names (a GEORADIUS with both STORE and STOREDIST: 2). */
+#define PX_UNNAMED_MAX 4
 
 /* A reply that arrived on a subscribed connection with no request waiting for it. */
 typedef enum px_push {

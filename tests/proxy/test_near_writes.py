@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""proxy_near_writes: every write kind through chash-proxy ends the near cache's entry of the
+key it writes (issue 37, item 3; docs/OPERATIONS.md, "Hot keys").
+
+Real redis-servers, two workers, hot_cache 60 s (an entry left behind would be served for a
+minute). Each case makes a key K hot through the proxy (reads until the pool's near cache
+counts hits on them), writes K in its own way through the proxy, and once the write is
+acknowledged reads K 32 times through the proxy on the connection that wrote and 32 on another:
+each read must answer what the server itself answers for K then (read straight from it), never
+the value from before the write.
+
+  Redis (hash_tag "{}", two servers; the keys of a case share a tag, so one server):
+    SORT src STORE K, GEORADIUS ... STORE K, GEORADIUSBYMEMBER ... STOREDIST K (destinations
+    the key spec does not name; RPOPLPUSH, LMOVE and SMOVE are ended the same way, but cannot
+    write a key that holds a string, the only kind the near cache keeps), EVAL and EVALSHA of a
+    script that writes K without declaring it (the pool's whole near cache ends, counted in
+    chash_proxy_near_cache_script_flushes_total, once per script).
+
+On the code before (ed9fa7a) every case served the old value to all 32 reads.
+
+Usage: test_near_writes.py CHASH_PROXY CHASH_CLI
+Exit: 0 pass, 1 fail, 77 skip (redis-server missing, CI unset).
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proxyharness import (Proxy, Resp, fail, free_ports, log, pool_yaml,  # noqa: E402
+                          run_test, start_redises, wait_until, write_file)
+import promtext  # noqa: E402
+
+READS = 32          # reads after each write
+HOT_BATCH = 20      # reads between two looks at the hit counter
+WAIT = 30.0
+
+
+def script_flushes(mport):
+    """chash_proxy_near_cache_script_flushes_total of pool r; None when there is no such
+    family (the code before counted none)."""
+    fams = promtext.scrape(mport)
+    if "chash_proxy_near_cache_script_flushes_total" not in fams:
+        return None
+    return promtext.value(fams, "chash_proxy_near_cache_script_flushes_total", pool="r")
+
+
+def near_hits(mport, pool):
+    return promtext.value(promtext.scrape(mport), "chash_proxy_near_cache_hits_total", pool=pool)
+
+
+def make_hot(mport, pool, read, want, what):
+    """Reads through the proxy until the pool's near cache answers some of them (each read must
+    answer want meanwhile)."""
+    def served():
+        before = near_hits(mport, pool)
+        for _ in range(HOT_BATCH):
+            got = read()
+            if got != want:
+                fail("%s: a read before the write answered %r, want %r" % (what, got, want))
+        return near_hits(mport, pool) > before
+    wait_until(served, WAIT, "%s: the key served from the near cache" % what, poll=0)
+
+
+def stale_reads(read, direct, old, what):
+    """The reads after a write that answered the value from before it: each must answer what
+    the server answers now."""
+    want = direct()
+    if want == old:
+        fail("%s: the write did not change the key at its server (%r)" % (what, want))
+    stale = 0
+    for _ in range(READS):
+        got = read()
+        if got == old:
+            stale += 1
+        elif got != want:
+            fail("%s: a read answered %r, the server %r" % (what, got, want))
+    log("%s: %d of %d reads after the write stale" % (what, stale, READS))
+    return stale
+
+
+def redis_cases():
+    """(name, setup, write) of each Redis write kind: setup makes K a string 'old' and whatever
+    the write reads; write writes K through the proxy connection c."""
+    sha = []
+
+    def sort(c, k, t):
+        c.call("RPUSH", t + "src", 3, 1, 2)
+        return lambda: c.call("SORT", t + "src", "STORE", k)
+
+    def geo(c, k, t):
+        c.call("GEOADD", t + "geo", 13.361389, 38.115556, "palermo", 15.087269, 37.502669,
+               "catania")
+        return lambda: c.call("GEORADIUS", t + "geo", 15, 37, 200, "km", "STORE", k)
+
+    def geo_member(c, k, t):
+        c.call("GEOADD", t + "geo", 13.361389, 38.115556, "palermo", 15.087269, 37.502669,
+               "catania")
+        return lambda: c.call("GEORADIUSBYMEMBER", t + "geo", "palermo", 200, "km", "STOREDIST",
+                              k)
+
+    script = "redis.call('SET', ARGV[1], ARGV[2]) return 1"
+
+    def eval_(c, k, t):
+        return lambda: c.call("EVAL", script, 1, t + "decl", k, "new")
+
+    def evalsha(c, k, t):
+        if not sha:
+            sha.append(c.call("SCRIPT", "LOAD", script))
+        return lambda: c.call("EVALSHA", sha[0], 1, t + "decl", k, "new")
+
+    return [("SORT src STORE K", sort), ("GEORADIUS ... STORE K", geo),
+            ("GEORADIUSBYMEMBER ... STOREDIST K", geo_member),
+            ("EVAL writing K undeclared", eval_), ("EVALSHA writing K undeclared", evalsha)]
+
+
+def run_redis(rp, redises, mport):
+    failed = []
+    with Resp(rp) as c, Resp(rp) as other:
+        for i, (name, case) in enumerate(redis_cases()):
+            t = "{c%d}" % i
+            k = t + "K"
+            if c.call("SET", k, "old") != b"OK":
+                fail("%s: SET" % name)
+            write = case(c, k, t)
+            make_hot(mport, "r", lambda: c.call("GET", k), b"old", name)
+            flushes = script_flushes(mport)
+            write()
+            owner = [r for r in redises if r.call("EXISTS", k) == 1]
+            if len(owner) != 1:
+                fail("%s: K on %d servers after the write" % (name, len(owner)))
+
+            def direct():
+                with Resp(owner[0].addr) as d:
+                    return d.call("GET", k)
+            # The connection that wrote and another (any worker) read K.
+            stale = stale_reads(lambda: c.call("GET", k), direct, b"old", name)
+            stale += stale_reads(lambda: other.call("GET", k), direct, b"old",
+                                 name + " (another connection)")
+            if stale:
+                failed.append("%s: %d stale" % (name, stale))
+            now = script_flushes(mport)
+            if now is None:
+                failed.append("%s: no chash_proxy_near_cache_script_flushes_total" % name)
+            elif name.startswith("EVAL") and now != flushes + 1:
+                failed.append("%s: script flushes %d -> %d, want one more" % (name, flushes, now))
+            if not name.startswith("EVAL") and now != flushes:
+                failed.append("%s: counted as a script flush" % name)
+    return failed
+
+
+def body(t):
+    tmp = t.tmp
+    redises = start_redises(t.programs["redis-server"], tmp, 2)
+    rport, mport = free_ports(2)
+    conf = write_file(os.path.join(tmp, "near.yml"), "".join([
+        pool_yaml("r", rport, [(r.text, 1, "r%d" % i) for i, r in enumerate(redises)],
+                  hash_tag='"{}"', hot_cache=60000, hot_threshold=10),
+    ]))
+    px = Proxy(t.proxy, tmp, conf, [("127.0.0.1", p) for p in (rport, mport)],
+               extra_args=["--threads", "2", "--metrics-port", str(mport)]).start()
+    failed = run_redis(("127.0.0.1", rport), redises, mport)
+    px.stop()
+    if failed:
+        fail("; ".join(failed))
+    return "near cache: every write kind through the proxy ends its key's entry, 0 stale reads"
+
+
+run_test(body, programs=("redis-server",))
