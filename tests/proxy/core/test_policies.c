@@ -1117,6 +1117,45 @@ static void test_near_write_invalidates(void **state)
     assert_int_equal(fx->pool.m.near.stores, 2);
 }
 
+/* Writes of k that do not name it end its entry as well, when sent: SORT ... STORE k (the key
+ * after STORE: px_codec.writes_unnamed) drops k's alone; a script, whose undeclared keys no one
+ * can name, every entry, counted once. A read sent while the SORT is out is not kept. */
+static void test_near_unnamed_writes(void **state)
+{
+    fixture *fx = *state;
+    px_route *leaf = near_tree(fx);
+    ch__topk_add(fx->pool.hot, XXH3_64bits("h", 1), "h", 1, 5);
+    send_rq(fx, R("GET k"));
+    reply(fx, leaf, 0, "$3\r\nold\r\n");
+    send_rq(fx, R("GET h"));
+    reply(fx, leaf, 1, "$1\r\nh\r\n");
+    size_t w = send_rq(fx, R("SORT src ALPHA STORE k"));
+    sent(leaf, 2, R("SORT src ALPHA STORE k"));
+    size_t a = send_rq(fx, R("GET k")); /* not from memory: the SORT is sent */
+    sent(leaf, 3, R("GET k"));
+    size_t h = send_rq(fx, R("GET h")); /* another key's entry stays */
+    assert_string_equal(fake_done_reply(h), "$1\r\nh\r\n");
+    reply(fx, leaf, 2, ":3\r\n");
+    assert_string_equal(fake_done_reply(w), ":3\r\n");
+    reply(fx, leaf, 3, "$3\r\nold\r\n"); /* read before the SORT landed: not kept */
+    assert_string_equal(fake_done_reply(a), "$3\r\nold\r\n");
+    send_rq(fx, R("GET k"));
+    sent(leaf, 4, R("GET k"));
+    reply(fx, leaf, 4, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    assert_int_equal(fx->pool.m.near.script_flushes, 0);
+
+    size_t e = send_rq(fx, R("EVAL return 1 x"));
+    sent(leaf, 5, R("EVAL return 1 x"));
+    reply(fx, leaf, 5, ":1\r\n");
+    assert_string_equal(fake_done_reply(e), ":1\r\n");
+    assert_int_equal(fx->pool.m.near.script_flushes, 1);
+    send_rq(fx, R("GET h")); /* every entry ended */
+    sent(leaf, 6, R("GET h"));
+    reply(fx, leaf, 6, "$1\r\nh\r\n");
+    assert_int_equal(fake_sends(leaf), 7);
+    assert_int_equal(fx->pool.m.near.hits, 1);
+}
+
 /* The TTL, counted from the read's arrival: served within it, never after. A key cached lately
  * is kept again when its entry expired, even while the detector does not count it hot. */
 static void test_near_ttl(void **state)
@@ -1328,6 +1367,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_near_not_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_near_write_invalidates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_near_ttl, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_near_unnamed_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_joins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_write_closes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_apart, setup, teardown),
