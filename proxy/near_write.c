@@ -51,6 +51,22 @@ static bool unnamed(const px_rq *rq, uint64_t *kh, size_t *n)
     return true;
 }
 
+bool px_near_write_hashes(px_rq *rq, px_buf *out)
+{
+    int rc = 0;
+    for (size_t k = 0; k < rq->msg.nkeys; k++) {
+        uint64_t h;
+        if (px_rq_key_hash(rq, k, &h))
+            rc |= px_buf_append(out, (const char *)&h, sizeof(h));
+    }
+    uint64_t kh[PX_UNNAMED_MAX];
+    size_t n;
+    if (!unnamed(rq, kh, &n))
+        return false;
+    rc |= px_buf_append(out, (const char *)kh, n * sizeof(kh[0]));
+    return rc == 0;
+}
+
 void px_near_forget(px_rq *rq, size_t k, bool sent)
 {
     ch__near_gens *gens = gens_of(rq->pool);

@@ -33,4 +33,9 @@ void px_near_forget(px_rq *rq, size_t k, bool sent);
  * transaction, whose commands are gone by its EXEC). */
 void px_near_forget_hashes(px_pool *pool, const uint64_t *kh, size_t n, bool all, bool sent);
 
+/* Appends to out (uint64_t each) the hashes of every key write rq writes, named or not, for a
+ * px_near_forget_hashes later (a command queued in a transaction, applied at EXEC); false when
+ * it may write keys no one can name, or memory is short: then every key must be forgotten. */
+bool px_near_write_hashes(px_rq *rq, px_buf *out);
+
 #endif /* CHASH_PROXY_NEAR_WRITE_H */

@@ -18,10 +18,12 @@
  *
  * Entries are keyed by the command (a GET's reply is not an MGET part's), the client's dialect
  * and the key's bytes, their generations by the key alone. The TTL is counted from the
- * request's arrival, before its send: a value served is at most hot_cache old. What is not
- * seen: writes that do not pass through the tree (another proxy, a client of the server,
- * MULTI/EXEC sessions): the TTL alone bounds them. A slot's word at this route (near_word): its
- * step, whether the key was cached lately, and its generation when the read began.
+ * request's arrival, before its send: a value served is at most hot_cache old. Writes on a
+ * session's own connection (a transaction's EXEC, a write after WATCH) go past the tree and end
+ * their keys' entries the same way (session.c, near_write.h). What is not seen: writes that do
+ * not pass through this proxy (another proxy, a client of the server): the TTL alone bounds
+ * them. A slot's word at this route (near_word): its step, whether the key was cached lately,
+ * and its generation when the read began.
  */
 #include "route_near.h"
 #include "near_write.h"

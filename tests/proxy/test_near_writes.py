@@ -13,9 +13,10 @@ the value from before the write.
   Redis (hash_tag "{}", two servers; the keys of a case share a tag, so one server):
     SORT src STORE K, GEORADIUS ... STORE K, GEORADIUSBYMEMBER ... STOREDIST K (destinations
     the key spec does not name; RPOPLPUSH, LMOVE and SMOVE are ended the same way, but cannot
-    write a key that holds a string, the only kind the near cache keeps), EVAL and EVALSHA of a
-    script that writes K without declaring it (the pool's whole near cache ends, counted in
-    chash_proxy_near_cache_script_flushes_total, once per script).
+    write a key that holds a string, the only kind the near cache keeps), MULTI / SET K / EXEC
+    and a SET after WATCH (both sent on the session's own connection, past the route tree),
+    EVAL and EVALSHA of a script that writes K without declaring it (the pool's whole near
+    cache ends, counted in chash_proxy_near_cache_script_flushes_total, once per script).
 
 On the code before (ed9fa7a) every case served the old value to all 32 reads.
 
@@ -98,6 +99,20 @@ def redis_cases():
         return lambda: c.call("GEORADIUSBYMEMBER", t + "geo", "palermo", 200, "km", "STOREDIST",
                               k)
 
+    def multi(c, k, t):
+        def write():
+            got = [c.call("MULTI"), c.call("SET", k, "new"), c.call("EXEC")]
+            if got != [b"OK", b"QUEUED", [b"OK"]]:
+                fail("MULTI/SET/EXEC answered %r" % got)
+        return write
+
+    def watch(c, k, t):
+        def write():
+            got = [c.call("WATCH", t + "w"), c.call("SET", k, "new"), c.call("UNWATCH")]
+            if got != [b"OK", b"OK", b"OK"]:
+                fail("WATCH/SET/UNWATCH answered %r" % got)
+        return write
+
     script = "redis.call('SET', ARGV[1], ARGV[2]) return 1"
 
     def eval_(c, k, t):
@@ -109,8 +124,9 @@ def redis_cases():
         return lambda: c.call("EVALSHA", sha[0], 1, t + "decl", k, "new")
 
     return [("SORT src STORE K", sort), ("GEORADIUS ... STORE K", geo),
-            ("GEORADIUSBYMEMBER ... STOREDIST K", geo_member),
-            ("EVAL writing K undeclared", eval_), ("EVALSHA writing K undeclared", evalsha)]
+            ("GEORADIUSBYMEMBER ... STOREDIST K", geo_member), ("MULTI/SET K/EXEC", multi),
+            ("WATCH, SET K", watch), ("EVAL writing K undeclared", eval_),
+            ("EVALSHA writing K undeclared", evalsha)]
 
 
 def run_redis(rp, redises, mport):
