@@ -16,7 +16,7 @@ static ch__near_gens *gens_of(const px_pool *pool)
 
 bool px_near_writes(const px_rq *rq)
 {
-    return !rq->msg.cmd->retry;
+    return !rq->msg.cmd->retry || (rq->msg.flags & PX_MSG_TOUCH) != 0;
 }
 
 void px_near_forget_hashes(px_pool *pool, const uint64_t *kh, size_t n, bool all, bool sent)

@@ -18,7 +18,8 @@
 #include <stdint.h>
 
 /* Whether rq writes for the near cache: a command the proxy does not retry (a write or a
- * delete). */
+ * delete), or a read that gives its keys a new lifetime (PX_MSG_TOUCH: memcached gat, gats, mg
+ * with T, which may expire the item at once). */
 bool px_near_writes(const px_rq *rq);
 
 /* rq's write of its key k, or (k SIZE_MAX) of every key it names and of those it writes

@@ -84,6 +84,9 @@ enum {
                                       OFF or SKIP): it is served, its reply dropped (client.c) */
     PX_MSG_WHOLE = 1u << 3,        /* served whole, as one part, never split (a route's side
                                       request: one key, its reply that key's as it came) */
+    PX_MSG_TOUCH = 1u << 4,        /* a read that gives its keys a new lifetime (memcached gat,
+                                      gats, mg with T): retried as a read, but a write of them for
+                                      the near cache (near_write.h) */
 };
 
 /* A client connection's dialect of its pool's protocol (px_msg.dialect): codec-defined, 0 the

@@ -175,6 +175,9 @@ static px_parse mc_parse_request(const px_limits *lim, const char *buf, size_t l
             bits |= B_STRIP | B_QUIET;
         if (r.b64)
             m->flags |= PX_MSG_ENCODED_KEYS;
+        if (r.cmd == CH_MC_CMD_GAT || r.cmd == CH_MC_CMD_GATS ||
+            (r.cmd == CH_MC_CMD_MG && (r.mflags & CH_MC_FLAG('T')) != 0))
+            m->flags |= PX_MSG_TOUCH;
         m->proto[P_BITS] = bits;
         memcpy(m->proto + P_DATA_OFF, &r.data.off, 4);
         memcpy(m->proto + P_DATA_LEN, &r.data.len, 4);

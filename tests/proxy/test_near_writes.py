@@ -3,12 +3,12 @@
 """proxy_near_writes: every write kind through chash-proxy ends the near cache's entry of the
 key it writes (issue 37, item 3; docs/OPERATIONS.md, "Hot keys").
 
-Real redis-servers, two workers, hot_cache 60 s (an entry left behind would be served for a
+Real redis-servers and memcacheds, two workers, hot_cache 60 s (an entry left behind would be served for a
 minute). Each case makes a key K hot through the proxy (reads until the pool's near cache
 counts hits on them), writes K in its own way through the proxy, and once the write is
-acknowledged reads K 32 times through the proxy on the connection that wrote and 32 on another:
-each read must answer what the server itself answers for K then (read straight from it), never
-the value from before the write.
+acknowledged reads K 32 times through the proxy on the connection that wrote (and, Redis, 32 on
+another): each read must answer what the server itself answers for K then (read straight from
+it), never the value from before the write.
 
   Redis (hash_tag "{}", two servers; the keys of a case share a tag, so one server):
     SORT src STORE K, GEORADIUS ... STORE K, GEORADIUSBYMEMBER ... STOREDIST K (destinations
@@ -16,19 +16,21 @@ the value from before the write.
     write a key that holds a string, the only kind the near cache keeps), MULTI / SET K / EXEC
     and a SET after WATCH (both sent on the session's own connection, past the route tree),
     EVAL and EVALSHA of a script that writes K without declaring it (the pool's whole near
-    cache ends, counted in chash_proxy_near_cache_script_flushes_total, once per script).
+    cache ends, counted in chash_proxy_near_cache_script_flushes_total, once per script);
+  memcached (two servers): gat -1 K, gats -1 K, mg K T-1 v (reads that give the item a new
+    lifetime, here expiring it at once) and touch K -1 (a write already); K read with get.
 
-On the code before (ed9fa7a) every case served the old value to all 32 reads.
+On the code before (ed9fa7a) every case but touch served the old value to all 32 reads.
 
 Usage: test_near_writes.py CHASH_PROXY CHASH_CLI
-Exit: 0 pass, 1 fail, 77 skip (redis-server missing, CI unset).
+Exit: 0 pass, 1 fail, 77 skip (redis-server or memcached missing, CI unset).
 """
 import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Resp, fail, free_ports, log, pool_yaml,  # noqa: E402
-                          run_test, start_redises, wait_until, write_file)
+from proxyharness import (Mc, Proxy, Resp, fail, free_ports, log, pool_yaml,  # noqa: E402
+                          run_test, start_memcacheds, start_redises, wait_until, write_file)
 import promtext  # noqa: E402
 
 READS = 32          # reads after each write
@@ -164,21 +166,63 @@ def run_redis(rp, redises, mport):
     return failed
 
 
+def mc_get(c, k):
+    return c.call(b"get " + k + b"\r\n")
+
+
+def run_memcached(mp, mcs, mport):
+    failed = []
+    old = lambda k: b"VALUE " + k + b" 0 3\r\nold\r\nEND\r\n"  # noqa: E731
+    writes = [("gat -1 K", lambda k: b"gat -1 " + k + b"\r\n"),
+              ("gats -1 K", lambda k: b"gats -1 " + k + b"\r\n"),
+              ("mg K T-1 v", lambda k: b"mg " + k + b" T-1 v\r\n"),
+              ("touch K -1", lambda k: b"touch " + k + b" -1\r\n")]
+    with Mc(mp) as c:
+        for i, (name, req) in enumerate(writes):
+            k = b"mc%d" % i
+            if c.call(b"set " + k + b" 0 0 3\r\nold\r\n") != b"STORED\r\n":
+                fail("%s: set" % name)
+            make_hot(mport, "m", lambda: mc_get(c, k), old(k), name)
+            got = c.call(req(k))
+            if got.startswith((b"ERROR", b"CLIENT_ERROR", b"SERVER_ERROR")):
+                fail("%s answered %r" % (name, got))
+
+            def direct():
+                return b"".join(mc_direct(m, k) for m in mcs)
+            stale = stale_reads(lambda: mc_get(c, k), lambda: direct() or b"END\r\n", old(k),
+                                name)
+            if stale:
+                failed.append("%s: %d stale" % (name, stale))
+
+    return failed
+
+
+def mc_direct(server, k):
+    """The server's get reply for k less its END: b"" when it misses."""
+    with Mc(server.addr) as d:
+        got = d.call(b"get " + k + b"\r\n")
+    return got[:-len(b"END\r\n")]
+
+
 def body(t):
     tmp = t.tmp
     redises = start_redises(t.programs["redis-server"], tmp, 2)
-    rport, mport = free_ports(2)
+    mcs = start_memcacheds(t.programs["memcached"], tmp, 2)
+    rport, mcport, mport = free_ports(3)
     conf = write_file(os.path.join(tmp, "near.yml"), "".join([
         pool_yaml("r", rport, [(r.text, 1, "r%d" % i) for i, r in enumerate(redises)],
                   hash_tag='"{}"', hot_cache=60000, hot_threshold=10),
+        pool_yaml("m", mcport, [(m.text, 1, "m%d" % i) for i, m in enumerate(mcs)],
+                  redis=False, hot_cache=60000, hot_threshold=10),
     ]))
-    px = Proxy(t.proxy, tmp, conf, [("127.0.0.1", p) for p in (rport, mport)],
+    px = Proxy(t.proxy, tmp, conf, [("127.0.0.1", p) for p in (rport, mcport, mport)],
                extra_args=["--threads", "2", "--metrics-port", str(mport)]).start()
     failed = run_redis(("127.0.0.1", rport), redises, mport)
+    failed += run_memcached(("127.0.0.1", mcport), mcs, mport)
     px.stop()
     if failed:
         fail("; ".join(failed))
     return "near cache: every write kind through the proxy ends its key's entry, 0 stale reads"
 
 
-run_test(body, programs=("redis-server",))
+run_test(body, programs=("redis-server", "memcached"))
