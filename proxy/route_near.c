@@ -9,8 +9,13 @@
  *        key's generation recorded; the reply is kept when the key is hot (the worker's
  *        detector counted at least hot_threshold / workers of its reads this window, surely) or
  *        was cached lately (an expired entry: a hot key stays cached without waiting for its
- *        threshold each window), and the generation has not moved;
- *   a write or delete (any command not retryable) -> its keys' generations bumped when it is
+ *        threshold each window), and the generation has not moved; where the read's reply does
+ *        not tell the value's remaining life (memcached's get: px_codec.near_fill), a read of a
+ *        key hot or cached lately is sent as the codec's fetch instead (mg k v t f), answered
+ *        as the read would have been and kept no longer than the item has left, and any other
+ *        read as it came, not kept;
+ *   a write or delete (any command not retryable; memcached's gat, gats, mg with T, which give
+ *        an item a new lifetime: near_write.h) -> its keys' generations bumped when it is
  *        sent and again when it is answered (near.h: no read that may have seen the value
  *        before it is served after it), those it writes unnamed too (a destination, a STORE
  *        key), or every key's for a script (near_write.h), then answered as the child answers;
@@ -35,7 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { N_USUAL = 0, N_READ = 1, N_WRITE = 2 };
+enum { N_USUAL = 0, N_READ = 1, N_WRITE = 2, N_FILL = 3 };
 #define MAX_CACHED_KEY 1024u /* longer keys are not cached */
 
 /* A stored reply: its kind and integer before its bytes. */
@@ -117,6 +122,28 @@ static void set_state(px_rq *rq, px_slot s, const px_route *rt, unsigned step, u
     near_word_set(rq, s, rt, (near_word){gen, (uint8_t)step, false});
 }
 
+/* Read slot s of hot key (hash hh; known: cached lately) is sent as the codec's fetch, whose
+ * reply tells the value's remaining life (memcached's mg ... t), when the key is worth keeping;
+ * else as it came, its reply not kept: what cannot be bounded is not cached. */
+static void fill(px_route *rt, px_rq *rq, px_slot s, uint64_t hh, bool known)
+{
+    char buf[PX_MAX_ROUTE_KEY];
+    size_t len;
+    const char *key = px_rq_route_key(rq, s, buf, sizeof(buf), &len);
+    px_buf b = {0};
+    uint8_t expect;
+    near_word w = near_word_get(rq, s, rt);
+    w.step = N_FILL;
+    near_word_set(rq, s, rt, w);
+    if (!(known || px_pool_hot(rq->pool, hh)) || key == NULL || rq->codec->encode_fetch == NULL ||
+        rq->codec->encode_fetch(&b, key, len, &expect) != 0 ||
+        px_rq_fork(rq, s, rt, rq->pool, rt->child[0], b.p, b.len) != 0) {
+        set_state(rq, s, rt, N_USUAL, 0);
+        px_rq_pass(rq, s, rt, rt->child[0]);
+    }
+    px_buf_free(&b);
+}
+
 static void near_start(px_route *rt, px_rq *rq, px_slot s)
 {
     px_pool *pool = rq->pool;
@@ -158,13 +185,17 @@ static void near_start(px_route *rt, px_rq *rq, px_slot s)
     }
     pool->m.near.misses++;
     near_word_set(rq, s, rt, (near_word){ch__near_gen(gens, hh), N_READ, known});
+    if (rq->codec->near_fill != NULL) { /* a reply that does not tell the value's life */
+        fill(rt, rq, s, hh, known);
+        return;
+    }
     rq->slots[s].alone = true; /* its part's reply is this key's */
     px_rq_call(rq, s, rt, rt->child[0]);
 }
 
 /* A read's reply r for slot s, the part's only slot: kept when it is a value of a key hot or
- * cached lately. */
-static void keep(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
+ * cached lately, to serve at most life_ns from the read's arrival (and the TTL). */
+static void keep(px_route *rt, px_rq *rq, px_slot s, const px_reply *r, uint64_t life_ns)
 {
     px_pool *pool = rq->pool;
     near_word w = near_word_get(rq, s, rt);
@@ -184,17 +215,43 @@ static void keep(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
         return;
     memcpy(b, &h, sizeof(h));
     memcpy(b + sizeof(h), r->p, r->len);
-    if (ch__near_put(cache, hh, ek, eklen, w.gen, rq->t0, UINT64_MAX, px_io_hrtime(pool->io), b,
-                     n))
+    if (ch__near_put(cache, hh, ek, eklen, w.gen, rq->t0, life_ns, px_io_hrtime(pool->io), b, n))
         pool->m.near.stores++;
     if (b != small)
         free(b);
     account(rt);
 }
 
+/* The fetch's reply f for read slot s (N_FILL): the read's reply made of it, kept within the
+ * life it tells, and answered; when it is not a fetch's reply, the read is sent as it came (its
+ * reply not kept). */
+static void filled(px_route *rt, px_rq *rq, px_slot s, const px_reply *f)
+{
+    px_buf b = {0};
+    px_reply r;
+    uint64_t life = 0;
+    int rc = rq->codec->near_fill(&b, &rq->msg, rq->slots[s].key, f, &r, &life);
+    if (rc == 0) {
+        set_state(rq, s, rt, N_USUAL, 0);
+        px_rq_call(rq, s, rt, rt->child[0]);
+    } else if (rc < 0) {
+        set_state(rq, s, rt, N_USUAL, 0);
+        px_rq_return_error(rq, rt, &s, 1, PX_ERR_SERVER, "out of memory");
+    } else {
+        keep(rt, rq, s, &r, life);
+        set_state(rq, s, rt, N_USUAL, 0);
+        px_rq_return(rq, rt, &s, 1, &r);
+    }
+    px_buf_free(&b);
+}
+
 static void near_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
                        const px_reply *r)
 {
+    if (n == 1 && near_word_get(rq, slots[0], rt).step == N_FILL) { /* a fork's answer */
+        filled(rt, rq, slots[0], r);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         px_slot s = slots[i];
         unsigned step = near_word_get(rq, s, rt).step;
@@ -202,7 +259,7 @@ static void near_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
             invalidate(rq, s, false);
         } else if (step == N_READ) {
             if (n == 1) /* a part of several keys is not one key's reply */
-                keep(rt, rq, s, r);
+                keep(rt, rq, s, r, UINT64_MAX);
             rq->slots[s].alone = false;
         }
         set_state(rq, s, rt, N_USUAL, 0);

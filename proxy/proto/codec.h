@@ -309,6 +309,16 @@ typedef struct px_codec {
      * (route_near.c) may keep it and answer the same command for that key with it again
      * (Redis GET and MGET; memcached get, not gets: its CAS unique changes). */
     bool (*near_cacheable)(const px_cmd *cmd);
+    /* Optional (NULL: a cacheable read's reply is kept for the near cache's TTL alone). For a
+     * protocol whose cacheable read does not tell the value's remaining life (memcached get):
+     * the near cache fills a hot key with encode_fetch's request instead (its value and the
+     * seconds it has left), and near_fill makes of that request's reply f the reply the read m
+     * would have got for its key k (bytes into out, r pointing at them with their kind and
+     * integer) and the longest it may be served from the read's send (*life_ns; UINT64_MAX:
+     * unbounded). 1; 0 when f is not such a reply (an error, a server without meta commands):
+     * the read is then sent as it came, and not kept; -1 when out of memory. */
+    int (*near_fill)(px_buf *out, const px_msg *m, size_t k, const px_reply *f, px_reply *r,
+                     uint64_t *life_ns);
     int (*encode_fetch)(px_buf *out, const char *key, size_t len, uint8_t *expect);
     /* Optional: encode_fetch that also deletes the key, atomically (a write moves a key from
      * its old owner before it applies); NULL: a fetch, then encode_delete. */

@@ -18,9 +18,13 @@ it), never the value from before the write.
     EVAL and EVALSHA of a script that writes K without declaring it (the pool's whole near
     cache ends, counted in chash_proxy_near_cache_script_flushes_total, once per script);
   memcached (two servers): gat -1 K, gats -1 K, mg K T-1 v (reads that give the item a new
-    lifetime, here expiring it at once) and touch K -1 (a write already); K read with get.
+    lifetime, here expiring it at once) and touch K -1 (a write already); K read with get. And
+    an item set with exptime 3 s, made hot: read through the proxy and straight from its server
+    in turn until the server misses it (a condition, polled), every read through the proxy from
+    then on must miss too, and the 32 after.
 
-On the code before (ed9fa7a) every case but touch served the old value to all 32 reads.
+On the code before (ed9fa7a) every case but touch served the old value to all 32 reads, and the
+item set with exptime 3 s was served by the proxy after its server had dropped it (33 reads).
 
 Usage: test_near_writes.py CHASH_PROXY CHASH_CLI
 Exit: 0 pass, 1 fail, 77 skip (redis-server or memcached missing, CI unset).
@@ -194,6 +198,28 @@ def run_memcached(mp, mcs, mport):
             if stale:
                 failed.append("%s: %d stale" % (name, stale))
 
+        # An item that expires at its server: set with exptime 3 s, hot; once its server misses
+        # it, the proxy must miss it too.
+        k = b"short"
+        if c.call(b"set " + k + b" 0 3 3\r\nold\r\n") != b"STORED\r\n":
+            fail("exptime: set")
+        make_hot(mport, "m", lambda: mc_get(c, k), old(k), "exptime 3 s")
+        served_late = []
+
+        def server_missed():
+            # the server first: a read through the proxy begun after it missed must miss
+            gone = b"".join(mc_direct(m, k) for m in mcs) == b""
+            got = mc_get(c, k)
+            if gone and got != b"END\r\n":
+                served_late.append(got)
+            return gone
+        wait_until(server_missed, WAIT, "exptime 3 s: the item expired at its server", poll=0)
+        late = sum(mc_get(c, k) != b"END\r\n" for _ in range(READS))
+        log("exptime 3 s: after its server dropped it, %d of %d reads answered the item" % (
+            late, READS))
+        if late or served_late:
+            failed.append("exptime 3 s: %d reads served after the server's miss" % (
+                late + len(served_late)))
     return failed
 
 

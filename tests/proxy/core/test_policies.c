@@ -1156,6 +1156,47 @@ static void test_near_unnamed_writes(void **state)
     assert_int_equal(fx->pool.m.near.hits, 1);
 }
 
+/* memcached's get does not tell the item's remaining life: a hot key is filled with the fetch
+ * (mg k v t f), its reply answered as get's and kept for at most t - 1 s (memcached's clock
+ * ticks once a second) within the TTL: t-1 (no expiry) kept for the TTL, t1 not kept. A reply
+ * that is not the fetch's (a server without meta commands) sends the get as it came, not kept;
+ * a cold key's get goes as it came. */
+static void test_near_mc_fill(void **state)
+{
+    fixture *fx = *state;
+    px_route *leaf = near_tree(fx);
+    size_t a = send_rq(fx, "get k\r\n");
+    sent(leaf, 0, "mg k v t f\r\n");
+    reply(fx, leaf, 0, "VA 1 t-1 f5\r\nv\r\n");
+    assert_string_equal(fake_done_reply(a), "VALUE k 5 1\r\nv\r\nEND\r\n");
+    assert_int_equal(fx->pool.m.near.stores, 1);
+    fx->io.read_hr += NEAR_TTL_NS - 1;
+    size_t b = send_rq(fx, "get k\r\n"); /* from memory */
+    assert_string_equal(fake_done_reply(b), "VALUE k 5 1\r\nv\r\nEND\r\n");
+    fx->io.read_hr += 2;
+    size_t c = send_rq(fx, "get k\r\n");
+    sent(leaf, 1, "mg k v t f\r\n");
+    reply(fx, leaf, 1, "VA 1 t1 f5\r\nw\r\n"); /* expires within a second: not kept */
+    assert_string_equal(fake_done_reply(c), "VALUE k 5 1\r\nw\r\nEND\r\n");
+    assert_int_equal(fx->pool.m.near.stores, 1);
+    size_t d = send_rq(fx, "get k\r\n");
+    sent(leaf, 2, "mg k v t f\r\n");
+    reply(fx, leaf, 2, "EN\r\n");
+    assert_string_equal(fake_done_reply(d), "END\r\n");
+    size_t e = send_rq(fx, "get k\r\n");
+    sent(leaf, 3, "mg k v t f\r\n");
+    reply(fx, leaf, 3, "ERROR\r\n");
+    sent(leaf, 4, "get k\r\n");
+    reply(fx, leaf, 4, "VALUE k 0 1\r\nx\r\nEND\r\n");
+    assert_string_equal(fake_done_reply(e), "VALUE k 0 1\r\nx\r\nEND\r\n");
+    size_t f = send_rq(fx, "get c\r\n");
+    sent(leaf, 5, "get c\r\n");
+    reply(fx, leaf, 5, "VALUE c 0 1\r\ny\r\nEND\r\n");
+    assert_string_equal(fake_done_reply(f), "VALUE c 0 1\r\ny\r\nEND\r\n");
+    assert_int_equal(fx->pool.m.near.stores, 1);
+    assert_int_equal(fx->pool.m.near.hits, 1);
+}
+
 /* The TTL, counted from the read's arrival: served within it, never after. A key cached lately
  * is kept again when its entry expired, even while the detector does not count it hot. */
 static void test_near_ttl(void **state)
@@ -1368,6 +1409,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_near_write_invalidates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_near_ttl, setup, teardown),
         cmocka_unit_test_setup_teardown(test_near_unnamed_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_near_mc_fill, setup_mc, teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_joins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_write_closes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_apart, setup, teardown),
