@@ -152,7 +152,9 @@ static void near_start(px_route *rt, px_rq *rq, px_slot s)
     size_t eklen;
     uint64_t hh;
     ch__near *cache = cache_of(rt);
-    if (rq->msg.nkeys == 0 || rq->shadow) {
+    /* A shadow pool's copy of a read is answered by its servers (it is compared); a copy of a
+     * write ends its keys' entries here as any write does. */
+    if (rq->msg.nkeys == 0 || (rq->shadow && !px_near_writes(rq))) {
         set_state(rq, s, rt, N_USUAL, 0);
         px_rq_pass(rq, s, rt, rt->child[0]);
         return;

@@ -17,6 +17,9 @@ it), never the value from before the write.
     and a SET after WATCH (both sent on the session's own connection, past the route tree),
     EVAL and EVALSHA of a script that writes K without declaring it (the pool's whole near
     cache ends, counted in chash_proxy_near_cache_script_flushes_total, once per script);
+  a shadowed write: SET K through pool sa, which mirrors its writes to pool sb (shadow,
+    writes: true), with K hot in sb's near cache: once the mirrored write is done, the reads
+    through sb answer the new value;
   memcached (two servers): gat -1 K, gats -1 K, mg K T-1 v (reads that give the item a new
     lifetime, here expiring it at once) and touch K -1 (a write already); K read with get. And
     an item set with exptime 3 s, made hot: read through the proxy and straight from its server
@@ -170,6 +173,30 @@ def run_redis(rp, redises, mport):
     return failed
 
 
+def run_shadow(sa, sb, server, mport):
+    """A write through pool sa mirrored to pool sb (shadow, writes: true) ends the entry of sb's
+    near cache: once the mirrored write is done (sa's shadow requests in flight back to 0), the
+    reads through sb answer what sb's server has."""
+    name = "SET K through a pool shadowed to K's"
+    with Resp(sa) as a, Resp(sb) as b:
+        if b.call("SET", "sk", "old") != b"OK":
+            fail("%s: SET" % name)
+        make_hot(mport, "sb", lambda: b.call("GET", "sk"), b"old", name)
+        fams = promtext.scrape(mport)
+        sent = promtext.value(fams, "chash_proxy_shadow_sent_total", pool="sa")
+        if a.call("SET", "sk", "new") != b"OK":
+            fail("%s: SET through sa" % name)
+
+        def mirrored():
+            fams = promtext.scrape(mport)
+            return promtext.value(fams, "chash_proxy_shadow_sent_total", pool="sa") > sent and \
+                promtext.value(fams, "chash_proxy_shadow_in_flight", pool="sa") == 0
+        wait_until(mirrored, WAIT, "%s: the write mirrored" % name, poll=0.01)
+        stale = stale_reads(lambda: b.call("GET", "sk"), lambda: server.call("GET", "sk"), b"old",
+                            name)
+    return ["%s: %d stale" % (name, stale)] if stale else []
+
+
 def mc_get(c, k):
     return c.call(b"get " + k + b"\r\n")
 
@@ -232,18 +259,23 @@ def mc_direct(server, k):
 
 def body(t):
     tmp = t.tmp
-    redises = start_redises(t.programs["redis-server"], tmp, 2)
+    redises = start_redises(t.programs["redis-server"], tmp, 4)
     mcs = start_memcacheds(t.programs["memcached"], tmp, 2)
-    rport, mcport, mport = free_ports(3)
+    rport, mcport, saport, sbport, mport = free_ports(5)
     conf = write_file(os.path.join(tmp, "near.yml"), "".join([
-        pool_yaml("r", rport, [(r.text, 1, "r%d" % i) for i, r in enumerate(redises)],
+        pool_yaml("r", rport, [(r.text, 1, "r%d" % i) for i, r in enumerate(redises[:2])],
                   hash_tag='"{}"', hot_cache=60000, hot_threshold=10),
         pool_yaml("m", mcport, [(m.text, 1, "m%d" % i) for i, m in enumerate(mcs)],
                   redis=False, hot_cache=60000, hot_threshold=10),
+        pool_yaml("sa", saport, [(redises[2].text, 1, "sa0")],
+                  shadow="{pool: sb, fraction: 1, writes: true}"),
+        pool_yaml("sb", sbport, [(redises[3].text, 1, "sb0")], hot_cache=60000,
+                  hot_threshold=10),
     ]))
-    px = Proxy(t.proxy, tmp, conf, [("127.0.0.1", p) for p in (rport, mcport, mport)],
+    px = Proxy(t.proxy, tmp, conf, [("127.0.0.1", p) for p in (rport, mcport, saport, sbport, mport)],
                extra_args=["--threads", "2", "--metrics-port", str(mport)]).start()
-    failed = run_redis(("127.0.0.1", rport), redises, mport)
+    failed = run_redis(("127.0.0.1", rport), redises[:2], mport)
+    failed += run_shadow(("127.0.0.1", saport), ("127.0.0.1", sbport), redises[3], mport)
     failed += run_memcached(("127.0.0.1", mcport), mcs, mport)
     px.stop()
     if failed:
