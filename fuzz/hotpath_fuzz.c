@@ -23,7 +23,11 @@
  *     RESTORE without REPLACE, its ttl the PTTL, 0 for none, and the payload; memcached ms in
  *     mode E with the value's bytes, client flags and exptime);
  *   - fill_stored of any reply: -1, 0 or 1; 1 for Redis +OK and memcached HD, 0 for BUSYKEY and
- *     NS.
+ *     NS;
+ *   - near_fill (memcached) of each reply scanned as the fetch's, for a cacheable read's first
+ *     key: 0 or 1; 1 exactly for a VA with t and f (then "VALUE <the read's key> <f> <size>",
+ *     the value and END, scanned back as one get reply of kind VALUE, and a life of t - 1 s,
+ *     none below t 2, unbounded for t -1) or EN (then END, kind MISS).
  */
 #include "codec.h"
 #include "mc.h"
@@ -340,6 +344,49 @@ static void fill(const px_codec *c, const char *key, size_t klen, const px_reply
     px_buf_free(&out);
 }
 
+/* The life near_fill gives an item with ttl seconds left, in ns. */
+static uint64_t near_life_want(int64_t ttl)
+{
+    return ttl == -1 ? UINT64_MAX : ttl < 2 ? 0 : (uint64_t)(ttl - 1) * 1000000000u;
+}
+
+/* A fetch's reply f made into the reply of read m for its first key (px_codec.near_fill),
+ * checked. */
+static void near_filled(const px_codec *c, const px_msg *m, const px_reply *f)
+{
+    px_buf out = {0};
+    px_reply r;
+    uint64_t life = 0;
+    int rc = c->near_fill(&out, m, 0, f, &r, &life);
+    ch_mc_copy cp;
+    int got = ch_mc_copy_read(f->p, f->len, &cp);
+    check(rc == (got >= 0));
+    if (rc == 1) {
+        check(r.p == out.p && r.len == out.len);
+        px_limits blim = limits(c, true);
+        px_reply back;
+        size_t consumed = 0, need = 0;
+        char err[160];
+        check(c->scan_reply(&blim, (uint8_t)CH_MC_CMD_GET, out.p, out.len, &back, &consumed,
+                            &need, err, sizeof(err)) == PX_PARSE_OK &&
+              consumed == out.len && back.kind == r.kind);
+        if (got == 0) {
+            check(r.kind == PX_REPLY_MISS && out.len == 5 && memcmp(out.p, "END\r\n", 5) == 0);
+        } else {
+            char head[400];
+            const px_span *k = &m->keys[0];
+            int hn = snprintf(head, sizeof(head), "VALUE %.*s %u %u\r\n", (int)k->len,
+                              m->raw + k->off, (unsigned)cp.flags, (unsigned)cp.data.len);
+            check(r.kind == PX_REPLY_VALUE && hn > 0 && (size_t)hn < sizeof(head));
+            check(out.len == (size_t)hn + cp.data.len + 7 && memcmp(out.p, head, (size_t)hn) == 0);
+            check(memcmp(out.p + hn, f->p + cp.data.off, cp.data.len) == 0);
+            check(memcmp(out.p + hn + cp.data.len, "\r\nEND\r\n", 7) == 0);
+            check(life == near_life_want(cp.ttl));
+        }
+    }
+    px_buf_free(&out);
+}
+
 static void replies(const px_codec *c, const req *r, const char *key, size_t klen,
                     const char *buf, size_t len)
 {
@@ -375,6 +422,8 @@ static void replies(const px_codec *c, const req *r, const char *key, size_t kle
             }
             if (e == 1)
                 fill(c, key, klen, &rep);
+            if (e == 1 && near && c->near_fill != NULL)
+                near_filled(c, &r->m, &rep);
             int st = c->fill_stored(&rep);
             check(st >= -1 && st <= 1);
             if (e == 2) {

@@ -5,17 +5,20 @@
  *
  * The input is a program over one cache (with generations, or without: its first byte, which
  * also picks max_bytes and the TTL): reads sent (a generation taken), replies stored (puts with
- * the generation taken, or a stale one), gets, drops, invalidations, and the clock moving on.
+ * the generation taken, or a stale one, and a life of their own or none), gets, drops,
+ * invalidations of a key or of all, and the clock moving on.
  * Keys are 16 names of up to 40 bytes, in pairs that share their 64-bit hash (so the cache
  * tells them apart by their bytes), all in one bucket of its table and a few of the
  * generations'. Beside the cache a model keeps, per key, the last reply stored and not dropped
- * since, with its generation and send time. Contracts checked, trapping on a violation:
- *   - a get serves only the model's reply for that key, byte for byte, while fresh: its read
- *     sent less than the TTL ago, its bucket's generation unchanged since that read (with
- *     generations), never after a drop of the key; *known is true when it serves;
- *   - a put succeeds only with the generation current (with generations), a read sent less
- *     than the TTL before now, and bytes within max_bytes / 8; it succeeds whenever those hold
- *     (memory does not run out here);
+ * since, with its generation and expiry (its read's send plus the TTL or its own life, the
+ * shorter). Contracts checked, trapping on a violation:
+ *   - a get serves only the model's reply for that key, byte for byte, while fresh: before its
+ *     expiry, its key's generation unchanged since that read (with generations: neither its
+ *     bucket's nor every key's moved), never after a drop of the key; *known is true when it
+ *     serves;
+ *   - a put succeeds only with the generation current (with generations), now before the
+ *     expiry, and bytes within max_bytes / 8; it succeeds whenever those hold (memory does not
+ *     run out here);
  *   - the stats: bytes never above max_bytes, entries at most the keys stored and not dropped,
  *     stores and refusals counting the puts, hits and misses counting the gets.
  */
@@ -54,7 +57,7 @@ static size_t key_bytes(size_t i, char *out)
 typedef struct model {
     bool stored;
     uint32_t gen;
-    uint64_t sent;
+    uint64_t expires;
     size_t len;
     unsigned char reply[MAX_REPLY];
 } model;
@@ -93,7 +96,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             gen_at[i] = gens ? ch__near_gen(g, kh) : 0;
             break;
         case 2:
-        case 3: { /* its reply is stored: arg bytes from the input; op 3 with a stale gen */
+        case 3: { /* its reply is stored: arg bytes from the input; op 3 with a stale gen; with
+                     op's top bit, a life of its own from the next byte */
+            uint64_t life = UINT64_MAX;
+            if ((op & 0x80) != 0 && p < size)
+                life = (uint64_t)data[p++] * 3;
             size_t rlen = arg % MAX_REPLY;
             if (p + rlen > size)
                 rlen = size - p;
@@ -103,8 +110,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             uint32_t cur = gens ? ch__near_gen(g, kh) : 0;
             ch__near_stats before;
             ch__near_stats_get(c, &before);
-            bool ok = ch__near_put(c, kh, key, klen, gen, sent_at[i], now, reply, rlen);
-            bool fresh = sent_at[i] + ttl > now, current = !gens || gen == cur;
+            bool ok = ch__near_put(c, kh, key, klen, gen, sent_at[i], life, now, reply, rlen);
+            uint64_t expires = sent_at[i] + (life < ttl ? life : ttl);
+            bool fresh = expires > now, current = !gens || gen == cur;
             if (ok) {
                 check(fresh && current);
                 puts_ok++;
@@ -114,7 +122,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                     overhead = after.bytes - klen - rlen;
                 }
                 check(overhead == 0 || overhead + klen + rlen <= max_bytes / 8);
-                md[i] = (model){.stored = true, .gen = gen, .sent = sent_at[i], .len = rlen};
+                md[i] = (model){.stored = true, .gen = gen, .expires = expires, .len = rlen};
                 memcpy(md[i].reply, reply, rlen);
             } else {
                 puts_refused++;
@@ -130,7 +138,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             const char *r = ch__near_get(c, kh, key, klen, now, &len, (op & 7) == 4 ? &known : NULL);
             gets++;
             if (r != NULL) {
-                check(md[i].stored && md[i].sent + ttl > now);
+                check(md[i].stored && md[i].expires > now);
                 check(!gens || ch__near_gen(g, kh) == md[i].gen);
                 check(len == md[i].len && (len == 0 || memcmp(r, md[i].reply, len) == 0));
                 if ((op & 7) == 4)
@@ -142,8 +150,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             ch__near_drop(c, kh, key, klen);
             md[i].stored = false;
             break;
-        case 7: /* a write or delete of key i is sent or answered: its generation moves */
-            if (gens)
+        case 7: /* a write or delete of key i is sent or answered: its generation moves; odd
+                   arg: a write of keys that cannot be named, every key's moves */
+            if (gens && (arg & 1) != 0)
+                ch__near_invalidate_all(g);
+            else if (gens)
                 ch__near_invalidate(g, kh);
             break;
         }

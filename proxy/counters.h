@@ -59,9 +59,10 @@ typedef struct px_shadow_stats {
 } px_shadow_stats;
 
 /* The near cache of hot keys (route_near.c): cacheable reads answered from it (hits), those not
- * (misses: sent on), replies it kept (stores), and the bytes it holds now (bytes: a gauge, the
- * sum over the workers). */
-#define PX_NEAR_SUMS X(hits) X(misses) X(stores) X(bytes)
+ * (misses: sent on), replies it kept (stores), the bytes it holds now (bytes: a gauge, the sum
+ * over the workers), and the writes that ended all of it (script_flushes: a script that may
+ * write keys it does not declare, near_write.h). */
+#define PX_NEAR_SUMS X(hits) X(misses) X(stores) X(bytes) X(script_flushes)
 typedef struct px_near_counts {
 #define X(f) uint64_t f;
     PX_NEAR_SUMS

@@ -247,6 +247,10 @@ static const struct {
      "Replies of hot keys the near cache kept.", pv_near_stores},
     {"chash_proxy_near_cache_bytes", "gauge",
      "Bytes the near cache holds now, all workers (counted in --max-memory).", pv_near_bytes},
+    {"chash_proxy_near_cache_script_flushes_total", "counter",
+     "Scripts (EVAL, EVALSHA) that may write keys they do not declare: each ended every "
+     "entry of the pool's near cache, on every worker.",
+     pv_near_script_flushes},
     {"chash_proxy_replica_reads_total", "counter",
      "Replicated pools: reads that missed at a key's owner and were answered by its next owner "
      "(docs/PROXY.md, \"Replicated pools\").",

@@ -9,20 +9,29 @@
  *        key's generation recorded; the reply is kept when the key is hot (the worker's
  *        detector counted at least hot_threshold / workers of its reads this window, surely) or
  *        was cached lately (an expired entry: a hot key stays cached without waiting for its
- *        threshold each window), and the generation has not moved;
- *   a write or delete (any command not retryable) -> its key's generation bumped when it is
+ *        threshold each window), and the generation has not moved; where the read's reply does
+ *        not tell the value's remaining life (memcached's get: px_codec.near_fill), a read of a
+ *        key hot or cached lately is sent as the codec's fetch instead (mg k v t f), answered
+ *        as the read would have been and kept no longer than the item has left, and any other
+ *        read as it came, not kept;
+ *   a write or delete (any command not retryable; memcached's gat, gats, mg with T, which give
+ *        an item a new lifetime: near_write.h) -> its keys' generations bumped when it is
  *        sent and again when it is answered (near.h: no read that may have seen the value
- *        before it is served after it), then answered as the child answers;
+ *        before it is served after it), those it writes unnamed too (a destination, a STORE
+ *        key), or every key's for a script (near_write.h), then answered as the child answers;
  *   anything else (gets with CAS, TTL, ...) -> passed on as it is.
  *
  * Entries are keyed by the command (a GET's reply is not an MGET part's), the client's dialect
  * and the key's bytes, their generations by the key alone. The TTL is counted from the
- * request's arrival, before its send: a value served is at most hot_cache old. What is not
- * seen: writes that do not pass through the tree (another proxy, a client of the server,
- * MULTI/EXEC sessions): the TTL alone bounds them. A slot's word at this route (near_word): its
- * step, whether the key was cached lately, and its generation when the read began.
+ * request's arrival, before its send: a value served is at most hot_cache old. Writes on a
+ * session's own connection (a transaction's EXEC, a write after WATCH) go past the tree and end
+ * their keys' entries the same way (session.c, near_write.h). What is not seen: writes that do
+ * not pass through this proxy (another proxy, a client of the server): the TTL alone bounds
+ * them. A slot's word at this route (near_word): its step, whether the key was cached lately,
+ * and its generation when the read began.
  */
 #include "route_near.h"
+#include "near_write.h"
 #include "pool.h"
 #include "request.h"
 
@@ -31,7 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { N_USUAL = 0, N_READ = 1, N_WRITE = 2 };
+enum { N_USUAL = 0, N_READ = 1, N_WRITE = 2, N_FILL = 3 };
 #define MAX_CACHED_KEY 1024u /* longer keys are not cached */
 
 /* A stored reply: its kind and integer before its bytes. */
@@ -92,18 +101,13 @@ static void account(px_route *rt)
     ns->held = st.bytes;
 }
 
-/* A write's keys: slot s's, or every key of a command not split per key (EVAL, RENAME, ...),
- * whose one slot stands for them all. */
-static void invalidate(px_rq *rq, px_slot s)
+/* A write's keys (near_write.h): slot s's, or every key of a command not split per key (EVAL,
+ * RENAME, SORT ... STORE, ...), whose one slot stands for them all, with those it writes
+ * unnamed. */
+static void invalidate(px_rq *rq, px_slot s, bool sent)
 {
-    ch__near_gens *gens = rq->pool->shared->near_gens;
-    bool all = rq->nslots < rq->msg.nkeys;
-    for (size_t k = all ? 0 : rq->slots[s].key; k < (all ? rq->msg.nkeys : rq->slots[s].key + 1u);
-         k++) {
-        uint64_t h;
-        if (px_rq_key_hash(rq, k, &h))
-            ch__near_invalidate(gens, h);
-    }
+    bool whole = rq->nslots < rq->msg.nkeys || rq->nslots == 1;
+    px_near_forget(rq, whole ? SIZE_MAX : rq->slots[s].key, sent);
 }
 
 typedef struct near_word {
@@ -118,6 +122,28 @@ static void set_state(px_rq *rq, px_slot s, const px_route *rt, unsigned step, u
     near_word_set(rq, s, rt, (near_word){gen, (uint8_t)step, false});
 }
 
+/* Read slot s of hot key (hash hh; known: cached lately) is sent as the codec's fetch, whose
+ * reply tells the value's remaining life (memcached's mg ... t), when the key is worth keeping;
+ * else as it came, its reply not kept: what cannot be bounded is not cached. */
+static void fill(px_route *rt, px_rq *rq, px_slot s, uint64_t hh, bool known)
+{
+    char buf[PX_MAX_ROUTE_KEY];
+    size_t len;
+    const char *key = px_rq_route_key(rq, s, buf, sizeof(buf), &len);
+    px_buf b = {0};
+    uint8_t expect;
+    near_word w = near_word_get(rq, s, rt);
+    w.step = N_FILL;
+    near_word_set(rq, s, rt, w);
+    if (!(known || px_pool_hot(rq->pool, hh)) || key == NULL || rq->codec->encode_fetch == NULL ||
+        rq->codec->encode_fetch(&b, key, len, &expect) != 0 ||
+        px_rq_fork(rq, s, rt, rq->pool, rt->child[0], b.p, b.len) != 0) {
+        set_state(rq, s, rt, N_USUAL, 0);
+        px_rq_pass(rq, s, rt, rt->child[0]);
+    }
+    px_buf_free(&b);
+}
+
 static void near_start(px_route *rt, px_rq *rq, px_slot s)
 {
     px_pool *pool = rq->pool;
@@ -126,7 +152,9 @@ static void near_start(px_route *rt, px_rq *rq, px_slot s)
     size_t eklen;
     uint64_t hh;
     ch__near *cache = cache_of(rt);
-    if (rq->msg.nkeys == 0 || rq->shadow) {
+    /* A shadow pool's copy of a read is answered by its servers (it is compared); a copy of a
+     * write ends its keys' entries here as any write does. */
+    if (rq->msg.nkeys == 0 || (rq->shadow && !px_near_writes(rq))) {
         set_state(rq, s, rt, N_USUAL, 0);
         px_rq_pass(rq, s, rt, rt->child[0]);
         return;
@@ -134,8 +162,8 @@ static void near_start(px_route *rt, px_rq *rq, px_slot s)
     ch__near_gens *gens = pool->shared->near_gens;
     /* A write invalidates through the generations every worker's cache reads, even on a tree
      * whose cache a reload's tree took over (a side request of an old request starts late). */
-    if (!cmd->retry) {
-        invalidate(rq, s);
+    if (px_near_writes(rq)) {
+        invalidate(rq, s, true);
         set_state(rq, s, rt, N_WRITE, 0);
         px_rq_call(rq, s, rt, rt->child[0]);
         return;
@@ -159,13 +187,17 @@ static void near_start(px_route *rt, px_rq *rq, px_slot s)
     }
     pool->m.near.misses++;
     near_word_set(rq, s, rt, (near_word){ch__near_gen(gens, hh), N_READ, known});
+    if (rq->codec->near_fill != NULL) { /* a reply that does not tell the value's life */
+        fill(rt, rq, s, hh, known);
+        return;
+    }
     rq->slots[s].alone = true; /* its part's reply is this key's */
     px_rq_call(rq, s, rt, rt->child[0]);
 }
 
 /* A read's reply r for slot s, the part's only slot: kept when it is a value of a key hot or
- * cached lately. */
-static void keep(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
+ * cached lately, to serve at most life_ns from the read's arrival (and the TTL). */
+static void keep(px_route *rt, px_rq *rq, px_slot s, const px_reply *r, uint64_t life_ns)
 {
     px_pool *pool = rq->pool;
     near_word w = near_word_get(rq, s, rt);
@@ -185,25 +217,51 @@ static void keep(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
         return;
     memcpy(b, &h, sizeof(h));
     memcpy(b + sizeof(h), r->p, r->len);
-    if (ch__near_put(cache, hh, ek, eklen, w.gen, rq->t0,
-                     px_io_hrtime(pool->io), b, n))
+    if (ch__near_put(cache, hh, ek, eklen, w.gen, rq->t0, life_ns, px_io_hrtime(pool->io), b, n))
         pool->m.near.stores++;
     if (b != small)
         free(b);
     account(rt);
 }
 
+/* The fetch's reply f for read slot s (N_FILL): the read's reply made of it, kept within the
+ * life it tells, and answered; when it is not a fetch's reply, the read is sent as it came (its
+ * reply not kept). */
+static void filled(px_route *rt, px_rq *rq, px_slot s, const px_reply *f)
+{
+    px_buf b = {0};
+    px_reply r;
+    uint64_t life = 0;
+    int rc = rq->codec->near_fill(&b, &rq->msg, rq->slots[s].key, f, &r, &life);
+    if (rc == 0) {
+        set_state(rq, s, rt, N_USUAL, 0);
+        px_rq_call(rq, s, rt, rt->child[0]);
+    } else if (rc < 0) {
+        set_state(rq, s, rt, N_USUAL, 0);
+        px_rq_return_error(rq, rt, &s, 1, PX_ERR_SERVER, "out of memory");
+    } else {
+        keep(rt, rq, s, &r, life);
+        set_state(rq, s, rt, N_USUAL, 0);
+        px_rq_return(rq, rt, &s, 1, &r);
+    }
+    px_buf_free(&b);
+}
+
 static void near_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
                        const px_reply *r)
 {
+    if (n == 1 && near_word_get(rq, slots[0], rt).step == N_FILL) { /* a fork's answer */
+        filled(rt, rq, slots[0], r);
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         px_slot s = slots[i];
         unsigned step = near_word_get(rq, s, rt).step;
         if (step == N_WRITE) {
-            invalidate(rq, s);
+            invalidate(rq, s, false);
         } else if (step == N_READ) {
             if (n == 1) /* a part of several keys is not one key's reply */
-                keep(rt, rq, s, r);
+                keep(rt, rq, s, r, UINT64_MAX);
             rq->slots[s].alone = false;
         }
         set_state(rq, s, rt, N_USUAL, 0);

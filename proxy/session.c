@@ -44,6 +44,11 @@
  * exactly when the named one does; a key of another tag reaches the command's server but not its
  * own owner, with or without a change.
  *
+ * The near cache of hot keys (route_near.c) is before the route tree, which these connections go
+ * past: EXEC makes it forget every key the transaction's writes write (ss->near), and a write
+ * after WATCH its own keys, when sent and again when answered (near_write.h), as the tree does
+ * for any write; a queued command is applied only at EXEC.
+ *
  * Invariants: a dedicated connection carries one client's requests only, and is released (closed
  * once its FIFO is empty, never reused) by EXEC, DISCARD, UNWATCH, an abort or the client's close,
  * so no other client ever runs inside someone's MULTI or WATCH. A request sent on it completes
@@ -54,6 +59,7 @@
  * EXEC reply is still on its way.
  */
 #include "session.h"
+#include "near_write.h"
 #include "pubsub.h"
 #include "route_pool.h"
 
@@ -77,15 +83,73 @@ struct px_session {
      * then the bytes, for EXEC to check again (exec_check_keys). Emptied when the transaction ends.
      * Its size: those keys' bytes, less than the server holds for the queued commands. */
     px_buf written;
+    /* MULTI: what EXEC makes the near cache forget (near_write.h): the hashes of every key the
+     * queued writes write (uint64_t each, named or not: 8 bytes a key), or every key
+     * (near_all: a queued script). Emptied when the transaction ends. */
+    px_buf near;
+    bool near_all;
 };
+
+/* ---- the near cache ---------------------------------------------------------------------------- */
+
+/* What a request sent on the dedicated connection makes the near cache forget when it is sent
+ * and again when it is answered (near_write.h, as the route tree's writes): a write after WATCH
+ * its own keys (near_own), EXEC the keys its transaction's writes write (ss->near), or every key
+ * (near_every: a queued script, or memory short). Carried by the request's fragment (its tag);
+ * one made for an EXEC is freed at the answer. */
+typedef struct near_keys {
+    bool all;
+    px_buf kh; /* uint64_t each */
+} near_keys;
+
+static near_keys near_own, near_every = {.all = true};
+
+static void forget(px_rq *rq, const near_keys *nk, bool sent)
+{
+    if (nk == &near_own)
+        px_near_forget(rq, SIZE_MAX, sent);
+    else if (nk != NULL)
+        px_near_forget_hashes(rq->pool, (const uint64_t *)(const void *)nk->kh.p,
+                              nk->kh.len / sizeof(uint64_t), nk->all, sent);
+}
+
+static void near_keys_free(near_keys *nk)
+{
+    if (nk != NULL && nk != &near_own && nk != &near_every) {
+        px_buf_free(&nk->kh);
+        free(nk);
+    }
+}
+
+/* What EXEC makes the near cache forget: the transaction's (ss->near, taken). */
+static near_keys *exec_keys(px_session *ss)
+{
+    near_keys *nk = ss->near_all ? NULL : malloc(sizeof(*nk));
+    if (nk == NULL) {
+        px_buf_free(&ss->near);
+        return &near_every;
+    }
+    *nk = (near_keys){.kh = ss->near};
+    ss->near = (px_buf){0};
+    return nk;
+}
+
+/* The transaction's record for the near cache is dropped (it ended, or was discarded). */
+static void near_clear(px_session *ss)
+{
+    px_buf_free(&ss->near);
+    ss->near_all = false;
+}
 
 /* ---- sending on the dedicated connection ------------------------------------------------------- */
 
 /* The reply to a request sent on a dedicated connection: the request's whole reply (no merge:
- * the command went whole to one server). */
+ * the command went whole to one server). What it wrote is forgotten by the near cache first. */
 static void fwd_done(px_frag *f, const px_reply *r)
 {
     px_rq *rq = f->ctx;
+    forget(rq, f->tag, false);
+    near_keys_free(f->tag);
     if (r->kind == PX_REPLY_FAILED) {
         char why[256];
         size_t n = r->len < sizeof(why) - 1 ? r->len : sizeof(why) - 1;
@@ -132,19 +196,24 @@ static int encode_own(void *arg, px_buf *out, uint8_t *expect)
     return a->codec->encode_op(out, a->op, NULL, NULL, 0);
 }
 
-/* Sends rq on the transaction's connection; its reply completes it. */
-static void send_rq(px_session *ss, px_rq *rq)
+/* Sends rq on the transaction's connection; its reply completes it. nk: what it makes the near
+ * cache forget (NULL: nothing), now and at its reply; taken. */
+static void send_rq(px_session *ss, px_rq *rq, near_keys *nk)
 {
+    forget(rq, nk, true);
     px_frag *f = px_frag_new(1);
     if (f == NULL) {
+        near_keys_free(nk);
         px_rq_fail(rq, PX_ERR_SERVER, "out of memory");
         return;
     }
     f->done = fwd_done;
     f->ctx = rq;
+    f->tag = nk;
     f->cid = ss->cid;
     if (px_conn_send(ss->conn, f, encode_whole, rq) != 0) {
         px_frag_free(f);
+        near_keys_free(nk);
         px_rq_fail(rq, PX_ERR_SERVER, "out of memory");
     }
 }
@@ -170,6 +239,7 @@ static void release(px_session *ss)
     px_conn_release(ss->conn);
     ss->conn = NULL;
     px_buf_free(&ss->written); /* the transaction, if any, ends with its connection */
+    near_clear(ss);
 }
 
 /* The transaction's connection failed: what was queued on it is gone, and so is a WATCH. */
@@ -181,6 +251,7 @@ static void conn_closed(void *ctx, px_conn *c, const char *why)
         return;
     ss->conn = NULL;
     px_buf_free(&ss->written);
+    near_clear(ss);
     ss->in_multi = ss->txn == TXN_MULTI;
     ss->txn = TXN_ABORTED;
 }
@@ -383,7 +454,9 @@ static void queue_command(px_session *ss, px_rq *rq)
         abort_txn(ss, rq, PX_ERR_SERVER, "out of memory");
         return;
     }
-    send_rq(ss, rq);
+    if (px_near_writes(rq) && !ss->near_all && !px_near_write_hashes(rq, &ss->near))
+        ss->near_all = true;
+    send_rq(ss, rq, NULL); /* queued: applied at EXEC */
 }
 
 static void txn_dispatch(px_session *ss, px_rq *rq)
@@ -397,7 +470,7 @@ static void txn_dispatch(px_session *ss, px_rq *rq)
     switch (op) {
     case PX_SES_MULTI:
         if (ss->txn == TXN_WATCHING) {
-            send_rq(ss, rq);
+            send_rq(ss, rq, NULL);
             ss->txn = TXN_MULTI;
         } else if (ss->txn == TXN_ABORTED) { /* a WATCH's connection was lost: refused */
             ss->in_multi = true;
@@ -422,7 +495,7 @@ static void txn_dispatch(px_session *ss, px_rq *rq)
                            "membership change was committed): it is discarded, nothing applied; "
                            "retry it");
         } else if (ss->txn == TXN_MULTI) {
-            send_rq(ss, rq);
+            send_rq(ss, rq, op == PX_SES_EXEC ? exec_keys(ss) : NULL);
             release(ss);
         } else {
             answer(rq, op == PX_SES_DISCARD       ? PX_TXN_OK
@@ -454,12 +527,12 @@ static void txn_dispatch(px_session *ss, px_rq *rq)
             return;
         }
         ss->txn = TXN_WATCHING;
-        send_rq(ss, rq);
+        send_rq(ss, rq, NULL);
         return;
     }
     case PX_SES_UNWATCH:
         if (ss->txn == TXN_MULTI) { /* queued, as Redis does */
-            send_rq(ss, rq);
+            send_rq(ss, rq, NULL);
             return;
         }
         if (ss->txn == TXN_PENDING) {
@@ -467,7 +540,7 @@ static void txn_dispatch(px_session *ss, px_rq *rq)
             return;
         }
         if (ss->txn == TXN_WATCHING) {
-            send_rq(ss, rq);
+            send_rq(ss, rq, NULL);
             release(ss);
         } else {
             answer(rq, PX_TXN_OK);
@@ -575,7 +648,7 @@ bool px_session_dispatch(px_session *ss, px_rq *rq)
             refuse_unstaged(rq, "this command writes a key that moves under it, on the "
                                 "connection of a WATCH, where it cannot be staged");
         else
-            send_rq(ss, rq);
+            send_rq(ss, rq, px_near_writes(rq) ? &near_own : NULL);
         return true;
     }
     default:
@@ -591,7 +664,8 @@ bool px_session_refuse_unstaged(px_rq *rq)
 {
     const char *unnamed = NULL;
     if (rq->pool->stage.table == NULL || rq->codec->writes_unnamed == NULL ||
-        (unnamed = rq->codec->writes_unnamed(&rq->msg)) == NULL || !names_moving_key(rq))
+        (unnamed = rq->codec->writes_unnamed(&rq->msg, NULL, NULL)) == NULL ||
+        !names_moving_key(rq))
         return false;
     char what[240];
     snprintf(what, sizeof(what), "a key of this command moves under it: %s", unnamed);

@@ -84,6 +84,9 @@ enum {
                                       OFF or SKIP): it is served, its reply dropped (client.c) */
     PX_MSG_WHOLE = 1u << 3,        /* served whole, as one part, never split (a route's side
                                       request: one key, its reply that key's as it came) */
+    PX_MSG_TOUCH = 1u << 4,        /* a read that gives its keys a new lifetime (memcached gat,
+                                      gats, mg with T): retried as a read, but a write of them for
+                                      the near cache (near_write.h) */
 };
 
 /* A client connection's dialect of its pool's protocol (px_msg.dialect): codec-defined, 0 the
@@ -306,6 +309,16 @@ typedef struct px_codec {
      * (route_near.c) may keep it and answer the same command for that key with it again
      * (Redis GET and MGET; memcached get, not gets: its CAS unique changes). */
     bool (*near_cacheable)(const px_cmd *cmd);
+    /* Optional (NULL: a cacheable read's reply is kept for the near cache's TTL alone). For a
+     * protocol whose cacheable read does not tell the value's remaining life (memcached get):
+     * the near cache fills a hot key with encode_fetch's request instead (its value and the
+     * seconds it has left), and near_fill makes of that request's reply f the reply the read m
+     * would have got for its key k (bytes into out, r pointing at them with their kind and
+     * integer) and the longest it may be served from the read's send (*life_ns; UINT64_MAX:
+     * unbounded). 1; 0 when f is not such a reply (an error, a server without meta commands):
+     * the read is then sent as it came, and not kept; -1 when out of memory. */
+    int (*near_fill)(px_buf *out, const px_msg *m, size_t k, const px_reply *f, px_reply *r,
+                     uint64_t *life_ns);
     int (*encode_fetch)(px_buf *out, const char *key, size_t len, uint8_t *expect);
     /* Optional: encode_fetch that also deletes the key, atomically (a write moves a key from
      * its old owner before it applies); NULL: a fetch, then encode_delete. */
@@ -327,10 +340,13 @@ typedef struct px_codec {
 
     /* Optional (NULL: every key a request writes is one of m->keys). Whether m may write keys
      * its key spec does not name, which the staging of a membership change cannot see
-     * (session.h, px_session_refuse_unstaged): NULL when it does not, else what they are, as a
-     * clause of the client's error ("a script may write keys it does not declare, ..."). A key
-     * written so must share a named key's hash tag to reach its own owner at all. */
-    const char *(*writes_unnamed)(const px_msg *m);
+     * (session.h, px_session_refuse_unstaged) nor the near cache end by its key (near_write.h):
+     * NULL when it does not, else what they are, as a clause of the client's error ("a script
+     * may write keys it does not declare, ..."). at, when not NULL, receives the indexes in
+     * m->args of those keys (at most PX_UNNAMED_MAX) and *nat their count: 0 when they cannot
+     * be named (a script's). A key written so must share a named key's hash tag to reach its
+     * own owner at all. */
+    const char *(*writes_unnamed)(const px_msg *m, uint32_t *at, size_t *nat);
 
     /* Optional (NULL: the protocol has no SCAN): a cursor walk (PX_CMD_SCAN). scan_cursor: the
      * server's cursor in its reply r, 0 or -1 when r is not a cursor reply. scan_rewrite: r
@@ -354,6 +370,9 @@ typedef struct px_codec {
     int (*encode_op)(px_buf *out, px_session_op op, const char *const *names, const size_t *lens,
                      size_t n);
 } px_codec;
+
+/* The most keys px_codec.writes_unnamed names (a GEORADIUS with both STORE and STOREDIST: 2). */
+#define PX_UNNAMED_MAX 4
 
 /* A reply that arrived on a subscribed connection with no request waiting for it. */
 typedef enum px_push {

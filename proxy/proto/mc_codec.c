@@ -175,6 +175,9 @@ static px_parse mc_parse_request(const px_limits *lim, const char *buf, size_t l
             bits |= B_STRIP | B_QUIET;
         if (r.b64)
             m->flags |= PX_MSG_ENCODED_KEYS;
+        if (r.cmd == CH_MC_CMD_GAT || r.cmd == CH_MC_CMD_GATS ||
+            (r.cmd == CH_MC_CMD_MG && (r.mflags & CH_MC_FLAG('T')) != 0))
+            m->flags |= PX_MSG_TOUCH;
         m->proto[P_BITS] = bits;
         memcpy(m->proto + P_DATA_OFF, &r.data.off, 4);
         memcpy(m->proto + P_DATA_LEN, &r.data.len, 4);
@@ -571,6 +574,44 @@ static bool mc_near_cacheable(const px_cmd *cmd)
     return cmd->local == CH_MC_CMD_GET;
 }
 
+/* The life of an item with ttl seconds left (mg's t) for the near cache: memcached ages items
+ * by a clock of whole seconds, ticking once a second, so an item it gives t seconds may expire
+ * after t - 1 and a little more: t - 1 s (none for 0 or 1), unbounded for -1 (never expires). */
+static uint64_t item_life_ns(int64_t ttl)
+{
+    if (ttl == -1)
+        return UINT64_MAX;
+    if (ttl < 2)
+        return 0;
+    uint64_t s = (uint64_t)ttl - 1;
+    return s < UINT64_MAX / 1000000000u ? s * 1000000000u : UINT64_MAX;
+}
+
+/* px_codec.near_fill: the fetch's "VA <size> t<ttl> f<flags>" and value as get's
+ * "VALUE <key> <flags> <size>", the value and END (the key as the client wrote it); EN as END. */
+static int mc_near_fill(px_buf *out, const px_msg *m, size_t k, const px_reply *f, px_reply *r,
+                        uint64_t *life_ns)
+{
+    ch_mc_copy c;
+    int got = f->kind == PX_REPLY_FAILED ? -1 : ch_mc_copy_read(f->p, f->len, &c);
+    if (got < 0 || k >= m->nkeys)
+        return 0;
+    const px_span *key = &m->keys[k];
+    int rc = 0;
+    if (got == 1) {
+        rc |= px_buf_printf(out, "VALUE %.*s %" PRIu32 " %" PRIu32 "\r\n", (int)key->len,
+                            m->raw + key->off, c.flags, c.data.len);
+        rc |= px_buf_append(out, f->p + c.data.off, c.data.len);
+        rc |= px_buf_append(out, "\r\n", 2);
+    }
+    rc |= px_buf_append(out, "END\r\n", 5);
+    if (rc != 0)
+        return -1;
+    *r = (px_reply){out->p, out->len, got == 1 ? PX_REPLY_VALUE : PX_REPLY_MISS, got};
+    *life_ns = got == 1 ? item_life_ns(c.ttl) : 0;
+    return 1;
+}
+
 static bool mc_is_miss(const px_msg *m, const px_reply *r)
 {
     (void)m;
@@ -771,6 +812,7 @@ const px_codec px_codec_memcache = {
     .walk_page = mc_walk_page,
     .is_miss = mc_is_miss,
     .near_cacheable = mc_near_cacheable,
+    .near_fill = mc_near_fill,
     .encode_fetch = mc_encode_fetch,
     .encode_fill = mc_encode_fill,
     .fill_stored = mc_fill_stored,

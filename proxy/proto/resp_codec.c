@@ -746,32 +746,51 @@ static bool writes_several(const px_msg *m)
     return false;
 }
 
+/* One more key written unnamed, argument arg: into at[*n] while there is room. */
+static void unnamed_at(uint32_t *at, size_t *n, size_t arg)
+{
+    if (at != NULL && *n < PX_UNNAMED_MAX)
+        at[*n] = (uint32_t)arg;
+    ++*n;
+}
+
 /* The keys a request writes that its key spec does not name (px_codec.writes_unnamed): those
  * a script that may write does not declare (not EVAL_RO's: Redis refuses a write there), the
  * destination of RPOPLPUSH, LMOVE and SMOVE (argv[2]), the STORE or STOREDIST key of SORT,
- * GEORADIUS and GEORADIUSBYMEMBER (any argument spelled so counts, a BY pattern too: at worst a
- * read refused while a change is staged, never a write served unstaged). Cost: a few name compares and, for those three, a pass over the
- * arguments. */
-static const char *redis_writes_unnamed(const px_msg *m)
+ * GEORADIUS and GEORADIUSBYMEMBER: the argument after any argument spelled so, a BY pattern's
+ * too (at worst a read refused while a change is staged, or an entry of the near cache ended,
+ * never a write served unstaged). Cost: a few name compares and, for those three, a pass over
+ * the arguments. */
+static const char *redis_writes_unnamed(const px_msg *m, uint32_t *at, size_t *nat)
 {
     static const char *const dst[] = {"rpoplpush", "lmove", "smove"};
     static const char *const store[] = {"sort", "georadius", "georadiusbymember"};
     const px_cmd *c = m->cmd;
-    if (c->local == K_EVAL)
-        return c->retry ? NULL
-                        : "a script may write keys it does not declare, which cannot be staged "
-                          "(EVAL_RO and EVALSHA_RO are served)";
-    for (size_t i = 0; i < sizeof(dst) / sizeof(dst[0]); i++)
-        if (strcmp(c->name, dst[i]) == 0)
-            return "it writes its destination, which cannot be staged";
-    for (size_t i = 0; i < sizeof(store) / sizeof(store[0]); i++) {
+    size_t n = 0;
+    const char *why = NULL;
+    if (c->local == K_EVAL && !c->retry)
+        why = "a script may write keys it does not declare, which cannot be staged (EVAL_RO and "
+              "EVALSHA_RO are served)";
+    for (size_t i = 0; why == NULL && i < sizeof(dst) / sizeof(dst[0]); i++) {
+        if (strcmp(c->name, dst[i]) == 0) {
+            why = "it writes its destination, which cannot be staged";
+            unnamed_at(at, &n, 2);
+        }
+    }
+    for (size_t i = 0; why == NULL && i < sizeof(store) / sizeof(store[0]); i++) {
         if (strcmp(c->name, store[i]) != 0)
             continue;
-        for (size_t a = 2; a < m->nargs; a++)
-            if (arg_is(m, a, "store") || arg_is(m, a, "storedist"))
-                return "it writes its STORE key, which cannot be staged";
+        for (size_t a = 2; a < m->nargs; a++) {
+            if (!arg_is(m, a, "store") && !arg_is(m, a, "storedist"))
+                continue;
+            why = "it writes its STORE key, which cannot be staged";
+            if (a + 1 < m->nargs) /* last: Redis answers a syntax error, writes nothing */
+                unnamed_at(at, &n, a + 1);
+        }
     }
-    return NULL;
+    if (nat != NULL)
+        *nat = n <= PX_UNNAMED_MAX ? n : 0; /* more than it can name: none named */
+    return why;
 }
 
 /* SET k v [NX|XX] [GET] [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL]: its other options kept, its

@@ -163,7 +163,8 @@ void ch__hot_put(ch_cache *c, const void *key, size_t len, uint64_t hh, uint64_t
     if (h->near == NULL || r->status != CH_CACHE_HIT || !is_hot(h, hh))
         return;
     /* gen 0: no generations here (ch__hot_write drops at once) */
-    (void)ch__near_put(h->near, hh, key, len, 0, sent, ch__now_ns(), r->value, r->len);
+    (void)ch__near_put(h->near, hh, key, len, 0, sent, UINT64_MAX, ch__now_ns(), r->value,
+                       r->len);
 }
 
 void ch__hot_write(ch_cache *c, const void *key, size_t len, uint64_t hh)

@@ -10,8 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A key's generation is its bucket's plus the epoch's. Both only grow, so the sum moves when
+ * either does; it could come back to a value an entry holds only after 2^32 moves between the
+ * entry's read and a get. */
 struct ch__near_gens {
     uint32_t gen[CH__NEAR_GEN_BUCKETS];
+    uint32_t epoch; /* ch__near_invalidate_all's */
 };
 
 /* The recency list: circular, through a head; a node is unlinked when next == NULL. */
@@ -55,7 +59,8 @@ void ch__near_gens_free(ch__near_gens *g)
  * before bumping it (nothing else is shared; the order of bump and send is the writer's). */
 uint32_t ch__near_gen(const ch__near_gens *g, uint64_t kh)
 {
-    return __atomic_load_n(&g->gen[gen_bucket(kh)], __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&g->gen[gen_bucket(kh)], __ATOMIC_ACQUIRE) +
+           __atomic_load_n(&g->epoch, __ATOMIC_ACQUIRE);
 }
 
 void ch__near_invalidate(ch__near_gens *g, uint64_t kh)
@@ -63,11 +68,16 @@ void ch__near_invalidate(ch__near_gens *g, uint64_t kh)
     (void)__atomic_add_fetch(&g->gen[gen_bucket(kh)], 1u, __ATOMIC_ACQ_REL);
 }
 
+void ch__near_invalidate_all(ch__near_gens *g)
+{
+    (void)__atomic_add_fetch(&g->epoch, 1u, __ATOMIC_ACQ_REL);
+}
+
 typedef struct entry {
     struct entry *next; /* the bucket's chain */
     lru_link lru;
     uint64_t kh;
-    uint64_t expires;   /* ns: the read's send + ttl */
+    uint64_t expires;   /* ns: the read's send + min(ttl, its life) */
     uint32_t gen;       /* the key's generation when the read was sent */
     uint32_t klen, rlen;
     char data[];        /* the key, then the reply */
@@ -186,10 +196,12 @@ static void grow(ch__near *c)
 }
 
 bool ch__near_put(ch__near *c, uint64_t kh, const void *key, size_t klen, uint32_t gen,
-                  uint64_t sent_ns, uint64_t now_ns, const void *reply, size_t rlen)
+                  uint64_t sent_ns, uint64_t life_ns, uint64_t now_ns, const void *reply,
+                  size_t rlen)
 {
     size_t need = entry_bytes(klen, rlen);
-    if ((c->gens != NULL && ch__near_gen(c->gens, kh) != gen) || sent_ns + c->ttl_ns <= now_ns ||
+    uint64_t expires = sent_ns + (life_ns < c->ttl_ns ? life_ns : c->ttl_ns);
+    if ((c->gens != NULL && ch__near_gen(c->gens, kh) != gen) || expires <= now_ns ||
         need > c->max_bytes / 8 || klen > UINT32_MAX || rlen > UINT32_MAX) {
         c->st.refused++;
         return false;
@@ -208,7 +220,7 @@ bool ch__near_put(ch__near *c, uint64_t kh, const void *key, size_t klen, uint32
         return false;
     }
     e->kh = kh;
-    e->expires = sent_ns + c->ttl_ns;
+    e->expires = expires;
     e->gen = gen;
     e->klen = (uint32_t)klen;
     e->rlen = (uint32_t)rlen;

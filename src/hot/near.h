@@ -7,8 +7,9 @@
  * passes times, in ns of its own monotonic clock), no globals; internal (ch__), as topk.h.
  *
  * Freshness has two bounds:
- * - the TTL: an entry filled by a read sent at t serves until t + ttl, never later, so what it
- *   serves was the server's value at some time in [t, t + ttl): a value at most ttl old;
+ * - the TTL: an entry filled by a read sent at t serves until t + ttl (or t + life, when the
+ *   caller knows the value's own remaining life is shorter), never later, so what it serves was
+ *   the server's value at some time in [t, t + ttl): a value at most ttl old;
  * - invalidation: every write or delete of a key bumps its generation (ch__near_gens: one
  *   atomic counter per bucket of the key hash space, shared by the threads that serve the same
  *   keys), once when it is sent and once when it is answered. A read records the generation
@@ -36,10 +37,15 @@
 typedef struct ch__near_gens ch__near_gens;
 ch__near_gens *ch__near_gens_new(void); /* NULL when out of memory */
 void ch__near_gens_free(ch__near_gens *g);
-/* The generation of key hash kh now (any thread; acquire). */
+/* The generation of key hash kh now: its bucket's and every key's (ch__near_invalidate_all)
+ * together (any thread; acquire). */
 uint32_t ch__near_gen(const ch__near_gens *g, uint64_t kh);
 /* A write or delete of a key of hash kh is sent, or was answered (any thread). */
 void ch__near_invalidate(ch__near_gens *g, uint64_t kh);
+/* The same for every key at once (a write of keys the caller cannot name: a script's
+ * undeclared ones): every entry of every cache over g stops serving. Cost: one atomic add; the
+ * caches' hits then miss until refilled. */
+void ch__near_invalidate_all(ch__near_gens *g);
 
 typedef struct ch__near_stats {
     uint64_t hits, misses, stores, refused, evictions, expired, invalidated;
@@ -62,11 +68,14 @@ void ch__near_free(ch__near *c);
 const char *ch__near_get(ch__near *c, uint64_t kh, const void *key, size_t klen,
                          uint64_t now_ns, size_t *len, bool *known);
 /* Stores reply bytes for key (hash kh), from a read sent at sent_ns with the key's generation
- * gen then (ch__near_gen). Refused (false) when the generation moved since, the entry would be
- * expired already at now_ns, it is larger than max_bytes / 8, or memory is short; older
- * entries are evicted to make room. Replaces an entry of the same key. */
+ * gen then (ch__near_gen), to serve until sent_ns + min(ttl, life_ns): life_ns bounds the entry
+ * by what the reply told of the value's own remaining life (a memcached item's TTL; UINT64_MAX:
+ * the TTL alone). Refused (false) when the generation moved since, the entry would be expired
+ * already at now_ns, it is larger than max_bytes / 8, or memory is short; older entries are
+ * evicted to make room. Replaces an entry of the same key. */
 bool ch__near_put(ch__near *c, uint64_t kh, const void *key, size_t klen, uint32_t gen,
-                  uint64_t sent_ns, uint64_t now_ns, const void *reply, size_t rlen);
+                  uint64_t sent_ns, uint64_t life_ns, uint64_t now_ns, const void *reply,
+                  size_t rlen);
 /* Drops the entry of key, if any (a write the caller makes itself, where no other thread
  * shares its keys: the same as invalidating, without generations). */
 void ch__near_drop(ch__near *c, uint64_t kh, const void *key, size_t klen);

@@ -2,9 +2,11 @@
 /*
  * test_near.c — the near cache (src/hot/near.h) on a clock the test sets. What must hold:
  *
- *   - an entry filled by a read sent at t serves until t + ttl and never at or after it;
+ *   - an entry filled by a read sent at t serves until t + ttl and never at or after it, nor
+ *     at or after t + its own life when that is shorter;
  *   - a write's invalidation (through any thread) ends every entry of its key at once, and a
- *     reply from a read sent before the invalidation is refused;
+ *     reply from a read sent before the invalidation is refused; invalidating all does so for
+ *     every key;
  *   - the bytes held never exceed max_bytes, and the least recently used entry goes first;
  *   - a key is one entry (a put replaces), whatever the table's growth.
  */
@@ -30,12 +32,19 @@ static uint64_t kh_of(const char *key)
     return h ^ (h >> 29) ^ (h << 31);
 }
 
+/* A put of an entry living at most life from its read's send (and the TTL). */
+static bool put_life(ch__near *c, ch__near_gens *g, const char *key, const char *reply,
+                     uint64_t sent, uint64_t life, uint64_t now)
+{
+    uint64_t kh = kh_of(key);
+    return ch__near_put(c, kh, key, strlen(key), ch__near_gen(g, kh), sent, life, now, reply,
+                        strlen(reply));
+}
+
 static bool put(ch__near *c, ch__near_gens *g, const char *key, const char *reply, uint64_t sent,
                 uint64_t now)
 {
-    uint64_t kh = kh_of(key);
-    return ch__near_put(c, kh, key, strlen(key), ch__near_gen(g, kh), sent, now, reply,
-                       strlen(reply));
+    return put_life(c, g, key, reply, sent, UINT64_MAX, now);
 }
 
 /* The reply served for key at now, as a string ("" when none). */
@@ -92,7 +101,7 @@ static void invalidation(void **state)
     uint64_t kh = kh_of("k");
     uint32_t gen = ch__near_gen(g, kh);
     ch__near_invalidate(g, kh); /* the write is answered */
-    assert_false(ch__near_put(c, kh, "k", 1, gen, 3, 4, "old", 3));
+    assert_false(ch__near_put(c, kh, "k", 1, gen, 3, UINT64_MAX, 4, "old", 3));
     assert_string_equal(get(c, "k", 5), "");
     /* a read sent after it: stored and served */
     assert_true(put(c, g, "k", "new", 6, 7));
@@ -103,6 +112,52 @@ static void invalidation(void **state)
     if ((kh_of("other") >> (64 - CH__NEAR_GEN_BITS)) != (kh >> (64 - CH__NEAR_GEN_BITS)))
         assert_string_equal(get(c, "other", 11), "x");
     assert_string_equal(get(c, "k", 11), "");
+    ch__near_free(c);
+    ch__near_gens_free(g);
+}
+
+/* An entry's own life (a memcached item's remaining TTL) bounds it below the TTL; above it,
+ * the TTL still does. */
+static void life_bound(void **state)
+{
+    (void)state;
+    ch__near_gens *g = ch__near_gens_new();
+    ch__near *c = ch__near_new(g, 1 << 20, 1000 * MS);
+    assert_true(put_life(c, g, "k", "v", 10 * MS, 200 * MS, 11 * MS));
+    assert_string_equal(get(c, "k", 210 * MS - 1), "v");
+    assert_string_equal(get(c, "k", 210 * MS), "");
+    assert_true(put_life(c, g, "k", "w", 300 * MS, 5000 * MS, 301 * MS));
+    assert_string_equal(get(c, "k", 1300 * MS - 1), "w");
+    assert_string_equal(get(c, "k", 1300 * MS), "");
+    /* a life over by the time the reply comes (or none left: an item expiring now) */
+    assert_false(put_life(c, g, "k", "x", 2000 * MS, 5 * MS, 2005 * MS));
+    assert_false(put_life(c, g, "k", "x", 2000 * MS, 0, 2000 * MS));
+    ch__near_free(c);
+    ch__near_gens_free(g);
+}
+
+/* Invalidating every key (a script's undeclared keys) ends every entry, and refuses every
+ * reply of a read sent before it. */
+static void invalidation_of_all(void **state)
+{
+    (void)state;
+    ch__near_gens *g = ch__near_gens_new();
+    ch__near *c = ch__near_new(g, 1 << 20, 1000 * MS);
+    char key[16];
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        assert_true(put(c, g, key, "old", 1, 2));
+    }
+    uint64_t kh = kh_of("k0");
+    uint32_t gen = ch__near_gen(g, kh);
+    ch__near_invalidate_all(g);
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof(key), "k%d", i);
+        assert_string_equal(get(c, key, 3), "");
+    }
+    assert_false(ch__near_put(c, kh, "k0", 2, gen, 2, UINT64_MAX, 4, "old", 3));
+    assert_true(put(c, g, "k0", "new", 5, 6));
+    assert_string_equal(get(c, "k0", 7), "new");
     ch__near_free(c);
     ch__near_gens_free(g);
 }
@@ -194,6 +249,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(ttl_bound),
         cmocka_unit_test(invalidation),
+        cmocka_unit_test(life_bound),
+        cmocka_unit_test(invalidation_of_all),
         cmocka_unit_test(memory_bound),
         cmocka_unit_test(replace_and_grow),
         cmocka_unit_test(invalidation_across_threads),

@@ -50,6 +50,7 @@ int setup_mc(void **state);   /* the same as a memcached pool */
 int setup_auth(void **state); /* the Redis pool with client_auth: sesame */
 int setup_conf(void **state, const char *extra); /* the Redis pool with extra settings */
 int setup_replicas(void **state); /* the Redis pool with replicas: 2 (core_replica.c) */
+int setup_near(void **state); /* the Redis pool with hot_cache: 1000 and its generations */
 int teardown(void **state);
 
 /* ---- driving requests ------------------------------------------------------------------------ */
@@ -127,6 +128,7 @@ void test_gutter_mc(void **state);
 void test_scan(void **state);
 void test_script_every_server(void **state);
 void test_transaction(void **state);
+void test_transaction_near(void **state);
 void test_pubsub(void **state);
 /* core_resp3.c */
 void test_resp3_hello(void **state);

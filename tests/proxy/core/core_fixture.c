@@ -7,6 +7,8 @@
 #include "core.h"
 #include "route_build.h"
 
+#include "hot/near.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -84,6 +86,15 @@ int setup_mc(void **state)
     return setup_proto(state, "", false);
 }
 
+int setup_near(void **state)
+{
+    int rc = setup_conf(state, "  hot_cache: 1000\n");
+    fixture *fx = *state;
+    fx->sp.near_gens = ch__near_gens_new();
+    assert_non_null(fx->sp.near_gens);
+    return rc;
+}
+
 int setup_auth(void **state)
 {
     return setup_conf(state, "  client_auth: sesame\n");
@@ -96,6 +107,7 @@ int teardown(void **state)
     px_route_drop(&fx->pool);
     free(fx->pool.args);
     free(fx->pool.keys);
+    ch__near_gens_free(fx->sp.near_gens);
     px_shared_pool_clear(&fx->sp);
     px_conf_unref(fx->cref);
     unlink(fx->path);

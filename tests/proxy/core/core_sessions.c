@@ -7,6 +7,8 @@
 #include "core.h"
 #include "route_scan.h"
 
+#include "hot/near.h"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -198,6 +200,66 @@ void test_transaction(void **state)
     px_session_free(ss);
     px_buf_free(&req);
     px_buf_free(&seen);
+}
+
+/* The generation of key in the near cache's (near_write.h). */
+static uint32_t gen_of(fixture *fx, const char *key)
+{
+    return ch__near_gen(fx->sp.near_gens, XXH3_64bits(key, strlen(key)));
+}
+
+/* A transaction's writes go past the route tree, on the session's connection: the near cache
+ * forgets the keys they write when EXEC is sent and again when it is answered (not when they
+ * are queued: nothing is applied then); a queued script makes it forget every key. A write
+ * after WATCH, sent on that connection at once, forgets its keys when sent and answered. */
+void test_transaction_near(void **state)
+{
+    fixture *fx = *state;
+    px_session *ss = NULL;
+    px_buf req = {0};
+    uint32_t g0 = gen_of(fx, "{t}x"), other = gen_of(fx, "{u}y");
+    request_in(fx, NULL, "*1\r\n$5\r\nMULTI\r\n", &ss);
+    char *set_a[] = {"SET", "{t}x", "1"};
+    resp(&req, 3, set_a);
+    request_in(fx, NULL, req.p, &ss);
+    px_conn *c = fake_conns[0];
+    fake_reply(&fx->pool, pending_on(c), "+OK\r\n", 5);
+    fake_reply(&fx->pool, pending_on(c), "+QUEUED\r\n", 9);
+    assert_int_equal(gen_of(fx, "{t}x"), g0); /* queued: not applied */
+    request_in(fx, NULL, "*1\r\n$4\r\nEXEC\r\n", &ss);
+    assert_int_equal(gen_of(fx, "{t}x"), g0 + 1);
+    fake_reply(&fx->pool, pending_on(c), "*1\r\n+OK\r\n", 9);
+    assert_string_equal(last_done(), "*1\r\n+OK\r\n");
+    assert_int_equal(gen_of(fx, "{t}x"), g0 + 2);
+    assert_int_equal(gen_of(fx, "{u}y"), other);
+
+    /* A queued script: every key. */
+    request_in(fx, NULL, "*1\r\n$5\r\nMULTI\r\n", &ss);
+    char *eval[] = {"EVAL", "return 1", "1", "{t}x"};
+    resp(&req, 4, eval);
+    request_in(fx, NULL, req.p, &ss);
+    c = fake_conns[1];
+    fake_reply(&fx->pool, pending_on(c), "+OK\r\n", 5);
+    fake_reply(&fx->pool, pending_on(c), "+QUEUED\r\n", 9);
+    request_in(fx, NULL, "*1\r\n$4\r\nEXEC\r\n", &ss);
+    fake_reply(&fx->pool, pending_on(c), "*1\r\n:1\r\n", 8);
+    assert_int_equal(gen_of(fx, "{u}y"), other + 2);
+    assert_int_equal(fx->pool.m.near.script_flushes, 1);
+
+    /* A write after WATCH. */
+    g0 = gen_of(fx, "{t}x");
+    char *watch[] = {"WATCH", "{t}w"};
+    resp(&req, 2, watch);
+    request_in(fx, NULL, req.p, &ss);
+    c = fake_conns[2];
+    fake_reply(&fx->pool, pending_on(c), "+OK\r\n", 5);
+    resp(&req, 3, set_a);
+    request_in(fx, NULL, req.p, &ss);
+    assert_int_equal(gen_of(fx, "{t}x"), g0 + 1);
+    fake_reply(&fx->pool, pending_on(c), "+OK\r\n", 5);
+    assert_int_equal(gen_of(fx, "{t}x"), g0 + 2);
+    px_session_free(ss);
+    px_buf_free(&req);
 }
 
 /* SUBSCRIBE to channels of two servers: one connection each, the client's reply held until both

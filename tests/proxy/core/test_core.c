@@ -63,6 +63,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_scan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_script_every_server, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transaction, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_transaction_near, setup_near, teardown),
         cmocka_unit_test_setup_teardown(test_pubsub, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resp3_hello, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resp3_auth, setup_auth, teardown),

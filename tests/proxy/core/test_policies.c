@@ -1117,6 +1117,86 @@ static void test_near_write_invalidates(void **state)
     assert_int_equal(fx->pool.m.near.stores, 2);
 }
 
+/* Writes of k that do not name it end its entry as well, when sent: SORT ... STORE k (the key
+ * after STORE: px_codec.writes_unnamed) drops k's alone; a script, whose undeclared keys no one
+ * can name, every entry, counted once. A read sent while the SORT is out is not kept. */
+static void test_near_unnamed_writes(void **state)
+{
+    fixture *fx = *state;
+    px_route *leaf = near_tree(fx);
+    ch__topk_add(fx->pool.hot, XXH3_64bits("h", 1), "h", 1, 5);
+    send_rq(fx, R("GET k"));
+    reply(fx, leaf, 0, "$3\r\nold\r\n");
+    send_rq(fx, R("GET h"));
+    reply(fx, leaf, 1, "$1\r\nh\r\n");
+    size_t w = send_rq(fx, R("SORT src ALPHA STORE k"));
+    sent(leaf, 2, R("SORT src ALPHA STORE k"));
+    size_t a = send_rq(fx, R("GET k")); /* not from memory: the SORT is sent */
+    sent(leaf, 3, R("GET k"));
+    size_t h = send_rq(fx, R("GET h")); /* another key's entry stays */
+    assert_string_equal(fake_done_reply(h), "$1\r\nh\r\n");
+    reply(fx, leaf, 2, ":3\r\n");
+    assert_string_equal(fake_done_reply(w), ":3\r\n");
+    reply(fx, leaf, 3, "$3\r\nold\r\n"); /* read before the SORT landed: not kept */
+    assert_string_equal(fake_done_reply(a), "$3\r\nold\r\n");
+    send_rq(fx, R("GET k"));
+    sent(leaf, 4, R("GET k"));
+    reply(fx, leaf, 4, "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n");
+    assert_int_equal(fx->pool.m.near.script_flushes, 0);
+
+    size_t e = send_rq(fx, R("EVAL return 1 x"));
+    sent(leaf, 5, R("EVAL return 1 x"));
+    reply(fx, leaf, 5, ":1\r\n");
+    assert_string_equal(fake_done_reply(e), ":1\r\n");
+    assert_int_equal(fx->pool.m.near.script_flushes, 1);
+    send_rq(fx, R("GET h")); /* every entry ended */
+    sent(leaf, 6, R("GET h"));
+    reply(fx, leaf, 6, "$1\r\nh\r\n");
+    assert_int_equal(fake_sends(leaf), 7);
+    assert_int_equal(fx->pool.m.near.hits, 1);
+}
+
+/* memcached's get does not tell the item's remaining life: a hot key is filled with the fetch
+ * (mg k v t f), its reply answered as get's and kept for at most t - 1 s (memcached's clock
+ * ticks once a second) within the TTL: t-1 (no expiry) kept for the TTL, t1 not kept. A reply
+ * that is not the fetch's (a server without meta commands) sends the get as it came, not kept;
+ * a cold key's get goes as it came. */
+static void test_near_mc_fill(void **state)
+{
+    fixture *fx = *state;
+    px_route *leaf = near_tree(fx);
+    size_t a = send_rq(fx, "get k\r\n");
+    sent(leaf, 0, "mg k v t f\r\n");
+    reply(fx, leaf, 0, "VA 1 t-1 f5\r\nv\r\n");
+    assert_string_equal(fake_done_reply(a), "VALUE k 5 1\r\nv\r\nEND\r\n");
+    assert_int_equal(fx->pool.m.near.stores, 1);
+    fx->io.read_hr += NEAR_TTL_NS - 1;
+    size_t b = send_rq(fx, "get k\r\n"); /* from memory */
+    assert_string_equal(fake_done_reply(b), "VALUE k 5 1\r\nv\r\nEND\r\n");
+    fx->io.read_hr += 2;
+    size_t c = send_rq(fx, "get k\r\n");
+    sent(leaf, 1, "mg k v t f\r\n");
+    reply(fx, leaf, 1, "VA 1 t1 f5\r\nw\r\n"); /* expires within a second: not kept */
+    assert_string_equal(fake_done_reply(c), "VALUE k 5 1\r\nw\r\nEND\r\n");
+    assert_int_equal(fx->pool.m.near.stores, 1);
+    size_t d = send_rq(fx, "get k\r\n");
+    sent(leaf, 2, "mg k v t f\r\n");
+    reply(fx, leaf, 2, "EN\r\n");
+    assert_string_equal(fake_done_reply(d), "END\r\n");
+    size_t e = send_rq(fx, "get k\r\n");
+    sent(leaf, 3, "mg k v t f\r\n");
+    reply(fx, leaf, 3, "ERROR\r\n");
+    sent(leaf, 4, "get k\r\n");
+    reply(fx, leaf, 4, "VALUE k 0 1\r\nx\r\nEND\r\n");
+    assert_string_equal(fake_done_reply(e), "VALUE k 0 1\r\nx\r\nEND\r\n");
+    size_t f = send_rq(fx, "get c\r\n");
+    sent(leaf, 5, "get c\r\n");
+    reply(fx, leaf, 5, "VALUE c 0 1\r\ny\r\nEND\r\n");
+    assert_string_equal(fake_done_reply(f), "VALUE c 0 1\r\ny\r\nEND\r\n");
+    assert_int_equal(fx->pool.m.near.stores, 1);
+    assert_int_equal(fx->pool.m.near.hits, 1);
+}
+
 /* The TTL, counted from the read's arrival: served within it, never after. A key cached lately
  * is kept again when its entry expired, even while the detector does not count it hot. */
 static void test_near_ttl(void **state)
@@ -1328,6 +1408,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_near_not_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_near_write_invalidates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_near_ttl, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_near_unnamed_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_near_mc_fill, setup_mc, teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_joins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_write_closes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_apart, setup, teardown),
