@@ -10,8 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A key's generation is its bucket's plus the epoch's. Both only grow, so the sum moves when
+ * either does; it could come back to a value an entry holds only after 2^32 moves between the
+ * entry's read and a get. */
 struct ch__near_gens {
     uint32_t gen[CH__NEAR_GEN_BUCKETS];
+    uint32_t epoch; /* ch__near_invalidate_all's */
 };
 
 /* The recency list: circular, through a head; a node is unlinked when next == NULL. */
@@ -55,12 +59,18 @@ void ch__near_gens_free(ch__near_gens *g)
  * before bumping it (nothing else is shared; the order of bump and send is the writer's). */
 uint32_t ch__near_gen(const ch__near_gens *g, uint64_t kh)
 {
-    return __atomic_load_n(&g->gen[gen_bucket(kh)], __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&g->gen[gen_bucket(kh)], __ATOMIC_ACQUIRE) +
+           __atomic_load_n(&g->epoch, __ATOMIC_ACQUIRE);
 }
 
 void ch__near_invalidate(ch__near_gens *g, uint64_t kh)
 {
     (void)__atomic_add_fetch(&g->gen[gen_bucket(kh)], 1u, __ATOMIC_ACQ_REL);
+}
+
+void ch__near_invalidate_all(ch__near_gens *g)
+{
+    (void)__atomic_add_fetch(&g->epoch, 1u, __ATOMIC_ACQ_REL);
 }
 
 typedef struct entry {

@@ -36,10 +36,15 @@
 typedef struct ch__near_gens ch__near_gens;
 ch__near_gens *ch__near_gens_new(void); /* NULL when out of memory */
 void ch__near_gens_free(ch__near_gens *g);
-/* The generation of key hash kh now (any thread; acquire). */
+/* The generation of key hash kh now: its bucket's and every key's (ch__near_invalidate_all)
+ * together (any thread; acquire). */
 uint32_t ch__near_gen(const ch__near_gens *g, uint64_t kh);
 /* A write or delete of a key of hash kh is sent, or was answered (any thread). */
 void ch__near_invalidate(ch__near_gens *g, uint64_t kh);
+/* The same for every key at once (a write of keys the caller cannot name: a script's
+ * undeclared ones): every entry of every cache over g stops serving. Cost: one atomic add; the
+ * caches' hits then miss until refilled. */
+void ch__near_invalidate_all(ch__near_gens *g);
 
 typedef struct ch__near_stats {
     uint64_t hits, misses, stores, refused, evictions, expired, invalidated;
