@@ -25,6 +25,7 @@
 #include "route_near.h"
 #include "pool.h"
 #include "request.h"
+#include "track.h"
 
 #include "hot/near.h"
 
@@ -160,6 +161,8 @@ static void near_start(px_route *rt, px_rq *rq, px_slot s)
     pool->m.near.misses++;
     near_word_set(rq, s, rt, (near_word){ch__near_gen(gens, hh), N_READ, known});
     rq->slots[s].alone = true; /* its part's reply is this key's */
+    /* a read whose reply may be kept is tracked by its server (track.h) */
+    rq->slots[s].track = px_track_wanted(pool) && (known || px_pool_hot(pool, hh));
     px_rq_call(rq, s, rt, rt->child[0]);
 }
 
@@ -176,7 +179,7 @@ static void keep(px_route *rt, px_rq *rq, px_slot s, const px_reply *r)
     if (r->kind != PX_REPLY_VALUE || cache == NULL ||
         (rq->codec->is_miss != NULL && rq->codec->is_miss(&rq->msg, r)) || /* an MGET null */
         !entry_key(rq, s, &hh, ek, &eklen) ||
-        !(w.known || px_pool_hot(pool, hh)))
+        !(w.known || px_pool_hot(pool, hh)) || !px_track_keepable(pool, rq, s))
         return;
     stored_head h = {(uint8_t)r->kind, r->integer};
     size_t n = sizeof(h) + r->len;
@@ -205,6 +208,7 @@ static void near_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
             if (n == 1) /* a part of several keys is not one key's reply */
                 keep(rt, rq, s, r);
             rq->slots[s].alone = false;
+            rq->slots[s].track = false;
         }
         set_state(rq, s, rt, N_USUAL, 0);
     }

@@ -10,6 +10,7 @@
 #include "client.h"
 #include "route_build.h"
 #include "route_near.h"
+#include "track.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,7 @@ static void probe_cb(uv_timer_t *t)
     px_worker *w = t->data;
     for (size_t i = 0; i < w->npools; i++) {
         px_probe_due(&w->pools[i]);
+        px_track_tick(&w->pools[i]);
         /* A window over with no request to notice it: its retired servers can go. */
         if (w->pools[i].warm.table != NULL && px_warm_left(&w->pools[i], px_io_now(&w->io)) == 0)
             px_warm_end(&w->pools[i]);

@@ -8,8 +8,8 @@ through a function pointer it was given (px_frag.done, px_rq.on_done, px_flushab
 px_route_ops, the control plane's callbacks):
 
     the data path:
-    worker -> client -> dispatch -> session -> route_*, pubsub -> copy -> request, warm -> backend
-    -> pool -> io
+    worker -> client -> dispatch -> session -> route_*, pubsub, track -> copy -> request, warm
+    -> backend -> pool -> io
     leaves (include only leaves): proto/*, io, buf, log, counters, health_shared, conf_ref,
     resolve, route.h, window.h, tls, file, roster, fence, http_req, json
 
@@ -58,7 +58,7 @@ RANKS = {
     "pool": 1, "backend": 2, "request": 3, "warm": 3, "copy": 4, "route_pool": 4, "route_all": 4,
     "route_scan": 4, "route_replica": 5, "route_warm": 5, "route_shadow": 5, "route_stage": 5, "route_near": 5,
     "route_gutter": 5, "route_coalesce": 5, "route_build": 6,
-    "pubsub": 4,
+    "pubsub": 4, "track": 4,
     "session": 5,
     "dispatch": 6, "client": 7,
     "worker": 8,
