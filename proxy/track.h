@@ -28,6 +28,8 @@
 #include "pool.h"
 #include "request.h"
 
+#include "hot/near.h"
+
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -53,6 +55,20 @@ static inline bool px_track_wanted(const px_pool *pool)
  * sends the live ones' keepalive, closes those of a pool that no longer tracks, flushes on an
  * ejection or a readmission; counts the links per state into pool->m.track. */
 void px_track_tick(px_pool *pool);
+
+/* After each loop iteration (worker.c): a new placement (a reload's, a fleet change's) moves
+ * keys to owners that never tracked them for this proxy, so every entry of the pool is
+ * dropped. Cost: a compare per pool. */
+static inline void px_track_placement(px_pool *pool)
+{
+    if (pool->table == pool->track_table)
+        return;
+    if (pool->track_table != NULL && px_track_wanted(pool)) {
+        ch__near_invalidate_all(pool->shared->near_gens);
+        pool->m.track.flushes++;
+    }
+    pool->track_table = pool->table;
+}
 
 /* Whether the reply to slot s of rq (a near-cache fill, answered by the last server it was
  * sent to) may be kept: the pool does not track, or every send of it was tracked

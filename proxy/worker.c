@@ -55,12 +55,15 @@ void px_worker_reap(px_worker *w)
     }
 }
 
-/* Runs after each iteration's flush: servers a reload removed close once drained. */
+/* Runs after each iteration's flush: servers a reload removed close once drained; a new
+ * placement drops the near cache's tracked entries (track.h). */
 static void after_flush(px_io *io)
 {
     px_worker *w = (px_worker *)(void *)io;
     if (w->retired.next != &w->retired)
         px_worker_reap(w);
+    for (size_t i = 0; i < w->npools; i++)
+        px_track_placement(&w->pools[i]);
 }
 
 /* ---- jobs ------------------------------------------------------------------------------------- */

@@ -1206,6 +1206,36 @@ static void test_near_tracked(void **state)
     assert_int_equal(fake_sends(leaf), 11);
 }
 
+/* A new placement (a reload's, a fleet change's) moves keys to owners that never tracked them for
+ * this proxy: the first look after it drops every entry (track.h, after each loop iteration). */
+static void test_near_tracked_placement(void **state)
+{
+    fixture *fx = *state;
+    px_route *leaf = near_tree(fx);
+    px_server *s = fake_server_of(leaf);
+    fx->pc.near_tracking = true;
+    fx->pool.servers = s;
+    fx->pool.nservers = 1;
+    s->track.id = 7;
+    ch_table *a = (ch_table *)(uintptr_t)1, *b = (ch_table *)(uintptr_t)2; /* compared only */
+    fx->pool.table = a;
+    px_track_placement(&fx->pool); /* the first placement seen: nothing to drop */
+    send_rq(fx, R("GET k"));
+    reply(fx, leaf, 0, "+OK\r\n");
+    reply(fx, leaf, 1, "+OK\r\n");
+    reply(fx, leaf, 2, "$1\r\nv\r\n");
+    px_track_placement(&fx->pool); /* unchanged */
+    size_t h = send_rq(fx, R("GET k"));
+    assert_string_equal(fake_done_reply(h), "$1\r\nv\r\n");
+    assert_int_equal(fake_sends(leaf), 3);
+    fx->pool.table = b;
+    px_track_placement(&fx->pool);
+    assert_int_equal(fx->pool.m.track.flushes, 1);
+    send_rq(fx, R("GET k"));
+    sent(leaf, 5, R("GET k")); /* not the entry */
+    fx->pool.table = NULL;
+}
+
 /* ==== coalesce ==================================================================================
  * route_coalesce.c over child[0] (a leaf). Clients are told apart by their request numbers. */
 
@@ -1393,6 +1423,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_near_write_invalidates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_near_ttl, setup, teardown),
         cmocka_unit_test_setup_teardown(test_near_tracked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_near_tracked_placement, setup, teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_joins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_write_closes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_apart, setup, teardown),
