@@ -276,6 +276,7 @@ static int pool_init(px_worker *w, px_pool *pool, px_shared_pool *sp, int fd)
     if (pc->preconnect)
         for (size_t i = 0; i < pool->nservers; i++)
             px_server_preconnect(&pool->servers[i]);
+    px_track_tick(pool); /* the invalidation links at once: nothing is kept before they are live */
     return 0;
 }
 
