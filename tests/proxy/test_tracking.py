@@ -15,7 +15,8 @@ redis-servers, two workers per proxy, hot_cache 60 s so that a TTL never hides a
      an expiry (PEXPIRE), FLUSHALL, an eviction (maxmemory with allkeys-lru): after each, reads
      through the proxy see the change (or the miss) within BOUND of the server.
   3. Faults, each with a write straight to the server right after it: the invalidation link
-     killed (CLIENT KILL of the connections named chash-invalidate), the server SIGSTOPped past
+     killed (CLIENT KILL of the connections named chash-invalidate), the connections that
+     carried the fills killed (the others but the test's own), the server SIGSTOPped past
      the pool's timeout and resumed, the server restarted empty, the server replaced by a
      reload (SIGHUP) with another holding another value: no read begun BOUND after the write
      (or the restart, or the reload counted in the stats) is answered from an entry older.
@@ -320,6 +321,21 @@ def part3(t, redises, px, port, mport):
         delay, _ = sees(c, "k", b"new", time.monotonic(), "3. the link killed")
         out.append("link killed: seen in %.1f ms" % (delay * 1000))
         have_links(srv, "the links back")
+
+        # the connections that carried the fills killed (the server forgets what it tracked
+        # for them), the links kept
+        srv.call("SET", "k", "old")
+        make_hot(c, "k", b"old", mport, "one")
+        with Resp(srv.addr) as d:
+            me = d.call("CLIENT", "ID")
+            text = d.call("CLIENT", "LIST").decode()
+            fills = [line.split("id=", 1)[1].split(" ", 1)[0] for line in text.splitlines()
+                     if "name=chash-invalidate" not in line and "id=%d " % me not in line]
+            for i in fills:
+                d.call("CLIENT", "KILL", "ID", i)
+            d.call("SET", "k", "new")
+        delay, _ = sees(c, "k", b"new", time.monotonic(), "3. the fill connections killed")
+        out.append("%d fill connections killed: seen in %.1f ms" % (len(fills), delay * 1000))
 
         # the server stopped past the pool's timeout (the link's keepalive times out), resumed
         srv.call("SET", "k", "old")
