@@ -384,10 +384,16 @@ def part4(px, port, mport):
     if got is not True:
         fail("4. chash_proxy_near_tracking_* of pool one: %r" % got)
     got = states()
-    with Resp(("127.0.0.1", port)) as c:
-        info = c.call("INFO").decode()
-    if "pool_one_near_tracking_live:1\r\n" not in info:
-        fail("4. INFO has no pool_one_near_tracking_live:1:\n%s" % info)
+    # INFO is the worker's own count (its last tick's, every 100 ms): one link live
+    seen = []
+
+    def info_live():
+        with Resp(("127.0.0.1", port)) as c:
+            info = c.call("INFO").decode()
+        seen[:] = [line for line in info.splitlines() if "near_tracking" in line]
+        return "pool_one_near_tracking_live:1" in seen
+    if not poll_until(info_live, 10):
+        fail("4. INFO has no pool_one_near_tracking_live:1: %s" % seen)
     log("4. links per state: %r" % got)
 
 
