@@ -23,6 +23,8 @@ redis-servers, two workers per proxy, hot_cache 60 s so that a TTL never hides a
   4. /metrics and INFO count the links per state (chash_proxy_near_tracking_live, ...).
   5. A server whose ACL refuses CLIENT TRACKING: counted refused in /metrics and INFO, and its
      hot key still cached (bounded by hot_cache alone, as before).
+  6. The server's tracking table holds the near cache's keys only (OPTIN): 500 cold keys and a
+     hot one read through the proxy, INFO's tracking_total_keys at most 2.
 
 Each part fails on a proxy without tracking: it serves the old value for hot_cache (60 s).
 
@@ -411,14 +413,30 @@ def part5(acl, aport, mport):
     log("5. a server refusing CLIENT TRACKING (ACL): counted refused, its hot key cached")
 
 
+def part6(redises, port, mport):
+    srv = redises[0]
+
+    def tracked():
+        info = srv.call("INFO", "stats").decode()
+        return int(info.split("tracking_total_keys:", 1)[1].split("\r\n", 1)[0])
+    srv.call("SET", "k", "v")
+    with Resp(("127.0.0.1", port)) as c:
+        c.pipeline([("GET", "cold:%d" % i) for i in range(500)])  # each read once: not hot
+        make_hot(c, "k", b"v", mport, "one")
+    n = tracked()
+    log("6. 500 cold keys and a hot one read through the proxy: the server tracks %d key(s)" % n)
+    if n > 2:
+        fail("6. the server tracks %d keys: more than the near cache's" % n)
+
+
 def body(t):
     redises = start_redises(t.programs["redis-server"], t.tmp, 4)
     evict, acl = start_redises(t.programs["redis-server"], t.tmp, 2)
     if acl.call("ACL", "SETUSER", "default", "-client|tracking") != b"OK":
         fail("ACL SETUSER")
-    parts = set(t.parts or (1, 2, 3, 4, 5))
+    parts = set(t.parts or (1, 2, 3, 4, 5, 6))
     summary = part1(t, redises) if 1 in parts else None
-    if parts & {2, 3, 4, 5}:
+    if parts & {2, 3, 4, 5, 6}:
         px, port, mport, eport, aport = setup_one(t, redises, evict, acl)
         if 2 in parts:
             part2(redises, evict, port, mport, eport)
@@ -428,6 +446,8 @@ def body(t):
             part4(px, port, mport)
         if 5 in parts:
             part5(acl, aport, mport)
+        if 6 in parts:
+            part6(redises, port, mport)
         px.stop()
     return summary
 
