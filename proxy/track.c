@@ -12,8 +12,14 @@
  * Why a link per worker and server, redirected to, rather than RESP3 pushes on the connections
  * that carry the fills: those are the shared connections of the fill's client dialect, RESP2
  * ones among them, where Redis cannot push; and the link's state is the one thing to watch (a
- * fill connection that fails is a flush, backend.c). Why opt-in: the server tracks the keys the
- * near cache filled, not every key read through the proxy (docs/OPERATIONS.md).
+ * fill connection that fails is a flush, backend.c). Why RESP3 for the link rather than a RESP2
+ * connection subscribed to __redis__:invalidate: a RESP2 message is a plain array, which
+ * backend.c tells from a reply only while nothing is in flight, so the keepalive could not have
+ * a deadline; a RESP3 push is typed, and a RESP3 redirect target needs no SUBSCRIBE. Why
+ * opt-in: the server tracks the keys the near cache filled, not every key read through the
+ * proxy (500 cold reads and a hot key: 1 key tracked, proxy_tracking part 6). Measured: of
+ * about 30,000 reads through a second proxy per 3 s run, at most 14 older than a write
+ * acknowledged before they began, by at most 0.18 ms (docs/PERFORMANCE.md).
  *
  * The race (Redis's client-side caching guidance: with a redirect, an invalidation may arrive
  * after the reply of the read it ends): a fill records its key's generation when it is sent
