@@ -1422,14 +1422,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_near_not_kept, setup, teardown),
         cmocka_unit_test_setup_teardown(test_near_write_invalidates, setup, teardown),
         cmocka_unit_test_setup_teardown(test_near_ttl, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_near_tracked, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_near_tracked_placement, setup, teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_joins, setup, teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_write_closes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_apart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_coalesce_failure_answers_all, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shadow_mirrors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shadow_share, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_near_tracked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_near_tracked_placement, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
