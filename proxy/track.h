@@ -71,23 +71,23 @@ static inline void px_track_placement(px_pool *pool)
 }
 
 /* Whether the reply to slot s of rq (a near-cache fill, answered by the last server it was
- * sent to) may be kept: the pool does not track, or every send of it was tracked
- * (px_rq_slot.track), or that server refused tracking. The generation checked at the put does
- * the rest (a link lost since was a bump). Cost: a scan of the pool's servers when the fill was
- * not tracked. (Inline, as the rest of the route layer has no I/O: track.c is the proxy's.) */
+ * sent to) may be kept: the pool does not track; or that server is one of the pool's (whose
+ * invalidations bump the pool's generations: not a gutter pool's, not a retired or staged one)
+ * and every send of the fill was tracked (px_rq_slot.track) or the server refused tracking. The
+ * generation checked at the put does the rest (a link lost since was a bump). Cost: a scan of
+ * the pool's servers, once per fill. (Inline, as the rest of the route layer has no I/O:
+ * track.c is the proxy's.) */
 static inline bool px_track_keepable(const px_pool *pool, const px_rq *rq, uint32_t s)
 {
     if (!px_track_wanted(pool))
         return true;
     const px_rq_slot *sl = &rq->slots[s];
-    if (sl->track)
-        return true;
     if (sl->ntried == 0)
         return false;
     uint32_t uid = sl->tried[sl->ntried - 1];
     for (size_t i = 0; i < pool->nservers; i++)
         if (pool->servers[i].uid == uid)
-            return pool->servers[i].track.state == PX_TRACK_REFUSED;
+            return sl->track || pool->servers[i].track.state == PX_TRACK_REFUSED;
     return false;
 }
 

@@ -1204,6 +1204,20 @@ static void test_near_tracked(void **state)
     size_t f = send_rq(fx, R("GET k"));
     assert_string_equal(fake_done_reply(f), "$3\r\nnew\r\n");
     assert_int_equal(fake_sends(leaf), 11);
+    /* a server not the pool's (a gutter pool's, a retired one): its invalidations bump another
+     * pool's generations, so nothing is kept from it, tracked or not */
+    px_server other = {.uid = 999};
+    fx->pool.servers = &other;
+    s->track.id = 7;
+    s->track.state = PX_TRACK_LIVE;
+    ch__near_invalidate_all(fx->sp.near_gens);
+    send_rq(fx, R("GET k"));
+    sent(leaf, 13, R("GET k"));
+    reply(fx, leaf, 11, "+OK\r\n");
+    reply(fx, leaf, 12, "+OK\r\n");
+    reply(fx, leaf, 13, "$3\r\nnew\r\n");
+    assert_int_equal(fx->pool.m.near.stores, 3);
+    fx->pool.servers = s;
 }
 
 /* A new placement (a reload's, a fleet change's) moves keys to owners that never tracked them for
