@@ -8,9 +8,11 @@ redis-servers, two workers per proxy, hot_cache 60 s so that a TTL never hides a
   1. Two proxies A and B on the same 4 servers, a writer of versioned values of one hot key
      through A (every 5 ms), readers through A and B for 3 s: no read returns a version older
      than the last write acknowledged more than BOUND before the read began, and B's near cache
-     served the key (hits). The invalidation delay as the readers see it (from a write's
-     acknowledgement to the first read through B begun after it that sees it) is printed:
-     p50, p99, max.
+     served the key (hits). Printed: the reads older than a write acknowledged at all before
+     they began, and by how much (the invalidation's delay itself), and an upper bound of the
+     delay per write (its acknowledgement to the first read through B begun after it that saw
+     it, the reader's own gaps included): p50, p99, max; and the costs (invalidations per
+     write, tracked fills).
   2. Writers the proxy never sees, each at the key's server: a SET, a Lua script, SORT ... STORE,
      an expiry (PEXPIRE), FLUSHALL, an eviction (maxmemory with allkeys-lru): after each, reads
      through the proxy see the change (or the miss) within BOUND of the server.
@@ -26,9 +28,11 @@ redis-servers, two workers per proxy, hot_cache 60 s so that a TTL never hides a
   6. The server's tracking table holds the near cache's keys only (OPTIN): 500 cold keys and a
      hot one read through the proxy, INFO's tracking_total_keys at most 2.
 
-Each part fails on a proxy without tracking: it serves the old value for hot_cache (60 s).
+Parts 1-3 fail on a proxy without tracking (ed9fa7a: it serves the old value for hot_cache,
+60 s), 4 and 5 for want of its metrics; 6 is a property of tracking (a proxy that tracks
+nothing passes it). --part N runs part N alone (repeatable), to see each fail there.
 
-Usage: test_tracking.py CHASH_PROXY CHASH_CLI
+Usage: test_tracking.py CHASH_PROXY CHASH_CLI [--part N]...
 Exit: 0 pass, 1 fail, 77 skip (redis-server missing, CI unset).
 """
 import bisect
@@ -40,7 +44,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Proxy, Resp, RespError, fail, free_ports, log, pool_yaml,  # noqa: E402
-                          poll_until, run_test, sigstop, soft_fail, start_redises, wait_until, write_file)
+                          poll_until, run_test, sigstop, soft_fail, start_redises, wait_until,
+                          write_file)
 import promtext  # noqa: E402
 
 BOUND = 0.100       # s: a read begun this long after a write sees it (the invalidation delay's
