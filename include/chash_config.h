@@ -173,6 +173,11 @@ typedef struct ch_conf_pool {
     /* "coalesce_reads" (chash-proxy; default true): identical single-key reads in flight at
      * once on one worker share one backend request (docs/PROXY.md, "Coalescing"). */
     bool coalesce_reads;
+    /* "near_tracking" (chash-proxy, Redis pools with hot_cache; default true): the servers
+     * tell the proxy which of the near cache's keys changed (CLIENT TRACKING, an invalidation
+     * link per server and worker: docs/OPERATIONS.md, "Hot keys"); false: hot_cache alone
+     * bounds what another writer changed. */
+    bool near_tracking;
 } ch_conf_pool;
 
 /* The values of ch_conf_pool.membership_fenced. */

@@ -22,6 +22,8 @@
 #include "tls.h"
 #include "resolve.h"
 
+#include "hot/near.h"
+
 #include <inttypes.h>
 #include <netdb.h>
 #include <stdlib.h>
@@ -845,6 +847,13 @@ static void conn_fail(px_conn *c, conn_why why, const char *reason)
     }
     if (c->state == PX_CONN_UP)
         s->stats.server_connections--;
+    /* A shared connection of a server that tracks the near cache's reads (track.h) may have
+     * carried tracked fills: the server forgets what it tracked for it, so no entry of the pool
+     * may be served on the strength of it. */
+    if (!c->dedicated && c->state != PX_CONN_DOWN && s->track.id != 0) {
+        ch__near_invalidate_all(pool->shared->near_gens);
+        pool->m.track.flushes++;
+    }
     c->state = PX_CONN_DOWN;
     px_buf_free(&c->rbuf);
     px_buf_free(&c->wbuf);

@@ -121,6 +121,20 @@ struct px_conn {
     px_conn_owner owner;
 };
 
+/* A server's tracking of the near cache's reads on one worker (track.c owns it): its
+ * invalidation link (NULL: none), the link's client id at the server while live (0 otherwise:
+ * a fill sent to the server is tracked with it, request.c), the state (px_track_state), when a
+ * link may open again and the wait after the next failure, and whether its health was up at the
+ * last tick (a change is a flush). */
+typedef struct px_server_track {
+    struct px_track_link *link;
+    uint64_t id;
+    uint64_t retry_at; /* loop ms */
+    uint32_t backoff_ms;
+    uint8_t state;
+    bool up;
+} px_server_track;
+
 /* A backend server as one worker sees it: its connections from that worker, its counters (the
  * stats and metrics add every worker's up, px_snapshot). */
 struct px_server {
@@ -144,6 +158,7 @@ struct px_server {
     px_journal_batch rejoin_batch; /* what the clean-up round deletes (given back on failure) */
     uint64_t walk_seen, walk_deleted; /* the round's walk: keys listed, deletes sent */
     px_server_stats stats;
+    px_server_track track; /* its near-cache tracking on this worker (track.h) */
     /* Hot reload (reload.c): a server dropped from the pool's membership is retired: it leaves
      * the pool's array for its own allocation, in its worker's retired list, and takes no new
      * fragments; its health is no longer tracked (its index means nothing in the new

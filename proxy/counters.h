@@ -68,6 +68,16 @@ typedef struct px_near_counts {
     PX_NEAR_SUMS
 #undef X
 } px_near_counts;
+/* Server-assisted invalidation (track.c): the links per state now (gauges: live, down: none
+ * live, refused: the server refused tracking, hot_cache alone bounds its entries), the keys
+ * the servers invalidated, and the flushes (every entry dropped: a link lost, a FLUSHALL, a
+ * connection of a tracked server failed, an ejection or readmission). */
+#define PX_TRACK_SUMS X(live) X(down) X(refused) X(invalidations) X(flushes)
+typedef struct px_track_counts {
+#define X(f) uint64_t f;
+    PX_TRACK_SUMS
+#undef X
+} px_track_counts;
 /* The gutter pool (route_gutter.c): keys of an ejected owner served by the gutter pool, reads
  * and writes (deletes included); writes the gutter refused (a write of several keys, a bad
  * lifetime); and keys of an ejected owner served by the pool's ring because no gutter server
@@ -92,6 +102,7 @@ typedef struct px_pool_metrics {
     uint64_t fence_refused;    /* requests refused while the membership was fenced (fleet) */
     uint64_t coalesced;        /* reads that joined an identical one in flight, to be answered
                                   with its reply (route_coalesce.c) */
+    px_track_counts track;
     px_shadow_stats shadow;
     px_gutter_stats gutter;
     px_warm_stats warm;

@@ -173,6 +173,9 @@ PX_NEAR_SUMS
 #define X(f) PV(pv_gutter_##f, s->m.gutter.f)
 PX_GUTTER_SUMS
 #undef X
+#define X(f) PV(pv_track_##f, s->m.track.f)
+PX_TRACK_SUMS
+#undef X
 #undef PV
 
 static const struct {
@@ -297,6 +300,25 @@ static const struct {
     {"chash_proxy_gutter_unavailable_total", "counter",
      "Keys of an ejected owner served by the pool's ring because no gutter server was up.",
      pv_gutter_unavailable},
+    {"chash_proxy_near_tracking_live", "gauge",
+     "Invalidation links live now, one per server and worker: the near cache's fills from "
+     "those servers are tracked (near_tracking; docs/OPERATIONS.md, \"Hot keys\").",
+     pv_track_live},
+    {"chash_proxy_near_tracking_down", "gauge",
+     "Servers (per worker) whose invalidation link is not live now: nothing filled from them "
+     "is kept.",
+     pv_track_down},
+    {"chash_proxy_near_tracking_refused", "gauge",
+     "Servers (per worker) that refused CLIENT TRACKING (older than Redis 6, an ACL): their "
+     "entries are bounded by hot_cache alone.",
+     pv_track_refused},
+    {"chash_proxy_near_invalidations_total", "counter",
+     "Keys the servers said changed (CLIENT TRACKING): their near-cache entries ended.",
+     pv_track_invalidations},
+    {"chash_proxy_near_tracking_flushes_total", "counter",
+     "Times every near-cache entry of the pool was dropped: an invalidation link lost, a "
+     "FLUSHALL, a connection of a tracked server failed, an ejection or readmission.",
+     pv_track_flushes},
 };
 
 /* The fleet membership of the pools that take it from etcd (fleet.h): one series per such
@@ -727,6 +749,11 @@ int px_metrics_info(const px_ctl *m, const px_worker *px, px_buf *b)
 #define X(f) rc |= info_count(b, pool, "near_cache_", #f, pool->m.near.f);
         if (pool->conf->hot_cache_ms > 0) {
             PX_NEAR_SUMS
+        }
+#undef X
+#define X(f) rc |= info_count(b, pool, "near_tracking_", #f, pool->m.track.f);
+        if (pool->conf->hot_cache_ms > 0 && pool->conf->redis) {
+            PX_TRACK_SUMS
         }
 #undef X
 #define X(f) rc |= info_count(b, pool, "gutter_", #f, pool->m.gutter.f);

@@ -218,6 +218,8 @@ typedef struct px_pool {
     /* The reads of a key this worker counts in a window (hot_threshold / workers) before the
      * near cache or hot_spread takes it as hot (set with the tree, route_build.c). */
     uint64_t hot_threshold;
+    /* The placement its near cache's tracking last saw (track.c): a change is a flush. */
+    const ch_table *track_table;
 } px_pool;
 
 /* Whether this worker's detector says the key of hash kh (px_key_hash) is hot now: its reads'

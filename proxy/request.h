@@ -31,6 +31,8 @@ typedef struct px_rq_slot {
                                       answer skips that route */
     bool alone;                    /* a leaf sends it alone (PX_SEND_ALONE): its part's reply is
                                       this key's only (a route that reads the reply asks so) */
+    bool track;                    /* sent alone to a server whose tracking is live (track.h),
+                                      it is tracked there: a near-cache fill (route_near.c) */
     uint64_t state[PX_ROUTE_LEVELS]; /* the route at each level's own (px_rq_state) */
 } px_rq_slot;
 

@@ -34,6 +34,7 @@
 #include "near_write.h"
 #include "pool.h"
 #include "request.h"
+#include "track.h"
 
 #include "hot/near.h"
 
@@ -192,6 +193,8 @@ static void near_start(px_route *rt, px_rq *rq, px_slot s)
         return;
     }
     rq->slots[s].alone = true; /* its part's reply is this key's */
+    /* a read whose reply may be kept is tracked by its server (track.h) */
+    rq->slots[s].track = px_track_wanted(pool) && (known || px_pool_hot(pool, hh));
     px_rq_call(rq, s, rt, rt->child[0]);
 }
 
@@ -208,7 +211,7 @@ static void keep(px_route *rt, px_rq *rq, px_slot s, const px_reply *r, uint64_t
     if (r->kind != PX_REPLY_VALUE || cache == NULL ||
         (rq->codec->is_miss != NULL && rq->codec->is_miss(&rq->msg, r)) || /* an MGET null */
         !entry_key(rq, s, &hh, ek, &eklen) ||
-        !(w.known || px_pool_hot(pool, hh)))
+        !(w.known || px_pool_hot(pool, hh)) || !px_track_keepable(pool, rq, s))
         return;
     stored_head h = {(uint8_t)r->kind, r->integer};
     size_t n = sizeof(h) + r->len;
@@ -263,6 +266,7 @@ static void near_reply(px_route *rt, px_rq *rq, const px_slot *slots, size_t n,
             if (n == 1) /* a part of several keys is not one key's reply */
                 keep(rt, rq, s, r, UINT64_MAX);
             rq->slots[s].alone = false;
+            rq->slots[s].track = false;
         }
         set_state(rq, s, rt, N_USUAL, 0);
     }

@@ -41,6 +41,9 @@ static void snap_add(px_worker *px, void *arg)
 #define X(f) sp->m.gutter.f += pool->m.gutter.f;
         PX_GUTTER_SUMS
 #undef X
+#define X(f) sp->m.track.f += pool->m.track.f;
+        PX_TRACK_SUMS
+#undef X
         /* Every worker's pool has the shared pool's servers, in its order (a reload commits on
          * every worker before the control thread runs anything else). */
         for (size_t j = 0; j < pool->nservers; j++) {

@@ -10,6 +10,7 @@
 #include "client.h"
 #include "route_build.h"
 #include "route_near.h"
+#include "track.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +25,7 @@ static void probe_cb(uv_timer_t *t)
     px_worker *w = t->data;
     for (size_t i = 0; i < w->npools; i++) {
         px_probe_due(&w->pools[i]);
+        px_track_tick(&w->pools[i]);
         /* A window over with no request to notice it: its retired servers can go. */
         if (w->pools[i].warm.table != NULL && px_warm_left(&w->pools[i], px_io_now(&w->io)) == 0)
             px_warm_end(&w->pools[i]);
@@ -53,12 +55,15 @@ void px_worker_reap(px_worker *w)
     }
 }
 
-/* Runs after each iteration's flush: servers a reload removed close once drained. */
+/* Runs after each iteration's flush: servers a reload removed close once drained; a new
+ * placement drops the near cache's tracked entries (track.h). */
 static void after_flush(px_io *io)
 {
     px_worker *w = (px_worker *)(void *)io;
     if (w->retired.next != &w->retired)
         px_worker_reap(w);
+    for (size_t i = 0; i < w->npools; i++)
+        px_track_placement(&w->pools[i]);
 }
 
 /* ---- jobs ------------------------------------------------------------------------------------- */
@@ -271,6 +276,7 @@ static int pool_init(px_worker *w, px_pool *pool, px_shared_pool *sp, int fd)
     if (pc->preconnect)
         for (size_t i = 0; i < pool->nservers; i++)
             px_server_preconnect(&pool->servers[i]);
+    px_track_tick(pool); /* the invalidation links at once: nothing is kept before they are live */
     return 0;
 }
 

@@ -15,7 +15,9 @@ Modes, each a proxy of its own over the same servers, rounds alternating the mod
 of the rounds is kept per cell, so a busy phase of a shared box hits every mode alike):
   off        coalesce_reads: false, detection on (the default);
   coalesce   coalesce_reads: true (the default), detection on;
-  near       coalesce_reads: false, hot_cache: 1000 (the near cache, 1 s TTL, threshold 200/s);
+  near       coalesce_reads: false, hot_cache: 1000 (the near cache, 1 s TTL, threshold 200/s;
+             the servers' invalidations on, near_tracking's default);
+  near_ttl   the same with near_tracking: false (the TTL alone, as before issue 37);
   spread     coalesce_reads: false, replicas: 2, hot_spread: true (a hot key's reads over its
              two owners; every key written to both);
   nodetect   coalesce_reads: false, --no-hot-keys: detection's cost is nodetect against off.
@@ -53,6 +55,7 @@ LOADS = {"hot30": ("hot:0.3", 1), "late30": ("late:0.3", 1), "hot100": ("hot:1",
 MODES = {"off": ({"coalesce_reads": False}, []),
          "coalesce": ({}, []),
          "near": ({"coalesce_reads": False, "hot_cache": 1000}, []),
+         "near_ttl": ({"coalesce_reads": False, "hot_cache": 1000, "near_tracking": False}, []),
          "spread": ({"coalesce_reads": False, "replicas": 2, "hot_spread": True}, []),
          "nodetect": ({"coalesce_reads": False}, ["--no-hot-keys"])}
 

@@ -210,6 +210,16 @@ typedef struct px_local {
 
 typedef struct px_merger px_merger; /* a codec's accumulator for one split request */
 
+/* The requests of server-assisted invalidation (px_codec.encode_track). */
+typedef enum px_track_op {
+    PX_TRACK_NAME,    /* the link names itself, for CLIENT LIST (chash-invalidate) */
+    PX_TRACK_ID,      /* the link asks its client id (an integer reply) */
+    PX_TRACK_ON,      /* tracking on, its invalidations redirected to id, only for the reads
+                         that ask it (opt-in) */
+    PX_TRACK_CACHING, /* the next read is tracked */
+    PX_TRACK_PING,    /* the link's keepalive */
+} px_track_op;
+
 typedef struct px_codec {
     const char *name; /* "redis", "memcache" */
     /* The kinds of backend connection (1 or 2): a request of dialect d goes over a connection
@@ -369,6 +379,15 @@ typedef struct px_codec {
      * proxy itself on a dedicated connection). 0, or -1. */
     int (*encode_op)(px_buf *out, px_session_op op, const char *const *names, const size_t *lens,
                      size_t n);
+
+    /* Optional (NULL: the servers cannot tell what changed): the near cache's server-assisted
+     * invalidation (track.c). encode_track: the request op (px_track_op; id: the client id a
+     * tracking redirects to) into out; 0, or -1. track_keys: whether r, a push on an
+     * invalidation link, is an invalidation: 1 with fn called per key it names, or with all
+     * set (and fn never called) when it names none (a flush); 0 when it is something else. */
+    int (*encode_track)(px_buf *out, px_track_op op, uint64_t id);
+    int (*track_keys)(const px_reply *r, bool *all,
+                      void (*fn)(void *arg, const char *key, size_t len), void *arg);
 } px_codec;
 
 /* The most keys px_codec.writes_unnamed names (a GEORADIUS with both STORE and STOREDIST: 2). */

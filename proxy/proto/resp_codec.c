@@ -1299,6 +1299,78 @@ static int redis_encode_op(px_buf *out, px_session_op op, const char *const *nam
     return rc != 0 ? -1 : 0;
 }
 
+/* ---- server-assisted invalidation (track.c) ------------------------------------------------------ */
+
+/* The link is RESP3 (its connection opens with HELLO 3), so that invalidations come as pushes,
+ * told apart from the replies to its keepalive whatever is in flight; a fill connection's
+ * tracking redirects to it (Redis sends a RESP3 redirect target the push
+ * [invalidate, keys | null] without a SUBSCRIBE). */
+static int redis_encode_track(px_buf *out, px_track_op op, uint64_t id)
+{
+    static const char name[] = "*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$16\r\nchash-invalidate\r\n";
+    static const char cid[] = "*2\r\n$6\r\nCLIENT\r\n$2\r\nID\r\n";
+    static const char caching[] = "*3\r\n$6\r\nCLIENT\r\n$7\r\nCACHING\r\n$3\r\nyes\r\n";
+    static const char ping[] = "*1\r\n$4\r\nPING\r\n";
+    static const char on[] = "*6\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\non\r\n"
+                             "$8\r\nREDIRECT\r\n";
+    switch (op) {
+    case PX_TRACK_NAME:
+        return px_buf_append(out, name, sizeof(name) - 1);
+    case PX_TRACK_ID:
+        return px_buf_append(out, cid, sizeof(cid) - 1);
+    case PX_TRACK_ON: {
+        char n[24];
+        int len = snprintf(n, sizeof(n), "%llu", (unsigned long long)id);
+        return px_buf_append(out, on, sizeof(on) - 1) == 0 && bulk(out, n, (size_t)len) == 0 &&
+                       px_buf_append(out, "$5\r\nOPTIN\r\n", 11) == 0
+                   ? 0
+                   : -1;
+    }
+    case PX_TRACK_CACHING:
+        return px_buf_append(out, caching, sizeof(caching) - 1);
+    default:
+        return px_buf_append(out, ping, sizeof(ping) - 1);
+    }
+}
+
+static int redis_track_keys(const px_reply *r, bool *all,
+                            void (*fn)(void *arg, const char *key, size_t len), void *arg)
+{
+    ch_resp_reply rr, el;
+    ch_resp_limits rl;
+    reply_limits(&rl);
+    size_t need, off;
+    *all = false;
+    if (ch_resp_scan_reply(r->p, r->len, &rl, &rr, &need, NULL, 0) != CH_RESP_OK ||
+        rr.type != CH_RESP_PUSH || rr.integer != 2 ||
+        ch_resp_scan_reply(r->p + rr.body, r->len - rr.body, &rl, &el, &need, NULL, 0) !=
+            CH_RESP_OK ||
+        el.type != CH_RESP_BULK || el.body_len != 10 ||
+        memcmp(r->p + rr.body + el.body, "invalidate", 10) != 0)
+        return 0;
+    off = rr.body + el.len;
+    if (ch_resp_scan_reply(r->p + off, r->len - off, &rl, &rr, &need, NULL, 0) != CH_RESP_OK)
+        return 0;
+    if (rr.type == CH_RESP_NULL || (rr.type == CH_RESP_ARRAY && rr.integer < 0)) {
+        *all = true; /* FLUSHALL, FLUSHDB: every key */
+        return 1;
+    }
+    if (rr.type != CH_RESP_ARRAY)
+        return 0;
+    off += rr.body;
+    for (int64_t k = 0; k < rr.integer; k++) {
+        if (ch_resp_scan_reply(r->p + off, r->len - off, &rl, &el, &need, NULL, 0) !=
+                CH_RESP_OK ||
+            el.type != CH_RESP_BULK || el.integer < 0) {
+            *all = true; /* what it names cannot be read: every key, to be safe */
+            return 1;
+        }
+        fn(arg, r->p + off + el.body, el.body_len);
+        off += el.len;
+    }
+    return 1;
+}
+
 /* ---- local commands ---------------------------------------------------------------------------- */
 
 static int reply_error(px_buf *out, const char *msg)
@@ -1723,4 +1795,6 @@ const px_codec px_codec_redis = {
     .encode_sub_reply = redis_encode_sub_reply,
     .encode_txn = redis_encode_txn,
     .encode_op = redis_encode_op,
+    .encode_track = redis_encode_track,
+    .track_keys = redis_track_keys,
 };

@@ -176,7 +176,8 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS, K_SHADOW };
     X(EPOCH, epoch, K_STR, "an integer >= 1")                                               \
     X(HOT_KEY_SHARE, hot_key_share, K_STR, "a number from 0 to 1")                          \
     X(HOT_KEY_NAMES, hot_key_names, K_BOOL, "true or false")                                \
-    X(COALESCE_READS, coalesce_reads, K_BOOL, "true or false")
+    X(COALESCE_READS, coalesce_reads, K_BOOL, "true or false")                              \
+    X(NEAR_TRACKING, near_tracking, K_BOOL, "true or false")
 
 enum key_id {
 #define KEY_ENUM(id, name, kind, expect) KEY_##id,
@@ -262,6 +263,7 @@ static bool *bool_field(ch_conf_pool *p, int id)
     case KEY_HOT_KEY_NAMES: return &p->hot_key_names;
     case KEY_HOT_SPREAD: return &p->hot_spread;
     case KEY_COALESCE_READS: return &p->coalesce_reads;
+    case KEY_NEAR_TRACKING: return &p->near_tracking;
     default: return &p->auto_eject_hosts;
     }
 }
@@ -674,6 +676,7 @@ static int pool_new(loader *ld, ch_conf_pool **out)
     p->hot_cache_max_bytes = CH_CONF_DEFAULT_HOT_CACHE_BYTES;
     p->hot_threshold = CH_CONF_DEFAULT_HOT_THRESHOLD;
     p->coalesce_reads = true;
+    p->near_tracking = true;
     p->membership_hold_down_ms = CH_CONF_DEFAULT_MEMBERSHIP_HOLD_DOWN;
     p->gutter_ttl_ms = CH_CONF_DEFAULT_GUTTER_TTL;
     ld->servers_cap = 0;

@@ -8,8 +8,8 @@ through a function pointer it was given (px_frag.done, px_rq.on_done, px_flushab
 px_route_ops, the control plane's callbacks):
 
     the data path:
-    worker -> client -> dispatch -> session -> route_*, pubsub -> copy -> request, warm -> backend
-    -> pool -> io
+    worker -> client -> dispatch -> session -> route_*, pubsub, track -> copy -> request, warm
+    -> backend -> pool -> io
     leaves (include only leaves): proto/*, io, buf, log, counters, health_shared, conf_ref,
     resolve, route.h, window.h, tls, file, roster, fence, http_req, json
 
@@ -61,6 +61,7 @@ RANKS = {
     "pubsub": 4, "near_write": 4,
     "session": 5,
     "dispatch": 6, "client": 7,
+    "track": 4,  # the near cache's invalidation links, beside pubsub
     "worker": 8,
     # the control plane, above the worker
     "info_name": 8,

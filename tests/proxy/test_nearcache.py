@@ -12,8 +12,9 @@ keys"; issue 25) against real redis-servers and memcacheds, two workers.
      write of several keys (MSET) and a script's keys too.
   3. MGET: its hot keys answered from memory, the others from their servers, in order.
   4. memcached: the same for get, set, delete and a multi-key get.
-  5. The TTL bound: a write straight to the server (not through the proxy) is missed, but an
-     old value is answered only to reads that begin before that write plus hot_cache (300 ms).
+  5. The TTL bound, with near_tracking off (proxy_tracking tests it on): a write straight to
+     the server (not through the proxy) is missed, but an old value is answered only to reads
+     that begin before that write plus hot_cache (300 ms).
   6. The memory bound: 200 hot keys of 1 KiB with hot_cache_max_bytes 65536: the bytes held
      (chash_proxy_near_cache_bytes) never above it, and entries were evicted to stay under.
   7. Bad values of hot_cache, hot_cache_max_bytes and hot_threshold: -t names file:line:column.
@@ -28,7 +29,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Mc, Proxy, Resp, fail, free_ports, log, pool_yaml,  # noqa: E402
-                          run_test, start_memcacheds, start_redises, write_file)
+                          run_test, start_memcacheds, start_redises, wait_until,
+                          write_file)
 import promtext  # noqa: E402
 
 THRESHOLD = 100
@@ -80,7 +82,8 @@ def body(t):
     conf = write_file(os.path.join(tmp, "near.yml"), "".join([
         pool_yaml("alpha", alpha, [(r.text, 1, "a%d" % i) for i, r in enumerate(redises[:3])],
                   hot_cache=60000, hot_threshold=THRESHOLD),
-        pool_yaml("ttl", ttlp, [(redises[3].text, 1, "t0")], hot_cache=300, hot_threshold=10),
+        pool_yaml("ttl", ttlp, [(redises[3].text, 1, "t0")], hot_cache=300, hot_threshold=10,
+                  near_tracking=False),
         pool_yaml("small", small, [(redises[4].text, 1, "s0")], hot_cache=60000,
                   hot_cache_max_bytes=65536, hot_threshold=2),
         pool_yaml("mca", mca, [(m.text, 1, "m%d" % i) for i, m in enumerate(mcs)], redis=False,
@@ -89,6 +92,11 @@ def body(t):
     px = Proxy(t.proxy, tmp, conf, [("127.0.0.1", p) for p in (alpha, ttlp, small, mca, mport)],
                extra_args=["--threads", "2", "--metrics-port", str(mport)]).start()
     a = ("127.0.0.1", alpha)
+    # Redis pools keep nothing from a server before its invalidation link is live (near_tracking,
+    # on by default; proxy_tracking): one per server and worker.
+    wait_until(lambda: [promtext.value(promtext.scrape(mport), "chash_proxy_near_tracking_live",
+                                       pool=p) for p in ("alpha", "small")] == [6, 2],
+               10, "the invalidation links live")
 
     # 1. one hot key
     with Resp(a) as c:
@@ -178,9 +186,9 @@ def body(t):
     tp = ("127.0.0.1", ttlp)
     with Resp(tp) as c:
         c.call("SET", "k", "old")
-        c.pipeline([("GET", "k")] * 50)
-        if near(mport, "ttl")["stores_total"] == 0:
-            fail("5. the key was not cached")
+        # kept from the first read begun once the key is hot (its server tracks that read)
+        wait_until(lambda: c.pipeline([("GET", "k")] * 50) and
+                   near(mport, "ttl")["stores_total"] > 0, 5, "5. the key cached")
         with Resp(redises[3].addr) as d:
             d.call("SET", "k", "new")
         t_write = time.monotonic()

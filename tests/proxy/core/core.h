@@ -103,6 +103,7 @@ void test_mc_base64_routing(void **state);
 void test_mc_local(void **state);
 void test_cleanup_encodings(void **state);
 void test_walk_redis(void **state);
+void test_track_redis(void **state);
 void test_journal_spill(void **state);
 void test_readmit_only_clean(void **state);
 /* core_warm.c */

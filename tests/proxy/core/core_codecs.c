@@ -181,6 +181,56 @@ void test_walk_redis(void **state)
     px_buf_free(&keys);
 }
 
+/* Server-assisted invalidation (track.c): the link's and the fills' requests, and the
+ * invalidation pushes read back (keys as the server sent them; a null names every key; anything
+ * else is not one). */
+void test_track_redis(void **state)
+{
+    (void)state;
+    px_buf b = {0};
+    assert_int_equal(px_codec_redis.encode_track(&b, PX_TRACK_ON, 42), 0);
+    const char *want = "*6\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\non\r\n$8\r\nREDIRECT\r\n"
+                       "$2\r\n42\r\n$5\r\nOPTIN\r\n";
+    assert_int_equal(b.len, strlen(want));
+    assert_memory_equal(b.p, want, b.len);
+    b.len = 0;
+    assert_int_equal(px_codec_redis.encode_track(&b, PX_TRACK_CACHING, 0), 0);
+    want = "*3\r\n$6\r\nCLIENT\r\n$7\r\nCACHING\r\n$3\r\nyes\r\n";
+    assert_int_equal(b.len, strlen(want));
+    assert_memory_equal(b.p, want, b.len);
+    b.len = 0;
+    assert_int_equal(px_codec_redis.encode_track(&b, PX_TRACK_NAME, 0), 0);
+    want = "*3\r\n$6\r\nCLIENT\r\n$7\r\nSETNAME\r\n$16\r\nchash-invalidate\r\n";
+    assert_int_equal(b.len, strlen(want));
+    assert_memory_equal(b.p, want, b.len);
+    px_buf_free(&b);
+
+    const char push[] = ">2\r\n$10\r\ninvalidate\r\n*2\r\n$1\r\na\r\n$4\r\nb c\n\r\n";
+    px_reply r = {.p = push, .len = sizeof(push) - 1, .kind = PX_REPLY_PUSH};
+    px_buf keys = {0};
+    bool all = true;
+    assert_int_equal(px_codec_redis.track_keys(&r, &all, walk_collect, &keys), 1);
+    assert_false(all);
+    assert_int_equal(keys.len, strlen("a|b c\n|"));
+    assert_memory_equal(keys.p, "a|b c\n|", keys.len);
+    const char flush[] = ">2\r\n$10\r\ninvalidate\r\n_\r\n";
+    r.p = flush;
+    r.len = sizeof(flush) - 1;
+    keys.len = 0;
+    assert_int_equal(px_codec_redis.track_keys(&r, &all, walk_collect, &keys), 1);
+    assert_true(all);
+    assert_int_equal(keys.len, 0);
+    const char *other[] = {"+PONG\r\n", ">3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$1\r\nm\r\n",
+                           "*2\r\n$10\r\ninvalidate\r\n*1\r\n$1\r\na\r\n"};
+    for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+        r.p = other[i];
+        r.len = strlen(other[i]);
+        assert_int_equal(px_codec_redis.track_keys(&r, &all, walk_collect, &keys), 0);
+    }
+    assert_null(px_codec_memcache.encode_track);
+    px_buf_free(&keys);
+}
+
 static size_t dirty_count(const uint64_t *dirty)
 {
     size_t n = 0;

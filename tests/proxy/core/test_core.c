@@ -8,7 +8,7 @@
  *   core_dispatch.c   where a request goes, the proxy's own answers and refusals
  *   core_merge.c      split requests and their merged replies
  *   core_failover.c   failures, failover, ejection and fail-open health
- *   core_codecs.c     the memcached codec, both codecs' clean-up requests
+ *   core_codecs.c     the memcached codec, both codecs' clean-up requests, Redis's tracking
  *   core_warm.c       a membership change's window: warm-up and the ramp
  *   core_sessions.c   SCAN, SCRIPT, transactions and pub/sub
  */
@@ -40,6 +40,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mc_local, setup_mc, teardown),
         cmocka_unit_test(test_cleanup_encodings),
         cmocka_unit_test(test_walk_redis),
+        cmocka_unit_test(test_track_redis),
         cmocka_unit_test(test_journal_spill),
         cmocka_unit_test(test_readmit_only_clean),
         cmocka_unit_test_setup_teardown(test_fail_open, setup, teardown),

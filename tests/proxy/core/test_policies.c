@@ -18,6 +18,7 @@
 #include "route_coalesce.h"
 #include "route_gutter.h"
 #include "route_near.h"
+#include "track.h"
 #include "route_replica.h"
 #include "route_shadow.h"
 #include "route_stage.h"
@@ -1222,6 +1223,113 @@ static void test_near_ttl(void **state)
     assert_int_equal(fake_sends(leaf), 2);
 }
 
+/* Server-assisted invalidation (track.h), the pool's server live (its link's id 7): a fill goes
+ * after CLIENT TRACKING on REDIRECT 7 OPTIN and CLIENT CACHING yes on its connection. The race
+ * Redis's client-side caching guidance warns of: an invalidation (the link's push bumps the key's
+ * generation) that arrives before the fill's reply refuses it; one that arrives after it ends
+ * the entry on arrival. With the link down the fill goes untracked and is not kept; a server
+ * that refused tracking keeps the TTL alone, as before. */
+static void test_near_tracked(void **state)
+{
+    fixture *fx = *state;
+    px_route *leaf = near_tree(fx);
+    px_server *s = fake_server_of(leaf);
+    uint64_t kh = XXH3_64bits("k", 1);
+    fx->pc.near_tracking = true;
+    fx->pool.servers = s;
+    fx->pool.nservers = 1;
+    s->track.id = 7;
+    s->track.state = PX_TRACK_LIVE;
+    /* the invalidation first: the reply is not kept */
+    size_t a = send_rq(fx, R("GET k"));
+    sent(leaf, 0, R("CLIENT TRACKING on REDIRECT 7 OPTIN"));
+    sent(leaf, 1, R("CLIENT CACHING yes"));
+    sent(leaf, 2, R("GET k"));
+    reply(fx, leaf, 0, "+OK\r\n");
+    reply(fx, leaf, 1, "+OK\r\n");
+    ch__near_invalidate(fx->sp.near_gens, kh);
+    reply(fx, leaf, 2, "$3\r\nold\r\n");
+    assert_string_equal(fake_done_reply(a), "$3\r\nold\r\n");
+    assert_int_equal(fx->pool.m.near.stores, 0);
+    /* the reply first: kept and served, until the invalidation arrives */
+    size_t b = send_rq(fx, R("GET k"));
+    sent(leaf, 5, R("GET k"));
+    reply(fx, leaf, 5, "$3\r\nnew\r\n");
+    assert_string_equal(fake_done_reply(b), "$3\r\nnew\r\n");
+    assert_int_equal(fx->pool.m.near.stores, 1);
+    size_t c = send_rq(fx, R("GET k"));
+    assert_string_equal(fake_done_reply(c), "$3\r\nnew\r\n");
+    assert_int_equal(fake_sends(leaf), 6);
+    ch__near_invalidate(fx->sp.near_gens, kh);
+    size_t d = send_rq(fx, R("GET k"));
+    sent(leaf, 8, R("GET k")); /* not the entry: to the server, tracked again */
+    reply(fx, leaf, 8, "$3\r\nnew\r\n");
+    assert_string_equal(fake_done_reply(d), "$3\r\nnew\r\n");
+    assert_int_equal(fx->pool.m.near.stores, 2);
+    /* the link lost (track.c: a flush, and no id): untracked, not kept */
+    s->track.id = 0;
+    s->track.state = PX_TRACK_DOWN;
+    ch__near_invalidate_all(fx->sp.near_gens);
+    size_t e = send_rq(fx, R("GET k"));
+    sent(leaf, 9, R("GET k")); /* no tracking before it */
+    reply(fx, leaf, 9, "$3\r\nnew\r\n");
+    assert_string_equal(fake_done_reply(e), "$3\r\nnew\r\n");
+    assert_int_equal(fx->pool.m.near.stores, 2);
+    /* a server that refused tracking: kept, bounded by hot_cache */
+    s->track.state = PX_TRACK_REFUSED;
+    send_rq(fx, R("GET k"));
+    sent(leaf, 10, R("GET k"));
+    reply(fx, leaf, 10, "$3\r\nnew\r\n");
+    assert_int_equal(fx->pool.m.near.stores, 3);
+    size_t f = send_rq(fx, R("GET k"));
+    assert_string_equal(fake_done_reply(f), "$3\r\nnew\r\n");
+    assert_int_equal(fake_sends(leaf), 11);
+    /* a server not the pool's (a gutter pool's, a retired one): its invalidations bump another
+     * pool's generations, so nothing is kept from it, tracked or not */
+    px_server other = {.uid = 999};
+    fx->pool.servers = &other;
+    s->track.id = 7;
+    s->track.state = PX_TRACK_LIVE;
+    ch__near_invalidate_all(fx->sp.near_gens);
+    send_rq(fx, R("GET k"));
+    sent(leaf, 13, R("GET k"));
+    reply(fx, leaf, 11, "+OK\r\n");
+    reply(fx, leaf, 12, "+OK\r\n");
+    reply(fx, leaf, 13, "$3\r\nnew\r\n");
+    assert_int_equal(fx->pool.m.near.stores, 3);
+    fx->pool.servers = s;
+}
+
+/* A new placement (a reload's, a fleet change's) moves keys to owners that never tracked them for
+ * this proxy: the first look after it drops every entry (track.h, after each loop iteration). */
+static void test_near_tracked_placement(void **state)
+{
+    fixture *fx = *state;
+    px_route *leaf = near_tree(fx);
+    px_server *s = fake_server_of(leaf);
+    fx->pc.near_tracking = true;
+    fx->pool.servers = s;
+    fx->pool.nservers = 1;
+    s->track.id = 7;
+    ch_table *a = (ch_table *)(uintptr_t)1, *b = (ch_table *)(uintptr_t)2; /* compared only */
+    fx->pool.table = a;
+    px_track_placement(&fx->pool); /* the first placement seen: nothing to drop */
+    send_rq(fx, R("GET k"));
+    reply(fx, leaf, 0, "+OK\r\n");
+    reply(fx, leaf, 1, "+OK\r\n");
+    reply(fx, leaf, 2, "$1\r\nv\r\n");
+    px_track_placement(&fx->pool); /* unchanged */
+    size_t h = send_rq(fx, R("GET k"));
+    assert_string_equal(fake_done_reply(h), "$1\r\nv\r\n");
+    assert_int_equal(fake_sends(leaf), 3);
+    fx->pool.table = b;
+    px_track_placement(&fx->pool);
+    assert_int_equal(fx->pool.m.track.flushes, 1);
+    send_rq(fx, R("GET k"));
+    sent(leaf, 5, R("GET k")); /* not the entry */
+    fx->pool.table = NULL;
+}
+
 /* ==== coalesce ==================================================================================
  * route_coalesce.c over child[0] (a leaf). Clients are told apart by their request numbers. */
 
@@ -1416,6 +1524,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_coalesce_failure_answers_all, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shadow_mirrors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shadow_share, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_near_tracked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_near_tracked_placement, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
