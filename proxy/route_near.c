@@ -25,9 +25,11 @@
  * and the key's bytes, their generations by the key alone. The TTL is counted from the
  * request's arrival, before its send: a value served is at most hot_cache old. Writes on a
  * session's own connection (a transaction's EXEC, a write after WATCH) go past the tree and end
- * their keys' entries the same way (session.c, near_write.h). What is not seen: writes that do
- * not pass through this proxy (another proxy, a client of the server): the TTL alone bounds
- * them. A slot's word at this route (near_word): its step, whether the key was cached lately,
+ * their keys' entries the same way (session.c, near_write.h). Writes that do not pass through
+ * this proxy (another proxy, a client of the server, an expiry or eviction) end the entry when
+ * the server's invalidation arrives (track.h: a Redis pool with near_tracking, the fill kept
+ * only while its server's link is live); for memcached pools, and Redis servers that refuse
+ * tracking, the TTL (and a memcached item's own lifetime) alone bounds them. A slot's word at this route (near_word): its step, whether the key was cached lately,
  * and its generation when the read began.
  */
 #include "route_near.h"
