@@ -156,7 +156,7 @@ int px_ctl_check(const ch_config *cfg, char *why, size_t whylen)
             snprintf(why, whylen, "pool %s: no \"listen\" address", pc->name);
             rc = -1;
         } else if (pc->nservers == 0 && pc->membership != NULL) {
-            /* its servers come from etcd at start: only its listen address is checked here */
+            /* its servers come from etcd or DNS at start: only its listen address is checked */
             if (pc->listen_port != 0 &&
                 px_resolve(pc->listen_host, pc->listen_port, true, &sa, NULL, r, sizeof(r)) != 0) {
                 snprintf(why, whylen, "pool %s: cannot resolve listen address '%s': %s", pc->name,

@@ -704,7 +704,7 @@ int px_metrics_info(const px_ctl *m, const px_worker *px, px_buf *b)
         rc |= px_buf_append(b, "pool_", 5);
         rc |= px_info_name(b, pool->conf->name);
         rc |= px_buf_printf(b, "_warm_up_left_ms:%llu\r\n", U(left));
-        if (pool->conf->membership != NULL) { /* docs/FLEET.md, "Fencing" */
+        if (ch_conf_membership_etcd(pool->conf)) { /* docs/FLEET.md, "Fencing" */
             bool fenced = px_shared_fenced(pool->shared, uv_hrtime());
             rc |= px_buf_append(b, "pool_", 5);
             rc |= px_info_name(b, pool->conf->name);

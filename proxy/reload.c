@@ -96,6 +96,12 @@ static const char *restart_key(const ch_conf_pool *a, const ch_conf_pool *b)
     if ((a->membership == NULL) != (b->membership == NULL) ||
         (a->membership != NULL && strcmp(a->membership, b->membership) != 0))
         return "membership"; /* the fleet's watch and record follow the key they started on */
+    if (a->membership_interval_ms != b->membership_interval_ms)
+        return "membership_interval"; /* dns_watch.c keeps the one it started with */
+    if ((a->membership_resolver == NULL) != (b->membership_resolver == NULL) ||
+        (a->membership_resolver != NULL &&
+         strcmp(a->membership_resolver, b->membership_resolver) != 0))
+        return "membership_resolver";
     return NULL;
 }
 
