@@ -14,8 +14,9 @@ px_route_ops, the control plane's callbacks):
     resolve, route.h, window.h, tls, file, roster, fence, dns_answer, http_req, json
 
     the control plane, above the worker:
-    main -> ctl -> admin_http -> metrics, stats -> fleet -> fleet_change, fleet_boot
-    -> fleet_instance, fleet_member -> fleet_watch, fleet_damp, reload, lease -> etcd_http;
+    main -> ctl -> admin_http -> metrics, stats -> fleet, dns_watch -> fleet_change, fleet_boot
+    -> fleet_instance, fleet_member -> fleet_watch, fleet_damp, reload, lease -> etcd_http,
+    dns_resolve;
     reload, snapshot, hotkeys -> ctl_state (struct px_ctl, data only) -> worker
 
 The worker is the data path's top: it too includes nothing above it, and what it needs of the
@@ -64,12 +65,12 @@ RANKS = {
     "worker": 8,
     # the control plane, above the worker
     "info_name": 8,
-    "ctl_state": 9, "listen": 9, "etcd_http": 9, "notify": 9,
+    "ctl_state": 9, "listen": 9, "etcd_http": 9, "notify": 9, "dns_resolve": 9,
     "lease": 10, "snapshot": 10, "hotkeys": 10, "reload": 10, "fleet_watch": 10,
     "fleet_damp": 10,
     "fleet_instance": 11, "fleet_member": 11,
     "fleet_change": 12, "fleet_boot": 12,
-    "fleet": 13,
+    "fleet": 13, "dns_watch": 13,
     "metrics": 14, "stats": 14,
     "admin_http": 15,
     "ctl": 16,

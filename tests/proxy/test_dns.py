@@ -1,0 +1,324 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""proxy_dns: a pool's membership from DNS (docs/FLEET.md, "Membership from DNS"), against a
+real DNS server on loopback (dnsmasq, run as the test's user on a free port, answering only
+from its command line and a hosts file the test rewrites).
+
+Pool alpha names "membership: dns+srv://_redis._tcp.cache.test" (SRV records, each target a
+server named by its target, all on 127.0.0.1 and distinct ports); pool beta names
+"membership: dns://a.cache.test:P" (A records on 127.0.0.2.., one port). dnsmasq serves its
+local data with a TTL of 0, so the proxy re-resolves every 100 ms (the floor) rather than every
+membership_interval. SRV records come from dnsmasq's command line, which SIGHUP does not read
+again: each SRV change restarts dnsmasq on the same port (an outage the proxy rides out, as
+logged). Checked, each step waiting on /metrics, INFO or the log with a deadline:
+
+  1. Start: alpha serves the 4 targets of the SRV answer, beta the 2 addresses (epoch 1 each);
+     every key written through the proxy sits on the server `chash lookup` names for a file
+     listing that answer's servers; /metrics shows the next lookup in 0.1 s (TTL 0, floored).
+  2. beta's hosts file rewritten with a third address and dnsmasq SIGHUPed: beta serves 3
+     (epoch 2); keys on their owners.
+  3. Scale 4 -> 6 (adds only): applied at once, epoch 2, INFO shows 6 servers and a new
+     membership version; keys on their owners under the 6.
+  4. Scale 6 -> 3 (removals): held down membership_hold_down first (held_down 1, logged once),
+     then applied: epoch 3; keys on their owners under the 3.
+  5. A flapping answer: r2 leaves (held down) and comes back within the hold-down: no change
+     (epoch 3 for the hold-down and more, damped counted, "brings back" logged once).
+  6. The record set disappears (NXDOMAIN): the pool keeps its 3 servers, serves every key,
+     logs it once while lookups go on failing, counts failed lookups, /metrics keeping 1.
+  7. The DNS server stopped (SIGSTOP: lookups time out): kept the same way, logged once with
+     "timeout"; SIGCONT: "answers again", no change (same set), keeping 0.
+  8. Each change shows once: one "membership OLD -> NEW" reload line per applied epoch.
+  9. chash-proxy -t names a bad DNS URL by file:line:column; a pool without servers whose DNS
+     does not answer refuses to start, naming the URL. SIGTERM: clean exit, no sanitizer
+     report.
+
+Usage: test_dns.py CHASH_PROXY CHASH_CLI
+Exit: 0 pass, 1 fail, 77 skip (dnsmasq or redis-server missing and CI unset).
+"""
+import os
+import pwd
+import re
+import signal
+import subprocess
+import sys
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proxyharness import (Proxy, Redis, Resp, bindable, chash_lookup, fail, free_ports,  # noqa: E402
+                          holds, log, read_text, run_test, spawn, start_redises, tail,
+                          wait_until, write_file)
+
+SRV = "_redis._tcp.cache.test"
+A_NAME = "a.cache.test"
+HOLD_MS = 1500   # membership_hold_down: over several lookups (every 100 ms) on a loaded machine
+WAIT = 15.0
+NKEYS = 200
+
+
+class Dnsmasq:
+    """dnsmasq on 127.0.0.1:port, answering from its command line (SRV records) and a hosts
+    file, NXDOMAIN for anything else under .test, never asking upstream."""
+
+    def __init__(self, exe, tmp):
+        self.exe, self.tmp = exe, tmp
+        self.port = None
+        self.hosts = os.path.join(tmp, "dns-hosts")
+        self.log = os.path.join(tmp, "dnsmasq.log")
+        self.proc = None
+        self.user = pwd.getpwuid(os.getuid()).pw_name
+
+    def write_hosts(self, lines):
+        write_file(self.hosts, "".join("%s %s\n" % (a, n) for a, n in lines))
+
+    def start(self, srv):
+        """srv: [(target, port)] served as SRV records of SRV (none: NXDOMAIN)."""
+        for _attempt in range(5):
+            port = self.port or free_ports(1)[0]
+            argv = [self.exe, "--keep-in-foreground", "--no-resolv", "--no-hosts",
+                    "--port=%d" % port, "--listen-address=127.0.0.1", "--bind-interfaces",
+                    "--user=%s" % self.user,
+                    "--pid-file=%s" % os.path.join(self.tmp, "dnsmasq.pid"), "--local=/test/",
+                    "--addn-hosts=%s" % self.hosts, "--local-ttl=0", "--log-facility=-"]
+            argv += ["--srv-host=%s,%s,%d" % (SRV, t, p) for t, p in srv]
+            self.proc = spawn(argv, self.log)
+            ok = wait_until(lambda: self.proc.poll() is not None or
+                            "started, version" in read_text(self.log), WAIT,
+                            lambda: "dnsmasq did not start; log:\n" + tail(self.log))
+            if self.proc.poll() is None and ok:
+                self.port = port
+                return self
+            if self.port is not None:   # the port must stay: a proxy asks it
+                fail("dnsmasq could not start again on port %d:\n%s" % (port, tail(self.log)))
+        fail("dnsmasq could not start:\n" + tail(self.log))
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+
+    def restart(self, srv):
+        self.stop()
+        return self.start(srv)
+
+
+def metrics(port):
+    """{(family, pool): value} of chash_proxy_dns_* on the proxy's /metrics."""
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
+        text = r.read().decode()
+    out = {}
+    for m in re.finditer(r'^chash_proxy_dns_(\w+)\{pool="(\w+)"\} (\S+)$', text, re.M):
+        out[(m.group(1), m.group(2))] = float(m.group(3))
+    return out
+
+
+def info(addr):
+    with Resp(addr) as c:
+        text = c.call("INFO").decode()
+    return dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
+
+
+def check_keys(t, proxy_addr, pool, servers, tag, hash_line="  hash: md5"):
+    """NKEYS keys written through the proxy, each on the server chash lookup names for a file
+    listing servers ([(redis, name or None)]) as the pool's."""
+    lines = ["%s:" % pool, "  listen: 127.0.0.1:1", "  redis: true", hash_line, "  servers:"]
+    lines += ["    - %s:1%s" % (r.text, " " + n if n else "") for r, n in servers]
+    equiv = write_file(os.path.join(t.tmp, "equiv-%s-%s.yml" % (pool, tag)),
+                       "\n".join(lines) + "\n")
+    keys = ["%s:%s:%d" % (pool, tag, i) for i in range(NKEYS)]
+    with Resp(proxy_addr) as c:
+        got = c.pipeline([("SET", k, "v" + k) for k in keys])
+    if any(g != b"OK" for g in got):
+        fail("%s %s: a SET through the proxy failed: %r" % (pool, tag, got[:5]))
+    owners = chash_lookup(t.chash, equiv, pool, [k.encode() for k in keys])
+    by_addr = {r.text: r for r, _n in servers}
+    used = set()
+    for k in keys:
+        owner = owners[k.encode()]
+        used.add(owner)
+        if by_addr[owner].call("GET", k) != ("v" + k).encode():
+            fail("%s %s: key %s is not on %s, its owner under the answer" % (pool, tag, k, owner))
+    if len(used) < len(servers):
+        fail("%s %s: only %d of %d servers own a key" % (pool, tag, len(used), len(servers)))
+
+
+def read_all(proxy_addr, keys_by_tag):
+    """Every key of the earlier steps still reads back through the proxy (or misses: a key
+    written before a change may live on its old owner); none is refused."""
+    for tag, keys in keys_by_tag.items():
+        with Resp(proxy_addr) as c:
+            got = c.pipeline([("GET", k) for k in keys])
+        for k, g in zip(keys, got):
+            if isinstance(g, Exception):
+                fail("%s: GET %s refused: %r" % (tag, k, g))
+
+
+def body(t):
+    redis_exe, dnsmasq_exe = t.programs["redis-server"], t.programs["dnsmasq"]
+    reds = start_redises(redis_exe, t.tmp, 6)
+    names = ["r%d.cache.test" % i for i in range(6)]
+    # beta: three redis-servers on 127.0.0.2..4, one port
+    bport = next((p for p in free_ports(20)
+                  if all(bindable("127.0.0.%d" % h, p) for h in (2, 3, 4))), None)
+    if bport is None:
+        fail("no port free on 127.0.0.2, .3 and .4")
+    breds = [Redis(redis_exe, t.tmp, port=bport, host="127.0.0.%d" % h).start()
+             for h in (2, 3, 4)]
+
+    dns = Dnsmasq(dnsmasq_exe, t.tmp)
+    hosts = [("127.0.0.1", n) for n in names] + [(breds[0].host, A_NAME),
+                                                 (breds[1].host, A_NAME)]
+    dns.write_hosts(hosts)
+
+    def srv(idx):
+        return [(names[i], reds[i].port) for i in idx]
+
+    dns.start(srv(range(4)))
+
+    port, bp, mport = free_ports(3)
+    conf = os.path.join(t.tmp, "proxy.yml")
+    write_file(conf, "\n".join([
+        "alpha:", "  listen: 127.0.0.1:%d" % port, "  redis: true", "  hash: md5",
+        "  membership: dns+srv://%s" % SRV,
+        "  membership_resolver: 127.0.0.1:%d" % dns.port,
+        "  membership_interval: 1000",
+        "  membership_hold_down: %d" % HOLD_MS,
+        "beta:", "  listen: 127.0.0.1:%d" % bp, "  redis: true", "  hash: md5",
+        "  membership: dns://%s:%d" % (A_NAME, bport),
+        "  membership_resolver: 127.0.0.1:%d" % dns.port,
+        "  membership_hold_down: %d" % HOLD_MS]) + "\n")
+    px = Proxy(t.proxy, t.tmp, conf, [("127.0.0.1", port), ("127.0.0.1", bp)],
+               extra_args=["--metrics-port", str(mport)]).start()
+    alpha, beta = ("127.0.0.1", port), ("127.0.0.1", bp)
+
+    def m(fam, pool="alpha"):
+        return metrics(mport).get((fam, pool))
+
+    def wait_m(fam, want, what, pool="alpha"):
+        wait_until(lambda: m(fam, pool) == want, WAIT,
+                   lambda: "%s: %s{%s} is %r, not %r; log:\n%s" % (
+                       what, fam, pool, m(fam, pool), want, tail(px.log)))
+
+    # 1. start
+    if m("epoch") != 1 or m("epoch", "beta") != 1:
+        fail("start: epochs %r %r, expected 1 and 1" % (m("epoch"), m("epoch", "beta")))
+    i = info(alpha)
+    if i.get("pool_alpha_servers") != "4" or i.get("pool_beta_servers") != "2":
+        fail("start: INFO servers alpha %r beta %r" % (i.get("pool_alpha_servers"),
+                                                         i.get("pool_beta_servers")))
+    # the first lookup after the start's waits the interval; then the TTL (0) floored
+    wait_until(lambda: m("lookups_total") >= 1, WAIT, "a first lookup")
+    if m("next_lookup_seconds") != 0.1:
+        fail("TTL 0: next lookup in %r s, expected 0.1 (the floor)" % m("next_lookup_seconds"))
+    check_keys(t, alpha, "alpha", [(reds[k], names[k]) for k in range(4)], "s1")
+    check_keys(t, beta, "beta", [(breds[0], None), (breds[1], None)], "s1")
+    log("1. start: alpha 4 SRV targets, beta 2 A records, keys on their owners")
+
+    # 2. beta's A records: hosts rewritten, SIGHUP
+    dns.write_hosts(hosts + [(breds[2].host, A_NAME)])
+    dns.proc.send_signal(signal.SIGHUP)
+    wait_m("epoch", 2, "beta's third address", "beta")
+    if info(beta).get("pool_beta_servers") != "3":
+        fail("beta: INFO does not show 3 servers")
+    check_keys(t, beta, "beta", [(r, None) for r in breds], "s2")
+    log("2. dns://: a third A record (SIGHUP) is epoch 2, keys on their owners")
+
+    # 3. scale 4 -> 6 (adds: at once)
+    v1 = info(alpha)["pool_alpha_membership_version"]
+    dns.restart(srv(range(6)))
+    wait_m("epoch", 2, "scale 4 -> 6")
+    i = info(alpha)
+    if i["pool_alpha_servers"] != "6" or i["pool_alpha_membership_version"] == v1:
+        fail("scale 4 -> 6: INFO servers %s version %s (was %s)" % (
+            i["pool_alpha_servers"], i["pool_alpha_membership_version"], v1))
+    check_keys(t, alpha, "alpha", [(reds[k], names[k]) for k in range(6)], "s3")
+    log("3. scale 4 -> 6: epoch 2 at once, keys on their owners")
+
+    # 4. scale 6 -> 3 (removals: held down, then applied)
+    start = len(read_text(px.log))
+    dns.restart(srv(range(3)))
+    wait_m("held_down", 1, "scale 6 -> 3 held down")
+    if m("epoch") != 2:
+        fail("scale 6 -> 3 applied before its hold-down")
+    wait_m("epoch", 3, "scale 6 -> 3 after its hold-down")
+    wait_m("held_down", 0, "hold-down over")
+    if read_text(px.log, start).count("removes servers: held down") != 1:
+        fail("the held-down removal is not logged once:\n" + read_text(px.log, start))
+    check_keys(t, alpha, "alpha", [(reds[k], names[k]) for k in range(3)], "s4")
+    log("4. scale 6 -> 3: held down %d ms, then epoch 3, keys on their owners" % HOLD_MS)
+
+    # 5. a flapping answer: r2 leaves and comes back within the hold-down
+    start = len(read_text(px.log))
+    dns.restart(srv(range(2)))
+    wait_m("held_down", 1, "r2 gone: held down")
+    dns.restart(srv(range(3)))
+    wait_m("damped_total", 1, "r2 back: damped")
+    holds(lambda: m("epoch") == 3 and m("held_down") == 0, HOLD_MS / 1000.0 + 0.5,
+          "the flap changed nothing")
+    text = read_text(px.log, start)
+    if text.count("brings back the servers") != 1 or "membership m-" in text:
+        fail("the flap: expected one 'brings back' line and no membership change:\n" + text)
+    log("5. flap: r2 out and back within the hold-down: damped, epoch 3 kept")
+
+    # 6. the record set disappears (NXDOMAIN): kept
+    start = len(read_text(px.log))
+    failed0 = m("failed_total")
+    dns.restart([])
+    wait_until(lambda: m("failed_total") >= failed0 + 5, WAIT, "NXDOMAIN lookups counted")
+    if m("keeping") != 1 or m("epoch") != 3 or info(alpha)["pool_alpha_servers"] != "3":
+        fail("NXDOMAIN: keeping %r epoch %r" % (m("keeping"), m("epoch")))
+    text = read_text(px.log, start)
+    if text.count("NXDOMAIN") != 1 or "keeping its 3 servers" not in text:
+        fail("NXDOMAIN: expected one line keeping the 3 servers:\n" + text)
+    check_keys(t, alpha, "alpha", [(reds[k], names[k]) for k in range(3)], "s6")
+    log("6. NXDOMAIN: the 3 servers kept and served, logged once")
+
+    # 7. the DNS server stopped (timeouts): kept; back: no change
+    dns.restart(srv(range(3)))
+    wait_m("keeping", 0, "answers again")
+    start = len(read_text(px.log))
+    failed0 = m("failed_total")
+    os.kill(dns.proc.pid, signal.SIGSTOP)
+    try:
+        wait_until(lambda: m("failed_total") >= failed0 + 1, WAIT, "a timeout counted")
+        if m("keeping") != 1 or m("epoch") != 3:
+            fail("timeout: keeping %r epoch %r" % (m("keeping"), m("epoch")))
+        check_keys(t, alpha, "alpha", [(reds[k], names[k]) for k in range(3)], "s7")
+    finally:
+        os.kill(dns.proc.pid, signal.SIGCONT)
+    wait_m("keeping", 0, "answers again after the stop")
+    wait_m("keeping", 0, "beta answers again after the stop", "beta")
+    text = "".join(line for line in read_text(px.log, start).splitlines(True)
+                   if "pool alpha" in line)
+    if text.count("timeout") != 1 or text.count("answers again") != 1 or "membership m-" in text:
+        fail("timeout: expected one timeout line, one 'answers again', no change:\n" + text)
+    log("7. DNS server stopped: timeouts, the 3 servers kept, logged once; back: no change")
+
+    # 8. each change once in the log
+    whole = read_text(px.log)
+    changes = len(re.findall(r"reload: pool alpha: membership m-\w+ -> m-\w+", whole))
+    if changes != 2 or m("applied_total") != 2:
+        fail("alpha: %d membership lines, %r applied; expected 2 (epochs 2 and 3)" % (
+            changes, m("applied_total")))
+    log("8. each change logged once: %d lookups, %d failed" % (m("lookups_total"),
+                                                                m("failed_total")))
+
+    # 9. chash-proxy -t, a start that cannot resolve, SIGTERM
+    bad = write_file(os.path.join(t.tmp, "bad.yml"), "a:\n  listen: 127.0.0.1:1\n"
+                     "  membership: dns://cache.test\n")
+    r = subprocess.run([t.proxy, "-t", "-c", bad], capture_output=True, text=True, timeout=30)
+    if r.returncode == 0 or "bad.yml:3:15" not in r.stdout + r.stderr:
+        fail("-t on a bad DNS URL: status %d, output %r" % (r.returncode, r.stdout + r.stderr))
+    dead = free_ports(1)[0]
+    nodns = write_file(os.path.join(t.tmp, "nodns.yml"), "\n".join([
+        "a:", "  listen: 127.0.0.1:%d" % free_ports(1)[0],
+        "  membership: dns+srv://%s" % SRV, "  membership_resolver: 127.0.0.1:%d" % dead]) + "\n")
+    r = subprocess.run([t.proxy, "-c", nodns], capture_output=True, text=True, timeout=30)
+    if r.returncode == 0 or "cannot resolve its membership dns+srv://" not in r.stderr:
+        fail("a start without DNS: status %d, stderr %r" % (r.returncode, r.stderr))
+    px.stop()
+    dns.stop()
+    return "scaled 4 -> 6 -> 3 by SRV, 2 -> 3 by A, a flap damped, NXDOMAIN and timeouts kept"
+
+
+if __name__ == "__main__":
+    run_test(body, programs=("redis-server", "dnsmasq"))
