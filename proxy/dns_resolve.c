@@ -194,7 +194,11 @@ static void fail(lookup *lk, int status)
              : status == ARES_ETIMEOUT ? "timeout: the DNS server did not answer"
              : status == ARES_ESERVFAIL ? "server failure (SERVFAIL)"
              : status == ARES_EREFUSED  ? "refused by the DNS server"
-                                         : ares_strerror(status));
+             /* c-ares 1.18 tries the next server on SERVFAIL, NOTIMP and REFUSED answers, and
+              * when none is left reports what it reports for a closed port */
+             : status == ARES_ECONNREFUSED ? "no DNS server answered (connection refused, or "
+                                             "each answered SERVFAIL or REFUSED)"
+                                           : ares_strerror(status));
 }
 
 static int add(lookup *lk, const char *name, const char *addr, int port)

@@ -124,6 +124,27 @@ void px_dns_boot_free(px_dns_boot *b)
     free(b);
 }
 
+int px_dns_check(const ch_config *cfg, char *why, size_t whylen)
+{
+    for (size_t i = 0; i < cfg->npools; i++) {
+        const ch_conf_pool *pc = &cfg->pools[i];
+        if (!ch_conf_membership_dns(pc) || pc->nservers > 0)
+            continue;
+        char no[300];
+        size_t len = 0;
+        char *text = boot_lookup(pc, &len, no, sizeof(no));
+        free(text);
+        if (text == NULL) {
+            snprintf(why, whylen,
+                     "pool %s: cannot resolve its membership %s (%s), and the file has no "
+                     "servers",
+                     pc->name, pc->membership, no);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int px_dns_bootstrap(ch_config *cfg, px_log *log, px_dns_boot **out)
 {
     *out = NULL;

@@ -27,6 +27,11 @@ typedef struct px_dns_boot px_dns_boot;
 int px_dns_bootstrap(ch_config *cfg, px_log *log, px_dns_boot **out);
 void px_dns_boot_free(px_dns_boot *b);
 
+/* chash-proxy -t: the start's rule without starting: each DNS pool without servers in the file
+ * is resolved (blocking, as px_dns_bootstrap), and one whose lookup fails or finds no server
+ * is refused (it could not start). 0, or -1 with why naming the pool and the URL. */
+int px_dns_check(const ch_config *cfg, char *why, size_t whylen);
+
 /* After px_ctl_init: hands boot's documents to m's pools (epoch 1) and starts each pool's
  * watch; takes boot over. 0, or -1 (logged). */
 int px_dns_start(px_ctl *m, px_dns_boot *boot);

@@ -446,6 +446,7 @@ static bool test_conf(const px_opts *o)
     }
     char why[1024];
     bool ok = px_fleet_check(cfg, why, sizeof(why)) == 0 &&
+              px_dns_check(cfg, why, sizeof(why)) == 0 &&
               px_ctl_check(cfg, why, sizeof(why)) == 0;
     if (ok) {
         fprintf(stderr, "chash-proxy: configuration file '%s' syntax is ok\n", o->conf);

@@ -29,11 +29,13 @@ logged). Checked, each step waiting on /metrics, INFO or the log with a deadline
   7. The record set disappears (NXDOMAIN): the pool keeps its 3 servers, serves every key,
      logs it once while lookups go on failing, counts failed lookups, /metrics keeping 1.
   8. The DNS server stopped (SIGSTOP: lookups time out): kept the same way, logged once with
-     "timeout"; SIGCONT: "answers again", no change (same set), keeping 0.
-  9. Each change shows once: one "membership OLD -> NEW" reload line per applied epoch; a
-     SIGHUP of the proxy keeps the list DNS gave (same version, same epoch).
+     "timeout"; SIGCONT: "answers again", no change (same set), keeping 0. Then a server
+     that answers SERVFAIL in dnsmasq's place (a few lines of Python): kept, logged once.
+  9. Each change shows once: one "membership OLD -> NEW" reload line per applied epoch (and
+     the stats port's dns_epoch, dns_applied); a SIGHUP of the proxy keeps the list DNS gave (same version, same epoch).
  10. chash-proxy -t names a bad DNS URL by file:line:column; a pool without servers whose DNS
-     does not answer refuses to start, naming the URL. SIGTERM: clean exit, no sanitizer
+     does not answer refuses to start, naming the URL, and -t refuses it too (and passes
+     the test's config while DNS answers). SIGTERM: clean exit, no sanitizer
      report.
 
 Usage: test_dns.py CHASH_PROXY CHASH_CLI
@@ -43,8 +45,10 @@ import os
 import pwd
 import re
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -103,6 +107,40 @@ class Dnsmasq:
     def restart(self, srv):
         self.stop()
         return self.start(srv)
+
+
+class ServFail(threading.Thread):
+    """A DNS server on UDP 127.0.0.1:port that answers every query SERVFAIL (the header's id,
+    opcode and RD copied, QR and RA set, RCODE 2; the question echoed, no records): what a
+    resolver whose upstream is broken answers. Test code: the proxy parses nothing itself."""
+
+    def __init__(self, port):
+        threading.Thread.__init__(self, daemon=True)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", port))
+        self.sock.settimeout(0.05)
+        self.done = threading.Event()
+        self.answered = 0
+
+    def run(self):
+        while not self.done.is_set():
+            try:
+                q, peer = self.sock.recvfrom(4096)
+            except socket.timeout:
+                continue
+            i = 12
+            while i < len(q) and q[i] != 0:
+                i += q[i] + 1
+            if len(q) < 12 or i + 5 > len(q):
+                continue
+            head = q[:2] + bytes([0x80 | (q[2] & 0x79), 0x82]) + q[4:6] + b"\0" * 6
+            self.sock.sendto(head + q[12:i + 5], peer)
+            self.answered += 1
+
+    def stop(self):
+        self.done.set()
+        self.join(5)
+        self.sock.close()
 
 
 def metrics(port):
@@ -305,12 +343,40 @@ def body(t):
         fail("timeout: expected one timeout line, one 'answers again', no change:\n" + text)
     log("8. DNS server stopped: timeouts, the 3 servers kept, logged once; back: no change")
 
+    # 8b. a DNS server that answers SERVFAIL: kept the same way, logged once
+    dns.stop()
+    start = len(read_text(px.log))
+    failed0 = m("failed_total")
+    sf = ServFail(dns.port)
+    sf.start()
+    try:
+        wait_until(lambda: m("failed_total") >= failed0 + 3, WAIT, "SERVFAIL lookups counted")
+        if m("keeping") != 1 or m("epoch") != 4 or sf.answered == 0:
+            fail("SERVFAIL: keeping %r epoch %r answered %d" % (m("keeping"), m("epoch"),
+                                                                 sf.answered))
+        check_keys(t, alpha, "alpha", now3, "s8b")
+    finally:
+        sf.stop()
+    text = "".join(line for line in read_text(px.log, start).splitlines(True)
+                   if "pool alpha" in line)
+    # c-ares 1.18 reports "every server answered SERVFAIL" as it reports a closed port (the
+    # one dnsmasq left just before): one line for both
+    if text.count("each answered SERVFAIL") != 1:
+        fail("SERVFAIL: expected one line:\n" + text)
+    dns.start(srv(range(3)))
+    wait_m("keeping", 0, "answers again after SERVFAIL")
+    wait_m("keeping", 0, "beta answers again after SERVFAIL", "beta")
+    log("8b. SERVFAIL: the 3 servers kept and served, logged once")
+
     # 9. each change once in the log; a SIGHUP of the proxy keeps the list DNS gave
     whole = read_text(px.log)
     changes = len(re.findall(r"reload: pool alpha: membership m-\w+ -> m-\w+", whole))
     if changes != 3 or m("applied_total") != 3:
         fail("alpha: %d membership lines, %r applied; expected 3 (epochs 2, 3 and 4)" % (
             changes, m("applied_total")))
+    st = px.stats_json()["alpha"]
+    if st.get("dns_epoch") != 4 or st.get("dns_applied") != 3 or st.get("dns_keeping") != 0:
+        fail("stats: %r" % {k: v for k, v in st.items() if k.startswith("dns_")})
     start = len(read_text(px.log))
     v4 = info(alpha)["pool_alpha_membership_version"]
     px.proc.send_signal(signal.SIGHUP)
@@ -336,6 +402,12 @@ def body(t):
     r = subprocess.run([t.proxy, "-c", nodns], capture_output=True, text=True, timeout=30)
     if r.returncode == 0 or "cannot resolve its membership dns+srv://" not in r.stderr:
         fail("a start without DNS: status %d, stderr %r" % (r.returncode, r.stderr))
+    r = subprocess.run([t.proxy, "-t", "-c", nodns], capture_output=True, text=True, timeout=30)
+    if r.returncode == 0 or "cannot resolve its membership dns+srv://" not in r.stderr:
+        fail("-t without DNS: status %d, stderr %r" % (r.returncode, r.stderr))
+    r = subprocess.run([t.proxy, "-t", "-c", conf], capture_output=True, text=True, timeout=30)
+    if r.returncode != 0:
+        fail("-t with DNS answering: status %d, stderr %r" % (r.returncode, r.stderr))
     px.stop()
     dns.stop()
     return "scaled 4 -> 6 -> 3 by SRV, 2 -> 3 by A, a flap damped, NXDOMAIN and timeouts kept"
