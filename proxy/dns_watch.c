@@ -12,7 +12,10 @@
  *   applied by the reload path, or held down when it removes servers.
  * The next tick is membership_interval ms after the answer, sooner when its TTL is shorter, but
  * not sooner than CH_CONF_MIN_MEMBERSHIP_INTERVAL (a TTL of 0 does not spin). Lookups of one
- * pool never overlap. A pool's parts point to each other within its dns_pool, which never moves.
+ * pool never overlap. Cost, measured (release build, dnsmasq on loopback): an SRV lookup of 3
+ * targets (7 queries) takes about 0.37 ms of the control thread's CPU, so the 100 ms floor
+ * costs 0.4% of a core and the default 5 s interval 0.007%; an unchanged answer ends in one
+ * memcmp of the document. A pool's parts point to each other within its dns_pool, which never moves.
  */
 #include "dns_watch.h"
 #include "dns_answer.h"
@@ -239,7 +242,11 @@ static void answer(void *arg, const px_dns_result *r)
             dp->failed++;
         else
             dp->empty++;
-        keep(dp, r->ok ? "the answer has no server" : r->error);
+        char why[200];
+        if (r->ok && r->unresolved > 0)
+            snprintf(why, sizeof(why), "the answer has no server (%zu SRV targets without an "
+                     "address)", r->unresolved);
+        keep(dp, !r->ok ? r->error : r->unresolved > 0 ? why : "the answer has no server");
         schedule(dp, UINT32_MAX);
         return;
     }

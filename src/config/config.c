@@ -166,7 +166,7 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS, K_SHADOW };
     X(SERVER_TLS_CERT_FILE, server_tls_cert_file, K_STR, "a file name")                     \
     X(SERVER_TLS_KEY_FILE, server_tls_key_file, K_STR, "a file name")                     \
     /* fleet membership (docs/FLEET.md) */                                                   \
-    X(MEMBERSHIP, membership, K_STR, "an etcd://host:port/key, dns://name:port or dns+srv://name URL") \
+    X(MEMBERSHIP, membership, K_STR, "an etcd://, dns:// or dns+srv:// URL")                \
     X(MEMBERSHIP_HOLD_DOWN, membership_hold_down, K_INT, "an integer")                      \
     X(MEMBERSHIP_FENCED, membership_fenced, K_STR, "error or serve")                        \
     X(MEMBERSHIP_INTERVAL, membership_interval, K_INT, "an integer")                        \
@@ -738,7 +738,7 @@ static bool parse_number(const char *s, size_t len, double *out)
 }
 
 /* "membership: dns://name:port" (every A and AAAA record of name, a server on port) or
- * "membership: dns+srv://name" (every SRV record of name: its target, port and weight). The name
+ * "membership: dns+srv://name" (every SRV record of name: its target and port). The name
  * is a DNS name: letters, digits, '-', '_' and '.', 1 to 253 characters, no empty label. */
 static int load_membership_dns(loader *ld, ch_conf_pool *p, const char *v, size_t len, bool srv)
 {

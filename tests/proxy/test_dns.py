@@ -16,7 +16,8 @@ logged). Checked, each step waiting on /metrics, INFO or the log with a deadline
      every key written through the proxy sits on the server `chash lookup` names for a file
      listing that answer's servers; /metrics shows the next lookup in 0.1 s (TTL 0, floored).
   2. beta's hosts file rewritten with a third address and dnsmasq SIGHUPed: beta serves 3
-     (epoch 2); keys on their owners.
+     (epoch 2) and the change opened beta's warm_up window (INFO), as a reload's; keys on
+     their owners.
   3. Scale 4 -> 6 (adds only): applied at once, epoch 2, INFO shows 6 servers and a new
      membership version; keys on their owners under the 6. A second proxy on the same DNS
      serves the same version (the gap between the two is logged, not checked: a figure).
@@ -218,7 +219,7 @@ def body(t):
         "beta:", "  listen: 127.0.0.1:%d" % bp, "  redis: true", "  hash: md5",
         "  membership: dns://%s:%d" % (A_NAME, bport),
         "  membership_resolver: 127.0.0.1:%d" % dns.port,
-        "  membership_hold_down: %d" % HOLD_MS]) + "\n")
+        "  membership_hold_down: %d" % HOLD_MS, "  warm_up: 60000"]) + "\n")
     px = Proxy(t.proxy, t.tmp, conf, [("127.0.0.1", port), ("127.0.0.1", bp)],
                extra_args=["--metrics-port", str(mport)]).start()
     alpha, beta = ("127.0.0.1", port), ("127.0.0.1", bp)
@@ -281,10 +282,14 @@ def body(t):
     dns.write_hosts(hosts + [(breds[2].host, A_NAME)])
     dns.proc.send_signal(signal.SIGHUP)
     wait_m("epoch", 2, "beta's third address", "beta")
-    if info(beta).get("pool_beta_servers") != "3":
-        fail("beta: INFO does not show 3 servers")
+    i = info(beta)
+    if i.get("pool_beta_servers") != "3" or i.get("pool_beta_warm_up") != "warm":
+        fail("beta: INFO shows %r servers, warm-up %r; expected 3 and warm (the change opens "
+             "its warm_up window, as a reload's)" % (i.get("pool_beta_servers"),
+                                                     i.get("pool_beta_warm_up")))
     check_keys(t, beta, "beta", [(r, None) for r in breds], "s2")
-    log("2. dns://: a third A record (SIGHUP) is epoch 2, keys on their owners")
+    log("2. dns://: a third A record (SIGHUP) is epoch 2 with its warm-up window, keys on their "
+        "owners")
 
     # 3. scale 4 -> 6 (adds: at once)
     v1 = info(alpha)["pool_alpha_membership_version"]
