@@ -16,8 +16,8 @@ logged). Checked, each step waiting on /metrics, INFO or the log with a deadline
      every key written through the proxy sits on the server `chash lookup` names for a file
      listing that answer's servers; /metrics shows the next lookup in 0.1 s (TTL 0, floored).
   2. beta's hosts file rewritten with a third address and dnsmasq SIGHUPed: beta serves 3
-     (epoch 2) and the change opened beta's warm_up window (INFO), as a reload's; keys on
-     their owners.
+     (epoch 2) and the change opened beta's warm_up window (INFO), as a reload's; then an
+     AAAA record (::1, a redis-server there): 4 servers (epoch 3); keys on their owners.
   3. Scale 4 -> 6 (adds only): applied at once, epoch 2, INFO shows 6 servers and a new
      membership version; keys on their owners under the 6. A second proxy on the same DNS
      serves the same version (the gap between the two is logged, not checked: a figure).
@@ -146,6 +146,18 @@ class ServFail(threading.Thread):
         self.sock.close()
 
 
+def bindable6(host, port):
+    s = socket.socket(socket.AF_INET6)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind((host, port))
+        return True
+    except OSError:
+        return False
+    finally:
+        s.close()
+
+
 def metrics(port):
     """{(family, pool): value} of chash_proxy_dns_* on the proxy's /metrics."""
     with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
@@ -162,11 +174,16 @@ def info(addr):
     return dict(line.split(":", 1) for line in text.split("\r\n") if ":" in line)
 
 
+def written(r):
+    return "[%s]:%d" % (r.host, r.port) if ":" in r.host else r.text
+
+
 def check_keys(t, proxy_addr, pool, servers, tag, hash_line="  hash: md5"):
     """NKEYS keys written through the proxy, each on the server chash lookup names for a file
     listing servers ([(redis, name or None)]) as the pool's."""
     lines = ["%s:" % pool, "  listen: 127.0.0.1:1", "  redis: true", hash_line, "  servers:"]
-    lines += ["    - %s:1%s" % (r.text, " " + n if n else "") for r, n in servers]
+    # an IPv6 address in brackets, as the proxy names a server of an AAAA record
+    lines += ['    - "%s:1%s"' % (written(r), " " + n if n else "") for r, n in servers]
     equiv = write_file(os.path.join(t.tmp, "equiv-%s-%s.yml" % (pool, tag)),
                        "\n".join(lines) + "\n")
     keys = ["%s:%s:%d" % (pool, tag, i) for i in range(NKEYS)]
@@ -175,7 +192,7 @@ def check_keys(t, proxy_addr, pool, servers, tag, hash_line="  hash: md5"):
     if any(g != b"OK" for g in got):
         fail("%s %s: a SET through the proxy failed: %r" % (pool, tag, got[:5]))
     owners = chash_lookup(t.chash, equiv, pool, [k.encode() for k in keys])
-    by_addr = {r.text: r for r, _n in servers}
+    by_addr = {written(r): r for r, _n in servers}
     used = set()
     for k in keys:
         owner = owners[k.encode()]
@@ -190,13 +207,14 @@ def body(t):
     redis_exe, dnsmasq_exe = t.programs["redis-server"], t.programs["dnsmasq"]
     reds = start_redises(redis_exe, t.tmp, 6)
     names = ["r%d.cache.test" % i for i in range(6)]
-    # beta: three redis-servers on 127.0.0.2..4, one port
+    # beta: redis-servers on 127.0.0.2..4 and ::1, one port
     bport = next((p for p in free_ports(20)
-                  if all(bindable("127.0.0.%d" % h, p) for h in (2, 3, 4))), None)
+                  if all(bindable("127.0.0.%d" % h, p) for h in (2, 3, 4)) and
+                  bindable6("::1", p)), None)
     if bport is None:
-        fail("no port free on 127.0.0.2, .3 and .4")
-    breds = [Redis(redis_exe, t.tmp, port=bport, host="127.0.0.%d" % h).start()
-             for h in (2, 3, 4)]
+        fail("no port free on 127.0.0.2, .3, .4 and ::1 (IPv6 loopback)")
+    breds = [Redis(redis_exe, t.tmp, port=bport, host=h).start()
+             for h in ("127.0.0.2", "127.0.0.3", "127.0.0.4", "::1")]
 
     dns = Dnsmasq(dnsmasq_exe, t.tmp)
     hosts = [("127.0.0.1", n) for n in names] + [(breds[0].host, A_NAME),
@@ -287,9 +305,15 @@ def body(t):
         fail("beta: INFO shows %r servers, warm-up %r; expected 3 and warm (the change opens "
              "its warm_up window, as a reload's)" % (i.get("pool_beta_servers"),
                                                      i.get("pool_beta_warm_up")))
-    check_keys(t, beta, "beta", [(r, None) for r in breds], "s2")
-    log("2. dns://: a third A record (SIGHUP) is epoch 2 with its warm-up window, keys on their "
-        "owners")
+    check_keys(t, beta, "beta", [(r, None) for r in breds[:3]], "s2")
+    # an AAAA record too: [::1] is a fourth server
+    beta_hosts = [(breds[2].host, A_NAME), (breds[3].host, A_NAME)]
+    dns.write_hosts(hosts + beta_hosts)
+    dns.proc.send_signal(signal.SIGHUP)
+    wait_m("epoch", 3, "beta's AAAA record", "beta")
+    check_keys(t, beta, "beta", [(r, None) for r in breds], "s2b")
+    log("2. dns://: a third A record (SIGHUP) is epoch 2 with its warm-up window, an AAAA record "
+        "epoch 3 ([::1]), keys on their owners")
 
     # 3. scale 4 -> 6 (adds: at once)
     v1 = info(alpha)["pool_alpha_membership_version"]
@@ -339,7 +363,7 @@ def body(t):
         fail("127.0.0.5:%d is not free for r2's new address" % moved_port)
     r2b = Redis(redis_exe, t.tmp, port=moved_port, host="127.0.0.5").start()
     hosts = [(r2b.host if n == names[2] else a, n) for a, n in hosts]
-    dns.write_hosts(hosts + [(breds[2].host, A_NAME)])
+    dns.write_hosts(hosts + beta_hosts)
     start = len(read_text(px.log))
     dns.proc.send_signal(signal.SIGHUP)
     wait_m("epoch", 4, "r2 at its new address")
