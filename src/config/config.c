@@ -1364,10 +1364,13 @@ static int load_body(loader *ld, ch_conf_pool *p, yaml_mark_t pm)
                         ? "\"membership_fenced\" needs \"membership\""
                         : "\"membership_fenced\" needs a membership in etcd: a DNS membership "
                           "is never fenced (docs/FLEET.md, \"Membership from DNS\")");
-    for (int k = KEY_MEMBERSHIP_INTERVAL; k <= KEY_MEMBERSHIP_RESOLVER; k++)
+    static const int dns_only[] = {KEY_MEMBERSHIP_INTERVAL, KEY_MEMBERSHIP_RESOLVER};
+    for (size_t i = 0; i < sizeof(dns_only) / sizeof(dns_only[0]); i++) {
+        int k = dns_only[i];
         if ((st.seen & (UINT64_C(1) << k)) != 0 && !ch_conf_membership_dns(p))
             return fail(ld, st.mark[k], "\"%s\" needs \"membership: dns://...\" or "
                         "\"membership: dns+srv://...\"", keys[k].name);
+    }
     if (p->hot_spread && p->replicas < 2)
         return fail(ld, st.mark[KEY_HOT_SPREAD],
                     "\"hot_spread\" needs \"replicas\" of 2 or more (a hot key's reads are "
