@@ -781,17 +781,30 @@ static int load_membership_dns(loader *ld, ch_conf_pool *p, const char *v, size_
  * address or a bracketed IPv6 one, and a port: "127.0.0.1:5353", "[::1]:53". */
 static int load_resolver(loader *ld, ch_conf_pool *p, const char *v, size_t len)
 {
-    char q[QB], why[160];
-    ch__conf_addr a;
+    char q[QB], host[64];
     struct in6_addr six;
     struct in_addr four;
-    char host[64];
-    bool ok = ch__conf_parse_listen(v, len, &a, why, sizeof why) && a.port != 0 &&
-              a.host_len < sizeof host;
+    /* "[v6]:port" or "v4:port": the host is what the brackets or the last ':' enclose */
+    bool v6 = len > 0 && v[0] == '[';
+    const char *close = v6 ? memchr(v, ']', len) : NULL;
+    const char *colon = v6 ? (close != NULL && close + 1 < v + len && close[1] == ':' ? close + 1
+                                                                                      : NULL)
+                           : memchr(v, ':', len); /* IPv4: one colon */
+    const char *h = v6 ? v + 1 : v;
+    size_t hl = colon == NULL ? 0 : (size_t)((v6 ? close : colon) - h);
+    bool ok = colon != NULL && hl > 0 && hl < sizeof host;
+    int port = 0;
+    size_t pl = ok ? len - (size_t)(colon + 1 - v) : 0;
+    ok = ok && pl >= 1 && pl <= 5;
+    for (size_t i = 0; ok && i < pl; i++) {
+        ok = colon[1 + i] >= '0' && colon[1 + i] <= '9';
+        port = port * 10 + (colon[1 + i] - '0');
+    }
     if (ok) {
-        memcpy(host, a.host, a.host_len);
-        host[a.host_len] = '\0';
-        ok = inet_pton(AF_INET, host, &four) == 1 || inet_pton(AF_INET6, host, &six) == 1;
+        memcpy(host, h, hl);
+        host[hl] = '\0';
+        ok = port >= 1 && port <= 65535 &&
+             (v6 ? inet_pton(AF_INET6, host, &six) == 1 : inet_pton(AF_INET, host, &four) == 1);
     }
     if (!ok)
         return fail(ld, ld->ev.start_mark,

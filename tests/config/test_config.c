@@ -1198,6 +1198,14 @@ static void test_membership_dns(void **state)
     ch_conf_pool *p = &cfg->pools[0];
     assert_int_equal(p->nservers, 0);
     assert_true(ch_conf_membership_dns(p));
+    ch_config *fix = load_ok(FIX("valid_membership_dns.yml"));
+    assert_int_equal(fix->pools[0].membership_scheme, CH_CONF_MEMBERSHIP_DNS_SRV);
+    assert_string_equal(fix->pools[0].membership_resolver, "[::1]:5353");
+    assert_int_equal(fix->pools[0].membership_interval_ms, 2500);
+    assert_int_equal(fix->pools[1].membership_scheme, CH_CONF_MEMBERSHIP_DNS);
+    assert_int_equal(fix->pools[1].membership_port, 11211);
+    assert_int_equal(fix->pools[1].nservers, 1);
+    ch_config_free(fix);
     assert_false(ch_conf_membership_etcd(p));
     assert_int_equal(p->membership_scheme, CH_CONF_MEMBERSHIP_DNS);
     assert_string_equal(p->membership_endpoint, "cache.svc.local");
@@ -1241,6 +1249,12 @@ static void test_membership_dns(void **state)
         {"a:\n  membership: dns://c:1\n  membership_resolver: 127.0.0.1\n",
          "f.yml:3:24: \"membership_resolver\": expected a DNS server's ip:port (\"127.0.0.1:53\", "
          "\"[::1]:53\"), got \"127.0.0.1\""},
+        {"a:\n  membership: dns://c:1\n  membership_resolver: ::1:53\n",
+         "f.yml:3:24: \"membership_resolver\": expected a DNS server's ip:port (\"127.0.0.1:53\", "
+         "\"[::1]:53\"), got \"::1:53\""},
+        {"a:\n  membership: dns://c:1\n  membership_resolver: \"[::1]:0\"\n",
+         "f.yml:3:24: \"membership_resolver\": expected a DNS server's ip:port (\"127.0.0.1:53\", "
+         "\"[::1]:53\"), got \"[::1]:0\""},
         {"a:\n  membership: etcd://127.0.0.1:2379/k\n  membership_interval: 1000\n",
          "f.yml:3:3: \"membership_interval\" needs \"membership: dns://...\" or "
          "\"membership: dns+srv://...\""},
