@@ -150,6 +150,17 @@ typedef struct ch_conf_pool {
                                      membership cannot be proven current (docs/FLEET.md,
                                      "Fencing"): CH_CONF_FENCED_ERROR (default) or
                                      CH_CONF_FENCED_SERVE */
+    /* "membership: dns://name:port" or "dns+srv://name" (chash-proxy; docs/FLEET.md,
+     * "Membership from DNS"): the servers are name's A and AAAA records on port, or its SRV
+     * records, re-resolved every "membership_interval" ms (or at the answer's TTL when shorter,
+     * at least CH_CONF_MIN_MEMBERSHIP_INTERVAL). Then membership_endpoint is the name,
+     * membership_key NULL. */
+    int membership_scheme;        /* CH_CONF_MEMBERSHIP_ETCD (also when membership is NULL),
+                                     CH_CONF_MEMBERSHIP_DNS or CH_CONF_MEMBERSHIP_DNS_SRV */
+    int membership_port;          /* dns://: the servers' port; else 0 */
+    int membership_interval_ms;   /* default CH_CONF_DEFAULT_MEMBERSHIP_INTERVAL */
+    char *membership_resolver;    /* "membership_resolver": the DNS server asked, "ip:port";
+                                     NULL: the system's (/etc/resolv.conf) */
     /* "shadow: {pool: NAME, fraction: F, writes: B}" (chash-proxy; docs/PROXY.md, "Shadow
      * traffic"): a deterministic fraction F of the key space's requests is mirrored to pool
      * NAME of the same file (same protocol), reads only unless writes. NULL: none. */
@@ -183,6 +194,17 @@ typedef struct ch_conf_pool {
 /* The values of ch_conf_pool.membership_fenced. */
 enum { CH_CONF_FENCED_ERROR = 0, CH_CONF_FENCED_SERVE = 1 };
 
+/* The values of ch_conf_pool.membership_scheme, and the two questions its users ask. */
+enum { CH_CONF_MEMBERSHIP_ETCD = 0, CH_CONF_MEMBERSHIP_DNS = 1, CH_CONF_MEMBERSHIP_DNS_SRV = 2 };
+static inline bool ch_conf_membership_etcd(const ch_conf_pool *p)
+{
+    return p->membership != NULL && p->membership_scheme == CH_CONF_MEMBERSHIP_ETCD;
+}
+static inline bool ch_conf_membership_dns(const ch_conf_pool *p)
+{
+    return p->membership != NULL && p->membership_scheme != CH_CONF_MEMBERSHIP_ETCD;
+}
+
 /* Defaults of the proxy limits max_request_bytes and max_client_buffer_bytes: 64 MiB each. */
 #define CH_CONF_DEFAULT_MAX_REQUEST_BYTES (64 * 1024 * 1024)
 #define CH_CONF_DEFAULT_MAX_CLIENT_BUFFER_BYTES (64 * 1024 * 1024)
@@ -201,6 +223,11 @@ enum { CH_CONF_FENCED_ERROR = 0, CH_CONF_FENCED_SERVE = 1 };
 /* "replicas" at most (and at most the pool's servers). */
 #define CH_CONF_MAX_REPLICAS 8
 #define CH_CONF_DEFAULT_MEMBERSHIP_HOLD_DOWN 10000
+/* "membership_interval" (ms) of a DNS membership: the default, and the least (also the floor of
+ * an answer's TTL: a TTL of 0 re-resolves every CH_CONF_MIN_MEMBERSHIP_INTERVAL ms, not in a
+ * loop). */
+#define CH_CONF_DEFAULT_MEMBERSHIP_INTERVAL 5000
+#define CH_CONF_MIN_MEMBERSHIP_INTERVAL 100
 #define CH_CONF_DEFAULT_GUTTER_TTL 10000
 
 typedef struct ch_config {

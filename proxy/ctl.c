@@ -6,6 +6,7 @@
  */
 #include "ctl.h"
 #include "admin_http.h"
+#include "dns_watch.h"
 #include "fleet.h"
 #include "hotkeys.h"
 #include "listen.h"
@@ -34,6 +35,7 @@ static void ctl_stop(px_ctl *m)
     px_notify_stopping();
     PX_LOG(m, PX_LOG_NOTICE, "shutting down");
     px_fleet_stop(m); /* first: a change it holds prepared is dropped on the workers */
+    px_dns_stop(m);
     for (unsigned w = 0; w < m->nworkers; w++) {
         if (m->workers[w].io.loop == NULL ||
             px_worker_call_within(&m->workers[w], px_worker_stop, NULL, PX_STOP_WAIT_MS))
@@ -156,7 +158,7 @@ int px_ctl_check(const ch_config *cfg, char *why, size_t whylen)
             snprintf(why, whylen, "pool %s: no \"listen\" address", pc->name);
             rc = -1;
         } else if (pc->nservers == 0 && pc->membership != NULL) {
-            /* its servers come from etcd at start: only its listen address is checked here */
+            /* its servers come from etcd or DNS at start: only its listen address is checked */
             if (pc->listen_port != 0 &&
                 px_resolve(pc->listen_host, pc->listen_port, true, &sa, NULL, r, sizeof(r)) != 0) {
                 snprintf(why, whylen, "pool %s: cannot resolve listen address '%s': %s", pc->name,

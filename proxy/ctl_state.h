@@ -17,6 +17,7 @@ typedef struct px_ctl px_ctl;
 typedef struct px_admin_http px_admin_http; /* admin_http.h */
 typedef struct px_reload_held px_reload_held; /* reload.h */
 typedef struct px_fleet px_fleet;             /* fleet.h */
+typedef struct px_dns_watch px_dns_watch;     /* dns_watch.h */
 
 /* Descriptors the proxy keeps for itself (stdio, the log, the stats and admin ports and their
  * connections), and per worker for its loop (epoll, its wake-up and signal pipes). */
@@ -66,6 +67,7 @@ struct px_ctl {
     void (*held_dropped)(void *arg, const char *trigger);
     void *held_dropped_arg;
     px_fleet *fleet; /* NULL unless a pool takes its membership from etcd */
+    px_dns_watch *dns; /* NULL unless a pool takes its membership from DNS */
     struct px_hotkeys *hot; /* hot-key detection (hotkeys.h); NULL with --no-hot-keys */
     bool no_hot_keys;       /* --no-hot-keys */
 };

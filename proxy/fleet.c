@@ -418,7 +418,7 @@ int px_fleet_start(px_ctl *m, px_fleet_boot *boot)
     px_fleet *f = calloc(1, sizeof(*f));
     size_t n = 0;
     for (size_t i = 0; i < m->npools; i++)
-        n += m->pools[i].conf->membership != NULL;
+        n += ch_conf_membership_etcd(m->pools[i].conf);
     if (f == NULL || (f->pools = calloc(n, sizeof(*f->pools))) == NULL ||
         (f->slots = calloc(n, sizeof(*f->slots))) == NULL) {
         if (f != NULL)
@@ -439,7 +439,7 @@ int px_fleet_start(px_ctl *m, px_fleet_boot *boot)
     int rc = 0;
     for (size_t i = 0; i < m->npools; i++) {
         const char *name = m->pools[i].conf->name;
-        if (m->pools[i].conf->membership == NULL)
+        if (!ch_conf_membership_etcd(m->pools[i].conf))
             continue;
         px_fleet_boot_doc *bd = NULL;
         for (size_t k = 0; k < boot->n && bd == NULL; k++)

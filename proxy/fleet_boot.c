@@ -204,7 +204,7 @@ int px_fleet_check(ch_config *cfg, char *why, size_t whylen)
 {
     for (size_t i = 0; i < cfg->npools; i++) {
         ch_conf_pool *pc = &cfg->pools[i];
-        if (pc->membership == NULL)
+        if (!ch_conf_membership_etcd(pc))
             continue;
         char unread[600];
         ch__etcd_kv kv = {0};
@@ -225,7 +225,7 @@ int px_fleet_bootstrap(ch_config *cfg, px_log *log, const px_fleet_options *opt,
     *out = NULL;
     size_t any = 0;
     for (size_t i = 0; i < cfg->npools; i++)
-        any += cfg->pools[i].membership != NULL;
+        any += ch_conf_membership_etcd(&cfg->pools[i]);
     if (any == 0)
         return 0;
     px_fleet_boot *b = calloc(1, sizeof(*b));
@@ -243,7 +243,7 @@ int px_fleet_bootstrap(ch_config *cfg, px_log *log, const px_fleet_options *opt,
         ch_conf_pool *pc = &cfg->pools[i];
         if ((b->names[i] = strdup(pc->name)) == NULL)
             rc = -1;
-        if (rc != 0 || pc->membership == NULL)
+        if (rc != 0 || !ch_conf_membership_etcd(pc))
             continue;
         px_fleet_boot_doc *bd = &b->docs[i];
         record_identity(&bd->rec, opt, pc);

@@ -23,10 +23,26 @@ static const px_shared_pool *served(const fleet_change *c)
     return &c->m->pools[c->index];
 }
 
+/* The record of what was applied and refused: the instance's, or c's own without one. */
+static ch__fleet_record *rec_of(fleet_change *c)
+{
+    return c->inst != NULL ? &c->inst->rec : &c->own;
+}
+
+/* The instance's record brought up to what the pool serves (served) and written, if any. */
+static void record_put(fleet_change *c, bool served)
+{
+    if (c->inst == NULL)
+        return;
+    if (served)
+        fleet_instance_served(c->inst);
+    fleet_instance_put(c->inst);
+}
+
 /* A document of K not applied. */
 static void refused(fleet_change *c, int64_t epoch, bool stale, const char *why)
 {
-    ch__fleet_record *rec = &c->inst->rec;
+    ch__fleet_record *rec = rec_of(c);
     if (stale)
         c->refused_stale++;
     else
@@ -40,7 +56,7 @@ static void refused(fleet_change *c, int64_t epoch, bool stale, const char *why)
     memcpy(rec->refused, text, sizeof(text));
     PX_LOG(c->m, PX_LOG_ERR, "fleet: pool %s: %s refused, still serving epoch %lld: %s",
            c->name, c->key, (long long)served(c)->epoch, why);
-    fleet_instance_put(c->inst);
+    record_put(c, false);
 }
 
 /* Applies a document of K now (a direct change, or a held-down one whose time came). */
@@ -48,7 +64,7 @@ static void apply_now(fleet_change *c, const char *text, size_t len, int64_t mod
                       const char *trigger)
 {
     px_ctl *m = c->m;
-    ch__fleet_record *rec = &c->inst->rec;
+    ch__fleet_record *rec = rec_of(c);
     px_reload_doc *docs = calloc(m->npools, sizeof(*docs));
     if (docs == NULL) {
         refused(c, mod_rev, false, "out of memory");
@@ -71,13 +87,20 @@ static void apply_now(fleet_change *c, const char *text, size_t len, int64_t mod
     if (served(c)->epoch > rec->seen_epoch)
         rec->seen_epoch = served(c)->epoch;
     rec->swapped_unix_us = unix_us();
-    fleet_instance_served(c->inst);
-    fleet_instance_put(c->inst);
+    record_put(c, true);
+}
+
+static const char *trigger_of(const fleet_change *c)
+{
+    return c->trigger != NULL ? c->trigger : "fleet: a document of etcd";
 }
 
 static void damp_apply(void *arg, const char *text, size_t len, int64_t mod_rev)
 {
-    apply_now(arg, text, len, mod_rev, "fleet: a document of etcd, after its hold-down");
+    fleet_change *c = arg;
+    char trigger[120];
+    snprintf(trigger, sizeof(trigger), "%s, after its hold-down", trigger_of(c));
+    apply_now(c, text, len, mod_rev, trigger);
 }
 
 void fleet_change_init(fleet_change *c, int hold_down_ms)
@@ -104,7 +127,7 @@ static px_reload_held *held_take(fleet_change *c)
 /* The commit of the held change (epoch) arrived: swapped in. */
 static void commit(fleet_change *c, int64_t epoch)
 {
-    ch__fleet_record *rec = &c->inst->rec;
+    ch__fleet_record *rec = rec_of(c);
     px_buf result = {0};
     (void)px_reload_commit(c->m, held_take(c), &result);
     rec->swapped_unix_us = unix_us();
@@ -114,16 +137,17 @@ static void commit(fleet_change *c, int64_t epoch)
     c->applied++;
     rec->prepared = 0;
     rec->refused[0] = '\0';
-    fleet_instance_served(c->inst);
+    if (c->inst != NULL)
+        fleet_instance_served(c->inst);
     c->changed(c->arg);
-    fleet_instance_put(c->inst);
+    record_put(c, false);
     fleet_damp_clear(&c->damp);
 }
 
 void fleet_change_committed(fleet_change *c, const char *text, size_t len, int64_t mod_rev)
 {
     const px_shared_pool *sp = served(c);
-    ch__fleet_record *rec = &c->inst->rec;
+    ch__fleet_record *rec = rec_of(c);
     ch_config *doc = NULL;
     int64_t epoch = 0;
     ch_config_error err;
@@ -162,7 +186,7 @@ void fleet_change_committed(fleet_change *c, const char *text, size_t len, int64
         return;
     }
     fleet_damp_withdraw(&c->damp, epoch);
-    apply_now(c, text, len, mod_rev, "fleet: a document of etcd");
+    apply_now(c, text, len, mod_rev, trigger_of(c));
 }
 
 /* The epoch of a pending document: its "epoch" (`chash fleet apply` always gives one), else
@@ -182,7 +206,7 @@ static int64_t pending_epoch(const fleet_change *c, const char *text, size_t len
 void fleet_change_pending(fleet_change *c, const char *text, size_t len, int64_t mod_rev)
 {
     px_ctl *m = c->m;
-    ch__fleet_record *rec = &c->inst->rec;
+    ch__fleet_record *rec = rec_of(c);
     int64_t epoch = pending_epoch(c, text, len, mod_rev);
     if (c->held != NULL && c->held_epoch == epoch)
         return;
@@ -220,7 +244,7 @@ void fleet_change_pending(fleet_change *c, const char *text, size_t len, int64_t
     }
     px_buf_free(&result);
     c->changed(c->arg);
-    fleet_instance_put(c->inst);
+    record_put(c, false);
 }
 
 void fleet_change_pending_gone(fleet_change *c)
@@ -230,9 +254,9 @@ void fleet_change_pending_gone(fleet_change *c)
     px_reload_abort(c->m, held_take(c));
     PX_LOG(c->m, PX_LOG_NOTICE, "fleet: pool %s: pending epoch %lld withdrawn: dropped",
            c->name, (long long)c->held_epoch);
-    c->inst->rec.prepared = 0;
+    rec_of(c)->prepared = 0;
     c->changed(c->arg);
-    fleet_instance_put(c->inst);
+    record_put(c, false);
 }
 
 void fleet_change_dropped(fleet_change *c, const char *trigger)
@@ -240,13 +264,13 @@ void fleet_change_dropped(fleet_change *c, const char *trigger)
     if (c->held == NULL || c->m->held == c->held)
         return;
     (void)held_take(c); /* reload.c freed it */
-    ch__fleet_record *rec = &c->inst->rec;
+    ch__fleet_record *rec = rec_of(c);
     rec->prepared = 0;
     rec->prepare_failed = c->held_epoch;
     snprintf(rec->prepare_error, sizeof(rec->prepare_error), "dropped by a later reload (%s)",
              trigger);
     c->changed(c->arg); /* the workers' bound was the held change's, which nothing renews now */
-    fleet_instance_put(c->inst);
+    record_put(c, false);
 }
 
 void fleet_change_close(fleet_change *c, void *data, uv_close_cb cb)

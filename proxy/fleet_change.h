@@ -4,7 +4,9 @@
  * reload.h's all-or-nothing path: a document in K is applied when its epoch is newer than the
  * one served (after its hold-down when it removes servers: fleet_damp.h); one in K/pending is
  * prepared and held (the record says prepared) until the commit in K with the same epoch swaps
- * it in, or the pending key goes (aborted). Control thread.
+ * it in, or the pending key goes (aborted). A DNS membership (dns_watch.h) hands its changed
+ * answers to fleet_change_committed as documents of K, without an instance record. Control
+ * thread.
  */
 #ifndef CHASH_PROXY_FLEET_CHANGE_H
 #define CHASH_PROXY_FLEET_CHANGE_H
@@ -19,8 +21,12 @@ typedef struct fleet_change {
     size_t index;           /* the pool's, in m->pools */
     const char *name, *url; /* the pool's name and "membership" URL, for errors */
     const char *key;        /* K, for the log */
-    px_fence *fence;
-    fleet_instance *inst;   /* its record says what was applied, refused, prepared */
+    const char *trigger;    /* what a direct change is, for the reload's log; NULL: "fleet: a
+                               document of etcd" */
+    px_fence *fence;        /* NULL: never held (a DNS membership has no two-phase change) */
+    fleet_instance *inst;   /* its record says what was applied, refused, prepared; NULL: no
+                               record (DNS, dns_watch.h): own keeps what the log needs */
+    ch__fleet_record own;
     fleet_damp damp;
     /* Invariant: held is this pool's reload held in m->held (and held in the fence), or NULL;
      * fleet_change_dropped clears it when a later reload drops it. */

@@ -48,9 +48,9 @@ bool fleet_damp_removes(const fleet_damp *d, const px_shared_pool *sp, const ch_
     size_t *from = malloc((n ? n : 1) * sizeof(*from));
     bool out = have == NULL || want == NULL || from == NULL;
     for (size_t j = 0; !out && j < nd; j++)
-        have[j] = doc->servers[j].addr;
+        have[j] = d->by_id ? doc->servers[j].id : doc->servers[j].addr;
     for (size_t i = 0; !out && i < n; i++)
-        want[i] = sp->servers[i]->addr;
+        want[i] = d->by_id ? sp->servers[i]->id : sp->servers[i]->addr;
     out = out || px_match_addrs(have, nd, want, n, false, from) != 0;
     for (size_t i = 0; !out && i < n; i++)
         out = from[i] == SIZE_MAX;

@@ -20,6 +20,9 @@ typedef void (*fleet_damp_apply_cb)(void *arg, const char *text, size_t len, int
  * NUL after its len bytes. */
 typedef struct fleet_damp {
     int hold_down_ms; /* 0: no damping */
+    bool by_id;       /* servers compared by their name (id) instead of their address: a DNS
+                         membership, where an SRV target that moved to a new address is the
+                         same server (its keys stay), not a removal */
     char *doc;
     size_t len;
     int64_t rev;      /* doc's revision of K */
@@ -34,7 +37,7 @@ typedef struct fleet_damp {
 void fleet_damp_init(fleet_damp *d, uv_loop_t *loop, int hold_down_ms, const char *name,
                      px_log *log, fleet_damp_apply_cb apply, void *arg);
 /* Whether damping is on and doc (a parsed document's pool) lacks a server sp serves (by
- * address). Out of memory counts as removing (the document then waits: the safe side). Cost:
+ * address, or by id with by_id). Out of memory counts as removing (the document then waits: the safe side). Cost:
  * O(n log n) in the servers. */
 bool fleet_damp_removes(const fleet_damp *d, const px_shared_pool *sp, const ch_conf_pool *doc);
 /* Holds a removing document (epoch: its epoch, for the log) in place of the one waiting; the

@@ -8,6 +8,7 @@
 
 #include "ctl.h"
 #include "file.h"
+#include "dns_watch.h"
 #include "fleet.h"
 
 #include <errno.h>
@@ -445,6 +446,7 @@ static bool test_conf(const px_opts *o)
     }
     char why[1024];
     bool ok = px_fleet_check(cfg, why, sizeof(why)) == 0 &&
+              px_dns_check(cfg, why, sizeof(why)) == 0 &&
               px_ctl_check(cfg, why, sizeof(why)) == 0;
     if (ok) {
         fprintf(stderr, "chash-proxy: configuration file '%s' syntax is ok\n", o->conf);
@@ -562,15 +564,24 @@ static int run(px_opts *o, px_ctl *px, ch_config *cfg)
 {
     int status = 0;
     px_fleet_boot *boot = NULL;
-    if (px_fleet_bootstrap(cfg, &px->log, &o->fleet, &boot) != 0) {
+    px_dns_boot *dboot = NULL;
+    if (px_fleet_bootstrap(cfg, &px->log, &o->fleet, &boot) != 0 ||
+        px_dns_bootstrap(cfg, &px->log, &dboot) != 0) {
         PX_LOG(px, PX_LOG_ERR, "cannot start: see the errors above");
+        px_fleet_boot_free(boot);
         ch_config_free(cfg);
         status = 1;
     } else if (px_ctl_init(px, cfg, o->nworkers) != 0) { /* takes cfg over */
         px_fleet_boot_free(boot);
+        px_dns_boot_free(dboot);
         PX_LOG(px, PX_LOG_ERR, "cannot start: see the errors above");
         status = 1;
     } else if (px_fleet_start(px, boot) != 0) { /* takes boot over */
+        px_dns_boot_free(dboot);
+        PX_LOG(px, PX_LOG_ERR, "cannot start: see the errors above");
+        status = 1;
+    } else if (px_dns_start(px, dboot) != 0) { /* takes dboot over */
+        px_dns_stop(px);
         PX_LOG(px, PX_LOG_ERR, "cannot start: see the errors above");
         status = 1;
     } else {

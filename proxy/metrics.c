@@ -7,6 +7,7 @@
 
 #include "metrics.h"
 #include "info_name.h"
+#include "dns_watch.h"
 #include "fleet.h"
 #include "hotkeys.h"
 #include "snapshot.h"
@@ -384,6 +385,57 @@ static int fleet_families(const px_ctl *m, px_buf *b)
     return rc;
 }
 
+/* The membership of the pools that take it from DNS (dns_watch.h): one series per such pool,
+ * none for the others. */
+static int dns_families(const px_ctl *m, px_buf *b)
+{
+    static const struct {
+        const char *name, *type, *help;
+    } fams[] = {
+        {"chash_proxy_dns_epoch", "gauge",
+         "The membership epoch the pool serves (DNS): 1 at the start, one more per change."},
+        {"chash_proxy_dns_lookups_total", "counter", "DNS lookups of the pool's name finished."},
+        {"chash_proxy_dns_failed_total", "counter",
+         "DNS lookups that failed (timeout, SERVFAIL, NXDOMAIN, no records): the list served "
+         "was kept."},
+        {"chash_proxy_dns_empty_total", "counter",
+         "DNS lookups that found no server: the list served was kept."},
+        {"chash_proxy_dns_keeping", "gauge",
+         "1 while the last lookup failed or was empty and the pool keeps the list it serves."},
+        {"chash_proxy_dns_held_down", "gauge",
+         "1 while an answer that removes servers waits its hold-down."},
+        {"chash_proxy_dns_applied_total", "counter", "Changed answers applied."},
+        {"chash_proxy_dns_damped_total", "counter",
+         "Removals withdrawn within the hold-down: no change made."},
+        {"chash_proxy_dns_refused_total", "counter",
+         "Changed answers that could not be applied (the membership could not be built)."},
+        {"chash_proxy_dns_next_lookup_seconds", "gauge",
+         "The wait before the next lookup, as last chosen (the interval, or the TTL when "
+         "shorter)."},
+    };
+    int rc = 0;
+    bool any = false;
+    px_dns_stats ds;
+    for (size_t i = 0; i < m->npools && !any; i++)
+        any = px_dns_stats_get(m, i, &ds);
+    for (size_t f = 0; any && f < sizeof(fams) / sizeof(fams[0]); f++) {
+        rc |= family(b, fams[f].name, fams[f].type, fams[f].help);
+        for (size_t i = 0; i < m->npools; i++) {
+            if (!px_dns_stats_get(m, i, &ds))
+                continue;
+            rc |= series(b, fams[f].name, m->pools[i].conf->name, NULL, NULL);
+            if (f == 9) {
+                rc |= px_buf_printf(b, "%.3f\n", (double)ds.next_ms / 1000.0);
+                continue;
+            }
+            uint64_t v[] = {(uint64_t)ds.epoch, ds.lookups, ds.failed, ds.empty, ds.keeping,
+                            ds.held_down, ds.applied, ds.damped, ds.refused};
+            rc |= px_buf_printf(b, "%llu\n", U(v[f]));
+        }
+    }
+    return rc;
+}
+
 /* ---- process_*: the process's own figures, named and defined as Prometheus' client libraries
  * export them (client_golang's process collector), read from /proc (Linux). A figure that
  * cannot be read is left out of the scrape, never shown as 0. ------------------------------- */
@@ -649,6 +701,7 @@ int px_metrics_text(px_ctl *m, px_buf *b)
     rc |= process_families(b);
     rc |= reload_families(m, b);
     rc |= fleet_families(m, b);
+    rc |= dns_families(m, b);
     rc |= warm_left_family(m, b);
     for (size_t f = 0; f < sizeof(pool_families) / sizeof(pool_families[0]); f++) {
         rc |= family(b, pool_families[f].name, pool_families[f].type, pool_families[f].help);
@@ -726,7 +779,7 @@ int px_metrics_info(const px_ctl *m, const px_worker *px, px_buf *b)
         rc |= px_buf_append(b, "pool_", 5);
         rc |= px_info_name(b, pool->conf->name);
         rc |= px_buf_printf(b, "_warm_up_left_ms:%llu\r\n", U(left));
-        if (pool->conf->membership != NULL) { /* docs/FLEET.md, "Fencing" */
+        if (ch_conf_membership_etcd(pool->conf)) { /* docs/FLEET.md, "Fencing" */
             bool fenced = px_shared_fenced(pool->shared, uv_hrtime());
             rc |= px_buf_append(b, "pool_", 5);
             rc |= px_info_name(b, pool->conf->name);

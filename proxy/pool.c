@@ -116,7 +116,9 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
     sp->conf = pc;
     sp->cref = cref;
     px_conf_ref(cref);
-    sp->lease_until_ns = sp->serve_until_ns = pc->membership != NULL ? 0 : UINT64_MAX;
+    /* Only a membership in etcd is fenced (fleet.c publishes its bound); one from DNS or the
+     * file is always served. */
+    sp->lease_until_ns = sp->serve_until_ns = ch_conf_membership_etcd(pc) ? 0 : UINT64_MAX;
     sp->fence_why = PX_FENCE_UNREAD;
     return 0;
 }

@@ -96,6 +96,23 @@ static const char *restart_key(const ch_conf_pool *a, const ch_conf_pool *b)
     if ((a->membership == NULL) != (b->membership == NULL) ||
         (a->membership != NULL && strcmp(a->membership, b->membership) != 0))
         return "membership"; /* the fleet's watch and record follow the key they started on */
+    /* A DNS pool's document carries the file's hash, distribution and hash_tag as they were at
+     * the start (dns_answer.h): composing the file's new ones would be undone by the next
+     * answer. */
+    if (ch_conf_membership_dns(b) && strcmp(a->hash, b->hash) != 0)
+        return "hash";
+    if (ch_conf_membership_dns(b) && strcmp(a->distribution, b->distribution) != 0)
+        return "distribution";
+    if (ch_conf_membership_dns(b) &&
+        ((a->hash_tag == NULL) != (b->hash_tag == NULL) ||
+         (a->hash_tag != NULL && strcmp(a->hash_tag, b->hash_tag) != 0)))
+        return "hash_tag";
+    if (a->membership_interval_ms != b->membership_interval_ms)
+        return "membership_interval"; /* dns_watch.c keeps the one it started with */
+    if ((a->membership_resolver == NULL) != (b->membership_resolver == NULL) ||
+        (a->membership_resolver != NULL &&
+         strcmp(a->membership_resolver, b->membership_resolver) != 0))
+        return "membership_resolver";
     return NULL;
 }
 

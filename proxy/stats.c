@@ -6,13 +6,14 @@
  * with its counters and one object per server (keyed by the server's twemproxy name, in
  * nutcracker's server order). Our additions: "membership_version" per pool; "reloads" and
  * "reload_failures" at the top level (SIGHUP, reload.c); "fleet_*" per pool whose membership
- * comes from etcd (fleet.h).
+ * comes from etcd (fleet.h), "dns_*" per pool whose membership comes from DNS (dns_watch.h).
  * Values are live (nutcracker aggregates them every -i milliseconds; -i is accepted and ignored):
  * each request for them adds up every worker's counters (px_snapshot: one job per worker, on its
  * loop, so the request path keeps plain counters).
  */
 
 #include "stats.h"
+#include "dns_watch.h"
 #include "fleet.h"
 #include "json.h"
 #include "snapshot.h"
@@ -75,6 +76,16 @@ int px_stats_json(px_ctl *m, px_buf *b)
                                 U(fs.applied), U(fs.refused_invalid), U(fs.refused_stale),
                                 U(fs.damped), U(fs.watch_restarts), fs.fenced ? 1 : 0,
                                 U(fs.fences));
+        px_dns_stats ds;
+        if (px_dns_stats_get(m, i, &ds)) /* our addition: its DNS membership (dns_watch.h) */
+            rc |= px_buf_printf(b,
+                                ", \"dns_epoch\":%lld, \"dns_lookups\":%llu, "
+                                "\"dns_failed\":%llu, \"dns_empty\":%llu, \"dns_keeping\":%d, "
+                                "\"dns_held_down\":%d, \"dns_applied\":%llu, "
+                                "\"dns_damped\":%llu, \"dns_refused\":%llu",
+                                (long long)ds.epoch, U(ds.lookups), U(ds.failed), U(ds.empty),
+                                ds.keeping ? 1 : 0, ds.held_down ? 1 : 0, U(ds.applied),
+                                U(ds.damped), U(ds.refused));
         /* nutcracker's server order, whatever the membership's */
         const ch_conf_pool *pc = pool->conf;
         for (size_t k = 0; k < pc->nservers; k++) {

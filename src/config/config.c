@@ -40,6 +40,7 @@
 #include <chash.h>
 #include <yaml.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -165,9 +166,11 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS, K_SHADOW };
     X(SERVER_TLS_CERT_FILE, server_tls_cert_file, K_STR, "a file name")                     \
     X(SERVER_TLS_KEY_FILE, server_tls_key_file, K_STR, "a file name")                     \
     /* fleet membership (docs/FLEET.md) */                                                   \
-    X(MEMBERSHIP, membership, K_STR, "an etcd://host:port/key URL")                         \
+    X(MEMBERSHIP, membership, K_STR, "an etcd://, dns:// or dns+srv:// URL")                \
     X(MEMBERSHIP_HOLD_DOWN, membership_hold_down, K_INT, "an integer")                      \
     X(MEMBERSHIP_FENCED, membership_fenced, K_STR, "error or serve")                        \
+    X(MEMBERSHIP_INTERVAL, membership_interval, K_INT, "an integer")                        \
+    X(MEMBERSHIP_RESOLVER, membership_resolver, K_STR, "an ip:port address")                \
     /* shadow traffic (docs/PROXY.md) */                                                     \
     X(SHADOW, shadow, K_SHADOW, "a mapping {pool: NAME, fraction: F, writes: B}")           \
     /* the gutter pool (docs/PROXY.md, "Gutter pool") */                                     \
@@ -232,6 +235,7 @@ static int *int_field(ch_conf_pool *p, int id)
     case KEY_HOT_CACHE_MAX_BYTES: return &p->hot_cache_max_bytes;
     case KEY_HOT_THRESHOLD: return &p->hot_threshold;
     case KEY_MEMBERSHIP_HOLD_DOWN: return &p->membership_hold_down_ms;
+    case KEY_MEMBERSHIP_INTERVAL: return &p->membership_interval_ms;
     case KEY_GUTTER_TTL: return &p->gutter_ttl_ms;
     default: return &p->server_failure_limit;
     }
@@ -678,6 +682,7 @@ static int pool_new(loader *ld, ch_conf_pool **out)
     p->coalesce_reads = true;
     p->near_tracking = true;
     p->membership_hold_down_ms = CH_CONF_DEFAULT_MEMBERSHIP_HOLD_DOWN;
+    p->membership_interval_ms = CH_CONF_DEFAULT_MEMBERSHIP_INTERVAL;
     p->gutter_ttl_ms = CH_CONF_DEFAULT_GUTTER_TTL;
     ld->servers_cap = 0;
     p->hash = dupn("fnv1a_64", 8);
@@ -735,10 +740,93 @@ static bool parse_number(const char *s, size_t len, double *out)
     return true;
 }
 
+/* "membership: dns://name:port" (every A and AAAA record of name, a server on port) or
+ * "membership: dns+srv://name" (every SRV record of name: its target and port). The name
+ * is a DNS name: letters, digits, '-', '_' and '.', 1 to 253 characters, no empty label. */
+static int load_membership_dns(loader *ld, ch_conf_pool *p, const char *v, size_t len, bool srv)
+{
+    yaml_mark_t m = ld->ev.start_mark;
+    char q[QB];
+    size_t sl = srv ? sizeof("dns+srv://") - 1 : sizeof("dns://") - 1;
+    const char *name = v + sl, *end = v + len;
+    const char *colon = srv ? NULL : memchr(name, ':', (size_t)(end - name));
+    const char *nend = colon != NULL ? colon : end;
+    size_t nl = (size_t)(nend - name);
+    bool ok = nl >= 1 && nl <= 253 && name[0] != '.';
+    for (size_t i = 0; ok && i < nl; i++)
+        ok = (name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+             (name[i] >= '0' && name[i] <= '9') || name[i] == '-' || name[i] == '_' ||
+             (name[i] == '.' && name[i - 1] != '.');
+    int port = 0;
+    if (ok && !srv) {
+        ok = colon != NULL && colon + 1 < end && (size_t)(end - colon - 1) <= 5;
+        for (const char *c = colon != NULL ? colon + 1 : end; ok && c < end; c++) {
+            ok = *c >= '0' && *c <= '9';
+            port = port * 10 + (*c - '0');
+        }
+        ok = ok && port >= 1 && port <= 65535;
+    }
+    if (!ok)
+        return fail(ld, m,
+                    srv ? "\"membership\": expected dns+srv://name with a DNS name (letters, "
+                          "digits, '-', '_', '.'), got \"%s\""
+                        : "\"membership\": expected dns://name:port with a DNS name (letters, "
+                          "digits, '-', '_', '.') and a port from 1 to 65535, got \"%s\"",
+                    ch__conf_quote(q, sizeof q, v, len));
+    if ((p->membership = dupn(v, len)) == NULL || (p->membership_endpoint = dupn(name, nl)) == NULL)
+        return nomem(ld);
+    p->membership_scheme = srv ? CH_CONF_MEMBERSHIP_DNS_SRV : CH_CONF_MEMBERSHIP_DNS;
+    p->membership_port = port;
+    return CH_OK;
+}
+
+/* "membership_resolver": the DNS server a dns:// or dns+srv:// membership asks, an IPv4
+ * address or a bracketed IPv6 one, and a port: "127.0.0.1:5353", "[::1]:53". */
+static int load_resolver(loader *ld, ch_conf_pool *p, const char *v, size_t len)
+{
+    char q[QB], host[64];
+    struct in6_addr six;
+    struct in_addr four;
+    /* "[v6]:port" or "v4:port": the host is what the brackets or the last ':' enclose */
+    bool v6 = len > 0 && v[0] == '[';
+    const char *close = v6 ? memchr(v, ']', len) : NULL;
+    const char *colon = v6 ? (close != NULL && close + 1 < v + len && close[1] == ':' ? close + 1
+                                                                                      : NULL)
+                           : memchr(v, ':', len); /* IPv4: one colon */
+    const char *h = v6 ? v + 1 : v;
+    size_t hl = colon == NULL ? 0 : (size_t)((v6 ? close : colon) - h);
+    bool ok = colon != NULL && hl > 0 && hl < sizeof host;
+    int port = 0;
+    size_t pl = ok ? len - (size_t)(colon + 1 - v) : 0;
+    ok = ok && pl >= 1 && pl <= 5;
+    for (size_t i = 0; ok && i < pl; i++) {
+        ok = colon[1 + i] >= '0' && colon[1 + i] <= '9';
+        port = port * 10 + (colon[1 + i] - '0');
+    }
+    if (ok) {
+        memcpy(host, h, hl);
+        host[hl] = '\0';
+        ok = port >= 1 && port <= 65535 &&
+             (v6 ? inet_pton(AF_INET6, host, &six) == 1 : inet_pton(AF_INET, host, &four) == 1);
+    }
+    if (!ok)
+        return fail(ld, ld->ev.start_mark,
+                    "\"membership_resolver\": expected a DNS server's ip:port (\"127.0.0.1:53\", "
+                    "\"[::1]:53\"), got \"%s\"",
+                    ch__conf_quote(q, sizeof q, v, len));
+    if ((p->membership_resolver = dupn(v, len)) == NULL)
+        return nomem(ld);
+    return CH_OK;
+}
+
 /* "membership": etcd://host:port/key, the key printable ASCII without spaces, not ending in
- * '/' (instance records live under "<key>/"). */
+ * '/' (instance records live under "<key>/"); or a DNS name (load_membership_dns). */
 static int load_membership(loader *ld, ch_conf_pool *p, const char *v, size_t len)
 {
+    if (len >= 6 && memcmp(v, "dns://", 6) == 0)
+        return load_membership_dns(ld, p, v, len, false);
+    if (len >= 10 && memcmp(v, "dns+srv://", 10) == 0)
+        return load_membership_dns(ld, p, v, len, true);
     static const char scheme[] = "etcd://";
     const size_t sl = sizeof(scheme) - 1;
     yaml_mark_t m = ld->ev.start_mark;
@@ -746,7 +834,9 @@ static int load_membership(loader *ld, ch_conf_pool *p, const char *v, size_t le
     const char *slash = len > sl && memcmp(v, scheme, sl) == 0 ? memchr(v + sl, '/', len - sl)
                                                                : NULL;
     if (slash == NULL)
-        return fail(ld, m, "expected an etcd://host:port/key URL for \"membership\", got \"%s\"",
+        return fail(ld, m,
+                    "expected an etcd://host:port/key, dns://name:port or dns+srv://name URL for "
+                    "\"membership\", got \"%s\"",
                     ch__conf_quote(q, sizeof q, v, len));
     ch__conf_addr a;
     size_t hl = (size_t)(slash - (v + sl)), kl = len - (size_t)(slash - v);
@@ -788,7 +878,8 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
                           id == KEY_HOT_CACHE_MAX_BYTES || id == KEY_HOT_THRESHOLD ||
                           id == KEY_GUTTER_TTL
                       ? 1
-                      : 0;
+                  : id == KEY_MEMBERSHIP_INTERVAL ? CH_CONF_MIN_MEMBERSHIP_INTERVAL
+                                                  : 0;
         rc = ch__conf_parse_int(v, len, &n);
         if (rc == CH__NUM_BAD)
             return fail(ld, m, "expected an integer for \"%s\", got \"%s\"", k,
@@ -796,7 +887,8 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
         if (rc == CH__NUM_NEG || (rc == CH__NUM_OK && n < min))
             return fail(ld, m, "expected an integer >= %d for \"%s\", got \"%s\"", min, k,
                         ch__conf_quote(q, sizeof q, v, len));
-        int max = id == KEY_WARM_UP || id == KEY_RAMP || id == KEY_GUTTER_TTL
+        int max = id == KEY_WARM_UP || id == KEY_RAMP || id == KEY_GUTTER_TTL ||
+                          id == KEY_MEMBERSHIP_INTERVAL
                       ? CH_CONF_MAX_WINDOW_MS
                   : id == KEY_REPLICAS                 ? CH_CONF_MAX_REPLICAS
                   : id == KEY_HOT_CACHE                ? CH_CONF_MAX_HOT_CACHE_MS
@@ -914,6 +1006,8 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
     }
     case KEY_MEMBERSHIP:
         return load_membership(ld, p, v, len);
+    case KEY_MEMBERSHIP_RESOLVER:
+        return load_resolver(ld, p, v, len);
     case KEY_MEMBERSHIP_FENCED:
         if (len == 5 && memcmp(v, "error", 5) == 0)
             p->membership_fenced = CH_CONF_FENCED_ERROR;
@@ -1280,9 +1374,19 @@ static int load_body(loader *ld, ch_conf_pool *p, yaml_mark_t pm)
     if ((st.seen & (UINT64_C(1) << KEY_MEMBERSHIP_HOLD_DOWN)) != 0 && p->membership == NULL)
         return fail(ld, st.mark[KEY_MEMBERSHIP_HOLD_DOWN],
                     "\"membership_hold_down\" needs \"membership\"");
-    if ((st.seen & (UINT64_C(1) << KEY_MEMBERSHIP_FENCED)) != 0 && p->membership == NULL)
+    if ((st.seen & (UINT64_C(1) << KEY_MEMBERSHIP_FENCED)) != 0 && !ch_conf_membership_etcd(p))
         return fail(ld, st.mark[KEY_MEMBERSHIP_FENCED],
-                    "\"membership_fenced\" needs \"membership\"");
+                    p->membership == NULL
+                        ? "\"membership_fenced\" needs \"membership\""
+                        : "\"membership_fenced\" needs a membership in etcd: a DNS membership "
+                          "is never fenced (docs/FLEET.md, \"Membership from DNS\")");
+    static const int dns_only[] = {KEY_MEMBERSHIP_INTERVAL, KEY_MEMBERSHIP_RESOLVER};
+    for (size_t i = 0; i < sizeof(dns_only) / sizeof(dns_only[0]); i++) {
+        int k = dns_only[i];
+        if ((st.seen & (UINT64_C(1) << k)) != 0 && !ch_conf_membership_dns(p))
+            return fail(ld, st.mark[k], "\"%s\" needs \"membership: dns://...\" or "
+                        "\"membership: dns+srv://...\"", keys[k].name);
+    }
     if (p->hot_spread && p->replicas < 2)
         return fail(ld, st.mark[KEY_HOT_SPREAD],
                     "\"hot_spread\" needs \"replicas\" of 2 or more (a hot key's reads are "
@@ -1720,6 +1824,7 @@ void ch_config_free(ch_config *cfg)
         xfree(p->membership);
         xfree(p->membership_endpoint);
         xfree(p->membership_key);
+        xfree(p->membership_resolver);
         xfree(p->shadow_pool);
         xfree(p->gutter_pool);
     }

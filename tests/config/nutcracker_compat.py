@@ -27,6 +27,9 @@ DEVIATIONS = {
                             "max_client_buffer_bytes, bounded_load_factor)",
     "valid_client_auth.yml": "chash's own pool key client_auth",
     "valid_gutter.yml": "chash's own pool keys gutter and gutter_ttl",
+    "valid_membership_dns.yml": "chash's own pool keys membership (dns://, dns+srv://), "
+                                "membership_interval, membership_hold_down and "
+                                "membership_resolver",
     "err_host.yml": "twemproxy resolves server hosts only when connecting; chash refuses "
                     "characters no hostname has",
     "err_listen_perm.yml": "twemproxy reads permissions with strtol: \"0999\" becomes 0",

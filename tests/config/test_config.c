@@ -1163,8 +1163,8 @@ static void test_membership_doc(void **state)
          "current: the default) or serve (answer from it anyway) for \"membership_fenced\", got "
          "\"stale\""},
         {"a:\n  membership: http://127.0.0.1:2379/k\n",
-         "f.yml:2:15: expected an etcd://host:port/key URL for \"membership\", got "
-         "\"http://127.0.0.1:2379/k\""},
+         "f.yml:2:15: expected an etcd://host:port/key, dns://name:port or dns+srv://name URL "
+         "for \"membership\", got \"http://127.0.0.1:2379/k\""},
         {"a:\n  membership: etcd://127.0.0.1:2379/k/\n",
          "f.yml:2:15: \"membership\": expected a key after host:port (printable, no spaces, not "
          "ending in '/'), got \"etcd://127.0.0.1:2379/k/\""},
@@ -1181,6 +1181,100 @@ static void test_membership_doc(void **state)
         ch_config_error_str(&err, buf, sizeof buf);
         if (strcmp(buf, badfile[i].want) != 0)
             fail_msg("file case %zu:\n  want: %s\n  got:  %s", i, badfile[i].want, buf);
+    }
+}
+
+/* "membership: dns://name:port" and "dns+srv://name" (docs/FLEET.md, "Membership from DNS"):
+ * the name and port taken apart, the interval and resolver kept; each bad value named at its
+ * line:column; the DNS keys need a DNS membership, and fencing needs etcd. */
+static void test_membership_dns(void **state)
+{
+    (void)state;
+    ch_config *cfg = text_ok("a:\n  listen: 127.0.0.1:1\n  membership: dns://cache.svc.local:6379\n"
+                             "  membership_interval: 1500\n  membership_resolver: 127.0.0.1:5353\n"
+                             "  membership_hold_down: 0\n"
+                             "b:\n  listen: 127.0.0.1:2\n  membership: dns+srv://_redis._tcp.cache\n"
+                             "  servers:\n    - 127.0.0.1:7001:1\n");
+    ch_conf_pool *p = &cfg->pools[0];
+    assert_int_equal(p->nservers, 0);
+    assert_true(ch_conf_membership_dns(p));
+    ch_config *fix = load_ok(FIX("valid_membership_dns.yml"));
+    assert_int_equal(fix->pools[0].membership_scheme, CH_CONF_MEMBERSHIP_DNS_SRV);
+    assert_string_equal(fix->pools[0].membership_resolver, "[::1]:5353");
+    assert_int_equal(fix->pools[0].membership_interval_ms, 2500);
+    assert_int_equal(fix->pools[1].membership_scheme, CH_CONF_MEMBERSHIP_DNS);
+    assert_int_equal(fix->pools[1].membership_port, 11211);
+    assert_int_equal(fix->pools[1].nservers, 1);
+    ch_config_free(fix);
+    assert_false(ch_conf_membership_etcd(p));
+    assert_int_equal(p->membership_scheme, CH_CONF_MEMBERSHIP_DNS);
+    assert_string_equal(p->membership_endpoint, "cache.svc.local");
+    assert_null(p->membership_key);
+    assert_int_equal(p->membership_port, 6379);
+    assert_int_equal(p->membership_interval_ms, 1500);
+    assert_string_equal(p->membership_resolver, "127.0.0.1:5353");
+    assert_int_equal(p->membership_hold_down_ms, 0);
+    p = &cfg->pools[1];
+    assert_int_equal(p->membership_scheme, CH_CONF_MEMBERSHIP_DNS_SRV);
+    assert_string_equal(p->membership_endpoint, "_redis._tcp.cache");
+    assert_int_equal(p->membership_port, 0);
+    assert_int_equal(p->membership_interval_ms, CH_CONF_DEFAULT_MEMBERSHIP_INTERVAL);
+    assert_null(p->membership_resolver);
+    assert_int_equal(p->nservers, 1);
+    ch_config_free(cfg);
+
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"a:\n  membership: dns://cache.local\n",
+         "f.yml:2:15: \"membership\": expected dns://name:port with a DNS name (letters, digits, "
+         "'-', '_', '.') and a port from 1 to 65535, got \"dns://cache.local\""},
+        {"a:\n  membership: dns://cache..local:1\n",
+         "f.yml:2:15: \"membership\": expected dns://name:port with a DNS name (letters, digits, "
+         "'-', '_', '.') and a port from 1 to 65535, got \"dns://cache..local:1\""},
+        {"a:\n  membership: dns://cache:65536\n",
+         "f.yml:2:15: \"membership\": expected dns://name:port with a DNS name (letters, digits, "
+         "'-', '_', '.') and a port from 1 to 65535, got \"dns://cache:65536\""},
+        {"a:\n  membership: dns+srv://\n",
+         "f.yml:2:15: \"membership\": expected dns+srv://name with a DNS name (letters, "
+         "digits, '-', '_', '.'), got \"dns+srv://\""},
+        {"a:\n  membership: dns+srv://a:1\n",
+         "f.yml:2:15: \"membership\": expected dns+srv://name with a DNS name (letters, "
+         "digits, '-', '_', '.'), got \"dns+srv://a:1\""},
+        {"a:\n  membership: dns://c:1\n  membership_interval: 99\n",
+         "f.yml:3:24: expected an integer >= 100 for \"membership_interval\", got \"99\""},
+        {"a:\n  membership: dns://c:1\n  membership_resolver: localhost:53\n",
+         "f.yml:3:24: \"membership_resolver\": expected a DNS server's ip:port (\"127.0.0.1:53\", "
+         "\"[::1]:53\"), got \"localhost:53\""},
+        {"a:\n  membership: dns://c:1\n  membership_resolver: 127.0.0.1\n",
+         "f.yml:3:24: \"membership_resolver\": expected a DNS server's ip:port (\"127.0.0.1:53\", "
+         "\"[::1]:53\"), got \"127.0.0.1\""},
+        {"a:\n  membership: dns://c:1\n  membership_resolver: ::1:53\n",
+         "f.yml:3:24: \"membership_resolver\": expected a DNS server's ip:port (\"127.0.0.1:53\", "
+         "\"[::1]:53\"), got \"::1:53\""},
+        {"a:\n  membership: dns://c:1\n  membership_resolver: \"[::1]:0\"\n",
+         "f.yml:3:24: \"membership_resolver\": expected a DNS server's ip:port (\"127.0.0.1:53\", "
+         "\"[::1]:53\"), got \"[::1]:0\""},
+        {"a:\n  membership: etcd://127.0.0.1:2379/k\n  membership_interval: 1000\n",
+         "f.yml:3:3: \"membership_interval\" needs \"membership: dns://...\" or "
+         "\"membership: dns+srv://...\""},
+        {"a:\n  servers:\n    - 127.0.0.1:1:1\n  membership_resolver: 127.0.0.1:53\n",
+         "f.yml:4:3: \"membership_resolver\" needs \"membership: dns://...\" or "
+         "\"membership: dns+srv://...\""},
+        {"a:\n  membership: dns://c:1\n  membership_fenced: serve\n",
+         "f.yml:3:3: \"membership_fenced\" needs a membership in etcd: a DNS membership is "
+         "never fenced (docs/FLEET.md, \"Membership from DNS\")"},
+    };
+    ch_config_error err;
+    char buf[700];
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        ch_config *c = NULL;
+        assert_int_equal(ch__config_load_text("f.yml", bad[i].text, strlen(bad[i].text), &c,
+                                              &err),
+                         CH_EINVAL);
+        ch_config_error_str(&err, buf, sizeof buf);
+        if (strcmp(buf, bad[i].want) != 0)
+            fail_msg("case %zu:\n  want: %s\n  got:  %s", i, bad[i].want, buf);
     }
 }
 
@@ -1351,6 +1445,7 @@ int main(void)
         cmocka_unit_test(test_quote),
         cmocka_unit_test(test_not_regular),
         cmocka_unit_test(test_membership_doc),
+        cmocka_unit_test(test_membership_dns),
         cmocka_unit_test(test_scheme_default_vnodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

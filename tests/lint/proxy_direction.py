@@ -11,11 +11,12 @@ px_route_ops, the control plane's callbacks):
     worker -> client -> dispatch -> session -> route_*, pubsub, track -> copy -> request, warm
     -> backend -> pool -> io
     leaves (include only leaves): proto/*, io, buf, log, counters, health_shared, conf_ref,
-    resolve, route.h, window.h, tls, file, roster, fence, http_req, json
+    resolve, route.h, window.h, tls, file, roster, fence, dns_answer, http_req, json
 
     the control plane, above the worker:
-    main -> ctl -> admin_http -> metrics, stats -> fleet -> fleet_change, fleet_boot
-    -> fleet_instance, fleet_member -> fleet_watch, fleet_damp, reload, lease -> etcd_http;
+    main -> ctl -> admin_http -> metrics, stats -> fleet, dns_watch -> fleet_change, fleet_boot
+    -> fleet_instance, fleet_member -> fleet_watch, fleet_damp, reload, lease -> etcd_http,
+    dns_resolve;
     reload, snapshot, hotkeys -> ctl_state (struct px_ctl, data only) -> worker
 
 The worker is the data path's top: it too includes nothing above it, and what it needs of the
@@ -53,7 +54,7 @@ LEAF = 0
 RANKS = {
     "buf": LEAF, "log": LEAF, "counters": LEAF, "health_shared": LEAF,
     "conf_ref": LEAF, "resolve": LEAF, "route": LEAF, "window": LEAF, "tls": LEAF,
-    "file": LEAF, "roster": LEAF, "fence": LEAF, "http_req": LEAF, "json": LEAF,
+    "file": LEAF, "roster": LEAF, "fence": LEAF, "dns_answer": LEAF, "http_req": LEAF, "json": LEAF,
     "io": LEAF,  # streams over buf, log and tls: what pool.h holds
     "pool": 1, "backend": 2, "request": 3, "warm": 3, "copy": 4, "route_pool": 4, "route_all": 4,
     "route_scan": 4, "route_replica": 5, "route_warm": 5, "route_shadow": 5, "route_stage": 5, "route_near": 5,
@@ -65,12 +66,12 @@ RANKS = {
     "worker": 8,
     # the control plane, above the worker
     "info_name": 8,
-    "ctl_state": 9, "listen": 9, "etcd_http": 9, "notify": 9,
+    "ctl_state": 9, "listen": 9, "etcd_http": 9, "notify": 9, "dns_resolve": 9,
     "lease": 10, "snapshot": 10, "hotkeys": 10, "reload": 10, "fleet_watch": 10,
     "fleet_damp": 10,
     "fleet_instance": 11, "fleet_member": 11,
     "fleet_change": 12, "fleet_boot": 12,
-    "fleet": 13,
+    "fleet": 13, "dns_watch": 13,
     "metrics": 14, "stats": 14,
     "admin_http": 15,
     "ctl": 16,

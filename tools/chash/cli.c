@@ -390,7 +390,12 @@ void fleet_from_config(const cli *c, const char *path, const char *pool, fleet *
     }
     if (p->nservers == 0) {
         char from[600] = "";
-        if (p->membership != NULL)
+        if (ch_conf_membership_dns(p))
+            snprintf(from, sizeof(from),
+                     ": its servers are the DNS records of %s, which chash-proxy resolves (its "
+                     "INFO and /metrics show the membership)",
+                     p->membership);
+        else if (p->membership != NULL)
             snprintf(from, sizeof(from),
                      ": its servers are in etcd, at %s (chash fleet status %s shows that "
                      "membership)",

@@ -359,7 +359,7 @@ static void locate(fctx *f, const char *path, const ch_conf_pool *p)
     char ep[256] = "", key[512] = "";
     if (c->etcd != NULL)
         parse_etcd_url(c, c->etcd, ep, sizeof(ep), key, sizeof(key));
-    if (p != NULL && p->membership != NULL) {
+    if (p != NULL && ch_conf_membership_etcd(p)) {
         if (ep[0] == '\0')
             snprintf(ep, sizeof(ep), "%s", p->membership_endpoint);
         if (key[0] == '\0')

@@ -402,7 +402,9 @@ static napi_value pool_result(napi_env env, const char *source, const ch_conf_po
     if (p->nservers == 0) {
         char msg[700];
         snprintf(msg, sizeof(msg), "%.400s: pool %.200s has no servers%s", source, p->name,
-                 p->membership ? " (its membership is in etcd)" : "");
+                 ch_conf_membership_dns(p) ? " (its membership is in DNS)"
+                 : p->membership           ? " (its membership is in etcd)"
+                                           : "");
         return throw_status(env, CH_EEMPTY, msg);
     }
     ch_membership *m = NULL;

@@ -469,7 +469,9 @@ static PyObject *table_from_pool(PyTypeObject *type, const ch_conf_pool *p, cons
     if (p->nservers == 0) {
         char msg[768];
         snprintf(msg, sizeof(msg), "%s: pool '%s' has no servers%s%s", source, p->name,
-                 p->membership ? ": its servers are in etcd, at " : "",
+                 ch_conf_membership_dns(p) ? ": its servers are the DNS records of "
+                 : p->membership           ? ": its servers are in etcd, at "
+                                           : "",
                  p->membership ? p->membership : "");
         return raise_status(Error, CH_EEMPTY, msg);
     }
