@@ -493,6 +493,13 @@ static void frag_done(px_frag *f, const px_reply *r)
     deliver(f->ctx, f->tag, NULL, f->slots, f->nslots, r);
 }
 
+int px_track_cmd_encode(void *arg, px_buf *out, uint8_t *expect)
+{
+    const px_track_cmd *c = arg;
+    *expect = 0;
+    return c->codec->encode_track(out, c->op, c->id);
+}
+
 /* Server-assisted invalidation (track.h): a slot marked track (a near-cache fill) sent to a
  * server whose tracking is live goes after the link's tracking turned on (again: the link may be
  * new) and CLIENT CACHING yes, on the same connection (the same client and dialect), so that the
@@ -500,19 +507,6 @@ static void frag_done(px_frag *f, const px_reply *r)
  * error is logged). A send that cannot be tracked clears the mark: the read was not tracked, so
  * nothing of it is kept (route_near.c). Cost: two small requests per fill, fills being a hot
  * key's misses. */
-typedef struct track_arg {
-    const px_codec *codec;
-    px_track_op op;
-    uint64_t id;
-} track_arg;
-
-static int encode_tracking(void *arg, px_buf *out, uint8_t *expect)
-{
-    const track_arg *ta = arg;
-    *expect = 0;
-    return ta->codec->encode_track(out, ta->op, ta->id);
-}
-
 static void send_tracking(px_rq *rq, px_server *s, const px_frag *f)
 {
     if (f->nslots != 1 || !rq->slots[f->slots[0]].track)
@@ -522,14 +516,14 @@ static void send_tracking(px_rq *rq, px_server *s, const px_frag *f)
     static const px_track_op ops[] = {PX_TRACK_ON, PX_TRACK_CACHING};
     for (size_t i = 0; *track && i < sizeof(ops) / sizeof(ops[0]); i++) {
         px_frag *t = px_frag_new(0);
-        track_arg ta = {rq->codec, ops[i], s->track.id};
+        px_track_cmd ta = {rq->codec, ops[i], s->track.id};
         if (t != NULL) {
             t->kind = PX_FRAG_INIT;
             t->cid = f->cid;
             t->dialect = f->dialect;
             t->what = i == 0 ? "CLIENT TRACKING" : "CLIENT CACHING";
         }
-        if (t == NULL || px_server_send(s, t, encode_tracking, &ta) != 0) {
+        if (t == NULL || px_server_send(s, t, px_track_cmd_encode, &ta) != 0) {
             px_frag_free(t);
             *track = false;
         }

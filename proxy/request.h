@@ -225,4 +225,14 @@ typedef void (*px_side_done)(void *arg, const px_rq *side, const px_reply *r);
 int px_rq_fire(const px_rq *rq, px_route *start, const char *bytes, size_t len,
                px_side_done done, void *arg);
 
+/* A tracking command of server-assisted invalidation (track.h), as px_server_send's and
+ * px_conn_send's encoder: px_track_cmd_encode writes codec->encode_track(op, id), expecting
+ * nothing of its reply but that it comes. */
+typedef struct px_track_cmd {
+    const px_codec *codec;
+    px_track_op op;
+    uint64_t id;
+} px_track_cmd;
+int px_track_cmd_encode(void *arg, px_buf *out, uint8_t *expect);
+
 #endif /* CHASH_PROXY_REQUEST_H */

@@ -82,26 +82,13 @@ static void link_free(px_server *s, px_track_link *l, px_track_state next)
         free(l);
 }
 
-typedef struct send_arg {
-    const px_codec *codec;
-    px_track_op op;
-    uint64_t id;
-} send_arg;
-
-static int encode_op(void *arg, px_buf *out, uint8_t *expect)
-{
-    const send_arg *a = arg;
-    *expect = 0;
-    return a->codec->encode_track(out, a->op, a->id);
-}
-
 static void link_done(px_frag *f, const px_reply *r);
 
 static void link_send(px_track_link *l, px_track_op op, uint64_t id)
 {
     px_server *s = l->conn->server;
     px_frag *f = px_frag_new(0);
-    send_arg a = {s->pool->codec, op, id};
+    px_track_cmd a = {s->pool->codec, op, id};
     if (f == NULL)
         goto fail;
     f->done = link_done;
@@ -110,7 +97,7 @@ static void link_send(px_track_link *l, px_track_op op, uint64_t id)
     f->cid = 0;
     f->dialect = l->conn->dialect;
     l->pending++; /* before: its answer may come (a failure) before the send returns */
-    if (px_conn_send(l->conn, f, encode_op, &a) == 0)
+    if (px_conn_send(l->conn, f, px_track_cmd_encode, &a) == 0)
         return;
     l->pending--;
     px_frag_free(f);
