@@ -31,7 +31,7 @@
  */
 #include "codec.h"
 #include "mc.h"
-#include "route_bytes.h"
+#include "codec_util.h"
 #include "resp.h"
 
 #include <stdio.h>
@@ -51,16 +51,6 @@ static void check(int ok)
 {
     if (!ok)
         __builtin_trap();
-}
-
-static px_limits limits(const px_codec *c, bool backend)
-{
-    ch_conf_pool pc;
-    memset(&pc, 0, sizeof(pc));
-    pc.max_request_bytes = 1 << 20;
-    px_limits lim, blim;
-    c->limits(&pc, &lim, &blim);
-    return backend ? blim : lim;
 }
 
 /* A request parsed into its own arrays. */

@@ -23,7 +23,7 @@
  */
 #include "codec.h"
 #include "mc.h"
-#include "route_bytes.h"
+#include "codec_util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,16 +79,6 @@ static bool keys_equal(const keys *a, const keys *b)
         if (a->len[i] != b->len[i] || memcmp(a->k[i], b->k[i], a->len[i]) != 0)
             return false;
     return true;
-}
-
-static px_limits limits(const px_codec *c, bool backend)
-{
-    ch_conf_pool pc;
-    memset(&pc, 0, sizeof(pc));
-    pc.max_request_bytes = 1 << 20;
-    px_limits lim, blim;
-    c->limits(&pc, &lim, &blim);
-    return backend ? blim : lim;
 }
 
 /* walk_page over r into ks (its keys' bounds set for Redis). */
