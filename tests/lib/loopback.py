@@ -19,9 +19,10 @@ def free_ports(n):
 
 
 def bindable(host, port):
-    """Whether nothing listens on host:port (connections of a previous run in TIME_WAIT do not
-    count: redis-server binds with SO_REUSEADDR too)."""
-    s = socket.socket()
+    """Whether nothing listens on host:port, an IPv4 or (with a colon) IPv6 address
+    (connections of a previous run in TIME_WAIT do not count: redis-server binds with
+    SO_REUSEADDR too)."""
+    s = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         s.bind((host, port))

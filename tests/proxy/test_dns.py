@@ -146,18 +146,6 @@ class ServFail(threading.Thread):
         self.sock.close()
 
 
-def bindable6(host, port):
-    s = socket.socket(socket.AF_INET6)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        s.bind((host, port))
-        return True
-    except OSError:
-        return False
-    finally:
-        s.close()
-
-
 def metrics(port):
     """{(family, pool): value} of chash_proxy_dns_* on the proxy's /metrics."""
     with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=10) as r:
@@ -210,7 +198,7 @@ def body(t):
     # beta: redis-servers on 127.0.0.2..4 and ::1, one port
     bport = next((p for p in free_ports(20)
                   if all(bindable("127.0.0.%d" % h, p) for h in (2, 3, 4)) and
-                  bindable6("::1", p)), None)
+                  bindable("::1", p)), None)
     if bport is None:
         fail("no port free on 127.0.0.2, .3, .4 and ::1 (IPv6 loopback)")
     breds = [Redis(redis_exe, t.tmp, port=bport, host=h).start()
