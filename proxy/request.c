@@ -499,7 +499,9 @@ static void frag_done(px_frag *f, const px_reply *r)
  * server tracks this read and no other. Their replies are the connection's setup's, dropped (an
  * error is logged). A send that cannot be tracked clears the mark: the read was not tracked, so
  * nothing of it is kept (route_near.c). Cost: two small requests per fill, fills being a hot
- * key's misses. */
+ * key's misses. A read of a client with CLIENT TRACKING on (px_rq.ctrack, client_track.h) goes
+ * the same way, every fragment of it: its keys' invalidations come to this worker's links,
+ * which pass them on to the client; one not tracked is told to the client (ctrack_lost). */
 typedef struct track_arg {
     const px_codec *codec;
     px_track_op op;
@@ -515,9 +517,10 @@ static int encode_tracking(void *arg, px_buf *out, uint8_t *expect)
 
 static void send_tracking(px_rq *rq, px_server *s, const px_frag *f)
 {
-    if (f->nslots != 1 || !rq->slots[f->slots[0]].track)
+    bool fill = f->nslots == 1 && rq->slots[f->slots[0]].track;
+    if (!fill && !rq->ctrack)
         return;
-    bool *track = &rq->slots[f->slots[0]].track;
+    bool tracked = false, *track = fill ? &rq->slots[f->slots[0]].track : &tracked;
     *track = s->track.id != 0 && rq->codec->encode_track != NULL;
     static const px_track_op ops[] = {PX_TRACK_ON, PX_TRACK_CACHING};
     for (size_t i = 0; *track && i < sizeof(ops) / sizeof(ops[0]); i++) {
@@ -533,6 +536,10 @@ static void send_tracking(px_rq *rq, px_server *s, const px_frag *f)
             px_frag_free(t);
             *track = false;
         }
+    }
+    if (rq->ctrack) { /* a tracking client's read (client_track.h) */
+        rq->ctrack_sent = rq->ctrack_sent || *track;
+        rq->ctrack_lost = rq->ctrack_lost || !*track;
     }
 }
 

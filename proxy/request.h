@@ -98,6 +98,10 @@ struct px_rq {
     bool observed;              /* counted in the metrics */
     bool shadow;                /* a shadow pool's copy of a request (route_shadow.c): not
                                    shadowed again */
+    /* A read of a client with CLIENT TRACKING on (client_track.h): it bypasses the near cache
+     * and the coalescing of reads, and each of its sends goes tracked (request.c); ctrack_lost:
+     * a send could not be (no live link at its server), so its client is flushed after it. */
+    bool ctrack, ctrack_sent, ctrack_lost;
     bool side;                  /* a route's own request (px_rq_fork, px_rq_fire): its owner is
                                    a px_side; a failure reaching its top stays a failure */
     px_route *via;              /* the child an answer being delivered came through (px_rq_via) */

@@ -50,11 +50,13 @@ typedef struct px_track_link {
     uint64_t ping_at;
 } px_track_link;
 
-/* Every key of the pool: what was filled is served no more, no fill in flight is kept. */
+/* Every key of the pool: what was filled is served no more, no fill in flight is kept; every
+ * tracking client of the pool on this worker gets a null invalidation (client_track.h). */
 static void flush_all(px_pool *pool)
 {
     ch__near_invalidate_all(pool->shared->near_gens);
     pool->m.track.flushes++;
+    px_ctrack_flush(pool->ctrack);
 }
 
 /* The link goes (closed, refused, or its pool no longer tracks): its server's state becomes
@@ -175,8 +177,10 @@ static void link_done(px_frag *f, const px_reply *r)
 static void invalidate_key(void *arg, const char *key, size_t len)
 {
     px_pool *pool = arg;
-    ch__near_invalidate(pool->shared->near_gens, px_key_hash(key, len));
+    uint64_t h = px_key_hash(key, len);
+    ch__near_invalidate(pool->shared->near_gens, h);
     pool->m.track.invalidations++;
+    px_ctrack_invalidate(pool->ctrack, h, key, len); /* the tracking clients that read it */
 }
 
 /* A push on the link: an invalidation (anything else is dropped). */

@@ -206,7 +206,17 @@ typedef struct px_local {
      * this connection's line), not framed; 0, or -1 when out of memory. */
     int (*clients)(void *arg, bool self, px_buf *out);
     void *clients_arg;
+    /* Client-side caching (CLIENT TRACKING; proxy/client_track.h). in: the client's tracking
+     * now (px_tracking), and why its pool cannot serve it (NULL: it can); out: track_set when
+     * the request sets it, to track_to, applied by the caller. */
+    uint8_t tracking;
+    const char *track_refused;
+    bool track_set;
+    uint8_t track_to;
 } px_local;
+
+/* A client's CLIENT TRACKING (px_local.tracking): off, on in default mode, on with NOLOOP. */
+typedef enum px_tracking { PX_TRACKING_OFF, PX_TRACKING_ON, PX_TRACKING_NOLOOP } px_tracking;
 
 typedef struct px_merger px_merger; /* a codec's accumulator for one split request */
 
@@ -297,6 +307,10 @@ typedef struct px_codec {
     /* A command of class PX_CLASS_LOCAL, answered into out. 1 when the answer is an error, 0
      * when not, -1 when out of memory. */
     int (*answer_local)(px_local *ctx, const px_msg *m, px_buf *out);
+    /* Optional (NULL: the protocol has no client-side caching). The invalidation push a
+     * tracking client gets for key[0, len), or for every key when key is NULL (RESP3's
+     * >2 invalidate [key] | null). 0, or -1 when out of memory. */
+    int (*encode_invalidation)(px_buf *out, const char *key, size_t len);
     /* Optional (NULL: never). Whether reply r to m is withheld from the client (memcached's
      * quiet mode: the q flag was stripped towards the backend, and its reply is dropped here). */
     bool (*suppress)(const px_msg *m, const px_reply *r);

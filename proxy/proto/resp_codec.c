@@ -1542,6 +1542,83 @@ static int client_arity(const px_msg *m, px_buf *out)
     return reply_error(out, msg);
 }
 
+/* CLIENT TRACKING on|off [NOLOOP]: RESP3 in-band tracking in default mode (client_track.h).
+ * The pool's refusal (ctx->track_refused) and every other option are refused with a clear
+ * error: REDIRECT (RESP2's way), BCAST and PREFIX, OPTIN and OPTOUT, not served yet. */
+static int client_tracking(px_local *ctx, const px_msg *m, px_buf *out)
+{
+    size_t n = m->nargs;
+    if (n < 3)
+        return client_arity(m, out);
+    bool on = arg_is(m, 2, "on");
+    if (!on && !arg_is(m, 2, "off"))
+        return reply_error(out, "syntax error");
+    bool noloop = false;
+    for (size_t i = 3; i < n; i++) {
+        if (arg_is(m, i, "noloop")) {
+            noloop = true;
+        } else if (arg_is(m, i, "redirect") || arg_is(m, i, "bcast") ||
+                   arg_is(m, i, "prefix") || arg_is(m, i, "optin") || arg_is(m, i, "optout")) {
+            char opt[16], msg[200];
+            px_printable_name(opt, sizeof(opt), m->raw + m->args[i].off, m->args[i].len);
+            snprintf(msg, sizeof(msg),
+                     "chash-proxy serves CLIENT TRACKING in its default mode only (with NOLOOP): "
+                     "%s is not served yet", opt);
+            return reply_error(out, msg);
+        } else {
+            return reply_error(out, "syntax error");
+        }
+    }
+    if (!on) {
+        ctx->track_set = true;
+        ctx->track_to = PX_TRACKING_OFF;
+        return reply(out, "+OK\r\n", 5);
+    }
+    if (ctx->dialect != PX_DIALECT_RESP3)
+        return reply_error(out, "chash-proxy serves client-side caching to RESP3 clients only "
+                                "(HELLO 3 first): RESP2's REDIRECT to another connection is not "
+                                "served yet");
+    if (ctx->track_refused != NULL)
+        return reply_error(out, ctx->track_refused);
+    ctx->track_set = true;
+    ctx->track_to = noloop ? PX_TRACKING_NOLOOP : PX_TRACKING_ON;
+    return reply(out, "+OK\r\n", 5);
+}
+
+/* CLIENT TRACKINGINFO: flags, redirect (-1 off, 0 in-band), prefixes (none), as Redis frames
+ * it in each dialect. */
+static int client_trackinginfo(const px_local *ctx, px_buf *out)
+{
+    bool resp3 = ctx->dialect == PX_DIALECT_RESP3;
+    const char *flags = ctx->tracking == PX_TRACKING_OFF ? "$3\r\noff\r\n"
+                        : ctx->tracking == PX_TRACKING_ON
+                            ? "$2\r\non\r\n"
+                            : "$2\r\non\r\n$6\r\nnoloop\r\n";
+    char b[200];
+    int len = snprintf(b, sizeof(b), "%s$5\r\nflags\r\n%c%d\r\n%s$8\r\nredirect\r\n:%d\r\n"
+                       "$8\r\nprefixes\r\n*0\r\n",
+                       resp3 ? "%3\r\n" : "*6\r\n", resp3 ? '~' : '*',
+                       ctx->tracking == PX_TRACKING_NOLOOP ? 2 : 1, flags,
+                       ctx->tracking == PX_TRACKING_OFF ? -1 : 0);
+    return reply(out, b, (size_t)len);
+}
+
+/* A tracking client's invalidation push (px_codec.encode_invalidation). */
+static int redis_encode_invalidation(px_buf *out, const char *key, size_t len)
+{
+    static const char head[] = ">2\r\n$10\r\ninvalidate\r\n";
+    char n[32];
+    int k = key == NULL ? 0 : snprintf(n, sizeof(n), "*1\r\n$%zu\r\n", len);
+    if (px_buf_append(out, head, sizeof(head) - 1) != 0)
+        return -1;
+    if (key == NULL)
+        return px_buf_append(out, "_\r\n", 3);
+    return px_buf_append(out, n, (size_t)k) != 0 || px_buf_append(out, key, len) != 0 ||
+                   px_buf_append(out, "\r\n", 2) != 0
+               ? -1
+               : 0;
+}
+
 /* CLIENT HELP: the subcommands the proxy answers, in Redis's form (one status line each). */
 static int client_help(px_buf *out)
 {
@@ -1665,11 +1742,20 @@ static int client(px_local *ctx, const px_msg *m, px_buf *out)
     }
     if (arg_is(m, 1, "help"))
         return n != 2 ? client_arity(m, out) : client_help(out);
-    if (arg_is(m, 1, "tracking") || arg_is(m, 1, "caching") || arg_is(m, 1, "getredir") ||
-        arg_is(m, 1, "trackinginfo"))
-        return reply_error(out, "chash-proxy does not serve client-side caching yet: CLIENT "
-                                "TRACKING, CACHING, GETREDIR and TRACKINGINFO are refused (turn "
-                                "the client's cache off)");
+    if (arg_is(m, 1, "tracking"))
+        return client_tracking(ctx, m, out);
+    if (arg_is(m, 1, "caching")) /* as Redis answers outside OPTIN and OPTOUT */
+        return n != 3 ? client_arity(m, out)
+                      : reply_error(out, "CLIENT CACHING can be called only when the client is "
+                                         "in tracking mode with OPTIN or OPTOUT mode enabled");
+    if (arg_is(m, 1, "getredir")) {
+        if (n != 2)
+            return client_arity(m, out);
+        return reply(out, ctx->tracking == PX_TRACKING_OFF ? ":-1\r\n" : ":0\r\n", 4 +
+                     (ctx->tracking == PX_TRACKING_OFF));
+    }
+    if (arg_is(m, 1, "trackinginfo"))
+        return n != 2 ? client_arity(m, out) : client_trackinginfo(ctx, out);
     char sub[40], msg[160];
     px_printable_name(sub, sizeof(sub), m->raw + m->args[1].off, m->args[1].len);
     if (arg_is(m, 1, "kill") || arg_is(m, 1, "pause") || arg_is(m, 1, "unpause") ||
@@ -1797,4 +1883,5 @@ const px_codec px_codec_redis = {
     .encode_op = redis_encode_op,
     .encode_track = redis_encode_track,
     .track_keys = redis_track_keys,
+    .encode_invalidation = redis_encode_invalidation,
 };

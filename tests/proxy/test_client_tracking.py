@@ -1,0 +1,267 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""proxy_client_tracking: client-side caching through the proxy (issue 37, item 4; docs/PROXY.md,
+"Client-side caching"). A RESP3 client that turns CLIENT TRACKING on (default mode) gets the
+invalidation pushes Redis would send it, for the keys it read through the proxy, across every
+server of a 4-server pool, whoever wrote them. Real redis-servers, two workers.
+
+  1. A tracking client reads 16 keys spread over the 4 servers; another client writes 8 of them
+     through the proxy and the 8 others straight at their servers, and 4 keys the tracking
+     client never read: a push names each key read (within a deadline), none names the others.
+     CLIENT TRACKINGINFO and GETREDIR answer as Redis does for RESP3 in-band tracking.
+  2. NOLOOP: the client's own write of a key it read is not echoed to it (and the key is no
+     longer tracked, as on Redis); another client's write of another key it read is.
+  3. FLUSHALL at one server: a null push (every key). The invalidation link of one server
+     killed (CLIENT KILL of a connection named chash-invalidate): a null push.
+  4. CLIENT TRACKING off: no push after; HELLO 2 turns it off. Refused with a clear error: a pool without a live
+     link (near_tracking: false), RESP2 (REDIRECT), BCAST, OPTIN, OPTOUT, CLIENT CACHING.
+
+Every part fails on a proxy without client-side caching (bbb2a66: CLIENT TRACKING refused).
+
+Usage: test_client_tracking.py CHASH_PROXY CHASH_CLI
+Exit: 0 pass, 1 fail, 77 skip (redis-server missing, CI unset).
+"""
+import hashlib
+import os
+import socket
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from proxyharness import (Proxy, Push, Resp, RespError, fail, free_ports, log, pool_yaml,  # noqa: E402
+                          poll_until, run_test, start_redises, wait_until, write_file)
+
+DEADLINE = 5.0  # s: a push expected arrives within this (measured: well under 1 ms)
+
+
+class Tracker(Resp):
+    """A RESP3 connection that sets aside the invalidation pushes it reads between replies."""
+
+    def __init__(self, addr):
+        super().__init__(addr)
+        self.pushes = []  # each: a list of key bytes, or None (every key)
+        if not isinstance(self.call("HELLO", "3"), dict):
+            fail("HELLO 3 through the proxy")
+
+    def reply(self):
+        while True:
+            r = self.read()
+            if isinstance(r, Push):
+                self.take(r)
+                continue
+            return r
+
+    def take(self, r):
+        if len(r) != 2 or r[0] != b"invalidate":
+            fail("a push that is not an invalidation: %r" % (r,))
+        self.pushes.append(r[1])
+
+    def call(self, *args):
+        from proxyharness import encode
+        self.sock.sendall(encode(*args))
+        return self.reply()
+
+    def drain(self, until, what):
+        """Reads pushes until until(self) holds, DEADLINE at most."""
+        end = time.monotonic() + DEADLINE
+        while not until(self):
+            left = end - time.monotonic()
+            if left <= 0:
+                fail("%s: not within %.0f s; pushes so far: %r" % (what, DEADLINE, self.pushes))
+            self.sock.settimeout(left)
+            try:
+                r = self.read()
+            except socket.timeout:
+                continue
+            finally:
+                self.sock.settimeout(10.0)
+            if not isinstance(r, Push):
+                fail("%s: a reply where a push was awaited: %r" % (what, r))
+            self.take(r)
+
+    def keys(self):
+        out = set()
+        for p in self.pushes:
+            if p is not None:
+                out.update(p)
+        return out
+
+    def flushes(self):
+        return sum(1 for p in self.pushes if p is None)
+
+    def settle(self):
+        """A round trip: every push the proxy queued before it is read."""
+        if self.call("PING") != b"PONG":
+            fail("PING")
+
+
+def owner(redises, key):
+    for r in redises:
+        if r.call("EXISTS", key) == 1:
+            return r
+    fail("no server holds %r" % key)
+
+
+def links(srv):
+    text = srv.call("CLIENT", "LIST").decode()
+    return [line.split("id=", 1)[1].split(" ", 1)[0] for line in text.splitlines()
+            if "name=chash-invalidate" in line]
+
+
+def part1(redises, addr):
+    # 8 keys of each server: candidates written through the proxy, then found at their owner
+    by_server = {r.addr: [] for r in redises}
+    with Resp(addr) as w:
+        for i in range(400):
+            k = "k:" + hashlib.md5(b"%d" % i).hexdigest()[:8]  # short similar names cluster
+            w.call("SET", k, "v0")
+            o = owner(redises, k).addr
+            if len(by_server[o]) < 8:
+                by_server[o].append(k)
+            if all(len(v) == 8 for v in by_server.values()):
+                break
+        if not all(by_server.values()):
+            fail("1. keys at %r only" % {r.text: len(by_server[r.addr]) for r in redises})
+        read = [k for ks in by_server.values() for k in ks]
+        other = ["u%d" % i for i in range(4)]
+        for k in other:
+            w.call("SET", k, "v0")
+        for k in read:
+            w.call("SET", k, "v0")
+    with Tracker(addr) as t, Resp(addr) as w:
+        if t.call("CLIENT", "TRACKING", "on") != b"OK":
+            fail("1. CLIENT TRACKING on: %r" % (t.call("CLIENT", "TRACKING", "on"),))
+        info = t.call("CLIENT", "TRACKINGINFO")
+        if not isinstance(info, dict) or info.get(b"flags") != {b"on"} or \
+                info.get(b"redirect") != 0 or info.get(b"prefixes") != []:
+            fail("1. CLIENT TRACKINGINFO: %r" % (info,))
+        if t.call("CLIENT", "GETREDIR") != 0:
+            fail("1. CLIENT GETREDIR is not 0 with in-band tracking")
+        for k in read:
+            if t.call("GET", k) != b"v0":
+                fail("1. GET %s" % k)
+        if t.call("MGET", *read[:4]) != [b"v0"] * 4:
+            fail("1. MGET")
+        for k in read[::2] + other:
+            w.call("SET", k, "v1")
+        for k in read[1::2]:
+            owner(redises, k).call("SET", k, "v2")
+        want = {k.encode() for k in read}
+        t.drain(lambda c: want <= c.keys(), "1. a push for each key read")
+        t.settle()
+        stray = t.keys() - want
+        if stray or t.flushes():
+            fail("1. pushes for keys not read: %r (flushes %d)" % (stray, t.flushes()))
+    log("1. %d keys read over %d servers, half written through the proxy and half at the "
+        "servers: a push for each, none for the 4 not read" % (
+            len(read), sum(1 for v in by_server.values() if v)))
+
+
+def part2(addr):
+    with Tracker(addr) as n, Resp(addr) as w:
+        if n.call("CLIENT", "TRACKING", "on", "NOLOOP") != b"OK":
+            fail("2. CLIENT TRACKING on NOLOOP")
+        flags = n.call("CLIENT", "TRACKINGINFO").get(b"flags")
+        if flags != {b"on", b"noloop"}:
+            fail("2. TRACKINGINFO flags %r" % (flags,))
+        n.call("GET", "na")
+        n.call("GET", "nb")
+        if n.call("SET", "na", "mine") != b"OK":
+            fail("2. SET")
+        w.call("SET", "nb", "theirs")
+        n.drain(lambda c: b"nb" in c.keys(), "2. the push for another client's write")
+        n.settle()
+        w.call("SET", "na", "theirs")  # na is no longer tracked after the client's own write
+        n.settle()
+        time.sleep(0.05)  # let a wrong push arrive, if one comes
+        n.settle()
+        if b"na" in n.keys() or n.flushes():
+            fail("2. NOLOOP: the client's own write was echoed: %r" % n.pushes)
+    log("2. NOLOOP: the own write not echoed, another client's write pushed")
+
+
+def part3(redises, addr):
+    with Tracker(addr) as t:
+        t.call("CLIENT", "TRACKING", "on")
+        t.call("GET", "f1")
+        redises[1].call("FLUSHALL")
+        t.drain(lambda c: c.flushes() >= 1, "3. a null push on FLUSHALL")
+        t.pushes.clear()
+        t.call("GET", "f1")
+        srv = redises[2]
+        ids = links(srv)
+        if not ids:
+            fail("3. no invalidation link at %s" % srv.text)
+        srv.call("CLIENT", "KILL", "ID", ids[0])
+        if len(ids) > 1:
+            srv.call("CLIENT", "KILL", "ID", ids[1])
+        t.drain(lambda c: c.flushes() >= 1, "3. a null push when the invalidation link is "
+                "killed")
+    log("3. FLUSHALL and the link killed: a null push each")
+
+
+def part4(addr, nt_addr):
+    with Tracker(addr) as t, Resp(addr) as w:
+        t.call("CLIENT", "TRACKING", "on")
+        t.call("GET", "o1")
+        if t.call("CLIENT", "TRACKING", "off") != b"OK":
+            fail("4. CLIENT TRACKING off")
+        if t.call("CLIENT", "GETREDIR") != -1:
+            fail("4. GETREDIR after off")
+        w.call("SET", "o1", "x")
+        time.sleep(0.05)
+        t.settle()
+        if t.pushes:
+            fail("4. pushes after tracking off: %r" % t.pushes)
+        for args in (("BCAST",), ("BCAST", "PREFIX", "a"), ("OPTIN",), ("OPTOUT",),
+                     ("REDIRECT", "5")):
+            r = t.call("CLIENT", "TRACKING", "on", *args)
+            if not isinstance(r, RespError):
+                fail("4. CLIENT TRACKING on %s: %r, want an error" % (" ".join(args), r))
+        r = t.call("CLIENT", "CACHING", "yes")
+        if not isinstance(r, RespError):
+            fail("4. CLIENT CACHING yes: %r" % (r,))
+    with Tracker(addr) as t:  # HELLO 2 ends tracking (RESP2 cannot carry pushes)
+        t.call("CLIENT", "TRACKING", "on")
+        t.call("HELLO", "2")
+        if t.call("CLIENT", "GETREDIR") != -1:
+            fail("4. tracking still on after HELLO 2")
+    with Resp(addr) as r2:
+        r = r2.call("CLIENT", "TRACKING", "on")
+        if not isinstance(r, RespError) or "RESP3" not in str(r):
+            fail("4. RESP2 CLIENT TRACKING on: %r, want an error naming RESP3" % (r,))
+    with Tracker(nt_addr) as t:
+        r = t.call("CLIENT", "TRACKING", "on")
+        if not isinstance(r, RespError) or "near_tracking" not in str(r):
+            fail("4. a pool without tracking: %r, want an error naming near_tracking" % (r,))
+    log("4. off: no push after; refused with an error: RESP2, BCAST, OPTIN, OPTOUT, REDIRECT, "
+        "CACHING, a pool without tracking")
+
+
+def body(t):
+    redises = start_redises(t.programs["redis-server"], t.tmp, 4)
+    nt = start_redises(t.programs["redis-server"], t.tmp, 1)[0]
+    port, ntport, mport = free_ports(3)
+    servers = [(r.text, 1, "s%d" % i) for i, r in enumerate(redises)]
+    conf = write_file(os.path.join(t.tmp, "p.yml"), "".join([
+        pool_yaml("p", port, servers, hot_cache=60000, hot_threshold=1000000),
+        pool_yaml("nt", ntport, [(nt.text, 1, "n0")], hot_cache=60000, near_tracking=False)]))
+    px = Proxy(t.proxy, t.tmp, conf, [("127.0.0.1", port), ("127.0.0.1", ntport),
+                                      ("127.0.0.1", mport)], label="px",
+               extra_args=["--threads", "2", "--metrics-port", str(mport)]).start()
+    for r in redises:
+        wait_until(lambda: len(links(r)) >= 2, 10, "an invalidation link per worker at %s" %
+                   r.text)
+    addr = ("127.0.0.1", port)
+    part1(redises, addr)
+    part2(addr)
+    part3(redises, addr)
+    # the links back before the next part
+    for r in redises:
+        wait_until(lambda: len(links(r)) >= 2, 10, "the links back at %s" % r.text)
+    part4(addr, ("127.0.0.1", ntport))
+    px.stop()
+    return None
+
+
+run_test(body)
