@@ -16,14 +16,22 @@ server of a 4-server pool, whoever wrote them. Real redis-servers, two workers.
   4. CLIENT TRACKING off: no push after; HELLO 2 turns it off. Refused with a clear error: a pool without a live
      link (near_tracking: false), RESP2 (REDIRECT), BCAST, OPTIN, OPTOUT, CLIENT CACHING.
 
+  5. node-redis 6 (npm redis) with RESP 3 and clientSideCache reads 16 keys over the servers
+     twice (the second reads its cache's hits); each key written straight at its server: each
+     read after answers the new value within 5 s (its cache has no TTL: only the pushes end an
+     entry).
+
 Every part fails on a proxy without client-side caching (bbb2a66: CLIENT TRACKING refused).
 
-Usage: test_client_tracking.py CHASH_PROXY CHASH_CLI
+Usage: test_client_tracking.py CHASH_PROXY CHASH_CLI [--part N]...
 Exit: 0 pass, 1 fail, 77 skip (redis-server missing, CI unset).
 """
 import hashlib
 import os
+import select
+import shutil
 import socket
+import subprocess
 import sys
 import time
 
@@ -238,6 +246,46 @@ def part4(addr, nt_addr):
         "CACHING, a pool without tracking")
 
 
+NPM_MODULES = "/usr/local/lib/chash-oracles/node_modules"  # scripts/bootstrap installs them
+
+
+def part5(redises, addr):
+    node = shutil.which("node")
+    if node is None or not os.path.isdir(os.path.join(NPM_MODULES, "redis")):
+        if os.environ.get("CI"):
+            fail("5. node or node-redis (%s) missing" % NPM_MODULES)
+        log("5. skipped: node or node-redis (%s) missing" % NPM_MODULES)
+        return
+    keys = ["n:" + hashlib.md5(b"n%d" % i).hexdigest()[:8] for i in range(16)]
+    with Resp(addr) as w:
+        for k in keys:
+            w.call("SET", k, "old")
+    servers = {owner(redises, k).addr for k in keys}
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "clients", "csc_node.js")
+    env = dict(os.environ, NODE_PATH=NPM_MODULES)
+    p = subprocess.Popen([node, script, addr[0], str(addr[1]), "old", "new"] + keys, env=env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    try:
+        if not select.select([p.stdout], [], [], 30)[0]:
+            p.kill()
+            fail("5. node-redis not ready within 30 s: %s" % p.stderr.read()[-2000:])
+        line = p.stdout.readline()
+        if line.strip() != "ready":
+            p.kill()
+            fail("5. node-redis: %r %s" % (line, p.stderr.read()[-2000:]))
+        for k in keys:
+            owner(redises, k).call("SET", k, "new")
+        out, err = p.communicate("go\n", timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        fail("5. node-redis did not finish within 30 s")
+    if p.returncode != 0 or not out.startswith("ok"):
+        fail("5. node-redis with clientSideCache: %s" % (err[-2000:] or out))
+    log("5. node-redis 6 with clientSideCache over %d servers, each key written straight at its "
+        "server: its cache invalidated for every key it read (%s)" % (len(servers), out.strip()))
+
+
 def body(t):
     redises = start_redises(t.programs["redis-server"], t.tmp, 4)
     nt = start_redises(t.programs["redis-server"], t.tmp, 1)[0]
@@ -253,15 +301,27 @@ def body(t):
         wait_until(lambda: len(links(r)) >= 2, 10, "an invalidation link per worker at %s" %
                    r.text)
     addr = ("127.0.0.1", port)
-    part1(redises, addr)
-    part2(addr)
-    part3(redises, addr)
-    # the links back before the next part
-    for r in redises:
-        wait_until(lambda: len(links(r)) >= 2, 10, "the links back at %s" % r.text)
-    part4(addr, ("127.0.0.1", ntport))
+    parts = set(t.parts or (1, 2, 3, 4, 5))
+    if 1 in parts:
+        part1(redises, addr)
+    if 2 in parts:
+        part2(addr)
+    if 3 in parts:
+        part3(redises, addr)
+        # the links back before the next part
+        for r in redises:
+            wait_until(lambda: len(links(r)) >= 2, 10, "the links back at %s" % r.text)
+    if 4 in parts:
+        part4(addr, ("127.0.0.1", ntport))
+    if 5 in parts:
+        part5(redises, addr)
     px.stop()
     return None
 
 
-run_test(body)
+def options(parser):
+    parser.add_argument("--part", dest="parts", type=int, action="append",
+                        help="run this part only (repeatable; default: all)")
+
+
+run_test(body, options=options)
