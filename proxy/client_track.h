@@ -32,6 +32,8 @@
 #ifndef CHASH_PROXY_CLIENT_TRACK_H
 #define CHASH_PROXY_CLIENT_TRACK_H
 
+#include "counters.h" /* px_ctrack_counts */
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,15 +48,6 @@ typedef struct px_ctrack px_ctrack;
 /* An invalidation for a client: key[0, len), or every key when key is NULL. */
 typedef void (*px_ctrack_push)(void *arg, const char *key, size_t len);
 
-/* The counters of a pool's table on one worker (exported by the worker's metrics). */
-typedef struct px_ctrack_counts {
-    uint64_t clients;       /* tracking now */
-    uint64_t keys;          /* entries live (a key read by two clients counts twice) */
-    uint64_t pushes;        /* invalidations of a key delivered */
-    uint64_t flushes;       /* null invalidations delivered (a link lost, FLUSHALL, ...) */
-    uint64_t overflows;     /* clients flushed for their bound, or the table's */
-    uint64_t untracked;     /* reads that could not be tracked: their client flushed */
-} px_ctrack_counts;
 
 px_ctrack *px_ctrack_new(void);
 void px_ctrack_free(px_ctrack *t);

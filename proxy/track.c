@@ -257,4 +257,5 @@ void px_track_tick(px_pool *pool)
         n.refused += s->track.state == PX_TRACK_REFUSED;
     }
     pool->m.track = n;
+    pool->m.ctrack = px_ctrack_counts_of(pool->ctrack);
 }
