@@ -240,6 +240,7 @@ static const char *track_refusal(const px_pool *pool)
 static int client_track_set(px_client *c, uint8_t to)
 {
     px_pool *pool = c->pool;
+    c->track_caching = false;
     if (to == PX_TRACKING_OFF) {
         px_ctrack_off(pool->ctrack, c->track);
         c->track = 0;
@@ -257,16 +258,22 @@ static int client_track_set(px_client *c, uint8_t to)
  * to go tracked (px_rq.ctrack); a write of a NOLOOP client forgets its keys for it (Redis sends
  * no invalidation for a NOLOOP client's own write, and stops tracking the key for it). A
  * transaction's or a subscription's command is not a read the links can track: a read inside
- * a transaction is flushed after (never sent tracked). Cost: a hash and a probe run per key. */
-static void client_track_request(px_client *c, px_rq *rq)
+ * a transaction is flushed after (never sent tracked). OPTIN: only a read right after CLIENT
+ * CACHING yes (caching) is tracked; OPTOUT: every read but one right after CLIENT CACHING no.
+ * Cost: a hash and a probe run per key. */
+static void client_track_request(px_client *c, px_rq *rq, bool caching)
 {
     const px_cmd *cmd = rq->msg.cmd;
     if (c->track == 0 || cmd == NULL || cmd->cls == PX_CLASS_LOCAL || rq->msg.nkeys == 0 ||
         (cmd->session != PX_SES_NONE))
         return;
     bool write = px_near_writes(rq);
-    if (write && c->tracking != PX_TRACKING_NOLOOP)
+    if (write && (c->tracking & PX_TRACKING_NOLOOP) == 0)
         return;
+    if (!write && ((c->tracking & PX_TRACKING_OPTIN) ? !caching
+                                                       : (c->tracking & PX_TRACKING_OPTOUT) &&
+                                                             caching))
+        return; /* a read the client does not cache: nothing owed to it */
     if (!write)
         rq->ctrack = true;
     for (size_t k = 0; k < rq->msg.nkeys; k++) {
@@ -555,13 +562,16 @@ static void client_process(px_client *c)
                         .dialect = c->dialect, .pinned = px_session_pinned(c->session),
                         .reply_mode = (px_reply_mode)c->reply_mode, .silent = silent,
                         .clients = client_list, .clients_arg = c,
-                        .tracking = c->tracking};
+                        .tracking = c->tracking, .caching = c->track_caching};
+        /* CLIENT CACHING's choice is this command's, whatever it is (Redis keeps it past
+         * other CLIENT subcommands and inside MULTI; chash-proxy does not) */
+        c->track_caching = false;
         if (c->card != NULL)
             ctx.name = px_card_name(c->card, &ctx.name_len);
         if (m.cmd != NULL && m.cmd->cls == PX_CLASS_LOCAL)
             ctx.track_refused = track_refusal(pool);
         else
-            client_track_request(c, rq);
+            client_track_request(c, rq, ctx.caching);
         px_session_hooks hooks = {.emit = client_emit, .close = client_hook_close, .arg = c};
         px_dispatch(rq, &ctx, &c->session, &hooks); /* rq may be gone */
         /* HELLO 2 ends its tracking: RESP2 has no pushes to carry the invalidations */
@@ -572,6 +582,7 @@ static void client_process(px_client *c)
             px_client_close(c);
             return;
         }
+        c->track_caching = ctx.caching_set && c->track != 0;
         c->authed = ctx.authed;
         if (ctx.authed)
             c->auth_fails = 0;

@@ -6,6 +6,9 @@
  * as Redis's own in-band RESP3 tracking would. A client lives on one worker and the links are
  * the worker's: nothing here is shared between threads.
  *
+ * Which reads: every read of a client in default mode; in OPTIN mode those right after CLIENT
+ * CACHING yes, in OPTOUT mode all but those right after CLIENT CACHING no (client.c).
+ *
  * How a read is tracked (client.c, request.c): a tracking client's read is recorded here when
  * it is dispatched, bypasses the near cache and the coalescing of reads, and goes to its
  * server after CLIENT TRACKING on REDIRECT <link> OPTIN and CLIENT CACHING yes (as a near-cache

@@ -213,10 +213,21 @@ typedef struct px_local {
     const char *track_refused;
     bool track_set;
     uint8_t track_to;
+    /* in: CLIENT CACHING yes|no was the client's last command (this request's choice, in
+     * OPTIN or OPTOUT mode); out: caching_set, this request is CLIENT CACHING (the next's) */
+    bool caching, caching_set;
 } px_local;
 
-/* A client's CLIENT TRACKING (px_local.tracking): off, on in default mode, on with NOLOOP. */
-typedef enum px_tracking { PX_TRACKING_OFF, PX_TRACKING_ON, PX_TRACKING_NOLOOP } px_tracking;
+/* A client's CLIENT TRACKING (px_local.tracking): 0 off, else PX_TRACKING_ON and its options'
+ * bits (OPTIN: only the reads after CLIENT CACHING yes are tracked; OPTOUT: all but those after
+ * CLIENT CACHING no). */
+enum {
+    PX_TRACKING_OFF = 0,
+    PX_TRACKING_ON = 1u << 0,
+    PX_TRACKING_NOLOOP = 1u << 1,
+    PX_TRACKING_OPTIN = 1u << 2,
+    PX_TRACKING_OPTOUT = 1u << 3,
+};
 
 typedef struct px_merger px_merger; /* a codec's accumulator for one split request */
 

@@ -1542,9 +1542,10 @@ static int client_arity(const px_msg *m, px_buf *out)
     return reply_error(out, msg);
 }
 
-/* CLIENT TRACKING on|off [NOLOOP]: RESP3 in-band tracking in default mode (client_track.h).
- * The pool's refusal (ctx->track_refused) and every other option are refused with a clear
- * error: REDIRECT (RESP2's way), BCAST and PREFIX, OPTIN and OPTOUT, not served yet. */
+/* CLIENT TRACKING on|off [NOLOOP] [OPTIN|OPTOUT]: RESP3 in-band tracking (client_track.h),
+ * with Redis's errors for OPTIN with OPTOUT and for a mode switched while on. The pool's
+ * refusal (ctx->track_refused) and the options not served (REDIRECT: RESP2's way, BCAST and
+ * PREFIX) are refused with a clear error. */
 static int client_tracking(px_local *ctx, const px_msg *m, px_buf *out)
 {
     size_t n = m->nargs;
@@ -1553,17 +1554,21 @@ static int client_tracking(px_local *ctx, const px_msg *m, px_buf *out)
     bool on = arg_is(m, 2, "on");
     if (!on && !arg_is(m, 2, "off"))
         return reply_error(out, "syntax error");
-    bool noloop = false;
+    uint8_t to = PX_TRACKING_ON;
     for (size_t i = 3; i < n; i++) {
         if (arg_is(m, i, "noloop")) {
-            noloop = true;
+            to |= PX_TRACKING_NOLOOP;
+        } else if (arg_is(m, i, "optin")) {
+            to |= PX_TRACKING_OPTIN;
+        } else if (arg_is(m, i, "optout")) {
+            to |= PX_TRACKING_OPTOUT;
         } else if (arg_is(m, i, "redirect") || arg_is(m, i, "bcast") ||
-                   arg_is(m, i, "prefix") || arg_is(m, i, "optin") || arg_is(m, i, "optout")) {
+                   arg_is(m, i, "prefix")) {
             char opt[16], msg[200];
             px_printable_name(opt, sizeof(opt), m->raw + m->args[i].off, m->args[i].len);
             snprintf(msg, sizeof(msg),
-                     "chash-proxy serves CLIENT TRACKING in its default mode only (with NOLOOP): "
-                     "%s is not served yet", opt);
+                     "chash-proxy serves CLIENT TRACKING in its default, OPTIN and OPTOUT modes "
+                     "only (with NOLOOP): %s is not served yet", opt);
             return reply_error(out, msg);
         } else {
             return reply_error(out, "syntax error");
@@ -1574,6 +1579,13 @@ static int client_tracking(px_local *ctx, const px_msg *m, px_buf *out)
         ctx->track_to = PX_TRACKING_OFF;
         return reply(out, "+OK\r\n", 5);
     }
+    const uint8_t modes = PX_TRACKING_OPTIN | PX_TRACKING_OPTOUT;
+    if ((to & modes) == modes)
+        return reply_error(out, "You can't use both OPTIN and OPTOUT");
+    if (ctx->tracking != PX_TRACKING_OFF && (ctx->tracking & modes) != (to & modes))
+        return reply_error(out, "You can't switch OPTIN/OPTOUT mode before disabling tracking "
+                                "for this client, and then re-enabling it with a different "
+                                "mode.");
     if (ctx->dialect != PX_DIALECT_RESP3)
         return reply_error(out, "chash-proxy serves client-side caching to RESP3 clients only "
                                 "(HELLO 3 first): RESP2's REDIRECT to another connection is not "
@@ -1581,26 +1593,62 @@ static int client_tracking(px_local *ctx, const px_msg *m, px_buf *out)
     if (ctx->track_refused != NULL)
         return reply_error(out, ctx->track_refused);
     ctx->track_set = true;
-    ctx->track_to = noloop ? PX_TRACKING_NOLOOP : PX_TRACKING_ON;
+    ctx->track_to = to;
     return reply(out, "+OK\r\n", 5);
 }
 
-/* CLIENT TRACKINGINFO: flags, redirect (-1 off, 0 in-band), prefixes (none), as Redis frames
- * it in each dialect. */
+/* CLIENT CACHING yes|no, as Redis answers it: yes in OPTIN mode, no in OPTOUT mode, for the
+ * client's next command. */
+static int client_caching(px_local *ctx, const px_msg *m, px_buf *out)
+{
+    if (m->nargs != 3)
+        return client_arity(m, out);
+    bool yes = arg_is(m, 2, "yes");
+    if (!yes && !arg_is(m, 2, "no"))
+        return reply_error(out, "syntax error");
+    if ((ctx->tracking & (PX_TRACKING_OPTIN | PX_TRACKING_OPTOUT)) == 0)
+        return reply_error(out, "CLIENT CACHING can be called only when the client is in "
+                                "tracking mode with OPTIN or OPTOUT mode enabled");
+    if (yes && (ctx->tracking & PX_TRACKING_OPTIN) == 0)
+        return reply_error(out, "CLIENT CACHING YES is only valid when tracking is enabled in "
+                                "OPTIN mode.");
+    if (!yes && (ctx->tracking & PX_TRACKING_OPTOUT) == 0)
+        return reply_error(out, "CLIENT CACHING NO is only valid when tracking is enabled in "
+                                "OPTOUT mode.");
+    ctx->caching_set = true;
+    return reply(out, "+OK\r\n", 5);
+}
+
+/* CLIENT TRACKINGINFO: flags (Redis's order: off | on, optin, optout, caching-yes, caching-no,
+ * noloop), redirect (-1 off, 0 in-band), prefixes (none), as Redis frames it in each dialect. */
 static int client_trackinginfo(const px_local *ctx, px_buf *out)
 {
     bool resp3 = ctx->dialect == PX_DIALECT_RESP3;
-    const char *flags = ctx->tracking == PX_TRACKING_OFF ? "$3\r\noff\r\n"
-                        : ctx->tracking == PX_TRACKING_ON
-                            ? "$2\r\non\r\n"
-                            : "$2\r\non\r\n$6\r\nnoloop\r\n";
-    char b[200];
-    int len = snprintf(b, sizeof(b), "%s$5\r\nflags\r\n%c%d\r\n%s$8\r\nredirect\r\n:%d\r\n"
-                       "$8\r\nprefixes\r\n*0\r\n",
-                       resp3 ? "%3\r\n" : "*6\r\n", resp3 ? '~' : '*',
-                       ctx->tracking == PX_TRACKING_NOLOOP ? 2 : 1, flags,
-                       ctx->tracking == PX_TRACKING_OFF ? -1 : 0);
-    return reply(out, b, (size_t)len);
+    uint8_t t = ctx->tracking;
+    const char *flags[6];
+    size_t nf = 0;
+    if (t == PX_TRACKING_OFF)
+        flags[nf++] = "$3\r\noff\r\n";
+    else
+        flags[nf++] = "$2\r\non\r\n";
+    if (t & PX_TRACKING_OPTIN)
+        flags[nf++] = "$5\r\noptin\r\n";
+    if (t & PX_TRACKING_OPTOUT)
+        flags[nf++] = "$6\r\noptout\r\n";
+    if (ctx->caching && (t & PX_TRACKING_OPTIN))
+        flags[nf++] = "$11\r\ncaching-yes\r\n";
+    if (ctx->caching && (t & PX_TRACKING_OPTOUT))
+        flags[nf++] = "$10\r\ncaching-no\r\n";
+    if (t & PX_TRACKING_NOLOOP)
+        flags[nf++] = "$6\r\nnoloop\r\n";
+    int rc = px_buf_printf(out, "%s$5\r\nflags\r\n%c%zu\r\n", resp3 ? "%3\r\n" : "*6\r\n",
+                           resp3 ? '~' : '*', nf);
+    for (size_t i = 0; rc == 0 && i < nf; i++)
+        rc = px_buf_append(out, flags[i], strlen(flags[i]));
+    if (rc == 0)
+        rc = px_buf_printf(out, "$8\r\nredirect\r\n:%d\r\n$8\r\nprefixes\r\n*0\r\n",
+                           t == PX_TRACKING_OFF ? -1 : 0);
+    return rc == 0 ? 0 : -1;
 }
 
 /* A tracking client's invalidation push (px_codec.encode_invalidation). */
@@ -1744,10 +1792,8 @@ static int client(px_local *ctx, const px_msg *m, px_buf *out)
         return n != 2 ? client_arity(m, out) : client_help(out);
     if (arg_is(m, 1, "tracking"))
         return client_tracking(ctx, m, out);
-    if (arg_is(m, 1, "caching")) /* as Redis answers outside OPTIN and OPTOUT */
-        return n != 3 ? client_arity(m, out)
-                      : reply_error(out, "CLIENT CACHING can be called only when the client is "
-                                         "in tracking mode with OPTIN or OPTOUT mode enabled");
+    if (arg_is(m, 1, "caching"))
+        return client_caching(ctx, m, out);
     if (arg_is(m, 1, "getredir")) {
         if (n != 2)
             return client_arity(m, out);

@@ -1,27 +1,32 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
 """proxy_client_tracking: client-side caching through the proxy (issue 37, item 4; docs/PROXY.md,
-"Client-side caching"). A RESP3 client that turns CLIENT TRACKING on (default mode) gets the
-invalidation pushes Redis would send it, for the keys it read through the proxy, across every
-server of a 4-server pool, whoever wrote them. Real redis-servers, two workers.
+"Client-side caching"). A RESP3 client that turns CLIENT TRACKING on (default, OPTIN or OPTOUT
+mode) gets the invalidation pushes Redis would send it, for the keys it read through the proxy,
+across every server of a 4-server pool, whoever wrote them. Real redis-servers, two workers.
 
-  1. A tracking client reads 16 keys spread over the 4 servers; another client writes 8 of them
-     through the proxy and the 8 others straight at their servers, and 4 keys the tracking
-     client never read: a push names each key read (within a deadline), none names the others.
-     CLIENT TRACKINGINFO and GETREDIR answer as Redis does for RESP3 in-band tracking.
+  1. A tracking client reads 32 keys, 8 at each of the 4 servers (GET, and MGET over servers);
+     another client writes half of them through the proxy and the others straight at their
+     servers, and 4 keys the tracking client never read: a push names each key read (within a
+     deadline), none names the others.
+     CLIENT TRACKINGINFO and GETREDIR answer as Redis does for RESP3 in-band tracking; /metrics
+     counts the client and the pushes, no read untracked.
   2. NOLOOP: the client's own write of a key it read is not echoed to it (and the key is no
      longer tracked, as on Redis); another client's write of another key it read is.
   3. FLUSHALL at one server: a null push (every key). The invalidation link of one server
      killed (CLIENT KILL of a connection named chash-invalidate): a null push.
-  4. CLIENT TRACKING off: no push after; HELLO 2 turns it off. Refused with a clear error: a pool without a live
-     link (near_tracking: false), RESP2 (REDIRECT), BCAST, OPTIN, OPTOUT, CLIENT CACHING.
-
+  4. CLIENT TRACKING off: no push after; HELLO 2 turns it off. Refused with a clear error: a
+     pool without a live link (near_tracking: false), RESP2 (REDIRECT), BCAST, PREFIX, CLIENT
+     CACHING outside OPTIN/OPTOUT.
   5. node-redis 6 (npm redis) with RESP 3 and clientSideCache reads 16 keys over the servers
      twice (the second reads its cache's hits); each key written straight at its server: each
      read after answers the new value within 5 s (its cache has no TTL: only the pushes end an
      entry).
+  6. OPTIN: only the reads right after CLIENT CACHING yes are pushed; OPTOUT: every read but
+     the one right after CLIENT CACHING no; a mode switched while on refused as Redis does.
 
-Every part fails on a proxy without client-side caching (bbb2a66: CLIENT TRACKING refused).
+Every part fails on a proxy without client-side caching (464c3d5, main: CLIENT TRACKING
+refused; part 5: node-redis's handshake fails).
 
 Usage: test_client_tracking.py CHASH_PROXY CHASH_CLI [--part N]...
 Exit: 0 pass, 1 fail, 77 skip (redis-server missing, CI unset).
@@ -38,6 +43,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Proxy, Push, Resp, RespError, fail, free_ports, log, pool_yaml,  # noqa: E402
                           poll_until, run_test, start_redises, wait_until, write_file)
+import promtext  # noqa: E402
 
 DEADLINE = 5.0  # s: a push expected arrives within this (measured: well under 1 ms)
 
@@ -116,7 +122,7 @@ def links(srv):
             if "name=chash-invalidate" in line]
 
 
-def part1(redises, addr):
+def part1(redises, addr, mport):
     # 8 keys of each server: candidates written through the proxy, then found at their owner
     by_server = {r.addr: [] for r in redises}
     with Resp(addr) as w:
@@ -160,6 +166,16 @@ def part1(redises, addr):
         stray = t.keys() - want
         if stray or t.flushes():
             fail("1. pushes for keys not read: %r (flushes %d)" % (stray, t.flushes()))
+
+        def counted():  # each worker's table is read at its tick (100 ms)
+            fams = promtext.scrape(mport)
+            return (promtext.value(fams, "chash_proxy_client_tracking_clients", pool="p") == 1 and
+                    promtext.value(fams, "chash_proxy_client_tracking_pushes_total",
+                                   pool="p") >= len(read) and
+                    promtext.value(fams, "chash_proxy_client_tracking_untracked_total",
+                                   pool="p") == 0)
+        wait_until(counted, DEADLINE, "1. /metrics: 1 tracking client, %d pushes, 0 untracked" %
+                   len(read))
     log("1. %d keys read over %d servers, half written through the proxy and half at the "
         "servers: a push for each, none for the 4 not read" % (
             len(read), sum(1 for v in by_server.values() if v)))
@@ -221,14 +237,13 @@ def part4(addr, nt_addr):
         t.settle()
         if t.pushes:
             fail("4. pushes after tracking off: %r" % t.pushes)
-        for args in (("BCAST",), ("BCAST", "PREFIX", "a"), ("OPTIN",), ("OPTOUT",),
-                     ("REDIRECT", "5")):
+        for args in (("BCAST",), ("BCAST", "PREFIX", "a"), ("REDIRECT", "5")):
             r = t.call("CLIENT", "TRACKING", "on", *args)
             if not isinstance(r, RespError):
                 fail("4. CLIENT TRACKING on %s: %r, want an error" % (" ".join(args), r))
         r = t.call("CLIENT", "CACHING", "yes")
         if not isinstance(r, RespError):
-            fail("4. CLIENT CACHING yes: %r" % (r,))
+            fail("4. CLIENT CACHING yes outside OPTIN: %r" % (r,))
     with Tracker(addr) as t:  # HELLO 2 ends tracking (RESP2 cannot carry pushes)
         t.call("CLIENT", "TRACKING", "on")
         t.call("HELLO", "2")
@@ -242,8 +257,43 @@ def part4(addr, nt_addr):
         r = t.call("CLIENT", "TRACKING", "on")
         if not isinstance(r, RespError) or "near_tracking" not in str(r):
             fail("4. a pool without tracking: %r, want an error naming near_tracking" % (r,))
-    log("4. off: no push after; refused with an error: RESP2, BCAST, OPTIN, OPTOUT, REDIRECT, "
-        "CACHING, a pool without tracking")
+    log("4. off: no push after; refused with an error: RESP2, BCAST, PREFIX, REDIRECT, "
+        "CACHING outside OPTIN/OPTOUT, a pool without tracking")
+
+
+def part6(addr):
+    with Tracker(addr) as t, Tracker(addr) as o, Resp(addr) as w:
+        if t.call("CLIENT", "TRACKING", "on", "OPTIN") != b"OK" or \
+                o.call("CLIENT", "TRACKING", "on", "OPTOUT") != b"OK":
+            fail("6. CLIENT TRACKING on OPTIN / OPTOUT")
+        t.call("GET", "in-no")            # not after CACHING yes: not tracked
+        if t.call("CLIENT", "CACHING", "yes") != b"OK":
+            fail("6. CLIENT CACHING yes")
+        flags = t.call("CLIENT", "TRACKINGINFO").get(b"flags")
+        if flags != {b"on", b"optin", b"caching-yes"}:
+            fail("6. TRACKINGINFO flags after CACHING yes: %r" % (flags,))
+        t.call("CLIENT", "CACHING", "yes")
+        t.call("MGET", "in-yes", "in-yes2")  # tracked
+        t.call("GET", "in-no2")            # the choice was the MGET's only
+        if o.call("CLIENT", "CACHING", "no") != b"OK":
+            fail("6. CLIENT CACHING no")
+        o.call("GET", "out-no")           # after CACHING no: not tracked
+        o.call("GET", "out-yes")          # tracked
+        for k in ("in-no", "in-yes", "in-yes2", "in-no2", "out-no", "out-yes"):
+            w.call("SET", k, "x")
+        t.drain(lambda c: {b"in-yes", b"in-yes2"} <= c.keys(), "6. OPTIN's pushes")
+        o.drain(lambda c: b"out-yes" in c.keys(), "6. OPTOUT's push")
+        w.call("PING")
+        time.sleep(0.05)  # let a wrong push arrive, if one comes
+        t.settle()
+        o.settle()
+        if t.keys() != {b"in-yes", b"in-yes2"} or o.keys() != {b"out-yes"}:
+            fail("6. pushes OPTIN %r, OPTOUT %r" % (t.pushes, o.pushes))
+        r = t.call("CLIENT", "TRACKING", "on", "OPTOUT")
+        if not isinstance(r, RespError) or "switch" not in str(r):
+            fail("6. a mode switched while on: %r" % (r,))
+    log("6. OPTIN: only the reads after CLIENT CACHING yes pushed; OPTOUT: all but the one "
+        "after CLIENT CACHING no")
 
 
 NPM_MODULES = "/usr/local/lib/chash-oracles/node_modules"  # scripts/bootstrap installs them
@@ -301,9 +351,9 @@ def body(t):
         wait_until(lambda: len(links(r)) >= 2, 10, "an invalidation link per worker at %s" %
                    r.text)
     addr = ("127.0.0.1", port)
-    parts = set(t.parts or (1, 2, 3, 4, 5))
+    parts = set(t.parts or (1, 2, 3, 4, 5, 6))
     if 1 in parts:
-        part1(redises, addr)
+        part1(redises, addr, mport)
     if 2 in parts:
         part2(addr)
     if 3 in parts:
@@ -315,6 +365,8 @@ def body(t):
         part4(addr, ("127.0.0.1", ntport))
     if 5 in parts:
         part5(redises, addr)
+    if 6 in parts:
+        part6(addr)
     px.stop()
     return None
 

@@ -241,12 +241,35 @@ void test_resp3_client(void **state)
     ctx.track_set = false;
     SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "noloop");
     assert_true(ctx.track_set);
-    assert_int_equal(ctx.track_to, PX_TRACKING_NOLOOP);
+    assert_int_equal(ctx.track_to, PX_TRACKING_ON | PX_TRACKING_NOLOOP);
     ctx.track_set = false;
-    const char *const refused[] = {"REDIRECT", "BCAST", "PREFIX", "OPTIN", "OPTOUT"};
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "optin");
+    assert_int_equal(ctx.track_to, PX_TRACKING_ON | PX_TRACKING_OPTIN);
+    ctx.track_set = false;
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "optin", "optout");
+    assert_string_equal(last_done(), "-ERR You can't use both OPTIN and OPTOUT\r\n");
+    ctx.tracking = PX_TRACKING_ON | PX_TRACKING_OPTIN;
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "optout");
+    assert_non_null(strstr(last_done(), "-ERR You can't switch OPTIN/OPTOUT mode"));
+    assert_false(ctx.track_set);
+    SAY(fx, &ctx, "CLIENT", "CACHING", "no");
+    assert_non_null(strstr(last_done(), "-ERR CLIENT CACHING NO is only valid"));
+    assert_false(ctx.caching_set);
+    SAY(fx, &ctx, "CLIENT", "CACHING", "yes");
+    assert_string_equal(last_done(), "+OK\r\n");
+    assert_true(ctx.caching_set);
+    ctx.caching_set = false;
+    ctx.caching = true;
+    SAY(fx, &ctx, "CLIENT", "TRACKINGINFO");
+    assert_string_equal(last_done(), "%3\r\n$5\r\nflags\r\n~3\r\n$2\r\non\r\n$5\r\noptin\r\n"
+                                     "$11\r\ncaching-yes\r\n$8\r\nredirect\r\n:0\r\n"
+                                     "$8\r\nprefixes\r\n*0\r\n");
+    ctx.caching = false;
+    ctx.tracking = PX_TRACKING_OFF;
+    const char *const refused[] = {"REDIRECT", "BCAST", "PREFIX"};
     for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
         SAY(fx, &ctx, "CLIENT", "TRACKING", "on", (char *)refused[i], "1");
-        assert_non_null(strstr(last_done(), "in its default mode only"));
+        assert_non_null(strstr(last_done(), "OPTIN and OPTOUT modes only"));
         assert_false(ctx.track_set);
     }
     SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "FOO");
@@ -258,7 +281,7 @@ void test_resp3_client(void **state)
     ctx.tracking = PX_TRACKING_OFF;
     SAY(fx, &ctx, "CLIENT", "GETREDIR");
     assert_string_equal(last_done(), ":-1\r\n");
-    ctx.tracking = PX_TRACKING_NOLOOP;
+    ctx.tracking = PX_TRACKING_ON | PX_TRACKING_NOLOOP;
     SAY(fx, &ctx, "CLIENT", "GETREDIR");
     assert_string_equal(last_done(), ":0\r\n");
     SAY(fx, &ctx, "CLIENT", "TRACKINGINFO");
