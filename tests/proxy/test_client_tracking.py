@@ -24,6 +24,8 @@ across every server of a 4-server pool, whoever wrote them. Real redis-servers, 
      entry).
   6. OPTIN: only the reads right after CLIENT CACHING yes are pushed; OPTOUT: every read but
      the one right after CLIENT CACHING no; a mode switched while on refused as Redis does.
+  7. The connections that carried the tracked reads killed at their server (it forgets what it
+     tracked for them), a reload (SIGHUP) that replaces a server: a null push each.
 
 Every part fails on a proxy without client-side caching (464c3d5, main: CLIENT TRACKING
 refused; part 5: node-redis's handshake fails).
@@ -35,6 +37,7 @@ import hashlib
 import os
 import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -296,6 +299,43 @@ def part6(addr):
         "after CLIENT CACHING no")
 
 
+def part7(t, redises, spare, px, conf_text, addr):
+    with Tracker(addr) as t1:
+        t1.call("CLIENT", "TRACKING", "on")
+        # the connections that carried the tracked reads killed at one server (it forgets what
+        # it tracked for them): a null push
+        t1.call("GET", "f7")
+        srv = owner_or_any(redises, "f7")
+        me = srv.call("CLIENT", "ID")
+        text = srv.call("CLIENT", "LIST").decode()
+        fills = [line.split("id=", 1)[1].split(" ", 1)[0] for line in text.splitlines()
+                 if "name=chash-invalidate" not in line and "id=%d " % me not in line]
+        for i in fills:
+            srv.call("CLIENT", "KILL", "ID", i)
+        t1.drain(lambda c: c.flushes() >= 1, "7. a null push when the tracked reads' "
+                 "connections are killed")
+        t1.pushes.clear()
+        # a reload that replaces a server (keys change owner): a null push
+        t1.call("GET", "f7")
+        reloads = px.stats_json().get("reloads")
+        write_file(px.config, conf_text(redises[:3] + [spare]))
+        px.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: px.stats_json().get("reloads") == reloads + 1, 10, "the reload")
+        t1.drain(lambda c: c.flushes() >= 1, "7. a null push after a reload replaced a server")
+        write_file(px.config, conf_text(redises))
+        px.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: px.stats_json().get("reloads") == reloads + 2, 10, "the reload back")
+    log("7. the tracked reads' connections killed (%d), a server replaced by a reload: a null "
+        "push each" % len(fills))
+
+
+def owner_or_any(redises, key):
+    for r in redises:
+        if r.call("EXISTS", key) == 1:
+            return r
+    return redises[0]
+
+
 NPM_MODULES = "/usr/local/lib/chash-oracles/node_modules"  # scripts/bootstrap installs them
 
 
@@ -338,12 +378,16 @@ def part5(redises, addr):
 
 def body(t):
     redises = start_redises(t.programs["redis-server"], t.tmp, 4)
-    nt = start_redises(t.programs["redis-server"], t.tmp, 1)[0]
+    nt, spare = start_redises(t.programs["redis-server"], t.tmp, 2)
     port, ntport, mport = free_ports(3)
-    servers = [(r.text, 1, "s%d" % i) for i, r in enumerate(redises)]
-    conf = write_file(os.path.join(t.tmp, "p.yml"), "".join([
-        pool_yaml("p", port, servers, hot_cache=60000, hot_threshold=1000000),
-        pool_yaml("nt", ntport, [(nt.text, 1, "n0")], hot_cache=60000, near_tracking=False)]))
+
+    def conf_text(rs):
+        servers = [(r.text, 1, "s%d" % i) for i, r in enumerate(rs)]
+        return "".join([
+            pool_yaml("p", port, servers, hot_cache=60000, hot_threshold=1000000),
+            pool_yaml("nt", ntport, [(nt.text, 1, "n0")], hot_cache=60000,
+                      near_tracking=False)])
+    conf = write_file(os.path.join(t.tmp, "p.yml"), conf_text(redises))
     px = Proxy(t.proxy, t.tmp, conf, [("127.0.0.1", port), ("127.0.0.1", ntport),
                                       ("127.0.0.1", mport)], label="px",
                extra_args=["--threads", "2", "--metrics-port", str(mport)]).start()
@@ -351,7 +395,7 @@ def body(t):
         wait_until(lambda: len(links(r)) >= 2, 10, "an invalidation link per worker at %s" %
                    r.text)
     addr = ("127.0.0.1", port)
-    parts = set(t.parts or (1, 2, 3, 4, 5, 6))
+    parts = set(t.parts or (1, 2, 3, 4, 5, 6, 7))
     if 1 in parts:
         part1(redises, addr, mport)
     if 2 in parts:
@@ -367,6 +411,8 @@ def body(t):
         part5(redises, addr)
     if 6 in parts:
         part6(addr)
+    if 7 in parts:
+        part7(t, redises, spare, px, conf_text, addr)
     px.stop()
     return None
 
