@@ -538,8 +538,12 @@ static void send_tracking(px_rq *rq, px_server *s, const px_frag *f)
         }
     }
     if (rq->ctrack) { /* a tracking client's read (client_track.h) */
-        rq->ctrack_sent = rq->ctrack_sent || *track;
-        rq->ctrack_lost = rq->ctrack_lost || !*track;
+        /* tracked for the client only by one of the pool's own servers: a gutter pool's, a
+         * retired or a staged server's invalidations are not this pool's (track.h) */
+        px_pool *pool = rq->pool;
+        bool own = s >= pool->servers && s < pool->servers + pool->nservers;
+        rq->ctrack_sent = rq->ctrack_sent || (*track && own);
+        rq->ctrack_lost = rq->ctrack_lost || !*track || !own;
     }
 }
 

@@ -1275,6 +1275,19 @@ static void test_near_client_tracked(void **state)
     sent(leaf, 9, R("GET cold"));
     reply(fx, leaf, 9, "$-1\r\n");
     assert_int_equal(fake_done_ctrack(d), 2);
+    /* a server not the pool's (a gutter pool's, a retired or staged one): its invalidations
+     * are not this pool's, so the read is not tracked for the client, link or not */
+    px_server other = {.uid = 999};
+    fx->pool.servers = &other;
+    s->track.id = 7;
+    s->track.state = PX_TRACK_LIVE;
+    size_t e = send_rq(fx, R("GET cold"));
+    sent(leaf, 12, R("GET cold"));
+    reply(fx, leaf, 10, "+OK\r\n");
+    reply(fx, leaf, 11, "+OK\r\n");
+    reply(fx, leaf, 12, "$-1\r\n");
+    assert_int_equal(fake_done_ctrack(e), 2);
+    fx->pool.servers = s;
     fake_ctrack = false;
 }
 
