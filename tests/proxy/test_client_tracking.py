@@ -106,6 +106,24 @@ class Tracker(Resp):
     def flushes(self):
         return sum(1 for p in self.pushes if p is None)
 
+    def barrier(self, w, redises, keys, what, caching=False):
+        """Every invalidation the servers of keys sent before now for this client delivered:
+        per server a marker key of it read (tracked; caching: after CLIENT CACHING yes) and
+        written through w, and its push awaited. A server's invalidations come to the client's
+        worker on one link, in order, so a push owed (or wrongly sent) for an earlier write
+        there comes before the marker's. Returns the markers."""
+        marks = []
+        for srv in {owner(redises, k).addr: owner(redises, k) for k in keys}.values():
+            m = marker_of(w, redises, srv)
+            if caching:
+                self.call("CLIENT", "CACHING", "yes")
+            self.call("GET", m)
+            marks.append(m.encode())
+        for m in marks:
+            w.call("SET", m, "1")
+        self.drain(lambda c: set(marks) <= c.keys(), what)
+        return set(marks)
+
     def settle(self):
         """A round trip: every push the proxy queued before it is read."""
         if self.call("PING") != b"PONG":
@@ -117,6 +135,16 @@ def owner(redises, key):
         if r.call("EXISTS", key) == 1:
             return r
     fail("no server holds %r" % key)
+
+
+def marker_of(w, redises, srv):
+    """A key (written through w) that srv owns."""
+    for i in range(400):
+        k = "mk:" + hashlib.md5(b"m%d" % i).hexdigest()[:8]
+        w.call("SET", k, "0")
+        if owner(redises, k) is srv:
+            return k
+    fail("no key of %s among 400" % srv.text)
 
 
 def links(srv):
@@ -184,7 +212,7 @@ def part1(redises, addr, mport):
             len(read), sum(1 for v in by_server.values() if v)))
 
 
-def part2(addr):
+def part2(redises, addr):
     with Tracker(addr) as n, Resp(addr) as w:
         if n.call("CLIENT", "TRACKING", "on", "NOLOOP") != b"OK":
             fail("2. CLIENT TRACKING on NOLOOP")
@@ -199,9 +227,7 @@ def part2(addr):
         n.drain(lambda c: b"nb" in c.keys(), "2. the push for another client's write")
         n.settle()
         w.call("SET", "na", "theirs")  # na is no longer tracked after the client's own write
-        n.settle()
-        time.sleep(0.05)  # let a wrong push arrive, if one comes
-        n.settle()
+        n.barrier(w, redises, ["na"], "2. the marker after na's writes")
         if b"na" in n.keys() or n.flushes():
             fail("2. NOLOOP: the client's own write was echoed: %r" % n.pushes)
     log("2. NOLOOP: the own write not echoed, another client's write pushed")
@@ -227,7 +253,7 @@ def part3(redises, addr):
     log("3. FLUSHALL and the link killed: a null push each")
 
 
-def part4(addr, nt_addr):
+def part4(redises, addr, nt_addr):
     with Tracker(addr) as t, Resp(addr) as w:
         t.call("CLIENT", "TRACKING", "on")
         t.call("GET", "o1")
@@ -236,10 +262,11 @@ def part4(addr, nt_addr):
         if t.call("CLIENT", "GETREDIR") != -1:
             fail("4. GETREDIR after off")
         w.call("SET", "o1", "x")
-        time.sleep(0.05)
-        t.settle()
-        if t.pushes:
+        t.call("CLIENT", "TRACKING", "on")  # for the marker: o1 was read before, while on
+        marks = t.barrier(w, redises, ["o1"], "4. the marker after o1's write")
+        if t.keys() - marks or t.flushes():
             fail("4. pushes after tracking off: %r" % t.pushes)
+        t.call("CLIENT", "TRACKING", "off")
         for args in (("BCAST",), ("BCAST", "PREFIX", "a"), ("REDIRECT", "5")):
             r = t.call("CLIENT", "TRACKING", "on", *args)
             if not isinstance(r, RespError):
@@ -264,7 +291,7 @@ def part4(addr, nt_addr):
         "CACHING outside OPTIN/OPTOUT, a pool without tracking")
 
 
-def part6(addr):
+def part6(redises, addr):
     with Tracker(addr) as t, Tracker(addr) as o, Resp(addr) as w:
         if t.call("CLIENT", "TRACKING", "on", "OPTIN") != b"OK" or \
                 o.call("CLIENT", "TRACKING", "on", "OPTOUT") != b"OK":
@@ -286,11 +313,9 @@ def part6(addr):
             w.call("SET", k, "x")
         t.drain(lambda c: {b"in-yes", b"in-yes2"} <= c.keys(), "6. OPTIN's pushes")
         o.drain(lambda c: b"out-yes" in c.keys(), "6. OPTOUT's push")
-        w.call("PING")
-        time.sleep(0.05)  # let a wrong push arrive, if one comes
-        t.settle()
-        o.settle()
-        if t.keys() != {b"in-yes", b"in-yes2"} or o.keys() != {b"out-yes"}:
+        mt = t.barrier(w, redises, ["in-no", "in-no2"], "6. OPTIN's markers", caching=True)
+        mo = o.barrier(w, redises, ["out-no"], "6. OPTOUT's marker")
+        if t.keys() - mt != {b"in-yes", b"in-yes2"} or o.keys() - mo != {b"out-yes"}:
             fail("6. pushes OPTIN %r, OPTOUT %r" % (t.pushes, o.pushes))
         r = t.call("CLIENT", "TRACKING", "on", "OPTOUT")
         if not isinstance(r, RespError) or "switch" not in str(r):
@@ -399,18 +424,18 @@ def body(t):
     if 1 in parts:
         part1(redises, addr, mport)
     if 2 in parts:
-        part2(addr)
+        part2(redises, addr)
     if 3 in parts:
         part3(redises, addr)
         # the links back before the next part
         for r in redises:
             wait_until(lambda: len(links(r)) >= 2, 10, "the links back at %s" % r.text)
     if 4 in parts:
-        part4(addr, ("127.0.0.1", ntport))
+        part4(redises, addr, ("127.0.0.1", ntport))
     if 5 in parts:
         part5(redises, addr)
     if 6 in parts:
-        part6(addr)
+        part6(redises, addr)
     if 7 in parts:
         part7(t, redises, spare, px, conf_text, addr)
     px.stop()
