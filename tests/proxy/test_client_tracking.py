@@ -193,8 +193,8 @@ def part1(redises, addr, mport):
             owner(redises, k).call("SET", k, "v2")
         want = {k.encode() for k in read}
         t.drain(lambda c: want <= c.keys(), "1. a push for each key read")
-        t.settle()
-        stray = t.keys() - want
+        marks = t.barrier(w, redises, other, "1. the markers after the other keys' writes")
+        stray = t.keys() - want - marks
         if stray or t.flushes():
             fail("1. pushes for keys not read: %r (flushes %d)" % (stray, t.flushes()))
 
