@@ -235,9 +235,9 @@ static const char *track_refusal(const px_pool *pool)
     return NULL;
 }
 
-/* CLIENT TRACKING on or off (ctx->track_to), answered OK already. 0, or -1 when out of
- * memory. */
-static int client_track_set(px_client *c, uint8_t to)
+/* CLIENT TRACKING on or off (to), answered OK already; BCAST's prefixes, when ctx gives them,
+ * as spans of raw. 0, or -1 when out of memory. */
+static int client_track_set(px_client *c, uint8_t to, const px_local *ctx, const char *raw)
 {
     px_pool *pool = c->pool;
     c->track_caching = false;
@@ -248,6 +248,16 @@ static int client_track_set(px_client *c, uint8_t to)
         if (pool->ctrack == NULL && (pool->ctrack = px_ctrack_new()) == NULL)
             return -1;
         if ((c->track = px_ctrack_on(pool->ctrack, client_track_push, c)) == 0)
+            return -1;
+    }
+    if ((to & PX_TRACKING_BCAST) && ctx != NULL) {
+        const char *p[PX_TRACKING_PREFIXES];
+        uint32_t len[PX_TRACKING_PREFIXES];
+        for (size_t i = 0; i < ctx->nprefix_to; i++) {
+            p[i] = raw + ctx->prefix_to[i].off;
+            len[i] = ctx->prefix_to[i].len;
+        }
+        if (px_ctrack_bcast_on(pool->ctrack, c->track, p, len, ctx->nprefix_to) != 0)
             return -1;
     }
     c->tracking = to;
@@ -268,6 +278,10 @@ static void client_track_request(px_client *c, px_rq *rq, bool caching)
         (cmd->session != PX_SES_NONE))
         return;
     bool write = px_near_writes(rq);
+    if (c->tracking & PX_TRACKING_BCAST) { /* nothing recorded: its server broadcasts */
+        rq->ctrack = rq->ctrack_bcast = !write;
+        return;
+    }
     if (write && (c->tracking & PX_TRACKING_NOLOOP) == 0)
         return;
     if (!write && ((c->tracking & PX_TRACKING_OPTIN) ? !caching
@@ -568,17 +582,19 @@ static void client_process(px_client *c)
         c->track_caching = false;
         if (c->card != NULL)
             ctx.name = px_card_name(c->card, &ctx.name_len);
-        if (m.cmd != NULL && m.cmd->cls == PX_CLASS_LOCAL)
+        if (m.cmd != NULL && m.cmd->cls == PX_CLASS_LOCAL) {
             ctx.track_refused = track_refusal(pool);
-        else
+            ctx.nprefixes = px_ctrack_prefixes(pool->ctrack, c->track, &ctx.prefixes,
+                                               &ctx.prefix_lens);
+        } else
             client_track_request(c, rq, ctx.caching);
         px_session_hooks hooks = {.emit = client_emit, .close = client_hook_close, .arg = c};
         px_dispatch(rq, &ctx, &c->session, &hooks); /* rq may be gone */
         /* HELLO 2 ends its tracking: RESP2 has no pushes to carry the invalidations */
         if (client_apply(c, &ctx, m.raw) != 0 ||
-            (ctx.track_set && client_track_set(c, ctx.track_to) != 0) ||
+            (ctx.track_set && client_track_set(c, ctx.track_to, &ctx, m.raw) != 0) ||
             (c->track != 0 && c->dialect != PX_DIALECT_RESP3 &&
-             client_track_set(c, PX_TRACKING_OFF) != 0)) {
+             client_track_set(c, PX_TRACKING_OFF, NULL, NULL) != 0)) {
             px_client_close(c);
             return;
         }

@@ -27,12 +27,22 @@ typedef struct entry {
     uint32_t epoch;
 } entry;
 
+/* A set of prefixes (a BCAST client's, or the union the links register). */
+typedef struct prefixes {
+    char **p;
+    uint32_t *len;
+    size_t n;
+    bool all; /* BCAST without PREFIX: every key */
+} prefixes;
+
 typedef struct client_slot {
     px_ctrack_push push;
     void *arg;
     uint32_t epoch;
     uint32_t count;
     bool used;
+    bool bcast;
+    prefixes pfx;
 } client_slot;
 
 struct px_ctrack {
@@ -41,7 +51,53 @@ struct px_ctrack {
     client_slot *cl;
     size_t ncl, clcap;
     px_ctrack_counts n;
+    size_t nbcast;     /* BCAST clients now */
+    prefixes bunion;   /* the links' prefixes: every BCAST client's covered */
+    uint64_t bver;     /* its version (0: none yet) */
 };
+
+static void prefixes_free(prefixes *s)
+{
+    for (size_t i = 0; i < s->n; i++)
+        free(s->p[i]);
+    free(s->p);
+    free(s->len);
+    *s = (prefixes){0};
+}
+
+/* Adds p (no check of overlap). 0, or -1. */
+static int prefixes_add(prefixes *s, const char *p, uint32_t len)
+{
+    char **np = realloc(s->p, (s->n + 1) * sizeof(*np));
+    if (np == NULL)
+        return -1;
+    s->p = np;
+    uint32_t *nl = realloc(s->len, (s->n + 1) * sizeof(*nl));
+    if (nl == NULL)
+        return -1;
+    s->len = nl;
+    if ((s->p[s->n] = malloc(len + 1u)) == NULL)
+        return -1;
+    memcpy(s->p[s->n], p, len);
+    s->len[s->n++] = len;
+    return 0;
+}
+
+static bool under(const char *key, size_t klen, const char *p, uint32_t plen)
+{
+    return klen >= plen && memcmp(key, p, plen) == 0;
+}
+
+/* Whether the key is under one of s. */
+static bool prefixes_match(const prefixes *s, const char *key, size_t len)
+{
+    if (s->all)
+        return true;
+    for (size_t i = 0; i < s->n; i++)
+        if (under(key, len, s->p[i], s->len[i]))
+            return true;
+    return false;
+}
 
 px_ctrack *px_ctrack_new(void)
 {
@@ -56,6 +112,9 @@ void px_ctrack_free(px_ctrack *t)
     if (t == NULL)
         return;
     PX_MEM_SUB(sizeof(*t) + t->cap * sizeof(entry) + t->clcap * sizeof(client_slot));
+    for (size_t i = 0; i < t->ncl; i++)
+        prefixes_free(&t->cl[i].pfx);
+    prefixes_free(&t->bunion);
     free(t->at);
     free(t->cl);
     free(t);
@@ -142,7 +201,93 @@ void px_ctrack_off(px_ctrack *t, uint32_t client)
     forget_all(t, c);
     c->used = false;
     c->push = NULL;
+    if (c->bcast) {
+        c->bcast = false;
+        prefixes_free(&c->pfx);
+        t->nbcast--;
+    }
     t->n.clients--;
+}
+
+int px_ctrack_bcast_on(px_ctrack *t, uint32_t client, const char *const *p, const uint32_t *len,
+                       size_t n)
+{
+    if (client == 0 || client > t->ncl || !t->cl[client - 1].used)
+        return 0;
+    client_slot *c = &t->cl[client - 1];
+    prefixes_free(&c->pfx);
+    c->bcast = true;
+    t->nbcast++;
+    c->pfx.all = n == 0;
+    for (size_t i = 0; i < n; i++)
+        if (prefixes_add(&c->pfx, p[i], len[i]) != 0)
+            return -1;
+    /* the union: a prefix covered by one there adds nothing; one that covers some replaces
+     * them (the links' prefixes must not overlap); every key covers all */
+    prefixes *u = &t->bunion;
+    bool grew = false;
+    if (c->pfx.all && !u->all) {
+        prefixes_free(u);
+        u->all = grew = true;
+    }
+    for (size_t i = 0; !u->all && i < c->pfx.n; i++) {
+        const char *q = c->pfx.p[i];
+        uint32_t ql = c->pfx.len[i];
+        bool covered = false;
+        for (size_t j = 0; j < u->n && !covered; j++)
+            covered = under(q, ql, u->p[j], u->len[j]);
+        if (covered)
+            continue;
+        for (size_t j = 0; j < u->n;) { /* those under q go */
+            if (under(u->p[j], u->len[j], q, ql)) {
+                free(u->p[j]);
+                u->p[j] = u->p[u->n - 1];
+                u->len[j] = u->len[u->n - 1];
+                u->n--;
+            } else {
+                j++;
+            }
+        }
+        if (prefixes_add(u, q, ql) != 0)
+            return -1;
+        grew = true;
+    }
+    if (grew || t->bver == 0)
+        t->bver++;
+    return 0;
+}
+
+uint64_t px_ctrack_bcast_want(const px_ctrack *t, const char *const **p, const uint32_t **len,
+                              size_t *n)
+{
+    if (t == NULL || t->bver == 0) {
+        *n = 0;
+        return 0;
+    }
+    *p = (const char *const *)t->bunion.p;
+    *len = t->bunion.len;
+    *n = t->bunion.all ? 0 : t->bunion.n;
+    return t->bver;
+}
+
+void px_ctrack_bcast_confirmed(px_ctrack *t)
+{
+    if (t == NULL || t->nbcast == 0)
+        return;
+    for (size_t i = 0; i < t->ncl; i++)
+        if (t->cl[i].used && t->cl[i].bcast)
+            px_ctrack_flush_client(t, (uint32_t)i + 1);
+}
+
+size_t px_ctrack_prefixes(const px_ctrack *t, uint32_t client, const char *const **p,
+                          const uint32_t **len)
+{
+    if (t == NULL || client == 0 || client > t->ncl || !t->cl[client - 1].bcast)
+        return 0;
+    const client_slot *c = &t->cl[client - 1];
+    *p = (const char *const *)c->pfx.p;
+    *len = c->pfx.len;
+    return c->pfx.n;
 }
 
 void px_ctrack_flush_client(px_ctrack *t, uint32_t client)
@@ -217,7 +362,16 @@ void px_ctrack_forget(px_ctrack *t, uint32_t client, uint64_t h)
 
 void px_ctrack_invalidate(px_ctrack *t, uint64_t h, const char *key, size_t len)
 {
-    if (t == NULL || t->cap == 0 || t->total == 0)
+    if (t == NULL)
+        return;
+    for (size_t i = 0; t->nbcast > 0 && i < t->ncl; i++) { /* BCAST: by prefix, read or not */
+        client_slot *c = &t->cl[i];
+        if (c->used && c->bcast && prefixes_match(&c->pfx, key, len)) {
+            t->n.pushes++;
+            c->push(c->arg, key, len); /* may close the client: px_ctrack_off */
+        }
+    }
+    if (t->cap == 0 || t->total == 0)
         return;
     for (size_t p = (size_t)h & (t->cap - 1); t->at[p].client != EMPTY;
          p = (p + 1) & (t->cap - 1)) {

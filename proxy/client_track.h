@@ -76,6 +76,27 @@ void px_ctrack_flush(px_ctrack *t);
 void px_ctrack_flush_client(px_ctrack *t, uint32_t client);
 /* A read of the client that could not be tracked (counted untracked): px_ctrack_flush_client. */
 void px_ctrack_untracked(px_ctrack *t, uint32_t client);
+/* BCAST mode (Redis's broadcasting): the client gets an invalidation for every change of a
+ * key under one of its prefixes p[0, n) (lengths len[]; n 0: every key), read or not. The
+ * pool's links register the union of the BCAST clients' prefixes at every server
+ * (px_ctrack_bcast_want); until a server confirms the version that holds a client's prefixes,
+ * and whenever a link registers again (a new version, a link back), what the client cached may
+ * have missed a change: each confirmation is a null push to every BCAST client
+ * (px_ctrack_bcast_confirmed), and a read sent to a server whose link has not confirmed the
+ * pool's version is followed by one (request.c). The union only grows while BCAST clients
+ * remain (a prefix under another is dropped: Redis refuses overlapping prefixes); cost per
+ * invalidation: a compare per prefix of each BCAST client. 0, or -1 when out of memory. */
+int px_ctrack_bcast_on(px_ctrack *t, uint32_t client, const char *const *p, const uint32_t *len,
+                       size_t n);
+/* The version of the prefixes the links must register (0: no BCAST client), and them. */
+uint64_t px_ctrack_bcast_want(const px_ctrack *t, const char *const **p, const uint32_t **len,
+                              size_t *n);
+/* A server registered the prefixes (every key may have changed unseen before): a null push to
+ * every BCAST client. */
+void px_ctrack_bcast_confirmed(px_ctrack *t);
+/* The client's prefixes (TRACKINGINFO). */
+size_t px_ctrack_prefixes(const px_ctrack *t, uint32_t client, const char *const **p,
+                          const uint32_t **len);
 /* The counters (clients and keys now, the rest since the start). */
 px_ctrack_counts px_ctrack_counts_of(const px_ctrack *t);
 

@@ -18,6 +18,7 @@
  * (O(k log k) for k keys).
  */
 #include "request.h"
+#include "client_track.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -520,6 +521,18 @@ static void send_tracking(px_rq *rq, px_server *s, const px_frag *f)
     bool fill = f->nslots == 1 && rq->slots[f->slots[0]].track;
     if (!fill && !rq->ctrack)
         return;
+    if (rq->ctrack_bcast && !fill) { /* its server broadcasts, or the client is flushed */
+        const char *const *p;
+        const uint32_t *len;
+        size_t n;
+        px_pool *pool = rq->pool;
+        bool own = s >= pool->servers && s < pool->servers + pool->nservers;
+        uint64_t want = px_ctrack_bcast_want(pool->ctrack, &p, &len, &n);
+        bool ok = own && s->track.id != 0 && want != 0 && s->track.bcast_ver == want;
+        rq->ctrack_sent = rq->ctrack_sent || ok;
+        rq->ctrack_lost = rq->ctrack_lost || !ok;
+        return;
+    }
     bool tracked = false, *track = fill ? &rq->slots[f->slots[0]].track : &tracked;
     *track = s->track.id != 0 && rq->codec->encode_track != NULL;
     static const px_track_op ops[] = {PX_TRACK_ON, PX_TRACK_CACHING};

@@ -102,6 +102,8 @@ struct px_rq {
      * and the coalescing of reads, and each of its sends goes tracked (request.c); ctrack_lost:
      * a send could not be (no live link at its server), so its client is flushed after it. */
     bool ctrack, ctrack_sent, ctrack_lost;
+    bool ctrack_bcast; /* a BCAST client's: tracked by its server's link registering the
+                          pool's BCAST prefixes, not by CLIENT CACHING */
     bool side;                  /* a route's own request (px_rq_fork, px_rq_fire): its owner is
                                    a px_side; a failure reaching its top stays a failure */
     px_route *via;              /* the child an answer being delivered came through (px_rq_via) */

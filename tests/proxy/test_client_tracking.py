@@ -26,6 +26,10 @@ across every server of a 4-server pool, whoever wrote them. Real redis-servers, 
      the one right after CLIENT CACHING no; a mode switched while on refused as Redis does.
   7. The connections that carried the tracked reads killed at their server (it forgets what it
      tracked for them), a reload (SIGHUP) that replaces a server: a null push each.
+  8. BCAST with two prefixes, through a one-worker proxy: once registered at every server (a
+     null push each), a push for every key under them written through the proxy or straight at
+     a server, none read by the client; none for keys outside them (markers); a default-mode
+     client of the same worker (same links) still pushed; FLUSHALL a null push.
 
 Every part fails on a proxy without client-side caching (464c3d5, main: CLIENT TRACKING
 refused; part 5: node-redis's handshake fails).
@@ -267,7 +271,7 @@ def part4(redises, addr, nt_addr):
         if t.keys() - marks or t.flushes():
             fail("4. pushes after tracking off: %r" % t.pushes)
         t.call("CLIENT", "TRACKING", "off")
-        for args in (("BCAST",), ("BCAST", "PREFIX", "a"), ("REDIRECT", "5")):
+        for args in (("BCAST", "NOLOOP"), ("PREFIX", "a"), ("REDIRECT", "5")):
             r = t.call("CLIENT", "TRACKING", "on", *args)
             if not isinstance(r, RespError):
                 fail("4. CLIENT TRACKING on %s: %r, want an error" % (" ".join(args), r))
@@ -287,8 +291,8 @@ def part4(redises, addr, nt_addr):
         r = t.call("CLIENT", "TRACKING", "on")
         if not isinstance(r, RespError) or "near_tracking" not in str(r):
             fail("4. a pool without tracking: %r, want an error naming near_tracking" % (r,))
-    log("4. off: no push after; refused with an error: RESP2, BCAST, PREFIX, REDIRECT, "
-        "CACHING outside OPTIN/OPTOUT, a pool without tracking")
+    log("4. off: no push after; refused with an error: RESP2, BCAST with NOLOOP, PREFIX "
+        "without BCAST, REDIRECT, CACHING outside OPTIN/OPTOUT, a pool without tracking")
 
 
 def part6(redises, addr):
@@ -352,6 +356,66 @@ def part7(t, redises, spare, px, conf_text, addr):
         wait_until(lambda: px.stats_json().get("reloads") == reloads + 2, 10, "the reload back")
     log("7. the tracked reads' connections killed (%d), a server replaced by a reload: a null "
         "push each" % len(fills))
+
+
+def part8(t, redises):
+    # one worker: the BCAST client, a default-mode client and the near cache share its links
+    port1, = free_ports(1)
+    servers = [(r.text, 1, "s%d" % i) for i, r in enumerate(redises)]
+    px1 = Proxy(t.proxy, t.tmp, write_file(os.path.join(t.tmp, "one.yml"), pool_yaml(
+        "p", port1, servers, hot_cache=60000, hot_threshold=1000000)),
+        [("127.0.0.1", port1)], label="one", extra_args=["--threads", "1"]).start()
+    addr = ("127.0.0.1", port1)
+    for r in redises:
+        wait_until(lambda: len(links(r)) >= 3, 10, "the one-worker proxy's link at %s" % r.text)
+    with Tracker(addr) as b, Tracker(addr) as d, Resp(addr) as w:
+        d.call("CLIENT", "TRACKING", "on")
+        if b.call("CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "bc:", "PREFIX", "user:") != \
+                b"OK":
+            fail("8. CLIENT TRACKING on BCAST PREFIX bc: PREFIX user:")
+        info = b.call("CLIENT", "TRACKINGINFO")
+        if info.get(b"flags") != {b"on", b"bcast"} or \
+                sorted(info.get(b"prefixes")) != [b"bc:", b"user:"]:
+            fail("8. TRACKINGINFO %r" % (info,))
+        # each of this worker's links registers the prefixes at its server: a null push each
+        b.drain(lambda c: c.flushes() >= len(redises), "8. the prefixes registered at every "
+                "server (a null push per server)")
+        b.pushes.clear()
+        keys = ["bc:" + hashlib.md5(b"b%d" % i).hexdigest()[:8] for i in range(12)] + \
+               ["user:" + hashlib.md5(b"u%d" % i).hexdigest()[:8] for i in range(4)]
+        outside = ["zz:" + hashlib.md5(b"z%d" % i).hexdigest()[:8] for i in range(4)]
+        for k in keys[::2] + outside:  # none of them read by the client: BCAST needs no read
+            w.call("SET", k, "1")
+        for k in keys[1::2]:
+            w.call("SET", k, "0")
+            owner(redises, k).call("SET", k, "1")  # straight at the server
+        want = {k.encode() for k in keys}
+        b.drain(lambda c: want <= c.keys(), "8. a push for each key under the prefixes")
+        marks = set()
+        for srv in {owner(redises, k).addr: owner(redises, k) for k in outside}.values():
+            for i in range(400):  # a marker under a prefix, at the server of an outside key
+                m = "bc:mk" + hashlib.md5(b"%d" % i).hexdigest()[:8]
+                w.call("SET", m, "0")
+                if owner(redises, m) is srv:
+                    marks.add(m.encode())
+                    break
+        b.drain(lambda c: marks <= c.keys(), "8. the markers' pushes")
+        stray = {k for k in b.keys() if not k.startswith((b"bc:", b"user:"))}
+        if stray:
+            fail("8. pushes for keys outside the prefixes: %r" % stray)
+        # the links in BCAST mode still carry the opt-in reads' invalidations: a default-mode
+        # client's read, written at its server, pushed to it
+        d.call("GET", outside[0])
+        owner(redises, outside[0]).call("SET", outside[0], "2")
+        d.drain(lambda c: outside[0].encode() in c.keys(), "8. the default-mode client's push "
+                "beside BCAST")
+        # FLUSHALL: a null push
+        redises[0].call("FLUSHALL")
+        b.drain(lambda c: c.flushes() >= 1, "8. a null push on FLUSHALL")
+    px1.stop()
+    log("8. BCAST PREFIX bc: PREFIX user:: a push for each of %d keys under them written "
+        "through the proxy or at the servers, none read; none for keys outside; a default-mode "
+        "client on the same worker still pushed; FLUSHALL a null push" % len(keys))
 
 
 def owner_or_any(redises, key):
@@ -420,7 +484,7 @@ def body(t):
         wait_until(lambda: len(links(r)) >= 2, 10, "an invalidation link per worker at %s" %
                    r.text)
     addr = ("127.0.0.1", port)
-    parts = set(t.parts or (1, 2, 3, 4, 5, 6, 7))
+    parts = set(t.parts or (1, 2, 3, 4, 5, 6, 7, 8))
     if 1 in parts:
         part1(redises, addr, mport)
     if 2 in parts:
@@ -438,6 +502,8 @@ def body(t):
         part6(redises, addr)
     if 7 in parts:
         part7(t, redises, spare, px, conf_text, addr)
+    if 8 in parts:
+        part8(t, redises)
     px.stop()
     return None
 

@@ -92,3 +92,59 @@ void test_ctrack_table(void **state)
     assert_int_equal(b.keys, 2);
     px_ctrack_free(t);
 }
+
+/* BCAST: a client gets every key under its prefixes, read or not, and no other; the links'
+ * union grows only by what it does not cover (a version each time), a prefix that covers
+ * some replaces them, every key covers all; a confirmation flushes the BCAST clients alone. */
+void test_ctrack_bcast(void **state)
+{
+    (void)state;
+    px_ctrack *t = px_ctrack_new();
+    got a = {0}, b = {0}, d = {0};
+    uint32_t ca = px_ctrack_on(t, push, &a), cb = px_ctrack_on(t, push, &b),
+             cd = px_ctrack_on(t, push, &d);
+    const char *const *p;
+    const uint32_t *len;
+    size_t n;
+    assert_int_equal(px_ctrack_bcast_want(t, &p, &len, &n), 0);
+    const char *pa[] = {"a:b", "c"};
+    uint32_t la[] = {3, 1};
+    assert_int_equal(px_ctrack_bcast_on(t, ca, pa, la, 2), 0);
+    uint64_t v1 = px_ctrack_bcast_want(t, &p, &len, &n);
+    assert_true(v1 != 0);
+    assert_int_equal(n, 2);
+    const char *pb[] = {"a:"}; /* covers a:b: it replaces it */
+    uint32_t lb[] = {2};
+    assert_int_equal(px_ctrack_bcast_on(t, cb, pb, lb, 1), 0);
+    uint64_t v2 = px_ctrack_bcast_want(t, &p, &len, &n);
+    assert_true(v2 > v1);
+    assert_int_equal(n, 2); /* c, a: */
+    for (size_t i = 0; i < n; i++)
+        assert_true((len[i] == 2 && memcmp(p[i], "a:", 2) == 0) ||
+                    (len[i] == 1 && p[i][0] == 'c'));
+    px_ctrack_read(t, cd, 42); /* a default-mode client */
+    px_ctrack_invalidate(t, 1, "a:bx", 4);
+    assert_int_equal(a.keys, 1);
+    assert_int_equal(b.keys, 1);
+    assert_int_equal(d.keys, 0);
+    px_ctrack_invalidate(t, 2, "a:x", 3);
+    assert_int_equal(a.keys, 1);
+    assert_int_equal(b.keys, 2);
+    px_ctrack_invalidate(t, 42, "zz", 2);
+    assert_int_equal(a.keys + b.keys, 3);
+    assert_int_equal(d.keys, 1);
+    px_ctrack_bcast_confirmed(t);
+    assert_int_equal(a.flushes, 1);
+    assert_int_equal(b.flushes, 1);
+    assert_int_equal(d.flushes, 0);
+    /* every key */
+    px_ctrack_off(t, cb);
+    uint32_t ce = px_ctrack_on(t, push, &b);
+    assert_int_equal(px_ctrack_bcast_on(t, ce, NULL, NULL, 0), 0);
+    assert_true(px_ctrack_bcast_want(t, &p, &len, &n) > v2);
+    assert_int_equal(n, 0);
+    px_ctrack_invalidate(t, 3, "anything", 8);
+    assert_int_equal(b.keys, 3);
+    assert_int_equal(px_ctrack_prefixes(t, ca, &p, &len), 2);
+    px_ctrack_free(t);
+}

@@ -266,12 +266,40 @@ void test_resp3_client(void **state)
                                      "$8\r\nprefixes\r\n*0\r\n");
     ctx.caching = false;
     ctx.tracking = PX_TRACKING_OFF;
-    const char *const refused[] = {"REDIRECT", "BCAST", "PREFIX"};
-    for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++) {
-        SAY(fx, &ctx, "CLIENT", "TRACKING", "on", (char *)refused[i], "1");
-        assert_non_null(strstr(last_done(), "OPTIN and OPTOUT modes only"));
-        assert_false(ctx.track_set);
-    }
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "REDIRECT", "1");
+    assert_non_null(strstr(last_done(), "in-band (RESP3): redirect is not served yet"));
+    assert_false(ctx.track_set);
+    /* BCAST: its prefixes as spans, Redis's errors */
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "a:", "PREFIX", "b:");
+    assert_string_equal(last_done(), "+OK\r\n");
+    assert_int_equal(ctx.track_to, PX_TRACKING_ON | PX_TRACKING_BCAST);
+    assert_int_equal(ctx.nprefix_to, 2);
+    assert_int_equal(ctx.prefix_to[1].len, 2);
+    ctx.track_set = false;
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "PREFIX", "a:");
+    assert_string_equal(last_done(), "-ERR PREFIX option requires BCAST mode to be enabled\r\n");
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "BCAST", "OPTIN");
+    assert_string_equal(last_done(), "-ERR OPTIN and OPTOUT are not compatible with BCAST\r\n");
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "a", "PREFIX", "ab");
+    assert_non_null(strstr(last_done(), "-ERR Prefix 'a' overlaps with another provided prefix"));
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "BCAST", "NOLOOP");
+    assert_non_null(strstr(last_done(), "NOLOOP with BCAST"));
+    assert_false(ctx.track_set);
+    ctx.tracking = PX_TRACKING_ON;
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "BCAST");
+    assert_non_null(strstr(last_done(), "-ERR You can't switch BCAST mode"));
+    ctx.tracking = PX_TRACKING_ON | PX_TRACKING_BCAST;
+    const char *pfx[] = {"a:"};
+    uint32_t pfx_len[] = {2};
+    ctx.prefixes = pfx;
+    ctx.prefix_lens = pfx_len;
+    ctx.nprefixes = 1;
+    SAY(fx, &ctx, "CLIENT", "TRACKINGINFO");
+    assert_string_equal(last_done(), "%3\r\n$5\r\nflags\r\n~2\r\n$2\r\non\r\n$5\r\nbcast\r\n"
+                                     "$8\r\nredirect\r\n:0\r\n$8\r\nprefixes\r\n*1\r\n"
+                                     "$2\r\na:\r\n");
+    ctx.nprefixes = 0;
+    ctx.tracking = PX_TRACKING_OFF;
     SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "FOO");
     assert_string_equal(last_done(), "-ERR syntax error\r\n");
     SAY(fx, &ctx, "CLIENT", "TRACKING", "off");
