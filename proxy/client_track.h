@@ -83,7 +83,9 @@ void px_ctrack_untracked(px_ctrack *t, uint32_t client);
  * and whenever a link registers again (a new version, a link back), what the client cached may
  * have missed a change: each confirmation is a null push to every BCAST client
  * (px_ctrack_bcast_confirmed), and a read sent to a server whose link has not confirmed the
- * pool's version is followed by one (request.c). The union only grows while BCAST clients
+ * pool's version is followed by one (request.c). A link registering again turns its tracking off
+ * and on: a write in that round trip reaches the BCAST clients as the confirmation's flush, up
+ * to a round trip late. The union only grows while BCAST clients
  * remain (a prefix under another is dropped: Redis refuses overlapping prefixes); cost per
  * invalidation: a compare per prefix of each BCAST client. 0, or -1 when out of memory. */
 int px_ctrack_bcast_on(px_ctrack *t, uint32_t client, const char *const *p, const uint32_t *len,
