@@ -1,9 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
 """proxy_client_tracking: client-side caching through the proxy (issue 37, item 4; docs/PROXY.md,
-"Client-side caching"). A RESP3 client that turns CLIENT TRACKING on (default, OPTIN or OPTOUT
-mode) gets the invalidation pushes Redis would send it, for the keys it read through the proxy,
-across every server of a 4-server pool, whoever wrote them. Real redis-servers, two workers.
+"Client-side caching"). A RESP3 client that turns CLIENT TRACKING on (default, OPTIN, OPTOUT or
+BCAST mode) gets the invalidation pushes Redis would send it, for the keys it read through the
+proxy (BCAST: under its prefixes), across every server of a 4-server pool, whoever wrote them.
+Real redis-servers, two workers.
 
   1. A tracking client reads 32 keys, 8 at each of the 4 servers (GET, and MGET over servers);
      another client writes half of them through the proxy and the others straight at their
@@ -16,8 +17,8 @@ across every server of a 4-server pool, whoever wrote them. Real redis-servers, 
   3. FLUSHALL at one server: a null push (every key). The invalidation link of one server
      killed (CLIENT KILL of a connection named chash-invalidate): a null push.
   4. CLIENT TRACKING off: no push after; HELLO 2 turns it off. Refused with a clear error: a
-     pool without a live link (near_tracking: false), RESP2 (REDIRECT), BCAST, PREFIX, CLIENT
-     CACHING outside OPTIN/OPTOUT.
+     pool without a live link (near_tracking: false), RESP2 (REDIRECT), BCAST with NOLOOP,
+     PREFIX without BCAST, CLIENT CACHING outside OPTIN/OPTOUT.
   5. node-redis 6 (npm redis) with RESP 3 and clientSideCache reads 16 keys over the servers
      twice (the second reads its cache's hits); each key written straight at its server: each
      read after answers the new value within 5 s (its cache has no TTL: only the pushes end an
