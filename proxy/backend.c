@@ -19,6 +19,7 @@
  */
 
 #include "backend.h"
+#include "client_track.h"
 #include "tls.h"
 #include "resolve.h"
 
@@ -853,6 +854,7 @@ static void conn_fail(px_conn *c, conn_why why, const char *reason)
     if (!c->dedicated && c->state != PX_CONN_DOWN && s->track.id != 0) {
         ch__near_invalidate_all(pool->shared->near_gens);
         pool->m.track.flushes++;
+        px_ctrack_flush(pool->ctrack); /* its tracking clients' reads went over it too */
     }
     c->state = PX_CONN_DOWN;
     px_buf_free(&c->rbuf);

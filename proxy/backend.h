@@ -133,6 +133,8 @@ typedef struct px_server_track {
     uint32_t backoff_ms;
     uint8_t state;
     bool up;
+    uint64_t bcast_ver; /* the BCAST prefixes' version its live link registered (0: none;
+                           client_track.h) */
 } px_server_track;
 
 /* A backend server as one worker sees it: its connections from that worker, its counters (the

@@ -16,9 +16,12 @@
  *   backends then lose their owner (rq->owner = NULL) and are freed when they complete.
  */
 #include "client.h"
+#include "client_track.h"
 #include "dispatch.h"
+#include "near_write.h"
 #include "roster.h"
 #include "tls.h"
+#include "track.h"
 
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -99,16 +102,23 @@ static bool client_stalled(px_client *c, uint64_t now)
 
 /* rq's reply is complete (request.c's on_done): move replies from the head of the queue to the
  * output while the head is done. */
+static void client_track_owed(px_client *c);
+
 static void client_rq_done(px_rq *rq)
 {
     px_client *c = rq->owner;
     count_request(rq);
     if (c->closing)
         return; /* the close callback frees it */
+    /* A tracking client's read that some server did not track (client_track.h): a flush is
+     * owed, sent once rq is in the queue's order (below: a push queued now goes after it). */
+    if (rq->ctrack && !rq->error && (rq->ctrack_lost || !rq->ctrack_sent))
+        c->track_owed = true;
     if (rq != c->head) {
         rq->counted = true;
         c->stored += rq->reply.len;
         client_over_limit(c);
+        client_track_owed(c);
         return;
     }
     while (c->head != NULL && c->head->done) {
@@ -136,6 +146,7 @@ static void client_rq_done(px_rq *rq)
     }
     client_mark(c);
     client_over_limit(c);
+    client_track_owed(c);
 }
 
 /* A new request for m at the tail of the queue; NULL when out of memory. */
@@ -176,6 +187,120 @@ static void client_emit(void *arg, const char *p, size_t len)
     }
     rq->observed = true;
     px_rq_finish(rq, p, len, false);
+}
+
+/* ---- client-side caching (client_track.h) ---------------------------------------------------- */
+
+/* An invalidation owed to c (px_ctrack_push): a push queued as a message (client_emit). */
+static void client_track_push(void *arg, const char *key, size_t len)
+{
+    px_client *c = arg;
+    px_buf b = {0};
+    if (c->closing)
+        return;
+    if (c->pool->codec->encode_invalidation(&b, key, len) != 0) {
+        px_buf_free(&b);
+        px_client_close(c); /* an invalidation it may not miss */
+        return;
+    }
+    client_emit(c, b.p, b.len);
+    px_buf_free(&b);
+}
+
+/* The flush owed for a read that was not tracked, outside client_rq_done's loop (the push is
+ * a request of the queue: its completion runs client_rq_done again). */
+static void client_track_owed(px_client *c)
+{
+    if (!c->track_owed || c->closing)
+        return;
+    c->track_owed = false;
+    px_ctrack_untracked(c->pool->ctrack, c->track);
+}
+
+/* Why c's pool cannot serve CLIENT TRACKING (px_local.track_refused), or NULL: it can when the
+ * servers' invalidations reach this worker (a Redis pool with hot_cache and near_tracking) and
+ * no server refused tracking. A link down for now is no refusal: reads sent meanwhile are not
+ * tracked, and each is followed by a flush. */
+static const char *track_refusal(const px_pool *pool)
+{
+    if (pool->codec->encode_invalidation == NULL)
+        return "chash-proxy: this pool's protocol has no client-side caching";
+    if (!px_track_wanted(pool))
+        return "chash-proxy serves CLIENT TRACKING on a pool whose servers' invalidations it "
+               "receives: a Redis pool with hot_cache and near_tracking (on by default)";
+    for (size_t i = 0; i < pool->nservers; i++)
+        if (pool->servers[i].track.state == PX_TRACK_REFUSED)
+            return "chash-proxy: a server of this pool refused CLIENT TRACKING (older than "
+                   "Redis 6, or an ACL): client-side caching is not served";
+    return NULL;
+}
+
+/* CLIENT TRACKING on or off (to), answered OK already; BCAST's prefixes, when ctx gives them,
+ * as spans of raw. 0, or -1 when out of memory. */
+static int client_track_set(px_client *c, uint8_t to, const px_local *ctx, const char *raw)
+{
+    px_pool *pool = c->pool;
+    c->track_caching = false;
+    if (to == PX_TRACKING_OFF) {
+        px_ctrack_off(pool->ctrack, c->track);
+        c->track = 0;
+    } else if (c->track == 0) {
+        if (pool->ctrack == NULL && (pool->ctrack = px_ctrack_new()) == NULL)
+            return -1;
+        if ((c->track = px_ctrack_on(pool->ctrack, client_track_push, c)) == 0)
+            return -1;
+    }
+    if ((to & PX_TRACKING_BCAST) && ctx != NULL) {
+        const char *p[PX_TRACKING_PREFIXES];
+        uint32_t len[PX_TRACKING_PREFIXES];
+        for (size_t i = 0; i < ctx->nprefix_to; i++) {
+            p[i] = raw + ctx->prefix_to[i].off;
+            len[i] = ctx->prefix_to[i].len;
+        }
+        if (px_ctrack_bcast_on(pool->ctrack, c->track, p, len, ctx->nprefix_to) != 0)
+            return -1;
+    }
+    c->tracking = to;
+    return 0;
+}
+
+/* Before rq of a tracking client is dispatched: a read's keys are recorded and it is marked
+ * to go tracked (px_rq.ctrack); a write of a NOLOOP client forgets its keys for it (Redis sends
+ * no invalidation for a NOLOOP client's own write, and stops tracking the key for it). A
+ * transaction's or a subscription's command is not a read the links can track: a read inside
+ * a transaction is flushed after (never sent tracked). OPTIN: only a read right after CLIENT
+ * CACHING yes (caching) is tracked; OPTOUT: every read but one right after CLIENT CACHING no.
+ * Cost: a hash and a probe run per key. */
+static void client_track_request(px_client *c, px_rq *rq, bool caching)
+{
+    const px_cmd *cmd = rq->msg.cmd;
+    if (c->track == 0 || cmd == NULL || cmd->cls == PX_CLASS_LOCAL || rq->msg.nkeys == 0 ||
+        (cmd->session != PX_SES_NONE))
+        return;
+    bool write = px_near_writes(rq);
+    if (c->tracking & PX_TRACKING_BCAST) { /* nothing recorded: its server broadcasts */
+        rq->ctrack = rq->ctrack_bcast = !write;
+        return;
+    }
+    if (write && (c->tracking & PX_TRACKING_NOLOOP) == 0)
+        return;
+    if (!write && ((c->tracking & PX_TRACKING_OPTIN) ? !caching
+                                                       : (c->tracking & PX_TRACKING_OPTOUT) &&
+                                                             caching))
+        return; /* a read the client does not cache: nothing owed to it */
+    if (!write)
+        rq->ctrack = true;
+    for (size_t k = 0; k < rq->msg.nkeys; k++) {
+        uint64_t h;
+        if (!px_rq_key_hash(rq, k, &h)) { /* a key too long to hash: not recorded */
+            rq->ctrack_lost = !write;
+            continue;
+        }
+        if (write)
+            px_ctrack_forget(c->pool->ctrack, c->track, h);
+        else
+            px_ctrack_read(c->pool->ctrack, c->track, h);
+    }
 }
 
 static void client_hook_close(void *arg)
@@ -450,15 +575,30 @@ static void client_process(px_client *c)
                         .info = pool->info, .info_arg = pool->info_arg, .id = c->id,
                         .dialect = c->dialect, .pinned = px_session_pinned(c->session),
                         .reply_mode = (px_reply_mode)c->reply_mode, .silent = silent,
-                        .clients = client_list, .clients_arg = c};
+                        .clients = client_list, .clients_arg = c,
+                        .tracking = c->tracking, .caching = c->track_caching};
+        /* CLIENT CACHING's choice is this command's, whatever it is (Redis keeps it past
+         * other CLIENT subcommands and inside MULTI; chash-proxy does not) */
+        c->track_caching = false;
         if (c->card != NULL)
             ctx.name = px_card_name(c->card, &ctx.name_len);
+        if (m.cmd != NULL && m.cmd->cls == PX_CLASS_LOCAL) {
+            ctx.track_refused = track_refusal(pool);
+            ctx.nprefixes = px_ctrack_prefixes(pool->ctrack, c->track, &ctx.prefixes,
+                                               &ctx.prefix_lens);
+        } else
+            client_track_request(c, rq, ctx.caching);
         px_session_hooks hooks = {.emit = client_emit, .close = client_hook_close, .arg = c};
         px_dispatch(rq, &ctx, &c->session, &hooks); /* rq may be gone */
-        if (client_apply(c, &ctx, m.raw) != 0) {
+        /* HELLO 2 ends its tracking: RESP2 has no pushes to carry the invalidations */
+        if (client_apply(c, &ctx, m.raw) != 0 ||
+            (ctx.track_set && client_track_set(c, ctx.track_to, &ctx, m.raw) != 0) ||
+            (c->track != 0 && c->dialect != PX_DIALECT_RESP3 &&
+             client_track_set(c, PX_TRACKING_OFF, NULL, NULL) != 0)) {
             px_client_close(c);
             return;
         }
+        c->track_caching = ctx.caching_set && c->track != 0;
         c->authed = ctx.authed;
         if (ctx.authed)
             c->auth_fails = 0;
@@ -592,6 +732,8 @@ void px_client_close(px_client *c)
     if (c == NULL || c->closing)
         return;
     c->closing = true;
+    px_ctrack_off(c->pool->ctrack, c->track); /* no push to it from here on */
+    c->track = 0;
     if (c->head != NULL)
         c->head->out = NULL; /* nothing more goes to the output of a closing client */
     c->pool->stats.client_connections--;

@@ -23,6 +23,10 @@ struct px_client {
     px_card *card;       /* its entry in the pool's roster (CLIENT LIST), with its name */
     uint8_t dialect;     /* PX_DIALECT_*: its requests' (HELLO switches it) */
     uint8_t reply_mode;  /* px_reply_mode: CLIENT REPLY's */
+    uint8_t tracking;    /* px_tracking: CLIENT TRACKING's */
+    bool track_owed;     /* a read of it could not be tracked: a flush is owed after its reply */
+    bool track_caching;  /* its last command was CLIENT CACHING yes|no: its next one's choice */
+    uint32_t track;      /* its handle in pool->ctrack while tracking (client_track.h), else 0 */
     px_dl link;          /* in the pool's client list */
     px_flushable flush;  /* marked when it has replies to write, or its state changed */
     px_buf rbuf;

@@ -78,6 +78,17 @@ typedef struct px_track_counts {
     PX_TRACK_SUMS
 #undef X
 } px_track_counts;
+/* Client-side caching through the proxy (client_track.h): clients tracking now and the keys
+ * they read (gauges: a key read by two clients counts twice), invalidations of a key pushed
+ * to a client, null invalidations (flushes: a link lost, a FLUSHALL, a bound, an untracked
+ * read), clients flushed for their bound or the table's, and reads that could not be tracked
+ * (no live link at their server): their client flushed after. */
+#define PX_CTRACK_SUMS X(clients) X(keys) X(pushes) X(flushes) X(overflows) X(untracked)
+typedef struct px_ctrack_counts {
+#define X(f) uint64_t f;
+    PX_CTRACK_SUMS
+#undef X
+} px_ctrack_counts;
 /* The gutter pool (route_gutter.c): keys of an ejected owner served by the gutter pool, reads
  * and writes (deletes included); writes the gutter refused (a write of several keys, a bad
  * lifetime); and keys of an ejected owner served by the pool's ring because no gutter server
@@ -103,6 +114,7 @@ typedef struct px_pool_metrics {
     uint64_t coalesced;        /* reads that joined an identical one in flight, to be answered
                                   with its reply (route_coalesce.c) */
     px_track_counts track;
+    px_ctrack_counts ctrack; /* this worker's, refreshed at its tick (track.c) */
     px_shadow_stats shadow;
     px_gutter_stats gutter;
     px_warm_stats warm;

@@ -177,6 +177,9 @@ PX_GUTTER_SUMS
 #define X(f) PV(pv_track_##f, s->m.track.f)
 PX_TRACK_SUMS
 #undef X
+#define X(f) PV(pv_ctrack_##f, s->m.ctrack.f)
+PX_CTRACK_SUMS
+#undef X
 #undef PV
 
 static const struct {
@@ -320,6 +323,28 @@ static const struct {
      "Times every near-cache entry of the pool was dropped: an invalidation link lost, a "
      "FLUSHALL, a connection of a tracked server failed, an ejection or readmission.",
      pv_track_flushes},
+    {"chash_proxy_client_tracking_clients", "gauge",
+     "Clients with CLIENT TRACKING on (client-side caching through the proxy; docs/PROXY.md, "
+     "\"Client-side caching\").",
+     pv_ctrack_clients},
+    {"chash_proxy_client_tracking_keys", "gauge",
+     "Keys the tracking clients read and are owed an invalidation of (a key read by two "
+     "clients counts twice).",
+     pv_ctrack_keys},
+    {"chash_proxy_client_tracking_pushes_total", "counter",
+     "Invalidations of a key pushed to a tracking client.",
+     pv_ctrack_pushes},
+    {"chash_proxy_client_tracking_flushes_total", "counter",
+     "Null invalidations (every key) pushed to a tracking client: a link lost, a FLUSHALL, a "
+     "bound passed, a read that could not be tracked.",
+     pv_ctrack_flushes},
+    {"chash_proxy_client_tracking_overflows_total", "counter",
+     "Tracking clients flushed for their bound of keys, or the pool's on the worker.",
+     pv_ctrack_overflows},
+    {"chash_proxy_client_tracking_untracked_total", "counter",
+     "Reads of tracking clients that could not be tracked (no live invalidation link at "
+     "their server): each followed by a flush of its client.",
+     pv_ctrack_untracked},
 };
 
 /* The fleet membership of the pools that take it from etcd (fleet.h): one series per such
@@ -807,6 +832,11 @@ int px_metrics_info(const px_ctl *m, const px_worker *px, px_buf *b)
 #define X(f) rc |= info_count(b, pool, "near_tracking_", #f, pool->m.track.f);
         if (pool->conf->hot_cache_ms > 0 && pool->conf->redis) {
             PX_TRACK_SUMS
+        }
+#undef X
+#define X(f) rc |= info_count(b, pool, "client_tracking_", #f, pool->m.ctrack.f);
+        if (pool->conf->hot_cache_ms > 0 && pool->conf->redis && pool->conf->near_tracking) {
+            PX_CTRACK_SUMS
         }
 #undef X
 #define X(f) rc |= info_count(b, pool, "gutter_", #f, pool->m.gutter.f);

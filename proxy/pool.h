@@ -220,6 +220,9 @@ typedef struct px_pool {
     uint64_t hot_threshold;
     /* The placement its near cache's tracking last saw (track.c): a change is a flush. */
     const ch_table *track_table;
+    /* The keys its tracking clients on this worker read (client_track.h; NULL until the first
+     * CLIENT TRACKING on): every flush of the near cache's tracking flushes them too. */
+    struct px_ctrack *ctrack;
 } px_pool;
 
 /* Whether this worker's detector says the key of hash kh (px_key_hash) is hot now: its reads'

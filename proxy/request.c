@@ -18,6 +18,7 @@
  * (O(k log k) for k keys).
  */
 #include "request.h"
+#include "client_track.h"
 
 #include <stddef.h>
 #include <stdlib.h>
@@ -493,9 +494,17 @@ static void frag_done(px_frag *f, const px_reply *r)
     deliver(f->ctx, f->tag, NULL, f->slots, f->nslots, r);
 }
 
-int px_track_cmd_encode(void *arg, px_buf *out, uint8_t *expect)
+/* A tracking command (codec->encode_track(op, id)) as px_server_send's encoder, expecting
+ * nothing of its reply but that it comes. */
+typedef struct track_cmd {
+    const px_codec *codec;
+    px_track_op op;
+    uint64_t id;
+} track_cmd;
+
+static int track_cmd_encode(void *arg, px_buf *out, uint8_t *expect)
 {
-    const px_track_cmd *c = arg;
+    const track_cmd *c = arg;
     *expect = 0;
     return c->codec->encode_track(out, c->op, c->id);
 }
@@ -506,27 +515,50 @@ int px_track_cmd_encode(void *arg, px_buf *out, uint8_t *expect)
  * server tracks this read and no other. Their replies are the connection's setup's, dropped (an
  * error is logged). A send that cannot be tracked clears the mark: the read was not tracked, so
  * nothing of it is kept (route_near.c). Cost: two small requests per fill, fills being a hot
- * key's misses. */
+ * key's misses. A read of a client with CLIENT TRACKING on (px_rq.ctrack, client_track.h) goes
+ * the same way, every fragment of it: its keys' invalidations come to this worker's links,
+ * which pass them on to the client; one not tracked is told to the client (ctrack_lost). */
 static void send_tracking(px_rq *rq, px_server *s, const px_frag *f)
 {
-    if (f->nslots != 1 || !rq->slots[f->slots[0]].track)
+    bool fill = f->nslots == 1 && rq->slots[f->slots[0]].track;
+    if (!fill && !rq->ctrack)
         return;
-    bool *track = &rq->slots[f->slots[0]].track;
+    if (rq->ctrack_bcast && !fill) { /* its server broadcasts, or the client is flushed */
+        const char *const *p;
+        const uint32_t *len;
+        size_t n;
+        px_pool *pool = rq->pool;
+        bool own = s >= pool->servers && s < pool->servers + pool->nservers;
+        uint64_t want = px_ctrack_bcast_want(pool->ctrack, &p, &len, &n);
+        bool ok = own && s->track.id != 0 && want != 0 && s->track.bcast_ver == want;
+        rq->ctrack_sent = rq->ctrack_sent || ok;
+        rq->ctrack_lost = rq->ctrack_lost || !ok;
+        return;
+    }
+    bool tracked = false, *track = fill ? &rq->slots[f->slots[0]].track : &tracked;
     *track = s->track.id != 0 && rq->codec->encode_track != NULL;
     static const px_track_op ops[] = {PX_TRACK_ON, PX_TRACK_CACHING};
     for (size_t i = 0; *track && i < sizeof(ops) / sizeof(ops[0]); i++) {
         px_frag *t = px_frag_new(0);
-        px_track_cmd ta = {rq->codec, ops[i], s->track.id};
+        track_cmd ta = {rq->codec, ops[i], s->track.id};
         if (t != NULL) {
             t->kind = PX_FRAG_INIT;
             t->cid = f->cid;
             t->dialect = f->dialect;
             t->what = i == 0 ? "CLIENT TRACKING" : "CLIENT CACHING";
         }
-        if (t == NULL || px_server_send(s, t, px_track_cmd_encode, &ta) != 0) {
+        if (t == NULL || px_server_send(s, t, track_cmd_encode, &ta) != 0) {
             px_frag_free(t);
             *track = false;
         }
+    }
+    if (rq->ctrack) { /* a tracking client's read (client_track.h) */
+        /* tracked for the client only by one of the pool's own servers: a gutter pool's, a
+         * retired or a staged server's invalidations are not this pool's (track.h) */
+        px_pool *pool = rq->pool;
+        bool own = s >= pool->servers && s < pool->servers + pool->nservers;
+        rq->ctrack_sent = rq->ctrack_sent || (*track && own);
+        rq->ctrack_lost = rq->ctrack_lost || !*track || !own;
     }
 }
 

@@ -98,6 +98,12 @@ struct px_rq {
     bool observed;              /* counted in the metrics */
     bool shadow;                /* a shadow pool's copy of a request (route_shadow.c): not
                                    shadowed again */
+    /* A read of a client with CLIENT TRACKING on (client_track.h): it bypasses the near cache
+     * and the coalescing of reads, and each of its sends goes tracked (request.c); ctrack_lost:
+     * a send could not be (no live link at its server), so its client is flushed after it. */
+    bool ctrack, ctrack_sent, ctrack_lost;
+    bool ctrack_bcast; /* a BCAST client's: tracked by its server's link registering the
+                          pool's BCAST prefixes, not by CLIENT CACHING */
     bool side;                  /* a route's own request (px_rq_fork, px_rq_fire): its owner is
                                    a px_side; a failure reaching its top stays a failure */
     px_route *via;              /* the child an answer being delivered came through (px_rq_via) */
@@ -224,15 +230,5 @@ int px_rq_fork(px_rq *rq, px_slot s, px_route *from, px_pool *pool, px_route *st
 typedef void (*px_side_done)(void *arg, const px_rq *side, const px_reply *r);
 int px_rq_fire(const px_rq *rq, px_route *start, const char *bytes, size_t len,
                px_side_done done, void *arg);
-
-/* A tracking command of server-assisted invalidation (track.h), as px_server_send's and
- * px_conn_send's encoder: px_track_cmd_encode writes codec->encode_track(op, id), expecting
- * nothing of its reply but that it comes. */
-typedef struct px_track_cmd {
-    const px_codec *codec;
-    px_track_op op;
-    uint64_t id;
-} px_track_cmd;
-int px_track_cmd_encode(void *arg, px_buf *out, uint8_t *expect);
 
 #endif /* CHASH_PROXY_REQUEST_H */

@@ -81,7 +81,10 @@ static void close_groups(flights *f, uint64_t h)
 static bool joinable(const px_rq *rq)
 {
     const px_cmd *c = rq->msg.cmd;
-    return c->cls == PX_CLASS_READ && c->retry && rq->nslots == 1 && rq->msg.nkeys == 1;
+    /* a tracking client's read is sent tracked itself (client_track.h): it neither leads nor
+     * joins a group whose send another made */
+    return c->cls == PX_CLASS_READ && c->retry && rq->nslots == 1 && rq->msg.nkeys == 1 &&
+           !rq->ctrack;
 }
 
 static void coalesce_start(px_route *rt, px_rq *rq, px_slot s)

@@ -171,8 +171,10 @@ static void near_start(px_route *rt, px_rq *rq, px_slot s)
         px_rq_call(rq, s, rt, rt->child[0]);
         return;
     }
+    /* A tracking client's read goes to its server, tracked there (client_track.h): an entry
+     * filled on another worker would have its invalidation come to that worker's link. */
     if (cache == NULL || rq->codec->near_cacheable == NULL || !rq->codec->near_cacheable(cmd) ||
-        !entry_key(rq, s, &hh, ek, &eklen)) {
+        rq->ctrack || !entry_key(rq, s, &hh, ek, &eklen)) {
         set_state(rq, s, rt, N_USUAL, 0);
         px_rq_pass(rq, s, rt, rt->child[0]);
         return;

@@ -44,6 +44,9 @@ static void snap_add(px_worker *px, void *arg)
 #define X(f) sp->m.track.f += pool->m.track.f;
         PX_TRACK_SUMS
 #undef X
+#define X(f) sp->m.ctrack.f += pool->m.ctrack.f;
+        PX_CTRACK_SUMS
+#undef X
         /* Every worker's pool has the shared pool's servers, in its order (a reload commits on
          * every worker before the control thread runs anything else). */
         for (size_t j = 0; j < pool->nservers; j++) {

@@ -44,17 +44,22 @@ typedef struct px_track_link {
     uint64_t id;      /* its client id, once answered */
     bool live;        /* its tracking is on: px_server.track.id is id */
     bool ping_out;    /* a keepalive is in flight */
+    bool bcast_out;   /* a registration of BCAST prefixes is in flight */
+    uint64_t sent_ver; /* the BCAST prefixes' version of its last CLIENT TRACKING on (0: none,
+                          opt-in alone) */
     bool released;    /* its server let go of it: freed once no request of it is in flight */
     unsigned pending; /* its requests in flight: each one's answer (or failure) comes to
                          link_done, which must find the link */
     uint64_t ping_at;
 } px_track_link;
 
-/* Every key of the pool: what was filled is served no more, no fill in flight is kept. */
+/* Every key of the pool: what was filled is served no more, no fill in flight is kept; every
+ * tracking client of the pool on this worker gets a null invalidation (client_track.h). */
 static void flush_all(px_pool *pool)
 {
     ch__near_invalidate_all(pool->shared->near_gens);
     pool->m.track.flushes++;
+    px_ctrack_flush(pool->ctrack);
 }
 
 /* The link goes (closed, refused, or its pool no longer tracks): its server's state becomes
@@ -70,6 +75,7 @@ static void link_free(px_server *s, px_track_link *l, px_track_state next)
                                 : (*b < PX_TRACK_RETRY_MAX_MS ? *b * 2 : PX_TRACK_RETRY_MAX_MS);
         s->track.link = NULL;
         s->track.id = 0;
+        s->track.bcast_ver = 0;
         s->track.state = (uint8_t)next;
         s->track.retry_at = px_io_now(pool->io) + (next == PX_TRACK_REFUSED ? PX_TRACK_REFUSED_MS
                                                                            : *b);
@@ -82,13 +88,41 @@ static void link_free(px_server *s, px_track_link *l, px_track_state next)
         free(l);
 }
 
+typedef struct send_arg {
+    const px_codec *codec;
+    px_track_op op;
+    uint64_t id;
+    const px_ctrack *ct; /* the BCAST clients' prefixes (client_track.h) */
+} send_arg;
+
+/* The link's tracking on: opt-in alone, or in BCAST mode for the prefixes of the pool's BCAST
+ * clients on this worker (the fills' redirected tracking goes on either way). */
+static int encode_op(void *arg, px_buf *out, uint8_t *expect)
+{
+    const send_arg *a = arg;
+    const char *const *p;
+    const uint32_t *len;
+    size_t n;
+    *expect = 0;
+    if (a->op == PX_TRACK_ON && a->codec->encode_track_bcast != NULL &&
+        px_ctrack_bcast_want(a->ct, &p, &len, &n) != 0)
+        return a->codec->encode_track_bcast(out, a->id, p, len, n);
+    return a->codec->encode_track(out, a->op, a->id);
+}
+
 static void link_done(px_frag *f, const px_reply *r);
 
 static void link_send(px_track_link *l, px_track_op op, uint64_t id)
 {
     px_server *s = l->conn->server;
     px_frag *f = px_frag_new(0);
-    px_track_cmd a = {s->pool->codec, op, id};
+    send_arg a = {s->pool->codec, op, id, s->pool->ctrack};
+    if (op == PX_TRACK_ON) {
+        const char *const *p;
+        const uint32_t *len;
+        size_t n;
+        l->sent_ver = px_ctrack_bcast_want(s->pool->ctrack, &p, &len, &n);
+    }
     if (f == NULL)
         goto fail;
     f->done = link_done;
@@ -97,7 +131,7 @@ static void link_send(px_track_link *l, px_track_op op, uint64_t id)
     f->cid = 0;
     f->dialect = l->conn->dialect;
     l->pending++; /* before: its answer may come (a failure) before the send returns */
-    if (px_conn_send(l->conn, f, px_track_cmd_encode, &a) == 0)
+    if (px_conn_send(l->conn, f, encode_op, &a) == 0)
         return;
     l->pending--;
     px_frag_free(f);
@@ -133,6 +167,12 @@ static void link_done(px_frag *f, const px_reply *r)
     case PX_TRACK_ON:
         if (r->kind == PX_REPLY_ERROR)
             break;
+        l->bcast_out = false;
+        s->track.bcast_ver = l->sent_ver;
+        if (l->sent_ver != 0) /* what BCAST clients cached may have missed a change before */
+            px_ctrack_bcast_confirmed(pool->ctrack);
+        if (l->live)
+            return; /* a registration of BCAST prefixes again */
         l->live = true;
         l->ping_at = px_io_now(pool->io) + PX_TRACK_PING_MS;
         s->track.id = l->id;
@@ -162,8 +202,10 @@ static void link_done(px_frag *f, const px_reply *r)
 static void invalidate_key(void *arg, const char *key, size_t len)
 {
     px_pool *pool = arg;
-    ch__near_invalidate(pool->shared->near_gens, px_key_hash(key, len));
+    uint64_t h = px_key_hash(key, len);
+    ch__near_invalidate(pool->shared->near_gens, h);
     pool->m.track.invalidations++;
+    px_ctrack_invalidate(pool->ctrack, h, key, len); /* the tracking clients that read it */
 }
 
 /* A push on the link: an invalidation (anything else is dropped). */
@@ -235,9 +277,23 @@ void px_track_tick(px_pool *pool)
             l->ping_out = true;
             link_send(l, PX_TRACK_PING, 0);
         }
+        /* BCAST clients' prefixes the link has not registered: its tracking off and on again
+         * with them (Redis switches a client to BCAST only so); confirmed, a flush of them */
+        const char *const *p;
+        const uint32_t *plen;
+        size_t np;
+        uint64_t bver = px_ctrack_bcast_want(pool->ctrack, &p, &plen, &np);
+        l = s->track.link;
+        if (l != NULL && l->live && !l->bcast_out && bver != 0 && s->track.bcast_ver != bver) {
+            l->bcast_out = true;
+            link_send(l, PX_TRACK_DISABLE, 0);
+            if (s->track.link == l)
+                link_send(l, PX_TRACK_ON, l->id);
+        }
         n.live += s->track.state == PX_TRACK_LIVE;
         n.down += s->track.state == PX_TRACK_DOWN;
         n.refused += s->track.state == PX_TRACK_REFUSED;
     }
     pool->m.track = n;
+    pool->m.ctrack = px_ctrack_counts_of(pool->ctrack);
 }

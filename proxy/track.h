@@ -25,6 +25,7 @@
 #define CHASH_PROXY_TRACK_H
 
 #include "backend.h"
+#include "client_track.h"
 #include "pool.h"
 #include "request.h"
 
@@ -66,6 +67,7 @@ static inline void px_track_placement(px_pool *pool)
     if (pool->track_table != NULL && px_track_wanted(pool)) {
         ch__near_invalidate_all(pool->shared->near_gens);
         pool->m.track.flushes++;
+        px_ctrack_flush(pool->ctrack);
     }
     pool->track_table = pool->table;
 }

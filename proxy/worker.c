@@ -390,6 +390,8 @@ void px_worker_free(px_worker *w)
         free(pool->servers);
         free(pool->args);
         free(pool->keys);
+        px_ctrack_free(pool->ctrack);
+        pool->ctrack = NULL;
     }
     free(w->pools);
     w->pools = NULL;

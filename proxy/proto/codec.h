@@ -206,7 +206,38 @@ typedef struct px_local {
      * this connection's line), not framed; 0, or -1 when out of memory. */
     int (*clients)(void *arg, bool self, px_buf *out);
     void *clients_arg;
+    /* Client-side caching (CLIENT TRACKING; proxy/client_track.h). in: the client's tracking
+     * now (px_tracking), and why its pool cannot serve it (NULL: it can); out: track_set when
+     * the request sets it, to track_to, applied by the caller. */
+    uint8_t tracking;
+    const char *track_refused;
+    bool track_set;
+    uint8_t track_to;
+    /* in: CLIENT CACHING yes|no was the client's last command (this request's choice, in
+     * OPTIN or OPTOUT mode); out: caching_set, this request is CLIENT CACHING (the next's) */
+    bool caching, caching_set;
+    /* BCAST: in, the client's prefixes now (TRACKINGINFO); out, with track_to's BCAST bit,
+     * those the request gives, as spans of m->raw (at most PX_TRACKING_PREFIXES). */
+    const char *const *prefixes;
+    const uint32_t *prefix_lens;
+    size_t nprefixes;
+    px_span prefix_to[16];
+    size_t nprefix_to;
 } px_local;
+
+#define PX_TRACKING_PREFIXES 16u
+
+/* A client's CLIENT TRACKING (px_local.tracking): 0 off, else PX_TRACKING_ON and its options'
+ * bits (OPTIN: only the reads after CLIENT CACHING yes are tracked; OPTOUT: all but those after
+ * CLIENT CACHING no). */
+enum {
+    PX_TRACKING_OFF = 0,
+    PX_TRACKING_ON = 1u << 0,
+    PX_TRACKING_NOLOOP = 1u << 1,
+    PX_TRACKING_OPTIN = 1u << 2,
+    PX_TRACKING_OPTOUT = 1u << 3,
+    PX_TRACKING_BCAST = 1u << 4, /* every change of a key under its prefixes, read or not */
+};
 
 typedef struct px_merger px_merger; /* a codec's accumulator for one split request */
 
@@ -218,6 +249,8 @@ typedef enum px_track_op {
                          that ask it (opt-in) */
     PX_TRACK_CACHING, /* the next read is tracked */
     PX_TRACK_PING,    /* the link's keepalive */
+    PX_TRACK_DISABLE, /* the link's own tracking off, before it is turned on in another mode
+                         (BCAST: encode_track_bcast) */
 } px_track_op;
 
 typedef struct px_codec {
@@ -297,6 +330,15 @@ typedef struct px_codec {
     /* A command of class PX_CLASS_LOCAL, answered into out. 1 when the answer is an error, 0
      * when not, -1 when out of memory. */
     int (*answer_local)(px_local *ctx, const px_msg *m, px_buf *out);
+    /* Optional (NULL: none). The link's tracking on, redirected to id (itself), in BCAST mode
+     * for the prefixes p[0, n) (their lengths len[]; n 0: every key), besides the fills'
+     * redirected tracking. 0, or -1 when out of memory. */
+    int (*encode_track_bcast)(px_buf *out, uint64_t id, const char *const *p,
+                              const uint32_t *len, size_t n);
+    /* Optional (NULL: the protocol has no client-side caching). The invalidation push a
+     * tracking client gets for key[0, len), or for every key when key is NULL (RESP3's
+     * >2 invalidate [key] | null). 0, or -1 when out of memory. */
+    int (*encode_invalidation)(px_buf *out, const char *key, size_t len);
     /* Optional (NULL: never). Whether reply r to m is withheld from the client (memcached's
      * quiet mode: the q flag was stripped towards the backend, and its reply is dropped here). */
     bool (*suppress)(const px_msg *m, const px_reply *r);

@@ -1311,6 +1311,7 @@ static int redis_encode_track(px_buf *out, px_track_op op, uint64_t id)
     static const char cid[] = "*2\r\n$6\r\nCLIENT\r\n$2\r\nID\r\n";
     static const char caching[] = "*3\r\n$6\r\nCLIENT\r\n$7\r\nCACHING\r\n$3\r\nyes\r\n";
     static const char ping[] = "*1\r\n$4\r\nPING\r\n";
+    static const char off[] = "*3\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$3\r\noff\r\n";
     static const char on[] = "*6\r\n$6\r\nCLIENT\r\n$8\r\nTRACKING\r\n$2\r\non\r\n"
                              "$8\r\nREDIRECT\r\n";
     switch (op) {
@@ -1328,9 +1329,24 @@ static int redis_encode_track(px_buf *out, px_track_op op, uint64_t id)
     }
     case PX_TRACK_CACHING:
         return px_buf_append(out, caching, sizeof(caching) - 1);
+    case PX_TRACK_DISABLE:
+        return px_buf_append(out, off, sizeof(off) - 1);
     default:
         return px_buf_append(out, ping, sizeof(ping) - 1);
     }
+}
+
+static int redis_encode_track_bcast(px_buf *out, uint64_t id, const char *const *p,
+                                    const uint32_t *len, size_t n)
+{
+    char num[24];
+    int k = snprintf(num, sizeof(num), "%llu", (unsigned long long)id);
+    int rc = px_buf_printf(out, "*%zu\r\n", 6 + 2 * n);
+    rc |= bulk(out, "CLIENT", 6) | bulk(out, "TRACKING", 8) | bulk(out, "on", 2) |
+          bulk(out, "REDIRECT", 8) | bulk(out, num, (size_t)k) | bulk(out, "BCAST", 5);
+    for (size_t i = 0; i < n; i++)
+        rc |= bulk(out, "PREFIX", 6) | bulk(out, p[i], len[i]);
+    return rc == 0 ? 0 : -1;
 }
 
 static int redis_track_keys(const px_reply *r, bool *all,
@@ -1542,6 +1558,171 @@ static int client_arity(const px_msg *m, px_buf *out)
     return reply_error(out, msg);
 }
 
+/* CLIENT TRACKING on|off [NOLOOP] [OPTIN|OPTOUT]: RESP3 in-band tracking (client_track.h),
+ * with Redis's errors for OPTIN with OPTOUT and for a mode switched while on. The pool's
+ * refusal (ctx->track_refused) and the options not served (REDIRECT: RESP2's way, BCAST and
+ * PREFIX) are refused with a clear error. */
+static int client_tracking(px_local *ctx, const px_msg *m, px_buf *out)
+{
+    size_t n = m->nargs;
+    if (n < 3)
+        return client_arity(m, out);
+    bool on = arg_is(m, 2, "on");
+    if (!on && !arg_is(m, 2, "off"))
+        return reply_error(out, "syntax error");
+    uint8_t to = PX_TRACKING_ON;
+    size_t np = 0;
+    for (size_t i = 3; i < n; i++) {
+        if (arg_is(m, i, "noloop")) {
+            to |= PX_TRACKING_NOLOOP;
+        } else if (arg_is(m, i, "optin")) {
+            to |= PX_TRACKING_OPTIN;
+        } else if (arg_is(m, i, "optout")) {
+            to |= PX_TRACKING_OPTOUT;
+        } else if (arg_is(m, i, "bcast")) {
+            to |= PX_TRACKING_BCAST;
+        } else if (arg_is(m, i, "prefix") && i + 1 < n) {
+            if (np == PX_TRACKING_PREFIXES)
+                return reply_error(out, "chash-proxy serves at most 16 prefixes per client");
+            ctx->prefix_to[np++] = m->args[++i];
+        } else if (arg_is(m, i, "redirect")) {
+            char opt[16], msg[200];
+            px_printable_name(opt, sizeof(opt), m->raw + m->args[i].off, m->args[i].len);
+            snprintf(msg, sizeof(msg),
+                     "chash-proxy serves CLIENT TRACKING in-band (RESP3): %s is not served yet",
+                     opt);
+            return reply_error(out, msg);
+        } else {
+            return reply_error(out, "syntax error");
+        }
+    }
+    if (!on) {
+        ctx->track_set = true;
+        ctx->track_to = PX_TRACKING_OFF;
+        return reply(out, "+OK\r\n", 5);
+    }
+    const uint8_t modes = PX_TRACKING_OPTIN | PX_TRACKING_OPTOUT;
+    bool bcast = (to & PX_TRACKING_BCAST) != 0;
+    if (np > 0 && !bcast)
+        return reply_error(out, "PREFIX option requires BCAST mode to be enabled");
+    if (bcast && (to & modes) != 0)
+        return reply_error(out, "OPTIN and OPTOUT are not compatible with BCAST");
+    if ((to & modes) == modes)
+        return reply_error(out, "You can't use both OPTIN and OPTOUT");
+    if (ctx->tracking != PX_TRACKING_OFF &&
+        ((ctx->tracking & PX_TRACKING_BCAST) != 0) != bcast)
+        return reply_error(out, "You can't switch BCAST mode on/off before disabling tracking "
+                                "for this client, and then re-enabling it with a different "
+                                "mode.");
+    if (bcast && (to & PX_TRACKING_NOLOOP))
+        return reply_error(out, "chash-proxy does not serve NOLOOP with BCAST yet");
+    if (bcast && ctx->tracking != PX_TRACKING_OFF)
+        return reply_error(out, "chash-proxy: turn tracking off before giving a BCAST client "
+                                "other prefixes");
+    for (size_t a = 0; a < np; a++)
+        for (size_t b = 0; b < np; b++) {
+            px_span x = ctx->prefix_to[a], y = ctx->prefix_to[b];
+            if (a != b && x.len <= y.len && memcmp(m->raw + x.off, m->raw + y.off, x.len) == 0) {
+                char px[40], py[40], msg[200];
+                px_printable_name(px, sizeof(px), m->raw + x.off, x.len);
+                px_printable_name(py, sizeof(py), m->raw + y.off, y.len);
+                snprintf(msg, sizeof(msg),
+                         "Prefix '%s' overlaps with another provided prefix '%s'. Prefixes for "
+                         "a single client must not overlap.", px, py);
+                return reply_error(out, msg);
+            }
+        }
+    if (ctx->tracking != PX_TRACKING_OFF && (ctx->tracking & modes) != (to & modes))
+        return reply_error(out, "You can't switch OPTIN/OPTOUT mode before disabling tracking "
+                                "for this client, and then re-enabling it with a different "
+                                "mode.");
+    if (ctx->dialect != PX_DIALECT_RESP3)
+        return reply_error(out, "chash-proxy serves client-side caching to RESP3 clients only "
+                                "(HELLO 3 first): RESP2's REDIRECT to another connection is not "
+                                "served yet");
+    if (ctx->track_refused != NULL)
+        return reply_error(out, ctx->track_refused);
+    ctx->track_set = true;
+    ctx->track_to = to;
+    ctx->nprefix_to = np;
+    return reply(out, "+OK\r\n", 5);
+}
+
+/* CLIENT CACHING yes|no, as Redis answers it: yes in OPTIN mode, no in OPTOUT mode, for the
+ * client's next command. */
+static int client_caching(px_local *ctx, const px_msg *m, px_buf *out)
+{
+    if (m->nargs != 3)
+        return client_arity(m, out);
+    bool yes = arg_is(m, 2, "yes");
+    if (!yes && !arg_is(m, 2, "no"))
+        return reply_error(out, "syntax error");
+    if ((ctx->tracking & (PX_TRACKING_OPTIN | PX_TRACKING_OPTOUT)) == 0)
+        return reply_error(out, "CLIENT CACHING can be called only when the client is in "
+                                "tracking mode with OPTIN or OPTOUT mode enabled");
+    if (yes && (ctx->tracking & PX_TRACKING_OPTIN) == 0)
+        return reply_error(out, "CLIENT CACHING YES is only valid when tracking is enabled in "
+                                "OPTIN mode.");
+    if (!yes && (ctx->tracking & PX_TRACKING_OPTOUT) == 0)
+        return reply_error(out, "CLIENT CACHING NO is only valid when tracking is enabled in "
+                                "OPTOUT mode.");
+    ctx->caching_set = true;
+    return reply(out, "+OK\r\n", 5);
+}
+
+/* CLIENT TRACKINGINFO: flags (Redis's order: off | on, bcast, optin, optout, caching-yes,
+ * caching-no, noloop), redirect (-1 off, 0 in-band), prefixes (a BCAST client's), as Redis
+ * frames it in each dialect. */
+static int client_trackinginfo(const px_local *ctx, px_buf *out)
+{
+    bool resp3 = ctx->dialect == PX_DIALECT_RESP3;
+    uint8_t t = ctx->tracking;
+    const char *flags[8];
+    size_t nf = 0;
+    if (t == PX_TRACKING_OFF)
+        flags[nf++] = "$3\r\noff\r\n";
+    else
+        flags[nf++] = "$2\r\non\r\n";
+    if (t & PX_TRACKING_BCAST)
+        flags[nf++] = "$5\r\nbcast\r\n";
+    if (t & PX_TRACKING_OPTIN)
+        flags[nf++] = "$5\r\noptin\r\n";
+    if (t & PX_TRACKING_OPTOUT)
+        flags[nf++] = "$6\r\noptout\r\n";
+    if (ctx->caching && (t & PX_TRACKING_OPTIN))
+        flags[nf++] = "$11\r\ncaching-yes\r\n";
+    if (ctx->caching && (t & PX_TRACKING_OPTOUT))
+        flags[nf++] = "$10\r\ncaching-no\r\n";
+    if (t & PX_TRACKING_NOLOOP)
+        flags[nf++] = "$6\r\nnoloop\r\n";
+    int rc = px_buf_printf(out, "%s$5\r\nflags\r\n%c%zu\r\n", resp3 ? "%3\r\n" : "*6\r\n",
+                           resp3 ? '~' : '*', nf);
+    for (size_t i = 0; rc == 0 && i < nf; i++)
+        rc = px_buf_append(out, flags[i], strlen(flags[i]));
+    if (rc == 0)
+        rc = px_buf_printf(out, "$8\r\nredirect\r\n:%d\r\n$8\r\nprefixes\r\n*%zu\r\n",
+                           t == PX_TRACKING_OFF ? -1 : 0, ctx->nprefixes);
+    for (size_t i = 0; rc == 0 && i < ctx->nprefixes; i++)
+        rc = bulk(out, ctx->prefixes[i], ctx->prefix_lens[i]);
+    return rc == 0 ? 0 : -1;
+}
+
+/* A tracking client's invalidation push (px_codec.encode_invalidation). */
+static int redis_encode_invalidation(px_buf *out, const char *key, size_t len)
+{
+    static const char head[] = ">2\r\n$10\r\ninvalidate\r\n";
+    char n[32];
+    int k = key == NULL ? 0 : snprintf(n, sizeof(n), "*1\r\n$%zu\r\n", len);
+    if (px_buf_append(out, head, sizeof(head) - 1) != 0)
+        return -1;
+    if (key == NULL)
+        return px_buf_append(out, "_\r\n", 3);
+    return px_buf_append(out, n, (size_t)k) != 0 || px_buf_append(out, key, len) != 0 ||
+                   px_buf_append(out, "\r\n", 2) != 0
+               ? -1
+               : 0;
+}
+
 /* CLIENT HELP: the subcommands the proxy answers, in Redis's form (one status line each). */
 static int client_help(px_buf *out)
 {
@@ -1665,11 +1846,18 @@ static int client(px_local *ctx, const px_msg *m, px_buf *out)
     }
     if (arg_is(m, 1, "help"))
         return n != 2 ? client_arity(m, out) : client_help(out);
-    if (arg_is(m, 1, "tracking") || arg_is(m, 1, "caching") || arg_is(m, 1, "getredir") ||
-        arg_is(m, 1, "trackinginfo"))
-        return reply_error(out, "chash-proxy does not serve client-side caching yet: CLIENT "
-                                "TRACKING, CACHING, GETREDIR and TRACKINGINFO are refused (turn "
-                                "the client's cache off)");
+    if (arg_is(m, 1, "tracking"))
+        return client_tracking(ctx, m, out);
+    if (arg_is(m, 1, "caching"))
+        return client_caching(ctx, m, out);
+    if (arg_is(m, 1, "getredir")) {
+        if (n != 2)
+            return client_arity(m, out);
+        return reply(out, ctx->tracking == PX_TRACKING_OFF ? ":-1\r\n" : ":0\r\n", 4 +
+                     (ctx->tracking == PX_TRACKING_OFF));
+    }
+    if (arg_is(m, 1, "trackinginfo"))
+        return n != 2 ? client_arity(m, out) : client_trackinginfo(ctx, out);
     char sub[40], msg[160];
     px_printable_name(sub, sizeof(sub), m->raw + m->args[1].off, m->args[1].len);
     if (arg_is(m, 1, "kill") || arg_is(m, 1, "pause") || arg_is(m, 1, "unpause") ||
@@ -1797,4 +1985,6 @@ const px_codec px_codec_redis = {
     .encode_op = redis_encode_op,
     .encode_track = redis_encode_track,
     .track_keys = redis_track_keys,
+    .encode_invalidation = redis_encode_invalidation,
+    .encode_track_bcast = redis_encode_track_bcast,
 };

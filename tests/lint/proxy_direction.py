@@ -11,7 +11,7 @@ px_route_ops, the control plane's callbacks):
     worker -> client -> dispatch -> session -> route_*, pubsub, track -> copy -> request, warm
     -> backend -> pool -> io
     leaves (include only leaves): proto/*, io, buf, log, counters, health_shared, conf_ref,
-    resolve, route.h, window.h, tls, file, roster, fence, dns_answer, http_req, json
+    resolve, route.h, window.h, tls, file, roster, fence, dns_answer, http_req, json, client_track
 
     the control plane, above the worker:
     main -> ctl -> admin_http -> metrics, stats -> fleet, dns_watch -> fleet_change, fleet_boot
@@ -55,6 +55,7 @@ RANKS = {
     "buf": LEAF, "log": LEAF, "counters": LEAF, "health_shared": LEAF,
     "conf_ref": LEAF, "resolve": LEAF, "route": LEAF, "window": LEAF, "tls": LEAF,
     "file": LEAF, "roster": LEAF, "fence": LEAF, "dns_answer": LEAF, "http_req": LEAF, "json": LEAF,
+    "client_track": LEAF,  # the keys each tracking client read: a table, delivering by callback
     "io": LEAF,  # streams over buf, log and tls: what pool.h holds
     "pool": 1, "backend": 2, "request": 3, "warm": 3, "copy": 4, "route_pool": 4, "route_all": 4,
     "route_scan": 4, "route_replica": 5, "route_warm": 5, "route_shadow": 5, "route_stage": 5, "route_near": 5,

@@ -141,5 +141,8 @@ void test_resp3_reports(void **state);
 void test_resp3_pubsub(void **state);
 void test_resp3_handshake(void **state);
 void test_resp3_misses(void **state);
+/* core_ctrack.c */
+void test_ctrack_table(void **state);
+void test_ctrack_bcast(void **state);
 
 #endif /* CHASH_TEST_PROXY_CORE_H */

@@ -222,8 +222,110 @@ void test_resp3_client(void **state)
     assert_string_equal(last_done(), "+OK\r\n");
     SAY(fx, &ctx, "CLIENT", "NO-TOUCH", "maybe");
     assert_string_equal(last_done(), "-ERR syntax error\r\n");
+    /* Client-side caching (issue 37, item 4): RESP3 in-band, default mode, NOLOOP; the pool's
+     * refusal as given; RESP2, REDIRECT, BCAST, PREFIX, OPTIN, OPTOUT refused; GETREDIR and
+     * TRACKINGINFO as Redis answers them; CACHING refused outside OPTIN/OPTOUT. */
     SAY(fx, &ctx, "CLIENT", "TRACKING", "on");
-    assert_non_null(strstr(last_done(), "-ERR chash-proxy does not serve client-side caching"));
+    assert_non_null(strstr(last_done(), "-ERR chash-proxy serves client-side caching to RESP3"));
+    assert_false(ctx.track_set);
+    ctx.dialect = PX_DIALECT_RESP3;
+    ctx.track_refused = "no links here";
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on");
+    assert_string_equal(last_done(), "-ERR no links here\r\n");
+    assert_false(ctx.track_set);
+    ctx.track_refused = NULL;
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "ON");
+    assert_string_equal(last_done(), "+OK\r\n");
+    assert_true(ctx.track_set);
+    assert_int_equal(ctx.track_to, PX_TRACKING_ON);
+    ctx.track_set = false;
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "noloop");
+    assert_true(ctx.track_set);
+    assert_int_equal(ctx.track_to, PX_TRACKING_ON | PX_TRACKING_NOLOOP);
+    ctx.track_set = false;
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "optin");
+    assert_int_equal(ctx.track_to, PX_TRACKING_ON | PX_TRACKING_OPTIN);
+    ctx.track_set = false;
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "optin", "optout");
+    assert_string_equal(last_done(), "-ERR You can't use both OPTIN and OPTOUT\r\n");
+    ctx.tracking = PX_TRACKING_ON | PX_TRACKING_OPTIN;
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "optout");
+    assert_non_null(strstr(last_done(), "-ERR You can't switch OPTIN/OPTOUT mode"));
+    assert_false(ctx.track_set);
+    SAY(fx, &ctx, "CLIENT", "CACHING", "no");
+    assert_non_null(strstr(last_done(), "-ERR CLIENT CACHING NO is only valid"));
+    assert_false(ctx.caching_set);
+    SAY(fx, &ctx, "CLIENT", "CACHING", "yes");
+    assert_string_equal(last_done(), "+OK\r\n");
+    assert_true(ctx.caching_set);
+    ctx.caching_set = false;
+    ctx.caching = true;
+    SAY(fx, &ctx, "CLIENT", "TRACKINGINFO");
+    assert_string_equal(last_done(), "%3\r\n$5\r\nflags\r\n~3\r\n$2\r\non\r\n$5\r\noptin\r\n"
+                                     "$11\r\ncaching-yes\r\n$8\r\nredirect\r\n:0\r\n"
+                                     "$8\r\nprefixes\r\n*0\r\n");
+    ctx.caching = false;
+    ctx.tracking = PX_TRACKING_OFF;
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "REDIRECT", "1");
+    assert_non_null(strstr(last_done(), "in-band (RESP3): redirect is not served yet"));
+    assert_false(ctx.track_set);
+    /* BCAST: its prefixes as spans, Redis's errors */
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "a:", "PREFIX", "b:");
+    assert_string_equal(last_done(), "+OK\r\n");
+    assert_int_equal(ctx.track_to, PX_TRACKING_ON | PX_TRACKING_BCAST);
+    assert_int_equal(ctx.nprefix_to, 2);
+    assert_int_equal(ctx.prefix_to[1].len, 2);
+    ctx.track_set = false;
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "PREFIX", "a:");
+    assert_string_equal(last_done(), "-ERR PREFIX option requires BCAST mode to be enabled\r\n");
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "BCAST", "OPTIN");
+    assert_string_equal(last_done(), "-ERR OPTIN and OPTOUT are not compatible with BCAST\r\n");
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "a", "PREFIX", "ab");
+    assert_non_null(strstr(last_done(), "-ERR Prefix 'a' overlaps with another provided prefix"));
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "BCAST", "NOLOOP");
+    assert_non_null(strstr(last_done(), "NOLOOP with BCAST"));
+    assert_false(ctx.track_set);
+    ctx.tracking = PX_TRACKING_ON;
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "BCAST");
+    assert_non_null(strstr(last_done(), "-ERR You can't switch BCAST mode"));
+    ctx.tracking = PX_TRACKING_ON | PX_TRACKING_BCAST;
+    const char *pfx[] = {"a:"};
+    uint32_t pfx_len[] = {2};
+    ctx.prefixes = pfx;
+    ctx.prefix_lens = pfx_len;
+    ctx.nprefixes = 1;
+    SAY(fx, &ctx, "CLIENT", "TRACKINGINFO");
+    assert_string_equal(last_done(), "%3\r\n$5\r\nflags\r\n~2\r\n$2\r\non\r\n$5\r\nbcast\r\n"
+                                     "$8\r\nredirect\r\n:0\r\n$8\r\nprefixes\r\n*1\r\n"
+                                     "$2\r\na:\r\n");
+    ctx.nprefixes = 0;
+    ctx.tracking = PX_TRACKING_OFF;
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "FOO");
+    assert_string_equal(last_done(), "-ERR syntax error\r\n");
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "off");
+    assert_true(ctx.track_set);
+    assert_int_equal(ctx.track_to, PX_TRACKING_OFF);
+    ctx.track_set = false;
+    ctx.tracking = PX_TRACKING_OFF;
+    SAY(fx, &ctx, "CLIENT", "GETREDIR");
+    assert_string_equal(last_done(), ":-1\r\n");
+    ctx.tracking = PX_TRACKING_ON | PX_TRACKING_NOLOOP;
+    SAY(fx, &ctx, "CLIENT", "GETREDIR");
+    assert_string_equal(last_done(), ":0\r\n");
+    SAY(fx, &ctx, "CLIENT", "TRACKINGINFO");
+    assert_string_equal(last_done(), "%3\r\n$5\r\nflags\r\n~2\r\n$2\r\non\r\n$6\r\nnoloop\r\n"
+                                     "$8\r\nredirect\r\n:0\r\n$8\r\nprefixes\r\n*0\r\n");
+    ctx.tracking = PX_TRACKING_OFF;
+    SAY(fx, &ctx, "CLIENT", "CACHING", "yes");
+    assert_non_null(strstr(last_done(), "-ERR CLIENT CACHING can be called only"));
+    ctx.dialect = PX_DIALECT_RESP2;
+    px_buf inv = {0};
+    assert_int_equal(px_codec_redis.encode_invalidation(&inv, "k\0x", 3), 0);
+    assert_int_equal(px_codec_redis.encode_invalidation(&inv, NULL, 0), 0);
+    assert_memory_equal(inv.p, ">2\r\n$10\r\ninvalidate\r\n*1\r\n$3\r\nk\0x\r\n"
+                               ">2\r\n$10\r\ninvalidate\r\n_\r\n", inv.len);
+    assert_int_equal(inv.len, 34 + 24);
+    px_buf_free(&inv);
     SAY(fx, &ctx, "CLIENT", "KILL", "127.0.0.1:1");
     assert_non_null(strstr(last_done(), "-ERR unsupported command 'client kill'"));
     SAY(fx, &ctx, "CLIENT", "FOO");

@@ -29,6 +29,7 @@ char done_reply[512];
 #define FAKE_CLIENTS 64u
 typedef struct fake_client {
     bool started, done;
+    uint8_t ctrack; /* at done: bit 0 the request's ctrack_sent, bit 1 its ctrack_lost */
     px_buf reply;
 } fake_client;
 static fake_client clients[FAKE_CLIENTS];
@@ -241,6 +242,7 @@ static void on_done(px_rq *rq)
     fake_client *c = rq->owner;
     assert_false(c->done); /* told once */
     c->done = true;
+    c->ctrack = (uint8_t)(rq->ctrack_sent | rq->ctrack_lost << 1);
     ndone++;
     c->reply.len = 0;
     assert_int_equal(px_buf_append(&c->reply, rq->reply.p, rq->reply.len), 0);
@@ -272,8 +274,17 @@ size_t fake_start(px_pool *pool, const char *text, uint64_t cid, uint8_t dialect
     assert_non_null(rq);
     rq->owner = &clients[i];
     rq->on_done = on_done;
+    rq->ctrack = fake_ctrack;
     px_rq_start(rq, pool->route);
     return i;
+}
+
+bool fake_ctrack;
+
+uint8_t fake_done_ctrack(size_t i)
+{
+    assert_true(i < nclients && clients[i].done);
+    return clients[i].ctrack;
 }
 
 bool fake_done(size_t i)

@@ -117,6 +117,11 @@ extern char done_reply[512];
  * cid in dialect (PX_DIALECT_*) and starts it on pool's tree, as dispatch does. Returns the
  * request's number (0 for the first since fake_routes_reset). */
 size_t fake_start(px_pool *pool, const char *text, uint64_t cid, uint8_t dialect);
+/* The requests fake_start makes from now on are a tracking client's reads (px_rq.ctrack, as
+ * client.c marks them); fake_done_ctrack: request i's ctrack_sent (bit 0) and ctrack_lost
+ * (bit 1) when it was done. */
+extern bool fake_ctrack;
+uint8_t fake_done_ctrack(size_t i);
 /* Whether request i's client was told it is done; the reply it got, NUL-ended ("(not done)"
  * before: a test comparing it fails instead of crashing). */
 bool fake_done(size_t i);

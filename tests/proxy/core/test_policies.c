@@ -1229,6 +1229,68 @@ static void test_near_ttl(void **state)
  * generation) that arrives before the fill's reply refuses it; one that arrives after it ends
  * the entry on arrival. With the link down the fill goes untracked and is not kept; a server
  * that refused tracking keeps the TTL alone, as before. */
+/* A tracking client's read (client_track.h, px_rq.ctrack; issue 37, item 4): it goes to its
+ * server after the link's tracking and CLIENT CACHING yes even for a cold key, bypasses an
+ * entry the near cache holds, and says it was tracked (ctrack_sent); with no live link it goes
+ * untracked and says so (ctrack_lost), for its client's flush. */
+static void test_near_client_tracked(void **state)
+{
+    fixture *fx = *state;
+    px_route *leaf = near_tree(fx);
+    px_server *s = fake_server_of(leaf);
+    fx->pc.near_tracking = true;
+    fx->pool.servers = s;
+    fx->pool.nservers = 1;
+    s->track.id = 7;
+    s->track.state = PX_TRACK_LIVE;
+    /* the near cache holds k (hot: near_tree counts it so), filled tracked */
+    size_t a = send_rq(fx, R("GET k"));
+    reply(fx, leaf, 0, "+OK\r\n");
+    reply(fx, leaf, 1, "+OK\r\n");
+    reply(fx, leaf, 2, "$1\r\nv\r\n");
+    assert_string_equal(fake_done_reply(a), "$1\r\nv\r\n");
+    assert_int_equal(fx->pool.m.near.stores, 1);
+    fake_ctrack = true;
+    size_t b = send_rq(fx, R("GET k")); /* not the entry: to the server, tracked */
+    sent(leaf, 3, R("CLIENT TRACKING on REDIRECT 7 OPTIN"));
+    sent(leaf, 4, R("CLIENT CACHING yes"));
+    sent(leaf, 5, R("GET k"));
+    reply(fx, leaf, 3, "+OK\r\n");
+    reply(fx, leaf, 4, "+OK\r\n");
+    reply(fx, leaf, 5, "$1\r\nw\r\n");
+    assert_string_equal(fake_done_reply(b), "$1\r\nw\r\n");
+    assert_int_equal(fake_done_ctrack(b), 1);
+    size_t c = send_rq(fx, R("GET cold")); /* a cold key too */
+    sent(leaf, 6, R("CLIENT TRACKING on REDIRECT 7 OPTIN"));
+    sent(leaf, 7, R("CLIENT CACHING yes"));
+    sent(leaf, 8, R("GET cold"));
+    reply(fx, leaf, 6, "+OK\r\n");
+    reply(fx, leaf, 7, "+OK\r\n");
+    reply(fx, leaf, 8, "$-1\r\n");
+    assert_int_equal(fake_done_ctrack(c), 1);
+    /* no live link: sent untracked, and told */
+    s->track.id = 0;
+    s->track.state = PX_TRACK_DOWN;
+    size_t d = send_rq(fx, R("GET cold"));
+    sent(leaf, 9, R("GET cold"));
+    reply(fx, leaf, 9, "$-1\r\n");
+    assert_int_equal(fake_done_ctrack(d), 2);
+    /* a server not the pool's (a gutter pool's, a retired or staged one): its invalidations
+     * are not this pool's, so the read is not tracked for the client, link or not */
+    px_server other = {.uid = 999};
+    fx->pool.servers = &other;
+    s->track.id = 7;
+    s->track.state = PX_TRACK_LIVE;
+    size_t e = send_rq(fx, R("GET cold"));
+    sent(leaf, 12, R("GET cold"));
+    reply(fx, leaf, 10, "+OK\r\n");
+    reply(fx, leaf, 11, "+OK\r\n");
+    reply(fx, leaf, 12, "$-1\r\n");
+    assert_int_equal(fake_done_ctrack(e), 2);
+    fx->pool.servers = s;
+    fake_ctrack = false;
+}
+
 static void test_near_tracked(void **state)
 {
     fixture *fx = *state;
@@ -1526,6 +1588,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shadow_share, setup, teardown),
         cmocka_unit_test_setup_teardown(test_near_tracked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_near_tracked_placement, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_near_client_tracked, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
