@@ -34,7 +34,8 @@ Real redis-servers, two workers.
      elsewhere, FLUSHALL's null message, tracking-redir-broken to a RESP3 C once A is gone,
      C's TRACKINGINFO with broken_redirect. Then 8 RESP2 B's (two workers: some on A's, some
      not) read 8 keys each over the 4 servers, written at the servers: A gets each key's
-     message once, none for 8 keys not read; NOLOOP; a RESP3 target gets the push.
+     message once, none for 8 keys not read; NOLOOP; a RESP3 target gets the push; redis-py 4
+     (python3-redis): pubsub on __redis__:invalidate, client_tracking_on(clientid=).
   8. BCAST with two prefixes, through a one-worker proxy: once registered at every server (a
      null push each), a push for every key under them written through the proxy or straight at
      a server, none read by the client; none for keys outside them (markers); a default-mode
@@ -620,10 +621,43 @@ def part9(t, redises, addr):
         b.call("GET", "rd3:k")
         owner_or_any(redises, "rd3:k").call("SET", "rd3:k", "1")
         a3.drain(lambda c: b"rd3:k" in c.keys(), "9. a RESP3 target's push")
+    # redis-py 4 (Debian python3-redis): its pubsub on __redis__:invalidate, its tracking with
+    # clientid=
+    try:
+        import redis
+    except ImportError:
+        redis = None
+    if redis is None:
+        if os.environ.get("CI"):
+            fail("9. python3-redis missing")
+    else:
+        r = redis.Redis(host=addr[0], port=addr[1], socket_timeout=10)
+        conn = r.connection_pool.get_connection("CLIENT")  # its id first, then its pubsub
+        conn.send_command("CLIENT", "ID")
+        sid = conn.read_response()
+        sub = r.pubsub()
+        sub.connection = conn
+        sub.subscribe("__redis__:invalidate")
+        if sub.get_message(timeout=DEADLINE)["type"] != "subscribe":
+            fail("9. redis-py: no subscribe confirmation")
+        b = redis.Redis(host=addr[0], port=addr[1], socket_timeout=10,
+                        single_connection_client=True)
+        if not b.client_tracking_on(clientid=sid):
+            fail("9. redis-py: client_tracking_on(clientid=%r)" % sid)
+        b.set("rdpy:k", "0")
+        b.get("rdpy:k")
+        owner_or_any(redises, "rdpy:k").call("SET", "rdpy:k", "1")
+        m = sub.get_message(timeout=DEADLINE)
+        if m is None or m["channel"] != b"__redis__:invalidate" or m["data"] != [b"rdpy:k"]:
+            fail("9. redis-py: the invalidation message: %r" % (m,))
+        b.close()
+        sub.close()
+        r.close()
     log("9. REDIRECT: a RESP2 subscriber of __redis__:invalidate gets each key 8 RESP2 clients "
         "read (over 4 servers, 2 workers) as Redis 7 writes it, none other, none of a NOLOOP "
         "client's own write; FLUSHALL's null, tracking-redir-broken, the bad id's error and "
-        "TRACKINGINFO byte for byte redis-server's; a RESP3 target the push")
+        "TRACKINGINFO byte for byte redis-server's; a RESP3 target the push; redis-py 4's "
+        "pubsub and client_tracking_on(clientid=)")
 
 
 def body(t):
