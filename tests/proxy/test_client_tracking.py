@@ -679,10 +679,11 @@ def part9(t, redises, addr):
         sub.close()
         r.close()
     log("9. REDIRECT: a RESP2 subscriber of __redis__:invalidate gets each key 8 RESP2 clients "
-        "read (over 4 servers, 4 of them on A's worker and 4 on the other) as Redis 7 writes it, none other, none of a NOLOOP "
-        "client's own write; FLUSHALL's null, tracking-redir-broken, the bad id's error and "
-        "TRACKINGINFO byte for byte redis-server's; a RESP3 target the push; redis-py 4's "
-        "pubsub and client_tracking_on(clientid=)")
+        "read (over 4 servers, 4 of them on A's worker and 4 on the other) as Redis 7 writes "
+        "it, none other, none of a NOLOOP client's own write; FLUSHALL's null, "
+        "tracking-redir-broken, the bad id's error and TRACKINGINFO byte for byte "
+        "redis-server's; a RESP3 target the push; redis-py 4's pubsub and "
+        "client_tracking_on(clientid=)")
 
 
 def body(t):
