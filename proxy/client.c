@@ -19,6 +19,7 @@
 #include "client_track.h"
 #include "dispatch.h"
 #include "near_write.h"
+#include "redir.h"
 #include "roster.h"
 #include "tls.h"
 #include "track.h"
@@ -198,6 +199,22 @@ static void client_track_push(void *arg, const char *key, size_t len)
     px_buf b = {0};
     if (c->closing)
         return;
+    if (c->track_redir != 0) { /* to its target, maybe on another worker (redir.h) */
+        bool resp3 = c->dialect == PX_DIALECT_RESP3;
+        if (px_redir_post(c->pool->shared->redir, c->track_redir, key, len, resp3))
+            return;
+        c->redir_broken = true; /* Redis: a RESP3 client is told, each time */
+        if (!resp3)
+            return;
+        if (c->pool->codec->encode_redir_broken(&b, c->track_redir) != 0) {
+            px_buf_free(&b);
+            px_client_close(c);
+            return;
+        }
+        client_emit(c, b.p, b.len);
+        px_buf_free(&b);
+        return;
+    }
     if (c->pool->codec->encode_invalidation(&b, key, len) != 0) {
         px_buf_free(&b);
         px_client_close(c); /* an invalidation it may not miss */
@@ -205,6 +222,30 @@ static void client_track_push(void *arg, const char *key, size_t len)
     }
     client_emit(c, b.p, b.len);
     px_buf_free(&b);
+}
+
+void px_client_redir_deliver(void *client, const char *key, size_t len, bool null_resp3)
+{
+    px_client *c = client;
+    px_buf b = {0};
+    if (c->closing)
+        return;
+    if (c->pool->codec->encode_redirected(&b, c->dialect, px_session_subscribed(c->session), key,
+                                          len, null_resp3) != 0) {
+        px_buf_free(&b);
+        px_client_close(c); /* an invalidation it may not miss */
+        return;
+    }
+    if (b.len > 0)
+        client_emit(c, b.p, b.len);
+    px_buf_free(&b);
+}
+
+/* REDIRECT's check (px_local.client_exists): id is a client of c's pool now. */
+static bool client_exists(void *arg, uint64_t id)
+{
+    px_client *c = arg;
+    return px_redir_exists(c->pool->shared->redir, id);
 }
 
 /* The flush owed for a read that was not tracked, outside client_rq_done's loop (the push is
@@ -241,6 +282,8 @@ static int client_track_set(px_client *c, uint8_t to, const px_local *ctx, const
 {
     px_pool *pool = c->pool;
     c->track_caching = false;
+    c->track_redir = to != PX_TRACKING_OFF && ctx != NULL ? ctx->redirect_to : 0;
+    c->redir_broken = false;
     if (to == PX_TRACKING_OFF) {
         px_ctrack_off(pool->ctrack, c->track);
         c->track = 0;
@@ -576,7 +619,9 @@ static void client_process(px_client *c)
                         .dialect = c->dialect, .pinned = px_session_pinned(c->session),
                         .reply_mode = (px_reply_mode)c->reply_mode, .silent = silent,
                         .clients = client_list, .clients_arg = c,
-                        .tracking = c->tracking, .caching = c->track_caching};
+                        .tracking = c->tracking, .caching = c->track_caching,
+                        .redirect = c->track_redir, .redirect_broken = c->redir_broken,
+                        .client_exists = client_exists};
         /* CLIENT CACHING's choice is this command's, whatever it is (Redis keeps it past
          * other CLIENT subcommands and inside MULTI; chash-proxy does not) */
         c->track_caching = false;
@@ -590,10 +635,10 @@ static void client_process(px_client *c)
             client_track_request(c, rq, ctx.caching);
         px_session_hooks hooks = {.emit = client_emit, .close = client_hook_close, .arg = c};
         px_dispatch(rq, &ctx, &c->session, &hooks); /* rq may be gone */
-        /* HELLO 2 ends its tracking: RESP2 has no pushes to carry the invalidations */
+        /* HELLO 2 ends its in-band tracking: RESP2 has no pushes to carry the invalidations */
         if (client_apply(c, &ctx, m.raw) != 0 ||
             (ctx.track_set && client_track_set(c, ctx.track_to, &ctx, m.raw) != 0) ||
-            (c->track != 0 && c->dialect != PX_DIALECT_RESP3 &&
+            (c->track != 0 && c->dialect != PX_DIALECT_RESP3 && c->track_redir == 0 &&
              client_track_set(c, PX_TRACKING_OFF, NULL, NULL) != 0)) {
             px_client_close(c);
             return;
@@ -733,6 +778,7 @@ void px_client_close(px_client *c)
         return;
     c->closing = true;
     px_ctrack_off(c->pool->ctrack, c->track); /* no push to it from here on */
+    px_redir_leave(c->pool->shared->redir, c->id); /* none redirected to it either */
     c->track = 0;
     if (c->head != NULL)
         c->head->out = NULL; /* nothing more goes to the output of a closing client */
@@ -801,6 +847,11 @@ void px_client_accept(px_pool *pool, uv_stream_t *listener)
     if (pool->shared->roster != NULL &&
         (c->card = px_roster_join(pool->shared->roster, c->id, &st->u.stream,
                                   c->last_read_ms)) == NULL) {
+        px_client_close(c);
+        return;
+    }
+    if (pool->shared->redir != NULL &&
+        px_redir_join(pool->shared->redir, c->id, pool->windex, c) != 0) {
         px_client_close(c);
         return;
     }

@@ -27,6 +27,9 @@ struct px_client {
     bool track_owed;     /* a read of it could not be tracked: a flush is owed after its reply */
     bool track_caching;  /* its last command was CLIENT CACHING yes|no: its next one's choice */
     uint32_t track;      /* its handle in pool->ctrack while tracking (client_track.h), else 0 */
+    uint64_t track_redir; /* REDIRECT's target id: its invalidations go there (redir.h); 0:
+                             in-band */
+    bool redir_broken;   /* the target was found gone (TRACKINGINFO's broken_redirect) */
     px_dl link;          /* in the pool's client list */
     px_flushable flush;  /* marked when it has replies to write, or its state changed */
     px_buf rbuf;
@@ -54,6 +57,8 @@ struct px_client {
 
 void px_client_accept(px_pool *pool, uv_stream_t *listener);
 void px_client_close(px_client *c);
+/* An invalidation redirected to client (a px_client of this worker; px_redir_deliver). */
+void px_client_redir_deliver(void *client, const char *key, size_t len, bool null_resp3);
 /* Out of descriptors: closes the pool's client that has no request in flight and has been
  * silent the longest (an idle flood then rotates instead of locking everyone out). Returns
  * whether there was one. Cost: O(clients of the pool on this worker). */

@@ -31,6 +31,9 @@
  * (the table's bytes are counted in px_mem_held, so --max-memory sees them). A client past
  * either gets a null invalidation (flush: every key) and its keys are forgotten, as Redis
  * flushes when its tracking table overflows; the read that overflowed is then its one key.
+ *
+ * REDIRECT (RESP2's way): a client's pushes go to another client of the pool, maybe on another
+ * worker, through redir.h (client.c's push callback posts them there); this table is the same.
  */
 #ifndef CHASH_PROXY_CLIENT_TRACK_H
 #define CHASH_PROXY_CLIENT_TRACK_H

@@ -13,6 +13,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "reload.h"
+#include "redir.h"
 #include "resolve.h"
 #include "roster.h"
 #include "stats.h"
@@ -249,11 +250,14 @@ int px_ctl_init(px_ctl *m, ch_config *cfg, unsigned nworkers)
             PX_LOG(m, PX_LOG_ERR, "%s", why);
             rc = -1;
         } else if ((m->pools[i].near_gens = ch__near_gens_new()) == NULL ||
-                   (m->pools[i].roster = px_roster_new()) == NULL) {
+                   (m->pools[i].roster = px_roster_new()) == NULL ||
+                   (m->pools[i].redir = px_redir_new(nworkers)) == NULL) {
             PX_LOG(m, PX_LOG_ERR, "pool %s: out of memory", pc->name);
             px_shared_pool_clear(&m->pools[i]);
             ch__near_gens_free(m->pools[i].near_gens);
             m->pools[i].near_gens = NULL;
+            px_roster_free(m->pools[i].roster);
+            m->pools[i].roster = NULL;
             rc = -1;
         } else {
             m->pools[i].near_workers = nworkers;
@@ -335,6 +339,7 @@ void px_ctl_free(px_ctl *m)
         px_shared_pool_clear(&m->pools[i]);
         ch__near_gens_free(m->pools[i].near_gens);
         px_roster_free(m->pools[i].roster);
+        px_redir_free(m->pools[i].redir);
     }
     free(m->pools);
     m->pools = NULL;

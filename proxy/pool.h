@@ -107,6 +107,9 @@ typedef struct px_shared_pool {
     /* Its client connections on every worker, for CLIENT LIST (roster.h): set at start for the
      * process's life, untouched by reloads. */
     struct px_roster *roster;
+    /* Its client ids on every worker and each worker's inbox of invalidations redirected to
+     * them (CLIENT TRACKING on REDIRECT, redir.h): set at start for the process's life. */
+    struct px_redir *redir;
 } px_shared_pool;
 
 /* The shared state of pool pc: its membership, health and servers in membership order; holds a
@@ -172,6 +175,7 @@ void px_route_tree_release(px_route_tree *t);
 typedef struct px_pool {
     px_io *io;          /* its worker's loop */
     px_worker *worker;  /* its worker (for the layers above the data path) */
+    unsigned windex;    /* its worker's index (redir.h's inboxes) */
     px_shared_pool *shared;
     const ch_conf_pool *conf;
     const ch_membership *members;

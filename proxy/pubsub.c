@@ -22,11 +22,18 @@
  * again; a server added by a reload has none of the client's patterns. A subscribed connection
  * that fails, or whose server leaves the pool, closes the client, whose library subscribes again
  * on reconnecting (redis-py, hiredis): silently losing subscriptions would be worse.
+ *
+ * One channel is the proxy's own: __redis__:invalidate, where a RESP2 client whose id another
+ * client's CLIENT TRACKING on REDIRECT names gets that client's invalidations (redir.h), as
+ * Redis sends them there. It is subscribed on no server (the servers' invalidations are the
+ * proxy's links', not the client's), confirmed at once.
  */
 #include "pubsub.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#define PX_INVALIDATE_CHANNEL "__redis__:invalidate"
 
 typedef struct sub_name {
     char *p;
@@ -309,6 +316,13 @@ static int subscribe(px_pubsub *ps, px_rq *rq, sub_wait *w, bool pattern)
                     return -1;
             }
             if (add(&ps->pats, &ps->npats, &ps->pats_cap, p, len, 0) != 0)
+                return -1;
+        } else if (len == sizeof(PX_INVALIDATE_CHANNEL) - 1 &&
+                   memcmp(p, PX_INVALIDATE_CHANNEL, len) == 0) {
+            /* the proxy's own invalidations (CLIENT TRACKING on REDIRECT, redir.h): confirmed
+             * here, subscribed on no server (uid 0: no connection) */
+            if (find(ps->chans, ps->nchans, p, len) == SIZE_MAX &&
+                add(&ps->chans, &ps->nchans, &ps->chans_cap, p, len, 0) != 0)
                 return -1;
         } else {
             size_t o = ch_lookup(pool->table, p, len);

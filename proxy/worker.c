@@ -10,6 +10,7 @@
 #include "client.h"
 #include "route_build.h"
 #include "route_near.h"
+#include "redir.h"
 #include "track.h"
 
 #include <errno.h>
@@ -83,6 +84,14 @@ static void wake_cb(uv_async_t *h)
     w->job_done = true;
     pthread_cond_signal(&w->job_cond);
     pthread_mutex_unlock(&w->job_lock);
+}
+
+/* Invalidations redirected to clients of w (redir.h): delivered by each pool's clients. */
+static void redir_cb(uv_async_t *h)
+{
+    px_worker *w = h->data;
+    for (size_t i = 0; i < w->npools; i++)
+        px_redir_drain(w->pools[i].shared->redir, w->index, px_client_redir_deliver);
 }
 
 /* Posts fn(w, arg) to w's loop. Returns false when w has no thread (fn then ran here). */
@@ -250,6 +259,8 @@ static int pool_init(px_worker *w, px_pool *pool, px_shared_pool *sp, int fd)
     pool->listen_spare = -1;
     pool->info = worker_info;
     pool->info_arg = w;
+    pool->windex = w->index;
+    px_redir_wake_on(sp->redir, w->index, &w->redir_wake);
     px_dl_init(&pool->clients);
     px_pool_configure(pool);
     pool->servers = calloc(pool->nservers, sizeof(*pool->servers));
@@ -297,6 +308,8 @@ int px_worker_init(const px_worker_env *env, px_worker *w, unsigned index, int *
     pthread_cond_init(&w->job_cond, NULL);
     uv_async_init(loop, &w->wake, wake_cb);
     w->wake.data = w;
+    uv_async_init(loop, &w->redir_wake, redir_cb);
+    w->redir_wake.data = w;
     px_dl_init(&w->retired);
     uv_timer_init(loop, &w->probe_timer);
     w->probe_timer.data = w;
@@ -362,6 +375,9 @@ void px_worker_stop(px_worker *w, void *arg)
     px_io_close(&w->io);
     uv_close((uv_handle_t *)&w->probe_timer, NULL);
     uv_close((uv_handle_t *)&w->wake, NULL);
+    for (size_t i = 0; i < w->npools; i++)
+        px_redir_wake_on(w->pools[i].shared->redir, w->index, NULL);
+    uv_close((uv_handle_t *)&w->redir_wake, NULL);
 }
 
 void px_worker_free(px_worker *w)

@@ -55,6 +55,7 @@ struct px_worker {
     px_job_fn job_fn;
     void *job_arg;
     bool job_done;
+    uv_async_t redir_wake; /* an invalidation redirected to one of its clients (redir.h) */
 };
 
 /* Worker `index` of env's pools: its loop and handles, its pools listening on fds[pool][index]

@@ -223,6 +223,13 @@ typedef struct px_local {
     size_t nprefixes;
     px_span prefix_to[16];
     size_t nprefix_to;
+    /* REDIRECT (RESP2's form, redir.h): in, the connection its invalidations go to now (0:
+     * in-band) and whether it was found gone (TRACKINGINFO's broken_redirect), and whether an
+     * id is a client of the pool now (clients_arg); out, with track_set, the id it gives. */
+    uint64_t redirect;
+    bool redirect_broken;
+    bool (*client_exists)(void *arg, uint64_t id);
+    uint64_t redirect_to;
 } px_local;
 
 #define PX_TRACKING_PREFIXES 16u
@@ -339,6 +346,14 @@ typedef struct px_codec {
      * tracking client gets for key[0, len), or for every key when key is NULL (RESP3's
      * >2 invalidate [key] | null). 0, or -1 when out of memory. */
     int (*encode_invalidation)(px_buf *out, const char *key, size_t len);
+    /* Optional (with encode_invalidation). The invalidation a tracking client's REDIRECT
+     * target gets, as Redis writes it: a RESP3 target the push above, a RESP2 target in pub/sub
+     * mode (subscribed) the message [message, __redis__:invalidate, [key] | null], any other
+     * nothing; a flush's null is the tracking client's (null_resp3: RESP3's). And the push a
+     * RESP3 tracking client gets when its target is gone (tracking-redir-broken, id). */
+    int (*encode_redirected)(px_buf *out, uint8_t dialect, bool subscribed, const char *key,
+                             size_t len, bool null_resp3);
+    int (*encode_redir_broken)(px_buf *out, uint64_t id);
     /* Optional (NULL: never). Whether reply r to m is withheld from the client (memcached's
      * quiet mode: the q flag was stripped towards the backend, and its reply is dropped here). */
     bool (*suppress)(const px_msg *m, const px_reply *r);

@@ -9,6 +9,7 @@
 #include "resp.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1558,10 +1559,11 @@ static int client_arity(const px_msg *m, px_buf *out)
     return reply_error(out, msg);
 }
 
-/* CLIENT TRACKING on|off [NOLOOP] [OPTIN|OPTOUT]: RESP3 in-band tracking (client_track.h),
- * with Redis's errors for OPTIN with OPTOUT and for a mode switched while on. The pool's
- * refusal (ctx->track_refused) and the options not served (REDIRECT: RESP2's way, BCAST and
- * PREFIX) are refused with a clear error. */
+/* CLIENT TRACKING on|off [REDIRECT id] [NOLOOP] [OPTIN|OPTOUT] [BCAST [PREFIX p]...]: RESP3
+ * in-band tracking (client_track.h), or redirected to another client of the pool (redir.h:
+ * RESP2's way, ctx->client_exists checks the id as Redis does), with Redis's errors for OPTIN
+ * with OPTOUT and for a mode switched while on. The pool's refusal (ctx->track_refused), RESP2
+ * without REDIRECT and NOLOOP with BCAST are refused with a clear error. */
 static int client_tracking(px_local *ctx, const px_msg *m, px_buf *out)
 {
     size_t n = m->nargs;
@@ -1572,6 +1574,8 @@ static int client_tracking(px_local *ctx, const px_msg *m, px_buf *out)
         return reply_error(out, "syntax error");
     uint8_t to = PX_TRACKING_ON;
     size_t np = 0;
+    long long redir = 0;
+    bool has_redir = false;
     for (size_t i = 3; i < n; i++) {
         if (arg_is(m, i, "noloop")) {
             to |= PX_TRACKING_NOLOOP;
@@ -1585,13 +1589,24 @@ static int client_tracking(px_local *ctx, const px_msg *m, px_buf *out)
             if (np == PX_TRACKING_PREFIXES)
                 return reply_error(out, "chash-proxy serves at most 16 prefixes per client");
             ctx->prefix_to[np++] = m->args[++i];
-        } else if (arg_is(m, i, "redirect")) {
-            char opt[16], msg[200];
-            px_printable_name(opt, sizeof(opt), m->raw + m->args[i].off, m->args[i].len);
-            snprintf(msg, sizeof(msg),
-                     "chash-proxy serves CLIENT TRACKING in-band (RESP3): %s is not served yet",
-                     opt);
-            return reply_error(out, msg);
+        } else if (arg_is(m, i, "redirect") && i + 1 < n) {
+            char num[24];
+            const px_span *a = &m->args[++i];
+            char *end;
+            if (a->len == 0 || a->len >= sizeof(num))
+                return reply_error(out, "value is not an integer or out of range");
+            memcpy(num, m->raw + a->off, a->len);
+            num[a->len] = '\0';
+            errno = 0;
+            long long v = strtoll(num, &end, 10);
+            if (*end != '\0' || errno != 0)
+                return reply_error(out, "value is not an integer or out of range");
+            /* Redis: the target must exist now (it may go later: tracking-redir-broken) */
+            if (v <= 0 || ctx->client_exists == NULL ||
+                !ctx->client_exists(ctx->clients_arg, (uint64_t)v))
+                return reply_error(out, "The client ID you want redirect to does not exist");
+            redir = v;
+            has_redir = true;
         } else {
             return reply_error(out, "syntax error");
         }
@@ -1599,6 +1614,7 @@ static int client_tracking(px_local *ctx, const px_msg *m, px_buf *out)
     if (!on) {
         ctx->track_set = true;
         ctx->track_to = PX_TRACKING_OFF;
+        ctx->redirect_to = 0;
         return reply(out, "+OK\r\n", 5);
     }
     const uint8_t modes = PX_TRACKING_OPTIN | PX_TRACKING_OPTOUT;
@@ -1636,15 +1652,16 @@ static int client_tracking(px_local *ctx, const px_msg *m, px_buf *out)
         return reply_error(out, "You can't switch OPTIN/OPTOUT mode before disabling tracking "
                                 "for this client, and then re-enabling it with a different "
                                 "mode.");
-    if (ctx->dialect != PX_DIALECT_RESP3)
-        return reply_error(out, "chash-proxy serves client-side caching to RESP3 clients only "
-                                "(HELLO 3 first): RESP2's REDIRECT to another connection is not "
-                                "served yet");
+    if (ctx->dialect != PX_DIALECT_RESP3 && !has_redir)
+        return reply_error(out, "chash-proxy serves client-side caching to RESP3 clients "
+                                "(HELLO 3 first), or to RESP2 clients with REDIRECT <id> (a "
+                                "connection SUBSCRIBEd to __redis__:invalidate)");
     if (ctx->track_refused != NULL)
         return reply_error(out, ctx->track_refused);
     ctx->track_set = true;
     ctx->track_to = to;
     ctx->nprefix_to = np;
+    ctx->redirect_to = has_redir ? (uint64_t)redir : 0;
     return reply(out, "+OK\r\n", 5);
 }
 
@@ -1695,13 +1712,16 @@ static int client_trackinginfo(const px_local *ctx, px_buf *out)
         flags[nf++] = "$10\r\ncaching-no\r\n";
     if (t & PX_TRACKING_NOLOOP)
         flags[nf++] = "$6\r\nnoloop\r\n";
+    if (t != PX_TRACKING_OFF && ctx->redirect != 0 && ctx->redirect_broken)
+        flags[nf++] = "$15\r\nbroken_redirect\r\n";
     int rc = px_buf_printf(out, "%s$5\r\nflags\r\n%c%zu\r\n", resp3 ? "%3\r\n" : "*6\r\n",
                            resp3 ? '~' : '*', nf);
     for (size_t i = 0; rc == 0 && i < nf; i++)
         rc = px_buf_append(out, flags[i], strlen(flags[i]));
     if (rc == 0)
-        rc = px_buf_printf(out, "$8\r\nredirect\r\n:%d\r\n$8\r\nprefixes\r\n*%zu\r\n",
-                           t == PX_TRACKING_OFF ? -1 : 0, ctx->nprefixes);
+        rc = px_buf_printf(out, "$8\r\nredirect\r\n:%lld\r\n$8\r\nprefixes\r\n*%zu\r\n",
+                           t == PX_TRACKING_OFF ? -1LL : (long long)ctx->redirect,
+                           ctx->nprefixes);
     for (size_t i = 0; rc == 0 && i < ctx->nprefixes; i++)
         rc = bulk(out, ctx->prefixes[i], ctx->prefix_lens[i]);
     return rc == 0 ? 0 : -1;
@@ -1721,6 +1741,35 @@ static int redis_encode_invalidation(px_buf *out, const char *key, size_t len)
                    px_buf_append(out, "\r\n", 2) != 0
                ? -1
                : 0;
+}
+
+/* What a REDIRECT target gets (px_codec.encode_redirected), byte for byte as Redis 7. */
+static int redis_encode_redirected(px_buf *out, uint8_t dialect, bool subscribed,
+                                   const char *key, size_t len, bool null_resp3)
+{
+    static const char msg[] = "*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n";
+    static const char head[] = ">2\r\n$10\r\ninvalidate\r\n";
+    if (dialect == PX_DIALECT_RESP3) {
+        if (px_buf_append(out, head, sizeof(head) - 1) != 0)
+            return -1;
+    } else if (!subscribed) {
+        return 0; /* RESP2 carries no push outside pub/sub mode: Redis sends nothing */
+    } else if (px_buf_append(out, msg, sizeof(msg) - 1) != 0) {
+        return -1;
+    }
+    if (key == NULL)
+        return null_resp3 ? px_buf_append(out, "_\r\n", 3) : px_buf_append(out, "$-1\r\n", 5);
+    return px_buf_printf(out, "*1\r\n$%zu\r\n", len) != 0 ||
+                   px_buf_append(out, key, len) != 0 || px_buf_append(out, "\r\n", 2) != 0
+               ? -1
+               : 0;
+}
+
+/* A RESP3 tracking client's target is gone (px_codec.encode_redir_broken). */
+static int redis_encode_redir_broken(px_buf *out, uint64_t id)
+{
+    return px_buf_printf(out, ">2\r\n$21\r\ntracking-redir-broken\r\n:%llu\r\n",
+                         (unsigned long long)id);
 }
 
 /* CLIENT HELP: the subcommands the proxy answers, in Redis's form (one status line each). */
@@ -1986,5 +2035,7 @@ const px_codec px_codec_redis = {
     .encode_track = redis_encode_track,
     .track_keys = redis_track_keys,
     .encode_invalidation = redis_encode_invalidation,
+    .encode_redirected = redis_encode_redirected,
+    .encode_redir_broken = redis_encode_redir_broken,
     .encode_track_bcast = redis_encode_track_bcast,
 };

@@ -56,6 +56,7 @@ RANKS = {
     "conf_ref": LEAF, "resolve": LEAF, "route": LEAF, "window": LEAF, "tls": LEAF,
     "file": LEAF, "roster": LEAF, "fence": LEAF, "dns_answer": LEAF, "http_req": LEAF, "json": LEAF,
     "client_track": LEAF,  # the keys each tracking client read: a table, delivering by callback
+    "redir": LEAF,  # client ids across workers and their inboxes: a registry under a mutex
     "io": LEAF,  # streams over buf, log and tls: what pool.h holds
     "pool": 1, "backend": 2, "request": 3, "warm": 3, "copy": 4, "route_pool": 4, "route_all": 4,
     "route_scan": 4, "route_replica": 5, "route_warm": 5, "route_shadow": 5, "route_stage": 5, "route_near": 5,

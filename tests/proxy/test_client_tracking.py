@@ -17,7 +17,8 @@ Real redis-servers, two workers.
   3. FLUSHALL at one server: a null push (every key). The invalidation link of one server
      killed (CLIENT KILL of a connection named chash-invalidate): a null push.
   4. CLIENT TRACKING off: no push after; HELLO 2 turns it off. Refused with a clear error: a
-     pool without a live link (near_tracking: false), RESP2 (REDIRECT), BCAST with NOLOOP,
+     pool without a live link (near_tracking: false), RESP2 without REDIRECT, REDIRECT to no
+     client, BCAST with NOLOOP,
      PREFIX without BCAST, CLIENT CACHING outside OPTIN/OPTOUT.
   5. node-redis 6 (npm redis) with RESP 3 and clientSideCache reads 16 keys over the servers
      twice (the second reads its cache's hits); each key written straight at its server: each
@@ -27,13 +28,23 @@ Real redis-servers, two workers.
      the one right after CLIENT CACHING no; a mode switched while on refused as Redis does.
   7. The connections that carried the tracked reads killed at their server (it forgets what it
      tracked for them), a reload (SIGHUP) that replaces a server: a null push each.
+  9. REDIRECT (RESP2's way): the steps run at a real redis-server and through the proxy give
+     the same bytes: A (RESP2) SUBSCRIBEs to __redis__:invalidate, B's REDIRECT to a bad id
+     refused, to A's accepted, TRACKINGINFO, the message of a key B read and written
+     elsewhere, FLUSHALL's null message, tracking-redir-broken to a RESP3 C once A is gone,
+     C's TRACKINGINFO with broken_redirect. Then 8 RESP2 B's (4 on A's worker, 4 on the
+     other: INFO's worker_id) read 8 keys each over the 4 servers, written at the servers: A
+     gets each key's message once, none for 8 keys not read; NOLOOP; a RESP3 target gets the
+     push; redis-py 4 (python3-redis): pubsub on __redis__:invalidate,
+     client_tracking_on(clientid=).
   8. BCAST with two prefixes, through a one-worker proxy: once registered at every server (a
      null push each), a push for every key under them written through the proxy or straight at
      a server, none read by the client; none for keys outside them (markers); a default-mode
      client of the same worker (same links) still pushed; FLUSHALL a null push.
 
 Every part fails on a proxy without client-side caching (464c3d5, main: CLIENT TRACKING
-refused; part 5: node-redis's handshake fails).
+refused; part 5: node-redis's handshake fails); part 9 before REDIRECT was served (122b3f0:
+REDIRECT refused).
 
 Usage: test_client_tracking.py CHASH_PROXY CHASH_CLI [--part N]...
 Exit: 0 pass, 1 fail, 77 skip (redis-server missing, CI unset).
@@ -49,7 +60,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Proxy, Push, Resp, RespError, fail, free_ports, log, pool_yaml,  # noqa: E402
+from proxyharness import (Proxy, Push, Resp, RespError, encode, fail, free_ports, log,  # noqa: E402
+                          pool_yaml,
                           poll_until, run_test, start_redises, wait_until, write_file)
 import promtext  # noqa: E402
 
@@ -272,7 +284,7 @@ def part4(redises, addr, nt_addr):
         if t.keys() - marks or t.flushes():
             fail("4. pushes after tracking off: %r" % t.pushes)
         t.call("CLIENT", "TRACKING", "off")
-        for args in (("BCAST", "NOLOOP"), ("PREFIX", "a"), ("REDIRECT", "5")):
+        for args in (("BCAST", "NOLOOP"), ("PREFIX", "a"), ("REDIRECT", "987654321")):
             r = t.call("CLIENT", "TRACKING", "on", *args)
             if not isinstance(r, RespError):
                 fail("4. CLIENT TRACKING on %s: %r, want an error" % (" ".join(args), r))
@@ -466,6 +478,214 @@ def part5(redises, addr):
         "server: its cache invalidated for every key it read (%s)" % (len(servers), out.strip()))
 
 
+INVAL = b"*3\r\n$7\r\nmessage\r\n$20\r\n__redis__:invalidate\r\n"
+
+
+def inval(key):
+    """What a RESP2 REDIRECT target subscribed to __redis__:invalidate gets for key (Redis 7)."""
+    return INVAL + b"*1\r\n$%d\r\n%s\r\n" % (len(key), key)
+
+
+def raw_within(c, what, deadline=DEADLINE):
+    """The next message's bytes on c, within deadline, or None."""
+    end = time.monotonic() + deadline
+    while True:
+        left = end - time.monotonic()
+        if left <= 0:
+            return None
+        c.sock.settimeout(left)
+        try:
+            return c.read_raw()
+        except socket.timeout:
+            continue
+        finally:
+            c.sock.settimeout(10.0)
+
+
+def redirect_steps(addr, write_at, key, bad_id):
+    """The steps of part 9 whose bytes a real redis-server gives too (the oracle): A (RESP2)
+    subscribes to __redis__:invalidate, B tracks with REDIRECT to A's id and reads key, which is
+    written elsewhere (write_at), then FLUSHALL'd; a RESP3 C is told when A is gone. Returns
+    every byte each saw, in order."""
+    seen = []
+    with Resp(addr) as a, Resp(addr) as b, Resp(addr) as c3:
+        b.call("SET", key, "x0")  # on its server (write_at finds it there)
+        aid = a.call("CLIENT", "ID")
+        seen.append(a.call_raw("SUBSCRIBE", "__redis__:invalidate"))
+        seen.append(b.call_raw("CLIENT", "TRACKING", "on", "REDIRECT", str(bad_id)))
+        seen.append(b.call_raw("CLIENT", "TRACKING", "on", "REDIRECT", str(aid)))
+        seen.append(b.call_raw("CLIENT", "TRACKINGINFO").replace(b":%d\r\n" % aid, b":A\r\n"))
+        b.call("GET", key)
+        write_at(key, "x1")
+        seen.append(raw_within(a, "A: the invalidation of %s" % key))
+        b.call("SET", key, "x0")
+        b.call("GET", key)
+        write_at("FLUSHALL", None)
+        seen.append(raw_within(a, "A: the null of FLUSHALL"))
+        seen.append(c3.call_raw("HELLO", "3")[:0])
+        seen.append(c3.call_raw("CLIENT", "TRACKING", "on", "REDIRECT", str(aid)))
+        c3.call("SET", key, "x0")
+        c3.call("GET", key)
+        a.close()
+        wait_until(lambda: isinstance(c3.call("CLIENT", "TRACKING", "on", "REDIRECT", str(aid)),
+                                      RespError), DEADLINE, "A's close seen")
+        write_at(key, "x2")
+        m = raw_within(c3, "C: tracking-redir-broken")
+        seen.append(m.replace(b":%d\r\n" % aid, b":A\r\n") if m else m)
+        info = c3.call_raw("CLIENT", "TRACKINGINFO")
+        seen.append(info.replace(b":%d\r\n" % aid, b":A\r\n"))
+    return seen
+
+
+def worker_of(c):
+    """The worker serving connection c (INFO's worker_id)."""
+    for line in c.call("INFO").decode().splitlines():
+        if line.startswith("worker_id:"):
+            return int(line.split(":", 1)[1])
+    fail("INFO has no worker_id")
+
+
+def part9(t, redises, addr):
+    # the oracle: the same steps at a real redis-server, byte for byte
+    oracle = start_redises(t.programs["redis-server"], t.tmp, 1)[0]
+
+    def at_oracle(k, v):
+        oracle.call("FLUSHALL") if v is None else oracle.call("SET", k, v)
+
+    def at_owner(k, v):
+        if v is None:
+            for r in redises:
+                r.call("FLUSHALL")
+        else:
+            owner_or_any(redises, k).call("SET", k, v)
+
+    want = redirect_steps(oracle.addr, at_oracle, "rd:k", 987654321)
+    got = redirect_steps(addr, at_owner, "rd:k", 987654321)
+    # Redis sends a null per tracking client on FLUSHALL; the proxy's servers each flush: one
+    # null or more, each byte for byte Redis's
+    for i, (w, g) in enumerate(zip(want, got)):
+        if w != g:
+            fail("9. step %d: the proxy sent %r, redis-server %r" % (i, g, w))
+    if want[4] != inval(b"rd:k") or want[5] != INVAL + b"$-1\r\n":
+        fail("9. the oracle's bytes are not as expected: %r" % (want,))
+    # 8 RESP2 B's, 4 on A's worker and 4 on the other (INFO's worker_id), each reading its own
+    # keys of 4 servers
+    with Resp(addr) as a, Resp(addr) as w:
+        aid = a.call("CLIENT", "ID")
+        awk = worker_of(a)
+        a.call("SUBSCRIBE", "__redis__:invalidate")
+        bs, spare = [], []
+        for _ in range(64):
+            b = Resp(addr)
+            same = sum(1 for x in bs if worker_of(x) == awk)
+            mine = worker_of(b) == awk
+            if (same < 4) if mine else (len(bs) - same < 4):
+                bs.append(b)
+            else:
+                spare.append(b)
+            if len(bs) == 8:
+                break
+        for b in spare:
+            b.close()
+        if len(bs) != 8:
+            fail("9. 64 connections did not give 4 on each worker")
+        try:
+            keys = {}
+            for i, b in enumerate(bs):
+                if b.call("CLIENT", "TRACKING", "on", "REDIRECT", str(aid)) != b"OK":
+                    fail("9. CLIENT TRACKING on REDIRECT %d" % aid)
+                keys[i] = ["rd%d:%d" % (i, j) for j in range(8)]
+                for k in keys[i]:
+                    w.call("SET", k, "v0")
+                    b.call("GET", k)
+            servers = {owner(redises, k).addr for ks in keys.values() for k in ks}
+            if len(servers) != 4:
+                fail("9. the keys read are on %d servers, want 4" % len(servers))
+            unread = ["rdu:%d" % j for j in range(8)]
+            for k in unread:
+                owner_or_any(redises, k).call("SET", k, "v1")
+            for ks in keys.values():
+                for k in ks:
+                    owner(redises, k).call("SET", k, "v1")
+            expect = {inval(k.encode()) for ks in keys.values() for k in ks}
+            seen = set()
+            while not expect <= seen:
+                m = raw_within(a, "9. A")
+                if m is None:
+                    fail("9. A did not get %d invalidations within %.0f s: %r" %
+                         (len(expect - seen), DEADLINE, sorted(expect - seen)[:4]))
+                if m not in expect:
+                    fail("9. A got %r, not an invalidation of a key read" % (m,))
+                seen.add(m)
+            a.send(encode("PING"))
+            if a.read_raw() != b"*2\r\n$4\r\npong\r\n$0\r\n\r\n":
+                fail("9. A got more than the keys read (a key not read, or twice)")
+            # NOLOOP: the B's own write is not sent to A; another's is
+            b = bs[0]
+            b.call("CLIENT", "TRACKING", "off")
+            if b.call("CLIENT", "TRACKING", "on", "REDIRECT", str(aid), "NOLOOP") != b"OK":
+                fail("9. REDIRECT with NOLOOP")
+            b.call("GET", "rdn:own")
+            b.call("GET", "rdn:other")
+            b.call("SET", "rdn:own", "mine")
+            w.call("SET", "rdn:other", "theirs")
+            m = raw_within(a, "9. A: NOLOOP")
+            if m != inval(b"rdn:other"):
+                fail("9. NOLOOP: A got %r first, want rdn:other's invalidation" % (m,))
+            a.send(encode("PING"))
+            if a.read_raw() != b"*2\r\n$4\r\npong\r\n$0\r\n\r\n":
+                fail("9. NOLOOP: the B's own write was sent to A")
+        finally:
+            for b in bs:
+                b.close()
+    # a RESP3 target gets Redis's in-band push
+    with Tracker(addr) as a3, Resp(addr) as b:
+        if b.call("CLIENT", "TRACKING", "on", "REDIRECT", str(a3.call("CLIENT", "ID"))) != b"OK":
+            fail("9. REDIRECT to a RESP3 client")
+        b.call("SET", "rd3:k", "0")
+        b.call("GET", "rd3:k")
+        owner_or_any(redises, "rd3:k").call("SET", "rd3:k", "1")
+        a3.drain(lambda c: b"rd3:k" in c.keys(), "9. a RESP3 target's push")
+    # redis-py 4 (Debian python3-redis): its pubsub on __redis__:invalidate, its tracking with
+    # clientid=
+    try:
+        import redis
+    except ImportError:
+        redis = None
+    if redis is None:
+        if os.environ.get("CI"):
+            fail("9. python3-redis missing")
+    else:
+        r = redis.Redis(host=addr[0], port=addr[1], socket_timeout=10)
+        conn = r.connection_pool.get_connection("CLIENT")  # its id first, then its pubsub
+        conn.send_command("CLIENT", "ID")
+        sid = conn.read_response()
+        sub = r.pubsub()
+        sub.connection = conn
+        sub.subscribe("__redis__:invalidate")
+        if sub.get_message(timeout=DEADLINE)["type"] != "subscribe":
+            fail("9. redis-py: no subscribe confirmation")
+        b = redis.Redis(host=addr[0], port=addr[1], socket_timeout=10,
+                        single_connection_client=True)
+        if not b.client_tracking_on(clientid=sid):
+            fail("9. redis-py: client_tracking_on(clientid=%r)" % sid)
+        b.set("rdpy:k", "0")
+        b.get("rdpy:k")
+        owner_or_any(redises, "rdpy:k").call("SET", "rdpy:k", "1")
+        m = sub.get_message(timeout=DEADLINE)
+        if m is None or m["channel"] != b"__redis__:invalidate" or m["data"] != [b"rdpy:k"]:
+            fail("9. redis-py: the invalidation message: %r" % (m,))
+        b.close()
+        sub.close()
+        r.close()
+    log("9. REDIRECT: a RESP2 subscriber of __redis__:invalidate gets each key 8 RESP2 clients "
+        "read (over 4 servers, 4 of them on A's worker and 4 on the other) as Redis 7 writes "
+        "it, none other, none of a NOLOOP client's own write; FLUSHALL's null, "
+        "tracking-redir-broken, the bad id's error and TRACKINGINFO byte for byte "
+        "redis-server's; a RESP3 target the push; redis-py 4's pubsub and "
+        "client_tracking_on(clientid=)")
+
+
 def body(t):
     redises = start_redises(t.programs["redis-server"], t.tmp, 4)
     nt, spare = start_redises(t.programs["redis-server"], t.tmp, 2)
@@ -485,7 +705,7 @@ def body(t):
         wait_until(lambda: len(links(r)) >= 2, 10, "an invalidation link per worker at %s" %
                    r.text)
     addr = ("127.0.0.1", port)
-    parts = set(t.parts or (1, 2, 3, 4, 5, 6, 7, 8))
+    parts = set(t.parts or (1, 2, 3, 4, 5, 6, 7, 8, 9))
     if 1 in parts:
         part1(redises, addr, mport)
     if 2 in parts:
@@ -503,6 +723,8 @@ def body(t):
         part6(redises, addr)
     if 7 in parts:
         part7(t, redises, spare, px, conf_text, addr)
+    if 9 in parts:
+        part9(t, redises, addr)
     if 8 in parts:
         part8(t, redises)
     px.stop()

@@ -144,5 +144,6 @@ void test_resp3_misses(void **state);
 /* core_ctrack.c */
 void test_ctrack_table(void **state);
 void test_ctrack_bcast(void **state);
+void test_redir(void **state);
 
 #endif /* CHASH_TEST_PROXY_CORE_H */

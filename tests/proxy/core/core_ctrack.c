@@ -3,11 +3,14 @@
  * core_ctrack.c — the table of keys tracking clients read (proxy/client_track.h; issue 37,
  * item 4): an invalidation reaches each client that read the key once, and no other; off,
  * a flush and a slot's reuse forget at once; NOLOOP's forget; the per-client bound flushes
- * that client alone; many keys through rehashes keep every entry.
+ * that client alone; many keys through rehashes keep every entry. The REDIRECT registry
+ * (proxy/redir.h): each worker drains its own clients' invalidations, in order; past the
+ * inbox's bound a target gets a flush; a client gone gets nothing.
  */
 #include "core.h"
 
 #include "client_track.h"
+#include "redir.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -147,4 +150,77 @@ void test_ctrack_bcast(void **state)
     assert_int_equal(b.keys, 3);
     assert_int_equal(px_ctrack_prefixes(t, ca, &p, &len), 2);
     px_ctrack_free(t);
+}
+
+/* What px_redir_drain delivered to the clients of test_redir (handles: &seen[i]). */
+typedef struct redir_got {
+    int keys, flushes, flushes3;
+    char last[16];
+} redir_got;
+
+static void redir_deliver(void *client, const char *key, size_t len, bool null_resp3)
+{
+    redir_got *g = client;
+    if (key == NULL) {
+        g->flushes++;
+        g->flushes3 += null_resp3;
+        return;
+    }
+    g->keys++;
+    snprintf(g->last, sizeof(g->last), "%.*s", (int)(len < 15 ? len : 15), key);
+}
+
+void test_redir(void **state)
+{
+    (void)state;
+    px_redir *r = px_redir_new(2);
+    assert_non_null(r);
+    redir_got a = {0}, b = {0};
+    assert_int_equal(px_redir_join(r, 5, 0, &a), 0);
+    assert_int_equal(px_redir_join(r, 9, 1, &b), 0);
+    assert_true(px_redir_exists(r, 5));
+    assert_false(px_redir_exists(r, 6));
+    assert_false(px_redir_post(r, 6, "k", 1, false)); /* no such client: broken */
+    assert_true(px_redir_post(r, 5, "k1", 2, false));
+    assert_true(px_redir_post(r, 9, "k2", 2, false));
+    assert_true(px_redir_post(r, 5, NULL, 0, true));
+    px_redir_drain(r, 0, redir_deliver); /* worker 0: a's only */
+    assert_int_equal(a.keys, 1);
+    assert_string_equal(a.last, "k1");
+    assert_int_equal(a.flushes3, 1);
+    assert_int_equal(b.keys, 0);
+    px_redir_drain(r, 1, redir_deliver);
+    assert_int_equal(b.keys, 1);
+    /* past the bound: what fits is delivered, then one flush */
+    static char big[4096];
+    memset(big, 'x', sizeof(big));
+    int posted = 0;
+    while (posted * (int)sizeof(big) < (int)PX_REDIR_INBOX_BYTES + 8192) {
+        assert_true(px_redir_post(r, 5, big, sizeof(big), false));
+        posted++;
+    }
+    a = (redir_got){0};
+    px_redir_drain(r, 0, redir_deliver);
+    assert_true(a.keys > 0 && a.keys < posted);
+    assert_int_equal(a.flushes, 1);
+    a = (redir_got){0};
+    px_redir_drain(r, 0, redir_deliver); /* nothing more */
+    assert_int_equal(a.keys + a.flushes, 0);
+    /* a client that left: what was queued for it is dropped, posts refused */
+    assert_true(px_redir_post(r, 9, "k3", 2, false));
+    px_redir_leave(r, 9);
+    assert_false(px_redir_post(r, 9, "k4", 2, false));
+    b = (redir_got){0};
+    px_redir_drain(r, 1, redir_deliver);
+    assert_int_equal(b.keys, 0);
+    /* many clients through the table's growth */
+    static redir_got many[300];
+    for (uint64_t id = 100; id < 400; id++)
+        assert_int_equal(px_redir_join(r, id, (unsigned)(id & 1), &many[id - 100]), 0);
+    for (uint64_t id = 100; id < 400; id += 2)
+        px_redir_leave(r, id);
+    for (uint64_t id = 100; id < 400; id++)
+        assert_int_equal(px_redir_exists(r, id), (id & 1) == 1);
+    assert_true(px_redir_exists(r, 5));
+    px_redir_free(r);
 }

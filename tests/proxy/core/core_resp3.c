@@ -183,6 +183,13 @@ void test_resp3_mget(void **state)
 }
 
 /* CLIENT's subcommands answered by the proxy, Redis's words for its errors. */
+/* The one client id a REDIRECT may name in test_resp3_client. */
+static bool exists_7(void *arg, uint64_t id)
+{
+    (void)arg;
+    return id == 7;
+}
+
 void test_resp3_client(void **state)
 {
     fixture *fx = *state;
@@ -266,9 +273,35 @@ void test_resp3_client(void **state)
                                      "$8\r\nprefixes\r\n*0\r\n");
     ctx.caching = false;
     ctx.tracking = PX_TRACKING_OFF;
+    /* REDIRECT (redir.h): to a client of the pool now, as Redis checks it */
     SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "REDIRECT", "1");
-    assert_non_null(strstr(last_done(), "in-band (RESP3): redirect is not served yet"));
+    assert_string_equal(last_done(),
+                        "-ERR The client ID you want redirect to does not exist\r\n");
     assert_false(ctx.track_set);
+    ctx.client_exists = exists_7;
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "REDIRECT", "8");
+    assert_non_null(strstr(last_done(), "does not exist"));
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "REDIRECT", "x7");
+    assert_string_equal(last_done(), "-ERR value is not an integer or out of range\r\n");
+    ctx.dialect = PX_DIALECT_RESP2; /* RESP2: with REDIRECT only */
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on");
+    assert_non_null(strstr(last_done(), "RESP2 clients with REDIRECT"));
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "REDIRECT", "7", "NOLOOP");
+    assert_string_equal(last_done(), "+OK\r\n");
+    assert_true(ctx.track_set);
+    assert_int_equal(ctx.redirect_to, 7);
+    assert_int_equal(ctx.track_to, PX_TRACKING_ON | PX_TRACKING_NOLOOP);
+    ctx.track_set = false;
+    ctx.tracking = ctx.track_to;
+    ctx.redirect = 7;
+    ctx.redirect_broken = true;
+    SAY(fx, &ctx, "CLIENT", "TRACKINGINFO");
+    assert_string_equal(last_done(), "*6\r\n$5\r\nflags\r\n*3\r\n$2\r\non\r\n$6\r\nnoloop\r\n"
+                                     "$15\r\nbroken_redirect\r\n$8\r\nredirect\r\n:7\r\n"
+                                     "$8\r\nprefixes\r\n*0\r\n");
+    SAY(fx, &ctx, "CLIENT", "TRACKING", "off");
+    assert_int_equal(ctx.redirect_to, 0);
+    ctx = (px_local){.id = 7, .dialect = PX_DIALECT_RESP3};
     /* BCAST: its prefixes as spans, Redis's errors */
     SAY(fx, &ctx, "CLIENT", "TRACKING", "on", "BCAST", "PREFIX", "a:", "PREFIX", "b:");
     assert_string_equal(last_done(), "+OK\r\n");

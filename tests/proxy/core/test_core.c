@@ -73,6 +73,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_resp3_client, setup, teardown),
         cmocka_unit_test(test_ctrack_table),
         cmocka_unit_test(test_ctrack_bcast),
+        cmocka_unit_test(test_redir),
         cmocka_unit_test_setup_teardown(test_resp3_reports, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resp3_pubsub, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resp3_handshake, setup, teardown),
