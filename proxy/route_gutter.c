@@ -79,7 +79,9 @@ static void gutter_start(px_route *rt, px_rq *rq, px_slot s)
 {
     const px_gutter_conf *gc = rt->conf;
     px_pool *pool = rq->pool;
-    if (!px_health_any_down(pool->health) || rq->msg.nkeys == 0) {
+    if ((!px_health_any_down(pool->health) &&
+         !px_health_ramping(pool->health, px_io_now(pool->io))) ||
+        rq->msg.nkeys == 0) {
         px_rq_pass(rq, s, rt, rt->child[0]);
         return;
     }
@@ -93,9 +95,11 @@ static void gutter_start(px_route *rt, px_rq *rq, px_slot s)
         return;
     }
     if (!rq->msg.cmd->retry) {
-        /* Journaled, then looked at again (the readmission's lock orders the two). */
+        /* Journaled, then looked at again (the readmission's lock orders the two). A
+         * readmitted owner whose ramp has not switched the key yet (readmit_ramp) leaves it
+         * here, where its reads go. */
         px_health_journal(pool->health, owner.index, key, len);
-        if (px_health_up(pool->health, owner.index)) {
+        if (px_route_where(rt->child[0], rq, key, len).up) {
             px_rq_pass(rq, s, rt, rt->child[0]);
             return;
         }
