@@ -83,6 +83,9 @@ void px_health_free(px_health *h)
     free(h->streak);
     free(h->probing);
     free(h->readmit_at);
+    for (size_t i = 0; h->early != NULL && i < h->n; i++)
+        free(h->early[i]);
+    free(h->early);
     free(h);
 }
 
@@ -163,6 +166,9 @@ static bool probe_result_locked(px_health *h, size_t i, bool ok, uint64_t now_ms
     __atomic_store_n(&h->probing[i], 0, __ATOMIC_RELAXED);
     __atomic_store_n(&h->streak[i], 0, __ATOMIC_RELAXED);
     if (!was_up && h->readmit_ramp_ms > 0 && ch_health_is_up(h->h, i)) {
+        /* i is down until published below: no reader looks at its bitmap meanwhile. */
+        for (size_t w = 0; w < PX_DIRTY_WORDS; w++)
+            __atomic_store_n(&h->early[i][w], 0, __ATOMIC_RELAXED);
         __atomic_store_n(&h->readmit_at[i], now_ms, __ATOMIC_RELAXED);
         if (now_ms + h->readmit_ramp_ms > h->ramp_until)
             __atomic_store_n(&h->ramp_until, now_ms + h->readmit_ramp_ms, __ATOMIC_RELEASE);
@@ -190,7 +196,29 @@ int px_health_readmit(px_health *h, size_t i, uint64_t now_ms, uint64_t rnd)
     return rc;
 }
 
+static uint32_t hash_bucket(uint64_t hv); /* the rejoin journal's, below */
+
 /* ---- slow start on readmission ------------------------------------------------------------------ */
+
+int px_health_set_readmit_ramp(px_health *h, uint64_t ramp_ms)
+{
+    if (ramp_ms == 0)
+        return 0;
+    if ((h->early = calloc(h->n, sizeof(*h->early))) == NULL)
+        return -1;
+    for (size_t i = 0; i < h->n; i++)
+        if ((h->early[i] = calloc(PX_DIRTY_WORDS, sizeof(uint64_t))) == NULL)
+            return -1; /* freed with h; readmit_ramp_ms stays 0: no ramp */
+    h->readmit_ramp_ms = ramp_ms;
+    return 0;
+}
+
+void px_health_switch_early(px_health *h, size_t i, uint64_t xh)
+{
+    uint32_t b = hash_bucket(xh);
+    /* Release: a reader that sees the bit sees it before the write it precedes is sent. */
+    __atomic_fetch_or(&h->early[i][b / 64u], (uint64_t)1 << (b % 64u), __ATOMIC_RELEASE);
+}
 
 bool px_health_ramping(const px_health *h, uint64_t now)
 {
@@ -202,7 +230,10 @@ bool px_health_serves(const px_health *h, size_t i, uint64_t xh, uint64_t now)
     if (!px_health_up(h, i))
         return false;
     uint64_t at = __atomic_load_n(&h->readmit_at[i], __ATOMIC_RELAXED);
-    return at == 0 || px_ramp_switched(at, h->readmit_ramp_ms, xh, now);
+    if (at == 0 || px_ramp_switched(at, h->readmit_ramp_ms, xh, now))
+        return true;
+    uint32_t b = hash_bucket(xh);
+    return (__atomic_load_n(&h->early[i][b / 64u], __ATOMIC_ACQUIRE) >> (b % 64u) & 1u) != 0;
 }
 
 typedef struct key_view {

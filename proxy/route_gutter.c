@@ -88,6 +88,8 @@ static void gutter_start(px_route *rt, px_rq *rq, px_slot s)
     char decoded[PX_MAX_ROUTE_KEY];
     size_t len = 0;
     const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
+    if (key != NULL && !rq->msg.cmd->retry)
+        px_route_pool_write_switch(pool, key, len); /* a ramp's write goes to the owner */
     px_where owner = key != NULL ? px_route_where(rt->child[0], rq, key, len)
                                  : (px_where){0, SIZE_MAX, false};
     if (owner.up || owner.index == SIZE_MAX) {
@@ -95,11 +97,9 @@ static void gutter_start(px_route *rt, px_rq *rq, px_slot s)
         return;
     }
     if (!rq->msg.cmd->retry) {
-        /* Journaled, then looked at again (the readmission's lock orders the two). A
-         * readmitted owner whose ramp has not switched the key yet (readmit_ramp) leaves it
-         * here, where its reads go. */
+        /* Journaled, then looked at again (the readmission's lock orders the two). */
         px_health_journal(pool->health, owner.index, key, len);
-        if (px_route_where(rt->child[0], rq, key, len).up) {
+        if (px_health_up(pool->health, owner.index)) {
             px_rq_pass(rq, s, rt, rt->child[0]);
             return;
         }

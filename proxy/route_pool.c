@@ -111,6 +111,8 @@ static px_server *next_current(px_rq *rq, px_slot s)
         return NULL;
     size_t cand[PX_MAX_DEPTH];
     size_t want = rq->slots[s].ntried == 0 && pool->depth > 0 ? 1 : pool->depth;
+    if (rq->slots[s].ntried == 0 && !rq->msg.cmd->retry)
+        px_route_pool_write_switch(pool, key, len);
     size_t n = candidates(pool, key, len, want, cand);
     /* A write while a server is out: if the key's owner is the one out, the write goes
      * elsewhere and the owner's copy becomes old; remember the key for the owner's rejoin
@@ -125,6 +127,18 @@ static px_server *next_current(px_rq *rq, px_slot s)
         if (!tried(&rq->slots[s], &pool->servers[cand[i]]))
             return &pool->servers[cand[i]];
     return NULL;
+}
+
+void px_route_pool_write_switch(px_pool *pool, const char *key, size_t len)
+{
+    uint64_t now = px_io_now(pool->io);
+    if (!px_health_ramping(pool->health, now) || pool->table == NULL)
+        return;
+    size_t owner = ch_lookup_hash(pool->table, ch_key_hash(pool->table, key, len));
+    uint64_t xh = px_key_hash(key, len);
+    if (owner < pool->nservers && px_health_up(pool->health, owner) &&
+        !px_health_serves(pool->health, owner, xh, now))
+        px_health_switch_early(pool->health, owner, xh);
 }
 
 bool px_route_pool_any_up(const px_pool *pool)

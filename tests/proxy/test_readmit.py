@@ -16,19 +16,25 @@ and readmitted (its log line). Then, in rounds until every key of B's has gone b
   proxy's readmission time unknown here but common to all: at every round, no key still
   unswitched is ahead of a switched one by more than SLACK_MS);
 - a few of the written keys are SET through the proxy to a new value and read back at once:
-  the latest value (writes go where reads go), or nil when the key's switch fell between the
-  two (a miss at B, counted: a cache-aside client reads the database); and every later read of
-  a written key answers its latest value or nil (B empty after the switch), never an older one.
+  the latest value, every time (a write of a key not switched yet switches its bucket, the top
+  16 bits of its XXH3, to B: the write and the reads after it go there; the probe keys of such
+  buckets are left out of the order check above); and every later read of a written key
+  answers its latest value or nil (B empty after the switch), never an older one.
 
 The keys must switch gradually: some round sees between 10% and 90% of the probe keys switched;
 and all of them switch within the ramp plus a bound. Before, readmit_ramp was refused (the
 proxy does not start); with readmit_ramp 0 every key returns at once (no gradual round).
+
+Then "memory": B comes back with its memory (SIGSTOP, SIGCONT) and keys of its, untouched
+while it was out, are written during the ramp before their switch: 0 reads of its old value
+after (memory_case).
 
 Usage: test_readmit.py CHASH_PROXY CHASH_CLI
 Exit: 0 pass, 1 fail, 77 skip (redis-server missing and CI unset).
 """
 import os
 import random
+import signal
 import sys
 import time
 
@@ -36,7 +42,8 @@ import xxhash
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Proxy, Redis, Resp, fail, free_ports, log, pool_yaml,  # noqa: E402
-                          run_test, start_redises, wait_log, wait_until, write_file)
+                          run_test, sigstop, start_redises, wait_log, wait_until,
+                          write_file)
 
 NKEYS = 3000
 RAMP = 6000      # ms
@@ -85,7 +92,7 @@ def body(t):
     wait_log(p.log, r"server \S+ readmitted after a probe", "B readmitted", start=log_at,
              timeout=BOUND)
     switched_at = {}   # probe key -> the round that first read it as nil
-    rounds, n, flips = [], [0], [0]
+    rounds, n, early = [], [0], set()
     wlist = sorted(written)
     with Resp(addr) as c:
         def one_round():
@@ -93,13 +100,12 @@ def body(t):
             r = n[0]
             # Writes, each read back at once.
             for k in rng.sample(wlist, 10):
+                early.add(xxhash.xxh3_64_intdigest(k) >> 48)  # its bucket may switch now
                 v = b"v3:%d" % r
                 if c.call("SET", k, v) != b"OK":
                     fail("round %d: SET %r failed" % (r, k))
                 g = c.call("GET", k)
-                if g is None:   # its switch fell between the two: a miss at B, never stale
-                    flips[0] += 1
-                elif g != v:
+                if g != v:
                     fail("round %d: %r written %r through the proxy reads back %r" %
                          (r, k, v, g))
                 latest[k] = v
@@ -117,9 +123,10 @@ def body(t):
                          (r, k, switched_at[k], g))
             done = [k for k in probe if k in switched_at]
             left = [k for k in probe if k not in switched_at]
-            if done and left and max(xh(k) for k in done) > min(xh(k) for k in left) + SLACK_MS:
+            timed = [k for k in done if xxhash.xxh3_64_intdigest(k) >> 48 not in early]
+            if timed and left and max(xh(k) for k in timed) > min(xh(k) for k in left) + SLACK_MS:
                 fail("round %d: a key switched (XXH3 mod ramp %d) before one still out (%d)" %
-                     (r, max(xh(k) for k in done), min(xh(k) for k in left)))
+                     (r, max(xh(k) for k in timed), min(xh(k) for k in left)))
             rounds.append(len(done))
             return not left
         wait_until(one_round, RAMP / 1000 + BOUND, "every probe key back on B", poll=0.05)
@@ -130,15 +137,81 @@ def body(t):
     if any(direct[k] is not None for k in probe):
         fail("probe keys found on B though nobody wrote them after its return")
     p.stop()
+    memory = memory_case(t, backends[:1] + [B2] + backends[2:])
     gradual = [x for x in rounds if len(probe) // 10 <= x <= len(probe) * 9 // 10]
     if not gradual:
         fail("no round saw between 10%% and 90%% of the %d probe keys switched: %r" %
              (len(probe), rounds))
     return ("B held %d keys; %d rounds over a %d ms ramp, probe keys switched per round %s; "
-            "0 stale reads; %d writes read back, %d of them a miss (the key switched between)" % (
+            "0 stale reads; %d writes read back; %s" % (
                 len(on_b), len(rounds), RAMP,
                 ",".join(str(x) for x in rounds[::max(1, len(rounds) // 12)]),
-                10 * len(rounds), flips[0]))
+                10 * len(rounds), memory))
+
+
+def memory_case(t, backends):
+    """B comes back with its memory (SIGSTOP until ejected, then SIGCONT): a fifth of its keys
+    are written (v2) while it is out (the rejoin deletes them on B), the rest keep their v1 on
+    B. During the ramp, keys of B's not switched yet are written (v3) through the proxy: such a
+    write goes to B at once (its bucket switches), so once the ramp is over every read answers
+    the latest value or nil, never B's v1 of a key written during the ramp. Before (a write
+    during the ramp went to the interim server), reads after the key's switch answered v1."""
+    for r in backends:
+        r.call("FLUSHALL")
+    port = free_ports(1)[0]
+    conf = write_file(os.path.join(t.tmp, "memory.yml"), pool_yaml(
+        "ra", port, [(r.text, 1, None) for r in backends], hash="md5", distribution="ketama",
+        auto_eject_hosts=True, server_failure_limit=1, server_retry_timeout=300, timeout=300,
+        readmit_ramp=RAMP))
+    p = Proxy(t.proxy, t.tmp, conf, [("127.0.0.1", port)], label="memory").start()
+    addr = ("127.0.0.1", port)
+    keys = [b"ra:%d" % i for i in range(NKEYS)]
+    with Resp(addr) as c:
+        for i in range(0, NKEYS, 500):
+            if any(g != b"OK" for g in c.pipeline([("SET", k, b"v1") for k in keys[i:i + 500]])):
+                fail("memory: the first SETs failed")
+    B = backends[1]
+    on_b = sorted(set(B.keys()))
+    rng = random.Random(41)
+    written = set(rng.sample(on_b, len(on_b) // 5))
+    kept = [k for k in on_b if k not in written]
+    latest = {k: b"v1" for k in on_b}
+    log_at = os.path.getsize(p.log)
+    sigstop(B.proc.pid)
+    try:
+        with Resp(addr) as c:
+            def ejected():
+                c.call("GET", kept[0])
+                return p.stats_json()["ra"]["server_ejects"] >= 1
+            wait_until(ejected, BOUND, "memory: B ejected while stopped")
+            if any(g != b"OK" for g in c.pipeline([("SET", k, b"v2") for k in written])):
+                fail("memory: writes while B was out failed")
+            latest.update((k, b"v2") for k in written)
+    finally:
+        os.kill(B.proc.pid, signal.SIGCONT)
+    wait_log(p.log, r"server \S+ readmitted after a probe", "memory: B readmitted",
+             start=log_at, timeout=BOUND)
+    t_back = time.monotonic()
+    n, during = [0], [0]
+    with Resp(addr) as c:
+        def one_round():
+            n[0] += 1
+            for k in rng.sample(kept, 10):
+                v = b"v3:%d" % n[0]
+                if c.call("SET", k, v) != b"OK":
+                    fail("memory: SET %r failed" % k)
+                latest[k] = v
+                during[0] += 1
+            got = c.pipeline([("GET", k) for k in on_b])
+            for k, g in zip(on_b, got):
+                if g is not None and g != latest[k]:
+                    fail("memory: round %d: %r read %r, its latest value is %r (stale)" %
+                         (n[0], k, g, latest[k]))
+            return time.monotonic() - t_back > RAMP / 1000 + 1
+        wait_until(one_round, RAMP / 1000 + BOUND, "memory: the ramp over", poll=0.05)
+    p.stop()
+    return "back with its memory: %d writes during the ramp, %d rounds, 0 stale" % (
+        during[0], n[0])
 
 
 if __name__ == "__main__":
