@@ -158,7 +158,9 @@ bool px_health_probe_claim(px_health *h, size_t i, uint64_t now_ms)
 }
 
 /* The claimed probe's result (lock held). A readmission starts i's ramp, when there is one:
- * its time is stored before i is published up, so a reader that sees i up sees its ramp. */
+ * its time is stored before i is published up. A reader may still see i up a moment before its
+ * ramp (up[] is published relaxed): its keys then go to i at once for that moment, as without
+ * a ramp, which the rejoin's clean-up made safe (a miss, never an old value). */
 static bool probe_result_locked(px_health *h, size_t i, bool ok, uint64_t now_ms, uint64_t rnd)
 {
     bool was_up = h->up[i] != 0;
