@@ -32,7 +32,7 @@ test: bootstrap
 # and the proxy tests that drive threads (workers, shared health, reloads, stats) against it; a
 # ThreadSanitizer report on the proxy's stderr fails them. The same for `chash migrate`'s
 # workers (--parallel), whose tests fail on a report on chash's stderr.
-TSAN_TESTS := ^(unit_near|proxy_(nearcache|tracking|client_tracking|spread|threads|hotkeys|coalesce|commands|reload|admin_reload|admin_http|backend_failure|metrics|stats|bounded|memcache|descriptors|rejoin|gutter|replicas|signals|warmup|tls|fleet|fencing|resp3_clients)|cli_migrate_(redis|memcached))$$
+TSAN_TESTS := ^(unit_near|proxy_(nearcache|tracking|client_tracking|spread|threads|hotkeys|coalesce|commands|reload|admin_reload|admin_http|backend_failure|metrics|stats|bounded|memcache|descriptors|rejoin|readmit|gutter|replicas|signals|warmup|tls|fleet|fencing|resp3_clients)|cli_migrate_(redis|memcached))$$
 test-tsan: bootstrap
 	@CC=clang cmake -S . -B $(TSAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCHASH_TSAN=ON -DCHASH_WERROR=ON -DCHASH_BENCH=OFF >/dev/null
 	@cmake --build $(TSAN) -j $(JOBS) --target chash-proxy chash_cli unit_near

@@ -108,6 +108,10 @@ typedef struct ch_conf_pool {
     int ramp_ms;                /* "ramp": a membership change switches each moved key to its
                                    new owner at a moment spread over this long (start + hash of
                                    the key mod ramp); 0 (default): all at once */
+    int readmit_ramp_ms;        /* "readmit_ramp": an ejected server readmitted by its probe
+                                   takes each of its keys back at readmission + hash of the key
+                                   mod this (the ramp's rule), the server that held the key
+                                   meanwhile serving it until then; 0 (default): all at once */
     /* The near cache of hot keys (docs/OPERATIONS.md, "Hot keys"; chash-proxy and
      * libchash-cache): "hot_cache" ms of freshness from a read's send (0, the default: off),
      * "hot_cache_max_bytes" of keys and values held (default CH_CONF_DEFAULT_HOT_CACHE_BYTES;

@@ -5,6 +5,7 @@
  * loads.
  */
 #include "health_shared.h"
+#include "window.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -26,11 +27,13 @@ int px_health_new(size_t n, const ch_health_options *opt, size_t journal_cap, si
     h->streak = calloc(n, 1);
     h->probing = calloc(n, 1);
     h->journal = calloc(n, sizeof(*h->journal));
+    h->readmit_at = calloc(n, sizeof(*h->readmit_at));
     h->journal_cap = journal_cap;
     h->max_down = max_down;
     if (h->up == NULL || h->streak == NULL || h->probing == NULL || h->journal == NULL ||
-        pthread_mutex_init(&h->lock, NULL) != 0) {
+        h->readmit_at == NULL || pthread_mutex_init(&h->lock, NULL) != 0) {
         ch_health_free(h->h);
+        free(h->readmit_at);
         free(h->up);
         free(h->streak);
         free(h->probing);
@@ -79,6 +82,10 @@ void px_health_free(px_health *h)
     free(h->up);
     free(h->streak);
     free(h->probing);
+    free(h->readmit_at);
+    for (size_t i = 0; h->early != NULL && i < h->n; i++)
+        free(h->early[i]);
+    free(h->early);
     free(h);
 }
 
@@ -150,12 +157,24 @@ bool px_health_probe_claim(px_health *h, size_t i, uint64_t now_ms)
     return claim;
 }
 
-/* The claimed probe's result (lock held). */
+/* The claimed probe's result (lock held). A readmission starts i's ramp, when there is one:
+ * its time is stored before i is published up. A reader may still see i up a moment before its
+ * ramp (up[] is published relaxed): its keys then go to i at once for that moment, as without
+ * a ramp, which the rejoin's clean-up made safe (a miss, never an old value). */
 static bool probe_result_locked(px_health *h, size_t i, bool ok, uint64_t now_ms, uint64_t rnd)
 {
+    bool was_up = h->up[i] != 0;
     ch_health_probe_result(h->h, i, ok, now_ms, rnd);
     __atomic_store_n(&h->probing[i], 0, __ATOMIC_RELAXED);
     __atomic_store_n(&h->streak[i], 0, __ATOMIC_RELAXED);
+    if (!was_up && h->readmit_ramp_ms > 0 && ch_health_is_up(h->h, i)) {
+        /* i is down until published below: no reader looks at its bitmap meanwhile. */
+        for (size_t w = 0; w < PX_DIRTY_WORDS; w++)
+            __atomic_store_n(&h->early[i][w], 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&h->readmit_at[i], now_ms, __ATOMIC_RELAXED);
+        if (now_ms + h->readmit_ramp_ms > h->ramp_until)
+            __atomic_store_n(&h->ramp_until, now_ms + h->readmit_ramp_ms, __ATOMIC_RELEASE);
+    }
     publish(h, i);
     return h->up[i] != 0;
 }
@@ -177,6 +196,69 @@ int px_health_readmit(px_health *h, size_t i, uint64_t now_ms, uint64_t rnd)
                                                               : PX_READMIT_OUT;
     pthread_mutex_unlock(&h->lock);
     return rc;
+}
+
+static uint32_t hash_bucket(uint64_t hv); /* the rejoin journal's, below */
+
+/* ---- slow start on readmission ------------------------------------------------------------------ */
+
+int px_health_set_readmit_ramp(px_health *h, uint64_t ramp_ms)
+{
+    if (ramp_ms == 0)
+        return 0;
+    if ((h->early = calloc(h->n, sizeof(*h->early))) == NULL)
+        return -1;
+    for (size_t i = 0; i < h->n; i++)
+        if ((h->early[i] = calloc(PX_DIRTY_WORDS, sizeof(uint64_t))) == NULL)
+            return -1; /* freed with h; readmit_ramp_ms stays 0: no ramp */
+    h->readmit_ramp_ms = ramp_ms;
+    return 0;
+}
+
+void px_health_switch_early(px_health *h, size_t i, uint64_t xh)
+{
+    uint32_t b = hash_bucket(xh);
+    /* Release: a reader that sees the bit sees it before the write it precedes is sent. */
+    __atomic_fetch_or(&h->early[i][b / 64u], (uint64_t)1 << (b % 64u), __ATOMIC_RELEASE);
+}
+
+bool px_health_ramping(const px_health *h, uint64_t now)
+{
+    return now < __atomic_load_n(&h->ramp_until, __ATOMIC_ACQUIRE);
+}
+
+bool px_health_serves(const px_health *h, size_t i, uint64_t xh, uint64_t now)
+{
+    if (!px_health_up(h, i))
+        return false;
+    uint64_t at = __atomic_load_n(&h->readmit_at[i], __ATOMIC_RELAXED);
+    if (at == 0 || px_ramp_switched(at, h->readmit_ramp_ms, xh, now))
+        return true;
+    uint32_t b = hash_bucket(xh);
+    return (__atomic_load_n(&h->early[i][b / 64u], __ATOMIC_ACQUIRE) >> (b % 64u) & 1u) != 0;
+}
+
+typedef struct key_view {
+    const px_health *h;
+    uint64_t xh, now;
+} key_view;
+
+static bool serves_fn(const void *ctx, size_t i)
+{
+    const key_view *v = ctx;
+    return px_health_serves(v->h, i, v->xh, v->now);
+}
+
+int px_health_route_key(const px_health *h, const ch_table *t, uint64_t kh, uint64_t xh,
+                        uint64_t now, size_t depth, size_t *out, size_t *count)
+{
+    if (!px_health_ramping(h, now))
+        return px_health_route(h, t, kh, depth, out, count);
+    key_view v = {h, xh, now};
+    /* n_up may count a ramping node that passes this key over: an upper bound, as the walk
+     * allows (ch_route_hash_fn). */
+    return ch_route_hash_fn(t, serves_fn, &v, __atomic_load_n(&h->n_up, __ATOMIC_RELAXED), kh,
+                            depth, out, count);
 }
 
 void px_health_probe_drop(px_health *h, size_t i)

@@ -68,6 +68,21 @@ typedef struct px_health {
     size_t journal_cap;  /* exact keys per node (0: every key goes to the dirty bitmap) */
     size_t max_down;     /* the most nodes ejected at once (max_ejected_share x n) */
     uint64_t fail_open;  /* ejections refused by max_down (atomic: /metrics reads it) */
+    /* Slow start (readmit_ramp): a node readmitted by its probe at loop time t serves each of
+     * its keys from t + XXH3_64(key) mod readmit_ramp_ms on (px_ramp_switched, window.h); until
+     * then the walk passes over it for that key, to the node that held the key while it was
+     * out. readmit_at[i]: t of i's last readmission (0: never); ramp_until: the latest
+     * readmission's t + ramp, so a request pays the key's XXH3 only while a ramp runs.
+     * readmit_ramp_ms is set once, before the health is shared; the others are written under
+     * the lock and read with relaxed atomic loads. */
+    uint64_t readmit_ramp_ms;
+    uint64_t *readmit_at;
+    uint64_t ramp_until;
+    /* Per node (NULL without a ramp): PX_DIRTY_WORDS words, a bit per bucket of the key hash
+     * space (px_journal_bucket's), set when a key of that bucket was written during the node's
+     * ramp before its switch; the bucket's keys have switched then (px_health_switch_early).
+     * Cleared when the node is readmitted; read without the lock. 8 KiB per node. */
+    uint64_t **early;
 } px_health;
 
 /* journal_cap: keys kept per ejected node (rejoin_journal_keys); max_down: the most nodes
@@ -100,6 +115,29 @@ bool px_health_probe_result(px_health *h, size_t i, bool ok, uint64_t now_ms, ui
 enum { PX_READMIT_DIRTY = -1, PX_READMIT_OUT = 0, PX_READMIT_UP = 1 };
 int px_health_readmit(px_health *h, size_t i, uint64_t now_ms, uint64_t rnd);
 void px_health_probe_drop(px_health *h, size_t i); /* a claimed probe that will not report */
+/* Sets the readmission ramp (readmit_ramp ms, 0: none) of a health not shared yet, with its
+ * fixed memory (8 KiB per node). 0, or -1 when out of memory (no ramp then). */
+int px_health_set_readmit_ramp(px_health *h, uint64_t ramp_ms);
+/* A write of the key of XXH3-64 xh, whose owner i is in its ramp and has not switched the key:
+ * the key's bucket switches to i now, before the write is routed, so the write and every later
+ * read go to i (the bucket's other keys with it: each is on i as the rejoin left it, deleted
+ * there when it was written while i was out, so none is older than its last write). No write
+ * goes to the interim server during a ramp, so what it holds stays the latest until a key's
+ * switch, and a node back with its memory never serves a value older than a write made during
+ * its ramp. No lock (an atomic or). */
+void px_health_switch_early(px_health *h, size_t i, uint64_t xh);
+/* Whether a readmitted node's ramp runs at loop time now (no lock): only then does routing ask
+ * px_health_serves or px_health_route_key. */
+bool px_health_ramping(const px_health *h, uint64_t now);
+/* Whether node i serves the key whose XXH3-64 (px_key_hash) is xh at loop time now: up, and
+ * past its readmission ramp or its key's switch in it (no lock). */
+bool px_health_serves(const px_health *h, size_t i, uint64_t xh, uint64_t now);
+/* px_health_route for one key of XXH3-64 xh at loop time now: a node in its readmission ramp
+ * that has not switched the key yet is passed over as if it were still ejected, so the key
+ * stays on the node that held it meanwhile (the walk's next up one). No lock. Cost: as
+ * px_health_route, plus a division per ramping node the walk visits. */
+int px_health_route_key(const px_health *h, const ch_table *t, uint64_t kh, uint64_t xh,
+                        uint64_t now, size_t depth, size_t *out, size_t *count);
 /* A write of key was sent elsewhere because node i (its owner) is ejected: remembered for i's
  * rejoin. Takes the lock; a no-op once i is up again. Cost: O(len) expected. */
 void px_health_journal(px_health *h, size_t i, const char *key, size_t len);

@@ -96,6 +96,13 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
         px_shared_pool_clear(sp);
         return -1;
     }
+    if (px_health_set_readmit_ramp(sp->health, pc->readmit_ramp_ms > 0
+                                                    ? (uint64_t)pc->readmit_ramp_ms
+                                                    : 0) != 0) {
+        snprintf(why, whylen, "pool %s: out of memory", pc->name);
+        px_shared_pool_clear(sp);
+        return -1;
+    }
     sp->servers = calloc(pc->nservers, sizeof(*sp->servers));
     if (sp->servers == NULL || px_pool_servers(pc, sp->servers) != 0) {
         snprintf(why, whylen, "pool %s: out of memory", pc->name);

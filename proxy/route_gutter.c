@@ -79,13 +79,17 @@ static void gutter_start(px_route *rt, px_rq *rq, px_slot s)
 {
     const px_gutter_conf *gc = rt->conf;
     px_pool *pool = rq->pool;
-    if (!px_health_any_down(pool->health) || rq->msg.nkeys == 0) {
+    if ((!px_health_any_down(pool->health) &&
+         !px_health_ramping(pool->health, px_io_now(pool->io))) ||
+        rq->msg.nkeys == 0) {
         px_rq_pass(rq, s, rt, rt->child[0]);
         return;
     }
     char decoded[PX_MAX_ROUTE_KEY];
     size_t len = 0;
     const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
+    if (key != NULL && !rq->msg.cmd->retry)
+        px_route_pool_write_switch(pool, key, len); /* a ramp's write goes to the owner */
     px_where owner = key != NULL ? px_route_where(rt->child[0], rq, key, len)
                                  : (px_where){0, SIZE_MAX, false};
     if (owner.up || owner.index == SIZE_MAX) {

@@ -55,6 +55,14 @@ static bool bounded_owner(px_pool *pool, uint64_t kh, size_t *out)
     return ok;
 }
 
+/* The XXH3-64 of key (px_key_hash) while a readmitted server's ramp runs in pool, else 0 (not
+ * asked for then: px_health_route_key and px_health_serves read it only during a ramp), so a
+ * request pays that hash only during a ramp. */
+static uint64_t slow_start_hash(const px_pool *pool, const char *key, size_t len, uint64_t now)
+{
+    return px_health_ramping(pool->health, now) ? px_key_hash(key, len) : 0;
+}
+
 /* The key's first `want` candidates (at most the pool's depth) into cand[], owner first; returns
  * their number (0: none up). With bounded loads the bounded choice goes first when it is up,
  * then the walk's candidates without it; an ejected bounded choice is skipped (the walk's
@@ -65,12 +73,14 @@ static size_t candidates(px_pool *pool, const char *key, size_t len, size_t want
 {
     size_t n = 0, b;
     uint64_t kh = ch_key_hash(pool->table, key, len); /* once: routing and bounded loads */
-    if (px_health_route(pool->health, pool->table, kh, want, cand, &n) != CH_OK) {
+    uint64_t now = px_io_now(pool->io), xh = slow_start_hash(pool, key, len, now);
+    if (px_health_route_key(pool->health, pool->table, kh, xh, now, want, cand, &n) != CH_OK) {
         /* jump has no walk: its owner only */
-        if (px_health_route(pool->health, pool->table, kh, 1, cand, &n) != CH_OK)
+        if (px_health_route_key(pool->health, pool->table, kh, xh, now, 1, cand, &n) != CH_OK)
             n = 0;
     }
-    if (n > 0 && bounded_owner(pool, kh, &b) && b != cand[0] && px_health_up(pool->health, b)) {
+    if (n > 0 && bounded_owner(pool, kh, &b) && b != cand[0] &&
+        px_health_serves(pool->health, b, xh, now)) {
         size_t j = 0;
         while (j < n && cand[j] != b)
             j++;
@@ -101,6 +111,8 @@ static px_server *next_current(px_rq *rq, px_slot s)
         return NULL;
     size_t cand[PX_MAX_DEPTH];
     size_t want = rq->slots[s].ntried == 0 && pool->depth > 0 ? 1 : pool->depth;
+    if (rq->slots[s].ntried == 0 && !rq->msg.cmd->retry)
+        px_route_pool_write_switch(pool, key, len);
     size_t n = candidates(pool, key, len, want, cand);
     /* A write while a server is out: if the key's owner is the one out, the write goes
      * elsewhere and the owner's copy becomes old; remember the key for the owner's rejoin
@@ -115,6 +127,18 @@ static px_server *next_current(px_rq *rq, px_slot s)
         if (!tried(&rq->slots[s], &pool->servers[cand[i]]))
             return &pool->servers[cand[i]];
     return NULL;
+}
+
+void px_route_pool_write_switch(px_pool *pool, const char *key, size_t len)
+{
+    uint64_t now = px_io_now(pool->io);
+    if (!px_health_ramping(pool->health, now) || pool->table == NULL)
+        return;
+    size_t owner = ch_lookup_hash(pool->table, ch_key_hash(pool->table, key, len));
+    uint64_t xh = px_key_hash(key, len);
+    if (owner < pool->nservers && px_health_up(pool->health, owner) &&
+        !px_health_serves(pool->health, owner, xh, now))
+        px_health_switch_early(pool->health, owner, xh);
 }
 
 bool px_route_pool_any_up(const px_pool *pool)
@@ -174,13 +198,20 @@ static px_server *placed(const px_route *leaf, const px_pool *pool, const char *
     }
 }
 
-/* Whether server s of leaf's placement serves now: the pool's up, a staged change's new one,
+/* Whether server s of leaf's placement serves key now: the pool's up (the current placement's
+ * past its readmission ramp's switch of the key, px_health_serves), a staged change's new one,
  * a window's old owner up or retired but kept for the window, not failed in it. */
-static bool serves(const px_route *leaf, const px_pool *pool, const px_server *s)
+static bool serves(const px_route *leaf, const px_pool *pool, const px_server *s, const char *key,
+                   size_t len)
 {
     if (placement(leaf) == PX_PLACE_PREVIOUS)
         return !s->warm_dead && (s->retired || px_health_up(pool->health, s->index));
-    return !in_pool(pool, s) || px_health_up(pool->health, s->index);
+    if (!in_pool(pool, s))
+        return true;
+    if (placement(leaf) != PX_PLACE_CURRENT)
+        return px_health_up(pool->health, s->index);
+    uint64_t now = px_io_now(pool->io);
+    return px_health_serves(pool->health, s->index, slow_start_hash(pool, key, len, now), now);
 }
 
 static px_where pool_where(const px_route *leaf, const px_rq *rq, const char *key, size_t len)
@@ -189,7 +220,8 @@ static px_where pool_where(const px_route *leaf, const px_rq *rq, const char *ke
     const px_server *s = placed(leaf, pool, key, len);
     if (s == NULL)
         return (px_where){0, SIZE_MAX, false};
-    return (px_where){s->uid, in_pool(pool, s) ? s->index : SIZE_MAX, serves(leaf, pool, s)};
+    return (px_where){s->uid, in_pool(pool, s) ? s->index : SIZE_MAX,
+                      serves(leaf, pool, s, key, len)};
 }
 
 /* The server a leaf other than the current one sends slot s to: its placement's, when it
@@ -201,7 +233,7 @@ static px_server *next_placed(const px_route *leaf, px_rq *rq, px_slot s)
     size_t len;
     const char *key = px_rq_route_key(rq, s, decoded, sizeof(decoded), &len);
     px_server *to = key != NULL ? placed(leaf, rq->pool, key, len) : NULL;
-    if (to == NULL || !serves(leaf, rq->pool, to))
+    if (to == NULL || !serves(leaf, rq->pool, to, key, len))
         return NULL;
     return placement(leaf) == PX_PLACE_REPLICA || !tried(&rq->slots[s], to) ? to : NULL;
 }

@@ -38,6 +38,11 @@ extern const px_route_ops px_route_pool_ops;
 
 /* The server leaf would send slot s to next (one it has not tried), or NULL. */
 px_server *px_route_pool_next(const px_route *leaf, px_rq *rq, px_slot s);
+/* A write of key is about to be routed (its first routing): when its owner is in its
+ * readmission ramp and has not switched the key yet, the key's bucket switches now
+ * (px_health_switch_early), so the write goes to the owner and the reads after it too. Costs
+ * nothing outside a ramp; in one, a placement lookup and an XXH3. */
+void px_route_pool_write_switch(struct px_pool *pool, const char *key, size_t len);
 /* Whether some server of pool is up. Cost: O(servers) at worst. */
 bool px_route_pool_any_up(const struct px_pool *pool);
 /* Whether key (its routing bytes) changes owner under the change pool stages: the staged

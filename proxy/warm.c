@@ -61,9 +61,9 @@ bool px_warm_open(px_pool *pool, uint64_t now)
 px_warm_step px_warm_when(const px_pool *pool, uint64_t kh, uint64_t now)
 {
     const px_warm *w = &pool->warm;
-    uint64_t at = w->start_ms + (w->ramp_ms > 0 ? kh % w->ramp_ms : 0);
-    if (now < at)
+    if (!px_ramp_switched(w->start_ms, w->ramp_ms, kh, now))
         return PX_WARM_BEFORE;
+    uint64_t at = px_ramp_at(w->start_ms, w->ramp_ms, kh);
     return now < at + w->warm_ms ? PX_WARM_ON : PX_WARM_NONE;
 }
 

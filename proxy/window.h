@@ -8,6 +8,7 @@
 
 #include <chash.h>
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,5 +32,19 @@ typedef struct px_warm {
 typedef struct px_warm_times {
     uint64_t start_ms, ramp_ms, warm_ms;
 } px_warm_times;
+
+/* The ramp's rule, the one place it is written: a key whose XXH3-64 (px_key_hash) is kh, in a
+ * ramp of ramp ms from start, has switched at loop time now once now >= start + kh mod ramp
+ * (at start when ramp is 0). Used by a membership change's window (warm.c) and by a readmitted
+ * server's slow start (health_shared.c), so every proxy and worker given the same start
+ * switches each key at the same moment. Cost: a division. */
+static inline uint64_t px_ramp_at(uint64_t start, uint64_t ramp, uint64_t kh)
+{
+    return start + (ramp > 0 ? kh % ramp : 0);
+}
+static inline bool px_ramp_switched(uint64_t start, uint64_t ramp, uint64_t kh, uint64_t now)
+{
+    return now >= px_ramp_at(start, ramp, kh);
+}
 
 #endif /* CHASH_PROXY_WINDOW_H */

@@ -152,6 +152,7 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS, K_SHADOW };
     X(MAX_EJECTED_SHARE, max_ejected_share, K_STR, "a number from 0 to 1")                 \
     X(WARM_UP, warm_up, K_INT, "an integer")                                                \
     X(RAMP, ramp, K_INT, "an integer")                                                      \
+    X(READMIT_RAMP, readmit_ramp, K_INT, "an integer")                                      \
     X(HOT_CACHE, hot_cache, K_INT, "an integer")                                            \
     X(HOT_CACHE_MAX_BYTES, hot_cache_max_bytes, K_INT, "an integer")                        \
     X(HOT_THRESHOLD, hot_threshold, K_INT, "an integer")                                    \
@@ -231,6 +232,7 @@ static int *int_field(ch_conf_pool *p, int id)
     case KEY_MAX_CLIENT_INFLIGHT_BYTES: return &p->max_client_inflight_bytes;
     case KEY_WARM_UP: return &p->warm_up_ms;
     case KEY_RAMP: return &p->ramp_ms;
+    case KEY_READMIT_RAMP: return &p->readmit_ramp_ms;
     case KEY_HOT_CACHE: return &p->hot_cache_ms;
     case KEY_HOT_CACHE_MAX_BYTES: return &p->hot_cache_max_bytes;
     case KEY_HOT_THRESHOLD: return &p->hot_threshold;
@@ -887,7 +889,8 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
         if (rc == CH__NUM_NEG || (rc == CH__NUM_OK && n < min))
             return fail(ld, m, "expected an integer >= %d for \"%s\", got \"%s\"", min, k,
                         ch__conf_quote(q, sizeof q, v, len));
-        int max = id == KEY_WARM_UP || id == KEY_RAMP || id == KEY_GUTTER_TTL ||
+        int max = id == KEY_WARM_UP || id == KEY_RAMP || id == KEY_READMIT_RAMP ||
+                          id == KEY_GUTTER_TTL ||
                           id == KEY_MEMBERSHIP_INTERVAL
                       ? CH_CONF_MAX_WINDOW_MS
                   : id == KEY_REPLICAS                 ? CH_CONF_MAX_REPLICAS

@@ -435,6 +435,8 @@ static void test_chash_keys(void **state)
     assert_int_equal(p->max_request_bytes, 1048576);
     assert_int_equal(p->max_client_buffer_bytes, INT_MAX);
     assert_true(p->bounded_load_factor == 1.25);
+    assert_int_equal(p->readmit_ramp_ms, 30000);
+    assert_int_equal(ch_config_pool(cfg, "plain")->readmit_ramp_ms, 0); /* off by default */
     assert_null(p->client_auth);
     assert_true(p->has_auto_eject_hosts && p->has_server_failure_limit &&
                 p->has_server_retry_timeout);
@@ -1155,6 +1157,9 @@ static void test_membership_doc(void **state)
          "f.yml:4:3: \"membership_hold_down\" needs \"membership\""},
         {"a:\n  servers:\n    - 127.0.0.1:1:1\n  warm_up: 86400001\n",
          "f.yml:4:12: expected an integer <= 86400000 (a day, in ms) for \"warm_up\", got "
+         "\"86400001\""},
+        {"a:\n  servers:\n    - 127.0.0.1:1:1\n  readmit_ramp: 86400001\n",
+         "f.yml:4:17: expected an integer <= 86400000 (a day, in ms) for \"readmit_ramp\", got "
          "\"86400001\""},
         {"a:\n  servers:\n    - 127.0.0.1:1:1\n  membership_fenced: error\n",
          "f.yml:4:3: \"membership_fenced\" needs \"membership\""},

@@ -96,6 +96,8 @@ void test_synchronous_failures(void **state);
 void test_ejected_owner(void **state);
 void test_failover_after_membership_change(void **state);
 void test_fail_open(void **state);
+int setup_readmit_ramp(void **state); /* the Redis pool with readmit_ramp: 10000 */
+void test_readmit_ramp(void **state);
 /* core_codecs.c */
 void test_mc_multiget(void **state);
 void test_mc_noreply_quiet(void **state);

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <string.h>
+#include <xxhash.h>
 
 /* A read whose server fails goes to the key's next candidate (the library's second), by routing
  * the key again; a write is answered with the failure at once. */
@@ -227,4 +228,88 @@ void test_fail_open(void **state)
         e2 = px_health_failure(h, 2, 1000001, 7) || e2;
     assert_true(e2);
     assert_false(px_health_up(h, 2));
+}
+
+/* The Redis pool with readmit_ramp: 10000 (test_readmit_ramp). */
+int setup_readmit_ramp(void **state)
+{
+    return setup_conf(state, "  readmit_ramp: 10000\n");
+}
+
+/* Slow start: an ejected owner readmitted by its probe at t takes each of its keys back at
+ * t + XXH3_64(key) mod readmit_ramp; until then a read of the key stays on its walk's next
+ * server (where it went while the owner was out); keys of other owners never move; after the
+ * ramp every key is on its owner. A write of a key not switched yet switches its bucket (the
+ * top 16 bits of its XXH3) to the owner first: it goes to the owner, and so do the reads of
+ * that bucket's keys after it, so no write lands on the interim server during the ramp. With
+ * readmit_ramp 0 the keys return at once (the first check fails). */
+void test_readmit_ramp(void **state)
+{
+    fixture *fx = *state;
+    px_pool *pool = &fx->pool;
+    const uint64_t ramp = 10000, t = 1000000;
+    size_t o = 1;
+    ch_health_options ho;
+    ch_config_health(pool->conf, &ho);
+    for (uint32_t k = 0; k < ho.failure_limit + 1; k++)
+        px_health_failure(pool->health, o, 1000, 1);
+    assert_false(px_health_up(pool->health, o));
+    assert_true(px_health_probe_claim(pool->health, o, t));
+    assert_int_equal(px_health_readmit(pool->health, o, t, 7), PX_READMIT_UP);
+    static bool early[1u << 16]; /* buckets switched by a write */
+    memset(early, 0, sizeof(early));
+    px_buf req = {0};
+    size_t writes_early = 0;
+    for (uint64_t now = t; now <= t + ramp; now += ramp / 4) {
+        fake_now_ms = now;
+        size_t before = 0, after = 0;
+        for (int i = 0; i < 400; i++) {
+            char k[16];
+            snprintf(k, sizeof(k), "key%d", i);
+            uint64_t xh = XXH3_64bits(k, strlen(k));
+            size_t cand[2], n = 0;
+            assert_int_equal(ch_route(pool->table, NULL, k, strlen(k), 2, cand, &n), CH_OK);
+            size_t want = cand[0];
+            bool waiting = cand[0] == o && now < t + xh % ramp && !early[xh >> 48];
+            if (waiting) {
+                want = cand[1]; /* not switched yet: the server that held it meanwhile */
+                before++;
+            } else if (cand[0] == o) {
+                after++;
+            }
+            char *get[] = {"GET", k}, *set[] = {"SET", k, "v"};
+            resp(&req, 2, get);
+            size_t at = fake_nlog;
+            request(fx, NULL, req.p);
+            assert_int_equal(fake_log[at].server->index, want);
+            fake_reply(pool, &fake_log[at], "$-1\r\n", 5);
+            ndone = 0;
+            if (i % 7 != 0)
+                continue;
+            /* Every seventh key is written: to its owner (switching its bucket when it was
+             * waiting), and read back there. */
+            resp(&req, 3, set);
+            at = fake_nlog;
+            request(fx, NULL, req.p);
+            assert_int_equal(fake_log[at].server->index, cand[0]);
+            fake_reply(pool, &fake_log[at], "+OK\r\n", 5);
+            if (waiting)
+                early[xh >> 48] = true, writes_early++;
+            resp(&req, 2, get);
+            at = fake_nlog;
+            request(fx, NULL, req.p);
+            assert_int_equal(fake_log[at].server->index, cand[0]);
+            fake_reply(pool, &fake_log[at], "$1\r\nv\r\n", 7);
+            assert_int_equal(ndone, 2);
+            ndone = 0;
+        }
+        if (now == t)
+            assert_true(before > 0 && after == 0);
+        else if (now < t + ramp)
+            assert_true(before > 0 && after > 0);
+        else
+            assert_true(before == 0 && after > 0);
+    }
+    assert_true(writes_early > 0);
+    px_buf_free(&req);
 }

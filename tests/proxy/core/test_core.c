@@ -44,6 +44,7 @@ int main(void)
         cmocka_unit_test(test_journal_spill),
         cmocka_unit_test(test_readmit_only_clean),
         cmocka_unit_test_setup_teardown(test_fail_open, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_readmit_ramp, setup_readmit_ramp, teardown),
         cmocka_unit_test_setup_teardown(test_one_server_and_hello, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_read_and_fill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_warm_write_moves, setup, teardown),
