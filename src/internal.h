@@ -214,6 +214,12 @@ void ch__ring_shares(const ch_table *t, double *shares);
  * CH_ENOMEM. Lookups find the first point with pos >= h at full 64-bit width, wrapping. */
 #define CH__RING64_PAD 4
 int ch__ring64_index(ch_table *t, ch__point64 *pts, size_t total);
+/* A 64-bit ring of named points: node i gets count(t, i) points (t->opt.vnodes when count is
+ * NULL), point j of it at t->hash("<id><sep><j>"), bit-complemented when flip, then indexed by
+ * ch__ring64_index. total is the sum of the counts, checked against CH_MAX_POINTS by the caller.
+ * CH_OK or CH_ENOMEM. */
+int ch__ring64_build_named(ch_table *t, size_t total, char sep, bool flip,
+                           size_t (*count)(const ch_table *t, size_t i));
 void ch__ring64_destroy(ch_table *t);
 size_t ch__ring64_find(const ch_table *t, uint64_t h); /* index, wrapped; see ring64.c */
 size_t ch__ring64_lookup(const ch_table *t, uint64_t h);

@@ -609,25 +609,7 @@ static int django_build(ch_table *t)
     uint64_t total64 = (uint64_t)t->n * t->opt.vnodes;
     if (total64 > CH_MAX_POINTS)
         return ch__fail_points(t);
-    size_t total = (size_t)total64, cap = ch__max_id_len(t) + 12;
-    ch__point64 *pts = ch__alloc(t, (total + CH__RING64_PAD) * sizeof(*pts));
-    char *name = ch__alloc(t, cap);
-    if (pts == NULL || name == NULL) {
-        ch__free(t, pts, (total + CH__RING64_PAD) * sizeof(*pts));
-        ch__free(t, name, cap);
-        return CH_ENOMEM;
-    }
-    size_t k = 0;
-    for (size_t i = 0; i < t->n; i++) {
-        size_t idlen = strlen(t->ids[i]);
-        memcpy(name, t->ids[i], idlen);
-        for (uint32_t j = 0; j < t->opt.vnodes; j++) {
-            size_t len = ch__append_index(name, idlen, ':', j);
-            pts[k++] = (ch__point64){.pos = ~t->hash(name, len), .node = (uint32_t)i};
-        }
-    }
-    ch__free(t, name, cap);
-    return ch__ring64_index(t, pts, total);
+    return ch__ring64_build_named(t, (size_t)total64, ':', true, NULL);
 }
 
 static uint64_t key_tag_python(const ch_table *t, const void *key, size_t len)

@@ -94,6 +94,30 @@ int ch__ring64_index(ch_table *t, ch__point64 *pts, size_t total)
     return CH_OK;
 }
 
+int ch__ring64_build_named(ch_table *t, size_t total, char sep, bool flip,
+                           size_t (*count)(const ch_table *t, size_t i))
+{
+    size_t cap = ch__max_id_len(t) + 12;
+    ch__point64 *pts = ch__alloc(t, (total + CH__RING64_PAD) * sizeof(*pts));
+    char *name = ch__alloc(t, cap);
+    if (pts == NULL || name == NULL) {
+        ch__free(t, pts, (total + CH__RING64_PAD) * sizeof(*pts));
+        ch__free(t, name, cap);
+        return CH_ENOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        size_t idlen = strlen(t->ids[i]), p = count != NULL ? count(t, i) : t->opt.vnodes;
+        memcpy(name, t->ids[i], idlen);
+        for (uint32_t j = 0; j < p; j++) {
+            uint64_t pos = t->hash(name, ch__append_index(name, idlen, sep, j));
+            pts[k++] = (ch__point64){.pos = flip ? ~pos : pos, .node = (uint32_t)i};
+        }
+    }
+    ch__free(t, name, cap);
+    return ch__ring64_index(t, pts, total);
+}
+
 void ch__ring64_destroy(ch_table *t)
 {
     size_t nbuckets = (size_t)1 << (64 - t->u.ring64.shift);
