@@ -191,6 +191,10 @@ int ch__fail_points(ch_table *t);
 int ch__fail_no_points(ch_table *t);
 int ch__fail_unweighted(ch_table *t);
 int ch__fail_unit_weights(ch_table *t);
+/* A refusal in a client library's words (the algorithm's limits, ch_algo_limits): unequal
+ * weights where it has none (the first node that differs from node 0 named), or a weight it would
+ * not take. Returns status. */
+int ch__fail_library(ch_table *t, int status);
 
 /* The ring layout, shared by ring and the ketama family (ring.c). ch__ring_index() takes
  * ownership of pts (total + CH__RING_SCAN entries, the first total filled in any order, ties in

@@ -17,21 +17,6 @@
 #include <math.h>
 #include <string.h>
 
-/* A refusal in the library's words (ch_algo_limits): unequal weights where it has none (the
- * first node that differs from node 0 named), or a weight it would not take. */
-static int fail_library(ch_table *t, int status)
-{
-    size_t i = 1;
-    while (i < t->n && t->weights[i] == t->weights[0])
-        i++;
-    if (status == CH_EUNSUPPORTED && i < t->n)
-        return ch__fail(t, status,
-                        "%s: %s; node %zu (\"%.40s\") weighs %g and node 0 (\"%.40s\") %g",
-                        ch_algo_name(t->opt.algo), t->algo->limits, i, t->ids[i], t->weights[i],
-                        t->ids[0], t->weights[0]);
-    return ch__fail(t, status, "%s: %s", ch_algo_name(t->opt.algo), t->algo->limits);
-}
-
 /* ---- buckets ------------------------------------------------------------------------------ */
 
 /* Whole weights from 1 to max: the buckets a server gets. */
@@ -46,7 +31,7 @@ static bool whole_weights(const ch_table *t, double max)
 static int buckets_build(ch_table *t)
 {
     if (!whole_weights(t, (double)CH_MAX_POINTS))
-        return fail_library(t, CH_EWEIGHT);
+        return ch__fail_library(t, CH_EWEIGHT);
     size_t m = 0;
     for (size_t i = 0; i < t->n; i++)
         if ((m += (size_t)t->weights[i]) > CH_MAX_POINTS)
@@ -322,7 +307,7 @@ static void memjs_shares(const ch_table *t, double *shares)
 
 static int memjs_build(ch_table *t)
 {
-    return t->uniform ? CH_OK : fail_library(t, CH_EUNSUPPORTED);
+    return t->uniform ? CH_OK : ch__fail_library(t, CH_EUNSUPPORTED);
 }
 
 static void memjs_destroy(ch_table *t)

@@ -28,21 +28,6 @@
 #include <string.h>
 #include <xxhash.h>
 
-/* A refusal in the library's words (ch_algo_limits): unequal weights where it has none (the
- * first node that differs from node 0 named), or a weight it would not take. */
-static int fail_library(ch_table *t, int status)
-{
-    size_t i = 1;
-    while (i < t->n && t->weights[i] == t->weights[0])
-        i++;
-    if (status == CH_EUNSUPPORTED && i < t->n)
-        return ch__fail(t, status,
-                        "%s: %s; node %zu (\"%.40s\") weighs %g and node 0 (\"%.40s\") %g",
-                        ch_algo_name(t->opt.algo), t->algo->limits, i, t->ids[i], t->weights[i],
-                        t->ids[0], t->weights[0]);
-    return ch__fail(t, status, "%s: %s", ch_algo_name(t->opt.algo), t->algo->limits);
-}
-
 /* ---- hash tags --------------------------------------------------------------------------- */
 
 /* The text between the first '{' and the first '}' after it, when that text is non-empty;
@@ -230,7 +215,7 @@ static size_t predis_points(const ch_table *t, size_t i, double total)
 static int predis_build(ch_table *t)
 {
     if (!whole_weights(t, (double)INT32_MAX))
-        return fail_library(t, CH_EWEIGHT);
+        return ch__fail_library(t, CH_EWEIGHT);
     double wt = weight_total(t);
     size_t total = 0;
     for (size_t i = 0; i < t->n; i++) {
@@ -299,7 +284,7 @@ static size_t predis_ketama_digests(const ch_table *t, size_t i, double total)
 static int predis_ketama_build(ch_table *t)
 {
     if (!whole_weights(t, (double)INT32_MAX))
-        return fail_library(t, CH_EWEIGHT);
+        return ch__fail_library(t, CH_EWEIGHT);
     double wt = weight_total(t);
     size_t total = 0;
     for (size_t i = 0; i < t->n; i++) {
@@ -361,7 +346,7 @@ const ch__algo ch__algo_predis_ketama_1 = {
 static int phpredis_build(ch_table *t)
 {
     if (!t->uniform)
-        return fail_library(t, CH_EUNSUPPORTED);
+        return ch__fail_library(t, CH_EUNSUPPORTED);
     size_t nd = t->opt.vnodes / 4;
     uint64_t total64 = (uint64_t)t->n * nd * 4;
     if (total64 > CH_MAX_POINTS)
@@ -424,7 +409,7 @@ const ch__algo ch__algo_phpredis_array_5 = {
 
 static int phpredis_range_build(ch_table *t)
 {
-    return t->uniform ? CH_OK : fail_library(t, CH_EUNSUPPORTED);
+    return t->uniform ? CH_OK : ch__fail_library(t, CH_EUNSUPPORTED);
 }
 
 static void phpredis_range_destroy(ch_table *t)
@@ -505,7 +490,7 @@ static size_t redis_rb_name(const char *id, char *buf)
 static int redis_rb_build_hash(ch_table *t, bool md5)
 {
     if (!t->uniform)
-        return fail_library(t, CH_EUNSUPPORTED);
+        return ch__fail_library(t, CH_EUNSUPPORTED);
     uint64_t total64 = (uint64_t)t->n * t->opt.vnodes;
     if (total64 > CH_MAX_POINTS)
         return ch__fail_points(t);
@@ -605,7 +590,7 @@ const ch__algo ch__algo_go_redis_ring_5 = {
 static int django_build(ch_table *t)
 {
     if (!t->uniform)
-        return fail_library(t, CH_EUNSUPPORTED);
+        return ch__fail_library(t, CH_EUNSUPPORTED);
     uint64_t total64 = (uint64_t)t->n * t->opt.vnodes;
     if (total64 > CH_MAX_POINTS)
         return ch__fail_points(t);
@@ -667,7 +652,7 @@ const ch__algo ch__algo_django_redis_shard_5 = {
 static int envoy_build(ch_table *t)
 {
     if (!whole_weights(t, 4294967295.0))
-        return fail_library(t, CH_EWEIGHT);
+        return ch__fail_library(t, CH_EWEIGHT);
     if (t->opt.vnodes > ENVOY_MAX_RING)
         return ch__fail(t, CH_ETOOBIG, "envoy_ring_hash@1: vnodes (minimum_ring_size) %u: %s",
                         t->opt.vnodes, t->algo->limits);

@@ -115,6 +115,19 @@ int ch__fail_unit_weights(ch_table *t)
                     i < t->n ? t->weights[i] : 1.0);
 }
 
+int ch__fail_library(ch_table *t, int status)
+{
+    size_t i = 1;
+    while (i < t->n && t->weights[i] == t->weights[0])
+        i++;
+    if (status == CH_EUNSUPPORTED && i < t->n)
+        return ch__fail(t, status,
+                        "%s: %s; node %zu (\"%.40s\") weighs %g and node 0 (\"%.40s\") %g",
+                        ch_algo_name(t->opt.algo), t->algo->limits, i, t->ids[i], t->weights[i],
+                        t->ids[0], t->weights[0]);
+    return ch__fail(t, status, "%s: %s", ch_algo_name(t->opt.algo), t->algo->limits);
+}
+
 static const struct {
     const char *name;
     const ch__algo *ops;
