@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Builds a fuzz target (fuzz/TARGET_fuzz.c and the sources it tests) with clang's libFuzzer, ASan
 # and UBSan, and runs it for SECONDS (default 60) from the seed corpus fuzz/corpus/TARGET.
-# TARGET is resp (the RESP parser, the default), mc (the memcached parser), codec (the Redis
+# TARGET is resp (the RESP parser, the default), mc (the memcached parser), mcbin (memcached's
+# binary protocol as the proxy translates it to meta and back), codec (the Redis
 # codec's own parsing: key specs, SCAN cursors and replies, pub/sub pushes, merges), config (the
 # YAML config loader, with the placement library for the memberships it builds), address (the
 # config's address and number parsers), membership (the membership document, as etcd hands it to
@@ -26,8 +27,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 target=resp
 case "${1:-}" in
-    resp | mc | codec | config | address | membership | etcd | admin | walk | hotpath | topk | near) target=$1; shift ;;
-    '' | *[!0-9]*) [ -z "${1:-}" ] || { echo "fuzz/run.sh: unknown target '$1' (resp, mc, codec, config, address, membership, etcd, admin, walk, hotpath, topk, near)" >&2; exit 2; } ;;
+    resp | mc | mcbin | codec | config | address | membership | etcd | admin | walk | hotpath | topk | near) target=$1; shift ;;
+    '' | *[!0-9]*) [ -z "${1:-}" ] || { echo "fuzz/run.sh: unknown target '$1' (resp, mc, mcbin, codec, config, address, membership, etcd, admin, walk, hotpath, topk, near)" >&2; exit 2; } ;;
 esac
 seconds=${1:-60}
 out=${2:-$root/build/fuzz}
@@ -60,8 +61,8 @@ sed -e "s/@PROJECT_VERSION_MAJOR@/$vmaj/" -e "s/@PROJECT_VERSION_MINOR@/$vmin/" 
 case "$target" in
     resp | mc)
         srcs=("$root/proxy/proto/${target}.c") incs=(-I "$root/proxy/proto") libs=() ;;
-    codec | walk | hotpath)
-        srcs=("$root"/proxy/proto/{resp,resp_codec,codec,mc,mc_codec}.c "$root/proxy/buf.c")
+    codec | walk | hotpath | mcbin)
+        srcs=("$root"/proxy/proto/{resp,resp_codec,codec,mc,mc_codec,mc_bin}.c "$root/proxy/buf.c")
         incs=(-I "$out" -I "$root/proxy/proto" -I "$root/proxy" -I "$root/include"
               -DPX_VERSION='"fuzz"')
         libs=() ;;

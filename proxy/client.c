@@ -19,6 +19,7 @@
 #include "client_track.h"
 #include "dispatch.h"
 #include "near_write.h"
+#include "proto/mc_bin.h"
 #include "redir.h"
 #include "roster.h"
 #include "tls.h"
@@ -105,6 +106,15 @@ static bool client_stalled(px_client *c, uint64_t now)
  * output while the head is done. */
 static void client_track_owed(px_client *c);
 
+/* rq's reply into the client's output: as it is, or translated into its binary response (a
+ * binary memcached client's: the one place its replies are written, whatever made them). */
+static int client_put(px_client *c, const px_rq *rq)
+{
+    if ((rq->msg.edge[1] & PX_MCB_E_BINARY) != 0)
+        return px_mcb_reply(&c->wbuf, &rq->msg, rq->reply.p, rq->reply.len);
+    return px_buf_append(&c->wbuf, rq->reply.p, rq->reply.len);
+}
+
 static void client_rq_done(px_rq *rq)
 {
     px_client *c = rq->owner;
@@ -131,10 +141,10 @@ static void client_rq_done(px_rq *rq)
         c->inflight_bytes -= h->msg.len;
         if (h->counted)
             c->stored -= h->reply.len;
-        if (c->head != NULL && replied(c->head))
+        if (c->head != NULL && replied(c->head) && !c->binary)
             c->head->out = &c->wbuf; /* the new head's reply goes straight to the output */
         bool close_after = h->close_after;
-        int rc = h->direct || !replied(h) ? 0 : px_buf_append(&c->wbuf, h->reply.p, h->reply.len);
+        int rc = h->direct || !replied(h) ? 0 : client_put(c, h);
         px_rq_free(h);
         if (rc != 0) {
             px_client_close(c);
@@ -162,7 +172,7 @@ static px_rq *client_rq(px_client *c, const px_msg *m)
         c->tail->next = rq;
     } else {
         c->head = rq;
-        if (replied(rq))
+        if (replied(rq) && !c->binary)
             rq->out = &c->wbuf; /* at the head: its reply goes straight to the output */
     }
     c->tail = rq;
@@ -516,6 +526,8 @@ static void client_fail(px_client *c, const char *err)
     px_stream_read_stop(c->stream);
     c->draining = true;
     px_msg none = {.raw = "", .args = NULL, .keys = NULL};
+    if (c->binary)
+        none.edge[1] = PX_MCB_E_BINARY; /* its error as a binary response */
     px_rq *rq = client_rq(c, &none);
     if (rq == NULL) {
         px_client_close(c);
@@ -535,7 +547,7 @@ static void client_protocol_error(px_client *c, const char *err)
 /* The process holds more than its memory budget (--max-memory): a request that would go to a
  * backend is answered with an error at once, in its place in the client's queue, without a copy
  * of it; local commands are still answered. Logged once per pool per 10 s. */
-static void memory_refusal(px_client *c)
+static void memory_refusal(px_client *c, const px_msg *m)
 {
     px_pool *pool = c->pool;
     pool->m.mem_refused++;
@@ -547,6 +559,7 @@ static void memory_refusal(px_client *c)
                (unsigned long long)(__atomic_load_n(&px_mem_held, __ATOMIC_RELAXED) >> 20),
                (unsigned long long)(px_mem_budget >> 20));
     px_msg none = {.raw = "", .args = NULL, .keys = NULL};
+    memcpy(none.edge, m->edge, sizeof(none.edge));
     px_rq *rq = client_rq(c, &none);
     if (rq == NULL) {
         px_client_close(c);
@@ -554,6 +567,89 @@ static void memory_refusal(px_client *c)
     }
     px_rq_fail(rq, PX_ERR_SERVER,
                "chash-proxy is over its memory budget (--max-memory): request refused");
+}
+
+/* A binary memcached client's request at rbuf[off]: translated into a meta request in c->bin
+ * and parsed from there into m by the pool's codec (m->edge set: its reply is translated back,
+ * client_put), its *consumed the binary frame's. Or answered at the edge (an unknown opcode, a
+ * bad frame, SASL, a command before authentication): 1. Else BIN_PARSED + the px_parse of the
+ * meta request (PX_PARSE_AGAIN with *need). -1 when out of memory. */
+enum { BIN_PARSED = 10 };
+
+/* Whether binary request f may be served now: a pool with client_auth_file serves only
+ * version, noop, quit and SASL before authentication (memcached -S serves version and SASL). */
+static bool client_bin_allowed(const px_client *c, const px_mcb_frame *f)
+{
+    if (c->pool->mc_users == NULL || c->authed)
+        return true;
+    return f->opcode == PX_MCB_OP_VERSION || f->opcode == PX_MCB_OP_NOOP ||
+           f->opcode == PX_MCB_OP_QUIT || f->opcode == PX_MCB_OP_QUITQ;
+}
+
+/* A SASL request f (list mechanisms, auth, step) answered into c->bin. 0, or -1. */
+static int client_sasl(px_client *c, const px_mcb_frame *f, uint8_t edge[8])
+{
+    (void)edge;
+    c->bin.len = 0;
+    if (c->pool->mc_users == NULL) /* memcached without SASL: Unknown command */
+        return px_mcb_response(&c->bin, f->opcode, f->opaque, PX_MCB_UNKNOWN_COMMAND, 0, NULL, 0,
+                               NULL, 0, "Unknown command", 15);
+    return px_mcb_response(&c->bin, f->opcode, f->opaque, PX_MCB_AUTH_ERROR, 0, NULL, 0, NULL, 0,
+                           "Auth failure.", 13);
+}
+
+static int client_binary(px_client *c, size_t off, px_msg *m, size_t *consumed, size_t *need,
+                         char *err, size_t errlen)
+{
+    px_pool *pool = c->pool;
+    px_mcb_frame f;
+    uint8_t edge[8];
+    c->bin.len = 0;
+    px_mcb_verdict v = px_mcb_request(c->rbuf.p + off, c->rbuf.len - off, pool->limits.max_request,
+                                      &f, consumed, need, &c->bin, &c->bin, edge);
+    if (v == PX_MCB_NOMEM)
+        return -1;
+    if (v == PX_MCB_AGAIN)
+        return BIN_PARSED + PX_PARSE_AGAIN;
+    if (v == PX_MCB_SASL && client_sasl(c, &f, edge) != 0)
+        return -1;
+    if (v == PX_MCB_FORWARD && !client_bin_allowed(c, &f)) {
+        /* memcached: "Auth failure." before authentication, and the close */
+        c->bin.len = 0;
+        edge[1] |= PX_MCB_E_ANSWERED;
+        f.close = true;
+        if (px_mcb_response(&c->bin, f.opcode, f.opaque, PX_MCB_AUTH_ERROR, 0, NULL, 0, NULL, 0,
+                            "Auth failure.", 13) != 0)
+            return -1;
+        v = PX_MCB_ANSWER;
+    }
+    if (v != PX_MCB_FORWARD) {
+        px_msg ans = {.raw = "", .args = NULL, .keys = NULL};
+        memcpy(ans.edge, edge, sizeof(ans.edge));
+        ans.edge[1] |= PX_MCB_E_ANSWERED;
+        px_rq *rq = client_rq(c, &ans);
+        if (rq == NULL)
+            return -1;
+        rq->observed = true;
+        if (f.close) {
+            rq->close_after = true;
+            c->draining = true;
+            pool->stats.client_err++;
+        }
+        px_rq_finish(rq, c->bin.p, c->bin.len, v == PX_MCB_ANSWER);
+        return 1;
+    }
+    size_t frame = *consumed, tconsumed = 0;
+    px_parse rs = pool->codec->parse_request(&pool->limits, c->bin.p, c->bin.len, m, &tconsumed,
+                                             need, err, errlen);
+    if (rs == PX_PARSE_AGAIN || (rs == PX_PARSE_OK && tconsumed != c->bin.len)) {
+        /* the translation is always whole: never more to wait for */
+        snprintf(err, errlen, "untranslatable request");
+        rs = PX_PARSE_BAD;
+    }
+    memcpy(m->edge, edge, sizeof(m->edge));
+    *consumed = frame;
+    return BIN_PARSED + rs;
 }
 
 /* Frames and dispatches every complete request in the buffer. */
@@ -573,9 +669,27 @@ static void client_process(px_client *c)
         size_t consumed = 0, need = 0;
         char err[160];
         err[0] = '\0'; /* not the whole array: this runs once per request */
-        px_parse rs = pool->codec->parse_request(&pool->limits, c->rbuf.p + off,
-                                                 c->rbuf.len - off, &m, &consumed, &need, err,
-                                                 sizeof(err));
+        if (c->binary == 0 && c->text == 0) { /* decided by its first byte, for its life */
+            c->binary = pool->codec == &px_codec_memcache &&
+                        px_mcb_is_binary((unsigned char)c->rbuf.p[off]);
+            c->text = !c->binary;
+        }
+        px_parse rs;
+        if (c->binary) {
+            int b = client_binary(c, off, &m, &consumed, &need, err, sizeof(err));
+            if (b < 0) {
+                px_client_close(c);
+                return;
+            }
+            if (b == 1) { /* answered at the edge */
+                off += consumed;
+                continue;
+            }
+            rs = (px_parse)(b - BIN_PARSED);
+        } else {
+            rs = pool->codec->parse_request(&pool->limits, c->rbuf.p + off, c->rbuf.len - off, &m,
+                                            &consumed, &need, err, sizeof(err));
+        }
         if (rs == PX_PARSE_AGAIN) {
             c->need = off + need;
             break;
@@ -605,7 +719,7 @@ static void client_process(px_client *c)
         if (c->card != NULL)
             px_card_touch(c->card, m.cmd != NULL ? m.cmd->name : NULL, c->last_read_ms);
         if (px_mem_over() && m.cmd != NULL && m.cmd->cls != PX_CLASS_LOCAL) {
-            memory_refusal(c);
+            memory_refusal(c, &m);
             continue;
         }
         px_rq *rq = client_rq(c, &m);
@@ -768,6 +882,7 @@ static void client_close_cb(uv_handle_t *h)
         px_roster_leave(c->pool->shared->roster, c->card);
     px_buf_free(&c->rbuf);
     px_buf_free(&c->wbuf);
+    px_buf_free(&c->bin);
     free(c);
     px_stream_free(st);
 }

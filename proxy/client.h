@@ -41,6 +41,9 @@ struct px_client {
     size_t stored;   /* reply bytes of done requests waiting behind an unfinished one */
     size_t inflight; /* bytes handed to uv_write, not yet written */
     px_buf wbuf;
+    px_buf bin;     /* a binary memcached client's request translated to meta (client_binary) */
+    bool binary;    /* a memcached client speaking the binary protocol (its first byte 0x80) */
+    bool text;      /* ...or not: decided by its first byte, for the connection's life */
     uint64_t last_read_ms; /* loop time of its last bytes (or of its accept) */
     uint64_t last_write_ms; /* loop time it last took reply bytes (or of its accept) */
     uint64_t addr_hash;    /* its peer address (not the port), for the AUTH guard */

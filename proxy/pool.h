@@ -201,6 +201,8 @@ typedef struct px_pool {
     void *info_arg;
     size_t max_client_buffer; /* max_client_buffer_bytes: reply bytes held for one client */
     size_t max_client_inflight; /* max_client_inflight_bytes: its requests' bytes in flight */
+    const void *mc_users;        /* memcached pools: client_auth_file's users (SASL PLAIN for
+                                    binary clients), NULL: none */
     const char *client_password; /* what clients AUTH with: client_auth, else redis_auth; NULL:
                                     no AUTH needed */
     px_stream *listener;  /* NULL while accepting is paused (out of descriptors) */

@@ -115,6 +115,9 @@ typedef struct px_msg {
                             route replaces it with the chosen server's own before encoding */
     uint8_t dialect;     /* its client connection's (PX_DIALECT_*): set by the caller after
                             parse_request, which leaves it as it was */
+    uint8_t edge[8];     /* its client dialect's facts about it that the translation of its
+                            reply needs, set by the caller after parse_request (memcached's
+                            binary protocol: opcode and opaque, proto/mc_bin.h); zero: none */
 } px_msg;
 
 typedef enum px_reply_kind {

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * mc_bin.h — memcached's binary protocol as a client-side dialect of the memcache codec
+ * (mc_codec.c). A client connection whose first byte is 0x80 speaks binary for its life, as
+ * memcached decides (memcached.c try_read_command). Its requests are translated at the edge into
+ * the equivalent meta request (mg ms md ma mn, a base64 key with the b flag when the key cannot
+ * go as a token), which the codec parses as any other: every route, merge, near-cache and
+ * warm-up path sees an ordinary meta request. Each reply, whatever produced it (a backend, a
+ * route, a local answer, encode_error), is translated back into the binary response for that
+ * request's opcode and opaque at the one place replies are written to the client (client.c).
+ *
+ * Pure, like mc.h: bytes in, bytes into the px_buf given; no I/O, no globals, no clock. Fuzzed
+ * by fuzz/mcbin_fuzz.c.
+ *
+ * What a request becomes (memcached 1.6.18's proto_bin.c is the reference for every answer):
+ *   get getq getk getkq        mg <key> v f c [q]
+ *   gat gatq gatk gatkq        mg <key> v f c T<exp> [q]
+ *   touch                      mg <key> f c T<exp>
+ *   set add replace (q)        ms <key> <n> F<flags> T<exp> c M<S|E|R> [C<cas>] [q]
+ *   append prepend (q)         ms <key> <n> c M<A|P> [C<cas>] [q]
+ *   delete(q)                  md <key> [C<cas>] [q]
+ *   incr decr (q)              ma <key> v c D<delta> M<I|D> [N<exp> J<initial>] [C<cas>] [q]
+ *                              (expiry 0xffffffff: no N J, the key is not created)
+ *   noop                       mn          version    version      quit(q)   quit
+ *   flush(q)                   flush_all (refused by the proxy: status 0x83)
+ *   stat                       stats     (refused by the proxy: status 0x83)
+ * The quiet variants' rules are memcached's, carried by the meta q flag (mc_codec.c suppresses
+ * what memcached would not send): a quiet get's miss and a quiet store's, delete's or incr's
+ * success send nothing; errors are sent.
+ */
+#ifndef CHASH_PROXY_MC_BIN_H
+#define CHASH_PROXY_MC_BIN_H
+
+#include "codec.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PX_MCB_MAGIC_REQ 0x80
+#define PX_MCB_MAGIC_RES 0x81
+#define PX_MCB_HEADER 24u
+#define PX_MCB_MAX_KEY 250u /* memcached's KEY_MAX_LENGTH: a longer key is a protocol error */
+
+/* Response statuses (protocol_binary.h). */
+enum {
+    PX_MCB_OK = 0x00,
+    PX_MCB_ENOENT = 0x01,
+    PX_MCB_EEXISTS = 0x02,
+    PX_MCB_E2BIG = 0x03,
+    PX_MCB_EINVAL = 0x04,
+    PX_MCB_NOT_STORED = 0x05,
+    PX_MCB_DELTA_BADVAL = 0x06,
+    PX_MCB_AUTH_ERROR = 0x20,
+    PX_MCB_AUTH_CONTINUE = 0x21,
+    PX_MCB_UNKNOWN_COMMAND = 0x81,
+    PX_MCB_ENOMEM = 0x82,
+    PX_MCB_NOT_SUPPORTED = 0x83,
+    PX_MCB_TMPFAIL = 0x86,
+};
+
+/* Opcodes the proxy needs to name outside mc_bin.c. */
+enum {
+    PX_MCB_OP_QUIT = 0x07,
+    PX_MCB_OP_NOOP = 0x0a,
+    PX_MCB_OP_VERSION = 0x0b,
+    PX_MCB_OP_QUITQ = 0x17,
+    PX_MCB_OP_SASL_LIST = 0x20,
+    PX_MCB_OP_SASL_AUTH = 0x21,
+    PX_MCB_OP_SASL_STEP = 0x22,
+};
+
+/* px_msg.edge of a binary client's request: [0] its opcode, [1] PX_MCB_E_* bits, [2, 6) its
+ * opaque as it came (network order: given back untouched). */
+enum {
+    PX_MCB_E_BINARY = 1u << 0, /* a binary client's: its reply is translated (px_mcb_reply) */
+    PX_MCB_E_ANSWERED = 1u << 1, /* the reply is already a binary response: written as it is */
+};
+
+/* What px_mcb_request made of the frame at the start of the buffer. */
+typedef enum px_mcb_verdict {
+    PX_MCB_AGAIN = 0,   /* more bytes: *need is the least total length */
+    PX_MCB_FORWARD = 1, /* text holds the meta request to parse (the memcache codec) */
+    PX_MCB_ANSWER = 2,  /* answer holds the binary response (an unknown opcode, a bad frame);
+                           close: the connection is closed once it is out */
+    PX_MCB_SASL = 3,    /* a SASL opcode: the caller answers it (px_mcb_sasl_plain) */
+    PX_MCB_NOMEM = -1,
+} px_mcb_verdict;
+
+typedef struct px_mcb_frame {
+    uint8_t opcode, extlen;
+    uint16_t keylen;
+    uint32_t bodylen;
+    uint64_t cas;
+    uint8_t opaque[4];  /* as it came */
+    const char *key;    /* keylen bytes */
+    const char *value;  /* the body after extras and key */
+    size_t vlen;
+    bool close;         /* PX_MCB_ANSWER: close after it */
+} px_mcb_frame;
+
+/* One binary request at the start of buf[0, len) (len > 0, buf[0] of a binary connection),
+ * bodies up to max_body bytes (a longer one is answered "Too large." and the connection
+ * closed: it cannot be skipped without being held). *consumed: the frame's length (all
+ * verdicts but AGAIN). edge receives the request's px_msg.edge. text and answer are appended
+ * to. Cost: O(frame) (the value is copied once into text). */
+px_mcb_verdict px_mcb_request(const char *buf, size_t len, size_t max_body, px_mcb_frame *f,
+                              size_t *consumed, size_t *need, px_buf *text, px_buf *answer,
+                              uint8_t edge[8]);
+
+/* The binary response to the request m (m->edge set by px_mcb_request) for its reply
+ * p[0, len) as the memcache codec framed it (a meta, VERSION or error reply; empty when the
+ * codec swallowed it: nothing is written, but for quit's). A reply that is already binary
+ * (PX_MCB_E_ANSWERED) is appended as it is. 0, or -1 when out of memory. Cost: O(len). */
+int px_mcb_reply(px_buf *out, const px_msg *m, const char *p, size_t len);
+
+/* A response header and body for opcode/opaque into out: status, extras e[0, elen), key
+ * k[0, klen), value v[0, vlen), cas. 0, or -1. */
+int px_mcb_response(px_buf *out, uint8_t opcode, const uint8_t opaque[4], uint16_t status,
+                    uint64_t cas, const void *e, size_t elen, const void *k, size_t klen,
+                    const void *v, size_t vlen);
+
+/* SASL PLAIN (RFC 4616): the auth request f's mechanism must be "PLAIN" and its value
+ * "[authzid] NUL authcid NUL passwd". true and the user and password as spans of f->value;
+ * false when it is not such a message. */
+bool px_mcb_sasl_plain(const px_mcb_frame *f, px_span *user, px_span *pass);
+
+/* Whether a client's first byte says binary. */
+static inline bool px_mcb_is_binary(unsigned char first)
+{
+    return first == PX_MCB_MAGIC_REQ;
+}
+
+#endif /* CHASH_PROXY_MC_BIN_H */
