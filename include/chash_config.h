@@ -83,6 +83,11 @@ typedef struct ch_conf_pool {
                                    pools only); NULL if absent: then clients AUTH with
                                    redis_auth, as in twemproxy. redis_auth stays the password
                                    sent to the servers. */
+    char *client_auth_file;     /* "client_auth_file": memcached pools only: the file of the
+                                   users binary clients authenticate as (SASL PLAIN), one
+                                   "user:password" a line (memcached's -Y file), relative to the
+                                   config file's directory; read by chash-proxy. NULL: none */
+    unsigned client_auth_file_line, client_auth_file_column; /* where it was given (1-based) */
     int max_request_bytes;      /* one client request, >= 1; default
                                    CH_CONF_DEFAULT_MAX_REQUEST_BYTES */
     int max_client_buffer_bytes; /* reply bytes held for one client, >= 1; default

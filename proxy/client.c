@@ -586,16 +586,39 @@ static bool client_bin_allowed(const px_client *c, const px_mcb_frame *f)
            f->opcode == PX_MCB_OP_QUIT || f->opcode == PX_MCB_OP_QUITQ;
 }
 
-/* A SASL request f (list mechanisms, auth, step) answered into c->bin. 0, or -1. */
-static int client_sasl(px_client *c, const px_mcb_frame *f, uint8_t edge[8])
+/* A SASL request f (list mechanisms, auth, step) answered into c->bin, as memcached -S
+ * answers: the mechanisms ("PLAIN"); "Authenticated", or "Auth failure." (0x20) for wrong
+ * credentials, counted by the same guard as Redis's AUTH (auth_failure: the connection closes
+ * after too many, and an address over its share is refused without a compare); a step, which
+ * PLAIN never needs, "Auth failure.". Without client_auth_file, memcached without SASL:
+ * "Unknown command". 0, or -1. */
+static int client_sasl(px_client *c, const px_mcb_frame *f)
 {
-    (void)edge;
+    const px_mcb_users *users = c->pool->mc_users;
     c->bin.len = 0;
-    if (c->pool->mc_users == NULL) /* memcached without SASL: Unknown command */
-        return px_mcb_response(&c->bin, f->opcode, f->opaque, PX_MCB_UNKNOWN_COMMAND, 0, NULL, 0,
-                               NULL, 0, "Unknown command", 15);
-    return px_mcb_response(&c->bin, f->opcode, f->opaque, PX_MCB_AUTH_ERROR, 0, NULL, 0, NULL, 0,
-                           "Auth failure.", 13);
+    uint16_t st = PX_MCB_AUTH_ERROR;
+    const char *text = "Auth failure.";
+    if (users == NULL) {
+        st = PX_MCB_UNKNOWN_COMMAND;
+        text = "Unknown command";
+    } else if (f->opcode == PX_MCB_OP_SASL_LIST) {
+        st = PX_MCB_OK;
+        text = "PLAIN";
+    } else if (f->opcode == PX_MCB_OP_SASL_AUTH) {
+        px_span u, p;
+        bool blocked = auth_blocked(c);
+        if (!blocked && px_mcb_sasl_plain(f, &u, &p) &&
+            px_mcb_users_check(users, f->value + u.off, u.len, f->value + p.off, p.len)) {
+            c->authed = true;
+            c->auth_fails = 0;
+            st = PX_MCB_OK;
+            text = "Authenticated";
+        } else if (!blocked) {
+            auth_failure(c);
+        }
+    }
+    return px_mcb_response(&c->bin, f->opcode, f->opaque, st, 0, NULL, 0, NULL, 0, text,
+                           strlen(text));
 }
 
 static int client_binary(px_client *c, size_t off, px_msg *m, size_t *consumed, size_t *need,
@@ -611,7 +634,7 @@ static int client_binary(px_client *c, size_t off, px_msg *m, size_t *consumed, 
         return -1;
     if (v == PX_MCB_AGAIN)
         return BIN_PARSED + PX_PARSE_AGAIN;
-    if (v == PX_MCB_SASL && client_sasl(c, &f, edge) != 0)
+    if (v == PX_MCB_SASL && client_sasl(c, &f) != 0)
         return -1;
     if (v == PX_MCB_FORWARD && !client_bin_allowed(c, &f)) {
         /* memcached: "Auth failure." before authentication, and the close */
@@ -727,8 +750,13 @@ static void client_process(px_client *c)
             px_client_close(c);
             return;
         }
-        px_local ctx = {.password = pool->client_password, .authed = c->authed,
-                        .auth_blocked = pool->client_password != NULL && auth_blocked(c),
+        /* A memcached pool with client_auth_file: its text clients cannot authenticate
+         * (CLIENT_ERROR authentication required); its binary ones were let through by SASL */
+        const char *password = pool->mc_users == NULL ? pool->client_password
+                               : c->binary          ? NULL
+                                                    : "";
+        px_local ctx = {.password = password, .authed = c->authed,
+                        .auth_blocked = password != NULL && auth_blocked(c),
                         .info = pool->info, .info_arg = pool->info_arg, .id = c->id,
                         .dialect = c->dialect, .pinned = px_session_pinned(c->session),
                         .reply_mode = (px_reply_mode)c->reply_mode, .silent = silent,

@@ -3,7 +3,11 @@
  * pool.c — a pool's shared state and a worker's settings of it (pool.h).
  */
 #include "pool.h"
+#include "file.h"
+#include "proto/mc_bin.h"
 #include "tls.h"
+
+#include <unistd.h>
 
 #include "hot/topk.h"
 
@@ -35,6 +39,60 @@ static void table_free(void *ctx, void *p, size_t size)
 }
 
 static const ch_allocator table_allocator = {table_alloc, table_free, NULL};
+
+/* The largest client_auth_file read: a file of users, not of data. */
+#define PX_AUTH_FILE_MAX (1u << 20)
+
+/* client_auth_file's users into *out (NULL when the pool has none), read at each start and
+ * reload like the TLS files. 0, or -1 with why naming the config key's place
+ * (conf:line:column), the file and its line, never a line's content. */
+static int load_users(const ch_conf_pool *pc, const char *conf, const char *dir,
+                      px_mcb_users **out, char *why, size_t whylen)
+{
+    *out = NULL;
+    if (pc->client_auth_file == NULL)
+        return 0;
+    char path[4200], r[4400];
+    const char *f = pc->client_auth_file;
+    if (f[0] == '/' || dir[0] == '\0')
+        snprintf(path, sizeof(path), "%s", f);
+    else
+        snprintf(path, sizeof(path), "%s/%s", dir, f);
+    const char *where = conf != NULL ? conf : "(config)";
+    int fd = px_file_open_regular(path, "client_auth_file", r, sizeof(r));
+    if (fd < 0) {
+        snprintf(why, whylen, "%s:%u:%u: pool %s: %s", where, pc->client_auth_file_line,
+                 pc->client_auth_file_column, pc->name, r);
+        return -1;
+    }
+    char *text = malloc(PX_AUTH_FILE_MAX + 1);
+    size_t len = 0;
+    ssize_t n = 1;
+    while (text != NULL && len <= PX_AUTH_FILE_MAX &&
+           (n = read(fd, text + len, PX_AUTH_FILE_MAX + 1 - len)) > 0)
+        len += (size_t)n;
+    close(fd);
+    const char *what = NULL;
+    size_t line = 0;
+    int rc = text == NULL ? -1
+             : n < 0 ? 2
+             : len > PX_AUTH_FILE_MAX ? 3
+                                      : px_mcb_users_parse(text, len, out, &line, &what);
+    if (text != NULL)
+        memset(text, 0, len); /* passwords do not linger in freed memory */
+    free(text);
+    if (rc == 0)
+        return 0;
+    if (rc == 1)
+        snprintf(why, whylen, "%s:%u:%u: pool %s: client_auth_file '%s': line %zu: %s", where,
+                 pc->client_auth_file_line, pc->client_auth_file_column, pc->name, path, line,
+                 what);
+    else
+        snprintf(why, whylen, "%s:%u:%u: pool %s: client_auth_file '%s': %s", where,
+                 pc->client_auth_file_line, pc->client_auth_file_column, pc->name, path,
+                 rc == 2 ? "cannot be read" : rc == 3 ? "larger than 1 MiB" : "out of memory");
+    return -1;
+}
 
 int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *pc, char *why,
                         size_t whylen)
@@ -116,7 +174,8 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
     const char *slash = path != NULL ? strrchr(path, '/') : NULL;
     if (slash != NULL && (size_t)(slash - path) < sizeof(dir))
         snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-    if (px_tls_ctx_new(pc, dir, &sp->tls_listen, &sp->tls_servers, why, whylen) != 0) {
+    if (px_tls_ctx_new(pc, dir, &sp->tls_listen, &sp->tls_servers, why, whylen) != 0 ||
+        load_users(pc, path, dir, &sp->mc_users, why, whylen) != 0) {
         px_shared_pool_clear(sp);
         return -1;
     }
@@ -155,6 +214,8 @@ void px_shared_pool_clear(px_shared_pool *sp)
     px_tls_ctx_free(sp->tls_listen);
     px_tls_ctx_free(sp->tls_servers);
     sp->tls_listen = sp->tls_servers = NULL;
+    px_mcb_users_free(sp->mc_users);
+    sp->mc_users = NULL;
     memset(&sp->warm, 0, sizeof(sp->warm));
     sp->warm_from = PX_WARM_FROM_NONE;
     px_health_free(sp->health);

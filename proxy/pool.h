@@ -62,6 +62,7 @@ typedef struct px_auth_guard {
 typedef struct px_worker px_worker; /* worker.h; opaque below it */
 typedef struct px_server px_server; /* backend.h */
 typedef struct px_tls_ctx px_tls_ctx; /* tls.h */
+typedef struct px_mcb_users px_mcb_users; /* proto/mc_bin.h */
 
 /* A pool as the control thread knows it: what every worker's copy of the pool points to. */
 typedef struct px_shared_pool {
@@ -74,6 +75,7 @@ typedef struct px_shared_pool {
     /* A warm-up window or ramp (warm.h) after the reload that made this state: the previous
      * membership (owned; NULL: none) and the window's times. */
     px_tls_ctx *tls_listen, *tls_servers; /* owned (tls.h; NULL: plain) */
+    px_mcb_users *mc_users;     /* owned: client_auth_file's users (NULL: none) */
     ch_membership *prev;
     px_warm_times warm;
     enum {
@@ -201,8 +203,8 @@ typedef struct px_pool {
     void *info_arg;
     size_t max_client_buffer; /* max_client_buffer_bytes: reply bytes held for one client */
     size_t max_client_inflight; /* max_client_inflight_bytes: its requests' bytes in flight */
-    const void *mc_users;        /* memcached pools: client_auth_file's users (SASL PLAIN for
-                                    binary clients), NULL: none */
+    const px_mcb_users *mc_users; /* the shared pool's (client_auth_file: SASL PLAIN for binary
+                                     memcached clients); NULL: none */
     const char *client_password; /* what clients AUTH with: client_auth, else redis_auth; NULL:
                                     no AUTH needed */
     px_stream *listener;  /* NULL while accepting is paused (out of descriptors) */

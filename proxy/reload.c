@@ -397,6 +397,7 @@ static void plan_apply(pool_plan *p)
     pool->health = next->health;
     pool->tls_listen = next->tls_listen;
     pool->tls_servers = next->tls_servers;
+    pool->mc_users = next->mc_users;
     pool->servers = p->servers;
     pool->nservers = p->n;
     px_pool_configure(pool);
@@ -913,6 +914,7 @@ int px_reload_commit(px_ctl *m, px_reload_held *h, px_buf *result)
         cur->nservers = next->nservers;
         cur->tls_listen = next->tls_listen;
         cur->tls_servers = next->tls_servers;
+        cur->mc_users = next->mc_users;
         cur->prev = next->prev;
         cur->warm = next->warm;
         cur->warm_from = next->warm_from;

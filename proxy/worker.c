@@ -252,6 +252,7 @@ static int pool_init(px_worker *w, px_pool *pool, px_shared_pool *sp, int fd)
     pool->health = sp->health;
     pool->tls_listen = sp->tls_listen;
     pool->tls_servers = sp->tls_servers;
+    pool->mc_users = sp->mc_users;
     pool->nservers = sp->nservers;
     pool->accepted_total = w->env.accepted_total;
     pool->clients_open = w->env.clients_open;

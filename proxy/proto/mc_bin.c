@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* What an opcode is. */
@@ -579,4 +580,79 @@ bool px_mcb_sasl_plain(const px_mcb_frame *f, px_span *user, px_span *pass)
     *user = (px_span){(uint32_t)u, (uint32_t)(pw - 1 - u)};
     *pass = (px_span){(uint32_t)pw, (uint32_t)(n - pw)};
     return user->len > 0;
+}
+
+/* ---- users --------------------------------------------------------------------------------- */
+
+struct px_mcb_users {
+    size_t n, len;
+    char *text;      /* the file's bytes, owned: every span points into it */
+    px_span *user, *pass;
+};
+
+void px_mcb_users_free(px_mcb_users *u)
+{
+    if (u == NULL)
+        return;
+    if (u->text != NULL)
+        memset(u->text, 0, u->len); /* no password left in freed memory */
+    free(u->text);
+    free(u->user);
+    free(u->pass);
+    free(u);
+}
+
+int px_mcb_users_parse(const char *text, size_t len, px_mcb_users **out, size_t *line,
+                       const char **what)
+{
+    px_mcb_users *u = calloc(1, sizeof(*u));
+    size_t lines = 1;
+    for (size_t i = 0; i < len; i++)
+        lines += text[i] == '\n';
+    if (u == NULL || (u->text = malloc(len + 1)) == NULL ||
+        (u->user = calloc(lines, sizeof(px_span))) == NULL ||
+        (u->pass = calloc(lines, sizeof(px_span))) == NULL) {
+        px_mcb_users_free(u);
+        return -1;
+    }
+    if (len > 0)
+        memcpy(u->text, text, len);
+    u->len = len;
+    size_t at = 0;
+    for (size_t no = 1; at < len; no++) {
+        const char *nl = memchr(u->text + at, '\n', len - at);
+        size_t end = nl != NULL ? (size_t)(nl - u->text) : len, e = end;
+        if (e > at && u->text[e - 1] == '\r')
+            e--;
+        if (e > at) {
+            const char *colon = memchr(u->text + at, ':', e - at);
+            if (colon == NULL || colon == u->text + at || memchr(u->text + at, '\0', e - at)) {
+                *line = no;
+                *what = colon == NULL ? "expected user:password" : colon == u->text + at
+                                                                     ? "a user name is empty"
+                                                                     : "a NUL byte";
+                px_mcb_users_free(u);
+                return 1;
+            }
+            size_t c = (size_t)(colon - u->text);
+            u->user[u->n] = (px_span){(uint32_t)at, (uint32_t)(c - at)};
+            u->pass[u->n] = (px_span){(uint32_t)(c + 1), (uint32_t)(e - c - 1)};
+            u->n++;
+        }
+        at = end + 1;
+    }
+    *out = u;
+    return 0;
+}
+
+bool px_mcb_users_check(const px_mcb_users *u, const char *user, size_t ulen, const char *pass,
+                        size_t plen)
+{
+    bool ok = false;
+    for (size_t i = 0; u != NULL && i < u->n; i++) {
+        bool a = px_equal_secret(u->text + u->user[i].off, u->user[i].len, user, ulen);
+        bool b = px_equal_secret(u->text + u->pass[i].off, u->pass[i].len, pass, plen);
+        ok |= a & b;
+    }
+    return ok;
 }

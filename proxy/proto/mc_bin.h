@@ -125,6 +125,21 @@ int px_mcb_response(px_buf *out, uint8_t opcode, const uint8_t opaque[4], uint16
  * false when it is not such a message. */
 bool px_mcb_sasl_plain(const px_mcb_frame *f, px_span *user, px_span *pass);
 
+/* The users of a pool's client_auth_file (memcached's -Y file: one "user:password" a line,
+ * split at the first ':'; a line may end in "\r\n"; empty lines are skipped). Immutable once
+ * parsed: read by every worker. */
+typedef struct px_mcb_users px_mcb_users;
+
+/* Parses text[0, len). 0 and *out; 1 when a line is not "user:password" (*line: its number,
+ * 1-based; *what: why, never its content); -1 when out of memory. */
+int px_mcb_users_parse(const char *text, size_t len, px_mcb_users **out, size_t *line,
+                       const char **what);
+/* Whether user/pass is one of the users. Every entry is compared, each with px_equal_secret:
+ * the time depends on the lengths only, never on how much of a password was right. */
+bool px_mcb_users_check(const px_mcb_users *u, const char *user, size_t ulen, const char *pass,
+                        size_t plen);
+void px_mcb_users_free(px_mcb_users *u);
+
 /* Whether a client's first byte says binary. */
 static inline bool px_mcb_is_binary(unsigned char first)
 {

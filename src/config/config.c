@@ -141,6 +141,7 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS, K_SHADOW };
     X(SERVER_FAILURE_WINDOW, server_failure_window, K_INT, "an integer")                    \
     X(SERVER_RETRY_MAX, server_retry_max, K_INT, "an integer")                              \
     X(CLIENT_AUTH, client_auth, K_STR, "a string")                                          \
+    X(CLIENT_AUTH_FILE, client_auth_file, K_STR, "a file name")                             \
     X(MAX_REQUEST_BYTES, max_request_bytes, K_INT, "an integer")                            \
     X(MAX_CLIENT_BUFFER_BYTES, max_client_buffer_bytes, K_INT, "an integer")                \
     X(MAX_ITEM_BYTES, max_item_bytes, K_INT, "an integer")                                  \
@@ -961,6 +962,12 @@ static int load_value(loader *ld, ch_conf_pool *p, int id)
         return (p->version = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
     case KEY_CLIENT_AUTH:
         return (p->client_auth = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
+    case KEY_CLIENT_AUTH_FILE: /* read by chash-proxy, which names this place in its errors */
+        if (len == 0 || memchr(v, '\0', len) != NULL)
+            return fail(ld, m, "expected %s for \"%s\", got \"%s\"", keys[id].expect, k,
+                        ch__conf_quote(q, sizeof q, v, len));
+        xfree(p->client_auth_file);
+        return (p->client_auth_file = dupn(v, len)) == NULL ? nomem(ld) : CH_OK;
     case KEY_GUTTER: /* the pool named is checked once the whole file is read (check_refs) */
         p->gutter_line = (unsigned)(m.line + 1);
         p->gutter_column = (unsigned)(m.column + 1);
@@ -1422,6 +1429,14 @@ static int load_body(loader *ld, ch_conf_pool *p, yaml_mark_t pm)
     if (client_auth_bad)
         return fail(ld, st.mark[KEY_CLIENT_AUTH],
                     "\"client_auth\" is only valid in a redis pool (redis: true)");
+    if (p->client_auth_file != NULL) { /* the key's place, for chash-proxy's errors */
+        p->client_auth_file_line = (unsigned)(st.mark[KEY_CLIENT_AUTH_FILE].line + 1);
+        p->client_auth_file_column = (unsigned)(st.mark[KEY_CLIENT_AUTH_FILE].column + 1);
+    }
+    if (p->client_auth_file != NULL && p->redis)
+        return fail(ld, st.mark[KEY_CLIENT_AUTH_FILE],
+                    "\"client_auth_file\" is only valid in a memcached pool (redis: false); a "
+                    "redis pool's clients AUTH with \"client_auth\"");
     return check_tls(ld, p, &st);
 }
 
@@ -1816,6 +1831,7 @@ void ch_config_free(ch_config *cfg)
         xfree(p->distribution);
         xfree(p->redis_auth);
         xfree(p->client_auth);
+        xfree(p->client_auth_file);
         xfree(p->version);
         xfree(p->tls_cert_file);
         xfree(p->tls_key_file);

@@ -22,6 +22,15 @@ memcached as the oracle.
      0x03 with the connection kept (as memcached: -I 1m); and a quiet flood (200,000 getq of
      absent keys without a noop) answers nothing, leaves the proxy's RSS bounded and is
      answered by its noop. Throughout, another client's gets are served.
+  4. SASL PLAIN (item 3) on a pool with client_auth_file (a relative path, memcached's -Y
+     format): the mechanisms are "PLAIN"; before authentication version and noop are served
+     and a get gets 0x20 "Auth failure." and a close (as memcached -S); wrong credentials get
+     0x20 with the connection kept, and after 3 in a row it is closed (the AUTH guard's
+     limit); right ones get "Authenticated" and the commands work; a text client of that pool
+     gets "CLIENT_ERROR authentication required"; a pool without the file answers the SASL
+     opcodes "Unknown command" (memcached without SASL). A malformed file, a missing one, and
+     the key in a redis pool each fail `chash-proxy -t` naming the config's file:line:column,
+     never a password.
 
 Usage: test_mc_binary.py CHASH_PROXY CHASH_CLI
 Exit: 0 pass, 1 fail, 77 skip (memcached missing and CI unset).
@@ -29,6 +38,7 @@ Exit: 0 pass, 1 fail, 77 skip (memcached missing and CI unset).
 import os
 import socket
 import struct
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -315,6 +325,109 @@ def bad_input(addr, other, proxy):
     return grown
 
 
+def sasl(c, op, mech=b"", value=b"", opaque=9):
+    c.send(packet(op, mech, b"", value, opaque=opaque))
+    return c.response()
+
+
+def sasl_tests(t, backend):
+    port, plain_port = free_ports(2)
+    users = write_file(os.path.join(t.tmp, "users"), "alice:s3cret:with:colons\nbob:pw\r\n\n")
+    del users
+    config = os.path.join(t.tmp, "auth.yml")
+    write_file(config, pool_yaml("auth", port, [(backend.text, 1, None)], redis=False,
+                                 client_auth_file="users") +
+               pool_yaml("plain", plain_port, [(backend.text, 1, None)], redis=False))
+    proxy = Proxy(t.proxy, t.tmp, config, [("127.0.0.1", port), ("127.0.0.1", plain_port)],
+                  label="auth").start()
+    addr = ("127.0.0.1", port)
+    # the mechanisms; version and noop before authentication; a get refused and closed
+    c = Bin(addr)
+    f = expect(sasl(c, OPS["sasl_list"]), OPS["sasl_list"], 0, "list mechanisms")
+    if f["body"] != b"PLAIN":
+        fail("mechanisms: %r" % f["body"])
+    c.send(packet(OPS["version"], opaque=1))
+    expect(c.response(), OPS["version"], 0, "version before authentication")
+    c.send(packet(OPS["noop"], opaque=2))
+    expect(c.response(), OPS["noop"], 0, "noop before authentication")
+    c.send(packet(OPS["get"], b"k", opaque=3))
+    f = expect(c.response(), OPS["get"], 0x20, "a get before authentication")
+    if f["body"] != b"Auth failure." or not c.closed():
+        fail("a get before authentication: %r, or the connection stayed open" % f)
+    c.close()
+    # wrong credentials: refused, kept; the third in a row closes
+    c = Bin(addr)
+    for i, cred in enumerate((b"\0alice\0wr0ngpw", b"\0mallory\0pw", b"\0bob\0s3cret:with:colons")):
+        expect(sasl(c, OPS["sasl_auth"], b"PLAIN", cred), OPS["sasl_auth"], 0x20,
+               "wrong credentials %d" % i)
+    if not c.closed():
+        fail("3 wrong credentials in a row: the connection stayed open")
+    c.close()
+    # a step without a start, an unknown mechanism: refused
+    c = Bin(addr)
+    expect(sasl(c, OPS["sasl_step"], b"PLAIN", b"\0bob\0pw"), OPS["sasl_step"], 0x20, "a step")
+    expect(sasl(c, OPS["sasl_auth"], b"CRAM-MD5", b"x"), OPS["sasl_auth"], 0x20,
+           "an unknown mechanism")
+    c.close()
+    # right credentials (an authzid, a password with colons), then commands
+    for user, cred in ((b"alice", b"alice\0alice\0s3cret:with:colons"), (b"bob", b"\0bob\0pw")):
+        c = Bin(addr)
+        f = expect(sasl(c, OPS["sasl_auth"], b"PLAIN", cred), OPS["sasl_auth"], 0,
+                   "%s's credentials" % user.decode())
+        if f["body"] != b"Authenticated":
+            fail("authenticated: %r" % f["body"])
+        c.send(packet(OPS["set"], b"auth-" + user, struct.pack(">II", 0, 0), b"v", opaque=4))
+        expect(c.response(), OPS["set"], 0, "a set after authentication")
+        c.send(packet(OPS["getk"], b"auth-" + user, opaque=5))
+        f = expect(c.response(), OPS["getk"], 0, "a get after authentication")
+        if f["body"][4:] != b"auth-" + user + b"v":
+            fail("a get after authentication: %r" % f["body"])
+        c.close()
+    # a text client of that pool
+    s = socket.create_connection(addr, timeout=10)
+    s.sendall(b"get k\r\n")
+    line = s.recv(4096)
+    if line != b"CLIENT_ERROR authentication required\r\n":
+        fail("a text client of an authenticating pool: %r" % line)
+    s.close()
+    # a pool without client_auth_file: the SASL opcodes are unknown, as memcached without SASL
+    c = Bin(("127.0.0.1", plain_port))
+    for name in ("sasl_list", "sasl_auth"):
+        expect(sasl(c, OPS[name], b"PLAIN" if name == "sasl_auth" else b"",
+                    b"\0bob\0pw" if name == "sasl_auth" else b""), OPS[name], 0x81, name)
+    c.close()
+    # bad files, a misplaced key: -t names the config's place, never a password
+    bad = write_file(os.path.join(t.tmp, "bad-users"), "carol:topsecret\nnocolon-hunter2\n")
+    del bad
+    cases = (
+        ("bad-users", False, "client_auth_file 'BASE/bad-users': line 2: expected user:password"),
+        ("missing-users", False, "missing-users"),
+        ("users", True, "\"client_auth_file\" is only valid in a memcached pool"),
+    )
+    for i, (fname, redis, want) in enumerate(cases):
+        path = write_file(os.path.join(t.tmp, "bad%d.yml" % i),
+                          "# a comment\n" + pool_yaml("p", free_ports(1)[0],
+                                                      [(backend.text, 1, None)], redis=redis,
+                                                      client_auth_file=fname))
+        r = subprocess.run([t.proxy, "-t", "-c", path], capture_output=True, text=True,
+                           timeout=30)
+        out = r.stdout + r.stderr
+        where = "%s:5:3" % path
+        if r.returncode == 0 or where not in out or want.replace("BASE", t.tmp) not in out:
+            fail("-t with %s (redis %s): rc %d, expected %r and %r in:\n%s" %
+                 (fname, redis, r.returncode, where, want, out))
+        for secret in ("topsecret", "hunter2", "s3cret", ":pw"):
+            if secret in out:
+                fail("-t with %s echoed a password: %s" % (fname, out))
+    for path in (proxy.log, proxy.stderr):
+        with open(path, errors="replace") as f:
+            text = f.read()
+        for secret in ("s3cret", "wr0ngpw"):
+            if secret in text:
+                fail("%s holds a password: %s" % (path, secret))
+    return "SASL checks passed"
+
+
 def body(t):
     mc_exe = t.programs["memcached"]
     direct = Memcached(mc_exe, t.tmp).start()
@@ -335,6 +448,7 @@ def body(t):
     grown = bad_input(paddr, other, proxy)
     other.close()
     wait_until(proxy.alive, 5, "the proxy alive")
+    sasl_tests(t, backend)
     return "%d lines, %d responses identical; quiet flood grew RSS by %d KiB" % (
         nlines, nresp, grown)
 
