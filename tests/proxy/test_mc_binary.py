@@ -31,6 +31,13 @@ memcached as the oracle.
      opcodes "Unknown command" (memcached without SASL). A malformed file, a missing one, and
      the key in a redis pool each fail `chash-proxy -t` naming the config's file:line:column,
      never a password.
+  5. A pool of 3 memcacheds (unequal weights): 60 keys set in binary land each on exactly one
+     memcached, and a text delete of each through the proxy removes it from that one (binary
+     and text requests route alike); a quiet multi-get (getkq of present and absent keys, then
+     a noop) spanning the 3 answers the present keys in the client's order with their opaques;
+     one memcached killed (failover_depth 1): a get of a key it owned answers the proxy's error
+     as status 0x86 with its text, a quiet get's error is sent too (errors are never
+     withheld), the connection is kept and the other keys are still served.
 
 Usage: test_mc_binary.py CHASH_PROXY CHASH_CLI
 Exit: 0 pass, 1 fail, 77 skip (memcached missing and CI unset).
@@ -42,8 +49,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from proxyharness import (Memcached, Proxy, fail, free_ports, log, pool_yaml,  # noqa: E402
-                          run_test, wait_until, write_file)
+from proxyharness import (Mc, Memcached, Proxy, fail, free_ports, log, pool_yaml,  # noqa: E402
+                          run_test, start_memcacheds, wait_until, write_file)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REQUESTS = os.path.join(HERE, "mc_binary_requests.txt")
@@ -428,6 +435,76 @@ def sasl_tests(t, backend):
     return "SASL checks passed"
 
 
+def three_servers(t):
+    mcs = start_memcacheds(t.programs["memcached"], t.tmp, 3)
+    port = free_ports(1)[0]
+    config = write_file(os.path.join(t.tmp, "three.yml"), pool_yaml(
+        "three", port, [(m.text, w, None) for m, w in zip(mcs, (1, 2, 3))], redis=False,
+        distribution="ketama", hash="md5", auto_eject_hosts=False, timeout=1000,
+        failover_depth=1))
+    proxy = Proxy(t.proxy, t.tmp, config, [("127.0.0.1", port)], label="three").start()
+    addr = ("127.0.0.1", port)
+    keys = [b"three-%03d" % i for i in range(60)]
+    c = Bin(addr)
+    c.send(b"".join(packet(OPS["setq"], k, struct.pack(">II", i, 0), b"v" + k, opaque=i)
+                    for i, k in enumerate(keys)) + packet(OPS["noop"], opaque=MARK))
+    rs, closed = c.until_mark()
+    if closed or len(rs) != 1:
+        fail("60 quiet sets: %s" % show(rs))
+    owner = {}
+    for k in keys:
+        have = [i for i, m in enumerate(mcs) if k in m.keys_present([k])]
+        if len(have) != 1:
+            fail("key %r on memcacheds %s, expected exactly one" % (k, have))
+        owner[k] = have[0]
+    if len(set(owner.values())) != 3:
+        fail("60 keys on %d of 3 memcacheds" % len(set(owner.values())))
+    # a quiet multi-get over the 3: present keys in order, absent ones silent
+    ask = []
+    for i, k in enumerate(keys[:30]):
+        ask.append(k)
+        if i % 3 == 0:
+            ask.append(b"absent-%d" % i)
+    c.send(b"".join(packet(OPS["getkq"], k, opaque=1000 + j) for j, k in enumerate(ask)) +
+           packet(OPS["noop"], opaque=MARK))
+    rs, closed = c.until_mark()
+    want = [(1000 + j, k) for j, k in enumerate(ask) if not k.startswith(b"absent")]
+    got = [(fields(r)["opaque"], fields(r)["body"][4:4 + fields(r)["klen"]]) for r in rs[:-1]]
+    if closed or got != want:
+        fail("quiet multi-get: got %s, expected %s" % (got[:5], want[:5]))
+    for r, (_o, k) in zip(rs, want):
+        f = fields(r)
+        if f["body"][4 + f["klen"]:] != b"v" + k or f["status"] != 0:
+            fail("quiet multi-get: %r for %r" % (f, k))
+    # text deletes through the proxy remove each key from the memcached binary put it on
+    with Mc(addr) as text:
+        for k in keys[30:]:
+            if text.call(b"delete " + k + b"\r\n") != b"DELETED\r\n":
+                fail("text delete of %r through the proxy" % k)
+    for k in keys[30:]:
+        if k in mcs[owner[k]].keys_present([k]):
+            fail("a text delete did not reach the memcached the binary set used for %r" % k)
+    # one memcached killed: its keys answer 0x86, loud or quiet; the others are served
+    dead = owner[keys[0]]
+    mcs[dead].kill()
+    lost = [k for k in keys[:30] if owner[k] == dead][:2]
+    kept = [k for k in keys[:30] if owner[k] != dead][0]
+    c.send(packet(OPS["get"], lost[0], opaque=1) + packet(OPS["getq"], lost[1], opaque=2) +
+           packet(OPS["getk"], kept, opaque=3) + packet(OPS["noop"], opaque=MARK))
+    rs, closed = c.until_mark()
+    if closed or len(rs) != 4:
+        fail("with a memcached killed: %s (closed %s)" % (show(rs), closed))
+    for r, opq in zip(rs[:2], (1, 2)):
+        f = fields(r)
+        if f["status"] != 0x86 or f["opaque"] != opq or not f["body"]:
+            fail("a get of a killed memcached's key: %r" % f)
+    f = fields(rs[2])
+    if f["status"] != 0 or f["body"][4 + f["klen"]:] != b"v" + kept:
+        fail("a get of a live memcached's key with another killed: %r" % f)
+    c.close()
+    return fields(rs[0])["body"]
+
+
 def body(t):
     mc_exe = t.programs["memcached"]
     direct = Memcached(mc_exe, t.tmp).start()
@@ -449,6 +526,8 @@ def body(t):
     other.close()
     wait_until(proxy.alive, 5, "the proxy alive")
     sasl_tests(t, backend)
+    why = three_servers(t)
+    log("a killed memcached's key: 0x86 %r" % why)
     return "%d lines, %d responses identical; quiet flood grew RSS by %d KiB" % (
         nlines, nresp, grown)
 
