@@ -200,6 +200,15 @@ static bool shape_ok(op_shape s, const px_mcb_frame *f)
     return false;
 }
 
+/* A binary expiry (uint32; memcached reads one over 30 days as a Unix time) as a meta T or N
+ * token, which memcached reads into 32 signed bits: one past 2038 (a time in 2106 at most) is
+ * the latest it takes, 2038-01-19, the same "not for decades" to an item. */
+static uint32_t expiry(const char *p)
+{
+    uint32_t e = rd32(p);
+    return e > (uint32_t)CH_MC_EXPTIME_MAX ? (uint32_t)CH_MC_EXPTIME_MAX : e;
+}
+
 /* " <key>" as a meta token: as it is, or base64 (then *b64). */
 static int put_key(px_buf *t, const char *key, size_t klen, bool *b64)
 {
@@ -228,13 +237,16 @@ static int translate(const op_spec *s, const px_mcb_frame *f, const char *ext, p
         rc = px_buf_append(t, "mg", 2) | put_key(t, f->key, f->keylen, &b64);
         rc |= px_buf_append(t, s->kind == K_TOUCH ? " f c" : " v f c", s->kind == K_TOUCH ? 4 : 6);
         if (s->kind != K_GET)
-            rc |= px_buf_printf(t, " T%" PRIu32, rd32(ext));
+            rc |= px_buf_printf(t, " T%" PRIu32, expiry(ext));
         break;
     case K_STORE:
         rc = px_buf_append(t, "ms", 2) | put_key(t, f->key, f->keylen, &b64);
-        rc |= px_buf_printf(t, " %zu c M%c", f->vlen, s->mode);
+        /* memcached: a set, add or replace with a CAS is a compare-and-swap, whatever its
+         * opcode (process_bin_update's NREAD_CAS) */
+        rc |= px_buf_printf(t, " %zu c M%c", f->vlen,
+                            f->cas != 0 && s->shape == S_STORE8 ? 'S' : s->mode);
         if (f->extlen == 8)
-            rc |= px_buf_printf(t, " F%" PRIu32 " T%" PRIu32, rd32(ext), rd32(ext + 4));
+            rc |= px_buf_printf(t, " F%" PRIu32 " T%" PRIu32, rd32(ext), expiry(ext + 4));
         if (f->cas != 0)
             rc |= px_buf_printf(t, " C%" PRIu64, f->cas);
         break;
@@ -248,7 +260,7 @@ static int translate(const op_spec *s, const px_mcb_frame *f, const char *ext, p
         rc |= px_buf_printf(t, " v c D%" PRIu64 " M%c", rd64(ext), s->mode);
         uint32_t exp = rd32(ext + 16);
         if (exp != 0xffffffffu) /* else: not created when absent */
-            rc |= px_buf_printf(t, " N%" PRIu32 " J%" PRIu64, exp, rd64(ext + 8));
+            rc |= px_buf_printf(t, " N%" PRIu32 " J%" PRIu64, expiry(ext + 16), rd64(ext + 8));
         if (f->cas != 0)
             rc |= px_buf_printf(t, " C%" PRIu64, f->cas);
         break;
@@ -350,6 +362,16 @@ px_mcb_verdict px_mcb_request(const char *buf, size_t len, size_t max_body, px_m
     }
     if (s->kind == K_SASL)
         return PX_MCB_SASL;
+    if (f->keylen > PX_MCB_MAX_B64_KEY && !ch_mc_key_plain(f->key, f->keylen)) {
+        /* Its base64 would be over the 250 characters a meta key token may have (memcached
+         * refuses it too): refused, the connection kept. */
+        static const char why[] = "a key that is not printable ASCII without spaces may have "
+                                  "at most 186 bytes through the proxy";
+        return error_response(answer, f->opcode, f->opaque, PX_MCB_EINVAL, why, sizeof(why) - 1)
+                       == 0
+                   ? PX_MCB_ANSWER
+                   : PX_MCB_NOMEM;
+    }
     edge[1] = PX_MCB_E_BINARY;
     return translate(s, f, ext, text) == 0 ? PX_MCB_FORWARD : PX_MCB_NOMEM;
 }

@@ -17,6 +17,7 @@
  *   gat gatq gatk gatkq        mg <key> v f c T<exp> [q]
  *   touch                      mg <key> f c T<exp>
  *   set add replace (q)        ms <key> <n> F<flags> T<exp> c M<S|E|R> [C<cas>] [q]
+ *                              (with a CAS: M S, a compare-and-swap, as memcached does)
  *   append prepend (q)         ms <key> <n> c M<A|P> [C<cas>] [q]
  *   delete(q)                  md <key> [C<cas>] [q]
  *   incr decr (q)              ma <key> v c D<delta> M<I|D> [N<exp> J<initial>] [C<cas>] [q]
@@ -41,6 +42,10 @@
 #define PX_MCB_MAGIC_RES 0x81
 #define PX_MCB_HEADER 24u
 #define PX_MCB_MAX_KEY 250u /* memcached's KEY_MAX_LENGTH: a longer key is a protocol error */
+/* The longest key that is not ch_mc_key_plain the servers can be sent: its base64 goes as a meta
+ * key token, of at most 250 characters (memcached refuses a longer one): 4 * ceil(186 / 3) = 248.
+ * A longer one is refused with 0x04, the connection kept. */
+#define PX_MCB_MAX_B64_KEY 186u
 
 /* Response statuses (protocol_binary.h). */
 enum {

@@ -19,7 +19,10 @@ memcached as the oracle.
      over 250 bytes or a frame of the wrong shape gets 0x04 "Invalid arguments" and a close (as
      memcached); a body beyond the pool's request limit gets 0x03 "Too large." and a close; a
      text line on a binary connection (a wrong magic) a close; a value over the item limit
-     0x03 with the connection kept (as memcached: -I 1m); and a quiet flood (200,000 getq of
+     0x03 with the connection kept (as memcached: -I 1m); a key over 186 bytes that the text
+     protocol cannot carry 0x04, kept (its base64 would be over the 250 characters memcached
+     takes as a meta key: one difference from memcached, which stores binary keys up to 250
+     bytes, documented in docs/PROXY.md); and a quiet flood (200,000 getq of
      absent keys without a noop) answers nothing, leaves the proxy's RSS bounded and is
      answered by its noop. Throughout, another client's gets are served.
   4. SASL PLAIN (item 3) on a pool with client_auth_file (a relative path, memcached's -Y
@@ -76,6 +79,9 @@ def packet(op, key=b"", extras=b"", value=b"", opaque=0, cas=0, magic=0x80):
 def data(text):
     if text.startswith("hex:"):
         return bytes.fromhex(text[4:])
+    if text.startswith("%"):
+        n = int(text[1:])
+        return (b"a b\tc\x00d\r\n" * (n // 9 + 1))[:n]
     if text.startswith("*"):
         n = int(text[1:])
         return (b"0123456789abcdefghijklmnopqrstuvwxyz" * (n // 36 + 1))[:n]
@@ -287,6 +293,18 @@ def bad_input(addr, other, proxy):
             fail("%s: the connection stayed open" % what)
         c.close()
         served(what)
+    # a key the text protocol cannot carry, over 186 bytes (its base64 over the 250 characters
+    # of a meta key): Invalid arguments, kept
+    c = fresh()
+    c.send(packet(OPS["getk"], (b"a b" * 70)[:187], opaque=6) + packet(OPS["noop"], opaque=MARK))
+    rs, closed = c.until_mark()
+    if closed or len(rs) != 2:
+        fail("a 187-byte key with spaces: %s closed %s" % (show(rs), closed))
+    f = expect(rs[0], OPS["getk"], 0x04, "a 187-byte key with spaces")
+    if b"186 bytes" not in f["body"] or f["opaque"] != 6:
+        fail("a 187-byte key with spaces: %r" % f)
+    c.close()
+    served("a 187-byte key with spaces")
     # a body over the request limit (max_request_bytes 2 MiB here): Too large, closed
     c = fresh()
     c.send(struct.pack(">BBHBBHIIQ", 0x80, 0x01, 1, 8, 0, 0, 64 << 20, 3, 0))
