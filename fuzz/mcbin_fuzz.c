@@ -60,7 +60,7 @@ static const char *const replies[] = {
     "ERROR\r\n", "CLIENT_ERROR bad command line format\r\n",
     "CLIENT_ERROR cannot increment or decrement non-numeric value\r\n",
     "SERVER_ERROR object too large for cache\r\n", "SERVER_ERROR out of memory\r\n",
-    "SERVER_ERROR chash-proxy: no server\r\n", "CLIENT_ERROR authentication required\r\n",
+    "SERVER_ERROR chash-proxy: no server\r\n", "CLIENT_ERROR unauthenticated\r\n",
     "VA 99 f1\r\nshort\r\n", "VA x\r\n", "HD c99999999999999999999999\r\n",
 };
 

@@ -751,7 +751,7 @@ static void client_process(px_client *c)
             return;
         }
         /* A memcached pool with client_auth_file: its text clients cannot authenticate
-         * (CLIENT_ERROR authentication required); its binary ones were let through by SASL */
+         * (CLIENT_ERROR unauthenticated, memcached's words); its binary ones were let through by SASL */
         const char *password = pool->mc_users == NULL ? pool->client_password
                                : c->binary          ? NULL
                                                     : "";

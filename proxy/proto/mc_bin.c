@@ -444,7 +444,7 @@ static int error_reply(px_buf *out, const op_spec *s, uint8_t op, const uint8_t 
             return error_response(out, op, opq, PX_MCB_NOT_SUPPORTED, msg, mlen);
         if (s->kind == K_ARITH && contains(msg, mlen, "non-numeric"))
             return error_response(out, op, opq, PX_MCB_DELTA_BADVAL, NULL, 0);
-        if (mlen == 23 && memcmp(msg, "authentication required", 23) == 0)
+        if (mlen == 15 && memcmp(msg, "unauthenticated", 15) == 0)
             return error_response(out, op, opq, PX_MCB_AUTH_ERROR, NULL, 0);
         return error_response(out, op, opq, PX_MCB_EINVAL, msg, mlen);
     }

@@ -523,7 +523,8 @@ static int mc_encode_error(px_buf *out, px_error why, const char *msg)
     case PX_ERR_UNKNOWN:
         return px_buf_append(out, "ERROR\r\n", 7);
     case PX_ERR_NOAUTH:
-        return px_buf_append(out, "CLIENT_ERROR authentication required\r\n", 38);
+        /* memcached 1.6's words to an unauthenticated client (-Y) */
+        return px_buf_append(out, "CLIENT_ERROR unauthenticated\r\n", 30);
     case PX_ERR_CLIENT:
         return px_buf_printf(out, "CLIENT_ERROR %s\r\n", msg);
     default:

@@ -30,8 +30,8 @@ memcached as the oracle.
      and a get gets 0x20 "Auth failure." and a close (as memcached -S); wrong credentials get
      0x20 with the connection kept, and after 3 in a row it is closed (the AUTH guard's
      limit); right ones get "Authenticated" and the commands work; a text client of that pool
-     gets "CLIENT_ERROR authentication required"; a pool without the file answers the SASL
-     opcodes "Unknown command" (memcached without SASL). A malformed file, a missing one, and
+     gets what a memcached started with -Y on those users answers it; a pool without the file
+     answers the SASL opcodes "Unknown command" (memcached without SASL). A malformed file, a missing one, and
      the key in a redis pool each fail `chash-proxy -t` naming the config's file:line:column,
      never a password.
   5. A pool of 3 memcacheds (unequal weights): 60 keys set in binary land each on exactly one
@@ -53,7 +53,8 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Mc, Memcached, Proxy, fail, free_ports, log, pool_yaml,  # noqa: E402
-                          run_test, start_memcacheds, wait_until, write_file)
+                          run_test, spawn, start_memcacheds, wait_accepting, wait_until,
+                          write_file)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REQUESTS = os.path.join(HERE, "mc_binary_requests.txt")
@@ -408,13 +409,25 @@ def sasl_tests(t, backend):
         if f["body"][4:] != b"auth-" + user + b"v":
             fail("a get after authentication: %r" % f["body"])
         c.close()
-    # a text client of that pool
-    s = socket.create_connection(addr, timeout=10)
-    s.sendall(b"get k\r\n")
-    line = s.recv(4096)
-    if line != b"CLIENT_ERROR authentication required\r\n":
-        fail("a text client of an authenticating pool: %r" % line)
-    s.close()
+    # a text client of that pool: answered as memcached -Y on the same file answers it
+    yport = free_ports(1)[0]
+    # (memcached's own reader takes neither the CRLF nor the empty line of "users")
+    yusers = write_file(os.path.join(t.tmp, "users-Y"), "alice:s3cret:with:colons\nbob:pw\n")
+    argv = [t.programs["memcached"], "-p", str(yport), "-l", "127.0.0.1", "-U", "0", "-Y",
+            yusers] + (["-u", "root"] if os.geteuid() == 0 else [])
+    yproc = spawn(argv, os.path.join(t.tmp, "memcached-Y.log"))
+    wait_accepting(yproc, [("127.0.0.1", yport)], os.path.join(t.tmp, "memcached-Y.log"),
+                   "memcached -Y")
+    lines = []
+    for a in (("127.0.0.1", yport), addr):
+        s = socket.create_connection(a, timeout=10)
+        s.sendall(b"get k\r\n")
+        lines.append(s.recv(4096))
+        s.close()
+    yproc.kill()
+    if lines[0] != lines[1] or not lines[0].startswith(b"CLIENT_ERROR"):
+        fail("a text client of an authenticating pool: memcached -Y %r, the proxy %r" %
+             tuple(lines))
     # a pool without client_auth_file: the SASL opcodes are unknown, as memcached without SASL
     c = Bin(("127.0.0.1", plain_port))
     for name in ("sasl_list", "sasl_auth"):
