@@ -12,7 +12,8 @@ memcached as the oracle.
      body of version's response (the proxy answers its own version, as the text version
      does). Not in the list, because the proxy answers them otherwise on purpose: flush and
      stat (refused with status 0x83, as the text flush_all and stats are; checked in part 2).
-  2. The proxy's own answers: flush and flushq refused with 0x83 and the connection kept;
+  2. quit and quitq after a pipeline: the same bytes as memcached's, then the close. The
+     proxy's own answers: flush and flushq refused with 0x83 and the connection kept;
      stat the same.
   3. Bad input (item 4): an unknown opcode gets 0x81 "Unknown command" and the connection is
      kept (as memcached); extras and key lengths beyond the body get 0x81 and a close; a key
@@ -227,6 +228,21 @@ def expect(resp, op, status, what):
         fail("%s: got opcode %#x status %#x body %r, expected opcode %#x status %#x" %
              (what, f["op"], f["status"], f["body"][:80], op, status))
     return f
+
+
+def quits(direct_addr, proxy_addr):
+    """quit (a response, then the close) and quitq (the close alone), after a pipeline: the same
+    bytes from memcached and from the proxy."""
+    for name in ("quit", "quitq"):
+        got = []
+        for a in (direct_addr, proxy_addr):
+            c = Bin(a)
+            c.send(packet(OPS["getk"], b"nothing-here", opaque=1) + packet(OPS["noop"], opaque=2) +
+                   packet(OPS[name], opaque=3) + packet(OPS["noop"], opaque=4))
+            got.append(list(iter(c.response, None)))
+            c.close()
+        if got[0] != got[1] or len(got[0]) != (3 if name == "quit" else 2):
+            fail("%s: memcached %s, the proxy %s" % (name, show(got[0]), show(got[1])))
 
 
 def proxy_answers(addr):
@@ -548,6 +564,7 @@ def body(t):
     paddr = ("127.0.0.1", port)
     nlines, nresp = differential(direct.addr, paddr)
     log("differential: %d request lines, %d responses identical" % (nlines, nresp))
+    quits(direct.addr, paddr)
     proxy_answers(paddr)
     other = Bin(paddr)
     other.send(packet(OPS["set"], b"other-key", struct.pack(">II", 0, 0), b"other-value",
