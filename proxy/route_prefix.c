@@ -140,6 +140,17 @@ static px_pool *key_pool(const px_prefix *t, const px_rq *rq, size_t k, size_t *
     return px_prefix_match(t, key, len, strip);
 }
 
+/* The arguments of m that are keys it writes without naming them (RPOPLPUSH's destination,
+ * px_codec.writes_unnamed) into at[]; their count. */
+static size_t unnamed(const px_rq *rq, uint32_t at[PX_UNNAMED_MAX])
+{
+    size_t nat = 0;
+    if (rq->codec->writes_unnamed == NULL ||
+        rq->codec->writes_unnamed(&rq->msg, at, &nat) == NULL)
+        return 0;
+    return nat < PX_UNNAMED_MAX ? nat : PX_UNNAMED_MAX;
+}
+
 int px_prefix_pick(const px_prefix *t, px_rq *rq, px_pool **to, char *why, size_t cap)
 {
     const px_msg *m = &rq->msg;
@@ -150,6 +161,15 @@ int px_prefix_pick(const px_prefix *t, px_rq *rq, px_pool **to, char *why, size_
         px_pool *p = key_pool(t, rq, k, &cut);
         if (first == NULL)
             first = p;
+        span |= p != first;
+        strip |= cut > 0;
+    }
+    /* A key written unnamed goes where its own prefix says too: to the same pool, or refused. */
+    uint32_t at[PX_UNNAMED_MAX];
+    size_t nat = m->nkeys > 0 ? unnamed(rq, at) : 0;
+    for (size_t i = 0; i < nat && at[i] < m->nargs; i++) {
+        size_t cut = 0;
+        px_pool *p = px_prefix_match(t, m->raw + m->args[at[i]].off, m->args[at[i]].len, &cut);
         span |= p != first;
         strip |= cut > 0;
     }
@@ -230,11 +250,19 @@ static int encode_slot(px_rq *rq, px_slot s, const px_prefix *t, px_pool **to, p
     c.args_cap = m->nargs;
     c.keys_cap = m->nkeys;
     *to = t->dflt;
+    uint32_t at[PX_UNNAMED_MAX];
+    size_t nat = unnamed(rq, at);
     for (size_t k = 0; k < m->nkeys; k++) {
         size_t cut = 0;
         *to = key_pool(t, rq, k, &cut);
         if (cut > 0)
             cut_key(&c, k, cut);
+    }
+    for (size_t i = 0; i < nat && at[i] < m->nargs; i++) { /* keys written unnamed */
+        size_t cut = 0;
+        (void)px_prefix_match(t, m->raw + m->args[at[i]].off, m->args[at[i]].len, &cut);
+        args[at[i]].off += (uint32_t)cut;
+        args[at[i]].len -= (uint32_t)cut;
     }
     return rq->codec->encode_args(out, &c);
 }
