@@ -5,7 +5,9 @@
  * The table: the routes with a prefix, sorted by first byte and, within one first byte, longest
  * first, with the start of each first byte's run (first[]); the catch-all ("") is not in it, it
  * is dflt. A key's match scans only its first byte's run and stops at the first hit, the
- * longest. Built with its listener's tree (route_build.c), freed with it: a reload builds a new
+ * longest. Each entry keeps its first 8 bytes as a word and a mask, so an entry costs one
+ * masked compare of the key's first 8 bytes (loaded once per key), and a memcmp only for the
+ * bytes of a prefix longer than 8 once those matched. Built with its listener's tree (route_build.c), freed with it: a reload builds a new
  * one, and a request reads the table only while it starts (px_prefix_pick, prefix_start), from
  * its listener's current tree.
  *
@@ -22,7 +24,8 @@
 #include <string.h>
 
 typedef struct prefix_entry {
-    const char *p; /* into the table's own block */
+    uint64_t head, mask; /* the prefix's first min(len, 8) bytes, and the mask of those */
+    const char *p;       /* into the table's own block */
     size_t len;
     px_pool *pool;
     bool strip;
@@ -81,7 +84,11 @@ px_prefix *px_prefix_build(const px_pool *pool, px_pool *pools, size_t npools, b
             continue;
         }
         memcpy(at, r->prefix, r->prefix_len);
-        t->e[t->n++] = (prefix_entry){at, r->prefix_len, to, r->strip};
+        prefix_entry *e = &t->e[t->n++];
+        *e = (prefix_entry){.p = at, .len = r->prefix_len, .pool = to, .strip = r->strip};
+        size_t h = r->prefix_len < 8 ? r->prefix_len : 8;
+        memcpy(&e->head, at, h);
+        memset(&e->mask, 0xff, h);
         at += r->prefix_len;
     }
     qsort(t->e, t->n, sizeof(t->e[0]), entry_cmp);
@@ -106,9 +113,15 @@ px_pool *px_prefix_match(const px_prefix *t, const char *key, size_t len, size_t
     if (len == 0)
         return t->dflt;
     unsigned b = (unsigned char)key[0];
-    for (uint32_t i = t->first[b]; i < t->first[b + 1]; i++) {
+    uint32_t i = t->first[b], end = t->first[b + 1];
+    if (i == end)
+        return t->dflt;
+    uint64_t w = 0;
+    memcpy(&w, key, len < 8 ? len : 8);
+    for (; i < end; i++) {
         const prefix_entry *e = &t->e[i];
-        if (e->len <= len && memcmp(e->p, key, e->len) == 0) {
+        if ((w & e->mask) == e->head && e->len <= len &&
+            (e->len <= 8 || memcmp(e->p + 8, key + 8, e->len - 8) == 0)) {
             *strip = e->strip ? e->len : 0;
             return e->pool;
         }
@@ -276,7 +289,18 @@ static void prefix_start(px_route *rt, px_rq *rq, px_slot s)
     }
     px_buf b = {0};
     px_pool *to = NULL;
-    if (encode_slot(rq, s, t, &to, &b) != 0 ||
+    int rc = encode_slot(rq, s, t, &to, &b);
+    if (rc == 0 && to != NULL && px_pool_fenced(to, px_io_hrtime(to->io))) {
+        /* as dispatch refuses a request of a fenced pool (docs/FLEET.md, "Fencing") */
+        char why[160];
+        snprintf(why, sizeof(why), "chash-proxy: membership not proven current; not serving "
+                                   "pool %s", to->conf->name);
+        to->m.fence_refused++;
+        px_rq_answer_error(rq, &s, 1, PX_ERR_SERVER, why);
+        px_buf_free(&b);
+        return;
+    }
+    if (rc != 0 ||
         px_rq_fork(rq, s, rt, to, to->route, b.p, b.len) != 0)
         px_rq_answer_error(rq, &s, 1, PX_ERR_SERVER,
                            "chash-proxy: this request cannot be routed by prefix (out of memory, "
