@@ -20,7 +20,8 @@ to pool general (2 redis-servers, modula). Each target pool has its own listener
   - Reload: the config moves "user:" to pool sessions and SIGHUP reloads it; one client
     connection, open across the reload, then writes a user: key that lands on the server the
     new config's lookup names (sessions), and reads the older key as absent there (it stayed on
-    users).
+    users); the config moved back and POST /-/reload: the same connection reads the older key
+    again and not the newer one.
   - memcached: a listener with two pools ("a:" to mc_a, the catch-all mc_b); set through it,
     each key on the memcached the lookup names; a multi-key get spanning both pools returns
     every value in key order.
@@ -32,6 +33,7 @@ Usage: test_prefix_routes.py CHASH_PROXY CHASH_CLI
 Exit: 0 pass, 1 fail, 77 skip (redis-server, memcached, redis-cli or python3-redis missing and
 CI unset).
 """
+import http.client
 import os
 import re
 import signal
@@ -172,7 +174,8 @@ def body(t):
                       redis_config(ports, users, sessions, general))
     check_config_errors(t, tmp, ports, users, sessions, general, mcs)
 
-    mports = free_ports(3)
+    mports = free_ports(4)
+    metrics_port = mports.pop()
     mconf_text = ("mfront:\n  listen: 127.0.0.1:%d\n  routes:\n"
                   "    - {prefix: \"a:\", pool: mc_a}\n    - {prefix: \"\", pool: mc_b}\n"
                   "mc_a:\n  listen: 127.0.0.1:%d\n  distribution: ketama\n  servers:\n%s"
@@ -181,7 +184,8 @@ def body(t):
                       servers_yaml(mcs[2:3]))
     # one proxy for both: a memcached listener beside the Redis one
     full = write_file(os.path.join(tmp, "all.yml"), read_text(conf) + mconf_text)
-    px = Proxy(t.proxy, tmp, full, [("127.0.0.1", p) for p in ports + mports]).start()
+    px = Proxy(t.proxy, tmp, full, [("127.0.0.1", p) for p in ports + mports + [metrics_port]],
+               extra_args=["--metrics-port", str(metrics_port)]).start()
 
     r = redis.Redis(host="127.0.0.1", port=ports[0], socket_timeout=10)
     # ---- placement of single-key writes, each key by its route
@@ -325,8 +329,20 @@ def body(t):
         fail("user:before read through the new route: expected absent in pool sessions")
     if by_addr[was[1]].call("GET", "user:before") != b"1":
         fail("user:before left its users server")
+    # and back by the admin reload (POST /-/reload), the same connection still open
+    write_file(full, redis_config(ports, users, sessions, general) + mconf_text)
+    h = http.client.HTTPConnection("127.0.0.1", metrics_port, timeout=30)
+    h.request("POST", "/-/reload", body=b"")
+    resp = h.getresponse()
+    body = resp.read()
+    h.close()
+    if resp.status != 200:
+        fail("POST /-/reload: %d %r" % (resp.status, body))
+    if c.call("GET", "user:before") != b"1" or c.call("GET", "user:after") is not None:
+        fail("after POST /-/reload, user: keys are not read from pool users again")
     c.close()
-    log("reload: user: moved to pool sessions; the client's connection served across it")
+    log("reload: user: moved to pool sessions by SIGHUP and back by POST /-/reload; the "
+        "client's connection served across both")
 
     px.stop()
     return "prefix routes: placement, split, strip, refusals, memcached, reload"
