@@ -37,6 +37,17 @@ typedef struct ch_conf_server {
     unsigned line; /* 1-based line of the server entry in the file */
 } ch_conf_server;
 
+/* One entry of a listener's "routes": keys starting with prefix[0, prefix_len) go to pool
+ * `pool` (its name), without the prefix when strip. An empty prefix is the catch-all. */
+typedef struct ch_conf_route {
+    char *prefix;
+    size_t prefix_len;
+    char *pool;
+    bool strip;
+    unsigned line, column; /* where the entry is */
+    unsigned pool_line, pool_column; /* where its pool's name is */
+} ch_conf_route;
+
 typedef struct ch_conf_pool {
     char *name;                 /* the pool's key */
     unsigned line;              /* 1-based line of the pool's key */
@@ -190,6 +201,13 @@ typedef struct ch_conf_pool {
     char *gutter_pool;
     int gutter_ttl_ms;
     unsigned gutter_line, gutter_column; /* where the pool's name is, for the error naming it */
+    /* "routes" (chash-proxy; docs/PROXY.md, "Prefix routing"): on a pool with "listen", the
+     * keys of its clients go to the pool of their longest matching prefix (another pool of the
+     * same file and protocol, without routes of its own); a key matching none stays with this
+     * pool's own servers. NULL/0: none. routes_line/column: where "routes" is. */
+    struct ch_conf_route *routes;
+    size_t nroutes;
+    unsigned routes_line, routes_column;
     /* "coalesce_reads" (chash-proxy; default true): identical single-key reads in flight at
      * once on one worker share one backend request (docs/PROXY.md, "Coalescing"). */
     bool coalesce_reads;

@@ -5,6 +5,7 @@
  */
 #include "dispatch.h"
 #include "route_all.h"
+#include "route_prefix.h"
 #include "route_scan.h"
 
 #include "hot/topk.h"
@@ -37,6 +38,36 @@ static void count_keys(px_rq *rq)
     }
 }
 
+/* Prefix routing (route_prefix.h) of rq on a listener with routes: 0, rq->pool is now the pool
+ * of its keys (of the transaction open, for a keyless command inside one); 1, it is served
+ * across pools by px_route_prefix; -1, refused (answered). A transaction or WATCH stays in the
+ * pool of its first key, keys keeping their prefix. Cost: a match per key. */
+static int route_by_prefix(px_rq *rq, px_session *ss)
+{
+    const px_msg *m = &rq->msg;
+    char why[240];
+    px_pool *to = NULL;
+    int rc = px_prefix_pick(rq->pool->tree->prefix, rq, &to, why, sizeof(why));
+    bool pinned = px_session_pinned(ss);
+    if (rc == 0 && m->nkeys == 0 && pinned) {
+        to = px_session_pool(ss);
+    } else if (rc == 0 && m->nkeys > 0 && ss != NULL && !px_session_adopt(ss, to)) {
+        snprintf(why, sizeof(why), "chash-proxy: this command's keys go to pool %s (routes), "
+                 "the open transaction or WATCH is on pool %s: a transaction stays in one pool",
+                 to->conf->name, px_session_pool(ss)->conf->name);
+        rc = -1;
+    } else if (rc == 1 && (pinned || m->cmd->session != PX_SES_NONE)) {
+        snprintf(why, sizeof(why), "chash-proxy: inside a transaction or WATCH, keys must go to "
+                 "one pool and keep their prefix (routes)");
+        rc = -1;
+    }
+    if (rc < 0)
+        px_session_refuse(ss, rq, PX_ERR_CLIENT, why);
+    else if (rc == 0)
+        rq->pool = to;
+    return rc;
+}
+
 void px_dispatch(px_rq *rq, px_local *ctx, px_session **session, const px_session_hooks *hooks)
 {
     const px_msg *m = &rq->msg;
@@ -55,6 +86,11 @@ void px_dispatch(px_rq *rq, px_local *ctx, px_session **session, const px_sessio
         px_session_refuse(ss, rq, m->reject_server ? PX_ERR_SERVER : PX_ERR_CLIENT, m->reject);
         return;
     }
+    /* A listener with routes: the request goes to its keys' pool, or across pools. */
+    int by_prefix = 0;
+    if (rq->pool->tree != NULL && rq->pool->tree->prefix != NULL &&
+        m->cmd->cls != PX_CLASS_LOCAL && (by_prefix = route_by_prefix(rq, ss)) < 0)
+        return;
     /* A pool that cannot prove its membership current answers nothing from it (docs/FLEET.md,
      * "Fencing"); a transaction it interrupts is discarded, as on any refusal inside MULTI.
      * The clock is the read's: taken after this request's bytes arrived. */
@@ -95,6 +131,10 @@ void px_dispatch(px_rq *rq, px_local *ctx, px_session **session, const px_sessio
         char name[72];
         px_printable_name(name, sizeof(name), m->raw + m->args[0].off, m->args[0].len);
         px_rq_fail(rq, PX_ERR_UNKNOWN, name);
+        return;
+    }
+    if (by_prefix == 1) {
+        px_rq_start(rq, &px_route_prefix);
         return;
     }
     /* SCAN walks the servers, SCRIPT goes to all of them; the rest takes the pool's route. */

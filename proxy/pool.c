@@ -94,13 +94,30 @@ static int load_users(const ch_conf_pool *pc, const char *conf, const char *dir,
     return -1;
 }
 
+/* The pool whose servers pc's placement is built from: pc's own, or, for a listener with routes
+ * and no servers of its own (prefix routing, route_prefix.h), its catch-all route's pool: it
+ * never sends to them (every key and every keyless request goes to a route's pool), but a pool
+ * has servers. */
+static const ch_conf_pool *placed_by(const px_conf *cref, const ch_conf_pool *pc)
+{
+    if (pc->nservers > 0 || pc->membership != NULL || cref == NULL || cref->cfg == NULL)
+        return pc;
+    for (size_t i = 0; i < pc->nroutes; i++)
+        if (pc->routes[i].prefix_len == 0) {
+            const ch_conf_pool *to = ch_config_pool(cref->cfg, pc->routes[i].pool);
+            return to != NULL && to->nroutes == 0 ? to : pc;
+        }
+    return pc;
+}
+
 int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *pc, char *why,
                         size_t whylen)
 {
     memset(sp, 0, sizeof(*sp));
+    const ch_conf_pool *place = placed_by(cref, pc);
     table_refused = 0;
     ch_error err = {.size = sizeof(err)};
-    int rc = ch_config_membership_err(pc, &table_allocator, &sp->members, &err);
+    int rc = ch_config_membership_err(place, &table_allocator, &sp->members, &err);
     if (rc == CH_ENOMEM && table_refused > 0) {
         snprintf(why, whylen,
                  "pool %s: its placement would need %.0f MiB in one table (chash-proxy allows "
@@ -161,8 +178,8 @@ int px_shared_pool_init(px_shared_pool *sp, px_conf *cref, const ch_conf_pool *p
         px_shared_pool_clear(sp);
         return -1;
     }
-    sp->servers = calloc(pc->nservers, sizeof(*sp->servers));
-    if (sp->servers == NULL || px_pool_servers(pc, sp->servers) != 0) {
+    sp->servers = calloc(place->nservers, sizeof(*sp->servers));
+    if (sp->servers == NULL || px_pool_servers(place, sp->servers) != 0) {
         snprintf(why, whylen, "pool %s: out of memory", pc->name);
         px_shared_pool_clear(sp);
         return -1;
@@ -203,6 +220,7 @@ void px_route_tree_release(px_route_tree *t)
     for (unsigned i = 0; i < t->n && i < PX_POOL_ROUTES; i++)
         if (t->nodes[i].ops != NULL && t->nodes[i].ops->free != NULL)
             t->nodes[i].ops->free(&t->nodes[i]);
+    free(t->prefix); /* one block (route_prefix.c) */
     free(t);
 }
 

@@ -166,6 +166,8 @@ typedef struct px_route_tree {
     unsigned n;
     px_shadow_conf shadow;
     px_gutter_conf gutter;
+    struct px_prefix *prefix; /* a listener's routes (route_prefix.h; owned: one block), or
+                                 NULL */
     px_route nodes[PX_POOL_ROUTES]; /* parent before child; nodes[0] the root */
 } px_route_tree;
 

@@ -12,6 +12,7 @@
 #include "route_near.h"
 #include "route_gutter.h"
 #include "route_pool.h"
+#include "route_prefix.h"
 #include "route_replica.h"
 #include "route_shadow.h"
 #include "route_stage.h"
@@ -72,6 +73,12 @@ int px_route_build(px_pool *pool, px_pool *pools, size_t npools)
         return -1;
     t->refs = 1;
     const ch_conf_pool *pc = pool->conf;
+    bool prefix_err = false;
+    t->prefix = px_prefix_build(pool, pools, npools, &prefix_err);
+    if (prefix_err) {
+        free(t);
+        return -1;
+    }
     px_pool *shadow = pool_named(pools, npools, pc->shadow_pool);
     px_route *root = NULL;
     unsigned workers = pool->shared->near_workers > 0 ? pool->shared->near_workers : 1;
@@ -116,6 +123,7 @@ int px_route_build(px_pool *pool, px_pool *pools, size_t npools)
     for (unsigned i = 0; fits && i < t->n; i++)
         fits = t->nodes[i].nchild == 0 || t->nodes[i].level < PX_ROUTE_LEVELS;
     if (!fits) {
+        px_prefix_free(t->prefix);
         free(t);
         return -1;
     }

@@ -594,6 +594,21 @@ bool px_session_pinned(const px_session *ss)
                           (ss->pubsub != NULL && px_pubsub_count(ss->pubsub) > 0));
 }
 
+bool px_session_adopt(px_session *ss, px_pool *pool)
+{
+    if (ss->pool == pool)
+        return true;
+    if (ss->conn != NULL || ss->txn == TXN_WATCHING || ss->txn == TXN_MULTI)
+        return false;
+    ss->pool = pool; /* subscriptions keep the pool they were made on (pubsub.c) */
+    return true;
+}
+
+px_pool *px_session_pool(const px_session *ss)
+{
+    return ss->pool;
+}
+
 bool px_session_dispatch(px_session *ss, px_rq *rq)
 {
     const px_cmd *c = rq->msg.cmd;

@@ -29,6 +29,12 @@ bool px_session_subscribed(const px_session *ss);
 /* Whether the client holds backend connections of its dialect (a transaction, WATCH,
  * subscriptions): its dialect (HELLO) may not change meanwhile. NULL: false. */
 bool px_session_pinned(const px_session *ss);
+/* Prefix routing (route_prefix.h): the pool a command's keys go to must be the session's
+ * while it holds a transaction, a WATCH or a dedicated connection (they live on one server of
+ * one pool); otherwise the session moves to pool. Returns whether pool is the session's now. */
+bool px_session_adopt(px_session *ss, px_pool *pool);
+/* The session's pool (where a keyless command of an open transaction goes). */
+px_pool *px_session_pool(const px_session *ss);
 /* Serves rq when it is the session's: a transaction command, a command inside a transaction or
  * after WATCH, a subscription, or any command in pub/sub mode (refused unless allowed there).
  * Returns false when rq is not the session's (dispatch serves it as usual). rq may complete,

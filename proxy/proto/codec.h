@@ -286,6 +286,10 @@ typedef struct px_codec {
      * takes for its reply. 0, or -1 when out of memory. */
     int (*encode_request)(px_buf *out, const px_msg *m, const uint32_t *keys, size_t nkeys,
                           uint8_t *expect);
+    /* Optional: m encoded from its argument spans m->args[0, nargs), not from its raw bytes: a
+     * request whose key spans a route shortened (a prefix stripped, route_prefix.c). 0, or -1
+     * when out of memory. NULL: the protocol's keys cannot be rewritten so. */
+    int (*encode_args)(px_buf *out, const px_msg *m);
     /* An error reply to a client. 0, or -1. */
     int (*encode_error)(px_buf *out, px_error why, const char *msg);
     /* The probe of an ejected server (PING / version). 0, or -1. */

@@ -556,6 +556,15 @@ static int redis_encode_request(px_buf *out, const px_msg *m, const uint32_t *ke
     return rc;
 }
 
+/* m as an array of its arguments' spans (a key a route stripped of its prefix). */
+static int redis_encode_args(px_buf *out, const px_msg *m)
+{
+    int rc = px_buf_printf(out, "*%zu\r\n", m->nargs);
+    for (size_t i = 0; rc == 0 && i < m->nargs; i++)
+        rc = span_bulk(out, m, m->args[i]);
+    return rc;
+}
+
 static int redis_encode_error(px_buf *out, px_error why, const char *msg)
 {
     switch (why) {
@@ -2008,6 +2017,7 @@ const px_codec px_codec_redis = {
     .parse_request = redis_parse_request,
     .scan_reply = redis_scan_reply,
     .encode_request = redis_encode_request,
+    .encode_args = redis_encode_args,
     .encode_capped = redis_encode_capped,
     .writes_unnamed = redis_writes_unnamed,
     .encode_error = redis_encode_error,

@@ -112,7 +112,7 @@ static char *dupn(const char *s, size_t len)
 
 /* ---- the keys of a pool -------------------------------------------------------------------- */
 
-enum kind { K_STR, K_INT, K_BOOL, K_SERVERS, K_SHADOW };
+enum kind { K_STR, K_INT, K_BOOL, K_SERVERS, K_SHADOW, K_ROUTES };
 
 /* X(ID, name, kind, what the value must be, for "expected ... got" messages) */
 #define POOL_KEYS(X)                                                                        \
@@ -182,6 +182,7 @@ enum kind { K_STR, K_INT, K_BOOL, K_SERVERS, K_SHADOW };
     X(HOT_KEY_SHARE, hot_key_share, K_STR, "a number from 0 to 1")                          \
     X(HOT_KEY_NAMES, hot_key_names, K_BOOL, "true or false")                                \
     X(COALESCE_READS, coalesce_reads, K_BOOL, "true or false")                              \
+    X(ROUTES, routes, K_ROUTES, "a sequence of {prefix: P, pool: NAME, strip: B}")          \
     X(NEAR_TRACKING, near_tracking, K_BOOL, "true or false")
 
 enum key_id {
@@ -419,6 +420,9 @@ typedef struct loader {
     int64_t epoch; /* the document's "epoch", 0 when absent */
     bool after_shadow; /* the event before the current one is the scalar "shadow" (a key):
                           its mapping may be written in flow style, {pool: ..., ...} */
+    bool after_routes; /* the same for the scalar "routes": its sequence's entries may be
+                          written in flow style, {prefix: ..., pool: ...} */
+    unsigned routes_depth; /* depth of the "routes" sequence open (0: none) */
 } loader;
 
 /* The keys a membership document may hold: what placement depends on, and its epoch. */
@@ -555,8 +559,8 @@ static int next(loader *ld)
 
     const yaml_event_t *e = &ld->ev;
     char q[QB];
-    bool shadow_value = ld->after_shadow;
-    ld->after_shadow = false;
+    bool shadow_value = ld->after_shadow, routes_value = ld->after_routes;
+    ld->after_shadow = ld->after_routes = false;
     switch (e->type) {
     case YAML_DOCUMENT_START_EVENT:
         if (++ld->documents > 1)
@@ -582,14 +586,20 @@ static int next(loader *ld)
     case YAML_SCALAR_EVENT:
         ld->after_shadow = e->data.scalar.length == 6 &&
                            memcmp(e->data.scalar.value, "shadow", 6) == 0;
+        ld->after_routes = e->data.scalar.length == 6 &&
+                           memcmp(e->data.scalar.value, "routes", 6) == 0;
         return check_props(ld, e->data.scalar.anchor, e->data.scalar.tag);
     case YAML_SEQUENCE_END_EVENT:
     case YAML_MAPPING_END_EVENT:
+        if (ld->depth == ld->routes_depth)
+            ld->routes_depth = 0;
         ld->depth--;
         return CH_OK;
     case YAML_SEQUENCE_START_EVENT:
         if (open_collection(ld) != CH_OK)
             return CH_EINVAL;
+        if (routes_value && ld->routes_depth == 0)
+            ld->routes_depth = ld->depth;
         if (e->data.sequence_start.style == YAML_FLOW_SEQUENCE_STYLE && !ld->doc)
             return fail(ld, e->start_mark,
                         "flow sequences [...] are not allowed (twemproxy rejects them); write one "
@@ -598,7 +608,8 @@ static int next(loader *ld)
     case YAML_MAPPING_START_EVENT:
         if (open_collection(ld) != CH_OK)
             return CH_EINVAL;
-        if (e->data.mapping_start.style == YAML_FLOW_MAPPING_STYLE && !ld->doc && !shadow_value)
+        if (e->data.mapping_start.style == YAML_FLOW_MAPPING_STYLE && !ld->doc && !shadow_value &&
+            !(ld->routes_depth != 0 && ld->depth == ld->routes_depth + 1))
             return fail(ld, e->start_mark,
                         "flow mappings {...} are not allowed (twemproxy rejects them); quote a "
                         "value that starts with '{', e.g. hash_tag: \"{}\"");
@@ -1241,6 +1252,120 @@ static int load_shadow(loader *ld, ch_conf_pool *p, yaml_mark_t key_mark)
     return CH_OK;
 }
 
+/* One entry of "routes" (the current event, a mapping): prefix and pool (required; the
+ * prefix may be ""), strip (optional). Its pool is checked once the whole file is read
+ * (check_routes). */
+static int load_route(loader *ld, ch_conf_pool *p)
+{
+    const yaml_event_t *e = &ld->ev;
+    char g[QB + 2], q[QB];
+    int rc;
+    if (e->type != YAML_MAPPING_START_EVENT)
+        return fail(ld, e->start_mark,
+                    "expected a route {prefix: P, pool: NAME, strip: B} in \"routes\", got %s",
+                    got(ld, g, sizeof g));
+    ch_conf_route *nr = xrealloc(p->routes, (p->nroutes + 1) * sizeof(*nr));
+    if (nr == NULL)
+        return nomem(ld);
+    p->routes = nr;
+    ch_conf_route *r = &p->routes[p->nroutes++];
+    memset(r, 0, sizeof(*r));
+    yaml_mark_t start = e->start_mark;
+    r->line = (unsigned)(start.line + 1);
+    r->column = (unsigned)(start.column + 1);
+    bool have_prefix = false;
+    for (;;) {
+        if ((rc = next(ld)) != CH_OK)
+            return rc;
+        if (e->type == YAML_MAPPING_END_EVENT)
+            break;
+        if (e->type != YAML_SCALAR_EVENT)
+            return fail(ld, e->start_mark, "expected a key of a route, got %s",
+                        got(ld, g, sizeof g));
+        const char *kv = (const char *)e->data.scalar.value;
+        size_t kl = e->data.scalar.length;
+        yaml_mark_t km = e->start_mark;
+        int which = kl == 6 && memcmp(kv, "prefix", 6) == 0 ? 0
+                    : kl == 4 && memcmp(kv, "pool", 4) == 0 ? 1
+                    : kl == 5 && memcmp(kv, "strip", 5) == 0 ? 2
+                                                             : -1;
+        if (which < 0)
+            return fail(ld, km, "unknown key \"%s\" in a route (prefix, pool, strip)",
+                        ch__conf_quote(q, sizeof q, kv, kl));
+        if ((which == 0 && have_prefix) || (which == 1 && r->pool != NULL))
+            return fail(ld, km, "duplicate key \"%s\" in a route",
+                        ch__conf_quote(q, sizeof q, kv, kl));
+        if ((rc = next(ld)) != CH_OK)
+            return rc;
+        if (e->type != YAML_SCALAR_EVENT || (which != 0 && e->data.scalar.length == 0))
+            return fail(ld, value_mark(ld, km), "expected a value for a route's \"%s\", got %s",
+                        which == 0 ? "prefix" : which == 1 ? "pool" : "strip",
+                        got(ld, g, sizeof g));
+        const char *v = (const char *)e->data.scalar.value;
+        size_t len = e->data.scalar.length;
+        yaml_mark_t vm = e->start_mark;
+        if (memchr(v, '\0', len) != NULL)
+            return fail(ld, vm, "a route's value contains a NUL character");
+        if (which == 0) {
+            if ((r->prefix = dupn(v, len)) == NULL)
+                return nomem(ld);
+            r->prefix_len = len;
+            have_prefix = true;
+        } else if (which == 1) {
+            if ((r->pool = dupn(v, len)) == NULL)
+                return nomem(ld);
+            r->pool_line = (unsigned)(vm.line + 1);
+            r->pool_column = (unsigned)(vm.column + 1);
+        } else if (len == 4 && memcmp(v, "true", 4) == 0) {
+            r->strip = true;
+        } else if (len == 5 && memcmp(v, "false", 5) == 0) {
+            r->strip = false;
+        } else {
+            return fail(ld, vm, "expected true or false for a route's \"strip\", got \"%s\"",
+                        ch__conf_quote(q, sizeof q, v, len));
+        }
+    }
+    if (!have_prefix || r->pool == NULL)
+        return fail(ld, start, "a route needs \"prefix\" and \"pool\" (prefix \"\" is the "
+                               "catch-all)");
+    if (r->strip && r->prefix_len == 0)
+        return fail(ld, start, "\"strip\" on the catch-all route (prefix \"\") strips nothing");
+    for (size_t i = 0; i + 1 < p->nroutes; i++)
+        if (p->routes[i].prefix_len == r->prefix_len &&
+            memcmp(p->routes[i].prefix, r->prefix, r->prefix_len) == 0)
+            return fail(ld, start, "duplicate route prefix \"%s\" (first on line %u)",
+                        ch__conf_quote(q, sizeof q, r->prefix, r->prefix_len),
+                        p->routes[i].line);
+    return CH_OK;
+}
+
+/* "routes": a sequence of routes (load_route), in any order: the longest matching prefix
+ * wins. */
+static int load_routes(loader *ld, ch_conf_pool *p, yaml_mark_t key_mark)
+{
+    const yaml_event_t *e = &ld->ev;
+    char g[QB + 2];
+    int rc;
+    if (e->type != YAML_SEQUENCE_START_EVENT)
+        return fail(ld, value_mark(ld, key_mark),
+                    "expected a sequence of routes {prefix: P, pool: NAME, strip: B} for "
+                    "\"routes\", got %s",
+                    got(ld, g, sizeof g));
+    p->routes_line = (unsigned)(key_mark.line + 1);
+    p->routes_column = (unsigned)(key_mark.column + 1);
+    for (;;) {
+        if ((rc = next(ld)) != CH_OK)
+            break;
+        if (e->type == YAML_SEQUENCE_END_EVENT)
+            break;
+        if ((rc = load_route(ld, p)) != CH_OK)
+            break;
+    }
+    if (rc == CH_OK && p->nroutes == 0)
+        return fail(ld, key_mark, "\"routes\" is empty");
+    return rc;
+}
+
 /* A key of pool p (the current event, a scalar) and its value. */
 static int load_key(loader *ld, ch_conf_pool *p, pool_state *st)
 {
@@ -1276,6 +1401,8 @@ static int load_key(loader *ld, ch_conf_pool *p, pool_state *st)
         return load_servers(ld, p, km);
     if (id == KEY_SHADOW)
         return load_shadow(ld, p, km);
+    if (id == KEY_ROUTES)
+        return load_routes(ld, p, km);
     if (e->type != YAML_SCALAR_EVENT || e->data.scalar.length == 0)
         return fail(ld, value_mark(ld, km), "expected %s for \"%s\", got %s", keys[id].expect,
                     keys[id].name, got(ld, g, sizeof g));
@@ -1379,8 +1506,18 @@ static int load_body(loader *ld, ch_conf_pool *p, yaml_mark_t pm)
     }
     if (p->nservers == 0 && ld->doc)
         return fail(ld, pm, "the membership document has no \"servers\"");
-    if (p->nservers == 0 && p->membership == NULL)
-        return fail(ld, pm, "pool \"%s\" has no servers", name);
+    bool catch_all = false;
+    for (size_t i = 0; i < p->nroutes; i++)
+        catch_all |= p->routes[i].prefix_len == 0;
+    if (p->nservers == 0 && p->membership == NULL && !catch_all)
+        return fail(ld, pm, p->nroutes > 0 ? "pool \"%s\" has routes but no servers and no "
+                                             "catch-all route (prefix \"\") for the keys "
+                                             "matching none"
+                                           : "pool \"%s\" has no servers",
+                    name);
+    if (p->nroutes > 0 && p->listen == NULL)
+        return fail(ld, st.mark[KEY_ROUTES], "\"routes\" needs \"listen\" (routes choose "
+                                             "the pool of a listener's keys)");
     if ((st.seen & (UINT64_C(1) << KEY_MEMBERSHIP_HOLD_DOWN)) != 0 && p->membership == NULL)
         return fail(ld, st.mark[KEY_MEMBERSHIP_HOLD_DOWN],
                     "\"membership_hold_down\" needs \"membership\"");
@@ -1462,7 +1599,7 @@ static const char *ref_problem(const ch_conf_pool *p, const ch_conf_pool *s)
  * pool has no gutter of its own (no chains: a lost server's keys go to one place). */
 static int check_refs(loader *ld)
 {
-    char q[QB], q2[QB];
+    char q[QB], q2[QB], q3[QB];
     for (size_t i = 0; i < ld->cfg->npools; i++) {
         const ch_conf_pool *p = &ld->cfg->pools[i];
         const char *name = ch__conf_quote(q, sizeof q, p->name, strlen(p->name));
@@ -1474,6 +1611,20 @@ static int check_refs(loader *ld)
                                ch__conf_quote(q2, sizeof q2, p->shadow_pool,
                                               strlen(p->shadow_pool)),
                                why);
+        }
+        for (size_t j = 0; j < p->nroutes; j++) {
+            const ch_conf_route *r = &p->routes[j];
+            const ch_conf_pool *t = pool_by_name(ld->cfg, r->pool);
+            const char *why = ref_problem(p, t);
+            if (why == NULL && t->nroutes > 0)
+                why = "has routes of its own (a route leads to one pool: no chains)";
+            if (why == NULL && r->strip && !t->redis)
+                why = "is a memcached pool: \"strip\" is for Redis pools only";
+            if (why != NULL)
+                return fail_at(ld, CH_EINVAL, r->pool_line, r->pool_column,
+                               "pool \"%s\": the pool \"%s\" of its route for prefix \"%s\" %s",
+                               name, ch__conf_quote(q2, sizeof q2, r->pool, strlen(r->pool)),
+                               ch__conf_quote(q3, sizeof q3, r->prefix, r->prefix_len), why);
         }
         if (p->gutter_pool != NULL) {
             const ch_conf_pool *g = pool_by_name(ld->cfg, p->gutter_pool);
@@ -1561,6 +1712,7 @@ static int run_pass(loader *ld, int (*pass)(loader *))
                                  ld->len);
     ld->documents = 0;
     ld->depth = 0;
+    ld->routes_depth = 0;
     int rc = pass(ld);
     if (ld->have_ev) {
         yaml_event_delete(&ld->ev);
@@ -1846,6 +1998,11 @@ void ch_config_free(ch_config *cfg)
         xfree(p->membership_resolver);
         xfree(p->shadow_pool);
         xfree(p->gutter_pool);
+        for (size_t j = 0; j < p->nroutes; j++) {
+            xfree(p->routes[j].prefix);
+            xfree(p->routes[j].pool);
+        }
+        xfree(p->routes);
     }
     xfree(cfg->pools);
     xfree(cfg->path);

@@ -60,7 +60,7 @@ RANKS = {
     "io": LEAF,  # streams over buf, log and tls: what pool.h holds
     "pool": 1, "backend": 2, "request": 3, "warm": 3, "copy": 4, "route_pool": 4, "route_all": 4,
     "route_scan": 4, "route_replica": 5, "route_warm": 5, "route_shadow": 5, "route_stage": 5, "route_near": 5,
-    "route_gutter": 5, "route_coalesce": 5, "route_build": 6,
+    "route_gutter": 5, "route_coalesce": 5, "route_prefix": 5, "route_build": 6,
     "pubsub": 4, "near_write": 4,
     "session": 5,
     "dispatch": 6, "client": 7,

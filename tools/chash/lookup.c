@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "commands.h"
 
+#include <chash_config.h>
 #include <chash_route.h>
 
 #include <stdlib.h>
@@ -106,10 +107,20 @@ static void print_version(const cli *c, const fleet *f, const ch_options *opt)
 static bool keyed;
 static bool json_out; /* --json */
 
+/* A listener with routes (chash-proxy's prefix routing): the pool of the key being looked up,
+ * printed after the key; NULL otherwise. The key is placed without its stripped prefix
+ * (placed_off bytes of it). */
+static const char *route_pool;
+static size_t placed_off;
+
 static void lookup_one(const ch_table *t, const fleet *f, size_t r, size_t *walk, const char *key,
                        size_t len)
 {
     size_t n = 1;
+    const char *shown = key;
+    size_t shown_len = len;
+    key += placed_off;
+    len -= placed_off;
     uint64_t h = draw_state ? draw() : ch_key_hash(t, key, len);
     if (keyed)
         walk[0] = ch_lookup(t, key, len);
@@ -117,8 +128,13 @@ static void lookup_one(const ch_table *t, const fleet *f, size_t r, size_t *walk
         ch_replicas_hash(t, h, r, walk, &n); /* cannot fail: r > 1 is refused for jump */
     else
         walk[0] = ch_lookup_hash(t, h);
+    key = shown, len = shown_len; /* printed as given */
     if (!json_out) {
         put_escaped(key, len);
+        if (route_pool != NULL) {
+            putchar('\t');
+            put_escaped_str(route_pool);
+        }
         for (size_t i = 0; i < n; i++) {
             putchar('\t');
             print_node(f, walk[i]);
@@ -143,6 +159,10 @@ static void lookup_one(const ch_table *t, const fleet *f, size_t r, size_t *walk
         json_str(&j, hex);
         free(hex);
     }
+    if (route_pool != NULL) {
+        json_key(&j, "pool");
+        json_str(&j, route_pool);
+    }
     json_key(&j, "owner");
     json_str(&j, f->addr[walk[0]] ? f->addr[walk[0]] : f->nodes[walk[0]].id);
     json_key(&j, "nodes");
@@ -158,10 +178,142 @@ static void lookup_one(const ch_table *t, const fleet *f, size_t r, size_t *walk
     fputc('\n', stdout); /* json_done() would flush each line: the buffer does it */
 }
 
+/* One pool's table as --config and the options make it; *algo its algorithm. */
+static ch_table *pool_table(cli *c, fleet *f, ch_algo_id *algo_out)
+{
+    ch_algo_id algo = cli_algo1(c, fleet_algo_spec(c, f, "ring"), "ring");
+    if (algo == CH_ALGO_JUMP && c->replicas > 1)
+        cli_usage(c, "jump has no failover order: --replicas must be 1 with --algo jump");
+    uint32_t vnodes = 0;
+    cli_vnodes(c, c->vnodes ? c->vnodes : "160", &vnodes, 1);
+    ch_options opt = cli_options(c, f, algo, fleet_hash(c, f), vnodes);
+    ch_table *t = cli_build(c, f, &opt, false);
+    size_t probe[2], nprobe;
+    if (c->replicas > 1 && ch_replicas_hash(t, 0, 2, probe, &nprobe) == CH_EUNSUPPORTED)
+        cli_usage(c, "%s has no failover order: --replicas must be 1 with it",
+                  ch_algo_name(algo));
+    *algo_out = algo;
+    return t;
+}
+
+/* The pool of the config whose routes `chash lookup --config` follows: --pool's, else the one
+ * pool with routes of a file of several; NULL when that pool has none (a plain lookup). */
+static const ch_conf_pool *routed_pool(const cli *c, const ch_config *cfg)
+{
+    if (c->pool != NULL) {
+        const ch_conf_pool *p = ch_config_pool(cfg, c->pool);
+        return p != NULL && p->nroutes > 0 ? p : NULL;
+    }
+    const ch_conf_pool *found = NULL;
+    for (size_t i = 0; i < cfg->npools; i++)
+        if (cfg->pools[i].nroutes > 0) {
+            if (found != NULL)
+                return NULL; /* ambiguous: fleet_from_config asks for --pool */
+            found = &cfg->pools[i];
+        }
+    return found;
+}
+
+/* The pool key[0, len) goes to under listener p's routes (longest prefix; "" the catch-all; no
+ * match: p itself) and how many bytes of it are stripped. */
+static const char *route_of(const ch_conf_pool *p, const char *key, size_t len, size_t *strip)
+{
+    const ch_conf_route *best = NULL;
+    for (size_t i = 0; i < p->nroutes; i++) {
+        const ch_conf_route *r = &p->routes[i];
+        if (r->prefix_len <= len && memcmp(r->prefix, key, r->prefix_len) == 0 &&
+            (best == NULL || r->prefix_len > best->prefix_len))
+            best = r;
+    }
+    *strip = best != NULL && best->strip ? best->prefix_len : 0;
+    return best != NULL ? best->pool : p->name;
+}
+
+/* A listener with routes: each key's pool and that pool's owner. Keys come from the arguments
+ * or, for "-", stdin. */
+static int lookup_routed(cli *c, ch_config *cfg, const ch_conf_pool *p)
+{
+    size_t n = p->nroutes + 1, ntab = 0;
+    const char **names = xmalloc(c, n * sizeof(*names));
+    ch_table **tabs = xmalloc(c, n * sizeof(*tabs));
+    fleet *fl = xmalloc(c, n * sizeof(*fl));
+    bool *keyed_of = xmalloc(c, n * sizeof(*keyed_of));
+    json_out = c->json;
+    size_t *walk = xmalloc(c, c->replicas * sizeof(*walk));
+    static char outbuf[1 << 16];
+    setvbuf(stdout, outbuf, _IOFBF, sizeof(outbuf));
+    char *line = NULL;
+    size_t cap = 0;
+    for (int a = 0; a < c->argc; a++) {
+        bool in = strcmp(c->argv[a], "-") == 0;
+        for (;;) {
+            const char *key = c->argv[a];
+            size_t len = strlen(key);
+            if (in) {
+                ssize_t got = getline(&line, &cap, stdin);
+                if (got < 0)
+                    break;
+                if (got > 0 && line[got - 1] == '\n')
+                    got--;
+                key = line, len = (size_t)got;
+            }
+            size_t strip = 0;
+            const char *name = route_of(p, key, len, &strip);
+            size_t i = 0;
+            while (i < ntab && strcmp(names[i], name) != 0)
+                i++;
+            if (i == ntab) { /* this pool's table, built on its first key */
+                ch_algo_id algo;
+                fleet_from_config(c, c->config, name, &fl[i]);
+                tabs[i] = pool_table(c, &fl[i], &algo);
+                keyed_of[i] = (ch_algo_flags(algo) & CH_ALGO_F_KEYED) != 0;
+                names[i] = name;
+                ntab++;
+            }
+            keyed = keyed_of[i];
+            route_pool = name;
+            placed_off = strip;
+            lookup_one(tabs[i], &fl[i], c->replicas, walk, key, len);
+            if (!in)
+                break;
+        }
+        if (in && ferror(stdin))
+            cli_fail(c, "cannot read stdin");
+    }
+    free(line);
+    for (size_t i = 0; i < ntab; i++) {
+        ch_table_free(tabs[i]);
+        fleet_free(&fl[i]);
+    }
+    free(tabs);
+    free(fl);
+    free(names);
+    free(keyed_of);
+    free(walk);
+    ch_config_free(cfg);
+    if (fflush(stdout) != 0)
+        cli_fail(c, "cannot write the output");
+    return 0;
+}
+
 int cmd_lookup(cli *c)
 {
     if (c->argc == 0)
         cli_usage(c, "no keys: give KEY... or - to read keys from stdin");
+    if (c->config != NULL) {
+        ch_config *cfg = NULL;
+        ch_config_error err;
+        if (ch_config_load(c->config, &cfg, &err) == CH_OK) {
+            const ch_conf_pool *p = routed_pool(c, cfg);
+            if (p != NULL) {
+                if (c->show_version)
+                    cli_usage(c, "--show-version: pool %s has routes; look its pools up "
+                                 "one by one (--pool)", p->name);
+                return lookup_routed(c, cfg, p);
+            }
+            ch_config_free(cfg);
+        } /* else fleet_from_cli reports the error */
+    }
     fleet f;
     fleet_from_cli(c, &f);
     ch_algo_id algo = cli_algo1(c, fleet_algo_spec(c, &f, "ring"), "ring");
