@@ -20,11 +20,20 @@ every answer; a wrong password is refused. Then the test checks every key a clie
 memcached that `chash lookup --config` names for it, with the value the client's work must have
 left there, and on no other; and every key it deleted or never stored on none.
 
+Then the layers a binary request goes through as any memcached request does, on a third pool
+over the same memcacheds: replicas 2 and a TLS listener (a self-signed certificate made with
+openssl). A binary client over TLS stores 40 keys with quiet sets; each is on exactly the 2
+memcacheds `chash lookup --replicas 2` names; a quiet multi-get answers all 40 in the client's
+order; one memcached is killed (kill -9), and the same multi-get and a loud get of each key it
+held still answer every key with its value (the replica's read failover).
+
 Usage: test_mc_binary_clients.py CHASH_PROXY CHASH_CLI
 Exit: 0 pass, 1 fail, 77 skip (a client or memcached missing and CI unset).
 """
 import json
 import os
+import ssl
+import struct
 import subprocess
 import sys
 import threading
@@ -32,6 +41,7 @@ import threading
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from proxyharness import (Mc, Proxy, chash_lookup, fail, free_ports, pool_yaml,  # noqa: E402
                           run_test, skip, start_memcacheds, write_file)
+from test_mc_binary import OPS, Bin, fields, packet  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NPM_MODULES = "/usr/local/lib/chash-oracles/node_modules"
@@ -197,20 +207,106 @@ def check_placement(t, config, pool, mcs, name, state):
     return {m.text for m in mcs if any(owners[k] == m.text for k in present)}
 
 
+class TlsBin(Bin):
+    """A binary-protocol connection over TLS."""
+
+    def __init__(self, addr, cafile):
+        Bin.__init__(self, addr)
+        ctx = ssl.create_default_context(cafile=cafile)
+        ctx.check_hostname = False
+        self.sock = ctx.wrap_socket(self.sock, server_hostname="localhost")
+
+
+def replica_owners(chash, config, pool, keys):
+    """{key: {host:port, host:port}}: the first 2 owners of chash lookup --replicas 2."""
+    env = dict(os.environ)
+    env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS"), "detect_leaks=0"]))
+    r = subprocess.run([chash, "lookup", "--config", config, "--pool", pool, "--replicas", "2",
+                        "-"], input=b"".join(k + b"\n" for k in keys), capture_output=True,
+                       timeout=60, env=env)
+    lines = r.stdout.split(b"\n")
+    if r.returncode != 0 or len(lines) != len(keys) + 1:
+        fail("chash lookup --replicas 2: exit %d, %d lines: %s" % (r.returncode, len(lines) - 1,
+                                                                    r.stderr[-300:]))
+    out = {}
+    for k, line in zip(keys, lines):
+        parts = line.split(b"\t")
+        if parts[0] != k or len(parts) != 3:
+            fail("unexpected chash lookup line %r" % line[:200])
+        out[k] = {p.decode() for p in parts[1:]}
+    return out
+
+
+def multi_get(c, keys):
+    """A quiet multi-get (getkq of each key, then a noop): [(opaque, key, value, status)]."""
+    mark = 0xFEEDFACE
+    c.send(b"".join(packet(OPS["getkq"], k, opaque=i) for i, k in enumerate(keys)) +
+           packet(OPS["noop"], opaque=mark))
+    out = []
+    while True:
+        r = c.response()
+        if r is None:
+            fail("a multi-get over TLS: the connection closed")
+        f = fields(r)
+        if f["opaque"] == mark:
+            return out
+        k = f["body"][4:4 + f["klen"]]
+        out.append((f["opaque"], k, f["body"][4 + f["klen"]:], f["status"]))
+
+
+def replicas_over_tls(t, config, port, mcs, cafile):
+    """Binary requests through a pool with replicas 2 and a TLS listener; one memcached killed."""
+    keys = [b"layers:%d" % i for i in range(40)]
+    want = [(i, k, b"replicated " + k, 0) for i, k in enumerate(keys)]
+    c = TlsBin(("127.0.0.1", port), cafile)
+    c.send(b"".join(packet(OPS["setq"], k, struct.pack(">II", 0, 0), b"replicated " + k,
+                           opaque=i) for i, k in enumerate(keys)))
+    if multi_get(c, keys) != want:
+        fail("40 quiet sets then a multi-get over TLS through replicas 2")
+    owners = replica_owners(t.chash, config, "layers", keys)
+    for k in keys:
+        on = {m.text for m in mcs if k in m.keys_present([k])}
+        if on != owners[k]:
+            fail("replicas 2: %r on %s, chash lookup names %s" % (k, sorted(on),
+                                                                 sorted(owners[k])))
+    dead = max(mcs, key=lambda m: sum(m.text in o for o in owners.values()))
+    dead.kill()
+    lost = [k for k in keys if dead.text in owners[k]]
+    if multi_get(c, keys) != want:
+        fail("a multi-get over TLS with a replica's memcached killed")
+    for i, k in enumerate(lost):
+        c.send(packet(OPS["get"], k, opaque=i))
+        f = fields(c.response())
+        if f["status"] != 0 or f["body"][4:] != b"replicated " + k or f["opaque"] != i:
+            fail("a get of %r, whose owner %s is killed: %r" % (k, dead.text, f))
+    c.close()
+    return len(lost)
+
+
 def body(t):
     if not os.path.exists(os.path.join(NPM_MODULES, "memjs", "package.json")):
         skip("npm memjs not in %s (scripts/bootstrap installs it)" % NPM_MODULES)
     mcs = start_memcacheds(t.programs["memcached"], t.tmp, 3)
     servers = [(m.text, w, None) for m, w in zip(mcs, WEIGHTS)]
     write_file(os.path.join(t.tmp, "users"), "%s:%s\n" % (USER, PASSWORD))
-    sasl_port, plain_port = free_ports(2)
+    subprocess.run([t.programs["openssl"], "req", "-x509", "-newkey", "rsa:2048", "-nodes",
+                    "-keyout", os.path.join(t.tmp, "tls.key"), "-out",
+                    os.path.join(t.tmp, "tls.pem"), "-days", "2", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True,
+                   timeout=60)
+    sasl_port, plain_port, layers_port = free_ports(3)
     settings = dict(redis=False, distribution="ketama", hash="md5", timeout=5000,
                     auto_eject_hosts=False)
     config = write_file(os.path.join(t.tmp, "proxy.yml"),
                         pool_yaml("sasl", sasl_port, servers, client_auth_file="users",
                                   **settings) +
-                        pool_yaml("plain", plain_port, servers, **settings))
-    proxy = Proxy(t.proxy, t.tmp, config, [("127.0.0.1", sasl_port), ("127.0.0.1", plain_port)],
+                        pool_yaml("plain", plain_port, servers, **settings) +
+                        pool_yaml("layers", layers_port, servers, replicas=2,
+                                  tls_cert_file="tls.pem", tls_key_file="tls.key",
+                                  **dict(settings, auto_eject_hosts=True,
+                                         server_failure_limit=1, server_retry_timeout=60000)))
+    proxy = Proxy(t.proxy, t.tmp, config, [("127.0.0.1", p) for p in
+                                           (sasl_port, plain_port, layers_port)],
                   extra_args=["--threads", "2"]).start()
 
     env = dict(os.environ, NODE_PATH=NPM_MODULES)
@@ -251,6 +347,9 @@ def body(t):
         used = check_placement(t, config, pool, mcs, name, results[name])
         summary.append("%s %d keys on %d servers" % (name, len(results[name]["present"]),
                                                      len(used)))
+    lost = replicas_over_tls(t, config, layers_port, mcs, os.path.join(t.tmp, "tls.pem"))
+    summary.append("over TLS with replicas 2: 40 keys, %d of them on a killed memcached, "
+                   "all read back" % lost)
     proxy.stop()
     for path in (proxy.log, proxy.stderr):
         with open(path, errors="replace") as f:
@@ -260,4 +359,5 @@ def body(t):
 
 
 if __name__ == "__main__":
-    run_test(body, programs=("memcached", "node", "php") + TOOLS, modules=("pylibmc",))
+    run_test(body, programs=("memcached", "node", "php", "openssl") + TOOLS,
+             modules=("pylibmc",))
