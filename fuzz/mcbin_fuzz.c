@@ -62,6 +62,7 @@ static const char *const replies[] = {
     "SERVER_ERROR object too large for cache\r\n", "SERVER_ERROR out of memory\r\n",
     "SERVER_ERROR chash-proxy: no server\r\n", "CLIENT_ERROR unauthenticated\r\n",
     "VA 99 f1\r\nshort\r\n", "VA x\r\n", "HD c99999999999999999999999\r\n",
+    "STAT pid 12\r\nSTAT version 0.1.0\r\nEND\r\n", "STAT a b\r\n", "STAT x\r\nEND\r\n",
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -362,6 +362,15 @@ px_mcb_verdict px_mcb_request(const char *buf, size_t len, size_t max_body, px_m
     }
     if (s->kind == K_SASL)
         return PX_MCB_SASL;
+    if (s->kind == K_STAT && f->keylen > 0) {
+        /* a group (items, slabs, settings...): a server's own, which the proxy does not
+         * gather; refused as the text "stats <group>" is, the connection kept */
+        static const char why[] = "stat with a group is not supported by the proxy";
+        return error_response(answer, f->opcode, f->opaque, PX_MCB_NOT_SUPPORTED, why,
+                              sizeof(why) - 1) == 0
+                   ? PX_MCB_ANSWER
+                   : PX_MCB_NOMEM;
+    }
     if (f->keylen > PX_MCB_MAX_B64_KEY && !ch_mc_key_plain(f->key, f->keylen)) {
         /* Its base64 would be over the 250 characters a meta key token may have (memcached
          * refuses it too): refused, the connection kept. */
@@ -440,7 +449,7 @@ static int error_reply(px_buf *out, const op_spec *s, uint8_t op, const uint8_t 
     const char *msg = p + (n > skip ? skip + 1 : n);
     size_t mlen = n > skip + 1 ? n - skip - 1 : 0;
     if (client) {
-        if (s->kind == K_FLUSH || s->kind == K_STAT)
+        if (s->kind == K_FLUSH)
             return error_response(out, op, opq, PX_MCB_NOT_SUPPORTED, msg, mlen);
         if (s->kind == K_ARITH && contains(msg, mlen, "non-numeric"))
             return error_response(out, op, opq, PX_MCB_DELTA_BADVAL, NULL, 0);
@@ -453,6 +462,27 @@ static int error_reply(px_buf *out, const op_spec *s, uint8_t op, const uint8_t 
     if (starts(msg, mlen, "out of memory") || starts(msg, mlen, "Out of memory"))
         return error_response(out, op, opq, PX_MCB_ENOMEM, NULL, 0);
     return error_response(out, op, opq, PX_MCB_TMPFAIL, msg, mlen);
+}
+
+/* stats' lines ("STAT <name> <value>" up to "END") as memcached's binary stat answers: one
+ * response per stat, its name the key and its value the value, then an empty one. */
+static int stat_reply(px_buf *out, uint8_t op, const uint8_t opq[4], const char *p, size_t len)
+{
+    int rc = 0;
+    for (size_t at = 0; rc == 0 && at < len;) {
+        size_t n = line_len(p + at, len - at);
+        const char *line = p + at;
+        at += n + 2;
+        if (n == 3 && memcmp(line, "END", 3) == 0)
+            return px_mcb_response(out, op, opq, PX_MCB_OK, 0, NULL, 0, NULL, 0, NULL, 0);
+        const char *sp = n > 5 && starts(line, n, "STAT ") ? memchr(line + 5, ' ', n - 5) : NULL;
+        if (sp == NULL)
+            break;
+        size_t klen = (size_t)(sp - line) - 5;
+        rc = px_mcb_response(out, op, opq, PX_MCB_OK, 0, NULL, 0, line + 5, klen, sp + 1,
+                             n - 6 - klen);
+    }
+    return rc != 0 ? rc : error_response(out, op, opq, PX_MCB_TMPFAIL, "unexpected reply", 16);
 }
 
 /* The request's key as the client sent it (decoded when it went as base64) into buf. */
@@ -577,6 +607,8 @@ int px_mcb_reply(px_buf *out, const px_msg *m, const char *p, size_t len)
         if (starts(p, n, "VERSION "))
             return px_mcb_response(out, op, opq, PX_MCB_OK, 0, NULL, 0, NULL, 0, p + 8, n - 8);
         break;
+    case K_STAT:
+        return stat_reply(out, op, opq, p, len);
     default:
         break;
     }

@@ -9,7 +9,9 @@
  *     request sent gets exactly one reply) and handled here: a noreply request's reply is
  *     swallowed, a quiet one's is dropped when memcached would not have sent it;
  *   - version, quit, mn: answered by the proxy (mn in order, after every earlier reply);
- *   - stats, flush_all, verbosity and the other admin commands: CLIENT_ERROR, connection kept;
+ *   - stats: the proxy's own (its INFO fields as STAT lines); stats with an argument (a
+ *     server's slabs, items, settings), flush_all, verbosity and the other admin commands:
+ *     CLIENT_ERROR, connection kept;
  *     an unknown command: ERROR, as memcached.
  * Keys route by their bytes as nutcracker routes them; a base64 meta key (b flag) by its decoded
  * bytes, so "get foo" and "mg Zm9v b v" reach the same server.
@@ -41,6 +43,7 @@ static const px_cmd commands[CH_MC_CMD_COUNT] = {
     CMD(MG, PX_CLASS_READ, true),       CMD(MS, PX_CLASS_WRITE, false),
     CMD(MD, PX_CLASS_WRITE, false),     CMD(MA, PX_CLASS_WRITE, false),
     CMD(MN, PX_CLASS_LOCAL, true),      CMD(ME, PX_CLASS_READ, true),
+    CMD(STATS, PX_CLASS_LOCAL, true), /* without an argument only (mc_parse_request) */
 };
 #undef CMD
 /* get gets gat gats with several keys: split. */
@@ -159,10 +162,12 @@ static px_parse mc_parse_request(const px_limits *lim, const char *buf, size_t l
         m->proto[P_CMD] = (uint8_t)r.cmd;
         if (r.cmd == CH_MC_CMD_UNKNOWN) {
             m->cmd = NULL; /* ERROR */
+        } else if (r.cmd == CH_MC_CMD_STATS && r.ntokens == 1) {
+            m->cmd = &commands[r.cmd]; /* the proxy's own; mc.c refuses every admin command */
         } else if (props & CH_MC_P_REFUSED) {
             m->cmd = &refused;
             snprintf(m->reject, sizeof(m->reject), "%s is not supported by the proxy",
-                     ch_mc_cmd_name(r.cmd));
+                     r.cmd == CH_MC_CMD_STATS ? "stats with an argument" : ch_mc_cmd_name(r.cmd));
         } else {
             m->cmd = (props & CH_MC_P_GET) && r.nkeys > 1 ? &multi[r.cmd] : &commands[r.cmd];
         }
@@ -780,6 +785,47 @@ static int mc_merge_end(px_merger *mg, const px_msg *m, px_buf *out)
 
 /* ---- local commands ---------------------------------------------------------------------------- */
 
+/* INFO fields that memcached's stats has under its own name: given that name. */
+static const struct {
+    const char *info, *stat;
+} stat_names[] = {
+    {"chash_proxy_version", "version"},  {"process_id", "pid"},
+    {"uptime_in_seconds", "uptime"},     {"connected_clients", "curr_connections"},
+    {"total_connections_received", "total_connections"}, {"worker_threads", "threads"},
+};
+
+/* stats: the proxy's INFO fields as memcached's lines, "STAT <name> <value>", then END. Section
+ * heads, blank lines and the Replication section (what Redis clients look for) are left out. */
+static int mc_stats(const px_local *ctx, px_buf *out)
+{
+    px_buf info = {0};
+    int rc = ctx->info(ctx->info_arg, &info);
+    bool skip = false;
+    for (size_t at = 0; rc == 0 && at < info.len;) {
+        const char *line = info.p + at, *nl = memchr(line, '\n', info.len - at);
+        size_t n = nl != NULL ? (size_t)(nl - line) : info.len - at;
+        at += n + 1;
+        if (n > 0 && line[n - 1] == '\r')
+            n--;
+        if (n > 0 && line[0] == '#')
+            skip = n == 13 && memcmp(line, "# Replication", 13) == 0;
+        const char *colon = n > 0 && line[0] != '#' && !skip ? memchr(line, ':', n) : NULL;
+        if (colon == NULL)
+            continue;
+        const char *name = line;
+        size_t nlen = (size_t)(colon - line);
+        for (size_t i = 0; i < sizeof(stat_names) / sizeof(stat_names[0]); i++)
+            if (strlen(stat_names[i].info) == nlen && memcmp(stat_names[i].info, line, nlen) == 0)
+                name = stat_names[i].stat;
+        if (name != line)
+            nlen = strlen(name);
+        rc = px_buf_printf(out, "STAT %.*s %.*s\r\n", (int)nlen, name,
+                           (int)(n - (size_t)(colon - line) - 1), colon + 1);
+    }
+    px_buf_free(&info);
+    return rc == 0 && px_buf_append(out, "END\r\n", 5) == 0 ? 0 : -1;
+}
+
 static int mc_answer_local(px_local *ctx, const px_msg *m, px_buf *out)
 {
     switch (msg_cmd(m)) {
@@ -790,6 +836,8 @@ static int mc_answer_local(px_local *ctx, const px_msg *m, px_buf *out)
         return 0;
     case CH_MC_CMD_MN:
         return px_buf_append(out, "MN\r\n", 4) == 0 ? 0 : -1;
+    case CH_MC_CMD_STATS:
+        return mc_stats(ctx, out);
     default:
         return mc_encode_error(out, PX_ERR_CLIENT, "not supported by the proxy") == 0 ? 1 : -1;
     }

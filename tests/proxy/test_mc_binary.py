@@ -10,11 +10,14 @@ memcached as the oracle.
      that noop's is compared byte for byte. Both memcacheds start empty and see the same
      writes in the same order, so their CAS values agree too. Masked, and only these: the
      body of version's response (the proxy answers its own version, as the text version
-     does). Not in the list, because the proxy answers them otherwise on purpose: flush and
-     stat (refused with status 0x83, as the text flush_all and stats are; checked in part 2).
+     does). Not in the list, because the proxy answers them otherwise on purpose: flush
+     (refused with status 0x83, as the text flush_all is) and stat (the proxy's own stats, as
+     the text stats; both checked in part 2).
   2. quit and quitq after a pipeline: the same bytes as memcached's, then the close. The
-     proxy's own answers: flush and flushq refused with 0x83 and the connection kept;
-     stat the same.
+     proxy's own answers: flush and flushq refused with 0x83 and the connection kept; stat
+     the proxy's own stats (its pid, version, uptime, connections), framed as memcached frames
+     its own (every response checked the same way for both; the last, empty one the same
+     bytes); stat with a group (items) refused with 0x83, the connection kept.
   3. Bad input (item 4): an unknown opcode gets 0x81 "Unknown command" and the connection is
      kept (as memcached); extras and key lengths beyond the body get 0x81 and a close; a key
      over 250 bytes or a frame of the wrong shape gets 0x04 "Invalid arguments" and a close (as
@@ -245,9 +248,55 @@ def quits(direct_addr, proxy_addr):
             fail("%s: memcached %s, the proxy %s" % (name, show(got[0]), show(got[1])))
 
 
+def stat_responses(addr, key=b""):
+    """A binary stat's responses, up to the empty one that ends them: [fields]."""
+    c = Bin(addr)
+    c.send(packet(OPS["stat"], key, opaque=7))
+    out = []
+    while not out or out[-1]["klen"] or out[-1]["body"]:
+        r = c.response()
+        if r is None:
+            fail("stat %r: closed after %d responses" % (key, len(out)))
+        out.append(fields(r))
+        if out[-1]["status"] != 0:
+            break
+    c.close()
+    return out
+
+
+def stats(direct_addr, proxy_addr, pid):
+    """stat: the proxy's own stats (memcached's names where it has one), framed as memcached
+    frames its own: every response the stat opcode, status 0, the request's opaque, no extras
+    nor CAS, a key and a value; then the same empty response memcached ends with. stat with a
+    group (a key) is refused with 0x83, the connection kept."""
+    theirs, ours = stat_responses(direct_addr), stat_responses(proxy_addr)
+    for who, rs in (("memcached", theirs), ("the proxy", ours)):
+        for f in rs:
+            if (f["op"], f["status"], f["opaque"], f["cas"], f["elen"]) != (OPS["stat"], 0, 7, 0, 0):
+                fail("stat from %s: %r" % (who, f))
+        if len(rs) < 5 or any(f["klen"] == 0 for f in rs[:-1]):
+            fail("stat from %s: %d responses, %s" % (who, len(rs), rs[:3]))
+    if theirs[-1] != ours[-1]:
+        fail("stat's last response: memcached %r, the proxy %r" % (theirs[-1], ours[-1]))
+    got = {f["body"][:f["klen"]]: f["body"][f["klen"]:] for f in ours[:-1]}
+    if got.get(b"pid") != b"%d" % pid or got.get(b"version") != b"0.1.0" or \
+            b"uptime" not in got or int(got.get(b"curr_connections", b"0")) < 1:
+        fail("stat from the proxy: %r" % got)
+    c = Bin(proxy_addr)
+    c.send(packet(OPS["stat"], b"items", opaque=8) + packet(OPS["noop"], opaque=MARK))
+    rs, closed = c.until_mark()
+    if closed or len(rs) != 2:
+        fail("stat items: %s (closed %s)" % (show(rs), closed))
+    f = expect(rs[0], OPS["stat"], 0x83, "stat items")
+    if f["opaque"] != 8 or b"not supported" not in f["body"]:
+        fail("stat items: %r" % f)
+    c.close()
+    return len(ours) - 1
+
+
 def proxy_answers(addr):
     c = Bin(addr)
-    for name in ("flush", "flushq", "stat"):
+    for name in ("flush", "flushq"):
         c.send(packet(OPS[name], opaque=7) + packet(OPS["noop"], opaque=MARK))
         rs, closed = c.until_mark()
         if closed or len(rs) != 2:
@@ -566,6 +615,8 @@ def body(t):
     log("differential: %d request lines, %d responses identical" % (nlines, nresp))
     quits(direct.addr, paddr)
     proxy_answers(paddr)
+    log("stat: %d of the proxy's own, framed as memcached's" %
+        stats(direct.addr, paddr, proxy.proc.pid))
     other = Bin(paddr)
     other.send(packet(OPS["set"], b"other-key", struct.pack(">II", 0, 0), b"other-value",
                       opaque=1))

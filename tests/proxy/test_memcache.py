@@ -214,7 +214,7 @@ def part_clients(addr, mcs, tools):
     log("clients: pymemcache (%d checks) and memccp/memccat/memcexist/memcrm" % len(checks))
 
 
-def part_protocol(addr, mcs):
+def part_protocol(addr, mcs, pid):
     with Mc(addr) as c:
         keys = [b"mk:%d" % i for i in range(40)]
         for k in keys[::2]:
@@ -253,7 +253,19 @@ def part_protocol(addr, mcs):
             pass
         if c.call(b"version\r\n") != b"VERSION 0.1.0\r\n":
             fail("version")
-        for cmd, want in ((b"stats\r\n", b"CLIENT_ERROR stats is not supported by the proxy\r\n"),
+        # stats: the proxy's own (memcached's names where it has one), its arguments refused
+        c.send(b"stats\r\n")
+        lines = [c.line()]
+        while lines[-1] != b"END\r\n" and lines[-1].startswith(b"STAT "):
+            lines.append(c.line())
+        stat = dict(line.split(b" ", 2)[1:] for line in lines[:-1])
+        if lines[-1] != b"END\r\n" or stat.get(b"pid") != b"%d\r\n" % pid or \
+                stat.get(b"version") != b"0.1.0\r\n" or \
+                int(stat.get(b"curr_connections", b"0")) < 1 or b"uptime" not in stat:
+            fail("stats: %r" % lines)
+        for cmd, want in ((b"stats items\r\n",
+                           b"CLIENT_ERROR stats with an argument is not supported by the proxy"
+                           b"\r\n"),
                           (b"flush_all\r\n",
                            b"CLIENT_ERROR flush_all is not supported by the proxy\r\n"),
                           (b"bogus command\r\n", b"ERROR\r\n")):
@@ -469,7 +481,7 @@ def body(t):
         max_client_buffer_bytes=4194304))
     p = Proxy(proxy_exe, tmp, conf, [("127.0.0.1", port)], label="main").start()
     part_clients(("127.0.0.1", port), mcs, (memccp, memccat, memcrm, memcexist))
-    part_protocol(("127.0.0.1", port), mcs)
+    part_protocol(("127.0.0.1", port), mcs, p.proc.pid)
     part_bad_input(p, ("127.0.0.1", port), mcs)
     p.stop()
     part_stats_metrics(proxy_exe, nutcracker, tmp, mcs)
