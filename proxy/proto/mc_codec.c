@@ -785,11 +785,18 @@ static int mc_merge_end(px_merger *mg, const px_msg *m, px_buf *out)
 
 /* ---- local commands ---------------------------------------------------------------------------- */
 
+/* The version memcached clients read (version, stats): the memcached protocol the proxy serves,
+ * 1.6's (meta commands), then its own as semver build metadata, without a space (a stats value
+ * has none: libmemcached keeps a value's first word). libmemcached, under PHP's memcached and
+ * pylibmc, refuses a server whose major version is 0: PX_VERSION alone fails their getVersion
+ * and getStats. */
+#define MC_VERSION "1.6.0+chash-proxy-" PX_VERSION
+
 /* INFO fields that memcached's stats has under its own name: given that name. */
 static const struct {
     const char *info, *stat;
 } stat_names[] = {
-    {"chash_proxy_version", "version"},  {"process_id", "pid"},
+    {"chash_proxy_version", "version"} /* its value MC_VERSION */, {"process_id", "pid"},
     {"uptime_in_seconds", "uptime"},     {"connected_clients", "curr_connections"},
     {"total_connections_received", "total_connections"}, {"worker_threads", "threads"},
 };
@@ -817,10 +824,15 @@ static int mc_stats(const px_local *ctx, px_buf *out)
         for (size_t i = 0; i < sizeof(stat_names) / sizeof(stat_names[0]); i++)
             if (strlen(stat_names[i].info) == nlen && memcmp(stat_names[i].info, line, nlen) == 0)
                 name = stat_names[i].stat;
+        const char *value = colon + 1;
+        size_t vlen = n - (size_t)(colon - line) - 1;
+        if (name != line && strcmp(name, "version") == 0) {
+            value = MC_VERSION;
+            vlen = strlen(MC_VERSION);
+        }
         if (name != line)
             nlen = strlen(name);
-        rc = px_buf_printf(out, "STAT %.*s %.*s\r\n", (int)nlen, name,
-                           (int)(n - (size_t)(colon - line) - 1), colon + 1);
+        rc = px_buf_printf(out, "STAT %.*s %.*s\r\n", (int)nlen, name, (int)vlen, value);
     }
     px_buf_free(&info);
     return rc == 0 && px_buf_append(out, "END\r\n", 5) == 0 ? 0 : -1;
@@ -829,8 +841,10 @@ static int mc_stats(const px_local *ctx, px_buf *out)
 static int mc_answer_local(px_local *ctx, const px_msg *m, px_buf *out)
 {
     switch (msg_cmd(m)) {
-    case CH_MC_CMD_VERSION:
-        return px_buf_printf(out, "VERSION %s\r\n", PX_VERSION) == 0 ? 0 : -1;
+    case CH_MC_CMD_VERSION: {
+        static const char line[] = "VERSION " MC_VERSION "\r\n";
+        return px_buf_append(out, line, sizeof(line) - 1) == 0 ? 0 : -1;
+    }
     case CH_MC_CMD_QUIT:
         ctx->close = true; /* memcached closes without a reply */
         return 0;

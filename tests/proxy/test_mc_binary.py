@@ -272,14 +272,15 @@ def stats(direct_addr, proxy_addr, pid):
     theirs, ours = stat_responses(direct_addr), stat_responses(proxy_addr)
     for who, rs in (("memcached", theirs), ("the proxy", ours)):
         for f in rs:
-            if (f["op"], f["status"], f["opaque"], f["cas"], f["elen"]) != (OPS["stat"], 0, 7, 0, 0):
+            if (f["op"], f["status"], f["opaque"], f["cas"], f["elen"]) != \
+                    (OPS["stat"], 0, 7, 0, 0):
                 fail("stat from %s: %r" % (who, f))
         if len(rs) < 5 or any(f["klen"] == 0 for f in rs[:-1]):
             fail("stat from %s: %d responses, %s" % (who, len(rs), rs[:3]))
     if theirs[-1] != ours[-1]:
         fail("stat's last response: memcached %r, the proxy %r" % (theirs[-1], ours[-1]))
     got = {f["body"][:f["klen"]]: f["body"][f["klen"]:] for f in ours[:-1]}
-    if got.get(b"pid") != b"%d" % pid or got.get(b"version") != b"0.1.0" or \
+    if got.get(b"pid") != b"%d" % pid or got.get(b"version") != b"1.6.0+chash-proxy-0.1.0" or \
             b"uptime" not in got or int(got.get(b"curr_connections", b"0")) < 1:
         fail("stat from the proxy: %r" % got)
     c = Bin(proxy_addr)

@@ -16,9 +16,11 @@ format) and "plain" without. The clients, all at once, each on its own key prefi
 Each client sets, gets, multi-gets (memjs, which has no multi-get, pipelines its gets on one
 connection), CAS-updates (PHP and pylibmc; memjs and the tools have no CAS), increments and
 decrements (with an initial value where the client sends one), touches and deletes, checking
-every answer; a wrong password is refused. Then the test checks every key a client left on the
-memcached that `chash lookup --config` names for it, with the value the client's work must have
-left there, and on no other; and every key it deleted or never stored on none.
+every answer; a wrong password is refused; PHP's getVersion and getStats (binary and text
+mode) and pylibmc's get_stats read the proxy's own version and stats. Then the test checks
+every key a client left on the memcached that `chash lookup --config` names for it, with the
+value the client's work must have left there, and on no other; and every key it deleted or
+never stored on none.
 
 Then the layers a binary request goes through as any memcached request does, on a third pool
 over the same memcacheds: replicas 2 and a TLS listener (a self-signed certificate made with
@@ -64,7 +66,7 @@ def run_client(argv, env=None):
     return json.loads(out[-1][3:])
 
 
-def pylibmc_work(port, prefix, sasl):
+def pylibmc_work(port, prefix, sasl, pid):
     """pylibmc with binary=True (and SASL when sasl): its work, checked; the state it leaves."""
     import pylibmc
     auth = {"username": USER, "password": PASSWORD} if sasl else {}
@@ -114,6 +116,9 @@ def pylibmc_work(port, prefix, sasl):
     check("delete", mc.delete(keys[4]), True)
     check("delete of an absent key", mc.delete(keys[4]), False)
     check("get of the deleted key", mc.get(keys[4]), None)
+    stats = mc.get_stats()  # the binary stat: the proxy's own
+    check("get_stats' pid", [(st.get("pid"), st.get("version")) for _srv, st in stats],
+          [(b"%d" % pid, b"1.6.0+chash-proxy-0.1.0")])
     mc.disconnect_all()
     if sasl:
         bad = pylibmc.Client(["127.0.0.1:%d" % port], binary=True, username=USER,
@@ -317,9 +322,10 @@ def body(t):
         "php-memcached": ("sasl", lambda: run_client(
             [t.programs["php"], "-d", "memcached.use_sasl=1",
              os.path.join(HERE, "clients", "mc_binary_php.php"),
-             "127.0.0.1", str(sasl_port), USER, PASSWORD, "php:"])),
-        "pylibmc": ("plain", lambda: pylibmc_work(plain_port, "pylibmc:", False)),
-        "pylibmc-sasl": ("sasl", lambda: pylibmc_work(sasl_port, "pylibmc-sasl:", True)),
+             "127.0.0.1", str(sasl_port), USER, PASSWORD, "php:", str(plain_port)])),
+        "pylibmc": ("plain", lambda: pylibmc_work(plain_port, "pylibmc:", False, proxy.proc.pid)),
+        "pylibmc-sasl": ("sasl", lambda: pylibmc_work(sasl_port, "pylibmc-sasl:", True,
+                                                          proxy.proc.pid)),
         "libmemcached-tools": ("sasl", lambda: tools_work(sasl_port, t.tmp, "memc-tools:")),
     }
     results, errors, lock = {}, [], threading.Lock()

@@ -179,7 +179,7 @@ def part_clients(addr, mcs, tools):
     c.delete_many([("pm:%d" % i).encode() for i in range(10, 20)])
     checks.append((c.get_many([("pm:%d" % i).encode() for i in range(10, 20)]), {},
                    "get_many after delete_many"))
-    checks.append((c.version(), b"0.1.0", "version answered by the proxy"))
+    checks.append((c.version(), b"1.6.0+chash-proxy-0.1.0", "version answered by the proxy"))
     for got_v, want, what in checks:
         if got_v != want:
             soft_fail("pymemcache %s: %r, expected %r" % (what, got_v, want))
@@ -251,7 +251,7 @@ def part_protocol(addr, mcs, pid):
             fail("mg with a base64 key did not find qk")
         if c.call(b"ma nr\r\n") != b"NF\r\n" and False:
             pass
-        if c.call(b"version\r\n") != b"VERSION 0.1.0\r\n":
+        if c.call(b"version\r\n") != b"VERSION 1.6.0+chash-proxy-0.1.0\r\n":
             fail("version")
         # stats: the proxy's own (memcached's names where it has one), its arguments refused
         c.send(b"stats\r\n")
@@ -260,7 +260,7 @@ def part_protocol(addr, mcs, pid):
             lines.append(c.line())
         stat = dict(line.split(b" ", 2)[1:] for line in lines[:-1])
         if lines[-1] != b"END\r\n" or stat.get(b"pid") != b"%d\r\n" % pid or \
-                stat.get(b"version") != b"0.1.0\r\n" or \
+                stat.get(b"version") != b"1.6.0+chash-proxy-0.1.0\r\n" or \
                 int(stat.get(b"curr_connections", b"0")) < 1 or b"uptime" not in stat:
             fail("stats: %r" % lines)
         for cmd, want in ((b"stats items\r\n",

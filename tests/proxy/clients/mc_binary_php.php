@@ -4,13 +4,17 @@
 // OPT_BINARY_PROTOCOL and SASL through chash-proxy: the work of test_mc_binary_clients.py's PHP
 // client, each result checked here, the state it leaves on the servers printed for the test.
 //
-//   php -d memcached.use_sasl=1 mc_binary_php.php HOST PORT USER PASSWORD PREFIX
+//   php -d memcached.use_sasl=1 mc_binary_php.php HOST PORT USER PASSWORD PREFIX TEXT_PORT
+//
+// TEXT_PORT: a pool without SASL, where the same extension in its default (text) mode reads the
+// proxy's version and stats too (libmemcached refuses a server whose major version is 0).
 //
 // Prints one line: "ok " + JSON {present: {key: value}, absent: [key]}; exit 1 with the
 // failed check on stderr otherwise. Values are strings, stored by the extension as they are
 // (flags 0), so the test reads them back from the memcacheds unchanged.
 
-[$host, $port, $user, $password, $prefix] = array_slice($argv, 1);
+[$host, $port, $user, $password, $prefix, $textPort] = array_slice($argv, 1);
+$want_version = '1.6.0+chash-proxy-0.1.0'; // the version memcached clients read (docs/PROXY.md)
 
 function check(string $what, $got, $want): void
 {
@@ -102,6 +106,18 @@ $present[$key(2)] = 'head+' . $value(2) . '+tail';
 $present["{$prefix}added"] = 'fresh';
 $present[$counter] = '12';
 $present["{$prefix}floor"] = '0';
+
+// getVersion and getStats, binary (version, stat) and text (version, stats): the proxy's own
+$text = new Memcached();
+$text->addServer($host, (int)$textPort);
+foreach (['binary' => $m, 'text' => $text] as $mode => $c) {
+    $version = $c->getVersion();
+    check("getVersion ($mode)", is_array($version) ? array_values($version) : $version, ['1.6.0']);
+    $stats = $c->getStats();
+    $stats = is_array($stats) && count($stats) === 1 ? reset($stats) : $stats;
+    check("getStats ($mode)", is_array($stats) && ($stats['version'] ?? '') === $want_version
+          && ($stats['pid'] ?? 0) > 0, true);
+}
 
 // a wrong password: refused
 $bad = client($host, $port, $user, "wr0ng-$password");
