@@ -58,7 +58,9 @@ demo: build
 # on loopback, 2-5 minutes by the box's load; bench_resp3.py: RESP3 clients against RESP2 clients
 # on one pool (CPU per request, GET SET MGET HGETALL, -P 1 and 16), 3 minutes; bench_prefix.py: a
 # listener with 1 and with 20 prefixes (routes) against a pool without (CPU per request), 3 minutes;
-# bench_tls.py: TLS against plain (docs/PERFORMANCE.md);
+# bench_mc_binary.py: binary memcached clients against text clients on one pool (CPU per request,
+# get set 10-key multiget, -P 1 and 16; bench/mc_load -b), 3-4 minutes; bench_tls.py: TLS
+# against plain (docs/PERFORMANCE.md);
 # bench/migration/bench_migration.py: a hot reload 8 -> 12 and 8 -> 7
 # under a cache-aside load (build/release/bench/cache_aside), without and with warm-up and ramp,
 # Redis and memcached pools (the two at once, --parallel), 8-10 minutes; bench/fleet/bench_fleet.py:
@@ -73,6 +75,7 @@ bench: build
 	@/usr/bin/python3 bench/proxy/bench_proxy.py --build $(RELEASE)
 	@/usr/bin/python3 bench/proxy/bench_resp3.py --build $(RELEASE)
 	@/usr/bin/python3 bench/proxy/bench_prefix.py --build $(RELEASE)
+	@/usr/bin/python3 bench/proxy/bench_mc_binary.py --build $(RELEASE)
 	@/usr/bin/python3 bench/proxy/bench_tls.py --build $(RELEASE)
 	@/usr/bin/python3 bench/migration/bench_migration.py --build $(RELEASE) --parallel
 	@/usr/bin/python3 bench/fleet/bench_fleet.py --build $(RELEASE)

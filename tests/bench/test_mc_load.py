@@ -7,8 +7,10 @@
 Functional only, no timing is asserted: mc_load's counts (requests, keys, hits, misses, errors)
 and its result line, for set (sequential keys), get and 10-key multigets, unpipelined and
 pipelined, a last batch shorter than -P, error replies counted rather than fatal (an item larger
-than memcached's -I gets SERVER_ERROR), and a refused connection failing with status 1. Starts
-memcached on free loopback ports and stops it by pid. Without memcached: exit 77 (skip), or 1
+than memcached's -I gets SERVER_ERROR), and a refused connection failing with status 1; then the
+same counts with -b (the binary protocol: GETK, SET, GETKQ..NOOP; an item over -I is status 0x03)
+and text and binary agreeing on the same seed. Starts memcached on free loopback ports and stops
+it by pid. Without memcached: exit 77 (skip), or 1
 with a clear message when CI is set.
 """
 import os
@@ -52,7 +54,7 @@ def run(mc_load, port, *args, rc=0):
     if len(lines) != 1:
         sys.exit(f"mc_load {' '.join(args)}: want one result line, got {out.stdout!r}")
     kv = dict(f.split("=", 1) for f in lines[0].split()[1:])
-    for k in ("cmd", "pipeline", "conns", "requests", "keys", "seconds", "rps", "p50_us",
+    for k in ("cmd", "proto", "pipeline", "conns", "requests", "keys", "seconds", "rps", "p50_us",
               "p99_us", "errors", "hits", "misses"):
         if k not in kv:
             sys.exit(f"mc_load {' '.join(args)}: no {k}= in {lines[0]!r}")
@@ -97,6 +99,31 @@ def main():
         kv = run(mc_load, big_port, "-t", "set", "-d", "2000", "-n", "100", "-P", "4", "-c", "2")
         expect(kv, "set of an item over -I: SERVER_ERROR counted, run goes on", requests=100,
                errors=100)
+
+        # The binary protocol, the same counts.
+        kv = run(mc_load, port, "-b", "-t", "set", "-s", "-r", "2000", "-n", "2000", "-P", "16",
+                 "-c", "7")
+        expect(kv, "-b set -s -P 16", proto="binary", cmd="set", requests=2000, keys=2000,
+               errors=0)
+        kv = run(mc_load, port, "-b", "-t", "get", "-r", "2000", "-n", "500", "-c", "5")
+        expect(kv, "-b get P1 (GETK), all hits", requests=500, keys=500, hits=500, misses=0,
+               errors=0)
+        kv = run(mc_load, port, "-b", "-t", "mget", "-r", "2000", "-n", "160", "-P", "16",
+                 "-c", "3")
+        expect(kv, "-b mget P16 (10 GETKQ + NOOP)", requests=160, keys=1600, hits=1600,
+               misses=0, errors=0)
+        for cmd, pipeline in (("get", "3"), ("mget", "16")):
+            same = ("-t", cmd, "-r", "4000", "-S", "9", "-n", "320", "-P", pipeline, "-c", "4")
+            text, binary = run(mc_load, port, *same), run(mc_load, port, "-b", *same)
+            if (text["hits"], text["misses"]) != (binary["hits"], binary["misses"]) or \
+                    int(binary["misses"]) == 0 or int(binary["hits"]) == 0:
+                sys.exit(f"{cmd} -P {pipeline} over a half-filled key space: text {text}, "
+                         f"binary {binary}: want the same hits and misses, both nonzero")
+            print(f"ok  -b {cmd} -P {pipeline}: misses counted, as text counts them")
+        kv = run(mc_load, big_port, "-b", "-t", "set", "-d", "2000", "-n", "100", "-P", "4",
+                 "-c", "2")
+        expect(kv, "-b set of an item over -I: status 0x03 counted, run goes on",
+               requests=100, errors=100)
     finally:
         for p in (mc, big):
             p.terminate()
