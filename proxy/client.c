@@ -558,7 +558,8 @@ static void memory_refusal(px_client *c, const px_msg *m)
                pool->conf->name,
                (unsigned long long)(__atomic_load_n(&px_mem_held, __ATOMIC_RELAXED) >> 20),
                (unsigned long long)(px_mem_budget >> 20));
-    px_msg none = {.raw = "", .args = NULL, .keys = NULL};
+    px_msg none = {.raw = "", .args = NULL, .keys = NULL, .edge_keys = m->edge_keys,
+                   .edge_keys_len = m->edge_keys_len}; /* a binary run's: each get answered */
     memcpy(none.edge, m->edge, sizeof(none.edge));
     px_rq *rq = client_rq(c, &none);
     if (rq == NULL) {
@@ -621,6 +622,10 @@ static int client_sasl(px_client *c, const px_mcb_frame *f)
                            strlen(text));
 }
 
+/* A run of quiet gets goes as one request of at most this many keys and this long a get line:
+ * a multi-get's worth (libmemcached's mget sends a getkq per key), its merge bounded. */
+enum { BIN_BATCH_KEYS = 128, BIN_BATCH_LINE = 16384 };
+
 static int client_binary(px_client *c, size_t off, px_msg *m, size_t *consumed, size_t *need,
                          char *err, size_t errlen)
 {
@@ -628,6 +633,27 @@ static int client_binary(px_client *c, size_t off, px_msg *m, size_t *consumed, 
     px_mcb_frame f;
     uint8_t edge[8];
     c->bin.len = 0;
+    long batch = pool->mc_users == NULL || c->authed
+                     ? px_mcb_batch(c->rbuf.p + off, c->rbuf.len - off, BIN_BATCH_KEYS,
+                                    BIN_BATCH_LINE, &c->bin, &c->bin_keys, consumed, edge)
+                     : 0;
+    if (batch < 0)
+        return -1;
+    if (batch > 0) {
+        size_t frames = *consumed, tconsumed = 0;
+        px_parse rs = pool->codec->parse_request(&pool->limits, c->bin.p, c->bin.len, m,
+                                                 &tconsumed, need, err, errlen);
+        if (rs == PX_PARSE_AGAIN || (rs == PX_PARSE_OK && tconsumed != c->bin.len)) {
+            snprintf(err, errlen, "untranslatable request");
+            rs = PX_PARSE_BAD;
+        }
+        memcpy(m->edge, edge, sizeof(m->edge));
+        m->flags |= PX_MSG_KEYWISE;
+        m->edge_keys = (const uint8_t *)c->bin_keys.p;
+        m->edge_keys_len = c->bin_keys.len;
+        *consumed = frames;
+        return BIN_PARSED + rs;
+    }
     px_mcb_verdict v = px_mcb_request(c->rbuf.p + off, c->rbuf.len - off, pool->limits.max_request,
                                       &f, consumed, need, &c->bin, &c->bin, edge);
     if (v == PX_MCB_NOMEM)
@@ -911,6 +937,7 @@ static void client_close_cb(uv_handle_t *h)
     px_buf_free(&c->rbuf);
     px_buf_free(&c->wbuf);
     px_buf_free(&c->bin);
+    px_buf_free(&c->bin_keys);
     free(c);
     px_stream_free(st);
 }

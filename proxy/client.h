@@ -42,6 +42,7 @@ struct px_client {
     size_t inflight; /* bytes handed to uv_write, not yet written */
     px_buf wbuf;
     px_buf bin;     /* a binary memcached client's request translated to meta (client_binary) */
+    px_buf bin_keys; /* ...a run of quiet gets': each key's opcode and opaque (px_mcb_batch) */
     bool binary;    /* a memcached client speaking the binary protocol (its first byte 0x80) */
     bool text;      /* ...or not: decided by its first byte, for the connection's life */
     uint64_t last_read_ms; /* loop time of its last bytes (or of its accept) */

@@ -59,7 +59,7 @@ px_rq *px_rq_new(px_pool *pool, const px_msg *m, uint64_t cid)
     size_t nblock = nslots > 1 ? (nslots < PX_RQ_SLICE ? nslots : PX_RQ_SLICE) : 0;
     size_t sz = sizeof(px_rq) + nslots * sizeof(px_rq_slot) + nblock * sizeof(px_rq_queued) +
                 m->nkeys * sizeof(uint64_t) + m->nargs * sizeof(px_span) +
-                m->nkeys * sizeof(px_span) + m->len;
+                m->nkeys * sizeof(px_span) + m->len + m->edge_keys_len;
     px_rq *rq = px_cache_alloc(sz);
     if (rq == NULL)
         return NULL;
@@ -103,6 +103,10 @@ px_rq *px_rq_new(px_pool *pool, const px_msg *m, uint64_t cid)
     if (m->len > 0)
         memcpy(p, m->raw, m->len);
     rq->msg.raw = p;
+    if (m->edge_keys_len > 0) {
+        memcpy(p + m->len, m->edge_keys, m->edge_keys_len);
+        rq->msg.edge_keys = (const uint8_t *)p + m->len;
+    }
     rq->pool = pool;
     rq->codec = pool->codec;
     rq->cid = cid;

@@ -87,6 +87,10 @@ enum {
     PX_MSG_TOUCH = 1u << 4,        /* a read that gives its keys a new lifetime (memcached gat,
                                       gats, mg with T): retried as a read, but a write of them for
                                       the near cache (near_write.h) */
+    PX_MSG_KEYWISE = 1u << 5,      /* a split read whose failed part is answered key by key: the
+                                      merge puts the part's error in each of its keys' places
+                                      (a binary memcached client's run of quiet gets, whose every
+                                      key is a request of its own to that client) */
 };
 
 /* A client connection's dialect of its pool's protocol (px_msg.dialect): codec-defined, 0 the
@@ -118,6 +122,10 @@ typedef struct px_msg {
     uint8_t edge[8];     /* its client dialect's facts about it that the translation of its
                             reply needs, set by the caller after parse_request (memcached's
                             binary protocol: opcode and opaque, proto/mc_bin.h); zero: none */
+    const uint8_t *edge_keys; /* the same per key, edge_keys_len bytes, copied with the request
+                                 (px_rq_new) (a binary run of quiet gets: each key's opcode and
+                                 opaque); NULL: none */
+    size_t edge_keys_len;
 } px_msg;
 
 typedef enum px_reply_kind {

@@ -131,8 +131,11 @@ const char *ch_mc_cmd_name(ch_mc_cmd cmd)
 
 static ch_mc_cmd lookup(const char *p, size_t n)
 {
-    for (unsigned c = 1; c < CH_MC_CMD_COUNT; c++)
-        if (strlen(CMDS[c].name) == n && memcmp(CMDS[c].name, p, n) == 0)
+    if (n == 0)
+        return CH_MC_CMD_UNKNOWN;
+    for (unsigned c = 1; c < CH_MC_CMD_COUNT; c++) /* the first byte first: no strlen */
+        if (CMDS[c].name[0] == p[0] && strlen(CMDS[c].name) == n &&
+            memcmp(CMDS[c].name, p, n) == 0)
             return (ch_mc_cmd)c;
     return CH_MC_CMD_UNKNOWN;
 }

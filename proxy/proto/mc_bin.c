@@ -6,7 +6,6 @@
 #include "mc_bin.h"
 #include "mc.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -209,6 +208,22 @@ static uint32_t expiry(const char *p)
     return e > (uint32_t)CH_MC_EXPTIME_MAX ? (uint32_t)CH_MC_EXPTIME_MAX : e;
 }
 
+/* " <flag><v>": a meta token with a number after its flag's letter (0: none), without printf,
+ * whose parsing of its format costs more than the rest of a set's translation. */
+static int put_num(px_buf *t, char flag, uint64_t v)
+{
+    char d[24];
+    size_t n = sizeof(d);
+    do {
+        d[--n] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    if (flag != 0)
+        d[--n] = flag;
+    d[--n] = ' ';
+    return px_buf_append(t, d + n, sizeof(d) - n);
+}
+
 /* " <key>" as a meta token: as it is, or base64 (then *b64). */
 static int put_key(px_buf *t, const char *key, size_t klen, bool *b64)
 {
@@ -237,32 +252,35 @@ static int translate(const op_spec *s, const px_mcb_frame *f, const char *ext, p
         rc = px_buf_append(t, "mg", 2) | put_key(t, f->key, f->keylen, &b64);
         rc |= px_buf_append(t, s->kind == K_TOUCH ? " f c" : " v f c", s->kind == K_TOUCH ? 4 : 6);
         if (s->kind != K_GET)
-            rc |= px_buf_printf(t, " T%" PRIu32, expiry(ext));
+            rc |= put_num(t, 'T', expiry(ext));
         break;
-    case K_STORE:
+    case K_STORE: {
         rc = px_buf_append(t, "ms", 2) | put_key(t, f->key, f->keylen, &b64);
         /* memcached: a set, add or replace with a CAS is a compare-and-swap, whatever its
          * opcode (process_bin_update's NREAD_CAS) */
-        rc |= px_buf_printf(t, " %zu c M%c", f->vlen,
-                            f->cas != 0 && s->shape == S_STORE8 ? 'S' : s->mode);
+        char mode[] = {' ', 'c', ' ', 'M', f->cas != 0 && s->shape == S_STORE8 ? 'S' : s->mode};
+        rc |= put_num(t, 0, f->vlen) | px_buf_append(t, mode, sizeof(mode));
         if (f->extlen == 8)
-            rc |= px_buf_printf(t, " F%" PRIu32 " T%" PRIu32, rd32(ext), expiry(ext + 4));
+            rc |= put_num(t, 'F', rd32(ext)) | put_num(t, 'T', expiry(ext + 4));
         if (f->cas != 0)
-            rc |= px_buf_printf(t, " C%" PRIu64, f->cas);
+            rc |= put_num(t, 'C', f->cas);
         break;
+    }
     case K_DELETE:
         rc = px_buf_append(t, "md", 2) | put_key(t, f->key, f->keylen, &b64);
         if (f->cas != 0)
-            rc |= px_buf_printf(t, " C%" PRIu64, f->cas);
+            rc |= put_num(t, 'C', f->cas);
         break;
     case K_ARITH: {
         rc = px_buf_append(t, "ma", 2) | put_key(t, f->key, f->keylen, &b64);
-        rc |= px_buf_printf(t, " v c D%" PRIu64 " M%c", rd64(ext), s->mode);
+        char mode[] = {' ', 'M', s->mode};
+        rc |= px_buf_append(t, " v c", 4) | put_num(t, 'D', rd64(ext)) |
+              px_buf_append(t, mode, sizeof(mode));
         uint32_t exp = rd32(ext + 16);
         if (exp != 0xffffffffu) /* else: not created when absent */
-            rc |= px_buf_printf(t, " N%" PRIu32 " J%" PRIu64, expiry(ext + 16), rd64(ext + 8));
+            rc |= put_num(t, 'N', expiry(ext + 16)) | put_num(t, 'J', rd64(ext + 8));
         if (f->cas != 0)
-            rc |= px_buf_printf(t, " C%" PRIu64, f->cas);
+            rc |= put_num(t, 'C', f->cas);
         break;
     }
     case K_NOOP:
@@ -385,6 +403,53 @@ px_mcb_verdict px_mcb_request(const char *buf, size_t len, size_t max_body, px_m
     return translate(s, f, ext, text) == 0 ? PX_MCB_FORWARD : PX_MCB_NOMEM;
 }
 
+long px_mcb_batch(const char *buf, size_t len, size_t max_keys, size_t max_line, px_buf *text,
+                  px_buf *keys, size_t *consumed, uint8_t edge[8])
+{
+    size_t at = 0, n = 0, line = 6; /* "gets" and "\r\n" */
+    text->len = keys->len = 0;
+    while (n < max_keys && len - at >= PX_MCB_HEADER) {
+        const char *h = buf + at;
+        uint8_t op = (uint8_t)h[1];
+        uint16_t klen = rd16(h + 2);
+        const char *key = h + PX_MCB_HEADER;
+        /* a quiet get of the shape memcached takes, whole in the buffer, its key a token */
+        if ((unsigned char)h[0] != PX_MCB_MAGIC_REQ || (op != 0x09 && op != 0x0d) ||
+            h[4] != 0 || klen == 0 || klen > PX_MCB_MAX_KEY || rd32(h + 8) != klen ||
+            len - at - PX_MCB_HEADER < klen || line + 1 + klen > max_line ||
+            !ch_mc_key_plain(key, klen))
+            break;
+        if (px_buf_append(text, n == 0 ? "gets " : " ", n == 0 ? 5 : 1) != 0 ||
+            px_buf_append(text, key, klen) != 0 || px_buf_append(keys, &op, 1) != 0 ||
+            px_buf_append(keys, h + 12, 4) != 0)
+            return -1;
+        line += 1 + klen;
+        at += PX_MCB_HEADER + klen;
+        n++;
+    }
+    /* the noop that ends a client's multi-get goes with it: answered after the gets' answers,
+     * as it must be, without a request of its own */
+    const char *h = buf + at;
+    bool noop = n > 0 && len - at >= PX_MCB_HEADER && (unsigned char)h[0] == PX_MCB_MAGIC_REQ &&
+                h[1] == 0x0a && rd16(h + 2) == 0 && h[4] == 0 && rd32(h + 8) == 0;
+    if (n < 2 && !noop) {
+        text->len = keys->len = 0;
+        return 0;
+    }
+    if (noop) {
+        uint8_t op = 0x0a;
+        if (px_buf_append(keys, &op, 1) != 0 || px_buf_append(keys, h + 12, 4) != 0)
+            return -1;
+        at += PX_MCB_HEADER;
+    }
+    if (px_buf_append(text, "\r\n", 2) != 0)
+        return -1;
+    *consumed = at;
+    memset(edge, 0, 8);
+    edge[1] = PX_MCB_E_BINARY | PX_MCB_E_BATCH;
+    return (long)n;
+}
+
 /* ---- replies --------------------------------------------------------------------------------- */
 
 /* The value of meta flag letter c among the tokens of line[0, n) (after the code), as a
@@ -500,6 +565,53 @@ static size_t request_key(const px_msg *m, char *buf, size_t cap)
     return n > 0 ? (size_t)n : 0;
 }
 
+/* A run of quiet gets' reply (px_mcb_batch), as the memcache codec merged it: the VALUE
+ * blocks of the keys found in the keys' order, a failed part's error line in each of its keys'
+ * places (PX_MSG_KEYWISE), then END; or one error line for the whole (the request failed
+ * before it was split). Each key found answers with its opcode and opaque, a missing one
+ * nothing (a quiet get), an error its binary status, as one request of its own would; then
+ * the noop that ended the run, when it came with it. */
+static int batch_reply(px_buf *out, const px_msg *m, const char *p, size_t len)
+{
+    size_t n = m->edge_keys_len / PX_MCB_BATCH_ENTRY, at = 0;
+    bool noop = n > 0 && m->edge_keys[(n - 1) * PX_MCB_BATCH_ENTRY] == 0x0a;
+    size_t gets = noop ? n - 1 : n;
+    int rc = 0;
+    /* (a request refused before it was parsed, for the memory budget, has no keys: its one
+     * error line is every get's) */
+    for (size_t i = 0; rc == 0 && i < gets; i++) {
+        const uint8_t *e = m->edge_keys + i * PX_MCB_BATCH_ENTRY;
+        const op_spec *s = &ops[e[0]];
+        size_t ln = at < len ? line_len(p + at, len - at) : 0;
+        ch_mc_value v;
+        size_t next = at;
+        if (i < m->nkeys && at < len && starts(p + at, ln, "VALUE ") &&
+            ch_mc_value_next(p, len, &next, &v)) {
+            px_span k = m->keys[i];
+            if (v.key.len != k.len || memcmp(p + v.key.off, m->raw + k.off, k.len) != 0)
+                continue; /* a miss: the next block is a later key's */
+            unsigned char fl[4];
+            wr32(fl, v.flags);
+            rc = px_mcb_response(out, e[0], e + 1, PX_MCB_OK, v.cas, fl, 4,
+                                 s->with_key ? m->raw + k.off : NULL, s->with_key ? k.len : 0,
+                                 p + v.data.off, v.data.len);
+            at = next;
+        } else if (at < len && (starts(p + at, ln, "ERROR") || starts(p + at, ln, "CLIENT_ERROR") ||
+                                starts(p + at, ln, "SERVER_ERROR"))) {
+            rc = error_reply(out, s, e[0], e + 1, p + at, ln);
+            if (at + ln + 2 < len) /* else the whole request's: every key's */
+                at += ln + 2;
+        } else if (!(at < len && ln == 3 && memcmp(p + at, "END", 3) == 0)) {
+            rc = error_response(out, e[0], e + 1, PX_MCB_TMPFAIL, "unexpected reply", 16);
+        } /* END: the rest are misses */
+    }
+    if (rc == 0 && noop) { /* the noop that ended the run, after every answer before it */
+        const uint8_t *e = m->edge_keys + (n - 1) * PX_MCB_BATCH_ENTRY;
+        rc = px_mcb_response(out, e[0], e + 1, PX_MCB_OK, 0, NULL, 0, NULL, 0, NULL, 0);
+    }
+    return rc;
+}
+
 int px_mcb_reply(px_buf *out, const px_msg *m, const char *p, size_t len)
 {
     if ((m->edge[1] & PX_MCB_E_ANSWERED) != 0)
@@ -511,6 +623,8 @@ int px_mcb_reply(px_buf *out, const px_msg *m, const char *p, size_t len)
         return s->quiet ? 0 : px_mcb_response(out, op, opq, PX_MCB_OK, 0, NULL, 0, NULL, 0, NULL, 0);
     if (len == 0)
         return 0; /* withheld (a quiet request's) */
+    if ((m->edge[1] & PX_MCB_E_BATCH) != 0)
+        return batch_reply(out, m, p, len);
     size_t n = line_len(p, len);
     if (starts(p, n, "ERROR") || starts(p, n, "CLIENT_ERROR") || starts(p, n, "SERVER_ERROR"))
         return error_reply(out, s, op, opq, p, n);

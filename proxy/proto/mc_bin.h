@@ -24,10 +24,12 @@
  *                              (expiry 0xffffffff: no N J, the key is not created)
  *   noop                       mn          version    version      quit(q)   quit
  *   flush(q)                   flush_all (refused by the proxy: status 0x83)
- *   stat                       stats     (refused by the proxy: status 0x83)
+ *   stat                       stats     (the proxy's own; with a key refused: status 0x83)
  * The quiet variants' rules are memcached's, carried by the meta q flag (mc_codec.c suppresses
  * what memcached would not send): a quiet get's miss and a quiet store's, delete's or incr's
- * success send nothing; errors are sent.
+ * success send nothing; errors are sent. A run of two or more quiet gets (getq getkq) goes as
+ * one "gets <key>..." (px_mcb_batch): split by server and merged, as a text multi-get, then
+ * answered key by key with each key's own opaque.
  */
 #ifndef CHASH_PROXY_MC_BIN_H
 #define CHASH_PROXY_MC_BIN_H
@@ -80,7 +82,10 @@ enum {
 enum {
     PX_MCB_E_BINARY = 1u << 0, /* a binary client's: its reply is translated (px_mcb_reply) */
     PX_MCB_E_ANSWERED = 1u << 1, /* the reply is already a binary response: written as it is */
+    PX_MCB_E_BATCH = 1u << 2,  /* a run of quiet gets (px_mcb_batch): px_msg.edge_keys holds
+                                  each key's opcode and opaque, PX_MCB_BATCH_ENTRY bytes each */
 };
+enum { PX_MCB_BATCH_ENTRY = 5 };
 
 /* What px_mcb_request made of the frame at the start of the buffer. */
 typedef enum px_mcb_verdict {
@@ -112,6 +117,20 @@ typedef struct px_mcb_frame {
 px_mcb_verdict px_mcb_request(const char *buf, size_t len, size_t max_body, px_mcb_frame *f,
                               size_t *consumed, size_t *need, px_buf *text, px_buf *answer,
                               uint8_t edge[8]);
+
+/* A run of quiet gets (getq getkq) at the start of buf[0, len), complete frames of keys the
+ * text protocol can carry, at most max_keys of them and a get line of at most max_line bytes,
+ * with the noop right after them if it is there: served as one request, as a text multi-get
+ * is, instead of one request per frame (what a client's multi-get is: libmemcached's mget
+ * sends a getkq per key, then a noop). The text "gets <key>..." into text, each frame's opcode
+ * and opaque into keys (PX_MCB_BATCH_ENTRY bytes each, the noop's last: the request's
+ * edge_keys), the request's edge into edge (PX_MCB_E_BATCH), the frames' length into
+ * *consumed. Returns how many gets it took: 0 when there are not 2 and no noop follows (the
+ * first frame is then served alone, px_mcb_request). -1 when out of memory. Cost: O(frames).
+ * The caller sets PX_MSG_KEYWISE on the parsed request: a failed server's keys each get its
+ * error, the others their values, as when each was a request of its own. */
+long px_mcb_batch(const char *buf, size_t len, size_t max_keys, size_t max_line, px_buf *text,
+                  px_buf *keys, size_t *consumed, uint8_t edge[8]);
 
 /* The binary response to the request m (m->edge set by px_mcb_request) for its reply
  * p[0, len) as the memcache codec framed it (a meta, VERSION or error reply; empty when the

@@ -239,9 +239,12 @@ static px_parse mc_scan_reply(const px_limits *lim, uint8_t expect, const char *
  * first key to the end of the last. */
 static bool mc_join_keys(const char *req, size_t len, uint8_t expect, size_t *off, size_t *klen)
 {
-    if (expect != CH_MC_CMD_GET || len < 6 || memcmp(req, "get ", 4) != 0 || req[len - 1] != '\n')
+    /* get joins get, gets joins gets (mc_join): "get " or "gets " */
+    size_t start = expect == CH_MC_CMD_GET ? 4 : expect == CH_MC_CMD_GETS ? 5 : 0;
+    if (start == 0 || len < start + 2 || memcmp(req, "gets ", start - 1) != 0 ||
+        req[start - 1] != ' ' || req[len - 1] != '\n')
         return false;
-    size_t end = req[len - 2] == '\r' ? len - 2 : len - 1, start = 4;
+    size_t end = req[len - 2] == '\r' ? len - 2 : len - 1;
     while (start < end && req[start] == ' ')
         start++;
     while (end > start && req[end - 1] == ' ')
@@ -254,9 +257,12 @@ static bool mc_join_keys(const char *req, size_t len, uint8_t expect, size_t *of
 }
 
 /* "get k1 .. kn" (its line end dropped) then " <keys>\r\n": never longer than the two requests
- * were, whose second one spent at least "get " and a line end on its keys. */
+ * were, whose second one spent at least "get " and a line end on its keys. The same for gets;
+ * a get and a gets do not join (a gets' values carry their CAS). */
 static int mc_join(px_buf *out, size_t line, size_t at, size_t *keys, size_t klen)
 {
+    if ((out->p[line + 3] == 's') != (out->p[at + 3] == 's'))
+        return -1;
     size_t head = at - 1 - (at - line >= 2 && out->p[at - 2] == '\r');
     if (head - line + 1 + klen + 2 > MC_JOIN_LINE)
         return -1;
@@ -717,7 +723,8 @@ static int mc_encode_handshake(px_buf *out, const ch_conf_pool *pc, uint8_t dial
 /* ---- merging ----------------------------------------------------------------------------------- */
 
 struct px_merger {
-    px_buf err;     /* the first error reply of a part */
+    px_buf err;     /* the first error reply of a part (not PX_MSG_KEYWISE) */
+    bool failed;    /* a part failed (PX_MSG_KEYWISE: its error is in its keys' slots) */
     size_t nkeys;
     px_buf vals;
     px_span slots[]; /* per key of the request: its VALUE block in vals (len 0: a miss) */
@@ -739,8 +746,20 @@ static void mc_merge_part(px_merger *mg, const px_msg *m, const uint32_t *keys, 
                           const px_reply *r)
 {
     if (r->kind == PX_REPLY_ERROR || r->kind == PX_REPLY_FAILED) {
-        if (mg->err.len == 0)
-            px_buf_append(&mg->err, r->p, r->len);
+        mg->failed = true;
+        if ((m->flags & PX_MSG_KEYWISE) == 0) {
+            if (mg->err.len == 0)
+                px_buf_append(&mg->err, r->p, r->len);
+            return;
+        }
+        /* each key of the part answered with its error line, in the key's place */
+        px_span line = {(uint32_t)mg->vals.len, (uint32_t)r->len};
+        if (px_buf_append(&mg->vals, r->p, r->len) != 0) {
+            px_buf_append(&mg->err, r->p, r->len); /* out of memory: the whole as one */
+            return;
+        }
+        for (size_t j = 0; j < nkeys; j++)
+            mg->slots[keys[j]] = line;
         return;
     }
     size_t pos = 0, j = 0;
@@ -779,8 +798,9 @@ static int mc_merge_end(px_merger *mg, const px_msg *m, px_buf *out)
     }
     px_buf_free(&mg->err);
     px_buf_free(&mg->vals);
+    bool failed = mg->failed;
     free(mg);
-    return rc != 0 ? -1 : error ? 1 : 0;
+    return rc != 0 ? -1 : failed ? 1 : 0;
 }
 
 /* ---- local commands ---------------------------------------------------------------------------- */

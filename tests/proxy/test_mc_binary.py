@@ -44,7 +44,9 @@ memcached as the oracle.
      a noop) spanning the 3 answers the present keys in the client's order with their opaques;
      one memcached killed (failover_depth 1): a get of a key it owned answers the proxy's error
      as status 0x86 with its text, a quiet get's error is sent too (errors are never
-     withheld), the connection is kept and the other keys are still served.
+     withheld), the connection is kept and the other keys are still served; a quiet
+     multi-get over the 3 answers each of the killed one's keys 0x86 and the others their
+     values (the run is one request, split and merged, answered key by key).
 
 Usage: test_mc_binary.py CHASH_PROXY CHASH_CLI
 Exit: 0 pass, 1 fail, 77 skip (memcached missing and CI unset).
@@ -598,6 +600,19 @@ def three_servers(t):
     f = fields(rs[2])
     if f["status"] != 0 or f["body"][4 + f["klen"]:] != b"v" + kept:
         fail("a get of a live memcached's key with another killed: %r" % f)
+    # a quiet multi-get over the killed memcached and the live ones: each key answered as its
+    # own request would be, the killed one's keys 0x86, the others their values
+    mixed = keys[:30]
+    c.send(b"".join(packet(OPS["getkq"], k, opaque=2000 + j) for j, k in enumerate(mixed)) +
+           packet(OPS["noop"], opaque=MARK))
+    rs, closed = c.until_mark()
+    got = [(fields(r)["opaque"], fields(r)["status"], fields(r)["body"][4 + fields(r)["klen"]:])
+           for r in rs[:-1]]
+    want = [(2000 + j, 0x86 if owner[k] == dead else 0, None if owner[k] == dead else b"v" + k)
+            for j, k in enumerate(mixed)]
+    if closed or [(o, st, v if st == 0 else None) for o, st, v in got] != want or \
+            {owner[k] for k in mixed} != {0, 1, 2}:
+        fail("a quiet multi-get with a memcached killed: %s, expected %s" % (got, want))
     c.close()
     return fields(rs[0])["body"]
 

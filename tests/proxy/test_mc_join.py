@@ -9,8 +9,9 @@ client's gets to a server share one connection and join), keys placed by `chash 
   1. 8 connections at once, 200 pipelined batches each of 24 requests: gets of keys present and
      absent, a key asked twice in a row, keys of 1 to 250 bytes, the line ends and spaces
      clients send ("get k\\n", "get  k  \\r\\n"), multigets of 2 to 5 of those keys (their
-     parts join as well), and between them sets, deletes, gets and multigets of the
-     connection's own keys. Every reply is
+     parts join as well), the same with gets (a gets joins a gets, never a get: its values
+     carry their CAS, as memcached's own gets answers), and between them sets, deletes, gets
+     and multigets of the connection's own keys. Every reply is
      byte for byte what that memcached itself answers the request alone: for the shared keys
      the values written directly on their owners at the start, for a connection's own keys
      the model of what it wrote (nobody else writes them). Then
@@ -90,10 +91,11 @@ def body(t):
                         b"STORED\r\n":
                     fail("preload of %r failed" % k)
             present[k] = (i, data)
-    want_get = {}
+    want_get, want_gets = {}, {}
     for k in shared:
         with Mc(by_addr[owner[k]].addr) as c:
             want_get[k] = c.call(b"get %s\r\n" % k)
+            want_gets[k] = c.call(b"gets %s\r\n" % k)  # its CAS: nobody writes shared keys
         if want_get[k] != (value_reply(k, *present[k]) if k in present else b"END\r\n"):
             fail("memcached answered get %r with %r" % (k, want_get[k]))
 
@@ -110,13 +112,19 @@ def body(t):
                     x = r.random()
                     if x < 0.10:  # a multiget of shared keys: its parts join too
                         ks = [r.choice(shared) for _ in range(r.randrange(2, 6))]
-                        reqs.append(b"get %s\r\n" % b" ".join(ks))
-                        want.append(b"".join(want_get[k][:-5] for k in ks) + b"END\r\n")
-                    elif x < 0.70:
+                        cas = r.random() < 0.3  # gets joins gets, never a get
+                        reqs.append(b"%s %s\r\n" % (b"gets" if cas else b"get", b" ".join(ks)))
+                        want.append(b"".join((want_gets if cas else want_get)[k][:-5]
+                                             for k in ks) + b"END\r\n")
+                    elif x < 0.55:
                         k = r.choice(shared)
                         for _ in range(2 if r.random() < 0.1 else 1):
                             reqs.append(get_line(k, r))
                             want.append(want_get[k])
+                    elif x < 0.70:
+                        k = r.choice(shared)
+                        reqs.append(b"gets %s\r\n" % k)
+                        want.append(want_gets[k])
                     elif x < 0.80:
                         k = b"own:%d:%d" % (n, r.randrange(20))
                         data = b"%d.%d" % (b, len(reqs))
