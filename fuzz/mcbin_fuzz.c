@@ -15,7 +15,14 @@
  *   - its reply translated from two of a set of meta, text and error replies memcached or the
  *     proxy may give it (picked by the request's opaque), and from the stream's next bytes
  *     taken as a reply, is well-formed;
- *   - SASL PLAIN's user and password lie inside the request's value.
+ *   - SASL PLAIN's user and password lie inside the request's value;
+ *   - a run of quiet gets (px_mcb_batch, tried first at each request as client.c does) is one
+ *     whole gets request with a key per get, each the bytes its frame sent; its reply
+ *     translated from the values of all its keys is one response per get, in order, with that
+ *     get's opcode and opaque (and the noop's last, when it came with the run); from END
+ *     alone, nothing but the noop's; from an error, one per get; from a keywise merge (an
+ *     error line in some keys' places) one per get again; and from the stream's next bytes,
+ *     well-formed.
  */
 #include "codec.h"
 #include "codec_util.h"
@@ -65,15 +72,105 @@ static const char *const replies[] = {
     "STAT pid 12\r\nSTAT version 0.1.0\r\nEND\r\n", "STAT a b\r\n", "STAT x\r\nEND\r\n",
 };
 
+/* out[0, len) is exactly one response per entry of the run's keys[0, n) (opcode, opaque),
+ * in order, but for the entries skipped: those whose bit in skip is set. */
+static void one_each(const px_buf *out, const uint8_t *keys, size_t n, const bool *skip)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (skip[i])
+            continue;
+        check(out->len - at >= PX_MCB_HEADER);
+        const unsigned char *h = (const unsigned char *)out->p + at;
+        const uint8_t *e = keys + i * PX_MCB_BATCH_ENTRY;
+        check(h[0] == PX_MCB_MAGIC_RES && h[1] == e[0] && memcmp(h + 12, e + 1, 4) == 0);
+        at += PX_MCB_HEADER + be32(h + 8);
+        check(at <= out->len);
+    }
+    check(at == out->len);
+}
+
+/* A run of quiet gets at buf[0, len): the batch's contracts (above). Its length, or 0. */
+static size_t batch(const char *buf, size_t len, const px_codec *codec, const px_limits *lim,
+                    px_buf *text, px_buf *keys, px_buf *out, px_buf *rep)
+{
+    size_t consumed = 0;
+    uint8_t edge[8];
+    long n = px_mcb_batch(buf, len, 128, 16384, text, keys, &consumed, edge);
+    if (n <= 0)
+        return 0;
+    check(consumed >= PX_MCB_HEADER * (size_t)n && consumed <= len);
+    size_t entries = keys->len / PX_MCB_BATCH_ENTRY;
+    check(entries == (size_t)n || entries == (size_t)n + 1);
+    px_span args[130], ks[130];
+    px_msg m = {.args = args, .args_cap = 130, .keys = ks, .keys_cap = 130};
+    size_t tc = 0, tn = 0;
+    char err[160];
+    px_parse rs = codec->parse_request(lim, text->p, text->len, &m, &tc, &tn, err, sizeof(err));
+    check(rs == PX_PARSE_OK && tc == text->len && m.reject[0] == '\0' && m.nkeys == (size_t)n);
+    memcpy(m.edge, edge, sizeof(m.edge));
+    m.flags |= PX_MSG_KEYWISE;
+    m.edge_keys = (const uint8_t *)keys->p;
+    m.edge_keys_len = keys->len;
+    size_t at = 0;
+    for (size_t i = 0; i < (size_t)n; i++) { /* each key the bytes its frame sent */
+        const char *h = buf + at;
+        size_t kl = (size_t)(unsigned char)h[2] << 8 | (unsigned char)h[3];
+        check(m.keys[i].len == kl && memcmp(m.raw + m.keys[i].off, h + PX_MCB_HEADER, kl) == 0);
+        at += PX_MCB_HEADER + kl;
+    }
+    bool none[130] = {false}, gets[130]; /* skip nothing; skip the gets (all missed) */
+    for (size_t i = 0; i < entries; i++)
+        gets[i] = i < (size_t)n;
+    /* every key found */
+    rep->len = 0;
+    for (size_t i = 0; i < (size_t)n; i++)
+        check(px_buf_printf(rep, "VALUE %.*s 7 1 9\r\nx\r\n", (int)m.keys[i].len,
+                            m.raw + m.keys[i].off) == 0);
+    check(px_buf_append(rep, "END\r\n", 5) == 0);
+    out->len = 0;
+    check(px_mcb_reply(out, &m, rep->p, rep->len) == 0);
+    one_each(out, m.edge_keys, entries, none);
+    /* none found: the noop's alone */
+    out->len = 0;
+    check(px_mcb_reply(out, &m, "END\r\n", 5) == 0);
+    one_each(out, m.edge_keys, entries, gets);
+    /* the whole request failed: every get's error */
+    out->len = 0;
+    check(px_mcb_reply(out, &m, "SERVER_ERROR no server\r\n", 24) == 0);
+    one_each(out, m.edge_keys, entries, none);
+    /* a keywise merge: the odd keys' places hold their part's error */
+    rep->len = 0;
+    for (size_t i = 0; i < (size_t)n; i++)
+        check((i % 2 ? px_buf_append(rep, "SERVER_ERROR down\r\n", 19)
+                     : px_buf_printf(rep, "VALUE %.*s 0 0\r\n\r\n", (int)m.keys[i].len,
+                                     m.raw + m.keys[i].off)) == 0);
+    check(px_buf_append(rep, "END\r\n", 5) == 0);
+    out->len = 0;
+    check(px_mcb_reply(out, &m, rep->p, rep->len) == 0);
+    one_each(out, m.edge_keys, entries, none);
+    /* the stream's next bytes as its reply */
+    size_t rest = len - consumed;
+    out->len = 0;
+    if (px_mcb_reply(out, &m, buf + consumed, rest > 4096 ? 4096 : rest) == 0)
+        well_formed(out, 0, NULL, true);
+    return consumed;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *buf = (const char *)data;
     const px_codec *codec = &px_codec_memcache;
     px_limits lim = limits(codec, false);
     size_t off = 0;
-    px_buf text = {0}, out = {0};
+    px_buf text = {0}, out = {0}, bkeys = {0}, rep = {0};
     px_span args[64], keys[64];
     while (off < size) {
+        size_t run = batch(buf + off, size - off, codec, &lim, &text, &bkeys, &out, &rep);
+        if (run > 0) {
+            off += run;
+            continue;
+        }
         px_mcb_frame f;
         uint8_t edge[8];
         size_t consumed = 0, need = 0;
@@ -133,5 +230,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     px_buf_free(&text);
     px_buf_free(&out);
+    px_buf_free(&bkeys);
+    px_buf_free(&rep);
     return 0;
 }
