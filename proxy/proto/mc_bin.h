@@ -14,6 +14,7 @@
  *
  * What a request becomes (memcached 1.6.18's proto_bin.c is the reference for every answer):
  *   get getq getk getkq        mg <key> v f c [q]
+ *   a run of getq getkq (noop) gets <key1> ... <keyn> (px_mcb_batch)
  *   gat gatq gatk gatkq        mg <key> v f c T<exp> [q]
  *   touch                      mg <key> f c T<exp>
  *   set add replace (q)        ms <key> <n> F<flags> T<exp> c M<S|E|R> [C<cas>] [q]
