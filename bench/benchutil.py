@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
-"""benchutil: what the benchmark scripts under bench/ share: output, giving up, the box's load,
-a process's CPU time and free loopback ports."""
+"""benchutil: what the benchmark scripts under bench/ share: output, giving up, the processes
+a bench starts, the box's load, a process's CPU time and free loopback ports."""
 import os
 import socket
+import subprocess
 import sys
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -20,6 +21,31 @@ def dier(name, cleanup):
         cleanup()
         os._exit(1)
     return die
+
+
+class Procs:
+    """The processes a bench starts (start), each with its output in a log file, stopped
+    together (stop: SIGTERM, then SIGKILL after 5 s); die is the bench's dier stopping them."""
+
+    def __init__(self, name):
+        self.procs = []
+        self.die = dier(name, self.stop)
+
+    def start(self, argv, log):
+        p = subprocess.Popen(argv, stdout=open(log, "w"), stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL)
+        self.procs.append(p)
+        return p
+
+    def stop(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
 
 
 def loadavg():

@@ -39,34 +39,14 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from benchutil import cpu_seconds, dier, free_ports, loadavg, say  # noqa: E402
+from benchutil import Procs, cpu_seconds, free_ports, loadavg, say  # noqa: E402
 
 RUN_TIMEOUT = 300
 GOAL = 1.1
 CELLS = ["get", "set", "mget"]  # mc_load -t; mget: 10 keys
 LABEL = {"get": "get", "set": "set", "mget": "mget10"}
-procs = []
-
-
-def cleanup():
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
-    for p in procs:
-        try:
-            p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            p.kill()
-
-
-die = dier("mc_binary", cleanup)
-
-
-def start(argv, log):
-    p = subprocess.Popen(argv, stdout=open(log, "w"), stderr=subprocess.STDOUT,
-                         stdin=subprocess.DEVNULL)
-    procs.append(p)
-    return p
+PROCS = Procs("mc_binary")
+die, start = PROCS.die, PROCS.start
 
 
 def mc_ping(port):
@@ -190,7 +170,7 @@ def main():
                 "MET" if ok else "MISSED"))
     say("goal: binary CPU per request <= %.1fx text's in every cell: %s" % (
         GOAL, "MET" if not missed else "MISSED in " + ", ".join(missed)))
-    cleanup()
+    PROCS.stop()
     shutil.rmtree(tmp, ignore_errors=True)
 
 

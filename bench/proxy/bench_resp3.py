@@ -29,7 +29,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from benchutil import cpu_seconds, dier, free_ports, loadavg, say  # noqa: E402
+from benchutil import Procs, cpu_seconds, free_ports, loadavg, say  # noqa: E402
 
 RUN_TIMEOUT = 300
 GOAL = 1.05
@@ -37,28 +37,8 @@ CELLS = [("GET", ["GET", "key:__rand_int__"]),
          ("SET", ["SET", "key:__rand_int__", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"]),
          ("MGET10", ["MGET"] + ["key:__rand_int__"] * 10),
          ("HGETALL", ["HGETALL", "{h}hash"])]
-procs = []
-
-
-def cleanup():
-    for p in procs:
-        if p.poll() is None:
-            p.terminate()
-    for p in procs:
-        try:
-            p.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            p.kill()
-
-
-die = dier("resp3", cleanup)
-
-
-def start(argv, log):
-    p = subprocess.Popen(argv, stdout=open(log, "w"), stderr=subprocess.STDOUT,
-                         stdin=subprocess.DEVNULL)
-    procs.append(p)
-    return p
+PROCS = Procs("resp3")
+die, start = PROCS.die, PROCS.start
 
 
 def cli(port, *args):
@@ -169,7 +149,7 @@ def main():
                 "MET" if ok else "MISSED"))
     say("goal: RESP3 CPU per request <= %.2fx RESP2's in every cell: %s" % (
         GOAL, "MET" if not missed else "MISSED in " + ", ".join(missed)))
-    cleanup()
+    PROCS.stop()
     shutil.rmtree(tmp, ignore_errors=True)
 
 
