@@ -86,8 +86,10 @@ def body(t):
 
     pool = write_file(os.path.join(t.tmp, "new.yml"), "alpha:\n  membership: %s\n  servers:\n"
                       "    - 127.0.0.1:6379:1 s0\n" % url)
-    # The way out: apply reads K as status does and commits a valid document over it.
-    out, _ = run(chash, ["fleet", "apply", pool, "--timeout", "500"], 0)
+    # The way out: apply reads K as status does and commits a valid document over it. (No
+    # instance is there to prepare, so --timeout is not waited out; it also bounds each etcd
+    # request, at most 5 s: reading K's 19.5 MB took over 500 ms on a loaded box.)
+    out, _ = run(chash, ["fleet", "apply", pool, "--timeout", "20000"], 0)
     if "committed epoch" not in out:
         fail("fleet apply over 16 MiB of '[' in K: %s" % out[-1000:])
     out, _ = run(chash, ["fleet", "status", "--etcd", url, "--json"], 0)

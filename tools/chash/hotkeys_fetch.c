@@ -19,7 +19,7 @@
 
 typedef struct body {
     char *p;
-    size_t len;
+    size_t len, cap; /* cap doubles: a body of n bytes costs O(n) copying, not O(n^2) */
 } body;
 
 static size_t on_data(char *p, size_t size, size_t n, void *arg)
@@ -28,11 +28,17 @@ static size_t on_data(char *p, size_t size, size_t n, void *arg)
     size_t add = size * n;
     if (b->len + add > HK_MAX_BODY)
         return 0;
-    char *q = realloc(b->p, b->len + add + 1);
-    if (q == NULL)
-        return 0;
-    memcpy(q + b->len, p, add);
-    b->p = q;
+    if (b->len + add + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->len + add + 1)
+            cap *= 2;
+        char *q = realloc(b->p, cap);
+        if (q == NULL)
+            return 0;
+        b->p = q;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, p, add);
     b->len += add;
     b->p[b->len] = '\0';
     return add;
