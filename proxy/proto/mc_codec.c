@@ -826,7 +826,7 @@ static const struct {
 static int mc_stats(const px_local *ctx, px_buf *out)
 {
     px_buf info = {0};
-    int rc = ctx->info(ctx->info_arg, &info);
+    int rc = ctx->info != NULL ? ctx->info(ctx->info_arg, &info) : 0;
     bool skip = false;
     for (size_t at = 0; rc == 0 && at < info.len;) {
         const char *line = info.p + at, *nl = memchr(line, '\n', info.len - at);

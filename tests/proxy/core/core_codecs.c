@@ -115,22 +115,37 @@ void test_mc_base64_routing(void **state)
     }
 }
 
-/* Local and refused commands never reach a backend. */
+/* An INFO text as the control plane gives it (metrics.c's shape). */
+static int fake_info(void *arg, px_buf *out)
+{
+    (void)arg;
+    static const char text[] = "# Proxy\r\nchash_proxy_version:9.9.9\r\nprocess_id:42\r\n"
+                               "worker_id:0\r\n\r\n# Replication\r\nrole:master\r\n\r\n"
+                               "# Pools\r\npools:1\r\n";
+    return px_buf_append(out, text, sizeof(text) - 1);
+}
+
+/* Local and refused commands never reach a backend. stats is the proxy's INFO as STAT lines
+ * (memcached's names where it has one, the version memcached clients read, the Replication
+ * section left out); stats with an argument is refused. */
 void test_mc_local(void **state)
 {
     fixture *fx = *state;
-    px_local ctx = {0};
+    px_local ctx = {.info = fake_info};
     request(fx, &ctx, "version\r\n");
     request(fx, &ctx, "stats\r\n");
+    request(fx, &ctx, "stats items\r\n");
     request(fx, &ctx, "nonsense\r\n");
     request(fx, &ctx, "quit\r\n");
     assert_true(ctx.close);
     assert_int_equal(fake_nlog, 0);
-    assert_int_equal(ndone, 4);
-    assert_done(0, "VERSION " PX_VERSION "\r\n");
-    assert_done(1, "CLIENT_ERROR stats is not supported by the proxy\r\n");
-    assert_done(2, "ERROR\r\n");
-    assert_done(3, "");
+    assert_int_equal(ndone, 5);
+    assert_done(0, "VERSION 1.6.0+chash-proxy-" PX_VERSION "\r\n");
+    assert_done(1, "STAT version 1.6.0+chash-proxy-" PX_VERSION "\r\nSTAT pid 42\r\n"
+                   "STAT worker_id 0\r\nSTAT pools 1\r\nEND\r\n");
+    assert_done(2, "CLIENT_ERROR stats with an argument is not supported by the proxy\r\n");
+    assert_done(3, "ERROR\r\n");
+    assert_done(4, "");
 }
 
 static void walk_collect(void *arg, const char *key, size_t len)
