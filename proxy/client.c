@@ -573,9 +573,10 @@ static void memory_refusal(px_client *c, const px_msg *m)
 /* A binary memcached client's request at rbuf[off]: a run of quiet gets as one gets request
  * (px_mcb_batch; m->edge_keys: each get's opcode and opaque, in c->bin_keys), or one frame
  * translated into a meta request, in c->bin, parsed from there into m by the pool's codec
- * (m->edge set: its reply is translated back, client_put), its *consumed the frames'. Or answered at the edge (an unknown opcode, a
- * bad frame, SASL, a command before authentication): 1. Else BIN_PARSED + the px_parse of the
- * meta request (PX_PARSE_AGAIN with *need). -1 when out of memory. */
+ * (m->edge set: its reply is translated back, client_put), its *consumed the frames'. Or
+ * answered at the edge (an unknown opcode, a bad frame, SASL, a command before
+ * authentication): 1. Else BIN_PARSED + the px_parse of the request (PX_PARSE_AGAIN with
+ * *need). -1 when out of memory. */
 enum { BIN_PARSED = 10 };
 
 /* Whether binary request f may be served now: a pool with client_auth_file serves only
