@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """benchutil: what the benchmark scripts under bench/ share: output, giving up, the processes
-a bench starts, the box's load, a process's CPU time and free loopback ports."""
+a bench starts, a memcached's ping, the box's load, a process's CPU time and free loopback
+ports."""
 import os
 import socket
 import subprocess
@@ -25,11 +26,12 @@ def dier(name, cleanup):
 
 class Procs:
     """The processes a bench starts (start), each with its output in a log file, stopped
-    together (stop: SIGTERM, then SIGKILL after 5 s); die is the bench's dier stopping them."""
+    together (stop: SIGTERM, then SIGKILL after 5 s); with a name, die is the bench's dier
+    stopping them."""
 
-    def __init__(self, name):
+    def __init__(self, name=None):
         self.procs = []
-        self.die = dier(name, self.stop)
+        self.die = dier(name, self.stop) if name else None
 
     def start(self, argv, log):
         p = subprocess.Popen(argv, stdout=open(log, "w"), stderr=subprocess.STDOUT,
@@ -46,6 +48,17 @@ class Procs:
                 p.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 p.kill()
+                p.wait()
+
+
+def mc_ping(port):
+    """Whether a memcached (or a proxy of one) on 127.0.0.1:port answers a get."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+            s.sendall(b"get __bench_ping\r\n")
+            return s.recv(64).startswith(b"END\r\n")
+    except OSError:
+        return False
 
 
 def loadavg():

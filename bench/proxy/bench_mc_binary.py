@@ -31,7 +31,6 @@ import argparse
 import os
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -39,7 +38,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from benchutil import Procs, cpu_seconds, free_ports, loadavg, say  # noqa: E402
+from benchutil import Procs, cpu_seconds, free_ports, loadavg, mc_ping, say  # noqa: E402
 
 RUN_TIMEOUT = 300
 GOAL = 1.1
@@ -47,15 +46,6 @@ CELLS = ["get", "set", "mget"]  # mc_load -t; mget: 10 keys
 LABEL = {"get": "get", "set": "set", "mget": "mget10"}
 PROCS = Procs("mc_binary")
 die, start = PROCS.die, PROCS.start
-
-
-def mc_ping(port):
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
-            s.sendall(b"get __bench_ping\r\n")
-            return s.recv(64).startswith(b"END\r\n")
-    except OSError:
-        return False
 
 
 def wait_ping(port, what):

@@ -65,7 +65,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from benchutil import free_ports  # noqa: E402
+from benchutil import Procs, free_ports, loadavg, mc_ping  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 CPUS = len(os.sched_getaffinity(0)) or 1
@@ -92,15 +92,6 @@ def ping(port):
         with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
             s.sendall(b"*1\r\n$4\r\nPING\r\n")
             return s.recv(64).startswith(b"+PONG")
-    except OSError:
-        return False
-
-
-def mc_ping(port):
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
-            s.sendall(b"get __bench_ping\r\n")
-            return s.recv(64).startswith(b"END\r\n")
     except OSError:
         return False
 
@@ -140,35 +131,6 @@ def sched_seconds(pid):
         except (OSError, ValueError, IndexError):
             pass
     return total / 1e9
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
-
-
-class Procs:
-    """Child processes, all stopped on exit (normal, error or signal)."""
-
-    def __init__(self):
-        self.procs = []
-
-    def start(self, argv, log):
-        p = subprocess.Popen(argv, stdout=open(log, "w"), stderr=subprocess.STDOUT,
-                             stdin=subprocess.DEVNULL)
-        self.procs.append(p)
-        return p
-
-    def stop(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
 
 
 def benchmark(port, cmd, pipeline, n):
