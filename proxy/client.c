@@ -624,6 +624,23 @@ static int client_sasl(px_client *c, const px_mcb_frame *f)
                            strlen(text));
 }
 
+/* The translation in c->bin parsed into m by the pool's codec, m->edge set: BIN_PARSED + the
+ * px_parse. The translation is always whole: never more to wait for. */
+static int client_bin_parse(px_client *c, px_msg *m, const uint8_t edge[8], size_t *need,
+                            char *err, size_t errlen)
+{
+    const px_pool *pool = c->pool;
+    size_t tconsumed = 0;
+    px_parse rs = pool->codec->parse_request(&pool->limits, c->bin.p, c->bin.len, m, &tconsumed,
+                                             need, err, errlen);
+    if (rs == PX_PARSE_AGAIN || (rs == PX_PARSE_OK && tconsumed != c->bin.len)) {
+        snprintf(err, errlen, "untranslatable request");
+        rs = PX_PARSE_BAD;
+    }
+    memcpy(m->edge, edge, sizeof(m->edge));
+    return BIN_PARSED + rs;
+}
+
 /* A run of quiet gets goes as one request of at most this many keys and this long a get line:
  * a multi-get's worth (libmemcached's mget sends a getkq per key), its merge bounded. */
 enum { BIN_BATCH_KEYS = 128, BIN_BATCH_LINE = 16384 };
@@ -642,19 +659,11 @@ static int client_binary(px_client *c, size_t off, px_msg *m, size_t *consumed, 
     if (batch < 0)
         return -1;
     if (batch > 0) {
-        size_t frames = *consumed, tconsumed = 0;
-        px_parse rs = pool->codec->parse_request(&pool->limits, c->bin.p, c->bin.len, m,
-                                                 &tconsumed, need, err, errlen);
-        if (rs == PX_PARSE_AGAIN || (rs == PX_PARSE_OK && tconsumed != c->bin.len)) {
-            snprintf(err, errlen, "untranslatable request");
-            rs = PX_PARSE_BAD;
-        }
-        memcpy(m->edge, edge, sizeof(m->edge));
+        int rs = client_bin_parse(c, m, edge, need, err, errlen);
         m->flags |= PX_MSG_KEYWISE;
         m->edge_keys = (const uint8_t *)c->bin_keys.p;
         m->edge_keys_len = c->bin_keys.len;
-        *consumed = frames;
-        return BIN_PARSED + rs;
+        return rs;
     }
     px_mcb_verdict v = px_mcb_request(c->rbuf.p + off, c->rbuf.len - off, pool->limits.max_request,
                                       &f, consumed, need, &c->bin, &c->bin, edge);
@@ -690,17 +699,7 @@ static int client_binary(px_client *c, size_t off, px_msg *m, size_t *consumed, 
         px_rq_finish(rq, c->bin.p, c->bin.len, v == PX_MCB_ANSWER);
         return 1;
     }
-    size_t frame = *consumed, tconsumed = 0;
-    px_parse rs = pool->codec->parse_request(&pool->limits, c->bin.p, c->bin.len, m, &tconsumed,
-                                             need, err, errlen);
-    if (rs == PX_PARSE_AGAIN || (rs == PX_PARSE_OK && tconsumed != c->bin.len)) {
-        /* the translation is always whole: never more to wait for */
-        snprintf(err, errlen, "untranslatable request");
-        rs = PX_PARSE_BAD;
-    }
-    memcpy(m->edge, edge, sizeof(m->edge));
-    *consumed = frame;
-    return BIN_PARSED + rs;
+    return client_bin_parse(c, m, edge, need, err, errlen);
 }
 
 /* Frames and dispatches every complete request in the buffer. */

@@ -414,7 +414,7 @@ long px_mcb_batch(const char *buf, size_t len, size_t max_keys, size_t max_line,
         uint16_t klen = rd16(h + 2);
         const char *key = h + PX_MCB_HEADER;
         /* a quiet get of the shape memcached takes, whole in the buffer, its key a token */
-        if ((unsigned char)h[0] != PX_MCB_MAGIC_REQ || (op != 0x09 && op != 0x0d) ||
+        if ((unsigned char)h[0] != PX_MCB_MAGIC_REQ || ops[op].kind != K_GET || !ops[op].quiet ||
             h[4] != 0 || klen == 0 || klen > PX_MCB_MAX_KEY || rd32(h + 8) != klen ||
             len - at - PX_MCB_HEADER < klen || line + 1 + klen > max_line ||
             !ch_mc_key_plain(key, klen))
@@ -431,13 +431,13 @@ long px_mcb_batch(const char *buf, size_t len, size_t max_keys, size_t max_line,
      * as it must be, without a request of its own */
     const char *h = buf + at;
     bool noop = n > 0 && len - at >= PX_MCB_HEADER && (unsigned char)h[0] == PX_MCB_MAGIC_REQ &&
-                h[1] == 0x0a && rd16(h + 2) == 0 && h[4] == 0 && rd32(h + 8) == 0;
+                h[1] == PX_MCB_OP_NOOP && rd16(h + 2) == 0 && h[4] == 0 && rd32(h + 8) == 0;
     if (n < 2 && !noop) {
         text->len = keys->len = 0;
         return 0;
     }
     if (noop) {
-        uint8_t op = 0x0a;
+        uint8_t op = PX_MCB_OP_NOOP;
         if (px_buf_append(keys, &op, 1) != 0 || px_buf_append(keys, h + 12, 4) != 0)
             return -1;
         at += PX_MCB_HEADER;
@@ -500,6 +500,12 @@ static size_t line_len(const char *p, size_t len)
     const char *e = memchr(p, '\n', len);
     size_t n = e != NULL ? (size_t)(e - p) : len;
     return n > 0 && p[n - 1] == '\r' ? n - 1 : n;
+}
+
+/* Whether the line p[0, n) is an error line: ERROR, CLIENT_ERROR or SERVER_ERROR. */
+static bool error_line(const char *p, size_t n)
+{
+    return starts(p, n, "ERROR") || starts(p, n, "CLIENT_ERROR") || starts(p, n, "SERVER_ERROR");
 }
 
 /* An error line (ERROR, CLIENT_ERROR, SERVER_ERROR) as the binary status memcached gives the
@@ -574,7 +580,7 @@ static size_t request_key(const px_msg *m, char *buf, size_t cap)
 static int batch_reply(px_buf *out, const px_msg *m, const char *p, size_t len)
 {
     size_t n = m->edge_keys_len / PX_MCB_BATCH_ENTRY, at = 0;
-    bool noop = n > 0 && m->edge_keys[(n - 1) * PX_MCB_BATCH_ENTRY] == 0x0a;
+    bool noop = n > 0 && m->edge_keys[(n - 1) * PX_MCB_BATCH_ENTRY] == PX_MCB_OP_NOOP;
     size_t gets = noop ? n - 1 : n;
     int rc = 0;
     /* (a request refused before it was parsed, for the memory budget, has no keys: its one
@@ -596,8 +602,7 @@ static int batch_reply(px_buf *out, const px_msg *m, const char *p, size_t len)
                                  s->with_key ? m->raw + k.off : NULL, s->with_key ? k.len : 0,
                                  p + v.data.off, v.data.len);
             at = next;
-        } else if (at < len && (starts(p + at, ln, "ERROR") || starts(p + at, ln, "CLIENT_ERROR") ||
-                                starts(p + at, ln, "SERVER_ERROR"))) {
+        } else if (at < len && error_line(p + at, ln)) {
             rc = error_reply(out, s, e[0], e + 1, p + at, ln);
             if (at + ln + 2 < len) /* else the whole request's: every key's */
                 at += ln + 2;
@@ -626,7 +631,7 @@ int px_mcb_reply(px_buf *out, const px_msg *m, const char *p, size_t len)
     if ((m->edge[1] & PX_MCB_E_BATCH) != 0)
         return batch_reply(out, m, p, len);
     size_t n = line_len(p, len);
-    if (starts(p, n, "ERROR") || starts(p, n, "CLIENT_ERROR") || starts(p, n, "SERVER_ERROR"))
+    if (error_line(p, n))
         return error_reply(out, s, op, opq, p, n);
     uint64_t cas = 0, flags = 0;
     bool va = starts(p, n, "VA "), hd = n == 2 ? memcmp(p, "HD", 2) == 0 : starts(p, n, "HD ");

@@ -812,13 +812,15 @@ static int mc_merge_end(px_merger *mg, const px_msg *m, px_buf *out)
  * and getStats. */
 #define MC_VERSION "1.6.0+chash-proxy-" PX_VERSION
 
-/* INFO fields that memcached's stats has under its own name: given that name. */
+/* INFO fields that memcached's stats has under its own name: given that name (and, for the
+ * version, the value memcached clients read). */
 static const struct {
-    const char *info, *stat;
+    const char *info, *stat, *value; /* value NULL: the INFO field's */
 } stat_names[] = {
-    {"chash_proxy_version", "version"} /* its value MC_VERSION */, {"process_id", "pid"},
-    {"uptime_in_seconds", "uptime"},     {"connected_clients", "curr_connections"},
-    {"total_connections_received", "total_connections"}, {"worker_threads", "threads"},
+    {"chash_proxy_version", "version", MC_VERSION}, {"process_id", "pid", NULL},
+    {"uptime_in_seconds", "uptime", NULL},          {"connected_clients", "curr_connections", NULL},
+    {"total_connections_received", "total_connections", NULL},
+    {"worker_threads", "threads", NULL},
 };
 
 /* stats: the proxy's INFO fields as memcached's lines, "STAT <name> <value>", then END. Section
@@ -839,19 +841,19 @@ static int mc_stats(const px_local *ctx, px_buf *out)
         const char *colon = n > 0 && line[0] != '#' && !skip ? memchr(line, ':', n) : NULL;
         if (colon == NULL)
             continue;
-        const char *name = line;
-        size_t nlen = (size_t)(colon - line);
+        const char *name = line, *value = colon + 1;
+        size_t nlen = (size_t)(colon - line), vlen = n - nlen - 1;
         for (size_t i = 0; i < sizeof(stat_names) / sizeof(stat_names[0]); i++)
-            if (strlen(stat_names[i].info) == nlen && memcmp(stat_names[i].info, line, nlen) == 0)
+            if (strlen(stat_names[i].info) == nlen &&
+                memcmp(stat_names[i].info, line, nlen) == 0) {
                 name = stat_names[i].stat;
-        const char *value = colon + 1;
-        size_t vlen = n - (size_t)(colon - line) - 1;
-        if (name != line && strcmp(name, "version") == 0) {
-            value = MC_VERSION;
-            vlen = strlen(MC_VERSION);
-        }
-        if (name != line)
-            nlen = strlen(name);
+                nlen = strlen(name);
+                if (stat_names[i].value != NULL) {
+                    value = stat_names[i].value;
+                    vlen = strlen(value);
+                }
+                break;
+            }
         rc = px_buf_printf(out, "STAT %.*s %.*s\r\n", (int)nlen, name, (int)vlen, value);
     }
     px_buf_free(&info);
